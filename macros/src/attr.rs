@@ -1,0 +1,162 @@
+//! Parsing `#[tool(...)]`.
+
+use proc_macro2::TokenStream;
+use syn::meta::ParseNestedMeta;
+use syn::parse::Parser;
+use syn::{Ident, LitBool, LitStr};
+
+use crate::ctxt::{Ctxt, with_suggestion};
+
+/// The arguments of `#[tool(...)]`, as written.
+#[derive(Default)]
+pub struct ToolAttr {
+    /// `name = "..."`: the tool's name; the function's name by default.
+    pub name: Option<LitStr>,
+    /// `title = "..."`: a human-friendly title for MCP clients.
+    pub title: Option<LitStr>,
+    /// `description = "..."`: overrides the doc comment.
+    pub description: Option<LitStr>,
+    /// `skip(a, b)`: parameters left out of `attempted_query`.
+    pub skip: Vec<Ident>,
+    /// `redact(a, b)`: parameters captured as `"[redacted]"`.
+    pub redact: Vec<Ident>,
+    /// `read_only`: the tool does not modify its environment (implies idempotent).
+    pub read_only: Option<Flag>,
+    /// `destructive`: the tool may perform destructive updates.
+    pub destructive: Option<Flag>,
+    /// `idempotent`: repeating the call has no further effect; safe to retry.
+    pub idempotent: Option<Flag>,
+    /// `open_world`: the tool talks to an open world of external entities.
+    pub open_world: Option<Flag>,
+}
+
+/// A boolean key: `idempotent` or `idempotent = false`.
+#[derive(Clone, Copy)]
+pub struct Flag {
+    pub value: bool,
+}
+
+/// Every key `#[tool(...)]` accepts.
+pub const KEYS: &[&str] = &[
+    "name",
+    "title",
+    "description",
+    "skip",
+    "redact",
+    "read_only",
+    "destructive",
+    "idempotent",
+    "open_world",
+];
+
+impl ToolAttr {
+    /// Whether the tool is safe to repeat: `idempotent`, or `read_only` unless
+    /// `idempotent = false` says otherwise.
+    pub fn is_idempotent(&self) -> bool {
+        match self.idempotent {
+            Some(flag) => flag.value,
+            None => self.read_only.is_some_and(|flag| flag.value),
+        }
+    }
+}
+
+/// Parses the arguments, recording every error in `cx`.
+pub fn parse(cx: &mut Ctxt, args: TokenStream) -> ToolAttr {
+    let mut attr = ToolAttr::default();
+    let parser = syn::meta::parser(|meta| {
+        let Some(key) = meta.path.get_ident().map(Ident::to_string) else {
+            cx.error_spanned_by(&meta.path, "expected a `#[tool]` argument such as `name = \"...\"`");
+            return skip_value(&meta);
+        };
+        match key.as_str() {
+            "name" => set_once(cx, &mut attr.name, &meta, |m| m.value()?.parse()),
+            "title" => set_once(cx, &mut attr.title, &meta, |m| m.value()?.parse()),
+            "description" => set_once(cx, &mut attr.description, &meta, |m| m.value()?.parse()),
+            "skip" => parse_names(cx, &mut attr.skip, &meta),
+            "redact" => parse_names(cx, &mut attr.redact, &meta),
+            "read_only" => set_once(cx, &mut attr.read_only, &meta, parse_flag),
+            "destructive" => set_once(cx, &mut attr.destructive, &meta, parse_flag),
+            "idempotent" => set_once(cx, &mut attr.idempotent, &meta, parse_flag),
+            "open_world" => set_once(cx, &mut attr.open_world, &meta, parse_flag),
+            unknown => {
+                cx.error_spanned_by(
+                    &meta.path,
+                    with_suggestion(
+                        format!("unknown `#[tool]` argument `{unknown}`"),
+                        unknown,
+                        KEYS.iter().copied(),
+                    ),
+                );
+                skip_value(&meta)
+            }
+        }
+    });
+    if let Err(error) = parser.parse2(args) {
+        cx.syn_error(error);
+    }
+    attr
+}
+
+/// Parses a key's value into `slot`, rejecting a second occurrence.
+fn set_once<T>(
+    cx: &mut Ctxt,
+    slot: &mut Option<T>,
+    meta: &ParseNestedMeta,
+    parse: impl FnOnce(&ParseNestedMeta) -> syn::Result<T>,
+) -> syn::Result<()> {
+    let value = parse(meta)?;
+    if slot.is_some() {
+        cx.error_spanned_by(
+            &meta.path,
+            format!("`{}` is given twice", meta.path.get_ident().expect("checked by the caller")),
+        );
+    } else {
+        *slot = Some(value);
+    }
+    Ok(())
+}
+
+/// `flag` or `flag = true|false`.
+fn parse_flag(meta: &ParseNestedMeta) -> syn::Result<Flag> {
+    if meta.input.peek(syn::Token![=]) {
+        let value = meta.value()?;
+        let lit: LitBool = value.parse().map_err(|error| {
+            syn::Error::new(error.span(), "expected `true` or `false`")
+        })?;
+        Ok(Flag { value: lit.value })
+    } else {
+        Ok(Flag { value: true })
+    }
+}
+
+/// `key(a, b, c)`: a list of parameter names.
+fn parse_names(cx: &mut Ctxt, names: &mut Vec<Ident>, meta: &ParseNestedMeta) -> syn::Result<()> {
+    meta.parse_nested_meta(|inner| {
+        match inner.path.get_ident() {
+            Some(ident) if inner.input.is_empty() || inner.input.peek(syn::Token![,]) => {
+                if names.iter().any(|seen| seen == ident) {
+                    cx.error_spanned_by(ident, format!("parameter `{ident}` is listed twice"));
+                } else {
+                    names.push(ident.clone());
+                }
+                Ok(())
+            }
+            _ => {
+                cx.error_spanned_by(&inner.path, "expected a parameter name");
+                skip_value(&inner)
+            }
+        }
+    })
+}
+
+/// Consumes whatever follows an unusable key (`= value` or `(...)`), so that
+/// parsing can go on and report the other keys' errors too.
+fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
+    if meta.input.peek(syn::Token![=]) {
+        let value = meta.value()?;
+        value.parse::<syn::Expr>()?;
+    } else if meta.input.peek(syn::token::Paren) {
+        meta.input.parse::<proc_macro2::Group>()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,129 @@
+//! Semantic checks of a `#[tool]`: what parses but cannot work.
+
+use syn::Ident;
+use syn::ext::IdentExt;
+
+use crate::attr::ToolAttr;
+use crate::ctxt::{Ctxt, with_suggestion};
+use crate::signature::{ToolFn, is_partial_ref};
+
+/// What the macro does with one parameter.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Serialized into `attempted_query`.
+    Captured,
+    /// Left out of `attempted_query` (`skip`).
+    Skipped,
+    /// Captured as `"[redacted]"` (`redact`).
+    Redacted,
+    /// The `Partial<T>` collector.
+    Partial,
+}
+
+/// The longest tool name MCP allows.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// Checks the attribute against the signature, recording every problem in `cx`.
+pub fn check(cx: &mut Ctxt, attr: &ToolAttr, tool: &ToolFn) {
+    let names: Vec<String> = tool.params.iter().map(|p| p.key.clone()).collect();
+    let candidates = || names.iter().map(String::as_str);
+
+    for (list, verb) in [(&attr.skip, "skip"), (&attr.redact, "redact")] {
+        for ident in list {
+            match tool.param(ident) {
+                None => cx.error_spanned_by(
+                    ident,
+                    with_suggestion(
+                        format!("cannot {verb} `{ident}`: `{}` has no parameter named `{ident}`", tool.ident()),
+                        &ident.unraw().to_string(),
+                        candidates(),
+                    ),
+                ),
+                Some(param) if param.partial_item.is_some() => cx.error_spanned_by(
+                    ident,
+                    format!("cannot {verb} `{ident}`: a `Partial` collector is never captured in `attempted_query`"),
+                ),
+                Some(_) => {}
+            }
+        }
+    }
+    for ident in &attr.redact {
+        if attr.skip.iter().any(|skipped| skipped.unraw() == ident.unraw()) {
+            cx.error_spanned_by(
+                ident,
+                format!(
+                    "`{ident}` is both skipped and redacted; choose one: \
+                     `skip` leaves it out of `attempted_query`, `redact` keeps the key with the value \"[redacted]\""
+                ),
+            );
+        }
+    }
+
+    let mut partials = tool.params.iter().filter(|p| p.partial_item.is_some());
+    if partials.next().is_some() {
+        for extra in partials {
+            cx.error_spanned_by(
+                extra.ty,
+                "a #[tool] takes at most one `Partial` collector: gather every partial result in one `Partial<T>`",
+            );
+        }
+    }
+    for param in &tool.params {
+        if is_partial_ref(param.ty) {
+            cx.error_spanned_by(
+                param.ty,
+                "take the collector by value (`Partial<T>`): it is a handle, and the caller keeps a clone to read it back",
+            );
+        }
+    }
+
+    match &attr.name {
+        Some(name) => {
+            if let Err(problem) = check_name(&name.value()) {
+                cx.error_spanned_by(name, problem);
+            }
+        }
+        None => {
+            let name = tool.ident().unraw().to_string();
+            if let Err(problem) = check_name(&name) {
+                cx.error_spanned_by(
+                    tool.ident(),
+                    format!("{problem}\nhelp: give the tool a valid name with `#[tool(name = \"...\")]`"),
+                );
+            }
+        }
+    }
+}
+
+/// MCP tool names: 1 to 64 characters of `[A-Za-z0-9_.-]`.
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > MAX_NAME_LEN {
+        return Err(format!(
+            "`{name}` is not a valid MCP tool name: it must be 1 to {MAX_NAME_LEN} characters long, not {}",
+            name.chars().count()
+        ));
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
+    {
+        return Err(format!(
+            "`{name}` is not a valid MCP tool name: `{bad}` is not one of A-Z, a-z, 0-9, `_`, `.`, `-`"
+        ));
+    }
+    Ok(())
+}
+
+/// The role of the parameter `ident` under `attr`.
+pub fn role(attr: &ToolAttr, ident: &Ident, is_partial: bool) -> Role {
+    let named = |list: &[Ident]| list.iter().any(|i| i.unraw() == ident.unraw());
+    if is_partial {
+        Role::Partial
+    } else if named(&attr.skip) {
+        Role::Skipped
+    } else if named(&attr.redact) {
+        Role::Redacted
+    } else {
+        Role::Captured
+    }
+}

@@ -1,0 +1,184 @@
+//! One `#[tool]` call: body → classify → envelope, with panics caught.
+//!
+//! The code `#[tool]` generates captures the arguments and then hands the body
+//! to [`call_sync`] or [`call_async`]; everything after the body runs here, in
+//! ordinary Rust, so the generated code stays small.
+
+use std::any::Any;
+use std::borrow::Cow;
+use std::future::{Future, poll_fn};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::pin;
+use std::task::Poll;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::capture::Capture;
+use crate::category::ErrorCategory;
+use crate::classify::ToolError;
+use crate::envelope::ErrorEnvelope;
+use crate::partial::Partial;
+
+/// The result of a `#[tool]` function: its value, or the envelope of its failure.
+pub type ToolResult<T> = Result<T, ErrorEnvelope>;
+
+/// What a `#[tool]` knows about itself when it runs.
+#[derive(Debug)]
+pub struct ToolInfo {
+    /// The tool's name, as it appears in the envelope's `tool`.
+    pub name: &'static str,
+    /// Whether the tool declared itself safe to repeat.
+    pub idempotent: bool,
+}
+
+/// A type a `#[tool]` function may return: a `Result` whose error is a [`ToolError`].
+///
+/// Implemented for every `Result<T, E>` with `E: ToolError`, so any alias of
+/// `Result` works (`io::Result<T>`, `anyhow::Result<T>`, a crate's own `Result<T>`).
+#[diagnostic::on_unimplemented(
+    message = "a #[tool] function must return a `Result`, not `{Self}`",
+    label = "this is not a `Result<T, E>`",
+    note = "return `Result<T, E>` (or an alias of it) where `E: ToolError`; a look-up that finds nothing returns `Ok(Found::none())`"
+)]
+pub trait IntoToolResult {
+    /// The success type.
+    type Ok;
+    /// The error type.
+    type Err: ToolError;
+    /// Converts into a plain `Result`.
+    fn into_result(self) -> Result<Self::Ok, Self::Err>;
+}
+
+impl<T, E: ToolError> IntoToolResult for Result<T, E> {
+    type Ok = T;
+    type Err = E;
+
+    fn into_result(self) -> Result<T, E> {
+        self
+    }
+}
+
+/// Where the partial results of a failed call come from.
+pub trait PartialSource {
+    /// The items gathered so far, as JSON; `None` for a tool that gathers none.
+    fn partial_json(&self) -> Option<Value>;
+}
+
+/// A tool without a `Partial` parameter.
+impl PartialSource for () {
+    fn partial_json(&self) -> Option<Value> {
+        None
+    }
+}
+
+impl<T: Serialize> PartialSource for Partial<T> {
+    fn partial_json(&self) -> Option<Value> {
+        Some(self.to_json())
+    }
+}
+
+/// An item type a `Partial` collector can report in `partial_results`.
+#[diagnostic::on_unimplemented(
+    message = "partial results of type `{Self}` cannot be reported in `partial_results`: it does not implement `serde::Serialize`",
+    label = "`{Self}` is not `Serialize`",
+    note = "derive `serde::Serialize` for the items the tool gathers"
+)]
+pub trait PartialItem: Serialize {}
+
+#[diagnostic::do_not_recommend]
+impl<T: Serialize + ?Sized> PartialItem for T {}
+
+/// The tool's own handle on its `Partial` parameter, read if the call fails.
+pub fn partial_source<T: PartialItem>(partial: &Partial<T>) -> Partial<T> {
+    partial.clone()
+}
+
+/// Runs a synchronous tool body and turns its failure or panic into an envelope.
+pub fn call_sync<R, P>(
+    tool: &'static ToolInfo,
+    query: Capture,
+    partial: P,
+    body: impl FnOnce() -> R,
+) -> ToolResult<R::Ok>
+where
+    R: IntoToolResult,
+    P: PartialSource,
+{
+    finish(tool, catch_unwind(AssertUnwindSafe(body)), query, &partial)
+}
+
+/// Runs an asynchronous tool body and turns its failure or panic into an envelope.
+pub async fn call_async<R, P>(
+    tool: &'static ToolInfo,
+    query: Capture,
+    partial: P,
+    body: impl Future<Output = R>,
+) -> ToolResult<R::Ok>
+where
+    R: IntoToolResult,
+    P: PartialSource,
+{
+    let mut body = pin!(body);
+    // A panic while polling the body ends the call as an `Err`, like `catch_unwind`.
+    let outcome = poll_fn(|cx| match catch_unwind(AssertUnwindSafe(|| body.as_mut().poll(cx))) {
+        Ok(Poll::Pending) => Poll::Pending,
+        Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
+        Err(panic) => Poll::Ready(Err(panic)),
+    })
+    .await;
+    finish(tool, outcome, query, &partial)
+}
+
+fn finish<R: IntoToolResult>(
+    tool: &'static ToolInfo,
+    outcome: Result<R, Box<dyn Any + Send>>,
+    query: Capture,
+    partial: &dyn PartialSource,
+) -> ToolResult<R::Ok> {
+    let envelope = match outcome {
+        Ok(result) => match result.into_result() {
+            Ok(value) => return Ok(value),
+            Err(error) => error.into_envelope(),
+        },
+        Err(panic) => panicked(tool.name, panic.as_ref()),
+    };
+    Err(complete(envelope, tool, || query.to_value(), partial))
+}
+
+/// Fills in what the tool knows and the error did not say; an envelope that
+/// passed through from another tool keeps its own pillars.
+pub(crate) fn complete(
+    mut envelope: ErrorEnvelope,
+    tool: &'static ToolInfo,
+    query: impl FnOnce() -> Value,
+    partial: &dyn PartialSource,
+) -> ErrorEnvelope {
+    if envelope.tool.is_none() {
+        envelope.tool = Some(Cow::Borrowed(tool.name));
+    }
+    if envelope.attempted_query.is_none() {
+        envelope.attempted_query = Some(query());
+    }
+    if envelope.partial_results.is_none() {
+        envelope.partial_results = partial.partial_json();
+    }
+    if envelope.idempotent().is_none() {
+        envelope.set_idempotent(tool.idempotent);
+    }
+    envelope
+}
+
+/// The envelope of a panic: `other`, not retryable, naming the panic.
+fn panicked(tool: &str, payload: &(dyn Any + Send)) -> ErrorEnvelope {
+    let what = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a non-string panic payload");
+    ErrorEnvelope::new(
+        ErrorCategory::Other,
+        format!("tool `{tool}` panicked: {what}"),
+    )
+    .with_reason("PANIC")
+}

@@ -1,0 +1,441 @@
+//! Classifying errors: the [`ToolError`] trait and its implementations for the
+//! standard library's errors.
+
+use std::any::Any;
+use std::borrow::Cow;
+use std::error::Error as StdError;
+use std::fmt;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::category::ErrorCategory;
+use crate::envelope::{ErasedOrigin, ErrorEnvelope, Origin, Violation};
+
+/// An error that knows how to describe itself to a caller that must recover from it.
+///
+/// Only [`category`](Self::category) is required; everything else has a default
+/// that says nothing more. The [`Display`](fmt::Display) text becomes the
+/// envelope's `message`. Most errors derive it:
+///
+/// ```
+/// use tool_envelope::{ToolError, ErrorCategory};
+///
+/// #[derive(Debug, thiserror::Error, ToolError)]
+/// enum OrdersError {
+///     #[error("Connection to orders DB timed out after {0}s")]
+///     #[tool_error(transient, reason = "DB_TIMEOUT", alternatives("Retry against the read replica"))]
+///     Timeout(u64),
+///     #[error("Refund of {amount} is above the {cap} cap")]
+///     #[tool_error(business, alternatives("Refund exceeds ${cap} policy cap — escalate to human"))]
+///     OverCap { amount: u64, cap: u64 },
+/// }
+///
+/// let envelope = OrdersError::OverCap { amount: 620, cap: 500 }.into_envelope();
+/// assert_eq!(envelope.category, ErrorCategory::Business);
+/// assert!(!envelope.retryable);
+/// assert_eq!(envelope.alternatives, ["Refund exceeds $500 policy cap — escalate to human"]);
+/// ```
+///
+/// Implementing it by hand is as short:
+///
+/// ```
+/// use tool_envelope::{ErrorCategory, ToolError};
+///
+/// #[derive(Debug)]
+/// struct Denied;
+/// impl std::fmt::Display for Denied {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+///         f.write_str("Access denied to payroll table")
+///     }
+/// }
+/// impl ToolError for Denied {
+///     fn category(&self) -> ErrorCategory {
+///         ErrorCategory::Permission
+///     }
+/// }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not implement `ToolError`, so a #[tool] cannot turn it into an error envelope",
+    label = "`{Self}` is not classified",
+    note = "derive it: `#[derive(ToolError)]` with a category on each variant, e.g. `#[tool_error(transient)]`",
+    note = "or implement `tool_envelope::ToolError` by hand: only `fn category(&self) -> ErrorCategory` is required"
+)]
+pub trait ToolError: fmt::Display + fmt::Debug + Send + Sync + 'static {
+    /// The failure type.
+    fn category(&self) -> ErrorCategory;
+
+    /// Whether repeating the same call may succeed. Defaults from the category:
+    /// only [`ErrorCategory::Transient`] is retryable.
+    fn is_retryable(&self) -> bool {
+        self.category().is_retryable_by_default()
+    }
+
+    /// Concrete next moves for the caller.
+    fn alternatives(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// A stable machine code in UPPER_SNAKE_CASE, such as `"DB_TIMEOUT"`.
+    fn reason(&self) -> Option<Cow<'static, str>> {
+        None
+    }
+
+    /// The server's hint for when to try again (`Retry-After`).
+    fn retry_after(&self) -> Option<Duration> {
+        None
+    }
+
+    /// Field-level detail for a rejected input.
+    fn violations(&self) -> Vec<Violation> {
+        Vec::new()
+    }
+
+    /// Partial results the error carries itself. When `Some`, they win over the
+    /// items of the tool's [`Partial`](crate::Partial) collector.
+    fn partial_results(&self) -> Option<Value> {
+        None
+    }
+
+    /// Whether the error proves the operation was not applied (the request never
+    /// left, as with a refused connection), so that even a non-idempotent tool
+    /// may be retried.
+    fn not_applied(&self) -> bool {
+        false
+    }
+
+    /// This error as a [`std::error::Error`], for `source()` chains. The derive
+    /// fills it in when the type implements `Error`.
+    fn as_error(&self) -> Option<&(dyn StdError + 'static)> {
+        None
+    }
+
+    /// Builds the envelope. The error is kept inside it, reachable through
+    /// [`ErrorEnvelope::downcast_ref`] and [`std::error::Error::source`].
+    fn into_envelope(self) -> ErrorEnvelope
+    where
+        Self: Sized,
+    {
+        envelope_of(self)
+    }
+}
+
+/// The envelope every method of `error` describes, keeping `error` inside it:
+/// what [`ToolError::into_envelope`] does unless a type says otherwise.
+pub fn envelope_of<E: ToolError>(error: E) -> ErrorEnvelope {
+    let mut envelope = ErrorEnvelope::new(error.category(), error.to_string())
+        .with_retryable(error.is_retryable())
+        .with_not_applied(error.not_applied());
+    envelope.alternatives = error.alternatives();
+    envelope.reason = error.reason();
+    envelope.retry_after = error.retry_after();
+    envelope.violations = error.violations();
+    envelope.partial_results = error.partial_results();
+    envelope.set_origin(Origin(Arc::new(Original(error))));
+    envelope
+}
+
+/// The original error, kept inside the envelope.
+struct Original<E>(E);
+
+impl<E: ToolError> ErasedOrigin for Original<E> {
+    fn as_any(&self) -> &dyn Any {
+        &self.0
+    }
+
+    fn as_error(&self) -> &(dyn StdError + 'static) {
+        match self.0.as_error() {
+            Some(error) => error,
+            None => self,
+        }
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for Original<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl<E: fmt::Debug> fmt::Debug for Original<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl<E: fmt::Display + fmt::Debug> StdError for Original<E> {}
+
+/// An envelope passes through unchanged: a tool that calls another tool and
+/// returns its envelope with `?` keeps every pillar the inner tool reported.
+impl ToolError for ErrorEnvelope {
+    fn category(&self) -> ErrorCategory {
+        self.category
+    }
+
+    fn is_retryable(&self) -> bool {
+        self.retryable
+    }
+
+    fn alternatives(&self) -> Vec<String> {
+        self.alternatives.clone()
+    }
+
+    fn reason(&self) -> Option<Cow<'static, str>> {
+        self.reason.clone()
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
+    }
+
+    fn violations(&self) -> Vec<Violation> {
+        self.violations.clone()
+    }
+
+    fn partial_results(&self) -> Option<Value> {
+        self.partial_results.clone()
+    }
+
+    fn not_applied(&self) -> bool {
+        ErrorEnvelope::not_applied(self)
+    }
+
+    fn as_error(&self) -> Option<&(dyn StdError + 'static)> {
+        Some(self)
+    }
+
+    fn into_envelope(self) -> ErrorEnvelope {
+        self
+    }
+}
+
+/// Classified by [`io::ErrorKind`]: timeouts, interruptions, connection resets,
+/// refusals and aborts, and would-block are `transient`; permission denied is
+/// `permission`; invalid input or data is `validation`; the rest is `other`.
+/// A refused connection is marked [not applied](ToolError::not_applied). The
+/// `reason` is the kind in UPPER_SNAKE_CASE (`TIMED_OUT`).
+impl ToolError for io::Error {
+    fn category(&self) -> ErrorCategory {
+        use io::ErrorKind::*;
+        match self.kind() {
+            TimedOut | Interrupted | ConnectionReset | ConnectionRefused | ConnectionAborted
+            | WouldBlock | NotConnected | BrokenPipe | HostUnreachable | NetworkUnreachable
+            | NetworkDown | ResourceBusy => ErrorCategory::Transient,
+            PermissionDenied | ReadOnlyFilesystem => ErrorCategory::Permission,
+            InvalidInput | InvalidData | InvalidFilename => ErrorCategory::Validation,
+            _ => ErrorCategory::Other,
+        }
+    }
+
+    fn reason(&self) -> Option<Cow<'static, str>> {
+        Some(Cow::Owned(upper_snake(&format!("{:?}", self.kind()))))
+    }
+
+    fn not_applied(&self) -> bool {
+        self.kind() == io::ErrorKind::ConnectionRefused
+    }
+
+    fn as_error(&self) -> Option<&(dyn StdError + 'static)> {
+        Some(self)
+    }
+}
+
+/// `CamelCase` → `CAMEL_CASE`.
+fn upper_snake(camel: &str) -> String {
+    let mut out = String::with_capacity(camel.len() + 4);
+    for (i, c) in camel.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_uppercase());
+    }
+    out
+}
+
+/// Malformed or mistyped JSON is a `validation` error; the position of the
+/// problem is a violation.
+impl ToolError for serde_json::Error {
+    fn category(&self) -> ErrorCategory {
+        ErrorCategory::Validation
+    }
+
+    fn reason(&self) -> Option<Cow<'static, str>> {
+        Some(Cow::Borrowed(match self.classify() {
+            serde_json::error::Category::Io => "JSON_IO",
+            serde_json::error::Category::Syntax => "JSON_SYNTAX",
+            serde_json::error::Category::Data => "JSON_DATA",
+            serde_json::error::Category::Eof => "JSON_EOF",
+        }))
+    }
+
+    fn violations(&self) -> Vec<Violation> {
+        if self.line() == 0 {
+            return Vec::new();
+        }
+        vec![Violation::new(
+            format!("line {} column {}", self.line(), self.column()),
+            self.to_string(),
+        )]
+    }
+
+    fn as_error(&self) -> Option<&(dyn StdError + 'static)> {
+        Some(self)
+    }
+}
+
+/// Parse errors of the standard library: the input was not what was expected.
+macro_rules! validation_errors {
+    ($($ty:ty => $reason:literal),* $(,)?) => {$(
+        #[doc = concat!("A `validation` error with reason `", $reason, "`.")]
+        impl ToolError for $ty {
+            fn category(&self) -> ErrorCategory {
+                ErrorCategory::Validation
+            }
+
+            fn reason(&self) -> Option<Cow<'static, str>> {
+                Some(Cow::Borrowed($reason))
+            }
+
+            fn as_error(&self) -> Option<&(dyn StdError + 'static)> {
+                Some(self)
+            }
+        }
+    )*};
+}
+
+validation_errors! {
+    std::num::ParseIntError => "INVALID_INTEGER",
+    std::num::ParseFloatError => "INVALID_FLOAT",
+    std::num::TryFromIntError => "INTEGER_OUT_OF_RANGE",
+    std::str::ParseBoolError => "INVALID_BOOL",
+    std::char::ParseCharError => "INVALID_CHAR",
+    std::net::AddrParseError => "INVALID_ADDRESS",
+    std::str::Utf8Error => "INVALID_UTF8",
+    std::string::FromUtf8Error => "INVALID_UTF8",
+}
+
+/// With the `anyhow` feature: an [`ErrorEnvelope`] inside the `anyhow::Error`
+/// passes through unchanged; anything else is `other`, with the whole context
+/// chain as the message (`"loading orders: connection reset"`).
+#[cfg(feature = "anyhow")]
+impl ToolError for anyhow::Error {
+    fn category(&self) -> ErrorCategory {
+        self.downcast_ref::<ErrorEnvelope>()
+            .map_or(ErrorCategory::Other, |envelope| envelope.category)
+    }
+
+    fn is_retryable(&self) -> bool {
+        self.downcast_ref::<ErrorEnvelope>()
+            .is_some_and(|envelope| envelope.retryable)
+    }
+
+    fn as_error(&self) -> Option<&(dyn StdError + 'static)> {
+        Some(self.as_ref())
+    }
+
+    fn into_envelope(self) -> ErrorEnvelope {
+        match self.downcast::<ErrorEnvelope>() {
+            Ok(envelope) => envelope,
+            Err(error) => {
+                let mut envelope = ErrorEnvelope::new(ErrorCategory::Other, format!("{error:#}"));
+                envelope.set_origin(Origin(Arc::new(Original(error))));
+                envelope
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_errors_are_classified_by_kind() {
+        let cases = [
+            (io::ErrorKind::TimedOut, ErrorCategory::Transient),
+            (io::ErrorKind::Interrupted, ErrorCategory::Transient),
+            (io::ErrorKind::ConnectionReset, ErrorCategory::Transient),
+            (io::ErrorKind::ConnectionRefused, ErrorCategory::Transient),
+            (io::ErrorKind::ConnectionAborted, ErrorCategory::Transient),
+            (io::ErrorKind::WouldBlock, ErrorCategory::Transient),
+            (io::ErrorKind::PermissionDenied, ErrorCategory::Permission),
+            (io::ErrorKind::InvalidInput, ErrorCategory::Validation),
+            (io::ErrorKind::InvalidData, ErrorCategory::Validation),
+            (io::ErrorKind::NotFound, ErrorCategory::Other),
+            (io::ErrorKind::Other, ErrorCategory::Other),
+        ];
+        for (kind, category) in cases {
+            let envelope = io::Error::new(kind, "boom").into_envelope();
+            assert_eq!(envelope.category, category, "{kind:?}");
+            assert_eq!(envelope.retryable, category == ErrorCategory::Transient, "{kind:?}");
+            assert_eq!(envelope.message, "boom");
+        }
+    }
+
+    #[test]
+    fn io_reason_is_upper_snake_kind() {
+        let envelope = io::Error::from(io::ErrorKind::ConnectionRefused).into_envelope();
+        assert_eq!(envelope.reason.as_deref(), Some("CONNECTION_REFUSED"));
+        assert!(envelope.not_applied());
+        let envelope = io::Error::from(io::ErrorKind::TimedOut).into_envelope();
+        assert!(!envelope.not_applied());
+    }
+
+    #[test]
+    fn parse_errors_are_validation() {
+        let envelope = "x1".parse::<u32>().unwrap_err().into_envelope();
+        assert_eq!(envelope.category, ErrorCategory::Validation);
+        assert_eq!(envelope.reason.as_deref(), Some("INVALID_INTEGER"));
+        let envelope = "x1".parse::<f64>().unwrap_err().into_envelope();
+        assert_eq!(envelope.category, ErrorCategory::Validation);
+        let envelope = serde_json::from_str::<u32>("\"x\"")
+            .unwrap_err()
+            .into_envelope();
+        assert_eq!(envelope.category, ErrorCategory::Validation);
+        assert_eq!(envelope.reason.as_deref(), Some("JSON_DATA"));
+        assert_eq!(envelope.violations.len(), 1);
+    }
+
+    #[test]
+    fn original_error_stays_reachable() {
+        let envelope = io::Error::new(io::ErrorKind::TimedOut, "slow").into_envelope();
+        let source = envelope.source().expect("source");
+        assert_eq!(source.to_string(), "slow");
+        assert!(source.downcast_ref::<io::Error>().is_some());
+        assert!(envelope.downcast_ref::<io::Error>().is_some());
+        assert!(envelope.downcast_ref::<std::num::ParseIntError>().is_none());
+        // Cloning keeps it, serializing does not carry it.
+        assert!(envelope.clone().has_origin());
+        let json = serde_json::to_string(&envelope).unwrap();
+        let back: ErrorEnvelope = serde_json::from_str(&json).unwrap();
+        assert!(!back.has_origin());
+        assert_eq!(back, envelope);
+    }
+
+    #[test]
+    fn envelope_passes_through_unchanged() {
+        let inner = ErrorEnvelope::business("Refund blocked by policy threshold")
+            .with_alternative("Offer store credit")
+            .with_reason("REFUND_CAP");
+        let outer = inner.clone().into_envelope();
+        assert_eq!(outer, inner);
+    }
+
+    #[cfg(feature = "anyhow")]
+    #[test]
+    fn anyhow_passes_envelopes_through_and_calls_the_rest_other() {
+        let inner = ErrorEnvelope::transient("rate limited").with_reason("RATE_LIMIT");
+        let envelope = anyhow::Error::new(inner.clone()).into_envelope();
+        assert_eq!(envelope, inner);
+
+        let error = anyhow::Error::new(io::Error::from(io::ErrorKind::TimedOut))
+            .context("loading orders");
+        let envelope = error.into_envelope();
+        assert_eq!(envelope.category, ErrorCategory::Other);
+        assert!(!envelope.retryable);
+        assert!(envelope.message.starts_with("loading orders: "));
+        assert!(envelope.downcast_ref::<anyhow::Error>().is_some());
+    }
+}

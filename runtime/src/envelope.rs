@@ -1,0 +1,481 @@
+//! The error envelope: the whole bridge between a failed tool and its caller.
+
+use std::any::Any;
+use std::borrow::Cow;
+use std::error::Error as StdError;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::de::{self, Deserializer};
+use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::category::ErrorCategory;
+
+/// The text that stands in for a redacted value, wherever it is captured.
+pub const REDACTED: &str = "[redacted]";
+
+/// A structured tool failure: the four pillars a caller needs to recover.
+///
+/// 1. **failure type** — [`category`](Self::category) and [`retryable`](Self::retryable);
+/// 2. **attempted query** — [`attempted_query`](Self::attempted_query), the captured arguments;
+/// 3. **partial results** — [`partial_results`](Self::partial_results), gathered before the failure;
+/// 4. **alternatives** — [`alternatives`](Self::alternatives), concrete next moves.
+///
+/// It serializes to the wire format of `schema/error-envelope.schema.json`, with the
+/// key spellings fixed by the seed (`isError`, `errorCategory`, `isRetryable`,
+/// `message`, `attempted_query`, `partial_results`, `alternatives`, `reason`,
+/// `retryAfterMs`, `violations`, `tool`). Optional keys are omitted when there is
+/// nothing to say; readers ignore keys they do not know.
+///
+/// The error it was made from stays reachable — [`std::error::Error::source`] and
+/// [`downcast_ref`](Self::downcast_ref) — without ever being serialized.
+///
+/// ```
+/// use tool_envelope::{ErrorCategory, ErrorEnvelope};
+/// use serde_json::json;
+///
+/// let envelope = ErrorEnvelope::new(ErrorCategory::Permission, "Access denied to payroll table")
+///     .with_attempted_query("SELECT * FROM payroll WHERE dept='ENG'")
+///     .with_partial_results(json!([]))
+///     .with_alternatives(["Request read grant on payroll schema", "Escalate to data-owner for approval"]);
+///
+/// assert!(!envelope.retryable); // defaults from the category
+/// assert_eq!(
+///     serde_json::to_value(&envelope).unwrap(),
+///     json!({
+///         "isError": true,
+///         "errorCategory": "permission",
+///         "isRetryable": false,
+///         "message": "Access denied to payroll table",
+///         "attempted_query": "SELECT * FROM payroll WHERE dept='ENG'",
+///         "partial_results": [],
+///         "alternatives": ["Request read grant on payroll schema", "Escalate to data-owner for approval"]
+///     })
+/// );
+/// ```
+#[derive(Clone)]
+pub struct ErrorEnvelope {
+    /// `errorCategory`: the failure type.
+    pub category: ErrorCategory,
+    /// `isRetryable`: may the same call succeed if repeated.
+    pub retryable: bool,
+    /// `message`: one human-readable sentence.
+    pub message: String,
+    /// `attempted_query`: what was tried — the captured arguments (an object) or a
+    /// query string. `None` when unknown.
+    pub attempted_query: Option<Value>,
+    /// `partial_results`: what was gathered before the failure (an array or an
+    /// object). `Some(json!([]))` says "I collected partials and got none";
+    /// `None` says "this tool gathers no partials".
+    pub partial_results: Option<Value>,
+    /// `alternatives`: concrete next moves. Omitted from the JSON when empty.
+    pub alternatives: Vec<String>,
+    /// `reason`: a stable machine code in UPPER_SNAKE_CASE (as AIP-193's `ErrorInfo.reason`).
+    pub reason: Option<Cow<'static, str>>,
+    /// `retryAfterMs`: the server's hint for when to try again.
+    pub retry_after: Option<Duration>,
+    /// `violations`: field-level detail, mostly for `validation` errors.
+    pub violations: Vec<Violation>,
+    /// `tool`: the name of the tool that failed.
+    pub tool: Option<Cow<'static, str>>,
+    /// Off the wire: the original error, the call's retry safety.
+    meta: Meta,
+}
+
+/// What an envelope knows about its call that does not go on the wire.
+#[derive(Clone, Default)]
+struct Meta {
+    origin: Option<Origin>,
+    idempotent: Option<bool>,
+    not_applied: bool,
+}
+
+/// One offending field of a rejected input (AIP-193's `BadRequest.FieldViolation`).
+///
+/// ```
+/// use tool_envelope::Violation;
+///
+/// let v = Violation::new("amount", "expected a positive integer, got -5");
+/// assert_eq!(serde_json::to_string(&v).unwrap(),
+///            r#"{"field":"amount","description":"expected a positive integer, got -5"}"#);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Violation {
+    /// The path of the offending field, such as `filters.status` or `items[2]`.
+    pub field: String,
+    /// What is wrong with it and what was expected.
+    pub description: String,
+}
+
+impl Violation {
+    /// A violation of `field`, described by `description`.
+    pub fn new(field: impl Into<String>, description: impl Into<String>) -> Self {
+        Violation {
+            field: field.into(),
+            description: description.into(),
+        }
+    }
+}
+
+impl ErrorEnvelope {
+    /// An envelope of `category` with `message`; `retryable` defaults from the
+    /// category (only [`ErrorCategory::Transient`] is retryable).
+    ///
+    /// An empty message is replaced by one naming the category: the envelope
+    /// never says nothing.
+    pub fn new(category: ErrorCategory, message: impl Into<String>) -> Self {
+        let mut message = message.into();
+        if message.trim().is_empty() {
+            message = format!("{category} error (the tool gave no message)");
+        }
+        ErrorEnvelope {
+            category,
+            retryable: category.is_retryable_by_default(),
+            message,
+            attempted_query: None,
+            partial_results: None,
+            alternatives: Vec::new(),
+            reason: None,
+            retry_after: None,
+            violations: Vec::new(),
+            tool: None,
+            meta: Meta::default(),
+        }
+    }
+
+    /// A [`Transient`](ErrorCategory::Transient) envelope (retryable).
+    pub fn transient(message: impl Into<String>) -> Self {
+        Self::new(ErrorCategory::Transient, message)
+    }
+
+    /// A [`Validation`](ErrorCategory::Validation) envelope (not retryable).
+    pub fn validation(message: impl Into<String>) -> Self {
+        Self::new(ErrorCategory::Validation, message)
+    }
+
+    /// A [`Business`](ErrorCategory::Business) envelope (not retryable).
+    pub fn business(message: impl Into<String>) -> Self {
+        Self::new(ErrorCategory::Business, message)
+    }
+
+    /// A [`Permission`](ErrorCategory::Permission) envelope (not retryable).
+    pub fn permission(message: impl Into<String>) -> Self {
+        Self::new(ErrorCategory::Permission, message)
+    }
+
+    /// An [`Other`](ErrorCategory::Other) envelope (not retryable).
+    pub fn other(message: impl Into<String>) -> Self {
+        Self::new(ErrorCategory::Other, message)
+    }
+
+    /// Overrides `isRetryable`.
+    #[must_use]
+    pub fn with_retryable(mut self, retryable: bool) -> Self {
+        self.retryable = retryable;
+        self
+    }
+
+    /// Sets `attempted_query`: captured arguments (an object) or a query string.
+    #[must_use]
+    pub fn with_attempted_query(mut self, query: impl Into<Value>) -> Self {
+        self.attempted_query = Some(query.into());
+        self
+    }
+
+    /// Sets `partial_results` (an array or an object).
+    #[must_use]
+    pub fn with_partial_results(mut self, partial: impl Into<Value>) -> Self {
+        self.partial_results = Some(partial.into());
+        self
+    }
+
+    /// Appends one alternative.
+    #[must_use]
+    pub fn with_alternative(mut self, alternative: impl Into<String>) -> Self {
+        self.alternatives.push(alternative.into());
+        self
+    }
+
+    /// Appends alternatives.
+    #[must_use]
+    pub fn with_alternatives<I>(mut self, alternatives: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Into<String>,
+    {
+        self.alternatives
+            .extend(alternatives.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets the machine `reason` code, UPPER_SNAKE_CASE by convention (`"DB_TIMEOUT"`).
+    #[must_use]
+    pub fn with_reason(mut self, reason: impl Into<Cow<'static, str>>) -> Self {
+        self.reason = Some(reason.into());
+        self
+    }
+
+    /// Sets the `retryAfterMs` hint.
+    #[must_use]
+    pub fn with_retry_after(mut self, delay: Duration) -> Self {
+        self.retry_after = Some(delay);
+        self
+    }
+
+    /// Appends a field violation.
+    #[must_use]
+    pub fn with_violation(mut self, violation: Violation) -> Self {
+        self.violations.push(violation);
+        self
+    }
+
+    /// Sets the name of the tool that failed.
+    #[must_use]
+    pub fn with_tool(mut self, tool: impl Into<Cow<'static, str>>) -> Self {
+        self.tool = Some(tool.into());
+        self
+    }
+
+    /// Marks the operation as certainly not applied (the request never reached
+    /// the other side, as with a refused connection), so that a non-idempotent
+    /// tool may be retried safely. Not serialized.
+    #[must_use]
+    pub fn with_not_applied(mut self, not_applied: bool) -> Self {
+        self.meta.not_applied = not_applied;
+        self
+    }
+
+    /// Whether the error proves the operation was not applied. See
+    /// [`with_not_applied`](Self::with_not_applied).
+    pub fn not_applied(&self) -> bool {
+        self.meta.not_applied
+    }
+
+    /// Whether the tool that failed declared itself idempotent (`#[tool(idempotent)]`
+    /// or `read_only`): `None` when the envelope was not made by a `#[tool]`.
+    pub fn idempotent(&self) -> Option<bool> {
+        self.meta.idempotent
+    }
+
+    pub(crate) fn set_idempotent(&mut self, idempotent: bool) {
+        self.meta.idempotent = Some(idempotent);
+    }
+
+    pub(crate) fn set_origin(&mut self, origin: Origin) {
+        self.meta.origin = Some(origin);
+    }
+
+    /// The original error, if it is of type `E`.
+    ///
+    /// ```
+    /// use tool_envelope::{ErrorEnvelope, ToolError};
+    ///
+    /// let io = std::io::Error::new(std::io::ErrorKind::TimedOut, "orders DB timed out");
+    /// let envelope = io.into_envelope();
+    /// let original: &std::io::Error = envelope.downcast_ref().unwrap();
+    /// assert_eq!(original.kind(), std::io::ErrorKind::TimedOut);
+    /// ```
+    pub fn downcast_ref<E: Any>(&self) -> Option<&E> {
+        self.meta.origin.as_ref()?.0.as_any().downcast_ref()
+    }
+
+    /// Whether the envelope still holds the error it was made from. An envelope
+    /// that crossed the wire does not.
+    pub fn has_origin(&self) -> bool {
+        self.meta.origin.is_some()
+    }
+
+    /// The number of items in `partial_results` (an array's length, 1 for an
+    /// object, 0 when absent).
+    pub fn partial_count(&self) -> usize {
+        match &self.partial_results {
+            Some(Value::Array(items)) => items.len(),
+            Some(Value::Null) | None => 0,
+            Some(_) => 1,
+        }
+    }
+
+    /// Serializes the envelope's keys into an open map, so that a wrapper (an
+    /// escalation) can add keys of its own next to them.
+    pub(crate) fn serialize_fields<M: SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
+        map.serialize_entry("isError", &true)?;
+        map.serialize_entry("errorCategory", &self.category)?;
+        map.serialize_entry("isRetryable", &self.retryable)?;
+        map.serialize_entry("message", &self.message)?;
+        if let Some(query) = &self.attempted_query {
+            map.serialize_entry("attempted_query", query)?;
+        }
+        if let Some(partial) = &self.partial_results {
+            map.serialize_entry("partial_results", partial)?;
+        }
+        if !self.alternatives.is_empty() {
+            map.serialize_entry("alternatives", &self.alternatives)?;
+        }
+        if let Some(reason) = &self.reason {
+            map.serialize_entry("reason", reason)?;
+        }
+        if let Some(delay) = self.retry_after {
+            map.serialize_entry("retryAfterMs", &duration_to_ms(delay))?;
+        }
+        if !self.violations.is_empty() {
+            map.serialize_entry("violations", &self.violations)?;
+        }
+        if let Some(tool) = &self.tool {
+            map.serialize_entry("tool", tool)?;
+        }
+        Ok(())
+    }
+
+    /// The number of keys [`serialize_fields`](Self::serialize_fields) writes.
+    pub(crate) fn field_count(&self) -> usize {
+        4 + usize::from(self.attempted_query.is_some())
+            + usize::from(self.partial_results.is_some())
+            + usize::from(!self.alternatives.is_empty())
+            + usize::from(self.reason.is_some())
+            + usize::from(self.retry_after.is_some())
+            + usize::from(!self.violations.is_empty())
+            + usize::from(self.tool.is_some())
+    }
+}
+
+/// Milliseconds, rounded up so that a sub-millisecond hint never reads as "now".
+pub(crate) fn duration_to_ms(delay: Duration) -> u64 {
+    let ms = delay.as_millis() + u128::from(delay.subsec_nanos() % 1_000_000 != 0);
+    u64::try_from(ms).unwrap_or(u64::MAX)
+}
+
+impl Serialize for ErrorEnvelope {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.field_count()))?;
+        self.serialize_fields(&mut map)?;
+        map.end()
+    }
+}
+
+/// The wire shape, as read. Unknown keys are ignored.
+#[derive(Deserialize)]
+struct Wire {
+    #[serde(rename = "isError")]
+    is_error: bool,
+    #[serde(rename = "errorCategory")]
+    category: ErrorCategory,
+    #[serde(rename = "isRetryable")]
+    retryable: bool,
+    message: String,
+    #[serde(default)]
+    attempted_query: Option<Value>,
+    #[serde(default)]
+    partial_results: Option<Value>,
+    #[serde(default)]
+    alternatives: Option<Vec<String>>,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(rename = "retryAfterMs", default)]
+    retry_after_ms: Option<u64>,
+    #[serde(default)]
+    violations: Option<Vec<Violation>>,
+    #[serde(default)]
+    tool: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for ErrorEnvelope {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let wire = Wire::deserialize(deserializer)?;
+        if !wire.is_error {
+            return Err(de::Error::custom(
+                "`isError` is false: this is a success payload, not an error envelope",
+            ));
+        }
+        Ok(ErrorEnvelope {
+            category: wire.category,
+            retryable: wire.retryable,
+            message: wire.message,
+            attempted_query: wire.attempted_query,
+            partial_results: wire.partial_results,
+            alternatives: wire.alternatives.unwrap_or_default(),
+            reason: wire.reason.map(Cow::Owned),
+            retry_after: wire.retry_after_ms.map(Duration::from_millis),
+            violations: wire.violations.unwrap_or_default(),
+            tool: wire.tool.map(Cow::Owned),
+            meta: Meta::default(),
+        })
+    }
+}
+
+/// Equality of what goes on the wire; the original error and the off-wire
+/// hints are not compared.
+impl PartialEq for ErrorEnvelope {
+    fn eq(&self, other: &Self) -> bool {
+        self.category == other.category
+            && self.retryable == other.retryable
+            && self.message == other.message
+            && self.attempted_query == other.attempted_query
+            && self.partial_results == other.partial_results
+            && self.alternatives == other.alternatives
+            && self.reason == other.reason
+            && self.retry_after.map(duration_to_ms) == other.retry_after.map(duration_to_ms)
+            && self.violations == other.violations
+            && self.tool == other.tool
+    }
+}
+
+impl fmt::Debug for ErrorEnvelope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("ErrorEnvelope");
+        d.field("category", &self.category)
+            .field("retryable", &self.retryable)
+            .field("message", &self.message);
+        if let Some(query) = &self.attempted_query {
+            d.field("attempted_query", query);
+        }
+        if let Some(partial) = &self.partial_results {
+            d.field("partial_results", partial);
+        }
+        if !self.alternatives.is_empty() {
+            d.field("alternatives", &self.alternatives);
+        }
+        if let Some(reason) = &self.reason {
+            d.field("reason", reason);
+        }
+        if let Some(delay) = &self.retry_after {
+            d.field("retry_after", delay);
+        }
+        if !self.violations.is_empty() {
+            d.field("violations", &self.violations);
+        }
+        if let Some(tool) = &self.tool {
+            d.field("tool", tool);
+        }
+        if let Some(origin) = &self.meta.origin {
+            d.field("source", &origin.0.as_error());
+        }
+        d.finish()
+    }
+}
+
+/// The message, as a human would read it in a log line.
+impl fmt::Display for ErrorEnvelope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl StdError for ErrorEnvelope {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.meta.origin.as_ref().map(|origin| origin.0.as_error())
+    }
+}
+
+/// The error an envelope was made from, shared so that envelopes stay cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Origin(pub(crate) Arc<dyn ErasedOrigin>);
+
+/// A type-erased original error: a typed view for downcasting and an
+/// [`std::error::Error`] view for `source()` chains.
+pub(crate) trait ErasedOrigin: Send + Sync {
+    fn as_any(&self) -> &dyn Any;
+    fn as_error(&self) -> &(dyn StdError + 'static);
+}

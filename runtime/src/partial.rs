@@ -1,0 +1,190 @@
+//! Partial results: what a tool gathered before it failed.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// A collector a tool pushes into as it makes progress.
+///
+/// A `#[tool]` function takes it as a parameter (`Partial<T>`, by value). The
+/// macro keeps it out of `attempted_query`, and when the tool fails its items
+/// become the envelope's `partial_results` — `[]` when it gathered nothing —
+/// unless the error carries partial results of its own. On success the items
+/// are *not* the tool's result: partial data is never presented as complete.
+///
+/// `Partial` is a handle: clones share the same items. The caller keeps one
+/// clone and reads it back after the call, so a retry can resume where the
+/// failed attempt stopped.
+///
+/// ```
+/// use tool_envelope::{tool, ErrorEnvelope, Partial};
+///
+/// /// Fetch `n` sources, keeping what was fetched if the provider gives out.
+/// #[tool]
+/// fn research(n: usize, sources: Partial<String>) -> Result<Vec<String>, ErrorEnvelope> {
+///     for i in sources.len()..n {
+///         if i == 6 {
+///             return Err(ErrorEnvelope::transient(format!("Provider rate-limited after {i} sources")));
+///         }
+///         sources.push(format!("source {}", i + 1));
+///     }
+///     Ok(sources.to_vec())
+/// }
+///
+/// let sources = Partial::new();
+/// let envelope = research(10, sources.clone()).unwrap_err();
+/// assert_eq!(envelope.partial_count(), 6);
+/// assert_eq!(sources.len(), 6); // the caller still holds them, to resume later
+/// ```
+pub struct Partial<T> {
+    items: Arc<Mutex<Vec<T>>>,
+}
+
+impl<T> Partial<T> {
+    /// An empty collector.
+    pub fn new() -> Self {
+        Partial {
+            items: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<T>> {
+        // A panic while pushing cannot leave the Vec half-written; keep what is there.
+        self.items.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records one item of progress.
+    pub fn push(&self, item: T) {
+        self.lock().push(item);
+    }
+
+    /// Records several items of progress.
+    pub fn extend<I: IntoIterator<Item = T>>(&self, items: I) {
+        self.lock().extend(items);
+    }
+
+    /// The number of items gathered so far.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether nothing has been gathered yet.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    /// Whether `item` was already gathered — the resume check of a retried attempt.
+    pub fn contains(&self, item: &T) -> bool
+    where
+        T: PartialEq,
+    {
+        self.lock().contains(item)
+    }
+
+    /// Reads the items without copying them.
+    pub fn with<R>(&self, read: impl FnOnce(&[T]) -> R) -> R {
+        read(&self.lock())
+    }
+
+    /// A copy of the items gathered so far.
+    pub fn to_vec(&self) -> Vec<T>
+    where
+        T: Clone,
+    {
+        self.lock().clone()
+    }
+
+    /// Takes the items out, leaving the collector empty.
+    pub fn take(&self) -> Vec<T> {
+        std::mem::take(&mut *self.lock())
+    }
+
+    /// Whether `other` is a handle to the same items.
+    pub fn same_as(&self, other: &Partial<T>) -> bool {
+        Arc::ptr_eq(&self.items, &other.items)
+    }
+
+    /// The items as a JSON array, the shape of `partial_results`. An item that
+    /// fails to serialize is kept as a string saying why rather than dropped.
+    pub fn to_json(&self) -> Value
+    where
+        T: Serialize,
+    {
+        Value::Array(
+            self.lock()
+                .iter()
+                .map(|item| {
+                    serde_json::to_value(item).unwrap_or_else(|error| {
+                        Value::String(format!("[unserializable partial result: {error}]"))
+                    })
+                })
+                .collect(),
+        )
+    }
+}
+
+impl<T> Clone for Partial<T> {
+    /// Another handle to the same items.
+    fn clone(&self) -> Self {
+        Partial {
+            items: Arc::clone(&self.items),
+        }
+    }
+}
+
+impl<T> Default for Partial<T> {
+    fn default() -> Self {
+        Partial::new()
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for Partial<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Partial").field(&*self.lock()).finish()
+    }
+}
+
+/// Serializes as the array of items gathered so far.
+impl<T: Serialize> Serialize for Partial<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.lock().serialize(serializer)
+    }
+}
+
+impl<T> From<Vec<T>> for Partial<T> {
+    /// A collector that starts with `items`, such as the partial results of an
+    /// earlier attempt.
+    fn from(items: Vec<T>) -> Self {
+        Partial {
+            items: Arc::new(Mutex::new(items)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clones_share_items() {
+        let a = Partial::new();
+        let b = a.clone();
+        a.push(1);
+        b.extend([2, 3]);
+        assert_eq!(a.to_vec(), [1, 2, 3]);
+        assert!(a.same_as(&b));
+        assert!(a.contains(&2));
+        assert_eq!(b.take(), [1, 2, 3]);
+        assert!(a.is_empty());
+    }
+
+    #[test]
+    fn to_json_is_an_array_even_when_empty() {
+        let p: Partial<u8> = Partial::new();
+        assert_eq!(p.to_json(), serde_json::json!([]));
+        p.push(7);
+        assert_eq!(p.to_json(), serde_json::json!([7]));
+    }
+}

@@ -1,0 +1,148 @@
+//! The JSON Schema of the error envelope: the contract a caller can enforce.
+//!
+//! Only what is always present is required — `isError`, `errorCategory`,
+//! `isRetryable`, `message` — so that a model filling the schema never has to
+//! invent partial results or alternatives. Unknown keys are allowed: readers
+//! ignore what they do not know.
+
+use std::borrow::Cow;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde_json::Value;
+
+use crate::category::ErrorCategory;
+use crate::envelope::ErrorEnvelope;
+
+/// The `$id` of the committed schema.
+pub const SCHEMA_ID: &str =
+    "https://github.com/tool-envelope/tool-envelope/blob/main/schema/error-envelope.schema.json";
+
+/// The schema's body, shared by the root document and by [`JsonSchema`].
+fn envelope_schema() -> Value {
+    let categories: Vec<&str> = ErrorCategory::ALL.iter().map(|c| c.as_str()).collect();
+    serde_json::json!({
+        "title": "ErrorEnvelope",
+        "description": "A structured tool failure: failure type (errorCategory, isRetryable), attempted query, partial results and alternatives.",
+        "type": "object",
+        "properties": {
+            "isError": {
+                "description": "Always true: marks a failure.",
+                "const": true
+            },
+            "errorCategory": {
+                "description": "The failure type.",
+                "enum": categories
+            },
+            "isRetryable": {
+                "description": "Whether the same call may succeed if repeated.",
+                "type": "boolean"
+            },
+            "message": {
+                "description": "One human-readable sentence.",
+                "type": "string",
+                "minLength": 1
+            },
+            "attempted_query": {
+                "description": "What was tried: the captured arguments, or a query string.",
+                "type": ["object", "string"]
+            },
+            "partial_results": {
+                "description": "What was gathered before the failure.",
+                "type": ["array", "object"]
+            },
+            "alternatives": {
+                "description": "Concrete next moves.",
+                "type": "array",
+                "items": { "type": "string" }
+            },
+            "reason": {
+                "description": "A stable machine code in UPPER_SNAKE_CASE.",
+                "type": "string",
+                "pattern": "^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$"
+            },
+            "retryAfterMs": {
+                "description": "The server's hint for the next attempt, in milliseconds.",
+                "type": "integer",
+                "minimum": 0
+            },
+            "violations": {
+                "description": "Field-level detail of a rejected input.",
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "field": { "type": "string" },
+                        "description": { "type": "string" }
+                    },
+                    "required": ["field", "description"]
+                }
+            },
+            "tool": {
+                "description": "The tool that failed.",
+                "type": "string"
+            },
+            "escalation": {
+                "description": "Present when the failure was escalated: why, after how many attempts and how long.",
+                "type": "object",
+                "properties": {
+                    "reason": {
+                        "enum": [
+                            "non_retryable",
+                            "retries_exhausted",
+                            "deadline_exceeded",
+                            "no_progress",
+                            "retry_budget_exhausted",
+                            "blocked_by_guard",
+                            "human_requested",
+                            "policy_gap"
+                        ]
+                    },
+                    "attempts": { "type": "integer", "minimum": 0 },
+                    "elapsedMs": { "type": "integer", "minimum": 0 },
+                    "detail": { "type": "string" }
+                },
+                "required": ["reason", "attempts", "elapsedMs"]
+            }
+        },
+        "required": ["isError", "errorCategory", "isRetryable", "message"]
+    })
+}
+
+impl ErrorEnvelope {
+    /// The JSON Schema (draft 2020-12) of the wire format, as committed in
+    /// `schema/error-envelope.schema.json`.
+    ///
+    /// ```
+    /// use tool_envelope::ErrorEnvelope;
+    ///
+    /// let schema = ErrorEnvelope::json_schema();
+    /// assert_eq!(schema["required"], serde_json::json!(["isError", "errorCategory", "isRetryable", "message"]));
+    /// ```
+    pub fn json_schema() -> Value {
+        let mut schema = serde_json::Map::new();
+        schema.insert(
+            "$schema".into(),
+            "https://json-schema.org/draft/2020-12/schema".into(),
+        );
+        schema.insert("$id".into(), SCHEMA_ID.into());
+        let Value::Object(body) = envelope_schema() else {
+            unreachable!("the envelope schema is an object")
+        };
+        schema.extend(body);
+        Value::Object(schema)
+    }
+}
+
+impl JsonSchema for ErrorEnvelope {
+    fn schema_name() -> Cow<'static, str> {
+        "ErrorEnvelope".into()
+    }
+
+    fn schema_id() -> Cow<'static, str> {
+        "tool_envelope::ErrorEnvelope".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        Schema::try_from(envelope_schema()).expect("the envelope schema is an object")
+    }
+}
