@@ -4,6 +4,7 @@ use std::any::Any;
 use std::borrow::Cow;
 use std::error::Error as StdError;
 use std::fmt;
+use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -56,8 +57,18 @@ pub const REDACTED: &str = "[redacted]";
 ///     })
 /// );
 /// ```
+///
+/// An `ErrorEnvelope` is one pointer wide, so that `Result<T, ErrorEnvelope>`
+/// costs a successful call nothing; its fields live in [`EnvelopeData`] and are
+/// read and written directly through `Deref` (`envelope.category`).
 #[derive(Clone)]
 pub struct ErrorEnvelope {
+    data: Box<EnvelopeData>,
+}
+
+/// The fields of an [`ErrorEnvelope`], reached through it: `envelope.message`.
+#[derive(Clone)]
+pub struct EnvelopeData {
     /// `errorCategory`: the failure type.
     pub category: ErrorCategory,
     /// `isRetryable`: may the same call succeed if repeated.
@@ -83,6 +94,20 @@ pub struct ErrorEnvelope {
     pub tool: Option<Cow<'static, str>>,
     /// Off the wire: the original error, the call's retry safety.
     meta: Meta,
+}
+
+impl Deref for ErrorEnvelope {
+    type Target = EnvelopeData;
+
+    fn deref(&self) -> &EnvelopeData {
+        &self.data
+    }
+}
+
+impl DerefMut for ErrorEnvelope {
+    fn deref_mut(&mut self) -> &mut EnvelopeData {
+        &mut self.data
+    }
 }
 
 /// What an envelope knows about its call that does not go on the wire.
@@ -132,17 +157,19 @@ impl ErrorEnvelope {
             message = format!("{category} error (the tool gave no message)");
         }
         ErrorEnvelope {
-            category,
-            retryable: category.is_retryable_by_default(),
-            message,
-            attempted_query: None,
-            partial_results: None,
-            alternatives: Vec::new(),
-            reason: None,
-            retry_after: None,
-            violations: Vec::new(),
-            tool: None,
-            meta: Meta::default(),
+            data: Box::new(EnvelopeData {
+                category,
+                retryable: category.is_retryable_by_default(),
+                message,
+                attempted_query: None,
+                partial_results: None,
+                alternatives: Vec::new(),
+                reason: None,
+                retry_after: None,
+                violations: Vec::new(),
+                tool: None,
+                meta: Meta::default(),
+            }),
         }
     }
 
@@ -343,7 +370,7 @@ impl ErrorEnvelope {
 
 /// Milliseconds, rounded up so that a sub-millisecond hint never reads as "now".
 pub(crate) fn duration_to_ms(delay: Duration) -> u64 {
-    let ms = delay.as_millis() + u128::from(delay.subsec_nanos() % 1_000_000 != 0);
+    let ms = delay.as_millis() + u128::from(!delay.subsec_nanos().is_multiple_of(1_000_000));
     u64::try_from(ms).unwrap_or(u64::MAX)
 }
 
@@ -390,17 +417,19 @@ impl<'de> Deserialize<'de> for ErrorEnvelope {
             ));
         }
         Ok(ErrorEnvelope {
-            category: wire.category,
-            retryable: wire.retryable,
-            message: wire.message,
-            attempted_query: wire.attempted_query,
-            partial_results: wire.partial_results,
-            alternatives: wire.alternatives.unwrap_or_default(),
-            reason: wire.reason.map(Cow::Owned),
-            retry_after: wire.retry_after_ms.map(Duration::from_millis),
-            violations: wire.violations.unwrap_or_default(),
-            tool: wire.tool.map(Cow::Owned),
-            meta: Meta::default(),
+            data: Box::new(EnvelopeData {
+                category: wire.category,
+                retryable: wire.retryable,
+                message: wire.message,
+                attempted_query: wire.attempted_query,
+                partial_results: wire.partial_results,
+                alternatives: wire.alternatives.unwrap_or_default(),
+                reason: wire.reason.map(Cow::Owned),
+                retry_after: wire.retry_after_ms.map(Duration::from_millis),
+                violations: wire.violations.unwrap_or_default(),
+                tool: wire.tool.map(Cow::Owned),
+                meta: Meta::default(),
+            }),
         })
     }
 }

@@ -22,7 +22,7 @@ pub mod __private;
 pub use call::ToolResult;
 pub use category::{ErrorCategory, UnknownCategory};
 pub use classify::ToolError;
-pub use envelope::{ErrorEnvelope, REDACTED, Violation};
+pub use envelope::{EnvelopeData, ErrorEnvelope, REDACTED, Violation};
 pub use found::Found;
 pub use partial::Partial;
 pub use schema::SCHEMA_ID;

@@ -1,0 +1,198 @@
+//! The wire format: the seed's fixtures, the committed schema, and the keys.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tool_envelope::{ErrorCategory, ErrorEnvelope, Found, ToolError, Violation};
+
+fn fixtures(dir: &str) -> Vec<(PathBuf, Value)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(dir);
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no fixtures in {}", dir.display());
+    files
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let value = serde_json::from_str(&text).unwrap();
+            (path, value)
+        })
+        .collect()
+}
+
+fn committed_schema() -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/error-envelope.schema.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn validator() -> jsonschema::Validator {
+    jsonschema::validator_for(&committed_schema()).expect("the committed schema compiles")
+}
+
+#[test]
+fn committed_schema_is_what_the_code_generates() {
+    let generated = ErrorEnvelope::json_schema();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/error-envelope.schema.json");
+    if std::env::var_os("TOOL_ENVELOPE_BLESS").is_some() {
+        let text = serde_json::to_string_pretty(&generated).unwrap() + "\n";
+        std::fs::write(&path, text).unwrap();
+    }
+    assert_eq!(
+        committed_schema(),
+        generated,
+        "schema/error-envelope.schema.json is stale: regenerate it with \
+         `TOOL_ENVELOPE_BLESS=1 cargo test --test envelope`"
+    );
+}
+
+#[test]
+fn committed_schema_is_a_valid_2020_12_schema() {
+    let schema = committed_schema();
+    assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
+    jsonschema::meta::validate(&schema).expect("valid against the 2020-12 meta-schema");
+}
+
+#[test]
+fn schema_requires_only_what_is_always_present() {
+    let schema = committed_schema();
+    assert_eq!(
+        schema["required"],
+        json!(["isError", "errorCategory", "isRetryable", "message"])
+    );
+    for optional in ["attempted_query", "partial_results", "alternatives", "reason", "retryAfterMs", "violations", "tool"] {
+        assert!(schema["properties"][optional].is_object(), "{optional} is described");
+    }
+}
+
+#[test]
+fn every_seed_envelope_deserializes_validates_and_round_trips() {
+    let validator = validator();
+    for (path, value) in fixtures("envelopes") {
+        let errors: Vec<String> = validator.iter_errors(&value).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", path.display());
+
+        let envelope: ErrorEnvelope = serde_json::from_value(value.clone())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        // Serializing gives back the same JSON, key for key.
+        let again = serde_json::to_value(&envelope).unwrap();
+        assert_eq!(again, value, "{}", path.display());
+        let back: ErrorEnvelope = serde_json::from_value(again).unwrap();
+        assert_eq!(back, envelope, "{}", path.display());
+    }
+}
+
+#[test]
+fn the_invalid_seeds_are_rejected_by_the_schema_and_by_deserialization() {
+    let validator = validator();
+    for (path, value) in fixtures("invalid") {
+        assert!(!validator.is_valid(&value), "{} passed the schema", path.display());
+        assert!(
+            serde_json::from_value::<ErrorEnvelope>(value).is_err(),
+            "{} deserialized",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn an_empty_lookup_is_a_success_not_an_error() {
+    for (path, value) in fixtures("success") {
+        assert!(!validator().is_valid(&value), "{} is not an envelope", path.display());
+        assert!(serde_json::from_value::<ErrorEnvelope>(value.clone()).is_err());
+        let found: Found<Value> = serde_json::from_value(value.clone()).unwrap();
+        assert!(found.is_empty());
+        assert_eq!(serde_json::to_value(&found).unwrap(), value);
+    }
+}
+
+#[test]
+fn keys_are_spelled_as_in_the_seed() {
+    let envelope = ErrorEnvelope::transient("Orders service returned 503")
+        .with_attempted_query(json!({"endpoint": "GET /orders"}))
+        .with_partial_results(json!([]))
+        .with_alternatives(["Retry against the read replica"])
+        .with_reason("ORDERS_UNAVAILABLE")
+        .with_retry_after(Duration::from_millis(1500))
+        .with_violation(Violation::new("customer_id", "expected C-NNNN"))
+        .with_tool("lookup_orders");
+    let value = serde_json::to_value(&envelope).unwrap();
+    let keys: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
+    let mut expected = vec![
+        "isError",
+        "errorCategory",
+        "isRetryable",
+        "message",
+        "attempted_query",
+        "partial_results",
+        "alternatives",
+        "reason",
+        "retryAfterMs",
+        "violations",
+        "tool",
+    ];
+    expected.sort();
+    let mut keys = keys;
+    keys.sort();
+    assert_eq!(keys, expected);
+    assert_eq!(value["retryAfterMs"], 1500);
+    assert!(validator().is_valid(&value));
+}
+
+#[test]
+fn optional_pillars_are_omitted_when_there_is_nothing_to_say() {
+    let value = serde_json::to_value(ErrorEnvelope::other("boom")).unwrap();
+    assert_eq!(
+        value,
+        json!({"isError": true, "errorCategory": "other", "isRetryable": false, "message": "boom"})
+    );
+    // An empty collection of partials is still said: "I gathered, and got nothing".
+    let value = serde_json::to_value(ErrorEnvelope::other("boom").with_partial_results(json!([]))).unwrap();
+    assert_eq!(value["partial_results"], json!([]));
+}
+
+#[test]
+fn retryable_defaults_from_the_category_and_can_be_overridden() {
+    for category in ErrorCategory::ALL {
+        let envelope = ErrorEnvelope::new(category, "x");
+        assert_eq!(envelope.retryable, category == ErrorCategory::Transient, "{category}");
+    }
+    assert!(ErrorEnvelope::business("held for review").with_retryable(true).retryable);
+    assert!(!ErrorEnvelope::transient("quota gone for the month").with_retryable(false).retryable);
+}
+
+#[test]
+fn unknown_keys_are_ignored_when_reading() {
+    let value = json!({
+        "isError": true, "errorCategory": "transient", "isRetryable": true,
+        "message": "Upstream timeout after 5s", "traceId": "abc", "escalation": {"reason": "x"}
+    });
+    let envelope: ErrorEnvelope = serde_json::from_value(value).unwrap();
+    assert_eq!(envelope.message, "Upstream timeout after 5s");
+}
+
+#[test]
+fn an_envelope_must_say_it_is_an_error() {
+    let value = json!({"isError": false, "errorCategory": "transient", "isRetryable": true, "message": "x"});
+    let error = serde_json::from_value::<ErrorEnvelope>(value).unwrap_err();
+    assert!(error.to_string().contains("success payload"), "{error}");
+}
+
+#[test]
+fn an_empty_message_never_goes_out_empty() {
+    let envelope = ErrorEnvelope::permission("  ");
+    assert!(!envelope.message.trim().is_empty());
+    assert!(validator().is_valid(&serde_json::to_value(&envelope).unwrap()));
+}
+
+#[test]
+fn envelopes_made_from_errors_validate() {
+    let io = std::io::Error::new(std::io::ErrorKind::TimedOut, "Connection to orders DB timed out after 5s");
+    let value = serde_json::to_value(io.into_envelope()).unwrap();
+    assert!(validator().is_valid(&value), "{value}");
+    assert_eq!(value["reason"], "TIMED_OUT");
+}
