@@ -69,7 +69,8 @@ pub fn tool(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
     let partial_source = match tool.params.iter().find(|p| p.partial_item.is_some()) {
         Some(param) => {
             let ident = param.ident;
-            quote_spanned!(param.ty.span()=> ::tool_envelope::__private::partial_source(&#ident))
+            let item = param.partial_item.expect("found by partial_item");
+            quote_spanned!(item.span()=> ::tool_envelope::__private::partial_source::<#item>(&#ident))
         }
         None => quote!(()),
     };
@@ -81,27 +82,34 @@ pub fn tool(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
             return #ret;
         }
     };
+    // Named at the return type, so that a return type that is not a `Result`
+    // is reported there, once.
+    let into_result = quote_spanned! {output.span()=>
+        <#output as ::tool_envelope::__private::IntoToolResult>::into_result
+    };
+    let call_async = quote_spanned!(output.span()=> ::tool_envelope::__private::call_async);
+    let call_sync = quote_spanned!(output.span()=> ::tool_envelope::__private::call_sync);
     let call = if tool.is_async {
         quote! {
-            ::tool_envelope::__private::call_async(&#info, #query, #partial, async move {
+            #call_async(&#info, #query, #partial, async move {
                 #fake_return
                 #block
-            })
+            }, #into_result)
             .await
         }
     } else {
         quote! {
-            ::tool_envelope::__private::call_sync(&#info, #query, #partial, move || {
+            #call_sync(&#info, #query, #partial, move || {
                 #fake_return
                 #block
-            })
+            }, #into_result)
         }
     };
 
     let ItemFn { attrs, vis, sig, .. } = item;
     let mut sig = sig.clone();
     let result = quote_spanned! {output.span()=>
-        ::tool_envelope::ToolResult<<#output as ::tool_envelope::__private::IntoToolResult>::Ok>
+        ::tool_envelope::ToolResult<::tool_envelope::__private::OkOf<#output>>
     };
     sig.output = ReturnType::Type(Default::default(), Box::new(syn::Type::Verbatim(result)));
 

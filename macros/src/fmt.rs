@@ -72,7 +72,7 @@ impl Template {
                         ));
                     } else if let Ok(index) = name.parse::<usize>() {
                         FieldName::Index(index)
-                    } else if syn::parse_str::<syn::Ident>(name).is_ok() {
+                    } else if syn::parse::Parser::parse_str(<syn::Ident as syn::ext::IdentExt>::parse_any, name).is_ok() {
                         FieldName::Named(name.trim_start_matches("r#").to_owned())
                     } else {
                         return Err(syn::Error::new(

@@ -160,14 +160,27 @@ fn parse_case<'a>(
         for field in &template.fields {
             if resolve(fields, field).is_none() {
                 let message = match field {
-                    FieldName::Named(name) => with_suggestion(
-                        format!("{what} has no field `{name}` to interpolate"),
-                        name,
-                        fields.iter().filter_map(|f| f.ident.as_ref()).map(|i| i.to_string()).collect::<Vec<_>>().iter().map(String::as_str),
-                    ),
-                    FieldName::Index(index) => {
-                        format!("{what} has no field `{index}` to interpolate: it has {} positional fields", positional(fields))
+                    FieldName::Named(name) => {
+                        let names: Vec<String> = fields
+                            .iter()
+                            .filter_map(|f| f.ident.as_ref())
+                            .map(|i| syn::ext::IdentExt::unraw(i).to_string())
+                            .collect();
+                        let message = format!("{what} has no field `{name}` to interpolate");
+                        let suggested = with_suggestion(message.clone(), name, names.iter().map(String::as_str));
+                        if suggested != message {
+                            suggested
+                        } else if names.is_empty() {
+                            format!("{message}: it has no named fields")
+                        } else {
+                            format!("{message}: its fields are `{}`", names.join("`, `"))
+                        }
                     }
+                    FieldName::Index(index) => match positional(fields) {
+                        0 => format!("{what} has no field `{index}` to interpolate: it has no positional fields"),
+                        1 => format!("{what} has no field `{index}` to interpolate: its only positional field is `0`"),
+                        n => format!("{what} has no field `{index}` to interpolate: its positional fields are `0` to `{}`", n - 1),
+                    },
                 };
                 cx.error_spanned_by(&template.lit, message);
             }
@@ -425,7 +438,13 @@ fn expand(input: &DeriveInput, cases: &[Case]) -> TokenStream {
         })
     };
 
-    let category = {
+    let category = if cases.is_empty() {
+        quote! {
+            fn category(&self) -> ::tool_envelope::ErrorCategory {
+                match *self {}
+            }
+        }
+    } else {
         let arms = cases.iter().map(|case| {
             let pattern = case.pattern();
             let body = delegate(case, quote!(category)).unwrap_or_else(|| {

@@ -32,10 +32,12 @@ pub struct ToolInfo {
     pub idempotent: bool,
 }
 
-/// A type a `#[tool]` function may return: a `Result` whose error is a [`ToolError`].
+/// A type a `#[tool]` function may return: a `Result`.
 ///
-/// Implemented for every `Result<T, E>` with `E: ToolError`, so any alias of
-/// `Result` works (`io::Result<T>`, `anyhow::Result<T>`, a crate's own `Result<T>`).
+/// Implemented for every `Result<T, E>`, so any alias of `Result` works
+/// (`io::Result<T>`, `anyhow::Result<T>`, a crate's own `Result<T>`); the
+/// error must also be a [`ToolError`], which the call checks on its own so
+/// that each mistake is reported once.
 #[diagnostic::on_unimplemented(
     message = "a #[tool] function must return a `Result`, not `{Self}`",
     label = "this is not a `Result<T, E>`",
@@ -45,12 +47,12 @@ pub trait IntoToolResult {
     /// The success type.
     type Ok;
     /// The error type.
-    type Err: ToolError;
+    type Err;
     /// Converts into a plain `Result`.
     fn into_result(self) -> Result<Self::Ok, Self::Err>;
 }
 
-impl<T, E: ToolError> IntoToolResult for Result<T, E> {
+impl<T, E> IntoToolResult for Result<T, E> {
     type Ok = T;
     type Err = E;
 
@@ -72,12 +74,6 @@ impl PartialSource for () {
     }
 }
 
-impl<T: Serialize> PartialSource for Partial<T> {
-    fn partial_json(&self) -> Option<Value> {
-        Some(self.to_json())
-    }
-}
-
 /// An item type a `Partial` collector can report in `partial_results`.
 #[diagnostic::on_unimplemented(
     message = "partial results of type `{Self}` cannot be reported in `partial_results`: it does not implement `serde::Serialize`",
@@ -90,33 +86,59 @@ pub trait PartialItem: Serialize {}
 impl<T: Serialize + ?Sized> PartialItem for T {}
 
 /// The tool's own handle on its `Partial` parameter, read if the call fails.
-pub fn partial_source<T: PartialItem>(partial: &Partial<T>) -> Partial<T> {
-    partial.clone()
+pub struct PartialHandle<T> {
+    partial: Partial<T>,
+    to_json: fn(&Partial<T>) -> Value,
+}
+
+impl<T> PartialSource for PartialHandle<T> {
+    fn partial_json(&self) -> Option<Value> {
+        Some((self.to_json)(&self.partial))
+    }
+}
+
+/// The tool's own handle on its `Partial` parameter.
+///
+/// The `Serialize` requirement is checked here, once, where the macro points
+/// it at the parameter's type; the handle itself asks nothing more.
+pub fn partial_source<T: PartialItem>(partial: &Partial<T>) -> PartialHandle<T> {
+    PartialHandle {
+        partial: partial.clone(),
+        to_json: Partial::to_json,
+    }
 }
 
 /// Runs a synchronous tool body and turns its failure or panic into an envelope.
-pub fn call_sync<R, P>(
+///
+/// `into_result` is `<Ret as IntoToolResult>::into_result`, named by the macro
+/// at the return type, so that a return type that is not a `Result` is
+/// reported there, once.
+pub fn call_sync<R, T, E, P>(
     tool: &'static ToolInfo,
     query: Capture,
     partial: P,
     body: impl FnOnce() -> R,
-) -> ToolResult<R::Ok>
+    into_result: fn(R) -> Result<T, E>,
+) -> ToolResult<T>
 where
-    R: IntoToolResult,
+    E: ToolError,
     P: PartialSource,
 {
-    finish(tool, catch_unwind(AssertUnwindSafe(body)), query, &partial)
+    let outcome = catch_unwind(AssertUnwindSafe(body)).map(into_result);
+    finish(tool, outcome, query, &partial)
 }
 
-/// Runs an asynchronous tool body and turns its failure or panic into an envelope.
-pub async fn call_async<R, P>(
+/// Runs an asynchronous tool body and turns its failure or panic into an
+/// envelope. See [`call_sync`].
+pub async fn call_async<R, T, E, P>(
     tool: &'static ToolInfo,
     query: Capture,
     partial: P,
     body: impl Future<Output = R>,
-) -> ToolResult<R::Ok>
+    into_result: fn(R) -> Result<T, E>,
+) -> ToolResult<T>
 where
-    R: IntoToolResult,
+    E: ToolError,
     P: PartialSource,
 {
     let mut body = pin!(body);
@@ -126,21 +148,20 @@ where
         Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
         Err(panic) => Poll::Ready(Err(panic)),
     })
-    .await;
+    .await
+    .map(into_result);
     finish(tool, outcome, query, &partial)
 }
 
-fn finish<R: IntoToolResult>(
+fn finish<T, E: ToolError>(
     tool: &'static ToolInfo,
-    outcome: Result<R, Box<dyn Any + Send>>,
+    outcome: Result<Result<T, E>, Box<dyn Any + Send>>,
     query: Capture,
     partial: &dyn PartialSource,
-) -> ToolResult<R::Ok> {
+) -> ToolResult<T> {
     let envelope = match outcome {
-        Ok(result) => match result.into_result() {
-            Ok(value) => return Ok(value),
-            Err(error) => error.into_envelope(),
-        },
+        Ok(Ok(value)) => return Ok(value),
+        Ok(Err(error)) => error.into_envelope(),
         Err(panic) => panicked(tool.name, panic.as_ref()),
     };
     Err(complete(envelope, tool, || query.to_value(), partial))

@@ -20,10 +20,10 @@ pub const REDACTED: &str = "[redacted]";
 
 /// A structured tool failure: the four pillars a caller needs to recover.
 ///
-/// 1. **failure type** — [`category`](Self::category) and [`retryable`](Self::retryable);
-/// 2. **attempted query** — [`attempted_query`](Self::attempted_query), the captured arguments;
-/// 3. **partial results** — [`partial_results`](Self::partial_results), gathered before the failure;
-/// 4. **alternatives** — [`alternatives`](Self::alternatives), concrete next moves.
+/// 1. **failure type** — [`category`](EnvelopeData::category) and [`retryable`](EnvelopeData::retryable);
+/// 2. **attempted query** — [`attempted_query`](EnvelopeData::attempted_query), the captured arguments;
+/// 3. **partial results** — [`partial_results`](EnvelopeData::partial_results), gathered before the failure;
+/// 4. **alternatives** — [`alternatives`](EnvelopeData::alternatives), concrete next moves.
 ///
 /// It serializes to the wire format of `schema/error-envelope.schema.json`, with the
 /// key spellings fixed by the seed (`isError`, `errorCategory`, `isRetryable`,

@@ -6,8 +6,12 @@ pub use serde;
 pub use serde_json;
 
 pub use crate::call::{
-    IntoToolResult, PartialItem, PartialSource, ToolInfo, call_async, call_sync, partial_source,
+    IntoToolResult, PartialHandle, PartialItem, PartialSource, ToolInfo, call_async, call_sync,
+    partial_source,
 };
+
+/// The success type of a `#[tool]`'s return type, as its signature names it.
+pub type OkOf<R> = <R as IntoToolResult>::Ok;
 pub use crate::capture::{Capturable, Capture, CaptureWriter, capture};
 
 pub use crate::classify::envelope_of;
