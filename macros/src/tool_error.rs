@@ -563,23 +563,23 @@ fn expand(input: &DeriveInput, cases: &[Case]) -> TokenStream {
     // A transparent case hands over its inner error whole, so that its own
     // envelope (and origin) passes through.
     let into_envelope = if cases.iter().any(|case| case.transparent.is_some()) {
-        let arms = cases.iter().map(|case| {
-            if case.transparent.is_some() {
-                let member = case.field_member(0);
-                let pattern = match case.variant {
-                    Some(variant) => quote!(Self::#variant { #member: inner, .. }),
-                    None => quote!(Self { #member: inner, .. }),
-                };
-                quote!(#pattern => #trait_::into_envelope(inner),)
-            } else {
-                quote!(other => ::tool_envelope::__private::envelope_of(other),)
-            }
+        let transparent = cases.iter().filter(|case| case.transparent.is_some()).map(|case| {
+            let member = case.field_member(0);
+            let pattern = match case.variant {
+                Some(variant) => quote!(Self::#variant { #member: inner, .. }),
+                None => quote!(Self { #member: inner, .. }),
+            };
+            quote!(#pattern => #trait_::into_envelope(inner),)
         });
+        let rest = cases
+            .iter()
+            .any(|case| case.transparent.is_none())
+            .then(|| quote!(other => ::tool_envelope::__private::envelope_of(other),));
         quote! {
-            #[allow(unreachable_patterns)]
             fn into_envelope(self) -> ::tool_envelope::ErrorEnvelope {
                 match self {
-                    #(#arms)*
+                    #(#transparent)*
+                    #rest
                 }
             }
         }
