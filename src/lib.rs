@@ -1,12 +1,11 @@
-//! # tool-envelope
-//!
-//! Structured, routable errors for agent and MCP tools.
+#![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 #[doc(inline)]
 pub use tool_envelope_runtime::*;
 
+#[doc(inline)]
 pub use tool_envelope_macros::{ToolError, tool};
 
 #[doc(hidden)]

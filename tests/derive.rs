@@ -18,7 +18,11 @@ enum InventoryError {
     #[tool_error(transient, not_applied)]
     Refused(String),
     #[error("monthly quota exhausted")]
-    #[tool_error(transient, retryable = false, alternatives("Ask an admin to raise the {{monthly}} quota"))]
+    #[tool_error(
+        transient,
+        retryable = false,
+        alternatives("Ask an admin to raise the {{monthly}} quota")
+    )]
     QuotaExhausted,
     #[error("held for manual review")]
     #[tool_error(business, retryable = true)]
@@ -56,7 +60,10 @@ fn category_reason_alternatives_and_retry_after() {
     assert_eq!(envelope.reason.as_deref(), Some("RATE_LIMITED"));
     assert_eq!(envelope.alternatives, ["Retry in 1.5s"]);
     assert_eq!(envelope.retry_after, Some(Duration::from_millis(1500)));
-    assert_eq!(serde_json::to_value(&envelope).unwrap()["retryAfterMs"], 1500);
+    assert_eq!(
+        serde_json::to_value(&envelope).unwrap()["retryAfterMs"],
+        1500
+    );
 }
 
 #[test]
@@ -64,7 +71,10 @@ fn retryable_can_be_overridden_both_ways() {
     let quota = InventoryError::QuotaExhausted.into_envelope();
     assert_eq!(quota.category, ErrorCategory::Transient);
     assert!(!quota.retryable);
-    assert_eq!(quota.alternatives, ["Ask an admin to raise the {monthly} quota"]);
+    assert_eq!(
+        quota.alternatives,
+        ["Ask an admin to raise the {monthly} quota"]
+    );
     let held = InventoryError::HeldForReview.into_envelope();
     assert_eq!(held.category, ErrorCategory::Business);
     assert!(held.retryable);
@@ -98,7 +108,8 @@ fn transparent_variants_delegate_and_envelopes_pass_through() {
     assert_eq!(envelope.category, ErrorCategory::Permission);
     assert!(envelope.downcast_ref::<std::io::Error>().is_some());
 
-    let inner = ErrorEnvelope::business("Refund blocked by policy threshold").with_tool("process_refund");
+    let inner =
+        ErrorEnvelope::business("Refund blocked by policy threshold").with_tool("process_refund");
     let error = InventoryError::from(inner.clone());
     assert_eq!(error.category(), ErrorCategory::Business);
     assert_eq!(error.into_envelope(), inner);
@@ -117,7 +128,14 @@ fn the_original_error_is_the_source() {
 /// A struct, classified as a whole.
 #[derive(Debug, thiserror::Error, ToolError)]
 #[error("Access denied to {table} table")]
-#[tool_error(permission, reason = "ACCESS_DENIED", alternatives("Request read grant on {table} schema", "Escalate to data-owner for approval"))]
+#[tool_error(
+    permission,
+    reason = "ACCESS_DENIED",
+    alternatives(
+        "Request read grant on {table} schema",
+        "Escalate to data-owner for approval"
+    )
+)]
 struct AccessDenied {
     table: String,
 }
@@ -133,7 +151,10 @@ fn structs_derive_too() {
     assert_eq!(envelope.message, "Access denied to payroll table");
     assert_eq!(
         envelope.alternatives,
-        ["Request read grant on payroll schema", "Escalate to data-owner for approval"]
+        [
+            "Request read grant on payroll schema",
+            "Escalate to data-owner for approval"
+        ]
     );
 }
 

@@ -7,7 +7,9 @@ use serde_json::{Value, json};
 use tool_envelope::{ErrorCategory, ErrorEnvelope, Found, ToolError, Violation};
 
 fn fixtures(dir: &str) -> Vec<(PathBuf, Value)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(dir);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(dir);
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|entry| entry.unwrap().path())
@@ -53,7 +55,10 @@ fn committed_schema_is_what_the_code_generates() {
 #[test]
 fn committed_schema_is_a_valid_2020_12_schema() {
     let schema = committed_schema();
-    assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
+    assert_eq!(
+        schema["$schema"],
+        "https://json-schema.org/draft/2020-12/schema"
+    );
     jsonschema::meta::validate(&schema).expect("valid against the 2020-12 meta-schema");
 }
 
@@ -64,8 +69,19 @@ fn schema_requires_only_what_is_always_present() {
         schema["required"],
         json!(["isError", "errorCategory", "isRetryable", "message"])
     );
-    for optional in ["attempted_query", "partial_results", "alternatives", "reason", "retryAfterMs", "violations", "tool"] {
-        assert!(schema["properties"][optional].is_object(), "{optional} is described");
+    for optional in [
+        "attempted_query",
+        "partial_results",
+        "alternatives",
+        "reason",
+        "retryAfterMs",
+        "violations",
+        "tool",
+    ] {
+        assert!(
+            schema["properties"][optional].is_object(),
+            "{optional} is described"
+        );
     }
 }
 
@@ -73,7 +89,10 @@ fn schema_requires_only_what_is_always_present() {
 fn every_seed_envelope_deserializes_validates_and_round_trips() {
     let validator = validator();
     for (path, value) in fixtures("envelopes") {
-        let errors: Vec<String> = validator.iter_errors(&value).map(|e| e.to_string()).collect();
+        let errors: Vec<String> = validator
+            .iter_errors(&value)
+            .map(|e| e.to_string())
+            .collect();
         assert!(errors.is_empty(), "{}: {errors:?}", path.display());
 
         let envelope: ErrorEnvelope = serde_json::from_value(value.clone())
@@ -90,7 +109,11 @@ fn every_seed_envelope_deserializes_validates_and_round_trips() {
 fn the_invalid_seeds_are_rejected_by_the_schema_and_by_deserialization() {
     let validator = validator();
     for (path, value) in fixtures("invalid") {
-        assert!(!validator.is_valid(&value), "{} passed the schema", path.display());
+        assert!(
+            !validator.is_valid(&value),
+            "{} passed the schema",
+            path.display()
+        );
         assert!(
             serde_json::from_value::<ErrorEnvelope>(value).is_err(),
             "{} deserialized",
@@ -102,7 +125,11 @@ fn the_invalid_seeds_are_rejected_by_the_schema_and_by_deserialization() {
 #[test]
 fn an_empty_lookup_is_a_success_not_an_error() {
     for (path, value) in fixtures("success") {
-        assert!(!validator().is_valid(&value), "{} is not an envelope", path.display());
+        assert!(
+            !validator().is_valid(&value),
+            "{} is not an envelope",
+            path.display()
+        );
         assert!(serde_json::from_value::<ErrorEnvelope>(value.clone()).is_err());
         let found: Found<Value> = serde_json::from_value(value.clone()).unwrap();
         assert!(found.is_empty());
@@ -121,7 +148,12 @@ fn keys_are_spelled_as_in_the_seed() {
         .with_violation(Violation::new("customer_id", "expected C-NNNN"))
         .with_tool("lookup_orders");
     let value = serde_json::to_value(&envelope).unwrap();
-    let keys: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
+    let keys: Vec<&str> = value
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     let mut expected = vec![
         "isError",
         "errorCategory",
@@ -151,7 +183,8 @@ fn optional_pillars_are_omitted_when_there_is_nothing_to_say() {
         json!({"isError": true, "errorCategory": "other", "isRetryable": false, "message": "boom"})
     );
     // An empty collection of partials is still said: "I gathered, and got nothing".
-    let value = serde_json::to_value(ErrorEnvelope::other("boom").with_partial_results(json!([]))).unwrap();
+    let value =
+        serde_json::to_value(ErrorEnvelope::other("boom").with_partial_results(json!([]))).unwrap();
     assert_eq!(value["partial_results"], json!([]));
 }
 
@@ -159,10 +192,22 @@ fn optional_pillars_are_omitted_when_there_is_nothing_to_say() {
 fn retryable_defaults_from_the_category_and_can_be_overridden() {
     for category in ErrorCategory::ALL {
         let envelope = ErrorEnvelope::new(category, "x");
-        assert_eq!(envelope.retryable, category == ErrorCategory::Transient, "{category}");
+        assert_eq!(
+            envelope.retryable,
+            category == ErrorCategory::Transient,
+            "{category}"
+        );
     }
-    assert!(ErrorEnvelope::business("held for review").with_retryable(true).retryable);
-    assert!(!ErrorEnvelope::transient("quota gone for the month").with_retryable(false).retryable);
+    assert!(
+        ErrorEnvelope::business("held for review")
+            .with_retryable(true)
+            .retryable
+    );
+    assert!(
+        !ErrorEnvelope::transient("quota gone for the month")
+            .with_retryable(false)
+            .retryable
+    );
 }
 
 #[test]
@@ -191,7 +236,10 @@ fn an_empty_message_never_goes_out_empty() {
 
 #[test]
 fn envelopes_made_from_errors_validate() {
-    let io = std::io::Error::new(std::io::ErrorKind::TimedOut, "Connection to orders DB timed out after 5s");
+    let io = std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        "Connection to orders DB timed out after 5s",
+    );
     let value = serde_json::to_value(io.into_envelope()).unwrap();
     assert!(validator().is_valid(&value), "{value}");
     assert_eq!(value["reason"], "TIMED_OUT");

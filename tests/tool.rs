@@ -10,10 +10,17 @@ use tool_envelope::{ErrorCategory, ErrorEnvelope, Found, Partial, ToolError, Too
 #[derive(Debug, thiserror::Error, ToolError)]
 enum OrdersError {
     #[error("Connection to orders DB timed out after {0}s")]
-    #[tool_error(transient, reason = "DB_TIMEOUT", alternatives("Retry against the read replica"))]
+    #[tool_error(
+        transient,
+        reason = "DB_TIMEOUT",
+        alternatives("Retry against the read replica")
+    )]
     Timeout(u64),
     #[error("Refund of {amount} exceeds the {cap} cap")]
-    #[tool_error(business, alternatives("Refund exceeds ${cap} policy cap — escalate to human"))]
+    #[tool_error(
+        business,
+        alternatives("Refund exceeds ${cap} policy cap — escalate to human")
+    )]
     OverCap { amount: u64, cap: u64 },
     #[error("bad customer id: {0}")]
     #[tool_error(validation)]
@@ -40,7 +47,10 @@ fn failure_comes_back_as_an_envelope_with_the_arguments() {
     let envelope = lookup_orders("C-timeout".into(), Some("shipped".into())).unwrap_err();
     assert_eq!(envelope.category, ErrorCategory::Transient);
     assert!(envelope.retryable);
-    assert_eq!(envelope.message, "Connection to orders DB timed out after 5s");
+    assert_eq!(
+        envelope.message,
+        "Connection to orders DB timed out after 5s"
+    );
     assert_eq!(envelope.reason.as_deref(), Some("DB_TIMEOUT"));
     assert_eq!(envelope.alternatives, ["Retry against the read replica"]);
     assert_eq!(envelope.tool.as_deref(), Some("lookup_orders"));
@@ -48,8 +58,15 @@ fn failure_comes_back_as_an_envelope_with_the_arguments() {
         envelope.attempted_query,
         Some(json!({"customer_id": "C-timeout", "status": "shipped"}))
     );
-    assert_eq!(envelope.partial_results, None, "this tool gathers no partials");
-    assert_eq!(envelope.idempotent(), Some(true), "read_only implies idempotent");
+    assert_eq!(
+        envelope.partial_results, None,
+        "this tool gathers no partials"
+    );
+    assert_eq!(
+        envelope.idempotent(),
+        Some(true),
+        "read_only implies idempotent"
+    );
 }
 
 #[test]
@@ -72,7 +89,13 @@ fn question_mark_keeps_the_original_error_type_and_it_stays_reachable() {
     let source = envelope.source().expect("source");
     assert!(source.downcast_ref::<OrdersError>().is_some());
     // The chain goes on to the error's own source.
-    assert!(source.source().unwrap().downcast_ref::<std::num::ParseIntError>().is_some());
+    assert!(
+        source
+            .source()
+            .unwrap()
+            .downcast_ref::<std::num::ParseIntError>()
+            .is_some()
+    );
     // It is never serialized.
     let text = serde_json::to_string(&envelope).unwrap();
     assert!(!text.contains("BadId"));
@@ -93,9 +116,19 @@ fn the_tool_name_can_be_set_and_alternatives_interpolate_fields() {
     assert_eq!(envelope.tool.as_deref(), Some("process_refund"));
     assert_eq!(envelope.category, ErrorCategory::Business);
     assert!(!envelope.retryable);
-    assert_eq!(envelope.alternatives, ["Refund exceeds $500 policy cap — escalate to human"]);
-    assert_eq!(envelope.attempted_query, Some(json!({"order": "O-77", "amount": 620})));
-    assert_eq!(envelope.idempotent(), Some(false), "not declared idempotent");
+    assert_eq!(
+        envelope.alternatives,
+        ["Refund exceeds $500 policy cap — escalate to human"]
+    );
+    assert_eq!(
+        envelope.attempted_query,
+        Some(json!({"order": "O-77", "amount": 620}))
+    );
+    assert_eq!(
+        envelope.idempotent(),
+        Some(false),
+        "not declared idempotent"
+    );
     assert_eq!(refund("O-78".into(), 300).unwrap(), "refunded 300 on O-78");
 }
 
@@ -149,7 +182,12 @@ fn a_crates_own_result_alias_works() {
 
 /// Fetch `n` sources, keeping what was fetched when the provider gives out.
 #[tool]
-fn research(topic: String, n: usize, limit: usize, sources: Partial<Source>) -> Result<Vec<Source>, ErrorEnvelope> {
+fn research(
+    topic: String,
+    n: usize,
+    limit: usize,
+    sources: Partial<Source>,
+) -> Result<Vec<Source>, ErrorEnvelope> {
     for i in sources.len()..n {
         if i >= limit {
             return Err(ErrorEnvelope::transient(format!(
@@ -173,7 +211,10 @@ fn partial_results_come_from_the_collector_and_the_caller_can_resume() {
     let sources = Partial::new();
     let envelope = research("EU AI Act timelines".into(), 10, 6, sources.clone()).unwrap_err();
     assert_eq!(envelope.partial_count(), 6);
-    assert_eq!(envelope.partial_results.as_ref().unwrap()[5], json!({"title": "source 6"}));
+    assert_eq!(
+        envelope.partial_results.as_ref().unwrap()[5],
+        json!({"title": "source 6"})
+    );
     // The collector is never captured as an argument.
     assert_eq!(
         envelope.attempted_query,
@@ -223,7 +264,11 @@ fn on_success_partials_are_not_the_result() {
     let seen = Partial::new();
     let value: ToolResult<Vec<Source>> = research("x".into(), 2, 10, seen.clone());
     assert_eq!(value.unwrap().len(), 2);
-    assert_eq!(seen.len(), 2, "the collector is the caller's, not part of the result");
+    assert_eq!(
+        seen.len(),
+        2,
+        "the collector is the caller's, not part of the result"
+    );
 }
 
 /// Fetch a page.
@@ -231,18 +276,27 @@ fn on_success_partials_are_not_the_result() {
 async fn fetch_page(url: String) -> Result<String, io::Error> {
     tokio::task::yield_now().await;
     if url.starts_with("https://down") {
-        return Err(io::Error::new(io::ErrorKind::ConnectionRefused, "connection refused"));
+        return Err(io::Error::new(
+            io::ErrorKind::ConnectionRefused,
+            "connection refused",
+        ));
     }
     Ok(format!("<html>{url}</html>"))
 }
 
 #[tokio::test]
 async fn async_tools_work_the_same() {
-    assert_eq!(fetch_page("https://up".into()).await.unwrap(), "<html>https://up</html>");
+    assert_eq!(
+        fetch_page("https://up".into()).await.unwrap(),
+        "<html>https://up</html>"
+    );
     let envelope = fetch_page("https://down".into()).await.unwrap_err();
     assert_eq!(envelope.category, ErrorCategory::Transient);
     assert!(envelope.not_applied(), "a refused connection sent nothing");
-    assert_eq!(envelope.attempted_query, Some(json!({"url": "https://down"})));
+    assert_eq!(
+        envelope.attempted_query,
+        Some(json!({"url": "https://down"}))
+    );
 }
 
 /// Panics.
@@ -267,14 +321,22 @@ async fn a_panic_becomes_an_envelope_sync_and_async() {
     let envelope = explode(0).unwrap_err();
     assert_eq!(envelope.category, ErrorCategory::Other);
     assert!(!envelope.retryable);
-    assert!(envelope.message.contains("panicked"), "{}", envelope.message);
+    assert!(
+        envelope.message.contains("panicked"),
+        "{}",
+        envelope.message
+    );
     assert!(envelope.message.contains("division by zero in explode"));
     assert_eq!(envelope.attempted_query, Some(json!({"n": 0})));
     assert_eq!(explode(2).unwrap(), 5);
 
     let envelope = explode_later(3).await.unwrap_err();
     assert_eq!(envelope.category, ErrorCategory::Other);
-    assert!(envelope.message.contains("index out of bounds"), "{}", envelope.message);
+    assert!(
+        envelope.message.contains("index out of bounds"),
+        "{}",
+        envelope.message
+    );
     assert_eq!(envelope.reason.as_deref(), Some("PANIC"));
 }
 
@@ -299,7 +361,9 @@ impl Inventory {
     fn reserve(&mut self, sku: String, n: u32) -> Result<u32, ErrorEnvelope> {
         let available = self.stock_of(sku)?;
         if n > available {
-            return Err(ErrorEnvelope::business("not enough stock").with_alternative("Reserve fewer"));
+            return Err(
+                ErrorEnvelope::business("not enough stock").with_alternative("Reserve fewer")
+            );
         }
         self.reserved += n;
         Ok(self.reserved)
@@ -363,7 +427,10 @@ fn consume(r#type: String, tags: Vec<String>) -> Result<usize, ErrorEnvelope> {
 #[test]
 fn arguments_are_captured_before_the_body_moves_them() {
     let envelope = consume("kind".into(), vec!["a".into()]).unwrap_err();
-    assert_eq!(envelope.attempted_query, Some(json!({"type": "kind", "tags": ["a"]})));
+    assert_eq!(
+        envelope.attempted_query,
+        Some(json!({"type": "kind", "tags": ["a"]}))
+    );
 }
 
 /// Documented parameters.
@@ -398,8 +465,15 @@ mod with_anyhow {
     fn anyhow_result_works_and_passes_envelopes_through() {
         let envelope = load("/definitely/not/here".into()).unwrap_err();
         assert_eq!(envelope.category, ErrorCategory::Other);
-        assert!(envelope.message.starts_with("reading /definitely/not/here: "));
-        assert_eq!(envelope.attempted_query, Some(json!({"path": "/definitely/not/here"})));
+        assert!(
+            envelope
+                .message
+                .starts_with("reading /definitely/not/here: ")
+        );
+        assert_eq!(
+            envelope.attempted_query,
+            Some(json!({"path": "/definitely/not/here"}))
+        );
 
         let envelope = load("envelope".into()).unwrap_err();
         assert_eq!(envelope.category, ErrorCategory::Permission);

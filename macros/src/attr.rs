@@ -65,7 +65,10 @@ pub fn parse(cx: &mut Ctxt, args: TokenStream) -> ToolAttr {
     let mut attr = ToolAttr::default();
     let parser = syn::meta::parser(|meta| {
         let Some(key) = meta.path.get_ident().map(Ident::to_string) else {
-            cx.error_spanned_by(&meta.path, "expected a `#[tool]` argument such as `name = \"...\"`");
+            cx.error_spanned_by(
+                &meta.path,
+                "expected a `#[tool]` argument such as `name = \"...\"`",
+            );
             return skip_value(&meta);
         };
         match key.as_str() {
@@ -108,7 +111,10 @@ fn set_once<T>(
     if slot.is_some() {
         cx.error_spanned_by(
             &meta.path,
-            format!("`{}` is given twice", meta.path.get_ident().expect("checked by the caller")),
+            format!(
+                "`{}` is given twice",
+                meta.path.get_ident().expect("checked by the caller")
+            ),
         );
     } else {
         *slot = Some(value);
@@ -120,9 +126,9 @@ fn set_once<T>(
 fn parse_flag(meta: &ParseNestedMeta) -> syn::Result<Flag> {
     if meta.input.peek(syn::Token![=]) {
         let value = meta.value()?;
-        let lit: LitBool = value.parse().map_err(|error| {
-            syn::Error::new(error.span(), "expected `true` or `false`")
-        })?;
+        let lit: LitBool = value
+            .parse()
+            .map_err(|error| syn::Error::new(error.span(), "expected `true` or `false`"))?;
         Ok(Flag { value: lit.value })
     } else {
         Ok(Flag { value: true })
@@ -131,20 +137,18 @@ fn parse_flag(meta: &ParseNestedMeta) -> syn::Result<Flag> {
 
 /// `key(a, b, c)`: a list of parameter names.
 fn parse_names(cx: &mut Ctxt, names: &mut Vec<Ident>, meta: &ParseNestedMeta) -> syn::Result<()> {
-    meta.parse_nested_meta(|inner| {
-        match inner.path.get_ident() {
-            Some(ident) if inner.input.is_empty() || inner.input.peek(syn::Token![,]) => {
-                if names.iter().any(|seen| seen == ident) {
-                    cx.error_spanned_by(ident, format!("parameter `{ident}` is listed twice"));
-                } else {
-                    names.push(ident.clone());
-                }
-                Ok(())
+    meta.parse_nested_meta(|inner| match inner.path.get_ident() {
+        Some(ident) if inner.input.is_empty() || inner.input.peek(syn::Token![,]) => {
+            if names.iter().any(|seen| seen == ident) {
+                cx.error_spanned_by(ident, format!("parameter `{ident}` is listed twice"));
+            } else {
+                names.push(ident.clone());
             }
-            _ => {
-                cx.error_spanned_by(&inner.path, "expected a parameter name");
-                skip_value(&inner)
-            }
+            Ok(())
+        }
+        _ => {
+            cx.error_spanned_by(&inner.path, "expected a parameter name");
+            skip_value(&inner)
         }
     })
 }

@@ -41,7 +41,10 @@ impl Ctxt {
 }
 
 /// The closest of `candidates` to `unknown`, if one is close enough to suggest.
-pub fn did_you_mean<'a>(unknown: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub fn did_you_mean<'a>(
+    unknown: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     candidates
         .into_iter()
         .map(|candidate| (strsim::jaro_winkler(unknown, candidate), candidate))

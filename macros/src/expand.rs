@@ -106,7 +106,9 @@ pub fn tool(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
         }
     };
 
-    let ItemFn { attrs, vis, sig, .. } = item;
+    let ItemFn {
+        attrs, vis, sig, ..
+    } = item;
     let mut sig = sig.clone();
     let result = quote_spanned! {output.span()=>
         ::tool_envelope::ToolResult<::tool_envelope::__private::OkOf<#output>>

@@ -72,12 +72,19 @@ impl Template {
                         ));
                     } else if let Ok(index) = name.parse::<usize>() {
                         FieldName::Index(index)
-                    } else if syn::parse::Parser::parse_str(<syn::Ident as syn::ext::IdentExt>::parse_any, name).is_ok() {
+                    } else if syn::parse::Parser::parse_str(
+                        <syn::Ident as syn::ext::IdentExt>::parse_any,
+                        name,
+                    )
+                    .is_ok()
+                    {
                         FieldName::Named(name.trim_start_matches("r#").to_owned())
                     } else {
                         return Err(syn::Error::new(
                             lit.span(),
-                            format!("`{{{inner}}}` is not a field: interpolate a field by name (`{{amount}}`) or position (`{{0}}`)"),
+                            format!(
+                                "`{{{inner}}}` is not a field: interpolate a field by name (`{{amount}}`) or position (`{{0}}`)"
+                            ),
                         ));
                     };
                     fields.push(field);

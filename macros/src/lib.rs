@@ -14,9 +14,69 @@ mod signature;
 mod tool_error;
 mod valid;
 
-/// Turns a function returning `Result<T, E: ToolError>` into a tool whose
-/// failures come back as structured `ErrorEnvelope`s. See the `tool_envelope`
-/// crate documentation.
+/// Turns a function returning a `Result` into a tool whose failures come back
+/// as structured `ErrorEnvelope`s.
+///
+/// The function keeps its name, parameters, doc comment and attributes; its
+/// return type becomes `ToolResult<T>` (`Result<T, ErrorEnvelope>`), where `T`
+/// is the success type it wrote. The error type must implement `ToolError`.
+/// Inside the body, `?` and `return` work with the error type as written.
+///
+/// On every call, before the body runs, the named arguments are captured as
+/// the envelope's `attempted_query`. If the body fails — or panics — the error
+/// is classified into an envelope with the tool's name, the captured
+/// arguments, and the items of its `Partial` collector, unless the error says
+/// those things itself (an envelope from another tool passes through).
+///
+/// ```
+/// use tool_envelope::{tool, ErrorEnvelope, Partial};
+///
+/// /// Fetch a page of search results.
+/// #[tool(read_only, redact(api_key))]
+/// async fn search(query: String, api_key: String, seen: Partial<String>) -> Result<Vec<String>, ErrorEnvelope> {
+///     let _ = api_key;
+///     seen.push(format!("first hit for {query}"));
+///     Err(ErrorEnvelope::transient("search provider timed out"))
+/// }
+///
+/// # tokio_test_block_on(async {
+/// let envelope = search("rust".into(), "k-123".into(), Partial::new()).await.unwrap_err();
+/// assert_eq!(
+///     envelope.attempted_query,
+///     Some(serde_json::json!({"query": "rust", "api_key": "[redacted]"}))
+/// );
+/// assert_eq!(envelope.partial_results, Some(serde_json::json!(["first hit for rust"])));
+/// # });
+/// # fn tokio_test_block_on(f: impl std::future::Future<Output = ()>) {
+/// #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+/// # }
+/// ```
+///
+/// # Arguments of the attribute
+///
+/// | argument | meaning |
+/// |---|---|
+/// | `name = "..."` | the tool's name (default: the function's); 1–64 of `[A-Za-z0-9_.-]` |
+/// | `title = "..."` | a human-friendly title |
+/// | `description = "..."` | overrides the doc comment as the tool's description |
+/// | `skip(a, b)` | leaves parameters out of `attempted_query` |
+/// | `redact(a, b)` | captures parameters as `"[redacted]"`; their values are never serialized |
+/// | `read_only` | the tool changes nothing (implies `idempotent`) |
+/// | `destructive` | the tool may destroy or overwrite data |
+/// | `idempotent` | repeating the call has no further effect, so it is safe to retry |
+/// | `open_world` | the tool reaches an open world of external systems |
+///
+/// The four hints also accept `= true` or `= false`.
+///
+/// # Parameters
+///
+/// Every parameter needs a name (a pattern such as `(a, b): (i32, i32)` has
+/// nothing to capture), and every captured parameter must be `Serialize`. A
+/// parameter of type `Partial<T>` is the tool's collector of partial results:
+/// it is never captured, and `T` must be `Serialize`. A tool takes at most one.
+///
+/// A tool cannot be `const`, `unsafe`, `extern` or variadic, and cannot return
+/// `impl Trait`.
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     let mut item = syn::parse_macro_input!(input as syn::ItemFn);
@@ -36,12 +96,53 @@ pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     .into()
 }
 
-/// Derives `ToolError` from `#[tool_error(...)]` attributes: a category on each
-/// variant (`transient`, `validation`, `business`, `permission`, `other`), and
-/// optionally `retryable = bool`, `alternatives("...")` interpolating fields,
-/// `reason = "UPPER_SNAKE"`, `not_applied`, or `transparent`; on fields,
-/// `retry_after`, `partial` and `violations`. See the `tool_envelope` crate
-/// documentation.
+/// Derives `ToolError` from `#[tool_error(...)]` attributes.
+///
+/// Every variant of an enum (or the struct itself) is classified with one
+/// category — `transient`, `validation`, `business`, `permission` or `other` —
+/// and optionally:
+///
+/// | setting | meaning |
+/// |---|---|
+/// | `retryable = true \| false` | overrides the category's default (only `transient` is retryable) |
+/// | `alternatives("...", ...)` | next moves; interpolate fields as `#[error]` does: `{amount}`, `{0}`, `{wait:?}`, `{{` |
+/// | `reason = "UPPER_SNAKE"` | a stable machine code |
+/// | `not_applied` | the operation certainly did not happen, so even a non-idempotent tool may be retried |
+/// | `transparent` | delegate everything to the single field, whose own envelope passes through |
+///
+/// and on fields: `#[tool_error(retry_after)]` (a `Duration` or `Option<Duration>`),
+/// `#[tool_error(partial)]` (anything `Serialize`, such as a `Partial<T>`) and
+/// `#[tool_error(violations)]` (a `Vec<Violation>` or a `Violation`). The
+/// `Display` text is the envelope's `message`, so it sits next to
+/// `#[derive(thiserror::Error)]`:
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_envelope::{ErrorCategory, ToolError};
+///
+/// #[derive(Debug, thiserror::Error, ToolError)]
+/// enum InventoryError {
+///     #[error("Rate limit hit on inventory service")]
+///     #[tool_error(transient, reason = "RATE_LIMITED", alternatives("Retry in {wait:?}"))]
+///     RateLimited {
+///         #[tool_error(retry_after)]
+///         wait: Duration,
+///     },
+///     #[error("SKU {0} does not exist")]
+///     #[tool_error(validation, alternatives("Search the catalogue for {0}"))]
+///     UnknownSku(String),
+///     #[error(transparent)]
+///     #[tool_error(transparent)]
+///     Io(#[from] std::io::Error),
+/// }
+///
+/// let envelope = InventoryError::RateLimited { wait: Duration::from_secs(2) }.into_envelope();
+/// assert_eq!(envelope.category, ErrorCategory::Transient);
+/// assert_eq!(envelope.retry_after, Some(Duration::from_secs(2)));
+/// assert_eq!(envelope.alternatives, ["Retry in 2s"]);
+/// ```
+///
+/// A variant without a category is a compile error that points at it.
 #[proc_macro_derive(ToolError, attributes(tool_error))]
 pub fn derive_tool_error(input: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(input as syn::DeriveInput);

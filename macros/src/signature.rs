@@ -2,8 +2,8 @@
 
 use syn::ext::IdentExt;
 use syn::{
-    Attribute, FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, ReturnType,
-    Safety, Type, TypePath,
+    Attribute, FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, ReturnType, Safety, Type,
+    TypePath,
 };
 
 use crate::ctxt::Ctxt;
@@ -134,14 +134,19 @@ impl<'a> ToolFn<'a> {
 
     /// The parameter called `name`.
     pub fn param(&self, name: &Ident) -> Option<&Param<'a>> {
-        self.params.iter().find(|param| param.ident.unraw() == name.unraw())
+        self.params
+            .iter()
+            .find(|param| param.ident.unraw() == name.unraw())
     }
 }
 
 /// `Some(T)` if `ty` is `Partial<T>` (matched by the last path segment, so
 /// `tool_envelope::Partial<T>` works too).
 fn partial_item(ty: &Type) -> Option<&Type> {
-    let Type::Path(TypePath { qself: None, path, .. }) = peel(ty) else {
+    let Type::Path(TypePath {
+        qself: None, path, ..
+    }) = peel(ty)
+    else {
         return None;
     };
     let segment = path.segments.last()?;

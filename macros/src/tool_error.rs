@@ -55,10 +55,20 @@ pub fn derive(input: &DeriveInput) -> TokenStream {
 fn parse<'a>(cx: &mut Ctxt, input: &'a DeriveInput) -> Vec<Case<'a>> {
     match &input.data {
         Data::Struct(data) => {
-            vec![parse_case(cx, None, input.ident.span(), &input.attrs, &data.fields)]
+            vec![parse_case(
+                cx,
+                None,
+                input.ident.span(),
+                &input.attrs,
+                &data.fields,
+            )]
         }
         Data::Enum(data) => {
-            for attr in input.attrs.iter().filter(|a| a.path().is_ident("tool_error")) {
+            for attr in input
+                .attrs
+                .iter()
+                .filter(|a| a.path().is_ident("tool_error"))
+            {
                 cx.error_spanned_by(
                     attr,
                     "`#[tool_error(...)]` goes on each variant of an enum, so that every variant is classified on its own",
@@ -70,7 +80,10 @@ fn parse<'a>(cx: &mut Ctxt, input: &'a DeriveInput) -> Vec<Case<'a>> {
                 .collect()
         }
         Data::Union(data) => {
-            cx.error_spanned_by(data.union_token, "`ToolError` cannot be derived for a union");
+            cx.error_spanned_by(
+                data.union_token,
+                "`ToolError` cannot be derived for a union",
+            );
             Vec::new()
         }
     }
@@ -87,7 +100,11 @@ fn parse_case<'a>(
         .iter()
         .enumerate()
         .map(|(i, field)| match &field.ident {
-            Some(ident) => format_ident!("__tool_envelope_{}", syn::ext::IdentExt::unraw(ident), span = Span::mixed_site()),
+            Some(ident) => format_ident!(
+                "__tool_envelope_{}",
+                syn::ext::IdentExt::unraw(ident),
+                span = Span::mixed_site()
+            ),
             None => format_ident!("__tool_envelope_{}", i, span = Span::mixed_site()),
         })
         .collect();
@@ -117,8 +134,13 @@ fn parse_case<'a>(
         }
     }
     for (index, field) in fields.iter().enumerate() {
-        for attr in field.attrs.iter().filter(|a| a.path().is_ident("tool_error")) {
-            let result = attr.parse_nested_meta(|meta| parse_field_key(cx, &mut case, index, &meta));
+        for attr in field
+            .attrs
+            .iter()
+            .filter(|a| a.path().is_ident("tool_error"))
+        {
+            let result =
+                attr.parse_nested_meta(|meta| parse_field_key(cx, &mut case, index, &meta));
             if let Err(error) = result {
                 cx.syn_error(error);
             }
@@ -129,7 +151,10 @@ fn parse_case<'a>(
         if fields.len() != 1 {
             cx.error_at(
                 transparent,
-                format!("`transparent` needs exactly one field to delegate to; {what} has {}", fields.len()),
+                format!(
+                    "`transparent` needs exactly one field to delegate to; {what} has {}",
+                    fields.len()
+                ),
             );
         }
         if case.category.is_some()
@@ -167,7 +192,11 @@ fn parse_case<'a>(
                             .map(|i| syn::ext::IdentExt::unraw(i).to_string())
                             .collect();
                         let message = format!("{what} has no field `{name}` to interpolate");
-                        let suggested = with_suggestion(message.clone(), name, names.iter().map(String::as_str));
+                        let suggested = with_suggestion(
+                            message.clone(),
+                            name,
+                            names.iter().map(String::as_str),
+                        );
                         if suggested != message {
                             suggested
                         } else if names.is_empty() {
@@ -177,9 +206,16 @@ fn parse_case<'a>(
                         }
                     }
                     FieldName::Index(index) => match positional(fields) {
-                        0 => format!("{what} has no field `{index}` to interpolate: it has no positional fields"),
-                        1 => format!("{what} has no field `{index}` to interpolate: its only positional field is `0`"),
-                        n => format!("{what} has no field `{index}` to interpolate: its positional fields are `0` to `{}`", n - 1),
+                        0 => format!(
+                            "{what} has no field `{index}` to interpolate: it has no positional fields"
+                        ),
+                        1 => format!(
+                            "{what} has no field `{index}` to interpolate: its only positional field is `0`"
+                        ),
+                        n => format!(
+                            "{what} has no field `{index}` to interpolate: its positional fields are `0` to `{}`",
+                            n - 1
+                        ),
                     },
                 };
                 cx.error_spanned_by(&template.lit, message);
@@ -210,7 +246,10 @@ fn resolve(fields: &Fields, name: &FieldName) -> Option<usize> {
 
 fn parse_case_key(cx: &mut Ctxt, case: &mut Case, meta: &ParseNestedMeta) -> syn::Result<()> {
     let Some(key) = meta.path.get_ident().map(Ident::to_string) else {
-        cx.error_spanned_by(&meta.path, "expected a `tool_error` setting such as `transient`");
+        cx.error_spanned_by(
+            &meta.path,
+            "expected a `tool_error` setting such as `transient`",
+        );
         return Ok(());
     };
     match key.as_str() {
@@ -232,9 +271,15 @@ fn parse_case_key(cx: &mut Ctxt, case: &mut Case, meta: &ParseNestedMeta) -> syn
                 let value = meta.value()?;
                 let expr: syn::Expr = value.parse()?;
                 match &expr {
-                    syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Bool(LitBool { value, .. }), .. }) => *value,
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Bool(LitBool { value, .. }),
+                        ..
+                    }) => *value,
                     other => {
-                        cx.error_spanned_by(other, "expected `retryable = true` or `retryable = false`");
+                        cx.error_spanned_by(
+                            other,
+                            "expected `retryable = true` or `retryable = false`",
+                        );
                         return Ok(());
                     }
                 }
@@ -249,7 +294,8 @@ fn parse_case_key(cx: &mut Ctxt, case: &mut Case, meta: &ParseNestedMeta) -> syn
         "alternatives" => {
             let content;
             syn::parenthesized!(content in meta.input);
-            let lits = content.parse_terminated(<LitStr as syn::parse::Parse>::parse, syn::Token![,])?;
+            let lits =
+                content.parse_terminated(<LitStr as syn::parse::Parse>::parse, syn::Token![,])?;
             for lit in lits {
                 match Template::parse(lit) {
                     Ok(template) => case.alternatives.push(template),
@@ -285,7 +331,9 @@ fn parse_case_key(cx: &mut Ctxt, case: &mut Case, meta: &ParseNestedMeta) -> syn
         }
         unknown => {
             let message = if FIELD_KEYS.contains(&unknown) {
-                format!("`{unknown}` marks a field: put `#[tool_error({unknown})]` on the field that holds it")
+                format!(
+                    "`{unknown}` marks a field: put `#[tool_error({unknown})]` on the field that holds it"
+                )
             } else {
                 with_suggestion(
                     format!("unknown `tool_error` setting `{unknown}`"),
@@ -305,17 +353,25 @@ fn parse_field_key(
     index: usize,
     meta: &ParseNestedMeta,
 ) -> syn::Result<()> {
-    let key = meta.path.get_ident().map(Ident::to_string).unwrap_or_default();
+    let key = meta
+        .path
+        .get_ident()
+        .map(Ident::to_string)
+        .unwrap_or_default();
     let slot = match key.as_str() {
         "retry_after" => &mut case.retry_after,
         "partial" => &mut case.partial,
         "violations" => &mut case.violations,
         unknown => {
             let message = if VARIANT_KEYS.contains(&unknown) {
-                format!("`{unknown}` classifies the whole error: put it on the variant or struct, not on a field")
+                format!(
+                    "`{unknown}` classifies the whole error: put it on the variant or struct, not on a field"
+                )
             } else {
                 with_suggestion(
-                    format!("unknown `tool_error` field marker `{unknown}`: expected `retry_after`, `partial` or `violations`"),
+                    format!(
+                        "unknown `tool_error` field marker `{unknown}`: expected `retry_after`, `partial` or `violations`"
+                    ),
                     unknown,
                     FIELD_KEYS.iter().copied(),
                 )
@@ -342,7 +398,8 @@ fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
 fn is_upper_snake(s: &str) -> bool {
     let mut chars = s.chars();
     chars.next().is_some_and(|c| c.is_ascii_uppercase())
-        && s.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        && s.chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
         && !s.ends_with('_')
         && !s.contains("__")
 }
@@ -363,7 +420,11 @@ fn to_upper_snake(s: &str) -> String {
         }
     }
     let out = out.trim_end_matches('_').to_owned();
-    if out.is_empty() { "MY_REASON".to_owned() } else { out }
+    if out.is_empty() {
+        "MY_REASON".to_owned()
+    } else {
+        out
+    }
 }
 
 fn category_tokens(name: &str) -> TokenStream {
@@ -387,7 +448,10 @@ impl Case<'_> {
         let bindings = &self.bindings;
         match self.fields {
             Fields::Named(named) => {
-                let members = named.named.iter().map(|f| f.ident.as_ref().expect("named field"));
+                let members = named
+                    .named
+                    .iter()
+                    .map(|f| f.ident.as_ref().expect("named field"));
                 quote!(#path { #(#members: #bindings),* })
             }
             Fields::Unnamed(_) => quote!(#path(#(#bindings),*)),
@@ -414,23 +478,27 @@ fn expand(input: &DeriveInput, cases: &[Case]) -> TokenStream {
     let trait_ = quote!(::tool_envelope::ToolError);
 
     // One `match self` per method, generated only when some case says more than the default.
-    let method = |sig: TokenStream, arm: &dyn Fn(&Case) -> Option<TokenStream>, default: TokenStream| {
-        let arms: Vec<_> = cases.iter().map(|case| (case.pattern(), arm(case))).collect();
-        if arms.iter().all(|(_, body)| body.is_none()) {
-            return quote!();
-        }
-        let arms = arms.into_iter().map(|(pattern, body)| {
-            let body = body.unwrap_or_else(|| default.clone());
-            quote!(#pattern => #body,)
-        });
-        quote! {
-            #sig {
-                match self {
-                    #(#arms)*
+    let method =
+        |sig: TokenStream, arm: &dyn Fn(&Case) -> Option<TokenStream>, default: TokenStream| {
+            let arms: Vec<_> = cases
+                .iter()
+                .map(|case| (case.pattern(), arm(case)))
+                .collect();
+            if arms.iter().all(|(_, body)| body.is_none()) {
+                return quote!();
+            }
+            let arms = arms.into_iter().map(|(pattern, body)| {
+                let body = body.unwrap_or_else(|| default.clone());
+                quote!(#pattern => #body,)
+            });
+            quote! {
+                #sig {
+                    match self {
+                        #(#arms)*
+                    }
                 }
             }
-        }
-    };
+        };
     let delegate = |case: &Case, call: TokenStream| {
         case.transparent.map(|_| {
             let inner = &case.bindings[0];
@@ -447,9 +515,8 @@ fn expand(input: &DeriveInput, cases: &[Case]) -> TokenStream {
     } else {
         let arms = cases.iter().map(|case| {
             let pattern = case.pattern();
-            let body = delegate(case, quote!(category)).unwrap_or_else(|| {
-                category_tokens(&case.category.as_ref().expect("validated").0)
-            });
+            let body = delegate(case, quote!(category))
+                .unwrap_or_else(|| category_tokens(&case.category.as_ref().expect("validated").0));
             quote!(#pattern => #body,)
         });
         quote! {
@@ -464,7 +531,8 @@ fn expand(input: &DeriveInput, cases: &[Case]) -> TokenStream {
     let is_retryable = method(
         quote!(fn is_retryable(&self) -> bool),
         &|case| {
-            delegate(case, quote!(is_retryable)).or_else(|| case.retryable.map(|value| quote!(#value)))
+            delegate(case, quote!(is_retryable))
+                .or_else(|| case.retryable.map(|value| quote!(#value)))
         },
         quote!(::tool_envelope::ErrorCategory::is_retryable_by_default(#trait_::category(self))),
     );
@@ -479,7 +547,8 @@ fn expand(input: &DeriveInput, cases: &[Case]) -> TokenStream {
                             .fields
                             .iter()
                             .map(|name| {
-                                let binding = &case.bindings[resolve(case.fields, name).expect("validated")];
+                                let binding =
+                                    &case.bindings[resolve(case.fields, name).expect("validated")];
                                 quote!(#binding)
                             })
                             .collect();
@@ -496,9 +565,9 @@ fn expand(input: &DeriveInput, cases: &[Case]) -> TokenStream {
         quote!(fn reason(&self) -> ::core::option::Option<::std::borrow::Cow<'static, str>>),
         &|case| {
             delegate(case, quote!(reason)).or_else(|| {
-                case.reason.as_ref().map(|lit| {
-                    quote!(::core::option::Option::Some(::std::borrow::Cow::Borrowed(#lit)))
-                })
+                case.reason.as_ref().map(
+                    |lit| quote!(::core::option::Option::Some(::std::borrow::Cow::Borrowed(#lit))),
+                )
             })
         },
         quote!(::core::option::Option::None),
@@ -548,7 +617,9 @@ fn expand(input: &DeriveInput, cases: &[Case]) -> TokenStream {
 
     let not_applied = method(
         quote!(fn not_applied(&self) -> bool),
-        &|case| delegate(case, quote!(not_applied)).or_else(|| case.not_applied.then(|| quote!(true))),
+        &|case| {
+            delegate(case, quote!(not_applied)).or_else(|| case.not_applied.then(|| quote!(true)))
+        },
         quote!(false),
     );
 
@@ -563,14 +634,17 @@ fn expand(input: &DeriveInput, cases: &[Case]) -> TokenStream {
     // A transparent case hands over its inner error whole, so that its own
     // envelope (and origin) passes through.
     let into_envelope = if cases.iter().any(|case| case.transparent.is_some()) {
-        let transparent = cases.iter().filter(|case| case.transparent.is_some()).map(|case| {
-            let member = case.field_member(0);
-            let pattern = match case.variant {
-                Some(variant) => quote!(Self::#variant { #member: inner, .. }),
-                None => quote!(Self { #member: inner, .. }),
-            };
-            quote!(#pattern => #trait_::into_envelope(inner),)
-        });
+        let transparent = cases
+            .iter()
+            .filter(|case| case.transparent.is_some())
+            .map(|case| {
+                let member = case.field_member(0);
+                let pattern = match case.variant {
+                    Some(variant) => quote!(Self::#variant { #member: inner, .. }),
+                    None => quote!(Self { #member: inner, .. }),
+                };
+                quote!(#pattern => #trait_::into_envelope(inner),)
+            });
         let rest = cases
             .iter()
             .any(|case| case.transparent.is_none())

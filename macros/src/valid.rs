@@ -48,7 +48,11 @@ pub fn check(cx: &mut Ctxt, attr: &ToolAttr, tool: &ToolFn) {
         }
     }
     for ident in &attr.redact {
-        if attr.skip.iter().any(|skipped| skipped.unraw() == ident.unraw()) {
+        if attr
+            .skip
+            .iter()
+            .any(|skipped| skipped.unraw() == ident.unraw())
+        {
             cx.error_spanned_by(
                 ident,
                 format!(
@@ -88,7 +92,9 @@ pub fn check(cx: &mut Ctxt, attr: &ToolAttr, tool: &ToolFn) {
             if let Err(problem) = check_name(&name) {
                 cx.error_spanned_by(
                     tool.ident(),
-                    format!("{problem}\nhelp: give the tool a valid name with `#[tool(name = \"...\")]`"),
+                    format!(
+                        "{problem}\nhelp: give the tool a valid name with `#[tool(name = \"...\")]`"
+                    ),
                 );
             }
         }

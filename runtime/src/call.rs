@@ -143,11 +143,13 @@ where
 {
     let mut body = pin!(body);
     // A panic while polling the body ends the call as an `Err`, like `catch_unwind`.
-    let outcome = poll_fn(|cx| match catch_unwind(AssertUnwindSafe(|| body.as_mut().poll(cx))) {
-        Ok(Poll::Pending) => Poll::Pending,
-        Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
-        Err(panic) => Poll::Ready(Err(panic)),
-    })
+    let outcome = poll_fn(
+        |cx| match catch_unwind(AssertUnwindSafe(|| body.as_mut().poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
+            Err(panic) => Poll::Ready(Err(panic)),
+        },
+    )
     .await
     .map(into_result);
     finish(tool, outcome, query, &partial)

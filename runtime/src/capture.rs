@@ -144,7 +144,10 @@ mod tests {
             w.arg("amount", &620);
             w.arg("tags", &["a", "b"]);
         });
-        assert_eq!(query.as_str(), r#"{"order":"O-77","amount":620,"tags":["a","b"]}"#);
+        assert_eq!(
+            query.as_str(),
+            r#"{"order":"O-77","amount":620,"tags":["a","b"]}"#
+        );
         assert_eq!(
             query.to_value(),
             json!({"order": "O-77", "amount": 620, "tags": ["a", "b"]})
@@ -161,7 +164,12 @@ mod tests {
             w.arg("ok", &1);
         });
         let value = query.to_value();
-        assert!(value["bad"].as_str().unwrap().starts_with("[unserializable"));
+        assert!(
+            value["bad"]
+                .as_str()
+                .unwrap()
+                .starts_with("[unserializable")
+        );
         assert_eq!(value["ok"], 1);
     }
 

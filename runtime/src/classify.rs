@@ -369,7 +369,11 @@ mod tests {
         for (kind, category) in cases {
             let envelope = io::Error::new(kind, "boom").into_envelope();
             assert_eq!(envelope.category, category, "{kind:?}");
-            assert_eq!(envelope.retryable, category == ErrorCategory::Transient, "{kind:?}");
+            assert_eq!(
+                envelope.retryable,
+                category == ErrorCategory::Transient,
+                "{kind:?}"
+            );
             assert_eq!(envelope.message, "boom");
         }
     }
@@ -430,8 +434,8 @@ mod tests {
         let envelope = anyhow::Error::new(inner.clone()).into_envelope();
         assert_eq!(envelope, inner);
 
-        let error = anyhow::Error::new(io::Error::from(io::ErrorKind::TimedOut))
-            .context("loading orders");
+        let error =
+            anyhow::Error::new(io::Error::from(io::ErrorKind::TimedOut)).context("loading orders");
         let envelope = error.into_envelope();
         assert_eq!(envelope.category, ErrorCategory::Other);
         assert!(!envelope.retryable);

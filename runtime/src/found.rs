@@ -212,12 +212,16 @@ mod tests {
             serde_json::from_str(&serde_json::to_string(&some).unwrap()).unwrap();
         assert_eq!(back, some);
         assert!(
-            serde_json::from_value::<Found<u8>>(json!({"isError": true, "empty": true, "matches": 0}))
-                .is_err()
+            serde_json::from_value::<Found<u8>>(
+                json!({"isError": true, "empty": true, "matches": 0})
+            )
+            .is_err()
         );
         assert!(
-            serde_json::from_value::<Found<u8>>(json!({"isError": false, "empty": true, "matches": 3}))
-                .is_err()
+            serde_json::from_value::<Found<u8>>(
+                json!({"isError": false, "empty": true, "matches": 3})
+            )
+            .is_err()
         );
     }
 
