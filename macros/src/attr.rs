@@ -28,6 +28,8 @@ pub struct ToolAttr {
     pub idempotent: Option<Flag>,
     /// `open_world`: the tool talks to an open world of external entities.
     pub open_world: Option<Flag>,
+    /// `guard = path`: a deterministic check run before the body.
+    pub guard: Option<syn::Expr>,
 }
 
 /// A boolean key: `idempotent` or `idempotent = false`.
@@ -47,6 +49,7 @@ pub const KEYS: &[&str] = &[
     "destructive",
     "idempotent",
     "open_world",
+    "guard",
 ];
 
 impl ToolAttr {
@@ -81,6 +84,7 @@ pub fn parse(cx: &mut Ctxt, args: TokenStream) -> ToolAttr {
             "destructive" => set_once(cx, &mut attr.destructive, &meta, parse_flag),
             "idempotent" => set_once(cx, &mut attr.idempotent, &meta, parse_flag),
             "open_world" => set_once(cx, &mut attr.open_world, &meta, parse_flag),
+            "guard" => set_once(cx, &mut attr.guard, &meta, |m| m.value()?.parse()),
             unknown => {
                 cx.error_spanned_by(
                     &meta.path,

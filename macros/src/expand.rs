@@ -75,6 +75,15 @@ pub fn tool(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
         None => quote!(()),
     };
 
+    let guard = attr.guard.as_ref().map(|guard| {
+        let check = quote_spanned!(guard.span()=> ::tool_envelope::__private::check_guard(&(#guard), &#info, &#query));
+        quote! {
+            if let ::core::result::Result::Err(#ret) = #check {
+                return ::core::result::Result::Err(#ret);
+            }
+        }
+    });
+
     let block = &item.block;
     let fake_return = quote! {
         if let ::core::option::Option::Some(#ret) = ::core::option::Option::None::<#output> {
@@ -125,6 +134,7 @@ pub fn tool(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
             let #query = ::tool_envelope::__private::capture(|#writer| {
                 #(#captures)*
             });
+            #guard
             let #partial = #partial_source;
             #call
         }

@@ -6,10 +6,8 @@
 
 use std::any::Any;
 use std::borrow::Cow;
-use std::future::{Future, poll_fn};
+use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::pin::pin;
-use std::task::Poll;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -18,6 +16,8 @@ use crate::capture::Capture;
 use crate::category::ErrorCategory;
 use crate::classify::ToolError;
 use crate::envelope::ErrorEnvelope;
+use crate::guard::{Guard, ToolCall};
+use crate::panic::{catch_unwind_future, panic_message};
 use crate::partial::Partial;
 
 /// The result of a `#[tool]` function: its value, or the envelope of its failure.
@@ -108,6 +108,24 @@ pub fn partial_source<T: PartialItem>(partial: &Partial<T>) -> PartialHandle<T> 
     }
 }
 
+/// Runs the tool's guard on its captured arguments. A blocked call fails with
+/// the guard's `business` envelope and the body never runs.
+pub fn check_guard<G: Guard + ?Sized>(
+    guard: &G,
+    tool: &'static ToolInfo,
+    query: &Capture,
+) -> Result<(), ErrorEnvelope> {
+    let arguments = query.to_value();
+    let call = ToolCall {
+        tool: tool.name,
+        arguments: &arguments,
+    };
+    match guard.check(&call) {
+        Ok(()) => Ok(()),
+        Err(blocked) => Err(complete(blocked.into_envelope(), tool, || arguments, &())),
+    }
+}
+
 /// Runs a synchronous tool body and turns its failure or panic into an envelope.
 ///
 /// `into_result` is `<Ret as IntoToolResult>::into_result`, named by the macro
@@ -141,17 +159,7 @@ where
     E: ToolError,
     P: PartialSource,
 {
-    let mut body = pin!(body);
-    // A panic while polling the body ends the call as an `Err`, like `catch_unwind`.
-    let outcome = poll_fn(
-        |cx| match catch_unwind(AssertUnwindSafe(|| body.as_mut().poll(cx))) {
-            Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
-            Err(panic) => Poll::Ready(Err(panic)),
-        },
-    )
-    .await
-    .map(into_result);
+    let outcome = catch_unwind_future(body).await.map(into_result);
     finish(tool, outcome, query, &partial)
 }
 
@@ -194,11 +202,7 @@ pub(crate) fn complete(
 
 /// The envelope of a panic: `other`, not retryable, naming the panic.
 fn panicked(tool: &str, payload: &(dyn Any + Send)) -> ErrorEnvelope {
-    let what = payload
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("a non-string panic payload");
+    let what = panic_message(payload);
     ErrorEnvelope::new(
         ErrorCategory::Other,
         format!("tool `{tool}` panicked: {what}"),

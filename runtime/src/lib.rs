@@ -10,9 +10,14 @@ mod call;
 mod capture;
 mod category;
 mod classify;
+mod coordinator;
 mod envelope;
+mod escalation;
 mod found;
+mod guard;
+mod panic;
 mod partial;
+mod retry;
 mod schema;
 
 #[doc(hidden)]
@@ -22,7 +27,16 @@ pub mod __private;
 pub use call::ToolResult;
 pub use category::{ErrorCategory, UnknownCategory};
 pub use classify::ToolError;
+pub use coordinator::{BranchResult, Completed, Coordinator, Gap, Report};
 pub use envelope::{EnvelopeData, ErrorEnvelope, REDACTED, Violation};
+pub use escalation::{Escalation, EscalationReason, reasons};
 pub use found::Found;
+pub use guard::{Blocked, Guard, Guards, ToolCall};
 pub use partial::Partial;
+#[cfg(feature = "tokio")]
+pub use retry::TokioSleeper;
+pub use retry::{
+    AttemptRecord, Backoff, Delays, Jitter, Outcome, RetryAction, RetryBudget, RetryEvent,
+    RetryPolicy, RetryStats, Sleeper,
+};
 pub use schema::SCHEMA_ID;

@@ -7,7 +7,7 @@ pub use serde_json;
 
 pub use crate::call::{
     IntoToolResult, PartialHandle, PartialItem, PartialSource, ToolInfo, call_async, call_sync,
-    partial_source,
+    check_guard, partial_source,
 };
 
 /// The success type of a `#[tool]`'s return type, as its signature names it.

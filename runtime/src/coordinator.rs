@@ -1,0 +1,295 @@
+//! The coordinator: many branches, each recovering locally; one failed branch
+//! never aborts the others, and partial data is never presented as complete.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use serde::Serialize;
+use serde::ser::{SerializeMap, SerializeStruct, Serializer};
+
+use crate::envelope::ErrorEnvelope;
+use crate::escalation::{Escalation, EscalationReason};
+use crate::panic::{catch_unwind_future, panic_message};
+use crate::retry::{Outcome, RetryStats};
+
+/// What a branch ends with: a value, or the escalation of its failure.
+///
+/// Implemented for a retry loop's [`Outcome`] (its statistics are kept), for
+/// `Result<T, Escalation>`, and for `Result<T, ErrorEnvelope>` (a failure not
+/// retried locally).
+pub trait BranchResult: Send {
+    /// The branch's value.
+    type Value;
+    /// The value or the escalation, and the branch's retry statistics if any.
+    fn into_branch(self) -> (Result<Self::Value, Escalation>, Option<RetryStats>);
+}
+
+impl<T: Send> BranchResult for Outcome<T> {
+    type Value = T;
+
+    fn into_branch(self) -> (Result<T, Escalation>, Option<RetryStats>) {
+        (self.result, Some(self.stats))
+    }
+}
+
+impl<T: Send> BranchResult for Result<T, Escalation> {
+    type Value = T;
+
+    fn into_branch(self) -> (Result<T, Escalation>, Option<RetryStats>) {
+        (self, None)
+    }
+}
+
+impl<T: Send> BranchResult for Result<T, ErrorEnvelope> {
+    type Value = T;
+
+    fn into_branch(self) -> (Result<T, Escalation>, Option<RetryStats>) {
+        (self.map_err(Escalation::from_envelope), None)
+    }
+}
+
+type BranchFuture<'a, T> =
+    Pin<Box<dyn Future<Output = (Result<T, Escalation>, Option<RetryStats>)> + Send + 'a>>;
+
+/// Runs branches concurrently and reports what completed and where the gaps are.
+///
+/// ```
+/// use tool_envelope::{Coordinator, ErrorEnvelope};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let report = Coordinator::new()
+///     .branch("orders", async { Ok::<_, ErrorEnvelope>(3) })
+///     .branch("refunds", async { Err::<u32, _>(ErrorEnvelope::permission("Access denied to refunds")) })
+///     .run()
+///     .await;
+/// assert!(!report.is_complete());
+/// assert_eq!(report.completed.len(), 1);
+/// assert_eq!(report.gaps[0].branch, "refunds");
+/// # }
+/// ```
+pub struct Coordinator<'a, T> {
+    branches: Vec<(Cow<'static, str>, BranchFuture<'a, T>)>,
+}
+
+impl<T> Default for Coordinator<'_, T> {
+    fn default() -> Self {
+        Coordinator {
+            branches: Vec::new(),
+        }
+    }
+}
+
+impl<'a, T: Send + 'a> Coordinator<'a, T> {
+    /// No branches yet.
+    pub fn new() -> Self {
+        Coordinator::default()
+    }
+
+    /// Adds a branch called `name`: any future that ends in a [`BranchResult`],
+    /// typically a [`RetryPolicy::retry`](crate::RetryPolicy::retry) loop.
+    #[must_use]
+    pub fn branch<F>(mut self, name: impl Into<Cow<'static, str>>, branch: F) -> Self
+    where
+        F: Future + Send + 'a,
+        F::Output: BranchResult<Value = T>,
+    {
+        let name = name.into();
+        self.branches
+            .push((name, Box::pin(async move { branch.await.into_branch() })));
+        self
+    }
+
+    /// Runs every branch concurrently to its end. A branch that panics
+    /// becomes a gap; it never takes the others down.
+    pub async fn run(self) -> Report<T> {
+        let count = self.branches.len();
+        let mut names = Vec::with_capacity(count);
+        let mut running = FuturesUnordered::new();
+        for (index, (name, branch)) in self.branches.into_iter().enumerate() {
+            names.push(name);
+            running.push(async move { (index, catch_unwind_future(branch).await) });
+        }
+        let mut ends: Vec<Option<_>> = (0..count).map(|_| None).collect();
+        while let Some((index, end)) = running.next().await {
+            ends[index] = Some(end);
+        }
+
+        let mut report = Report {
+            completed: Vec::new(),
+            gaps: Vec::new(),
+        };
+        for (name, end) in names.into_iter().zip(ends) {
+            let branch = name.into_owned();
+            match end.expect("every branch ran to its end") {
+                Ok((Ok(value), stats)) => report.completed.push(Completed {
+                    branch,
+                    value,
+                    stats,
+                }),
+                Ok((Err(escalation), _)) => report.gaps.push(Gap { branch, escalation }),
+                Err(panic) => {
+                    let envelope = ErrorEnvelope::other(format!(
+                        "branch `{branch}` panicked: {}",
+                        panic_message(panic.as_ref())
+                    ))
+                    .with_reason("PANIC");
+                    let escalation = Escalation::from_envelope(envelope);
+                    report.gaps.push(Gap { branch, escalation });
+                }
+            }
+        }
+        report
+    }
+}
+
+impl<T> fmt::Debug for Coordinator<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.branches.iter().map(|(name, _)| name))
+            .finish()
+    }
+}
+
+/// A branch that ended with a value.
+#[derive(Debug, Clone)]
+pub struct Completed<T> {
+    /// The branch's name.
+    pub branch: String,
+    /// Its value.
+    pub value: T,
+    /// Its retry statistics, when it ran under a retry loop.
+    pub stats: Option<RetryStats>,
+}
+
+/// A branch that could not complete: its escalation, with the attempted
+/// query, the partial results, the category and the alternatives.
+#[derive(Debug, Clone)]
+pub struct Gap {
+    /// The branch's name.
+    pub branch: String,
+    /// Why it stopped, with everything it gathered.
+    pub escalation: Escalation,
+}
+
+impl Gap {
+    /// The envelope of the branch's last failure.
+    pub fn envelope(&self) -> &ErrorEnvelope {
+        &self.escalation.envelope
+    }
+}
+
+/// The end of a coordinated run: what completed and the gaps. `complete` is
+/// false whenever a gap exists.
+#[derive(Debug, Clone)]
+pub struct Report<T> {
+    /// Branches that ended with a value, in the order they were added.
+    pub completed: Vec<Completed<T>>,
+    /// Branches that did not, in the order they were added.
+    pub gaps: Vec<Gap>,
+}
+
+impl<T> Report<T> {
+    /// Whether every branch completed. Partial data is never complete.
+    pub fn is_complete(&self) -> bool {
+        self.gaps.is_empty()
+    }
+
+    /// The values of the completed branches.
+    pub fn values(&self) -> impl Iterator<Item = &T> {
+        self.completed.iter().map(|completed| &completed.value)
+    }
+}
+
+/// One line for the whole run, then one line per gap.
+impl<T> fmt::Display for Report<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let total = self.completed.len() + self.gaps.len();
+        write!(f, "{} of {total} branches complete", self.completed.len())?;
+        if self.gaps.is_empty() {
+            return f.write_str(".");
+        }
+        write!(
+            f,
+            "; {} gap{}:",
+            self.gaps.len(),
+            if self.gaps.len() == 1 { "" } else { "s" }
+        )?;
+        for gap in &self.gaps {
+            let envelope = gap.envelope();
+            write!(
+                f,
+                "\n- gap `{}`: {} [{}, {}",
+                gap.branch, envelope.message, envelope.category, gap.escalation.reason
+            )?;
+            if gap.escalation.reason != EscalationReason::BlockedByGuard {
+                write!(
+                    f,
+                    " after {} attempt{}",
+                    gap.escalation.attempts,
+                    if gap.escalation.attempts == 1 {
+                        ""
+                    } else {
+                        "s"
+                    }
+                )?;
+            }
+            f.write_str("]")?;
+            if envelope.partial_results.is_some() {
+                write!(f, "; {} partial results kept", envelope.partial_count())?;
+            }
+            if let Some(query) = &envelope.attempted_query {
+                write!(f, "; attempted {query}")?;
+            }
+            if !envelope.alternatives.is_empty() {
+                write!(f, "; next: {}", envelope.alternatives.join(" | "))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<T: Serialize> Serialize for Report<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut report = serializer.serialize_struct("Report", 3)?;
+        report.serialize_field("complete", &self.is_complete())?;
+        report.serialize_field(
+            "completed",
+            &self.completed.iter().map(CompletedWire).collect::<Vec<_>>(),
+        )?;
+        report.serialize_field("gaps", &self.gaps)?;
+        report.end()
+    }
+}
+
+struct CompletedWire<'a, T>(&'a Completed<T>);
+
+impl<T: Serialize> Serialize for CompletedWire<'_, T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("branch", &self.0.branch)?;
+        map.serialize_entry("value", &self.0.value)?;
+        map.end()
+    }
+}
+
+/// A gap is its escalation — an envelope with an `escalation` object — with
+/// the branch's name added.
+impl Serialize for Gap {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let escalation =
+            serde_json::to_value(&self.escalation).map_err(serde::ser::Error::custom)?;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("branch", &self.branch)?;
+        if let serde_json::Value::Object(fields) = escalation {
+            for (key, value) in fields {
+                map.serialize_entry(&key, &value)?;
+            }
+        }
+        map.end()
+    }
+}

@@ -1,0 +1,231 @@
+//! Deterministic guards: hard limits checked before a call runs.
+//!
+//! A prompt is followed most of the time; a guard always. A guard sees the
+//! tool's name and its arguments — the same JSON as `attempted_query` — and
+//! either lets the call through or blocks it. A blocked call never runs the
+//! tool: it fails with a `business` envelope whose message and alternatives
+//! come from the guard, and escalates as "blocked by a guard".
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::category::ErrorCategory;
+use crate::classify::ToolError;
+use crate::escalation::reasons;
+
+/// The call a guard inspects.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolCall<'a> {
+    /// The tool's name.
+    pub tool: &'a str,
+    /// The arguments, as captured (`attempted_query`): a JSON object.
+    pub arguments: &'a Value,
+}
+
+impl<'a> ToolCall<'a> {
+    /// The argument `name`, if present.
+    pub fn arg(&self, name: &str) -> Option<&'a Value> {
+        self.arguments.get(name)
+    }
+}
+
+/// Why a guard blocked a call. It becomes a `business`, non-retryable envelope
+/// whose message and alternatives are the guard's.
+///
+/// ```
+/// use tool_envelope::Blocked;
+///
+/// let blocked = Blocked::new("Refund exceeds $500 policy cap")
+///     .with_alternative("Escalate to a human for approval")
+///     .with_reason("REFUND_OVER_CAP");
+/// assert_eq!(blocked.to_string(), "Refund exceeds $500 policy cap");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blocked {
+    message: String,
+    alternatives: Vec<String>,
+    reason: Cow<'static, str>,
+}
+
+impl Blocked {
+    /// A block with `message`, the sentence the caller reads.
+    pub fn new(message: impl Into<String>) -> Self {
+        Blocked {
+            message: message.into(),
+            alternatives: Vec::new(),
+            reason: Cow::Borrowed(reasons::BLOCKED_BY_GUARD),
+        }
+    }
+
+    /// Adds a next move, such as routing to a human.
+    #[must_use]
+    pub fn with_alternative(mut self, alternative: impl Into<String>) -> Self {
+        self.alternatives.push(alternative.into());
+        self
+    }
+
+    /// Sets a machine `reason` (UPPER_SNAKE_CASE); `BLOCKED_BY_GUARD` by default.
+    #[must_use]
+    pub fn with_reason(mut self, reason: impl Into<Cow<'static, str>>) -> Self {
+        self.reason = reason.into();
+        self
+    }
+}
+
+impl fmt::Display for Blocked {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Blocked {}
+
+impl ToolError for Blocked {
+    fn category(&self) -> ErrorCategory {
+        ErrorCategory::Business
+    }
+
+    fn alternatives(&self) -> Vec<String> {
+        self.alternatives.clone()
+    }
+
+    fn reason(&self) -> Option<Cow<'static, str>> {
+        Some(self.reason.clone())
+    }
+
+    fn not_applied(&self) -> bool {
+        true
+    }
+
+    fn as_error(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(self)
+    }
+}
+
+/// A deterministic policy check run before a tool.
+///
+/// Closures and functions taking a [`ToolCall`] and returning
+/// `Result<(), Blocked>` are guards:
+///
+/// ```
+/// use tool_envelope::{tool, Blocked, ErrorCategory, ErrorEnvelope, ToolCall};
+///
+/// /// Refunds above $500 go to a human.
+/// fn refund_cap(call: &ToolCall) -> Result<(), Blocked> {
+///     match call.arg("amount").and_then(|a| a.as_u64()) {
+///         Some(amount) if amount > 500 => Err(Blocked::new(format!("Refund of ${amount} exceeds the $500 policy cap"))
+///             .with_alternative("Escalate to a human for approval")),
+///         _ => Ok(()),
+///     }
+/// }
+///
+/// /// Refund an order.
+/// #[tool(guard = refund_cap)]
+/// fn process_refund(order: String, amount: u64) -> Result<String, ErrorEnvelope> {
+///     Ok(format!("refunded {amount} on {order}"))
+/// }
+///
+/// assert!(process_refund("O-1".into(), 300).is_ok());
+/// let blocked = process_refund("O-77".into(), 620).unwrap_err();
+/// assert_eq!(blocked.category, ErrorCategory::Business);
+/// assert_eq!(blocked.alternatives, ["Escalate to a human for approval"]);
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a guard",
+    label = "not a guard",
+    note = "a guard is a `fn(&ToolCall) -> Result<(), Blocked>`, a closure of that shape, or a type implementing `tool_envelope::Guard`"
+)]
+pub trait Guard: Send + Sync {
+    /// `Ok` lets the call run; `Err` blocks it.
+    fn check(&self, call: &ToolCall<'_>) -> Result<(), Blocked>;
+}
+
+impl<F> Guard for F
+where
+    F: Fn(&ToolCall<'_>) -> Result<(), Blocked> + Send + Sync,
+{
+    fn check(&self, call: &ToolCall<'_>) -> Result<(), Blocked> {
+        self(call)
+    }
+}
+
+/// Guards for a set of tools: some for every tool, some for one tool by name.
+/// They run in the order they were added; the first block wins.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_envelope::{Blocked, Guards, ToolCall};
+///
+/// let guards = Guards::new()
+///     .for_tool("process_refund", |call: &ToolCall| match call.arg("amount").and_then(|a| a.as_u64()) {
+///         Some(amount) if amount > 500 => Err(Blocked::new("Refund exceeds $500 policy cap")),
+///         _ => Ok(()),
+///     })
+///     .for_all(|call: &ToolCall| if call.tool.starts_with("drop_") {
+///         Err(Blocked::new("Dropping is never automatic"))
+///     } else {
+///         Ok(())
+///     });
+///
+/// assert!(guards.check("process_refund", &json!({"amount": 300})).is_ok());
+/// assert!(guards.check("process_refund", &json!({"amount": 620})).is_err());
+/// assert!(guards.check("drop_table", &json!({})).is_err());
+/// ```
+#[derive(Clone, Default)]
+pub struct Guards {
+    entries: Vec<(Option<Cow<'static, str>>, Arc<dyn Guard>)>,
+}
+
+impl Guards {
+    /// No guards.
+    pub fn new() -> Self {
+        Guards::default()
+    }
+
+    /// Adds a guard for every tool.
+    #[must_use]
+    pub fn for_all(mut self, guard: impl Guard + 'static) -> Self {
+        self.entries.push((None, Arc::new(guard)));
+        self
+    }
+
+    /// Adds a guard for the tool called `tool`.
+    #[must_use]
+    pub fn for_tool(
+        mut self,
+        tool: impl Into<Cow<'static, str>>,
+        guard: impl Guard + 'static,
+    ) -> Self {
+        self.entries.push((Some(tool.into()), Arc::new(guard)));
+        self
+    }
+
+    /// Whether there are no guards at all.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Runs the guards that apply to `tool`.
+    pub fn check(&self, tool: &str, arguments: &Value) -> Result<(), Blocked> {
+        let call = ToolCall { tool, arguments };
+        self.entries
+            .iter()
+            .filter(|(only, _)| only.as_deref().is_none_or(|name| name == tool))
+            .try_for_each(|(_, guard)| guard.check(&call))
+    }
+}
+
+impl fmt::Debug for Guards {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(
+                self.entries
+                    .iter()
+                    .map(|(only, _)| only.as_deref().unwrap_or("*")),
+            )
+            .finish()
+    }
+}

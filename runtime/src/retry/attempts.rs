@@ -1,0 +1,332 @@
+//! The retry loop's state and decisions, shared by the async and blocking drivers.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::category::ErrorCategory;
+use crate::envelope::{ErrorEnvelope, duration_to_ms};
+use crate::escalation::{Escalation, EscalationReason};
+use crate::retry::backoff::Delays;
+use crate::retry::policy::{RetryAction, RetryEvent, RetryPolicy};
+
+/// One failed attempt, as the loop saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AttemptRecord {
+    /// The attempt's number, from 1.
+    pub attempt: u32,
+    /// Its failure type.
+    pub category: ErrorCategory,
+    /// Whether its error was retryable.
+    pub retryable: bool,
+    /// Its message.
+    pub message: String,
+    /// How many partial results had been gathered after it, in all.
+    pub gathered: usize,
+    /// The delay chosen before the next attempt; `None` when the loop stopped.
+    pub delay: Option<Duration>,
+}
+
+/// What one retry loop did, reported on success and on failure alike.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RetryStats {
+    /// Attempts made, the successful one included.
+    pub attempts: u32,
+    /// Total time slept between attempts.
+    pub slept: Duration,
+    /// Time from the first attempt to the end.
+    pub elapsed: Duration,
+    /// Every failed attempt, in order.
+    pub history: Vec<AttemptRecord>,
+}
+
+impl RetryStats {
+    /// The delays chosen, in order.
+    pub fn delays(&self) -> Vec<Duration> {
+        self.history
+            .iter()
+            .filter_map(|record| record.delay)
+            .collect()
+    }
+}
+
+/// After a failed attempt: wait and retry, or stop.
+pub(crate) enum Next {
+    Retry(Duration),
+    Stop(Box<Escalation>),
+}
+
+/// The state of one retry loop.
+pub(crate) struct Attempts<'p> {
+    policy: &'p RetryPolicy,
+    delays: Delays,
+    started: Instant,
+    stats: RetryStats,
+    /// Consecutive failed attempts that gathered nothing new.
+    stalled: u32,
+    /// Every partial result gathered so far, across attempts.
+    gathered: Option<Value>,
+    /// The last envelope, to escalate with if an attempt is cut off.
+    last: Option<ErrorEnvelope>,
+}
+
+impl<'p> Attempts<'p> {
+    pub(crate) fn new(policy: &'p RetryPolicy, now: Instant) -> Self {
+        Attempts {
+            policy,
+            delays: policy.backoff.delays(),
+            started: now,
+            stats: RetryStats::default(),
+            stalled: 0,
+            gathered: None,
+            last: None,
+        }
+    }
+
+    /// Counts an attempt about to start.
+    pub(crate) fn begin(&mut self) {
+        self.stats.attempts += 1;
+    }
+
+    /// Time left before the deadline, if there is one.
+    pub(crate) fn remaining(&self, now: Instant) -> Option<Duration> {
+        self.policy
+            .deadline
+            .map(|deadline| deadline.saturating_sub(now.saturating_duration_since(self.started)))
+    }
+
+    pub(crate) fn slept(&mut self, delay: Duration) {
+        self.stats.slept += delay;
+    }
+
+    pub(crate) fn succeeded(mut self, now: Instant) -> RetryStats {
+        if let Some(budget) = &self.policy.budget {
+            budget.record_success();
+        }
+        self.stats.elapsed = now.saturating_duration_since(self.started);
+        self.stats
+    }
+
+    /// The attempt was still running when the deadline came: escalate with the
+    /// last envelope, or one saying so.
+    pub(crate) fn cut_off(&mut self, now: Instant) -> (Escalation, RetryStats) {
+        let deadline = self.policy.deadline.unwrap_or_default();
+        let message = format!(
+            "attempt {} was still running at the {} ms deadline",
+            self.stats.attempts,
+            duration_to_ms(deadline)
+        );
+        let mut envelope = match self.last.take() {
+            Some(last) => last,
+            None => ErrorEnvelope::transient(message.clone()).with_reason("DEADLINE_EXCEEDED"),
+        };
+        if let Some(gathered) = &self.gathered {
+            envelope.partial_results = Some(gathered.clone());
+        }
+        self.stats.history.push(AttemptRecord {
+            attempt: self.stats.attempts,
+            category: ErrorCategory::Transient,
+            retryable: true,
+            message: message.clone(),
+            gathered: count(self.gathered.as_ref()),
+            delay: None,
+        });
+        self.stats.elapsed = now.saturating_duration_since(self.started);
+        let escalation = Escalation::new(
+            EscalationReason::DeadlineExceeded,
+            envelope,
+            self.stats.attempts,
+            self.stats.elapsed,
+        )
+        .with_detail(message);
+        (escalation, std::mem::take(&mut self.stats))
+    }
+
+    /// Decides what follows a failed attempt.
+    pub(crate) fn failed(&mut self, mut envelope: ErrorEnvelope, now: Instant) -> Next {
+        let attempt = self.stats.attempts;
+        let elapsed = now.saturating_duration_since(self.started);
+        self.stats.elapsed = elapsed;
+
+        let before = count(self.gathered.as_ref());
+        self.gathered = merge(self.gathered.take(), envelope.partial_results.take());
+        envelope.partial_results = self.gathered.clone();
+        let gathered = count(self.gathered.as_ref());
+        self.stalled = if gathered > before {
+            0
+        } else {
+            self.stalled + 1
+        };
+
+        let next = self.decide(&envelope, attempt, elapsed);
+        self.stats.history.push(AttemptRecord {
+            attempt,
+            category: envelope.category,
+            retryable: envelope.retryable,
+            message: envelope.message.clone(),
+            gathered,
+            delay: match &next {
+                Ok(delay) => Some(*delay),
+                Err(_) => None,
+            },
+        });
+        self.policy.emit(&RetryEvent {
+            tool: envelope.tool.as_deref(),
+            attempt,
+            category: envelope.category,
+            message: &envelope.message,
+            action: match &next {
+                Ok(delay) => RetryAction::Retry { delay: *delay },
+                Err((reason, _)) => RetryAction::Escalate { reason: *reason },
+            },
+        });
+        match next {
+            Ok(delay) => {
+                self.last = Some(envelope);
+                Next::Retry(delay)
+            }
+            Err((reason, detail)) => {
+                let mut escalation = Escalation::new(reason, envelope, attempt, elapsed);
+                escalation.detail = detail;
+                Next::Stop(Box::new(escalation))
+            }
+        }
+    }
+
+    fn decide(
+        &mut self,
+        envelope: &ErrorEnvelope,
+        attempt: u32,
+        elapsed: Duration,
+    ) -> Result<Duration, (EscalationReason, Option<String>)> {
+        let policy = self.policy;
+        if !envelope.retryable {
+            return Err((EscalationReason::of_final(envelope), None));
+        }
+        if envelope.idempotent() == Some(false)
+            && !envelope.not_applied()
+            && !policy.retry_non_idempotent
+        {
+            let tool = envelope.tool.as_deref().unwrap_or("the tool");
+            return Err((
+                EscalationReason::NonRetryable,
+                Some(format!(
+                    "not retried: `{tool}` is not declared idempotent and its error does not show that the \
+                     operation was not applied, so repeating it could apply it twice"
+                )),
+            ));
+        }
+        if let Some(budget) = &policy.budget {
+            budget.record_failure();
+        }
+        if attempt >= policy.max_attempts {
+            return Err((
+                EscalationReason::RetriesExhausted,
+                Some(format!("all {attempt} attempts failed")),
+            ));
+        }
+        if let Some(limit) = policy.no_progress
+            && self.stalled >= limit
+        {
+            return Err((
+                EscalationReason::NoProgress,
+                Some(format!(
+                    "{} consecutive attempts gathered nothing new",
+                    self.stalled
+                )),
+            ));
+        }
+        if let Some(budget) = &policy.budget
+            && !budget.allows_retry()
+        {
+            return Err((
+                EscalationReason::RetryBudgetExhausted,
+                Some("the shared retry budget is spent: the dependency looks down".to_owned()),
+            ));
+        }
+        let Some(scheduled) = self.delays.next() else {
+            return Err((
+                EscalationReason::RetriesExhausted,
+                Some(format!(
+                    "the backoff schedule ran out after {attempt} attempts"
+                )),
+            ));
+        };
+        let delay = match envelope.retry_after {
+            Some(hint) => hint.min(policy.max_retry_after),
+            None => scheduled,
+        };
+        if let Some(deadline) = policy.deadline
+            && elapsed + delay >= deadline
+        {
+            return Err((
+                EscalationReason::DeadlineExceeded,
+                Some(format!(
+                    "the next attempt, in {} ms, would cross the {} ms deadline",
+                    duration_to_ms(delay),
+                    duration_to_ms(deadline)
+                )),
+            ));
+        }
+        Ok(delay)
+    }
+
+    /// The loop ends; the stats so far.
+    pub(crate) fn into_stats(self) -> RetryStats {
+        self.stats
+    }
+}
+
+/// The number of partial results in `value`.
+fn count(value: Option<&Value>) -> usize {
+    match value {
+        Some(Value::Array(items)) => items.len(),
+        Some(Value::Object(fields)) => fields.len(),
+        Some(Value::Null) | None => 0,
+        Some(_) => 1,
+    }
+}
+
+/// Everything gathered so far and what the latest attempt reported, together:
+/// arrays are united (a shared collector reports its earlier items again;
+/// they are kept once), objects are merged, anything else is replaced.
+fn merge(gathered: Option<Value>, latest: Option<Value>) -> Option<Value> {
+    match (gathered, latest) {
+        (None, latest) => latest,
+        (gathered, None) => gathered,
+        (Some(Value::Array(mut items)), Some(Value::Array(latest))) => {
+            let mut seen: HashSet<String> = items.iter().map(Value::to_string).collect();
+            items.extend(
+                latest
+                    .into_iter()
+                    .filter(|item| seen.insert(item.to_string())),
+            );
+            Some(Value::Array(items))
+        }
+        (Some(Value::Object(mut fields)), Some(Value::Object(latest))) => {
+            fields.extend(latest);
+            Some(Value::Object(fields))
+        }
+        (_, latest) => latest,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn merging_keeps_everything_once() {
+        let shared = merge(Some(json!([1, 2])), Some(json!([1, 2, 3])));
+        assert_eq!(shared, Some(json!([1, 2, 3])));
+        let fresh = merge(Some(json!([1, 2])), Some(json!([3])));
+        assert_eq!(fresh, Some(json!([1, 2, 3])));
+        let kept = merge(Some(json!([1])), None);
+        assert_eq!(kept, Some(json!([1])));
+        let objects = merge(Some(json!({"a": 1})), Some(json!({"b": 2})));
+        assert_eq!(objects, Some(json!({"a": 1, "b": 2})));
+    }
+}

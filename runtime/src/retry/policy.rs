@@ -1,0 +1,218 @@
+//! `RetryPolicy`: built once, reused at every call site.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::category::ErrorCategory;
+use crate::escalation::EscalationReason;
+use crate::retry::backoff::{Backoff, Jitter};
+use crate::retry::budget::RetryBudget;
+
+/// What the retry loop reports as it goes, to a hook and (with the `tracing`
+/// feature) as `tracing` events.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryEvent<'a> {
+    /// The tool that failed, when the envelope names it.
+    pub tool: Option<&'a str>,
+    /// The attempt that just failed, from 1.
+    pub attempt: u32,
+    /// Its failure type.
+    pub category: ErrorCategory,
+    /// Its message.
+    pub message: &'a str,
+    /// What the loop does next.
+    pub action: RetryAction,
+}
+
+/// The loop's decision after a failed attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryAction {
+    /// Sleep this long, then try again.
+    Retry {
+        /// The delay chosen.
+        delay: Duration,
+    },
+    /// Stop and escalate.
+    Escalate {
+        /// Why.
+        reason: EscalationReason,
+    },
+}
+
+type Hook = Arc<dyn Fn(&RetryEvent<'_>) + Send + Sync>;
+
+/// How a tool's transient failures are retried locally: a value built once
+/// and shared by every call site.
+///
+/// The stop signal is the envelope: a success returns at once, an error with
+/// `isRetryable: false` stops at once, and only retryable errors are retried.
+/// The attempt cap (3 by default) is a backstop for a fault that looks
+/// transient but is permanent.
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_envelope::{Backoff, RetryBudget, RetryPolicy};
+///
+/// let budget = RetryBudget::new(100.0);
+/// let policy = RetryPolicy::default()
+///     .max_attempts(5)
+///     .backoff(Backoff::exponential(Duration::from_millis(50), Duration::from_secs(2)))
+///     .deadline(Duration::from_secs(10))
+///     .budget(&budget)
+///     .stop_after_no_progress(2);
+/// # let _ = policy;
+/// ```
+#[derive(Clone)]
+pub struct RetryPolicy {
+    pub(crate) max_attempts: u32,
+    pub(crate) backoff: Backoff,
+    pub(crate) deadline: Option<Duration>,
+    pub(crate) max_retry_after: Duration,
+    pub(crate) budget: Option<RetryBudget>,
+    pub(crate) no_progress: Option<u32>,
+    pub(crate) retry_non_idempotent: bool,
+    pub(crate) hook: Option<Hook>,
+}
+
+impl Default for RetryPolicy {
+    /// 3 attempts, exponential backoff from 100 ms to 5 s with full jitter,
+    /// `retryAfterMs` hints honoured up to 30 s, no deadline, no budget.
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 3,
+            backoff: Backoff::default(),
+            deadline: None,
+            max_retry_after: Duration::from_secs(30),
+            budget: None,
+            no_progress: None,
+            retry_non_idempotent: false,
+            hook: None,
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// A policy that never retries: one attempt, then escalate.
+    pub fn never() -> Self {
+        RetryPolicy::default().max_attempts(1)
+    }
+
+    /// The most attempts in all, the first included (at least 1).
+    #[must_use]
+    pub fn max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts.max(1);
+        self
+    }
+
+    /// The schedule of delays between attempts.
+    #[must_use]
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// Exponential backoff from `initial` to `max` with full jitter.
+    #[must_use]
+    pub fn exponential(self, initial: Duration, max: Duration) -> Self {
+        self.backoff(Backoff::exponential(initial, max))
+    }
+
+    /// The same delay between every attempt.
+    #[must_use]
+    pub fn constant(self, delay: Duration) -> Self {
+        self.backoff(Backoff::constant(delay))
+    }
+
+    /// Sets the jitter of the current backoff.
+    #[must_use]
+    pub fn jitter(mut self, jitter: Jitter) -> Self {
+        self.backoff = self.backoff.jitter(jitter);
+        self
+    }
+
+    /// An overall deadline spanning every attempt and every sleep. A delay
+    /// that would cross it is not slept: the loop escalates instead. An async
+    /// attempt still running at the deadline is dropped.
+    #[must_use]
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// The ceiling on an error's `retryAfterMs` hint (30 s by default). A hint
+    /// replaces the backoff's delay, clamped to this.
+    #[must_use]
+    pub fn max_retry_after(mut self, ceiling: Duration) -> Self {
+        self.max_retry_after = ceiling;
+        self
+    }
+
+    /// A retry budget shared with other loops.
+    #[must_use]
+    pub fn budget(mut self, budget: &RetryBudget) -> Self {
+        self.budget = Some(budget.clone());
+        self
+    }
+
+    /// Escalates with "no progress" after `attempts` consecutive failed
+    /// attempts that added nothing to `partial_results`.
+    #[must_use]
+    pub fn stop_after_no_progress(mut self, attempts: u32) -> Self {
+        self.no_progress = Some(attempts.max(1));
+        self
+    }
+
+    /// Retries transient failures of tools that did not declare themselves
+    /// idempotent. Off by default: a timed-out refund may have been applied.
+    #[must_use]
+    pub fn retry_non_idempotent(mut self, retry: bool) -> Self {
+        self.retry_non_idempotent = retry;
+        self
+    }
+
+    /// Calls `hook` after every failed attempt with the loop's decision.
+    #[must_use]
+    pub fn on_event(mut self, hook: impl Fn(&RetryEvent<'_>) + Send + Sync + 'static) -> Self {
+        self.hook = Some(Arc::new(hook));
+        self
+    }
+
+    pub(crate) fn emit(&self, event: &RetryEvent<'_>) {
+        #[cfg(feature = "tracing")]
+        match event.action {
+            RetryAction::Retry { delay } => tracing::warn!(
+                tool = event.tool.unwrap_or("unnamed"),
+                attempt = event.attempt,
+                category = event.category.as_str(),
+                delay_ms = crate::envelope::duration_to_ms(delay),
+                "tool failed, retrying"
+            ),
+            RetryAction::Escalate { reason } => tracing::error!(
+                tool = event.tool.unwrap_or("unnamed"),
+                attempt = event.attempt,
+                category = event.category.as_str(),
+                reason = reason.as_str(),
+                "tool failed, escalating"
+            ),
+        }
+        if let Some(hook) = &self.hook {
+            hook(event);
+        }
+    }
+}
+
+impl fmt::Debug for RetryPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RetryPolicy")
+            .field("max_attempts", &self.max_attempts)
+            .field("backoff", &self.backoff)
+            .field("deadline", &self.deadline)
+            .field("max_retry_after", &self.max_retry_after)
+            .field("budget", &self.budget)
+            .field("no_progress", &self.no_progress)
+            .field("retry_non_idempotent", &self.retry_non_idempotent)
+            .field("hook", &self.hook.is_some())
+            .finish()
+    }
+}
