@@ -65,6 +65,7 @@ mod valid;
 /// | `destructive` | the tool may destroy or overwrite data |
 /// | `idempotent` | repeating the call has no further effect, so it is safe to retry |
 /// | `open_world` | the tool reaches an open world of external systems |
+/// | `guard = path` | a `Guard` (such as a `fn(&ToolCall) -> Result<(), Blocked>`) checked on the captured arguments before the body runs; a blocked call never runs |
 ///
 /// The four hints also accept `= true` or `= false`.
 ///

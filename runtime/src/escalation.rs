@@ -189,7 +189,7 @@ impl Escalation {
 impl fmt::Display for Escalation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} ({}", self.envelope.message, self.reason)?;
-        if self.attempts != 1 {
+        if self.attempts > 1 {
             write!(f, " after {} attempts", self.attempts)?;
         }
         f.write_str(")")

@@ -176,8 +176,11 @@ where
 /// ```
 #[derive(Clone, Default)]
 pub struct Guards {
-    entries: Vec<(Option<Cow<'static, str>>, Arc<dyn Guard>)>,
+    entries: Vec<Entry>,
 }
+
+/// A guard, and the one tool it is for (`None`: every tool).
+type Entry = (Option<Cow<'static, str>>, Arc<dyn Guard>);
 
 impl Guards {
     /// No guards.

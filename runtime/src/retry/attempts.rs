@@ -188,7 +188,13 @@ impl<'p> Attempts<'p> {
                 Next::Retry(delay)
             }
             Err((reason, detail)) => {
-                let mut escalation = Escalation::new(reason, envelope, attempt, elapsed);
+                // A blocked call never ran the tool.
+                let ran = if reason == EscalationReason::BlockedByGuard {
+                    attempt - 1
+                } else {
+                    attempt
+                };
+                let mut escalation = Escalation::new(reason, envelope, ran, elapsed);
                 escalation.detail = detail;
                 Next::Stop(Box::new(escalation))
             }

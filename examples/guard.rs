@@ -1,0 +1,48 @@
+//! A deterministic guard: refunds above $500 are blocked before the tool runs
+//! and routed to a human; a refund of $300 goes through.
+//!
+//! Run it with `cargo run --example guard`.
+
+use tool_envelope::{Blocked, ErrorEnvelope, Escalation, RetryPolicy, ToolCall, tool};
+
+/// The policy: a hard limit, checked in code, every time.
+fn refund_cap(call: &ToolCall) -> Result<(), Blocked> {
+    const CAP: u64 = 500;
+    match call.arg("amount").and_then(|amount| amount.as_u64()) {
+        Some(amount) if amount > CAP => Err(Blocked::new(format!(
+            "Refund of ${amount} exceeds the ${CAP} policy cap"
+        ))
+        .with_reason("REFUND_OVER_CAP")
+        .with_alternative("Escalate to a human for approval")
+        .with_alternative(format!("Offer store credit up to ${CAP}"))),
+        _ => Ok(()),
+    }
+}
+
+/// Refund an order.
+#[tool(destructive, guard = refund_cap)]
+fn process_refund(order: String, amount: u64) -> Result<String, ErrorEnvelope> {
+    println!("  (the refund tool ran for {order})");
+    Ok(format!("refunded ${amount} on {order}"))
+}
+
+fn main() {
+    println!("── a refund of $300");
+    println!(
+        "  {}\n",
+        process_refund("O-78".into(), 300).expect("within the cap")
+    );
+
+    println!("── a refund of $620");
+    let envelope = process_refund("O-77".into(), 620).unwrap_err();
+    let escalation = Escalation::from_envelope(envelope);
+    println!("{}\n", serde_json::to_string_pretty(&escalation).unwrap());
+
+    println!("── under a retry policy, a blocked call is not retried");
+    let outcome = RetryPolicy::default().retry_blocking(|| process_refund("O-77".into(), 620));
+    println!(
+        "  {} attempt(s): {}",
+        outcome.stats.attempts,
+        outcome.result.unwrap_err()
+    );
+}

@@ -1,0 +1,156 @@
+//! The coordinator: branches recover locally, gaps are reported, nothing
+//! partial is presented as complete.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use tool_envelope::{Coordinator, ErrorEnvelope, EscalationReason, Partial, RetryPolicy, tool};
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+struct Source {
+    title: String,
+}
+
+/// Fetch `wanted` sources on `topic`; a rate-limited provider stops at `limit`.
+#[tool(read_only)]
+async fn research(
+    topic: String,
+    wanted: usize,
+    limit: usize,
+    sources: Partial<Source>,
+) -> Result<Vec<Source>, ErrorEnvelope> {
+    for i in sources.len()..wanted {
+        if i >= limit {
+            return Err(ErrorEnvelope::transient(format!(
+                "Provider rate-limited after {i} sources"
+            ))
+            .with_reason("RATE_LIMITED")
+            .with_alternative("Retry later from the 7th source")
+            .with_alternative("Continue the synthesis with the sources gathered"));
+        }
+        tokio::task::yield_now().await;
+        sources.push(Source {
+            title: format!("{topic} source {}", i + 1),
+        });
+    }
+    Ok(sources.to_vec())
+}
+
+async fn branch(
+    policy: &RetryPolicy,
+    topic: &str,
+    limit: usize,
+) -> tool_envelope::Outcome<Vec<Source>> {
+    let sources = Partial::new();
+    policy
+        .retry(|| research(topic.to_owned(), 10, limit, sources.clone()))
+        .await
+}
+
+#[tokio::test(start_paused = true)]
+async fn three_research_branches_two_complete_one_gap_with_its_six_sources() {
+    let policy = RetryPolicy::default().constant(Duration::from_millis(100));
+    let report = Coordinator::new()
+        .branch("eu-ai-act", branch(&policy, "EU AI Act timelines", 6))
+        .branch("us-policy", branch(&policy, "US AI policy", 100))
+        .branch("uk-policy", branch(&policy, "UK AI policy", 100))
+        .run()
+        .await;
+
+    assert!(
+        !report.is_complete(),
+        "a gap means the report is not complete"
+    );
+    assert_eq!(report.completed.len(), 2);
+    assert_eq!(report.completed[0].branch, "us-policy");
+    assert_eq!(report.completed[0].value.len(), 10);
+    assert_eq!(report.completed[1].branch, "uk-policy");
+
+    assert_eq!(report.gaps.len(), 1);
+    let gap = &report.gaps[0];
+    assert_eq!(gap.branch, "eu-ai-act");
+    assert_eq!(gap.escalation.reason, EscalationReason::RetriesExhausted);
+    assert_eq!(
+        gap.escalation.attempts, 3,
+        "it recovered locally as far as the policy allowed"
+    );
+    let envelope = gap.envelope();
+    assert_eq!(envelope.partial_count(), 6);
+    assert_eq!(
+        envelope.partial_results.as_ref().unwrap()[0]["title"],
+        "EU AI Act timelines source 1"
+    );
+    assert_eq!(
+        envelope.attempted_query,
+        Some(serde_json::json!({"topic": "EU AI Act timelines", "wanted": 10, "limit": 6}))
+    );
+    assert_eq!(envelope.category, tool_envelope::ErrorCategory::Transient);
+    assert_eq!(envelope.alternatives.len(), 2);
+
+    let text = report.to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert_eq!(lines[0], "2 of 3 branches complete; 1 gap:");
+    assert!(lines[1].starts_with("- gap `eu-ai-act`: Provider rate-limited after 6 sources [transient, retries_exhausted after 3 attempts]; 6 partial results kept"), "{text}");
+
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["complete"], false);
+    assert_eq!(json["gaps"][0]["branch"], "eu-ai-act");
+    assert_eq!(
+        json["gaps"][0]["partial_results"].as_array().unwrap().len(),
+        6
+    );
+    assert_eq!(json["gaps"][0]["escalation"]["reason"], "retries_exhausted");
+}
+
+#[tokio::test]
+async fn a_panicking_branch_becomes_a_gap_and_the_others_finish() {
+    let report = Coordinator::new()
+        .branch("fine", async { Ok::<u32, ErrorEnvelope>(1) })
+        .branch("broken", async {
+            let empty: Vec<u32> = Vec::new();
+            Ok::<u32, ErrorEnvelope>(empty[3])
+        })
+        .branch("also-fine", async { Ok::<u32, ErrorEnvelope>(2) })
+        .run()
+        .await;
+    assert_eq!(report.values().copied().collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(report.gaps[0].branch, "broken");
+    assert!(
+        report.gaps[0]
+            .envelope()
+            .message
+            .contains("branch `broken` panicked")
+    );
+    assert!(!report.is_complete());
+}
+
+#[tokio::test]
+async fn all_branches_complete_means_complete() {
+    let report = Coordinator::new()
+        .branch("a", async { Ok::<u32, ErrorEnvelope>(1) })
+        .branch("b", async { Ok::<u32, ErrorEnvelope>(2) })
+        .run()
+        .await;
+    assert!(report.is_complete());
+    assert_eq!(report.to_string(), "2 of 2 branches complete.");
+}
+
+#[tokio::test(start_paused = true)]
+async fn branches_run_concurrently() {
+    let start = tokio::time::Instant::now();
+    let mut coordinator = Coordinator::new();
+    for i in 0..50u64 {
+        coordinator = coordinator.branch(format!("b{i}"), async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            Ok::<u64, ErrorEnvelope>(i)
+        });
+    }
+    let report = coordinator.run().await;
+    assert_eq!(report.completed.len(), 50);
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_secs(1),
+        "not 50 seconds one after another"
+    );
+}

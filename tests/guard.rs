@@ -1,0 +1,178 @@
+//! Deterministic guards: hard limits enforced before a call runs.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use serde_json::json;
+use tool_envelope::{
+    Blocked, ErrorCategory, ErrorEnvelope, Escalation, EscalationReason, Guard, Guards,
+    RetryPolicy, ToolCall, tool,
+};
+
+static REFUNDS_RUN: AtomicU32 = AtomicU32::new(0);
+
+/// The seed's policy: refunds above $500 are routed to a human.
+fn refund_cap(call: &ToolCall) -> Result<(), Blocked> {
+    match call.arg("amount").and_then(|amount| amount.as_u64()) {
+        Some(amount) if amount > 500 => Err(Blocked::new(format!(
+            "Refund of ${amount} exceeds the $500 policy cap"
+        ))
+        .with_alternative("Escalate to a human for approval")
+        .with_alternative("Offer store credit within the auto-approve limit")
+        .with_reason("REFUND_OVER_CAP")),
+        _ => Ok(()),
+    }
+}
+
+/// Refund an order.
+#[tool(guard = refund_cap)]
+fn process_refund(order: String, amount: u64) -> Result<String, ErrorEnvelope> {
+    REFUNDS_RUN.fetch_add(1, Ordering::SeqCst);
+    Ok(format!("refunded ${amount} on {order}"))
+}
+
+#[test]
+fn a_refund_over_the_cap_is_blocked_before_it_runs_and_routed_to_a_human() {
+    let before = REFUNDS_RUN.load(Ordering::SeqCst);
+    let envelope = process_refund("O-77".into(), 620).unwrap_err();
+    assert_eq!(
+        REFUNDS_RUN.load(Ordering::SeqCst),
+        before,
+        "the tool never ran"
+    );
+
+    assert_eq!(envelope.category, ErrorCategory::Business);
+    assert!(!envelope.retryable);
+    assert_eq!(
+        envelope.message,
+        "Refund of $620 exceeds the $500 policy cap"
+    );
+    assert_eq!(
+        envelope.alternatives,
+        [
+            "Escalate to a human for approval",
+            "Offer store credit within the auto-approve limit"
+        ]
+    );
+    assert_eq!(envelope.reason.as_deref(), Some("REFUND_OVER_CAP"));
+    assert_eq!(envelope.tool.as_deref(), Some("process_refund"));
+    assert_eq!(
+        envelope.attempted_query,
+        Some(json!({"order": "O-77", "amount": 620}))
+    );
+
+    let escalation = Escalation::from_envelope(envelope);
+    assert_eq!(escalation.reason, EscalationReason::BlockedByGuard);
+    assert_eq!(escalation.attempts, 0);
+}
+
+#[test]
+fn a_refund_within_the_cap_goes_through() {
+    let before = REFUNDS_RUN.load(Ordering::SeqCst);
+    assert_eq!(
+        process_refund("O-78".into(), 300).unwrap(),
+        "refunded $300 on O-78"
+    );
+    assert!(REFUNDS_RUN.load(Ordering::SeqCst) > before);
+}
+
+#[test]
+fn a_blocked_call_escalates_from_the_retry_loop_without_retrying() {
+    let outcome = RetryPolicy::default().retry_blocking(|| process_refund("O-77".into(), 620));
+    let escalation = outcome.result.unwrap_err();
+    assert_eq!(escalation.reason, EscalationReason::BlockedByGuard);
+    assert_eq!(escalation.attempts, 0, "the tool never ran");
+    assert_eq!(outcome.stats.attempts, 1);
+    let json = serde_json::to_value(&escalation).unwrap();
+    assert_eq!(json["escalation"]["reason"], "blocked_by_guard");
+    assert_eq!(json["errorCategory"], "business");
+}
+
+/// A guard as a value, with configuration.
+struct MaxRows(u64);
+
+impl Guard for MaxRows {
+    fn check(&self, call: &ToolCall<'_>) -> Result<(), Blocked> {
+        let rows = call.arg("rows").and_then(|r| r.as_u64()).unwrap_or(0);
+        if rows > self.0 {
+            return Err(Blocked::new(format!(
+                "{} may read at most {} rows, not {rows}",
+                call.tool, self.0
+            )));
+        }
+        Ok(())
+    }
+}
+
+static EXPORT_LIMIT: MaxRows = MaxRows(1_000);
+
+/// Export rows.
+#[tool(guard = EXPORT_LIMIT)]
+async fn export(table: String, rows: u64) -> Result<u64, ErrorEnvelope> {
+    let _ = table;
+    Ok(rows)
+}
+
+#[tokio::test]
+async fn guards_are_plain_rust_values_and_work_on_async_tools() {
+    assert_eq!(export("orders".into(), 10).await.unwrap(), 10);
+    let envelope = export("orders".into(), 5_000).await.unwrap_err();
+    assert_eq!(
+        envelope.message,
+        "export may read at most 1000 rows, not 5000"
+    );
+    assert_eq!(envelope.category, ErrorCategory::Business);
+}
+
+#[test]
+fn a_set_of_tools_shares_guards_and_the_first_block_wins() {
+    let guards = Guards::new()
+        .for_all(|call: &ToolCall| {
+            if call.tool.starts_with("drop_") {
+                Err(Blocked::new("Dropping data is never automatic").with_alternative("Ask a DBA"))
+            } else {
+                Ok(())
+            }
+        })
+        .for_tool("process_refund", refund_cap)
+        .for_all(MaxRows(100));
+
+    assert!(
+        guards
+            .check("process_refund", &json!({"order": "O-1", "amount": 300}))
+            .is_ok()
+    );
+    let blocked = guards
+        .check("process_refund", &json!({"amount": 900}))
+        .unwrap_err();
+    assert_eq!(
+        blocked.to_string(),
+        "Refund of $900 exceeds the $500 policy cap"
+    );
+    let blocked = guards
+        .check("drop_table", &json!({"rows": 10_000}))
+        .unwrap_err();
+    assert_eq!(blocked.to_string(), "Dropping data is never automatic");
+    let blocked = guards.check("export", &json!({"rows": 101})).unwrap_err();
+    assert_eq!(
+        blocked.to_string(),
+        "export may read at most 100 rows, not 101"
+    );
+    // The refund guard applies to that tool only.
+    assert!(guards.check("lookup", &json!({"amount": 900})).is_ok());
+}
+
+#[test]
+fn a_human_request_and_a_policy_gap_are_explicit_triggers() {
+    let envelope = ErrorEnvelope::business("The customer asked for a human")
+        .with_reason(tool_envelope::reasons::HUMAN_REQUESTED);
+    assert_eq!(
+        Escalation::from_envelope(envelope).reason,
+        EscalationReason::HumanRequested
+    );
+    let envelope = ErrorEnvelope::business("No rule covers refunds on gift cards")
+        .with_reason(tool_envelope::reasons::POLICY_GAP);
+    assert_eq!(
+        Escalation::from_envelope(envelope).reason,
+        EscalationReason::PolicyGap
+    );
+}

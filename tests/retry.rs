@@ -1,0 +1,599 @@
+//! Recover locally, escalate the rest: the retry loop as a caller sees it.
+//! Time comes from tokio's paused clock, so every delay is exact.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::time::Instant;
+use tool_envelope::{
+    Backoff, ErrorCategory, ErrorEnvelope, EscalationReason, Found, Jitter, Partial, RetryAction,
+    RetryBudget, RetryPolicy, Sleeper, ToolError, tool,
+};
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// A constant, jitter-free policy: every delay is known in advance.
+fn steady(delay_ms: u64) -> RetryPolicy {
+    RetryPolicy::default().constant(ms(delay_ms))
+}
+
+#[derive(Debug, thiserror::Error, ToolError)]
+enum InventoryError {
+    #[error("Rate limit hit on inventory service")]
+    #[tool_error(transient)]
+    RateLimited,
+    #[error("Inventory busy, retry in {0:?}")]
+    #[tool_error(transient)]
+    Busy(#[tool_error(retry_after)] Duration),
+    #[error("Access denied to inventory admin")]
+    #[tool_error(permission, alternatives("Request the inventory-admin role"))]
+    Denied,
+}
+
+/// Reads stock, failing the first `fail` calls.
+#[tool(read_only, skip(calls))]
+async fn stock(sku: String, calls: Arc<AtomicU32>, fail: u32) -> Result<u32, InventoryError> {
+    let n = calls.fetch_add(1, Ordering::SeqCst);
+    if n < fail {
+        return Err(InventoryError::RateLimited);
+    }
+    Ok(sku.len() as u32)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_transient_fault_is_recovered_locally() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let start = Instant::now();
+    let outcome = steady(10)
+        .retry(|| stock("A-1".into(), calls.clone(), 2))
+        .await;
+    assert_eq!(outcome.result.unwrap(), 3);
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(outcome.stats.attempts, 3);
+    assert_eq!(outcome.stats.delays(), [ms(10), ms(10)]);
+    assert_eq!(outcome.stats.slept, ms(20));
+    assert_eq!(start.elapsed(), ms(20));
+    assert_eq!(outcome.stats.history.len(), 2);
+    assert_eq!(outcome.stats.history[0].category, ErrorCategory::Transient);
+    assert_eq!(
+        outcome.stats.history[0].message,
+        "Rate limit hit on inventory service"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_success_returns_at_once_with_its_statistics() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let outcome = steady(10)
+        .retry(|| stock("A-1".into(), calls.clone(), 0))
+        .await;
+    assert!(outcome.is_ok());
+    assert_eq!(outcome.stats.attempts, 1);
+    assert_eq!(outcome.stats.slept, Duration::ZERO);
+    assert!(outcome.stats.history.is_empty());
+}
+
+/// Reads the admin view; always denied.
+#[tool(read_only, skip(calls))]
+async fn admin_view(calls: Arc<AtomicU32>) -> Result<u32, InventoryError> {
+    calls.fetch_add(1, Ordering::SeqCst);
+    Err(InventoryError::Denied)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_permission_error_is_never_retried() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let outcome = RetryPolicy::default()
+        .max_attempts(10)
+        .retry(|| admin_view(calls.clone()))
+        .await;
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "the tool runs exactly once"
+    );
+    let escalation = outcome.result.unwrap_err();
+    assert_eq!(escalation.reason, EscalationReason::NonRetryable);
+    assert_eq!(escalation.attempts, 1);
+    assert_eq!(escalation.envelope.category, ErrorCategory::Permission);
+    assert_eq!(
+        escalation.alternatives(),
+        ["Request the inventory-admin role"]
+    );
+    assert_eq!(escalation.envelope.tool.as_deref(), Some("admin_view"));
+    assert_eq!(outcome.stats.slept, Duration::ZERO);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fault_that_never_clears_stops_at_the_cap_with_exponential_delays() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let policy = RetryPolicy::default()
+        .max_attempts(4)
+        .backoff(Backoff::exponential(ms(100), ms(300)).jitter(Jitter::None));
+    let start = Instant::now();
+    let outcome = policy
+        .retry(|| stock("A-1".into(), calls.clone(), u32::MAX))
+        .await;
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+    assert_eq!(outcome.stats.delays(), [ms(100), ms(200), ms(300)]);
+    assert_eq!(start.elapsed(), ms(600));
+    let escalation = outcome.result.unwrap_err();
+    assert_eq!(escalation.reason, EscalationReason::RetriesExhausted);
+    assert_eq!(escalation.attempts, 4);
+    assert_eq!(escalation.elapsed, ms(600));
+    assert_eq!(
+        escalation.attempted_query(),
+        Some(&json!({"sku": "A-1", "fail": u32::MAX}))
+    );
+}
+
+/// Always busy, with the server's hint.
+#[tool(idempotent, skip(calls))]
+async fn busy(hint_ms: u64, calls: Arc<AtomicU32>) -> Result<(), InventoryError> {
+    calls.fetch_add(1, Ordering::SeqCst);
+    Err(InventoryError::Busy(ms(hint_ms)))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_after_hint_is_honoured_and_clamped() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let outcome = steady(10).retry(|| busy(2_000, calls.clone())).await;
+    assert_eq!(outcome.stats.delays(), [ms(2_000), ms(2_000)]);
+
+    let outcome = steady(10)
+        .max_retry_after(ms(5_000))
+        .retry(|| busy(60_000, calls.clone()))
+        .await;
+    assert_eq!(outcome.stats.delays(), [ms(5_000), ms(5_000)]);
+    assert_eq!(
+        outcome.result.unwrap_err().envelope.retry_after,
+        Some(ms(60_000))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_delay_that_would_cross_the_deadline_is_not_slept() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let start = Instant::now();
+    let outcome = steady(400)
+        .max_attempts(10)
+        .deadline(ms(1_000))
+        .retry(|| stock("A-1".into(), calls.clone(), u32::MAX))
+        .await;
+    // Attempts at 0 and 400 ms; at 800 ms the next 400 ms would reach the deadline.
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(start.elapsed(), ms(800));
+    let escalation = outcome.result.unwrap_err();
+    assert_eq!(escalation.reason, EscalationReason::DeadlineExceeded);
+    assert!(
+        escalation
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains("would cross the 1000 ms deadline")
+    );
+}
+
+/// Hangs far longer than anyone waits.
+#[tool(read_only, skip(calls))]
+async fn hang(calls: Arc<AtomicU32>) -> Result<(), InventoryError> {
+    if calls.fetch_add(1, Ordering::SeqCst) == 0 {
+        return Err(InventoryError::RateLimited);
+    }
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_cuts_off_an_attempt_still_running() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let start = Instant::now();
+    let outcome = steady(100)
+        .deadline(ms(1_000))
+        .retry(|| hang(calls.clone()))
+        .await;
+    assert_eq!(start.elapsed(), ms(1_000));
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    let escalation = outcome.result.unwrap_err();
+    assert_eq!(escalation.reason, EscalationReason::DeadlineExceeded);
+    // The last envelope keeps its pillars: the tool and what was attempted.
+    assert_eq!(escalation.envelope.tool.as_deref(), Some("hang"));
+    assert_eq!(escalation.attempted_query(), Some(&json!({})));
+    assert_eq!(outcome.stats.history.len(), 2);
+}
+
+/// Finds nothing.
+#[tool(read_only, skip(calls))]
+async fn find_nothing(calls: Arc<AtomicU32>) -> Result<Found<u32>, InventoryError> {
+    calls.fetch_add(1, Ordering::SeqCst);
+    Ok(Found::none())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_valid_empty_result_is_a_success_and_never_retried() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let outcome = steady(10).retry(|| find_nothing(calls.clone())).await;
+    assert!(outcome.result.unwrap().is_empty());
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+/// Refunds an order; its upstream times out.
+#[tool(destructive, skip(calls))]
+async fn refund(order: String, calls: Arc<AtomicU32>) -> Result<(), std::io::Error> {
+    calls.fetch_add(1, Ordering::SeqCst);
+    let _ = order;
+    Err(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        "payments API timed out",
+    ))
+}
+
+/// Refunds an order; the connection is refused before anything is sent.
+#[tool(destructive, skip(calls))]
+async fn refund_refused(calls: Arc<AtomicU32>) -> Result<(), std::io::Error> {
+    calls.fetch_add(1, Ordering::SeqCst);
+    Err(std::io::Error::new(
+        std::io::ErrorKind::ConnectionRefused,
+        "connection refused",
+    ))
+}
+
+/// Sets a flag; repeating it is harmless.
+#[tool(idempotent, skip(calls))]
+async fn set_flag(calls: Arc<AtomicU32>) -> Result<(), std::io::Error> {
+    calls.fetch_add(1, Ordering::SeqCst);
+    Err(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        "flags API timed out",
+    ))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_non_idempotent_tool_is_not_retried_after_a_transient_failure() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let outcome = steady(10)
+        .retry(|| refund("O-77".into(), calls.clone()))
+        .await;
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let escalation = outcome.result.unwrap_err();
+    assert_eq!(escalation.reason, EscalationReason::NonRetryable);
+    assert!(
+        escalation.envelope.retryable,
+        "the error itself was transient"
+    );
+    let detail = escalation.detail.unwrap();
+    assert!(
+        detail.contains("`refund` is not declared idempotent"),
+        "{detail}"
+    );
+
+    // ...unless the error shows the operation never happened,
+    let calls = Arc::new(AtomicU32::new(0));
+    let outcome = steady(10).retry(|| refund_refused(calls.clone())).await;
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(
+        outcome.result.unwrap_err().reason,
+        EscalationReason::RetriesExhausted
+    );
+
+    // ...or the tool is declared idempotent,
+    let calls = Arc::new(AtomicU32::new(0));
+    let _ = steady(10).retry(|| set_flag(calls.clone())).await;
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+
+    // ...or the policy says so.
+    let calls = Arc::new(AtomicU32::new(0));
+    let _ = steady(10)
+        .retry_non_idempotent(true)
+        .retry(|| refund("O-77".into(), calls.clone()))
+        .await;
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+}
+
+/// A source the research tool gathers.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+struct Source {
+    id: u32,
+}
+
+/// Fetches 10 sources; each attempt gets `per_attempt` more before the provider gives out.
+#[tool(read_only)]
+async fn fetch_sources(
+    per_attempt: u32,
+    sources: Partial<Source>,
+) -> Result<Vec<Source>, ErrorEnvelope> {
+    let mut fetched_now = 0;
+    for id in 1..=10 {
+        // Resume: skip what an earlier attempt already gathered.
+        if sources.contains(&Source { id }) {
+            continue;
+        }
+        if fetched_now == per_attempt {
+            return Err(ErrorEnvelope::transient(format!(
+                "Provider rate-limited after {} sources",
+                sources.len()
+            )));
+        }
+        sources.push(Source { id });
+        fetched_now += 1;
+    }
+    Ok(sources.to_vec())
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_attempt_resumes_and_the_escalation_carries_everything_gathered() {
+    let sources = Partial::new();
+    let outcome = steady(10)
+        .max_attempts(3)
+        .retry(|| fetch_sources(2, sources.clone()))
+        .await;
+    let escalation = outcome.result.unwrap_err();
+    assert_eq!(escalation.reason, EscalationReason::RetriesExhausted);
+    // 2 per attempt, 3 attempts: all 6, each once, in order.
+    let ids: Vec<u64> = escalation
+        .partial_results()
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, [1, 2, 3, 4, 5, 6]);
+    assert_eq!(
+        outcome
+            .stats
+            .history
+            .iter()
+            .map(|a| a.gathered)
+            .collect::<Vec<_>>(),
+        [2, 4, 6]
+    );
+
+    // Given enough attempts, the same collector finishes the job.
+    let outcome = steady(10)
+        .max_attempts(10)
+        .retry(|| fetch_sources(2, sources.clone()))
+        .await;
+    assert_eq!(outcome.result.unwrap().len(), 10);
+    assert_eq!(
+        outcome.stats.attempts, 2,
+        "6 were already there: 7 and 8, then 9 and 10"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn attempts_that_gather_nothing_new_end_the_loop() {
+    let sources = Partial::new();
+    let outcome = steady(10)
+        .max_attempts(10)
+        .stop_after_no_progress(2)
+        .retry(|| fetch_sources(0, sources.clone()))
+        .await;
+    let escalation = outcome.result.unwrap_err();
+    assert_eq!(escalation.reason, EscalationReason::NoProgress);
+    assert_eq!(escalation.attempts, 2);
+
+    // Progress resets the count.
+    let sources = Partial::new();
+    let outcome = steady(10)
+        .max_attempts(4)
+        .stop_after_no_progress(1)
+        .retry(|| fetch_sources(1, sources.clone()))
+        .await;
+    assert_eq!(
+        outcome.result.unwrap_err().reason,
+        EscalationReason::RetriesExhausted
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_shared_budget_stops_a_retry_storm() {
+    let budget = RetryBudget::new(10.0);
+    let policy = steady(10).max_attempts(5).budget(&budget);
+    let calls = Arc::new(AtomicU32::new(0));
+    let mut reasons = Vec::new();
+    for _ in 0..20 {
+        let outcome = policy
+            .retry(|| stock("A-1".into(), calls.clone(), u32::MAX))
+            .await;
+        reasons.push(outcome.result.unwrap_err().reason);
+    }
+    // 20 first attempts, and retries only while more than half the 10 tokens remained.
+    let calls = calls.load(Ordering::SeqCst);
+    assert!(calls <= 20 + 5, "{calls} calls");
+    assert!(
+        reasons
+            .iter()
+            .filter(|r| **r == EscalationReason::RetryBudgetExhausted)
+            .count()
+            >= 19
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn non_retryable_failures_do_not_drain_the_budget() {
+    let budget = RetryBudget::new(4.0);
+    let policy = steady(10).budget(&budget);
+    let calls = Arc::new(AtomicU32::new(0));
+    for _ in 0..50 {
+        let _ = policy.retry(|| admin_view(calls.clone())).await;
+    }
+    assert_eq!(budget.tokens(), 4.0);
+    assert!(budget.allows_retry());
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_hook_sees_every_retry_and_the_escalation() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let policy = steady(10).on_event(move |event| {
+        log.lock().unwrap().push((
+            event.tool.map(str::to_owned),
+            event.attempt,
+            event.category,
+            event.action,
+        ));
+    });
+    let calls = Arc::new(AtomicU32::new(0));
+    let _ = policy
+        .retry(|| stock("A-1".into(), calls.clone(), u32::MAX))
+        .await;
+    let seen = seen.lock().unwrap();
+    let tool = Some("stock".to_owned());
+    assert_eq!(
+        *seen,
+        [
+            (
+                tool.clone(),
+                1,
+                ErrorCategory::Transient,
+                RetryAction::Retry { delay: ms(10) }
+            ),
+            (
+                tool.clone(),
+                2,
+                ErrorCategory::Transient,
+                RetryAction::Retry { delay: ms(10) }
+            ),
+            (
+                tool,
+                3,
+                ErrorCategory::Transient,
+                RetryAction::Escalate {
+                    reason: EscalationReason::RetriesExhausted
+                }
+            ),
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_schedule_from_an_iterator_plugs_in_and_ends_the_loop_when_it_runs_out() {
+    let policy = RetryPolicy::default()
+        .max_attempts(10)
+        .backoff(Backoff::from_iter([ms(5), ms(50)]));
+    let calls = Arc::new(AtomicU32::new(0));
+    let outcome = policy
+        .retry(|| stock("A-1".into(), calls.clone(), u32::MAX))
+        .await;
+    assert_eq!(outcome.stats.delays(), [ms(5), ms(50)]);
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(
+        outcome.result.unwrap_err().reason,
+        EscalationReason::RetriesExhausted
+    );
+}
+
+/// A virtual clock: sleeping advances it, nothing waits.
+#[derive(Default)]
+struct VirtualClock {
+    origin: Option<std::time::Instant>,
+    offset: Mutex<Duration>,
+    sleeps: Mutex<Vec<Duration>>,
+}
+
+impl Sleeper for VirtualClock {
+    fn now(&self) -> std::time::Instant {
+        self.origin.unwrap() + *self.offset.lock().unwrap()
+    }
+
+    fn sleep(&self, duration: Duration) -> impl std::future::Future<Output = ()> + Send {
+        *self.offset.lock().unwrap() += duration;
+        self.sleeps.lock().unwrap().push(duration);
+        std::future::ready(())
+    }
+}
+
+#[test]
+fn any_runtime_can_supply_the_sleeper() {
+    let clock = VirtualClock {
+        origin: Some(std::time::Instant::now()),
+        ..Default::default()
+    };
+    let calls = Arc::new(AtomicU32::new(0));
+    let policy = steady(250).max_attempts(3);
+    // A minimal executor: the futures here never wait on anything.
+    let outcome = futures_executor_block_on(
+        policy.retry_with(&clock, || stock("A-1".into(), calls.clone(), 2)),
+    );
+    assert_eq!(outcome.result.unwrap(), 3);
+    assert_eq!(*clock.sleeps.lock().unwrap(), [ms(250), ms(250)]);
+    assert_eq!(outcome.stats.elapsed, ms(500));
+}
+
+/// Polls a future that never waits to completion, without any runtime.
+fn futures_executor_block_on<F: std::future::Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let waker = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(waker);
+    loop {
+        if let std::task::Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return output;
+        }
+    }
+}
+
+/// A sync tool for the blocking loop.
+#[tool(read_only, skip(calls))]
+fn stock_sync(calls: Arc<AtomicU32>, fail: u32) -> Result<u32, InventoryError> {
+    if calls.fetch_add(1, Ordering::SeqCst) < fail {
+        return Err(InventoryError::RateLimited);
+    }
+    Ok(7)
+}
+
+#[test]
+fn the_blocking_loop_needs_no_runtime() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let outcome = RetryPolicy::default()
+        .constant(Duration::ZERO)
+        .retry_blocking(|| stock_sync(calls.clone(), 2));
+    assert_eq!(outcome.result.unwrap(), 7);
+    assert_eq!(outcome.stats.attempts, 3);
+
+    let calls = Arc::new(AtomicU32::new(0));
+    let outcome = RetryPolicy::default()
+        .constant(Duration::ZERO)
+        .retry_blocking(|| stock_sync(calls.clone(), u32::MAX));
+    assert_eq!(
+        outcome.result.unwrap_err().reason,
+        EscalationReason::RetriesExhausted
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn jittered_delays_never_exceed_the_maximum() {
+    let policy = RetryPolicy::default()
+        .max_attempts(30)
+        .backoff(Backoff::exponential(ms(100), ms(400)).jitter(Jitter::Full));
+    let calls = Arc::new(AtomicU32::new(0));
+    let outcome = policy
+        .retry(|| stock("A-1".into(), calls.clone(), u32::MAX))
+        .await;
+    let delays = outcome.stats.delays();
+    assert_eq!(delays.len(), 29);
+    assert!(delays.iter().all(|d| *d <= ms(400)), "{delays:?}");
+}
+
+#[test]
+fn escalation_json_is_an_envelope_with_an_escalation_object() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let outcome = RetryPolicy::default()
+        .constant(Duration::ZERO)
+        .retry_blocking(|| stock_sync(calls.clone(), u32::MAX));
+    let value = serde_json::to_value(outcome.result.unwrap_err()).unwrap();
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../schema/error-envelope.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert!(validator.is_valid(&value), "{value}");
+    assert_eq!(value["escalation"]["reason"], "retries_exhausted");
+    assert_eq!(value["escalation"]["attempts"], 3);
+    assert_eq!(value["errorCategory"], "transient");
+    let back: tool_envelope::Escalation = serde_json::from_value(value).unwrap();
+    assert_eq!(back.reason, EscalationReason::RetriesExhausted);
+}

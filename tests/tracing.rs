@@ -1,0 +1,68 @@
+//! With the `tracing` feature, the retry loop emits an event per retry and per
+//! escalation with the tool's name, the attempt, the category and the delay.
+#![cfg(feature = "tracing")]
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tool_envelope::{ErrorEnvelope, RetryPolicy, tool};
+
+/// Captures what the subscriber writes.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Always rate-limited.
+#[tool(read_only, redact(api_key))]
+fn quote(symbol: String, api_key: String) -> Result<f64, ErrorEnvelope> {
+    let _ = (symbol, api_key);
+    Err(ErrorEnvelope::transient("Rate limit hit on the quotes API"))
+}
+
+#[test]
+fn one_event_per_retry_and_one_per_escalation() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .without_time()
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        let _ = RetryPolicy::default()
+            .constant(Duration::ZERO)
+            .retry_blocking(|| quote("ACME".into(), "sk-live-SECRET".into()));
+    });
+    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    for (line, attempt) in lines[..2].iter().zip(1..) {
+        assert!(line.contains("WARN"), "{line}");
+        assert!(line.contains("tool failed, retrying"), "{line}");
+        assert!(line.contains("tool=\"quote\""), "{line}");
+        assert!(line.contains(&format!("attempt={attempt}")), "{line}");
+        assert!(line.contains("category=\"transient\""), "{line}");
+        assert!(line.contains("delay_ms=0"), "{line}");
+    }
+    assert!(lines[2].contains("ERROR"), "{}", lines[2]);
+    assert!(
+        lines[2].contains("reason=\"retries_exhausted\""),
+        "{}",
+        lines[2]
+    );
+    assert!(
+        !text.contains("SECRET"),
+        "a redacted argument never reaches an event"
+    );
+}
