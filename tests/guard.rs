@@ -1,6 +1,6 @@
 //! Deterministic guards: hard limits enforced before a call runs.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::cell::Cell;
 
 use serde_json::json;
 use tool_envelope::{
@@ -8,7 +8,10 @@ use tool_envelope::{
     RetryPolicy, ToolCall, tool,
 };
 
-static REFUNDS_RUN: AtomicU32 = AtomicU32::new(0);
+thread_local! {
+    /// How many times the refund tool ran on this test's thread.
+    static REFUNDS_RUN: Cell<u32> = const { Cell::new(0) };
+}
 
 /// The seed's policy: refunds above $500 are routed to a human.
 fn refund_cap(call: &ToolCall) -> Result<(), Blocked> {
@@ -26,7 +29,7 @@ fn refund_cap(call: &ToolCall) -> Result<(), Blocked> {
 /// Refund an order.
 #[tool(guard = refund_cap)]
 fn process_refund(order: String, amount: u64) -> Result<String, ErrorEnvelope> {
-    REFUNDS_RUN.fetch_add(1, Ordering::SeqCst);
+    REFUNDS_RUN.set(REFUNDS_RUN.get() + 1);
     Ok(format!("refunded ${amount} on {order}"))
 }
 
@@ -78,6 +81,7 @@ fn a_refund_within_the_cap_goes_through() {
 #[test]
 fn a_blocked_call_escalates_from_the_retry_loop_without_retrying() {
     let outcome = RetryPolicy::default().retry_blocking(|| process_refund("O-77".into(), 620));
+    assert_eq!(REFUNDS_RUN.get(), 0, "the tool never ran");
     let escalation = outcome.result.unwrap_err();
     assert_eq!(escalation.reason, EscalationReason::BlockedByGuard);
     assert_eq!(escalation.attempts, 0, "the tool never ran");
