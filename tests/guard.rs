@@ -35,13 +35,8 @@ fn process_refund(order: String, amount: u64) -> Result<String, ErrorEnvelope> {
 
 #[test]
 fn a_refund_over_the_cap_is_blocked_before_it_runs_and_routed_to_a_human() {
-    let before = REFUNDS_RUN.load(Ordering::SeqCst);
     let envelope = process_refund("O-77".into(), 620).unwrap_err();
-    assert_eq!(
-        REFUNDS_RUN.load(Ordering::SeqCst),
-        before,
-        "the tool never ran"
-    );
+    assert_eq!(REFUNDS_RUN.get(), 0, "the tool never ran");
 
     assert_eq!(envelope.category, ErrorCategory::Business);
     assert!(!envelope.retryable);
@@ -70,12 +65,11 @@ fn a_refund_over_the_cap_is_blocked_before_it_runs_and_routed_to_a_human() {
 
 #[test]
 fn a_refund_within_the_cap_goes_through() {
-    let before = REFUNDS_RUN.load(Ordering::SeqCst);
     assert_eq!(
         process_refund("O-78".into(), 300).unwrap(),
         "refunded $300 on O-78"
     );
-    assert!(REFUNDS_RUN.load(Ordering::SeqCst) > before);
+    assert_eq!(REFUNDS_RUN.get(), 1);
 }
 
 #[test]
