@@ -6,7 +6,7 @@
 pub use tool_envelope_runtime::*;
 
 #[doc(inline)]
-pub use tool_envelope_macros::{ToolError, tool};
+pub use tool_envelope_macros::{ToolError, tool, tools};
 
 #[doc(hidden)]
 pub use tool_envelope_runtime::__private;

@@ -121,6 +121,11 @@ async fn guards_are_plain_rust_values_and_work_on_async_tools() {
     assert_eq!(envelope.category, ErrorCategory::Business);
 }
 
+/// A JSON object, as guards see arguments.
+fn args(value: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+    value.as_object().expect("an object").clone()
+}
+
 #[test]
 fn a_set_of_tools_shares_guards_and_the_first_block_wins() {
     let guards = Guards::new()
@@ -136,27 +141,36 @@ fn a_set_of_tools_shares_guards_and_the_first_block_wins() {
 
     assert!(
         guards
-            .check("process_refund", &json!({"order": "O-1", "amount": 300}))
+            .check(
+                "process_refund",
+                &args(json!({"order": "O-1", "amount": 300}))
+            )
             .is_ok()
     );
     let blocked = guards
-        .check("process_refund", &json!({"amount": 900}))
+        .check("process_refund", &args(json!({"amount": 900})))
         .unwrap_err();
     assert_eq!(
         blocked.to_string(),
         "Refund of $900 exceeds the $500 policy cap"
     );
     let blocked = guards
-        .check("drop_table", &json!({"rows": 10_000}))
+        .check("drop_table", &args(json!({"rows": 10_000})))
         .unwrap_err();
     assert_eq!(blocked.to_string(), "Dropping data is never automatic");
-    let blocked = guards.check("export", &json!({"rows": 101})).unwrap_err();
+    let blocked = guards
+        .check("export", &args(json!({"rows": 101})))
+        .unwrap_err();
     assert_eq!(
         blocked.to_string(),
         "export may read at most 100 rows, not 101"
     );
     // The refund guard applies to that tool only.
-    assert!(guards.check("lookup", &json!({"amount": 900})).is_ok());
+    assert!(
+        guards
+            .check("lookup", &args(json!({"amount": 900})))
+            .is_ok()
+    );
 }
 
 #[test]

@@ -30,6 +30,10 @@ pub struct ToolAttr {
     pub open_world: Option<Flag>,
     /// `guard = path`: a deterministic check run before the body.
     pub guard: Option<syn::Expr>,
+    /// `local`: never served, so nothing is generated for MCP.
+    pub local: bool,
+    /// `describe_failures`: append a summary of the failure modes to the description.
+    pub describe_failures: bool,
 }
 
 /// A boolean key: `idempotent` or `idempotent = false`.
@@ -50,6 +54,8 @@ pub const KEYS: &[&str] = &[
     "idempotent",
     "open_world",
     "guard",
+    "local",
+    "describe_failures",
 ];
 
 impl ToolAttr {
@@ -85,6 +91,8 @@ pub fn parse(cx: &mut Ctxt, args: TokenStream) -> ToolAttr {
             "idempotent" => set_once(cx, &mut attr.idempotent, &meta, parse_flag),
             "open_world" => set_once(cx, &mut attr.open_world, &meta, parse_flag),
             "guard" => set_once(cx, &mut attr.guard, &meta, |m| m.value()?.parse()),
+            "local" => set_flag(cx, &mut attr.local, &meta),
+            "describe_failures" => set_flag(cx, &mut attr.describe_failures, &meta),
             unknown => {
                 cx.error_spanned_by(
                     &meta.path,
@@ -122,6 +130,19 @@ fn set_once<T>(
         );
     } else {
         *slot = Some(value);
+    }
+    Ok(())
+}
+
+/// A bare flag such as `local`.
+fn set_flag(cx: &mut Ctxt, slot: &mut bool, meta: &ParseNestedMeta) -> syn::Result<()> {
+    let mut value = None;
+    set_once(cx, &mut value, meta, parse_flag)?;
+    if let Some(flag) = value {
+        if *slot {
+            cx.error_spanned_by(&meta.path, "given twice");
+        }
+        *slot = flag.value;
     }
     Ok(())
 }

@@ -1,61 +1,164 @@
 //! Code generation for `#[tool]`.
+//!
+//! A tool that a client can call (owned arguments, no generics) becomes three
+//! items: the function as the user wrote it, which captures its arguments and
+//! calls the second, a hidden *run* function holding the body, which takes
+//! its `attempted_query` from either source — the typed arguments or the JSON
+//! of an MCP `tools/call`, which is never serialized again — and the serving
+//! parts: the MCP definition and the JSON dispatcher. Any other tool is one
+//! function.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{quote, quote_spanned};
+use quote::{format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
 use syn::spanned::Spanned;
-use syn::{ItemFn, ReturnType};
+use syn::{FnArg, Ident, ItemFn, Pat, ReturnType};
 
 use crate::attr::ToolAttr;
-use crate::signature::ToolFn;
+use crate::signature::{ToolFn, doc_text};
 use crate::valid::{Role, role};
 
 /// The hygienic names of the generated locals.
 struct Locals {
-    tool: syn::Ident,
-    query: syn::Ident,
-    partial: syn::Ident,
-    writer: syn::Ident,
-    ret: syn::Ident,
+    info: Ident,
+    meta: Ident,
+    query: Ident,
+    partial: Ident,
+    writer: Ident,
+    ret: Ident,
+    arguments: Ident,
+    context: Ident,
+    decoder: Ident,
+    value: Ident,
+    this: Ident,
 }
 
 impl Locals {
     fn new() -> Self {
-        let local = |name: &str| syn::Ident::new(name, Span::mixed_site());
+        let local = |name: &str| Ident::new(name, Span::mixed_site());
         Locals {
-            tool: local("__TOOL_ENVELOPE_INFO"),
+            info: local("__TOOL_ENVELOPE_INFO"),
+            meta: local("__TOOL_ENVELOPE_META"),
             query: local("__tool_envelope_query"),
             partial: local("__tool_envelope_partial"),
             writer: local("__tool_envelope_writer"),
             ret: local("__tool_envelope_ret"),
+            arguments: local("__tool_envelope_arguments"),
+            context: local("__tool_envelope_context"),
+            decoder: local("__tool_envelope_decoder"),
+            value: local("__tool_envelope_value"),
+            this: local("__tool_envelope_this"),
         }
     }
+}
+
+/// Where the tool is, which decides what is generated.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// A free function: served through a companion type of the same name.
+    Free,
+    /// A method of an ordinary `impl` block: wrapped only.
+    Method,
+    /// A method of a `#[tools]` impl block: wrapped and served.
+    ServedMethod,
+}
+
+/// The expansion of one tool.
+pub struct Expanded {
+    /// The items to emit in place of the function.
+    pub items: TokenStream,
+    /// For a served method: the `ToolSpec` expression of its tool.
+    pub spec: Option<TokenStream>,
 }
 
 /// The tool's name: `#[tool(name = "...")]` or the function's own.
 pub fn tool_name(attr: &ToolAttr, tool: &ToolFn) -> String {
     match &attr.name {
         Some(name) => name.value(),
-        None => syn::ext::IdentExt::unraw(tool.ident()).to_string(),
+        None => tool.ident().unraw().to_string(),
     }
 }
 
-/// The function, rewritten to return `ToolResult<T>` and to capture, run and
-/// classify as one call.
-pub fn tool(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
-    let item = tool.item;
-    let locals = Locals::new();
-    let Locals {
-        tool: info,
-        query,
-        partial,
-        writer,
-        ret,
-    } = &locals;
+/// The tool's description: `#[tool(description = "...")]` or the doc comment.
+fn description(attr: &ToolAttr, tool: &ToolFn) -> String {
+    match &attr.description {
+        Some(description) => description.value(),
+        None => doc_text(&tool.item.attrs),
+    }
+}
 
+/// Whether the parameter is skipped.
+fn is_skipped(attr: &ToolAttr, ident: &Ident) -> bool {
+    attr.skip
+        .iter()
+        .any(|skipped| skipped.unraw() == ident.unraw())
+}
+
+/// Expands `#[tool]` on `tool` at `place`. `unservable` is why a free function
+/// cannot be served, if it cannot.
+pub fn tool(attr: &ToolAttr, tool: &ToolFn, place: Place) -> Expanded {
+    let locals = Locals::new();
+    let served = match place {
+        Place::Free => {
+            !attr.local
+                && tool.unservable(|i| is_skipped(attr, i)).is_none()
+                && !crate::signature::never_a_result(tool.output)
+        }
+        Place::Method => false,
+        Place::ServedMethod => true,
+    };
+    if !served {
+        let mut items = single(attr, tool, &locals);
+        if place == Place::Free && !attr.local {
+            items.extend(companion_type(tool));
+        }
+        return Expanded { items, spec: None };
+    }
+
+    let run_name = format_ident!("__tool_envelope_run_{}", tool.ident().unraw());
+    let mut items = wrapper(attr, tool, &locals, &run_name);
+    items.extend(run(attr, tool, &locals, &run_name));
+    let spec = match place {
+        Place::Free => {
+            items.extend(companion_type(tool));
+            items.extend(companion_impl(attr, tool, &locals, &run_name));
+            None
+        }
+        _ => {
+            let (functions, spec) = served_method(attr, tool, &locals, &run_name);
+            items.extend(functions);
+            Some(spec)
+        }
+    };
+    Expanded { items, spec }
+}
+
+/// `static INFO: ToolInfo`: what the call path knows about the tool.
+fn info_static(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
+    let info = &locals.info;
     let name = tool_name(attr, tool);
     let idempotent = attr.is_idempotent();
-    let output = tool.output;
+    let redacted = redacted_keys(attr, tool);
+    quote! {
+        static #info: ::tool_envelope::__private::ToolInfo = ::tool_envelope::__private::ToolInfo {
+            name: ::std::borrow::Cow::Borrowed(#name),
+            idempotent: #idempotent,
+            redacted: &[#(#redacted),*],
+        };
+    }
+}
 
+fn redacted_keys(attr: &ToolAttr, tool: &ToolFn) -> Vec<String> {
+    tool.params
+        .iter()
+        .filter(|param| role(attr, param.ident, param.partial_item.is_some()) == Role::Redacted)
+        .map(|param| param.key.clone())
+        .collect()
+}
+
+/// The capture of the typed arguments, before the body runs.
+fn capture(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
+    let writer = &locals.writer;
     let captures = tool.params.iter().map(|param| {
         let ident = param.ident;
         let key = &param.key;
@@ -63,6 +166,37 @@ pub fn tool(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
             Role::Captured => quote_spanned!(param.ty.span()=> #writer.arg(#key, &#ident);),
             Role::Redacted => quote!(#writer.redacted(#key);),
             Role::Skipped | Role::Partial => quote!(),
+        }
+    });
+    quote! {
+        ::tool_envelope::__private::Query::Captured(::tool_envelope::__private::capture(|#writer| {
+            #(#captures)*
+        }))
+    }
+}
+
+/// The body of the call, once `locals.query` holds the query: the guard, the
+/// partial collector, and the body run and classified.
+fn call_body(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
+    let Locals {
+        info,
+        query,
+        partial,
+        ret,
+        ..
+    } = locals;
+    let output = tool.output;
+    let info_static = info_static(attr, tool, locals);
+
+    let guard = attr.guard.as_ref().map(|guard| {
+        let check = quote_spanned! {guard.span()=>
+            ::tool_envelope::__private::check_guard(&(#guard), &#info, #query)
+        };
+        quote! {
+            let #query = match #check {
+                ::core::result::Result::Ok(#query) => #query,
+                ::core::result::Result::Err(#ret) => return ::core::result::Result::Err(#ret),
+            };
         }
     });
 
@@ -75,16 +209,7 @@ pub fn tool(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
         None => quote!(()),
     };
 
-    let guard = attr.guard.as_ref().map(|guard| {
-        let check = quote_spanned!(guard.span()=> ::tool_envelope::__private::check_guard(&(#guard), &#info, &#query));
-        quote! {
-            if let ::core::result::Result::Err(#ret) = #check {
-                return ::core::result::Result::Err(#ret);
-            }
-        }
-    });
-
-    let block = &item.block;
+    let block = &tool.item.block;
     let fake_return = quote! {
         if let ::core::option::Option::Some(#ret) = ::core::option::Option::None::<#output> {
             #[allow(unreachable_code)]
@@ -114,31 +239,355 @@ pub fn tool(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
             }, #into_result)
         }
     };
+    quote! {
+        #info_static
+        #guard
+        let #partial = #partial_source;
+        #call
+    }
+}
 
+/// `OkOf<Ret>`, spanned at the return type so that a return type that is not
+/// a `Result` is reported there, once, wherever it is named.
+fn ok_of(tool: &ToolFn) -> TokenStream {
+    let output = tool.output;
+    quote_spanned!(output.span()=> ::tool_envelope::__private::OkOf<#output>)
+}
+
+/// `ErrOf<Ret>`, spanned like [`ok_of`].
+fn err_of(tool: &ToolFn) -> TokenStream {
+    let output = tool.output;
+    quote_spanned!(output.span()=> ::tool_envelope::__private::ErrOf<#output>)
+}
+
+/// The return type every expanded tool function has.
+fn result_type(tool: &ToolFn) -> syn::Type {
+    let output = tool.output;
+    syn::Type::Verbatim(quote_spanned! {output.span()=>
+        ::tool_envelope::ToolResult<::tool_envelope::__private::OkOf<#output>>
+    })
+}
+
+/// A tool that is only called directly: one function that captures and runs.
+fn single(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
     let ItemFn {
         attrs, vis, sig, ..
-    } = item;
+    } = tool.item;
     let mut sig = sig.clone();
-    let result = quote_spanned! {output.span()=>
-        ::tool_envelope::ToolResult<::tool_envelope::__private::OkOf<#output>>
-    };
-    sig.output = ReturnType::Type(Default::default(), Box::new(syn::Type::Verbatim(result)));
-
+    sig.output = ReturnType::Type(Default::default(), Box::new(result_type(tool)));
+    let query = &locals.query;
+    let capture = capture(attr, tool, locals);
+    let body = call_body(attr, tool, locals);
     quote! {
         #(#attrs)*
         #vis #sig {
-            const #info: ::tool_envelope::__private::ToolInfo = ::tool_envelope::__private::ToolInfo {
-                name: #name,
-                idempotent: #idempotent,
-            };
-            let #query = ::tool_envelope::__private::capture(|#writer| {
-                #(#captures)*
-            });
-            #guard
-            let #partial = #partial_source;
-            #call
+            let #query = #capture;
+            #body
         }
     }
+}
+
+/// The function as the user wrote it: captures its typed arguments and hands
+/// them to the run function.
+fn wrapper(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, run_name: &Ident) -> TokenStream {
+    let ItemFn {
+        attrs, vis, sig, ..
+    } = tool.item;
+    let mut sig = sig.clone();
+    sig.output = ReturnType::Type(Default::default(), Box::new(result_type(tool)));
+    // Plain bindings: the wrapper only forwards its arguments.
+    for arg in &mut sig.inputs {
+        if let FnArg::Typed(typed) = arg
+            && let Pat::Ident(pat) = &mut *typed.pat
+        {
+            pat.mutability = None;
+            pat.by_ref = None;
+        }
+    }
+    let capture = capture(attr, tool, locals);
+    let idents = tool.params.iter().map(|param| param.ident);
+    let target = match tool.receiver {
+        Some(_) => quote!(self.#run_name),
+        None => quote!(#run_name),
+    };
+    let await_ = tool.is_async.then(|| quote!(.await));
+    quote! {
+        #(#attrs)*
+        #vis #sig {
+            #target(#capture, #(#idents),*) #await_
+        }
+    }
+}
+
+/// The hidden run function: the body, with its query from either source.
+fn run(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, run_name: &Ident) -> TokenStream {
+    let ItemFn { sig, .. } = tool.item;
+    let query = &locals.query;
+    let asyncness = &sig.asyncness;
+    let generics = &sig.generics;
+    let where_clause = &sig.generics.where_clause;
+    let mut inputs: Vec<TokenStream> = Vec::new();
+    let mut params = sig.inputs.iter();
+    if let Some(FnArg::Receiver(receiver)) = sig.inputs.first() {
+        inputs.push(quote!(#receiver));
+        params.next();
+    }
+    inputs.push(quote!(#query: ::tool_envelope::__private::Query<'_>));
+    inputs.extend(params.map(|param| quote!(#param)));
+    let output = result_type(tool);
+    let body = call_body(attr, tool, locals);
+    quote! {
+        #[doc(hidden)]
+        #[allow(clippy::too_many_arguments, clippy::needless_pass_by_value)]
+        #asyncness fn #run_name #generics (#(#inputs),*) -> #output #where_clause {
+            #body
+        }
+    }
+}
+
+/// The companion type named like the free function: `ToolSet::tool::<name>()`
+/// takes it. It lives in the type namespace only, next to the function.
+fn companion_type(tool: &ToolFn) -> TokenStream {
+    let vis = &tool.item.vis;
+    let ident = tool.ident();
+    quote! {
+        #[doc(hidden)]
+        #[allow(non_camel_case_types)]
+        #vis struct #ident<__ToolEnvelopeMarker = ()> {
+            #[doc(hidden)]
+            pub __tool_envelope: ::core::marker::PhantomData<fn() -> __ToolEnvelopeMarker>,
+        }
+    }
+}
+
+/// The parameters a client sends: all but the `Partial` collector.
+fn sent<'t, 'a>(tool: &'t ToolFn<'a>) -> impl Iterator<Item = &'t crate::signature::Param<'a>> {
+    tool.params
+        .iter()
+        .filter(|param| param.partial_item.is_none())
+}
+
+/// The body of the definition function. `marker` is the first element of the
+/// `Arg` pairs: a type parameter to defer the checks, or `()`.
+fn definition_body(
+    attr: &ToolAttr,
+    tool: &ToolFn,
+    locals: &Locals,
+    marker: &TokenStream,
+) -> TokenStream {
+    let meta = &locals.meta;
+    let ok = ok_of(tool);
+    let err = err_of(tool);
+    let name = tool_name(attr, tool);
+    let title = match &attr.title {
+        Some(title) => quote!(::core::option::Option::Some(#title)),
+        None => quote!(::core::option::Option::None),
+    };
+    let text = description(attr, tool);
+    let flag = |flag: &Option<crate::attr::Flag>, default: bool| flag.map_or(default, |f| f.value);
+    let read_only = flag(&attr.read_only, false);
+    let destructive = flag(&attr.destructive, true);
+    let idempotent = attr.is_idempotent();
+    let open_world = flag(&attr.open_world, true);
+    let describe_failures = attr.describe_failures;
+    let redacted = redacted_keys(attr, tool);
+    let params = sent(tool).map(|param| {
+        let key = &param.key;
+        let ty = param.ty;
+        let docs = &param.docs;
+        quote_spanned! {ty.span()=>
+            ::tool_envelope::mcp::ParamSpec {
+                name: #key,
+                description: #docs,
+                schema: <(#marker, #ty) as ::tool_envelope::mcp::Arg>::schema,
+                required: <(#marker, #ty) as ::tool_envelope::mcp::Arg>::required,
+            }
+        }
+    });
+    let missing_description = text.is_empty().then(|| {
+        let span = tool.ident().span();
+        let note = format!(
+            "the tool `{name}` has no description: MCP clients show it to the model, so add a doc comment \
+             (or `#[tool(description = \"...\")]`)"
+        );
+        let use_it = quote_spanned!(span=> let _ = tool_without_description;);
+        quote! {
+            #[deprecated(note = #note)]
+            #[allow(non_camel_case_types)]
+            struct tool_without_description;
+            #use_it
+        }
+    });
+    quote! {
+        #missing_description
+        static #meta: ::tool_envelope::mcp::ToolMeta = ::tool_envelope::mcp::ToolMeta {
+            name: #name,
+            title: #title,
+            description: #text,
+            read_only: #read_only,
+            destructive: #destructive,
+            idempotent: #idempotent,
+            open_world: #open_world,
+            describe_failures: #describe_failures,
+            redacted: &[#(#redacted),*],
+        };
+        #[allow(unused_imports)]
+        use ::tool_envelope::__private::{ViaFailures as _, ViaNoFailures as _, ViaNoSchema as _, ViaSchema as _};
+        ::tool_envelope::mcp::build(
+            &#meta,
+            &[#(#params),*],
+            (&::tool_envelope::__private::SchemaProbe::<#ok>::new()).output_schema(),
+            (&::tool_envelope::__private::FailureProbe::<#err>::new()).failure_modes(),
+        )
+    }
+}
+
+/// The body of the call function: decode the JSON arguments, run one attempt,
+/// and the success value as JSON. `run_call` names the run function.
+fn call_fn_body(
+    attr: &ToolAttr,
+    tool: &ToolFn,
+    locals: &Locals,
+    marker: &TokenStream,
+    run_call: &TokenStream,
+) -> TokenStream {
+    let Locals {
+        info,
+        arguments,
+        context,
+        decoder,
+        value,
+        ..
+    } = locals;
+    let ok = ok_of(tool);
+    let info_static = info_static(attr, tool, locals);
+    let decodes = sent(tool).map(|param| {
+        let ident = param.ident;
+        let key = &param.key;
+        let ty = param.ty;
+        quote_spanned!(ty.span()=> let #ident = #decoder.arg::<(#marker, #ty)>(#key);)
+    });
+    let keys = sent(tool).map(|param| &param.key);
+    let unwraps = sent(tool).map(|param| {
+        let ident = param.ident;
+        quote! {
+            let ::core::option::Option::Some(#ident) = #ident else {
+                ::core::unreachable!("every argument decoded")
+            };
+        }
+    });
+    let partials = tool.params.iter().filter_map(|param| {
+        let ident = param.ident;
+        let item = param.partial_item?;
+        Some(quote!(let #ident = #context.partial::<#item>();))
+    });
+    let idents = tool.params.iter().map(|param| param.ident);
+    let await_ = tool.is_async.then(|| quote!(.await));
+    let run_attempt = quote! {
+        #run_call(::tool_envelope::__private::Query::Arguments(#arguments), #(#idents),*) #await_
+    };
+    quote! {
+        ::std::boxed::Box::pin(async move {
+            #info_static
+            let mut #decoder = ::tool_envelope::mcp::Decoder::new(#arguments);
+            #(#decodes)*
+            #decoder.finish(&#info, &[#(#keys),*])?;
+            #(#unwraps)*
+            #(#partials)*
+            let #value = #run_attempt?;
+            <(#marker, #ok) as ::tool_envelope::__private::Output>::to_json(&#value, &#info)
+        })
+    }
+}
+
+/// `impl ServableTool` for a free function's companion. Every requirement of
+/// serving — `Deserialize + JsonSchema` arguments, a `Serialize` result — is a
+/// where-clause on the marker, checked only where the tool is served.
+fn companion_impl(
+    attr: &ToolAttr,
+    tool: &ToolFn,
+    locals: &Locals,
+    run_name: &Ident,
+) -> TokenStream {
+    let ident = tool.ident();
+    let ok = ok_of(tool);
+    let Locals {
+        arguments, context, ..
+    } = locals;
+    let marker = quote!(__ToolEnvelopeMarker);
+    let arg_bounds = sent(tool).map(|param| {
+        let ty = param.ty;
+        quote!((#marker, #ty): ::tool_envelope::mcp::Arg<Value = #ty>,)
+    });
+    let definition = definition_body(attr, tool, locals, &marker);
+    let call = call_fn_body(attr, tool, locals, &marker, &quote!(#run_name));
+    quote! {
+        impl<#marker: 'static> ::tool_envelope::mcp::ServableTool for #ident<#marker>
+        where
+            #(#arg_bounds)*
+            (#marker, #ok): ::tool_envelope::__private::Output<Value = #ok>,
+        {
+            fn definition() -> ::tool_envelope::mcp::ToolDefinition {
+                #definition
+            }
+
+            fn call<'a>(
+                #arguments: &'a ::tool_envelope::__private::serde_json::Map<::std::string::String, ::tool_envelope::__private::serde_json::Value>,
+                #context: &'a ::tool_envelope::mcp::CallContext,
+            ) -> ::tool_envelope::mcp::BoxFuture<'a, ::tool_envelope::ToolResult<::tool_envelope::__private::serde_json::Value>> {
+                #call
+            }
+        }
+    }
+}
+
+/// The hidden definition and call functions of a served method, and its
+/// `ToolSpec`.
+fn served_method(
+    attr: &ToolAttr,
+    tool: &ToolFn,
+    locals: &Locals,
+    run_name: &Ident,
+) -> (TokenStream, TokenStream) {
+    let base = tool.ident().unraw();
+    let definition_name = format_ident!("__tool_envelope_definition_{}", base);
+    let call_name = format_ident!("__tool_envelope_call_{}", base);
+    let Locals {
+        arguments,
+        context,
+        this,
+        ..
+    } = locals;
+    let marker = quote!(());
+    let definition = definition_body(attr, tool, locals, &marker);
+    let run_call = match tool.receiver {
+        Some(_) => quote!(#this.#run_name),
+        None => quote!(Self::#run_name),
+    };
+    let call = call_fn_body(attr, tool, locals, &marker, &run_call);
+    let functions = quote! {
+        #[doc(hidden)]
+        fn #definition_name() -> ::tool_envelope::mcp::ToolDefinition {
+            #definition
+        }
+
+        #[doc(hidden)]
+        #[allow(unused_variables)]
+        fn #call_name<'a>(
+            #this: ::std::sync::Arc<Self>,
+            #arguments: &'a ::tool_envelope::__private::serde_json::Map<::std::string::String, ::tool_envelope::__private::serde_json::Value>,
+            #context: &'a ::tool_envelope::mcp::CallContext,
+        ) -> ::tool_envelope::mcp::BoxFuture<'a, ::tool_envelope::ToolResult<::tool_envelope::__private::serde_json::Value>> {
+            #call
+        }
+    };
+    let spec = quote! {
+        ::tool_envelope::mcp::ToolSpec {
+            definition: Self::#definition_name,
+            call: Self::#call_name,
+        }
+    };
+    (functions, spec)
 }
 
 /// The tokens emitted when the macro found errors: the errors, and the function

@@ -109,6 +109,11 @@ impl Template {
         })
     }
 
+    /// The template as written, for the failure catalog.
+    pub fn text(&self) -> String {
+        self.lit.value()
+    }
+
     /// The expression building the text, given one binding per field read.
     pub fn expand(&self, bindings: &[TokenStream]) -> TokenStream {
         if self.fields.is_empty() {

@@ -12,6 +12,7 @@ mod expand;
 mod fmt;
 mod signature;
 mod tool_error;
+mod tools;
 mod valid;
 
 /// Turns a function returning a `Result` into a tool whose failures come back
@@ -82,19 +83,69 @@ mod valid;
 pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     let mut item = syn::parse_macro_input!(input as syn::ItemFn);
     // rustc rejects doc comments on parameters: take them off before anything is emitted.
-    let _param_docs = signature::take_param_docs(&mut item);
+    let param_docs = signature::take_param_docs(&mut item);
     let mut cx = ctxt::Ctxt::default();
     let attr = attr::parse(&mut cx, args.into());
-    let tool = signature::ToolFn::parse(&mut cx, &item);
+    let tool = signature::ToolFn::parse(&mut cx, &item, param_docs);
     if let Some(tool) = &tool {
         valid::check(&mut cx, &attr, tool);
     }
     match (cx.check(), tool) {
-        (Ok(()), Some(tool)) => expand::tool(&attr, &tool),
+        (Ok(()), Some(tool)) => {
+            // A function with `self`, or naming `Self`, is a method of an impl block.
+            let place = if tool.receiver.is_some() || signature::mentions_self(&item.sig) {
+                expand::Place::Method
+            } else {
+                expand::Place::Free
+            };
+            expand::tool(&attr, &tool, place).items
+        }
         (Err(error), _) => expand::fallback(error, &item),
         (Ok(()), None) => unreachable!("a signature that failed to parse recorded an error"),
     }
     .into()
+}
+
+/// Serves the `#[tool]` methods of an inherent `impl` block together: they
+/// share the value through `&self`, such as a connection pool, and
+/// `ToolSet::new().provider(value)` registers them all.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_envelope::{tool, tools, ErrorEnvelope};
+/// use tool_envelope::mcp::ToolSet;
+///
+/// struct Inventory {
+///     stock: Vec<(String, u32)>,
+/// }
+///
+/// #[tools]
+/// impl Inventory {
+///     /// How many of `sku` are in stock.
+///     #[tool(read_only)]
+///     fn stock_of(&self, sku: String) -> Result<u32, ErrorEnvelope> {
+///         self.stock
+///             .iter()
+///             .find(|(s, _)| *s == sku)
+///             .map(|(_, n)| *n)
+///             .ok_or_else(|| ErrorEnvelope::validation(format!("unknown SKU {sku}")))
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let tools = ToolSet::new().provider(Inventory { stock: vec![("A-1".into(), 3)] });
+/// let result = tools.call("stock_of", json!({"sku": "A-1"})).await.unwrap();
+/// assert_eq!(result.structured_content, Some(json!({"result": 3})));
+/// # }
+/// ```
+///
+/// Every `#[tool]` method here must be servable: `&self` (or no receiver),
+/// not generic, with owned arguments a client can send.
+#[proc_macro_attribute]
+pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
+    let item = syn::parse_macro_input!(input as syn::ItemImpl);
+    tools::expand(args.into(), item).into()
 }
 
 /// Derives `ToolError` from `#[tool_error(...)]` attributes.

@@ -2,8 +2,8 @@
 
 use syn::ext::IdentExt;
 use syn::{
-    Attribute, FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, ReturnType, Safety, Type,
-    TypePath,
+    Attribute, FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, Receiver, ReceiverKind,
+    ReturnType, Safety, Type, TypePath,
 };
 
 use crate::ctxt::Ctxt;
@@ -12,6 +12,7 @@ use crate::ctxt::Ctxt;
 pub struct ToolFn<'a> {
     pub item: &'a ItemFn,
     pub is_async: bool,
+    pub receiver: Option<&'a Receiver>,
     pub params: Vec<Param<'a>>,
     /// The return type as written: any type implementing `IntoToolResult`.
     pub output: &'a Type,
@@ -26,30 +27,59 @@ pub struct Param<'a> {
     pub ty: &'a Type,
     /// `Some(T)` when the parameter is a `Partial<T>` collector.
     pub partial_item: Option<&'a Type>,
+    /// The parameter's doc comment, taken off the emitted function.
+    pub docs: String,
 }
 
 /// Removes the doc comments of the parameters — rustc rejects them — and
-/// returns them, one list per typed parameter, in order.
-pub fn take_param_docs(item: &mut ItemFn) -> Vec<Vec<Attribute>> {
+/// returns their text, one per typed parameter, in order.
+pub fn take_param_docs(item: &mut ItemFn) -> Vec<String> {
     item.sig
         .inputs
         .iter_mut()
         .filter_map(|arg| match arg {
             FnArg::Typed(typed) => {
-                let (docs, rest) = std::mem::take(&mut typed.attrs)
-                    .into_iter()
-                    .partition(|attr| attr.path().is_ident("doc"));
+                let (docs, rest): (Vec<Attribute>, Vec<Attribute>) =
+                    std::mem::take(&mut typed.attrs)
+                        .into_iter()
+                        .partition(|attr| attr.path().is_ident("doc"));
                 typed.attrs = rest;
-                Some(docs)
+                Some(doc_text(&docs))
             }
             FnArg::Receiver(_) => None,
         })
         .collect()
 }
 
+/// The text of `#[doc = "..."]` attributes, as rustdoc reads it: one leading
+/// space stripped from each line, lines joined, trimmed.
+pub fn doc_text(attrs: &[Attribute]) -> String {
+    let lines: Vec<String> = attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("doc"))
+        .filter_map(|attr| match &attr.meta {
+            syn::Meta::NameValue(nv) => match &nv.value {
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(text),
+                    ..
+                }) => Some(text.value()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .flat_map(|text| {
+            text.split('\n')
+                .map(|line| line.trim_end_matches('\r').to_owned())
+                .collect::<Vec<_>>()
+        })
+        .map(|line| line.strip_prefix(' ').map(str::to_owned).unwrap_or(line))
+        .collect();
+    lines.join("\n").trim().to_owned()
+}
+
 impl<'a> ToolFn<'a> {
     /// Reads the signature, recording in `cx` every shape a tool cannot have.
-    pub fn parse(cx: &mut Ctxt, item: &'a ItemFn) -> Option<Self> {
+    pub fn parse(cx: &mut Ctxt, item: &'a ItemFn, mut docs: Vec<String>) -> Option<Self> {
         let sig = &item.sig;
         if let Some(constness) = &sig.constness {
             cx.error_spanned_by(
@@ -93,11 +123,18 @@ impl<'a> ToolFn<'a> {
             }
         };
 
+        let mut receiver = None;
         let mut params = Vec::new();
+        let mut typed_index = 0;
         for arg in &sig.inputs {
             match arg {
-                FnArg::Receiver(_) => {}
+                FnArg::Receiver(r) => receiver = Some(r),
                 FnArg::Typed(typed) => {
+                    let param_docs = docs
+                        .get_mut(typed_index)
+                        .map(std::mem::take)
+                        .unwrap_or_default();
+                    typed_index += 1;
                     let ident = match &*typed.pat {
                         Pat::Ident(pat) if pat.subpat.is_none() => &pat.ident,
                         pat => {
@@ -114,6 +151,7 @@ impl<'a> ToolFn<'a> {
                         key: ident.unraw().to_string(),
                         ty: &typed.ty,
                         partial_item: partial_item(&typed.ty),
+                        docs: param_docs,
                     });
                 }
             }
@@ -122,6 +160,7 @@ impl<'a> ToolFn<'a> {
         Some(ToolFn {
             item,
             is_async: sig.asyncness.is_some(),
+            receiver,
             params,
             output: output?,
         })
@@ -191,6 +230,109 @@ fn contains_impl_trait(ty: &Type) -> bool {
         Type::Reference(reference) => contains_impl_trait(&reference.elem),
         Type::Array(array) => contains_impl_trait(&array.elem),
         Type::Slice(slice) => contains_impl_trait(&slice.elem),
+        _ => false,
+    }
+}
+
+impl ToolFn<'_> {
+    /// Why a client could not call this tool, if it could not: `None` when
+    /// every parameter can come from the JSON arguments of a `tools/call`.
+    pub fn unservable(&self, skipped: impl Fn(&Ident) -> bool) -> Option<String> {
+        let generics = &self.item.sig.generics;
+        if !generics.params.is_empty() {
+            return Some("it is generic".to_owned());
+        }
+        if let Some(receiver) = self.receiver {
+            match &receiver.kind {
+                ReceiverKind::Reference(_, _, None) => {}
+                ReceiverKind::Reference(_, _, Some(_)) => {
+                    return Some(
+                        "it takes `&mut self`: tools that share state take `&self`".to_owned(),
+                    );
+                }
+                _ => {
+                    return Some(
+                        "it takes `self` by value: tools that share state take `&self`".to_owned(),
+                    );
+                }
+            }
+        }
+        for param in &self.params {
+            if param.partial_item.is_some() {
+                continue;
+            }
+            if skipped(param.ident) {
+                return Some(format!(
+                    "its parameter `{}` is skipped, so a client cannot send it",
+                    param.key
+                ));
+            }
+            if borrows(param.ty) {
+                return Some(format!(
+                    "its parameter `{}` borrows, and a client sends owned JSON",
+                    param.key
+                ));
+            }
+        }
+        None
+    }
+}
+
+/// Whether `ty` holds a reference, a trait object or `impl Trait`.
+fn borrows(ty: &Type) -> bool {
+    match peel(ty) {
+        Type::Reference(_) | Type::ImplTrait(_) | Type::TraitObject(_) | Type::Ptr(_) => true,
+        Type::Path(TypePath { path, qself, .. }) => {
+            qself.is_some()
+                || path
+                    .segments
+                    .iter()
+                    .any(|segment| match &segment.arguments {
+                        PathArguments::AngleBracketed(args) => {
+                            args.args.iter().any(|arg| match arg {
+                                GenericArgument::Type(ty) => borrows(ty),
+                                GenericArgument::Lifetime(_) => true,
+                                _ => false,
+                            })
+                        }
+                        PathArguments::Parenthesized(_) => true,
+                        _ => false,
+                    })
+        }
+        Type::Tuple(tuple) => tuple.elems.iter().any(borrows),
+        Type::Array(array) => borrows(&array.elem),
+        Type::Slice(_) => true,
+        _ => false,
+    }
+}
+
+/// Whether the signature names `Self`: then the function is in an impl block.
+pub fn mentions_self(sig: &syn::Signature) -> bool {
+    fn walk(tokens: proc_macro2::TokenStream) -> bool {
+        tokens.into_iter().any(|token| match token {
+            proc_macro2::TokenTree::Ident(ident) => ident == "Self",
+            proc_macro2::TokenTree::Group(group) => walk(group.stream()),
+            _ => false,
+        })
+    }
+    walk(quote::ToTokens::to_token_stream(sig))
+}
+
+/// Whether `ty` is certainly not a `Result` whatever the aliases in scope: a
+/// primitive, a tuple, a reference, an array. Only used to keep a wrong return
+/// type to one diagnostic; the check itself is the `IntoToolResult` bound.
+pub fn never_a_result(ty: &Type) -> bool {
+    const PRIMITIVES: &[&str] = &[
+        "bool", "char", "str", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32",
+        "i64", "i128", "isize", "f32", "f64",
+    ];
+    match peel(ty) {
+        Type::Path(TypePath {
+            qself: None, path, ..
+        }) => path.segments.len() == 1 && PRIMITIVES.iter().any(|p| path.segments[0].ident == p),
+        Type::Tuple(_) | Type::Reference(_) | Type::Array(_) | Type::Slice(_) | Type::Never(_) => {
+            true
+        }
         _ => false,
     }
 }

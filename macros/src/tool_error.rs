@@ -1,7 +1,7 @@
 //! `#[derive(ToolError)]`: parse → validate → expand.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::meta::ParseNestedMeta;
 use syn::spanned::Spanned;
 use syn::{Attribute, Data, DeriveInput, Fields, Ident, LitBool, LitStr, Member, Type};
@@ -39,6 +39,8 @@ struct Case<'a> {
     retry_after: Option<usize>,
     partial: Option<usize>,
     violations: Option<usize>,
+    /// thiserror's `#[error("...")]` template, published as the message.
+    message: Option<String>,
 }
 
 /// Derives `ToolError`, or reports every problem and emits a placeholder impl
@@ -121,6 +123,7 @@ fn parse_case<'a>(
         retry_after: None,
         partial: None,
         violations: None,
+        message: error_template(attrs),
     };
     let what = match variant {
         Some(ident) => format!("variant `{ident}`"),
@@ -223,6 +226,22 @@ fn parse_case<'a>(
         }
     }
     case
+}
+
+/// The format string of thiserror's `#[error("...")]`, if there is one.
+fn error_template(attrs: &[Attribute]) -> Option<String> {
+    attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("error"))
+        .find_map(|attr| match &attr.meta {
+            syn::Meta::List(list) => {
+                let first = list.tokens.clone().into_iter().next()?;
+                syn::parse2::<LitStr>(first.into_token_stream())
+                    .ok()
+                    .map(|lit| lit.value())
+            }
+            _ => None,
+        })
 }
 
 fn positional(fields: &Fields) -> usize {
@@ -661,7 +680,54 @@ fn expand(input: &DeriveInput, cases: &[Case]) -> TokenStream {
         quote!()
     };
 
+    let modes = cases.iter().map(|case| {
+        if case.transparent.is_some() {
+            let inner = case.field_ty(0);
+            return quote! {
+                modes.extend(
+                    (&::tool_envelope::__private::FailureProbe::<#inner>::new()).failure_modes().unwrap_or_default(),
+                );
+            };
+        }
+        let (name, _) = case.category.as_ref().expect("validated");
+        let category = category_tokens(name);
+        let retryable = case.retryable.unwrap_or(name == "transient");
+        let reason = match &case.reason {
+            Some(lit) => quote!(::core::option::Option::Some(::std::borrow::Cow::Borrowed(#lit))),
+            None => quote!(::core::option::Option::None),
+        };
+        let message = match &case.message {
+            Some(text) => quote!(::core::option::Option::Some(::std::borrow::Cow::Borrowed(#text))),
+            None => quote!(::core::option::Option::None),
+        };
+        let alternatives = case.alternatives.iter().map(|template| {
+            let text = template.text();
+            quote!(::std::borrow::Cow::Borrowed(#text))
+        });
+        quote! {
+            modes.push(::tool_envelope::FailureMode {
+                category: #category,
+                retryable: #retryable,
+                reason: #reason,
+                message: #message,
+                alternatives: ::std::vec![#(#alternatives),*],
+            });
+        }
+    });
+
     quote! {
+        #[automatically_derived]
+        impl #impl_generics ::tool_envelope::DescribeFailures for #ident #ty_generics #where_clause {
+            fn failure_modes() -> ::std::vec::Vec<::tool_envelope::FailureMode> {
+                #[allow(unused_imports)]
+                use ::tool_envelope::__private::{ViaFailures as _, ViaNoFailures as _};
+                #[allow(unused_mut)]
+                let mut modes = ::std::vec::Vec::new();
+                #(#modes)*
+                modes
+            }
+        }
+
         #[automatically_derived]
         impl #impl_generics #trait_ for #ident #ty_generics #where_clause {
             #category

@@ -10,12 +10,12 @@ use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::capture::Capture;
 use crate::category::ErrorCategory;
 use crate::classify::ToolError;
-use crate::envelope::ErrorEnvelope;
+use crate::envelope::{ErrorEnvelope, REDACTED};
 use crate::guard::{Guard, ToolCall};
 use crate::panic::{catch_unwind_future, panic_message};
 use crate::partial::Partial;
@@ -27,9 +27,47 @@ pub type ToolResult<T> = Result<T, ErrorEnvelope>;
 #[derive(Debug)]
 pub struct ToolInfo {
     /// The tool's name, as it appears in the envelope's `tool`.
-    pub name: &'static str,
+    pub name: Cow<'static, str>,
     /// Whether the tool declared itself safe to repeat.
     pub idempotent: bool,
+    /// Parameters whose values never reach an envelope (`redact`).
+    pub redacted: &'static [&'static str],
+}
+
+/// Where a call's `attempted_query` comes from.
+#[derive(Debug)]
+pub enum Query<'a> {
+    /// The typed arguments, serialized by the `#[tool]` function before its body ran.
+    Captured(Capture),
+    /// The JSON arguments of an MCP `tools/call`, as received: not serialized
+    /// again. Redacted parameters are masked when the envelope is built.
+    Arguments(&'a Map<String, Value>),
+}
+
+impl Query<'_> {
+    /// The arguments as a JSON value, redacted parameters masked.
+    pub(crate) fn into_value(self, tool: &ToolInfo) -> Value {
+        Value::Object(self.into_object(tool))
+    }
+
+    /// The arguments as a JSON object, redacted parameters masked.
+    fn into_object(self, tool: &ToolInfo) -> Map<String, Value> {
+        match self {
+            Query::Captured(capture) => match capture.to_value() {
+                Value::Object(arguments) => arguments,
+                _ => unreachable!("a capture is always a JSON object"),
+            },
+            Query::Arguments(arguments) => {
+                let mut arguments = arguments.clone();
+                for name in tool.redacted {
+                    if let Some(value) = arguments.get_mut(*name) {
+                        *value = Value::String(REDACTED.to_owned());
+                    }
+                }
+                arguments
+            }
+        }
+    }
 }
 
 /// A type a `#[tool]` function may return: a `Result`.
@@ -108,21 +146,36 @@ pub fn partial_source<T: PartialItem>(partial: &Partial<T>) -> PartialHandle<T> 
     }
 }
 
-/// Runs the tool's guard on its captured arguments. A blocked call fails with
-/// the guard's `business` envelope and the body never runs.
-pub fn check_guard<G: Guard + ?Sized>(
+/// Runs the tool's guard on its arguments. A blocked call fails with the
+/// guard's `business` envelope and the body never runs.
+pub fn check_guard<'q, G: Guard + ?Sized>(
     guard: &G,
-    tool: &'static ToolInfo,
-    query: &Capture,
-) -> Result<(), ErrorEnvelope> {
-    let arguments = query.to_value();
-    let call = ToolCall {
-        tool: tool.name,
-        arguments: &arguments,
+    tool: &ToolInfo,
+    query: Query<'q>,
+) -> Result<Query<'q>, ErrorEnvelope> {
+    let verdict = match &query {
+        Query::Arguments(arguments) => guard.check(&ToolCall {
+            tool: &tool.name,
+            arguments,
+        }),
+        Query::Captured(capture) => {
+            let Value::Object(arguments) = capture.to_value() else {
+                unreachable!("a capture is always a JSON object")
+            };
+            guard.check(&ToolCall {
+                tool: &tool.name,
+                arguments: &arguments,
+            })
+        }
     };
-    match guard.check(&call) {
-        Ok(()) => Ok(()),
-        Err(blocked) => Err(complete(blocked.into_envelope(), tool, || arguments, &())),
+    match verdict {
+        Ok(()) => Ok(query),
+        Err(blocked) => Err(complete(
+            blocked.into_envelope(),
+            tool,
+            || query.into_value(tool),
+            &(),
+        )),
     }
 }
 
@@ -132,8 +185,8 @@ pub fn check_guard<G: Guard + ?Sized>(
 /// at the return type, so that a return type that is not a `Result` is
 /// reported there, once.
 pub fn call_sync<R, T, E, P>(
-    tool: &'static ToolInfo,
-    query: Capture,
+    tool: &ToolInfo,
+    query: Query<'_>,
     partial: P,
     body: impl FnOnce() -> R,
     into_result: fn(R) -> Result<T, E>,
@@ -149,8 +202,8 @@ where
 /// Runs an asynchronous tool body and turns its failure or panic into an
 /// envelope. See [`call_sync`].
 pub async fn call_async<R, T, E, P>(
-    tool: &'static ToolInfo,
-    query: Capture,
+    tool: &ToolInfo,
+    query: Query<'_>,
     partial: P,
     body: impl Future<Output = R>,
     into_result: fn(R) -> Result<T, E>,
@@ -164,29 +217,29 @@ where
 }
 
 fn finish<T, E: ToolError>(
-    tool: &'static ToolInfo,
+    tool: &ToolInfo,
     outcome: Result<Result<T, E>, Box<dyn Any + Send>>,
-    query: Capture,
+    query: Query<'_>,
     partial: &dyn PartialSource,
 ) -> ToolResult<T> {
     let envelope = match outcome {
         Ok(Ok(value)) => return Ok(value),
         Ok(Err(error)) => error.into_envelope(),
-        Err(panic) => panicked(tool.name, panic.as_ref()),
+        Err(panic) => panicked(&tool.name, panic.as_ref()),
     };
-    Err(complete(envelope, tool, || query.to_value(), partial))
+    Err(complete(envelope, tool, || query.into_value(tool), partial))
 }
 
 /// Fills in what the tool knows and the error did not say; an envelope that
 /// passed through from another tool keeps its own pillars.
 pub(crate) fn complete(
     mut envelope: ErrorEnvelope,
-    tool: &'static ToolInfo,
+    tool: &ToolInfo,
     query: impl FnOnce() -> Value,
     partial: &dyn PartialSource,
 ) -> ErrorEnvelope {
     if envelope.tool.is_none() {
-        envelope.tool = Some(Cow::Borrowed(tool.name));
+        envelope.tool = Some(tool.name.clone());
     }
     if envelope.attempted_query.is_none() {
         envelope.attempted_query = Some(query());

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::category::ErrorCategory;
 use crate::classify::ToolError;
@@ -21,8 +21,8 @@ use crate::escalation::reasons;
 pub struct ToolCall<'a> {
     /// The tool's name.
     pub tool: &'a str,
-    /// The arguments, as captured (`attempted_query`): a JSON object.
-    pub arguments: &'a Value,
+    /// The arguments, as captured (`attempted_query`).
+    pub arguments: &'a Map<String, Value>,
 }
 
 impl<'a> ToolCall<'a> {
@@ -170,9 +170,10 @@ where
 ///         Ok(())
 ///     });
 ///
-/// assert!(guards.check("process_refund", &json!({"amount": 300})).is_ok());
-/// assert!(guards.check("process_refund", &json!({"amount": 620})).is_err());
-/// assert!(guards.check("drop_table", &json!({})).is_err());
+/// let args = |value: serde_json::Value| value.as_object().unwrap().clone();
+/// assert!(guards.check("process_refund", &args(json!({"amount": 300}))).is_ok());
+/// assert!(guards.check("process_refund", &args(json!({"amount": 620}))).is_err());
+/// assert!(guards.check("drop_table", &args(json!({}))).is_err());
 /// ```
 #[derive(Clone, Default)]
 pub struct Guards {
@@ -212,7 +213,7 @@ impl Guards {
     }
 
     /// Runs the guards that apply to `tool`.
-    pub fn check(&self, tool: &str, arguments: &Value) -> Result<(), Blocked> {
+    pub fn check(&self, tool: &str, arguments: &Map<String, Value>) -> Result<(), Blocked> {
         let call = ToolCall { tool, arguments };
         self.entries
             .iter()

@@ -8,6 +8,7 @@
 
 mod call;
 mod capture;
+mod catalog;
 mod category;
 mod classify;
 mod coordinator;
@@ -15,6 +16,7 @@ mod envelope;
 mod escalation;
 mod found;
 mod guard;
+pub mod mcp;
 mod panic;
 mod partial;
 mod retry;
@@ -25,6 +27,7 @@ mod schema;
 pub mod __private;
 
 pub use call::ToolResult;
+pub use catalog::{DescribeFailures, FailureMode};
 pub use category::{ErrorCategory, UnknownCategory};
 pub use classify::ToolError;
 pub use coordinator::{BranchResult, Completed, Coordinator, Gap, Report};

@@ -6,12 +6,123 @@ pub use serde;
 pub use serde_json;
 
 pub use crate::call::{
-    IntoToolResult, PartialHandle, PartialItem, PartialSource, ToolInfo, call_async, call_sync,
-    check_guard, partial_source,
+    IntoToolResult, PartialHandle, PartialItem, PartialSource, Query, ToolInfo, call_async,
+    call_sync, check_guard, partial_source,
 };
 
 /// The success type of a `#[tool]`'s return type, as its signature names it.
 pub type OkOf<R> = <R as IntoToolResult>::Ok;
+
+/// The error type of a `#[tool]`'s return type.
+pub type ErrOf<R> = <R as IntoToolResult>::Err;
+
+/// The success value of a served tool, as JSON.
+#[diagnostic::on_unimplemented(
+    message = "the result of a served tool must implement `serde::Serialize`",
+    label = "the success type in `{Self}` cannot be sent to an MCP client",
+    note = "derive `Serialize` for it, or do not serve this tool"
+)]
+pub trait Output {
+    /// The success type.
+    type Value;
+    /// The value as JSON; a value that fails to serialize is an `other` failure.
+    fn to_json(value: &Self::Value, tool: &ToolInfo) -> crate::ToolResult<Value>;
+}
+
+#[diagnostic::do_not_recommend]
+impl<M, T: serde::Serialize> Output for (M, T) {
+    type Value = T;
+
+    fn to_json(value: &T, tool: &ToolInfo) -> crate::ToolResult<Value> {
+        serde_json::to_value(value).map_err(|error| {
+            crate::ErrorEnvelope::other(format!(
+                "the result of `{}` could not be serialized: {error}",
+                tool.name
+            ))
+            .with_reason("UNSERIALIZABLE_RESULT")
+            .with_tool(tool.name.clone())
+        })
+    }
+}
+
+/// A schema function, as a definition takes it.
+pub type SchemaFn = fn(&mut schemars::SchemaGenerator) -> schemars::Schema;
+
+/// Autoref specialization: the output schema of `T` when it implements `JsonSchema`.
+pub struct SchemaProbe<T>(std::marker::PhantomData<fn() -> T>);
+
+impl<T> SchemaProbe<T> {
+    /// A probe of `T`.
+    pub fn new() -> Self {
+        SchemaProbe(std::marker::PhantomData)
+    }
+}
+
+impl<T> Default for SchemaProbe<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Chosen when the probed type implements `JsonSchema`.
+pub trait ViaSchema {
+    /// Its schema.
+    fn output_schema(&self) -> Option<SchemaFn>;
+}
+
+impl<T: schemars::JsonSchema> ViaSchema for SchemaProbe<T> {
+    fn output_schema(&self) -> Option<SchemaFn> {
+        Some(|generator| generator.subschema_for::<T>())
+    }
+}
+
+/// Chosen otherwise.
+pub trait ViaNoSchema {
+    /// `None`.
+    fn output_schema(&self) -> Option<SchemaFn> {
+        None
+    }
+}
+
+impl<T> ViaNoSchema for &SchemaProbe<T> {}
+
+/// Autoref specialization: the failure modes of `E` when it implements `DescribeFailures`.
+pub struct FailureProbe<E>(std::marker::PhantomData<fn() -> E>);
+
+impl<E> FailureProbe<E> {
+    /// A probe of `E`.
+    pub fn new() -> Self {
+        FailureProbe(std::marker::PhantomData)
+    }
+}
+
+impl<E> Default for FailureProbe<E> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Chosen when the probed type implements `DescribeFailures`.
+pub trait ViaFailures {
+    /// Its failure modes.
+    fn failure_modes(&self) -> Option<Vec<crate::FailureMode>>;
+}
+
+impl<E: crate::DescribeFailures> ViaFailures for FailureProbe<E> {
+    fn failure_modes(&self) -> Option<Vec<crate::FailureMode>> {
+        Some(E::failure_modes())
+    }
+}
+
+/// Chosen otherwise.
+pub trait ViaNoFailures {
+    /// `None`.
+    fn failure_modes(&self) -> Option<Vec<crate::FailureMode>> {
+        None
+    }
+}
+
+impl<E> ViaNoFailures for &FailureProbe<E> {}
 pub use crate::capture::{Capturable, Capture, CaptureWriter, capture};
 
 pub use crate::classify::envelope_of;

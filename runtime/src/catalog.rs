@@ -1,0 +1,91 @@
+//! How a tool can fail, told in advance: the catalog an MCP definition
+//! publishes so that a model knows its next moves before it calls.
+
+use std::borrow::Cow;
+
+use serde::Serialize;
+
+use crate::category::ErrorCategory;
+
+/// One way a tool can fail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FailureMode {
+    /// The failure type.
+    pub category: ErrorCategory,
+    /// Whether repeating the call may succeed.
+    #[serde(rename = "isRetryable")]
+    pub retryable: bool,
+    /// The stable machine code, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<Cow<'static, str>>,
+    /// The message, as a template (`"Refund of {amount} exceeds the cap"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<Cow<'static, str>>,
+    /// The next moves this failure suggests, as templates.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<Cow<'static, str>>,
+}
+
+impl FailureMode {
+    /// A failure of `category`, retryable as the category says.
+    pub fn new(category: ErrorCategory) -> Self {
+        FailureMode {
+            category,
+            retryable: category.is_retryable_by_default(),
+            reason: None,
+            message: None,
+            alternatives: Vec::new(),
+        }
+    }
+}
+
+/// An error type that can list its failure modes up front.
+/// `#[derive(ToolError)]` implements it from the `#[tool_error]` attributes.
+pub trait DescribeFailures {
+    /// Every way this error can come out.
+    fn failure_modes() -> Vec<FailureMode>;
+}
+
+/// An I/O error can be any of its kinds' categories.
+impl DescribeFailures for std::io::Error {
+    fn failure_modes() -> Vec<FailureMode> {
+        vec![
+            FailureMode {
+                message: Some("a timeout, an interruption or a dropped connection".into()),
+                ..FailureMode::new(ErrorCategory::Transient)
+            },
+            FailureMode {
+                message: Some("permission denied".into()),
+                ..FailureMode::new(ErrorCategory::Permission)
+            },
+            FailureMode {
+                message: Some("invalid input or data".into()),
+                ..FailureMode::new(ErrorCategory::Validation)
+            },
+            FailureMode::new(ErrorCategory::Other),
+        ]
+    }
+}
+
+/// A one-line summary of `modes`, for a tool's description:
+/// `"Can fail: transient (DB_TIMEOUT, retryable); business (REFUND_OVER_CAP)."`
+pub fn summary(modes: &[FailureMode]) -> String {
+    let parts: Vec<String> = modes
+        .iter()
+        .map(|mode| {
+            let mut notes = Vec::new();
+            if let Some(reason) = &mode.reason {
+                notes.push(reason.to_string());
+            }
+            if mode.retryable {
+                notes.push("retryable".to_owned());
+            }
+            if notes.is_empty() {
+                mode.category.to_string()
+            } else {
+                format!("{} ({})", mode.category, notes.join(", "))
+            }
+        })
+        .collect();
+    format!("Can fail: {}.", parts.join("; "))
+}

@@ -1,0 +1,138 @@
+//! Arguments of an MCP `tools/call`, decoded into a tool's typed parameters.
+//! Every problem is collected — each offending field with what was expected —
+//! and reported as one `validation` envelope, not a protocol error (SEP-1303).
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::call::{Query, ToolInfo, complete};
+use crate::envelope::{ErrorEnvelope, Violation};
+
+/// A parameter type a served tool can take: deserialized from the client's
+/// JSON and described by a JSON Schema.
+///
+/// The first element of the pair defers the check to where a tool is served,
+/// so that `#[tool]` asks nothing of functions that are only called directly.
+#[diagnostic::on_unimplemented(
+    message = "an argument of a served tool must implement `serde::Deserialize` and `schemars::JsonSchema`",
+    label = "the argument type in `{Self}` cannot come from an MCP client",
+    note = "derive `Deserialize` and `JsonSchema` for it, or do not serve this tool"
+)]
+pub trait Arg {
+    /// The parameter's type.
+    type Value;
+    /// Decodes the argument; `None` when the client did not send it.
+    fn decode(value: Option<&Value>) -> Result<Self::Value, (String, String)>;
+    /// The parameter's schema.
+    fn schema(generator: &mut SchemaGenerator) -> Schema;
+    /// Whether a client must send it: anything but an `Option`.
+    fn required() -> bool;
+}
+
+#[diagnostic::do_not_recommend]
+impl<M, T: DeserializeOwned + JsonSchema> Arg for (M, T) {
+    type Value = T;
+
+    fn decode(value: Option<&Value>) -> Result<T, (String, String)> {
+        match value {
+            Some(value) => serde_path_to_error::deserialize(value).map_err(|error| {
+                let path = error.path().to_string();
+                let path = if path == "." { String::new() } else { path };
+                (path, error.into_inner().to_string())
+            }),
+            // Missing is `None` for an `Option`, as serde's derive does it.
+            None => T::deserialize(&Value::Null)
+                .map_err(|_| (String::new(), "required argument is missing".to_owned())),
+        }
+    }
+
+    fn schema(generator: &mut SchemaGenerator) -> Schema {
+        generator.subschema_for::<T>()
+    }
+
+    fn required() -> bool {
+        T::deserialize(&Value::Null).is_err()
+    }
+}
+
+/// Decodes the arguments of one call, collecting every violation.
+pub struct Decoder<'a> {
+    arguments: &'a Map<String, Value>,
+    violations: Vec<Violation>,
+}
+
+impl<'a> Decoder<'a> {
+    /// A decoder of `arguments`.
+    pub fn new(arguments: &'a Map<String, Value>) -> Self {
+        Decoder {
+            arguments,
+            violations: Vec::new(),
+        }
+    }
+
+    /// The argument `name`, or `None` after recording why it is unusable.
+    pub fn arg<A: Arg>(&mut self, name: &'static str) -> Option<A::Value> {
+        match A::decode(self.arguments.get(name)) {
+            Ok(value) => Some(value),
+            Err((path, description)) => {
+                let field = if path.is_empty() {
+                    name.to_owned()
+                } else {
+                    format!("{name}.{path}")
+                };
+                self.violations.push(Violation::new(field, description));
+                None
+            }
+        }
+    }
+
+    /// `Ok` when every argument decoded and none is unknown; otherwise a
+    /// `validation` envelope whose `attempted_query` is the arguments as
+    /// received and whose `violations` name every offending field.
+    pub fn finish(mut self, tool: &ToolInfo, expected: &[&str]) -> Result<(), ErrorEnvelope> {
+        for name in self.arguments.keys() {
+            if !expected.contains(&name.as_str()) {
+                let description = if expected.is_empty() {
+                    "unknown argument: this tool takes no arguments".to_owned()
+                } else {
+                    format!(
+                        "unknown argument: expected one of `{}`",
+                        expected.join("`, `")
+                    )
+                };
+                self.violations
+                    .push(Violation::new(name.clone(), description));
+            }
+        }
+        if self.violations.is_empty() {
+            return Ok(());
+        }
+        Err(invalid_arguments(
+            tool,
+            self.violations,
+            Query::Arguments(self.arguments),
+        ))
+    }
+}
+
+/// The envelope of arguments that could not be used.
+pub(crate) fn invalid_arguments(
+    tool: &ToolInfo,
+    violations: Vec<Violation>,
+    query: Query<'_>,
+) -> ErrorEnvelope {
+    let first = &violations[0];
+    let mut message = format!(
+        "Invalid arguments for `{}`: `{}` {}",
+        tool.name, first.field, first.description
+    );
+    if violations.len() > 1 {
+        message.push_str(&format!(" (and {} more)", violations.len() - 1));
+    }
+    let mut envelope = ErrorEnvelope::validation(message)
+        .with_reason("INVALID_ARGUMENTS")
+        .with_alternative("Correct the arguments to match the tool's inputSchema and call again");
+    envelope.violations = violations;
+    complete(envelope, tool, || query.into_value(tool), &())
+}

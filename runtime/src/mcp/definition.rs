@@ -1,0 +1,271 @@
+//! MCP tool definitions, generated from `#[tool]` at compile time and
+//! assembled once when a tool set is built.
+
+use schemars::generate::SchemaSettings;
+use schemars::{Schema, SchemaGenerator};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::catalog::{FailureMode, summary};
+use crate::envelope::ErrorEnvelope;
+
+/// The JSON Schema dialect of every schema here.
+pub const JSON_SCHEMA_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
+
+/// The `_meta` key under which a tool publishes how it can fail.
+pub const FAILURE_MODES_META_KEY: &str = "tool-envelope/failureModes";
+
+/// An MCP `Tool`, as `tools/list` returns it.
+///
+/// Beyond any MCP SDK, its `_meta` tells the model in advance how the tool can
+/// fail (`tool-envelope/failureModes`: categories, retry flags, reasons and
+/// alternatives), and its `outputSchema` accepts the error envelope as well as
+/// the success value, so a client that validates `structuredContent` even on
+/// errors never rejects one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolDefinition {
+    /// The tool's name: 1 to 64 of `[A-Za-z0-9_.-]`.
+    pub name: String,
+    /// A human-friendly title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the tool does, from its doc comment.
+    pub description: String,
+    /// JSON Schema (2020-12) of the arguments; root `type: "object"`.
+    pub input_schema: Map<String, Value>,
+    /// JSON Schema (2020-12) of `structuredContent`: the success value or an
+    /// error envelope.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Map<String, Value>>,
+    /// Hints about the tool's behaviour. Clients must not trust them blindly.
+    pub annotations: ToolAnnotations,
+    /// Extra metadata: the tool's failure modes.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Whether a success value is wrapped as `{"result": value}` in
+    /// `structuredContent` (MCP requires an object there).
+    #[serde(skip)]
+    pub(crate) wrap_result: Option<bool>,
+    /// Parameters whose values never reach an envelope.
+    #[serde(skip)]
+    pub(crate) redacted: &'static [&'static str],
+}
+
+/// MCP tool annotations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    /// The tool does not modify its environment.
+    pub read_only_hint: bool,
+    /// The tool may perform destructive updates (meaningful when not read-only).
+    pub destructive_hint: bool,
+    /// Repeating the call with the same arguments has no further effect.
+    pub idempotent_hint: bool,
+    /// The tool interacts with an open world of external entities.
+    pub open_world_hint: bool,
+}
+
+impl ToolDefinition {
+    /// The failure modes published in `_meta`, if any.
+    pub fn failure_modes(&self) -> Option<&Value> {
+        self.meta.as_ref()?.get(FAILURE_MODES_META_KEY)
+    }
+
+    /// `value` as `structuredContent`: itself if it is an object and the tool
+    /// does not wrap its results, otherwise `{"result": value}`.
+    pub(crate) fn structured(&self, value: Value) -> Value {
+        let wrap = self.wrap_result.unwrap_or(!value.is_object());
+        if wrap {
+            json!({ "result": value })
+        } else {
+            value
+        }
+    }
+}
+
+/// What `#[tool]` knows about a tool at compile time.
+#[derive(Debug)]
+pub struct ToolMeta {
+    /// The tool's name.
+    pub name: &'static str,
+    /// Its title.
+    pub title: Option<&'static str>,
+    /// Its description: the doc comment or `description = "..."`.
+    pub description: &'static str,
+    /// `read_only`.
+    pub read_only: bool,
+    /// `destructive`.
+    pub destructive: bool,
+    /// `idempotent`, or implied by `read_only`.
+    pub idempotent: bool,
+    /// `open_world`.
+    pub open_world: bool,
+    /// Append a one-line summary of the failure modes to the description.
+    pub describe_failures: bool,
+    /// Parameters whose values never reach an envelope.
+    pub redacted: &'static [&'static str],
+}
+
+/// One parameter of a served tool.
+#[derive(Debug)]
+pub struct ParamSpec {
+    /// The argument's key.
+    pub name: &'static str,
+    /// The parameter's doc comment ("" when it has none).
+    pub description: &'static str,
+    /// The schema of its type.
+    pub schema: fn(&mut SchemaGenerator) -> Schema,
+    /// Whether a client must send it (not an `Option`).
+    pub required: fn() -> bool,
+}
+
+fn generator() -> SchemaGenerator {
+    SchemaGenerator::new(SchemaSettings::draft2020_12())
+}
+
+/// Assembles a definition from what `#[tool]` generated.
+pub fn build(
+    meta: &ToolMeta,
+    params: &[ParamSpec],
+    output: Option<fn(&mut SchemaGenerator) -> Schema>,
+    failures: Option<Vec<FailureMode>>,
+) -> ToolDefinition {
+    let mut description = meta.description.trim().to_owned();
+    if meta.describe_failures
+        && let Some(modes) = failures.as_deref().filter(|modes| !modes.is_empty())
+    {
+        if !description.is_empty() {
+            description.push_str("\n\n");
+        }
+        description.push_str(&summary(modes));
+    }
+    let (output_schema, wrap_result) = match output {
+        Some(schema) => {
+            let (schema, wrap) = output_schema(schema);
+            (Some(schema), Some(wrap))
+        }
+        None => (None, None),
+    };
+    let meta_object = failures.map(|modes| {
+        let mut object = Map::new();
+        object.insert(
+            FAILURE_MODES_META_KEY.to_owned(),
+            serde_json::to_value(modes).expect("failure modes serialize"),
+        );
+        object
+    });
+    ToolDefinition {
+        name: meta.name.to_owned(),
+        title: meta.title.map(str::to_owned),
+        description,
+        input_schema: input_schema(params),
+        output_schema,
+        annotations: ToolAnnotations {
+            read_only_hint: meta.read_only,
+            destructive_hint: meta.destructive && !meta.read_only,
+            idempotent_hint: meta.idempotent,
+            open_world_hint: meta.open_world,
+        },
+        meta: meta_object,
+        wrap_result,
+        redacted: meta.redacted,
+    }
+}
+
+/// The schema of the arguments object: one property per parameter, the
+/// parameter's doc comment as its description, `Option`s not required, and
+/// nothing else allowed.
+fn input_schema(params: &[ParamSpec]) -> Map<String, Value> {
+    let mut generator = generator();
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    for param in params {
+        let mut schema = (param.schema)(&mut generator);
+        if !param.description.is_empty() {
+            schema
+                .ensure_object()
+                .insert("description".to_owned(), param.description.trim().into());
+        }
+        properties.insert(param.name.to_owned(), schema.to_value());
+        if (param.required)() {
+            required.push(Value::from(param.name));
+        }
+    }
+    let mut schema = Map::new();
+    schema.insert("$schema".to_owned(), JSON_SCHEMA_2020_12.into());
+    schema.insert("type".to_owned(), "object".into());
+    schema.insert("properties".to_owned(), Value::Object(properties));
+    if !required.is_empty() {
+        schema.insert("required".to_owned(), Value::Array(required));
+    }
+    schema.insert("additionalProperties".to_owned(), false.into());
+    let definitions = generator.take_definitions(true);
+    if !definitions.is_empty() {
+        schema.insert("$defs".to_owned(), Value::Object(definitions));
+    }
+    schema
+}
+
+/// The schema of `structuredContent`: the success value — wrapped as
+/// `{"result": ...}` unless it is always an object — or an error envelope.
+fn output_schema(success: fn(&mut SchemaGenerator) -> Schema) -> (Map<String, Value>, bool) {
+    let mut generator = generator();
+    let success = success(&mut generator).to_value();
+    let mut definitions = generator.take_definitions(true);
+    let wrap = !is_object_schema(&success, &definitions);
+    let success = if wrap {
+        json!({
+            "type": "object",
+            "properties": { "result": success },
+            "required": ["result"]
+        })
+    } else {
+        success
+    };
+    let envelope = serde_json::to_value(<ErrorEnvelope as schemars::JsonSchema>::json_schema(
+        &mut generator,
+    ))
+    .expect("a schema serializes");
+    definitions.insert("ErrorEnvelope".to_owned(), envelope);
+    let mut schema = Map::new();
+    schema.insert("$schema".to_owned(), JSON_SCHEMA_2020_12.into());
+    schema.insert("type".to_owned(), "object".into());
+    schema.insert(
+        "anyOf".to_owned(),
+        json!([success, { "$ref": "#/$defs/ErrorEnvelope" }]),
+    );
+    schema.insert("$defs".to_owned(), Value::Object(definitions));
+    (schema, wrap)
+}
+
+/// Whether every value matching `schema` is a JSON object.
+fn is_object_schema(schema: &Value, definitions: &Map<String, Value>) -> bool {
+    let schema = match schema.get("$ref").and_then(Value::as_str) {
+        Some(reference) => match reference
+            .strip_prefix("#/$defs/")
+            .and_then(|name| definitions.get(name))
+        {
+            Some(target) => target,
+            None => return false,
+        },
+        None => schema,
+    };
+    schema.get("type") == Some(&Value::from("object"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn objects_are_not_wrapped_and_the_rest_is() {
+        let (schema, wrap) = output_schema(|g| g.subschema_for::<crate::Found<u32>>());
+        assert!(!wrap);
+        assert_eq!(schema["type"], "object");
+        let (schema, wrap) = output_schema(|g| g.subschema_for::<Vec<String>>());
+        assert!(wrap);
+        assert_eq!(schema["anyOf"][0]["required"], json!(["result"]));
+        assert_eq!(schema["anyOf"][1]["$ref"], "#/$defs/ErrorEnvelope");
+    }
+}

@@ -1,0 +1,529 @@
+//! A tool set: the registry that lists tools and dispatches `tools/call`.
+
+use std::any::Any;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::call::{Query, ToolInfo, ToolResult, complete};
+use crate::category::ErrorCategory;
+use crate::classify::ToolError;
+use crate::envelope::{ErrorEnvelope, Violation};
+use crate::guard::Guards;
+use crate::mcp::arguments::invalid_arguments;
+use crate::mcp::definition::ToolDefinition;
+use crate::partial::Partial;
+#[cfg(feature = "tokio")]
+use crate::retry::RetryPolicy;
+
+/// A boxed future, as tool calls return them.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One attempt of a served tool: the JSON arguments in, the success value as
+/// JSON (or the envelope) out.
+pub type CallFn = dyn for<'a> Fn(&'a Map<String, Value>, &'a CallContext) -> BoxFuture<'a, ToolResult<Value>>
+    + Send
+    + Sync;
+
+/// A free `#[tool]` function a [`ToolSet`] can serve: `#[tool]` implements it
+/// for a hidden companion type named like the function, so that
+/// `ToolSet::new().tool::<lookup_orders>()` registers `fn lookup_orders`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be served over MCP",
+    label = "not a servable tool",
+    note = "a served tool takes only owned, `Deserialize + JsonSchema` arguments that a client can send: no generics, no references, no skipped parameters, and no `self`",
+    note = "serve methods that share state through a `#[tools]` impl block"
+)]
+pub trait ServableTool: 'static {
+    /// The tool's MCP definition.
+    fn definition() -> ToolDefinition;
+
+    /// One attempt of the tool on `arguments`.
+    fn call<'a>(
+        arguments: &'a Map<String, Value>,
+        context: &'a CallContext,
+    ) -> BoxFuture<'a, ToolResult<Value>>;
+}
+
+/// One attempt of a method tool on the shared state `S`.
+pub type MethodCall<S> =
+    for<'a> fn(Arc<S>, &'a Map<String, Value>, &'a CallContext) -> BoxFuture<'a, ToolResult<Value>>;
+
+/// One tool of a `#[tools]` impl block: a method on the shared state `S`.
+pub struct ToolSpec<S> {
+    /// The tool's MCP definition.
+    pub definition: fn() -> ToolDefinition,
+    /// One attempt of the tool, holding its own handle on the state.
+    pub call: MethodCall<S>,
+}
+
+impl<S> fmt::Debug for ToolSpec<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolSpec").finish_non_exhaustive()
+    }
+}
+
+/// A type whose methods are tools: `#[tools]` on its `impl` block implements
+/// it. The tools share the value through `&self`, such as a connection pool.
+pub trait ToolProvider: Send + Sync + 'static {
+    /// The tools, in the order they were written.
+    fn tools() -> Vec<ToolSpec<Self>>
+    where
+        Self: Sized;
+}
+
+/// What one `tools/call` carries across its attempts.
+#[derive(Default)]
+pub struct CallContext {
+    partial: Mutex<Option<Box<dyn Any + Send>>>,
+}
+
+impl CallContext {
+    /// The call's `Partial` collector: the same one for every attempt, so a
+    /// retry resumes where the last attempt stopped.
+    pub fn partial<T: Send + 'static>(&self) -> Partial<T> {
+        let mut slot = self.partial.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(partial) = slot
+            .as_ref()
+            .and_then(|any| any.downcast_ref::<Partial<T>>())
+        {
+            return partial.clone();
+        }
+        let partial = Partial::new();
+        *slot = Some(Box::new(partial.clone()));
+        partial
+    }
+}
+
+impl fmt::Debug for CallContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallContext").finish_non_exhaustive()
+    }
+}
+
+/// A JSON-RPC protocol error: an unknown tool or a malformed request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProtocolError {
+    /// The JSON-RPC error code.
+    pub code: i32,
+    /// What went wrong.
+    pub message: String,
+    /// Details.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl ProtocolError {
+    /// JSON-RPC "invalid params", which MCP uses for an unknown tool.
+    pub const INVALID_PARAMS: i32 = -32602;
+
+    fn unknown_tool(name: &str, known: impl Iterator<Item = String>) -> Self {
+        ProtocolError {
+            code: Self::INVALID_PARAMS,
+            message: format!("unknown tool `{name}`"),
+            data: Some(serde_json::json!({ "tool": name, "known": known.collect::<Vec<_>>() })),
+        }
+    }
+}
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for ProtocolError {}
+
+/// A content block of a tool result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Content {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+}
+
+/// The result of `tools/call`, in MCP's shape: the value (or the envelope) as
+/// `structuredContent`, and the same JSON as a text block.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    /// The content blocks: the JSON text of `structuredContent`.
+    pub content: Vec<Content>,
+    /// The success value, or the error envelope.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// Whether the tool failed.
+    pub is_error: bool,
+}
+
+impl CallToolResult {
+    fn from_structured(structured: Value, is_error: bool) -> Self {
+        CallToolResult {
+            content: vec![Content::Text {
+                text: structured.to_string(),
+            }],
+            structured_content: Some(structured),
+            is_error,
+        }
+    }
+
+    /// The error envelope, when the call failed.
+    pub fn envelope(&self) -> Option<ErrorEnvelope> {
+        if !self.is_error {
+            return None;
+        }
+        serde_json::from_value(self.structured_content.clone()?).ok()
+    }
+
+    /// The text of the first content block.
+    pub fn text(&self) -> Option<&str> {
+        self.content
+            .iter()
+            .map(|Content::Text { text }| text.as_str())
+            .next()
+    }
+}
+
+struct Entry {
+    definition: ToolDefinition,
+    info: ToolInfo,
+    call: Arc<CallFn>,
+}
+
+#[derive(Default)]
+struct Inner {
+    entries: Vec<Entry>,
+    definitions: Vec<ToolDefinition>,
+    index: HashMap<String, usize>,
+    guards: Guards,
+    #[cfg(feature = "tokio")]
+    retry: Option<RetryPolicy>,
+    name: Option<Cow<'static, str>>,
+    version: Option<Cow<'static, str>>,
+    mask_internal: Option<Cow<'static, str>>,
+}
+
+/// A registry of tools that lists their MCP definitions and dispatches
+/// `tools/call` to them. Cheap to clone: clones share the tools.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_envelope::{tool, ErrorEnvelope, Found};
+/// use tool_envelope::mcp::ToolSet;
+///
+/// /// Look up a customer's orders.
+/// #[tool(read_only)]
+/// fn lookup_orders(
+///     /// The customer, as `C-NNNN`.
+///     customer_id: String,
+/// ) -> Result<Found<String>, ErrorEnvelope> {
+///     let _ = customer_id;
+///     Ok(Found::none())
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let tools = ToolSet::new().tool::<lookup_orders>();
+/// assert_eq!(tools.list()[0].name, "lookup_orders");
+///
+/// let result = tools.call("lookup_orders", json!({"customer_id": "C-0000"})).await.unwrap();
+/// assert!(!result.is_error);
+/// assert_eq!(result.structured_content, Some(json!({"isError": false, "empty": true, "matches": 0})));
+///
+/// let result = tools.call("lookup_orders", json!({"customer_id": 42})).await.unwrap();
+/// assert!(result.is_error, "bad arguments are a tool error the model can correct");
+/// assert_eq!(result.envelope().unwrap().violations[0].field, "customer_id");
+///
+/// assert_eq!(tools.call("nope", json!({})).await.unwrap_err().code, -32602);
+/// # }
+/// ```
+#[derive(Clone, Default)]
+pub struct ToolSet {
+    inner: Arc<Inner>,
+}
+
+impl ToolSet {
+    /// An empty tool set.
+    pub fn new() -> Self {
+        ToolSet::default()
+    }
+
+    fn inner_mut(&mut self) -> &mut Inner {
+        Arc::get_mut(&mut self.inner).expect("a tool set is built before it is shared")
+    }
+
+    fn add(mut self, definition: ToolDefinition, call: Arc<CallFn>) -> Self {
+        let inner = self.inner_mut();
+        assert!(
+            !inner.index.contains_key(&definition.name),
+            "a tool named `{}` is already in this tool set",
+            definition.name
+        );
+        inner
+            .index
+            .insert(definition.name.clone(), inner.entries.len());
+        inner.definitions.push(definition.clone());
+        let info = ToolInfo {
+            name: Cow::Owned(definition.name.clone()),
+            idempotent: definition.annotations.idempotent_hint,
+            redacted: definition.redacted,
+        };
+        inner.entries.push(Entry {
+            definition,
+            info,
+            call,
+        });
+        self
+    }
+
+    /// Adds a free `#[tool]` function: `.tool::<lookup_orders>()`.
+    ///
+    /// # Panics
+    ///
+    /// If a tool of the same name is already in the set, or the set is already shared.
+    #[must_use]
+    pub fn tool<T: ServableTool>(self) -> Self {
+        self.add(T::definition(), Arc::new(T::call))
+    }
+
+    /// Adds every tool of a `#[tools]` impl block, sharing `state` through `&self`.
+    ///
+    /// # Panics
+    ///
+    /// If a tool of the same name is already in the set, or the set is already shared.
+    #[must_use]
+    pub fn provider<S: ToolProvider>(self, state: S) -> Self {
+        self.provider_arc(Arc::new(state))
+    }
+
+    /// [`provider`](Self::provider), with a value the caller keeps a handle on.
+    ///
+    /// # Panics
+    ///
+    /// If a tool of the same name is already in the set, or the set is already shared.
+    #[must_use]
+    pub fn provider_arc<S: ToolProvider>(mut self, state: Arc<S>) -> Self {
+        for spec in S::tools() {
+            let state = Arc::clone(&state);
+            let call = spec.call;
+            let call: Arc<CallFn> =
+                Arc::new(move |arguments, context| call(Arc::clone(&state), arguments, context));
+            self = self.add((spec.definition)(), call);
+        }
+        self
+    }
+
+    /// Guards checked before every call, with the arguments as received. A
+    /// blocked call never reaches the tool.
+    #[must_use]
+    pub fn guards(mut self, guards: Guards) -> Self {
+        self.inner_mut().guards = guards;
+        self
+    }
+
+    /// Retries the transient failures of every tool locally, under `policy`;
+    /// what cannot be recovered comes back as an escalation.
+    #[cfg(feature = "tokio")]
+    #[must_use]
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.inner_mut().retry = Some(policy);
+        self
+    }
+
+    /// The name and version this set reports to MCP clients.
+    #[must_use]
+    pub fn server_info(
+        mut self,
+        name: impl Into<Cow<'static, str>>,
+        version: impl Into<Cow<'static, str>>,
+    ) -> Self {
+        let inner = self.inner_mut();
+        inner.name = Some(name.into());
+        inner.version = Some(version.into());
+        self
+    }
+
+    /// Replaces the `message` of `other`-category failures in results with
+    /// `text`, so that internal details do not reach a client. The category,
+    /// the retry flag and the alternatives are never masked; the full error
+    /// still goes to the logs (`tracing`, with the feature on).
+    #[must_use]
+    pub fn mask_internal_errors(mut self, text: impl Into<Cow<'static, str>>) -> Self {
+        self.inner_mut().mask_internal = Some(text.into());
+        self
+    }
+
+    /// The name this set reports, if set.
+    pub fn name(&self) -> Option<&str> {
+        self.inner.name.as_deref()
+    }
+
+    /// The version this set reports, if set.
+    pub fn version(&self) -> Option<&str> {
+        self.inner.version.as_deref()
+    }
+
+    /// The MCP definitions of the tools, in the order they were added.
+    pub fn list(&self) -> &[ToolDefinition] {
+        &self.inner.definitions
+    }
+
+    /// The definition of the tool called `name`.
+    pub fn get(&self, name: &str) -> Option<&ToolDefinition> {
+        self.inner
+            .index
+            .get(name)
+            .map(|&i| &self.inner.definitions[i])
+    }
+
+    /// Calls the tool `name` with `arguments` (a JSON object, or `null` for
+    /// none) and returns MCP's `CallToolResult`.
+    ///
+    /// - success: the value as `structuredContent` and its JSON as text; a
+    ///   valid empty look-up stays a success;
+    /// - failure: `isError: true` and the envelope (or, under a retry policy,
+    ///   the escalation) as `structuredContent` and text;
+    /// - arguments that do not decode: a `validation` envelope naming each
+    ///   offending field, with the arguments as received;
+    /// - a blocked call: the guard's `business` envelope; the tool never runs;
+    /// - an unknown tool: `Err`, a JSON-RPC `-32602` protocol error.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, ProtocolError> {
+        let Some(&index) = self.inner.index.get(name) else {
+            return Err(ProtocolError::unknown_tool(
+                name,
+                self.inner.definitions.iter().map(|d| d.name.clone()),
+            ));
+        };
+        let entry = &self.inner.entries[index];
+        let arguments = match arguments {
+            Value::Object(arguments) => arguments,
+            Value::Null => Map::new(),
+            other => {
+                let violation = Violation::new(
+                    "arguments",
+                    format!("expected a JSON object, got {}", kind(&other)),
+                );
+                let envelope =
+                    invalid_arguments(&entry.info, vec![violation], Query::Arguments(&Map::new()));
+                return Ok(self.failure(&entry.definition, envelope_json(envelope)));
+            }
+        };
+        if let Err(blocked) = self.inner.guards.check(name, &arguments) {
+            let envelope = complete(
+                blocked.into_envelope(),
+                &entry.info,
+                || Query::Arguments(&arguments).into_value(&entry.info),
+                &(),
+            );
+            return Ok(self.failure(&entry.definition, envelope_json(envelope)));
+        }
+        let context = CallContext::default();
+        let result = self.attempts(entry, &arguments, &context).await;
+        Ok(match result {
+            Ok(value) => CallToolResult::from_structured(entry.definition.structured(value), false),
+            Err(failure) => self.failure(&entry.definition, failure),
+        })
+    }
+
+    #[cfg(feature = "tokio")]
+    async fn attempts(
+        &self,
+        entry: &Entry,
+        arguments: &Map<String, Value>,
+        context: &CallContext,
+    ) -> Result<Value, Value> {
+        match &self.inner.retry {
+            None => (entry.call)(arguments, context)
+                .await
+                .map_err(envelope_json),
+            Some(policy) => policy
+                .retry(|| (entry.call)(arguments, context))
+                .await
+                .result
+                .map_err(|escalation| {
+                    serde_json::to_value(escalation).expect("an escalation serializes")
+                }),
+        }
+    }
+
+    #[cfg(not(feature = "tokio"))]
+    async fn attempts(
+        &self,
+        entry: &Entry,
+        arguments: &Map<String, Value>,
+        context: &CallContext,
+    ) -> Result<Value, Value> {
+        (entry.call)(arguments, context)
+            .await
+            .map_err(envelope_json)
+    }
+
+    /// The failed result, its internal message masked if the set says so.
+    fn failure(&self, definition: &ToolDefinition, mut structured: Value) -> CallToolResult {
+        if let Some(text) = &self.inner.mask_internal
+            && structured.get("errorCategory") == Some(&Value::from(ErrorCategory::Other.as_str()))
+        {
+            #[cfg(feature = "tracing")]
+            {
+                let message = structured
+                    .get("message")
+                    .and_then(|m| m.as_str())
+                    .unwrap_or_default();
+                tracing::error!(
+                    tool = definition.name.as_str(),
+                    message,
+                    "internal tool error, masked in the result"
+                );
+            }
+            #[cfg(not(feature = "tracing"))]
+            let _ = definition;
+            structured["message"] = Value::String(text.to_string());
+        }
+        CallToolResult::from_structured(structured, true)
+    }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn envelope_json(envelope: ErrorEnvelope) -> Value {
+    serde_json::to_value(envelope).expect("an envelope serializes")
+}
+
+impl fmt::Debug for ToolSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolSet")
+            .field(
+                "tools",
+                &self
+                    .inner
+                    .definitions
+                    .iter()
+                    .map(|d| &d.name)
+                    .collect::<Vec<_>>(),
+            )
+            .field("guards", &self.inner.guards)
+            .finish_non_exhaustive()
+    }
+}
