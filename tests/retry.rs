@@ -391,6 +391,21 @@ async fn attempts_that_gather_nothing_new_end_the_loop() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_tool_without_a_collector_never_stalls_and_is_bound_by_the_cap() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let outcome = steady(10)
+        .max_attempts(4)
+        .stop_after_no_progress(1)
+        .retry(|| stock("A-1".into(), calls.clone(), u32::MAX))
+        .await;
+    assert_eq!(
+        outcome.result.unwrap_err().reason,
+        EscalationReason::RetriesExhausted
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_shared_budget_stops_a_retry_storm() {
     let budget = RetryBudget::new(10.0);
     let policy = steady(10).max_attempts(5).budget(&budget);

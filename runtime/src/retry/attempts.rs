@@ -151,14 +151,18 @@ impl<'p> Attempts<'p> {
         self.stats.elapsed = elapsed;
 
         let before = count(self.gathered.as_ref());
+        // Only a tool that gathers partial results can make progress, or stall.
+        let gathers = envelope.partial_results.is_some();
         self.gathered = merge(self.gathered.take(), envelope.partial_results.take());
         envelope.partial_results = self.gathered.clone();
         let gathered = count(self.gathered.as_ref());
-        self.stalled = if gathered > before {
-            0
-        } else {
-            self.stalled + 1
-        };
+        if gathers {
+            self.stalled = if gathered > before {
+                0
+            } else {
+                self.stalled + 1
+            };
+        }
 
         let next = self.decide(&envelope, attempt, elapsed);
         self.stats.history.push(AttemptRecord {

@@ -156,7 +156,9 @@ impl RetryPolicy {
     }
 
     /// Escalates with "no progress" after `attempts` consecutive failed
-    /// attempts that added nothing to `partial_results`.
+    /// attempts that added nothing to `partial_results`. Only a tool that
+    /// gathers partial results (a `Partial` collector, or an error that
+    /// carries them) can stall; the others are bound by the attempt cap.
     #[must_use]
     pub fn stop_after_no_progress(mut self, attempts: u32) -> Self {
         self.no_progress = Some(attempts.max(1));
