@@ -103,7 +103,7 @@ fn stock_level(
     /// The stock-keeping unit.
     sku: String,
 ) -> Result<u32, std::io::Error> {
-    if STOCK_CALLS.fetch_add(1, Ordering::SeqCst) % 2 == 0 {
+    if STOCK_CALLS.fetch_add(1, Ordering::SeqCst).is_multiple_of(2) {
         return Err(std::io::Error::new(
             std::io::ErrorKind::ConnectionReset,
             "Inventory service reset the connection",
