@@ -480,3 +480,31 @@ mod with_anyhow {
         assert_eq!(envelope.tool.as_deref(), Some("load"));
     }
 }
+
+/// Waits on a dependency that never answers, gathering what it can first.
+#[tool(read_only, timeout = "250ms")]
+async fn hangs(topic: String, seen: Partial<String>) -> Result<(), ErrorEnvelope> {
+    seen.push(format!("{topic}: first page"));
+    tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+    Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hung_async_tool_times_out_into_a_transient_envelope() {
+    let start = tokio::time::Instant::now();
+    let envelope = hangs("rates".into(), Partial::new()).await.unwrap_err();
+    assert_eq!(start.elapsed(), std::time::Duration::from_millis(250));
+    assert_eq!(envelope.category, ErrorCategory::Transient);
+    assert!(envelope.retryable);
+    assert_eq!(
+        envelope.message,
+        "tool `hangs` did not finish within 250 ms and was stopped"
+    );
+    assert_eq!(envelope.reason.as_deref(), Some("TIMEOUT"));
+    assert_eq!(envelope.attempted_query, Some(json!({"topic": "rates"})));
+    assert_eq!(
+        envelope.partial_results,
+        Some(json!(["rates: first page"])),
+        "nothing gathered is lost"
+    );
+}

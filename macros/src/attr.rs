@@ -34,6 +34,8 @@ pub struct ToolAttr {
     pub local: bool,
     /// `describe_failures`: append a summary of the failure modes to the description.
     pub describe_failures: bool,
+    /// `timeout = "5s"`: how long an async tool may run, in milliseconds.
+    pub timeout: Option<(u64, LitStr)>,
 }
 
 /// A boolean key: `idempotent` or `idempotent = false`.
@@ -56,6 +58,7 @@ pub const KEYS: &[&str] = &[
     "guard",
     "local",
     "describe_failures",
+    "timeout",
 ];
 
 impl ToolAttr {
@@ -92,6 +95,7 @@ pub fn parse(cx: &mut Ctxt, args: TokenStream) -> ToolAttr {
             "open_world" => set_once(cx, &mut attr.open_world, &meta, parse_flag),
             "guard" => set_once(cx, &mut attr.guard, &meta, |m| m.value()?.parse()),
             "local" => set_flag(cx, &mut attr.local, &meta),
+            "timeout" => set_once(cx, &mut attr.timeout, &meta, parse_timeout),
             "describe_failures" => set_flag(cx, &mut attr.describe_failures, &meta),
             unknown => {
                 cx.error_spanned_by(
@@ -132,6 +136,35 @@ fn set_once<T>(
         *slot = Some(value);
     }
     Ok(())
+}
+
+/// `timeout = "250ms" | "5s" | "2m" | "1h"`.
+fn parse_timeout(meta: &ParseNestedMeta) -> syn::Result<(u64, LitStr)> {
+    let lit: LitStr = meta.value()?.parse()?;
+    let text = lit.value();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let scale = match unit.trim() {
+        "ms" => Some(1),
+        "s" => Some(1_000),
+        "m" => Some(60_000),
+        "h" => Some(3_600_000),
+        _ => None,
+    };
+    match (number.parse::<u64>(), scale) {
+        (Ok(number), Some(scale)) if number > 0 => match number.checked_mul(scale) {
+            Some(ms) => Ok((ms, lit)),
+            None => Err(syn::Error::new(lit.span(), "this timeout is too long")),
+        },
+        _ => Err(syn::Error::new(
+            lit.span(),
+            format!(
+                "expected a duration such as \"250ms\", \"5s\", \"2m\" or \"1h\", not \"{text}\""
+            ),
+        )),
+    }
 }
 
 /// A bare flag such as `local`.

@@ -139,11 +139,22 @@ fn info_static(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
     let name = tool_name(attr, tool);
     let idempotent = attr.is_idempotent();
     let redacted = redacted_keys(attr, tool);
+    let (timeout, needs_tokio) = match &attr.timeout {
+        Some((ms, lit)) => (
+            quote!(::core::option::Option::Some(::core::time::Duration::from_millis(#ms))),
+            Some(
+                quote_spanned!(lit.span()=> ::tool_envelope::__private::timeout_needs_the_tokio_feature();),
+            ),
+        ),
+        None => (quote!(::core::option::Option::None), None),
+    };
     quote! {
+        #needs_tokio
         static #info: ::tool_envelope::__private::ToolInfo = ::tool_envelope::__private::ToolInfo {
             name: ::std::borrow::Cow::Borrowed(#name),
             idempotent: #idempotent,
             redacted: &[#(#redacted),*],
+            timeout: #timeout,
         };
     }
 }

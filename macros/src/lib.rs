@@ -67,8 +67,21 @@ mod valid;
 /// | `idempotent` | repeating the call has no further effect, so it is safe to retry |
 /// | `open_world` | the tool reaches an open world of external systems |
 /// | `guard = path` | a `Guard` (such as a `fn(&ToolCall) -> Result<(), Blocked>`) checked on the captured arguments before the body runs; a blocked call never runs |
+/// | `describe_failures` | append a one-line summary of the error type's failure modes to the MCP description |
+/// | `local` | never served: generate nothing for MCP (for an `async` tool whose future is not `Send`, or an associated function without `self` outside a `#[tools]` block) |
 ///
 /// The four hints also accept `= true` or `= false`.
+///
+/// # Serving
+///
+/// A free function whose parameters a client can send — owned, not generic,
+/// none skipped — can be served as it is: `ToolSet::new().tool::<name>()`
+/// registers it, through a hidden companion type of the same name. Its
+/// arguments must then be `Deserialize + JsonSchema` and its result
+/// `Serialize`; those bounds are checked only where the tool is served, so a
+/// tool that is only called directly asks nothing of them. A served tool
+/// without a doc comment gets a compile-time warning: clients show the
+/// description to the model. Methods are served from a `#[tools]` impl block.
 ///
 /// # Parameters
 ///

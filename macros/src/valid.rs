@@ -81,6 +81,15 @@ pub fn check(cx: &mut Ctxt, attr: &ToolAttr, tool: &ToolFn) {
         }
     }
 
+    if let Some((_, lit)) = &attr.timeout
+        && !tool.is_async
+    {
+        cx.error_spanned_by(
+            lit,
+            "`timeout` applies to `async fn` tools: a synchronous body cannot be interrupted",
+        );
+    }
+
     match &attr.name {
         Some(name) => {
             if let Err(problem) = check_name(&name.value()) {

@@ -32,6 +32,8 @@ pub struct ToolInfo {
     pub idempotent: bool,
     /// Parameters whose values never reach an envelope (`redact`).
     pub redacted: &'static [&'static str],
+    /// How long an async tool may run (`timeout = "..."`); `None` for no limit.
+    pub timeout: Option<std::time::Duration>,
 }
 
 /// Where a call's `attempted_query` comes from.
@@ -212,9 +214,42 @@ where
     E: ToolError,
     P: PartialSource,
 {
-    let outcome = catch_unwind_future(body).await.map(into_result);
-    finish(tool, outcome, query, &partial)
+    let outcome = match tool.timeout {
+        None => catch_unwind_future(body).await,
+        #[cfg(feature = "tokio")]
+        Some(limit) => match tokio::time::timeout(limit, catch_unwind_future(body)).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                let envelope = timed_out(&tool.name, limit);
+                return Err(complete(
+                    envelope,
+                    tool,
+                    || query.into_value(tool),
+                    &partial,
+                ));
+            }
+        },
+        #[cfg(not(feature = "tokio"))]
+        Some(_) => catch_unwind_future(body).await,
+    };
+    finish(tool, outcome.map(into_result), query, &partial)
 }
+
+/// The envelope of a tool that ran out of time: `transient`, since a later
+/// attempt may be faster, saying how long it waited. Whether the operation was
+/// applied is unknown, so a non-idempotent tool is not retried after it.
+#[cfg(feature = "tokio")]
+fn timed_out(tool: &str, limit: std::time::Duration) -> ErrorEnvelope {
+    ErrorEnvelope::transient(format!(
+        "tool `{tool}` did not finish within {} ms and was stopped",
+        crate::envelope::duration_to_ms(limit)
+    ))
+    .with_reason("TIMEOUT")
+}
+
+/// Present with the `tokio` feature, which `#[tool(timeout = "...")]` needs.
+#[cfg(feature = "tokio")]
+pub const fn timeout_needs_the_tokio_feature() {}
 
 fn finish<T, E: ToolError>(
     tool: &ToolInfo,

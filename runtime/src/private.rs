@@ -5,6 +5,8 @@ pub use schemars;
 pub use serde;
 pub use serde_json;
 
+#[cfg(feature = "tokio")]
+pub use crate::call::timeout_needs_the_tokio_feature;
 pub use crate::call::{
     IntoToolResult, PartialHandle, PartialItem, PartialSource, Query, ToolInfo, call_async,
     call_sync, check_guard, partial_source,

@@ -276,6 +276,7 @@ impl ToolSet {
             name: Cow::Owned(definition.name.clone()),
             idempotent: definition.annotations.idempotent_hint,
             redacted: definition.redacted,
+            timeout: None,
         };
         inner.entries.push(Entry {
             definition,

