@@ -162,7 +162,7 @@ fn info_static(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
 fn redacted_keys(attr: &ToolAttr, tool: &ToolFn) -> Vec<String> {
     tool.params
         .iter()
-        .filter(|param| role(attr, param.ident, param.partial_item.is_some()) == Role::Redacted)
+        .filter(|param| role(attr, param) == Role::Redacted)
         .map(|param| param.key.clone())
         .collect()
 }
@@ -173,7 +173,7 @@ fn capture(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
     let captures = tool.params.iter().map(|param| {
         let ident = param.ident;
         let key = &param.key;
-        match role(attr, ident, param.partial_item.is_some()) {
+        match role(attr, param) {
             Role::Captured => quote_spanned!(param.ty.span()=> #writer.arg(#key, &#ident);),
             Role::Redacted => quote!(#writer.redacted(#key);),
             Role::Skipped | Role::Partial => quote!(),

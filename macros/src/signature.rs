@@ -29,6 +29,8 @@ pub struct Param<'a> {
     pub partial_item: Option<&'a Type>,
     /// The parameter's doc comment, taken off the emitted function.
     pub docs: String,
+    /// Whether the parameter is a `Secret<T>`, redacted without being named.
+    pub secret: bool,
 }
 
 /// Removes the doc comments of the parameters — rustc rejects them — and
@@ -151,6 +153,7 @@ impl<'a> ToolFn<'a> {
                         key: ident.unraw().to_string(),
                         ty: &typed.ty,
                         partial_item: partial_item(&typed.ty),
+                        secret: last_segment_is(&typed.ty, "Secret"),
                         docs: param_docs,
                     });
                 }
@@ -199,6 +202,12 @@ fn partial_item(ty: &Type) -> Option<&Type> {
         Some(GenericArgument::Type(item)) if args.args.len() == 1 => Some(item),
         _ => None,
     }
+}
+
+/// Whether the last segment of `ty`'s path is `name` (`Secret`, `tool_envelope::Secret<T>`).
+fn last_segment_is(ty: &Type, name: &str) -> bool {
+    matches!(peel(ty), Type::Path(TypePath { qself: None, path, .. })
+        if path.segments.last().is_some_and(|segment| segment.ident == name))
 }
 
 /// Whether `ty` is a reference to a `Partial<T>` (which the macro rejects: the

@@ -5,7 +5,7 @@ use syn::ext::IdentExt;
 
 use crate::attr::ToolAttr;
 use crate::ctxt::{Ctxt, with_suggestion};
-use crate::signature::{ToolFn, is_partial_ref};
+use crate::signature::{Param, ToolFn, is_partial_ref};
 
 /// What the macro does with one parameter.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -129,14 +129,15 @@ pub fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The role of the parameter `ident` under `attr`.
-pub fn role(attr: &ToolAttr, ident: &Ident, is_partial: bool) -> Role {
+/// The role of `param` under `attr`.
+pub fn role(attr: &ToolAttr, param: &Param) -> Role {
+    let ident = param.ident;
     let named = |list: &[Ident]| list.iter().any(|i| i.unraw() == ident.unraw());
-    if is_partial {
+    if param.partial_item.is_some() {
         Role::Partial
     } else if named(&attr.skip) {
         Role::Skipped
-    } else if named(&attr.redact) {
+    } else if named(&attr.redact) || param.secret {
         Role::Redacted
     } else {
         Role::Captured

@@ -198,6 +198,11 @@ impl ErrorEnvelope {
         Self::new(ErrorCategory::Other, message)
     }
 
+    /// The fields, by value, to take apart.
+    pub fn into_data(self) -> EnvelopeData {
+        *self.data
+    }
+
     /// Overrides `isRetryable`.
     #[must_use]
     pub fn with_retryable(mut self, retryable: bool) -> Self {
@@ -327,16 +332,25 @@ impl ErrorEnvelope {
 
     /// Serializes the envelope's keys into an open map, so that a wrapper (an
     /// escalation) can add keys of its own next to them.
+    ///
+    /// The installed [`EnvelopeLimits`](crate::EnvelopeLimits) apply here:
+    /// oversized arguments and partial results go out trimmed, with a marker.
     pub(crate) fn serialize_fields<M: SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
         map.serialize_entry("isError", &true)?;
         map.serialize_entry("errorCategory", &self.category)?;
         map.serialize_entry("isRetryable", &self.retryable)?;
         map.serialize_entry("message", &self.message)?;
-        if let Some(query) = &self.attempted_query {
-            map.serialize_entry("attempted_query", query)?;
-        }
-        if let Some(partial) = &self.partial_results {
-            map.serialize_entry("partial_results", partial)?;
+        if self.attempted_query.is_some() || self.partial_results.is_some() {
+            let limits = crate::limits::EnvelopeLimits::current();
+            if let Some(query) = &self.attempted_query {
+                let query = crate::limits::query_for_wire(query, limits.attempted_query_bytes);
+                map.serialize_entry("attempted_query", &*query)?;
+            }
+            if let Some(partial) = &self.partial_results {
+                let partial =
+                    crate::limits::partial_for_wire(partial, limits.partial_results_bytes);
+                map.serialize_entry("partial_results", &*partial)?;
+            }
         }
         if !self.alternatives.is_empty() {
             map.serialize_entry("alternatives", &self.alternatives)?;

@@ -16,11 +16,13 @@ mod envelope;
 mod escalation;
 mod found;
 mod guard;
+mod limits;
 pub mod mcp;
 mod panic;
 mod partial;
 mod retry;
 mod schema;
+mod secret;
 
 #[doc(hidden)]
 #[path = "private.rs"]
@@ -35,6 +37,7 @@ pub use envelope::{EnvelopeData, ErrorEnvelope, REDACTED, Violation};
 pub use escalation::{Escalation, EscalationReason, reasons};
 pub use found::Found;
 pub use guard::{Blocked, Guard, Guards, ToolCall};
+pub use limits::EnvelopeLimits;
 pub use partial::Partial;
 #[cfg(feature = "tokio")]
 pub use retry::TokioSleeper;
@@ -43,3 +46,4 @@ pub use retry::{
     RetryPolicy, RetryStats, Sleeper,
 };
 pub use schema::SCHEMA_ID;
+pub use secret::Secret;

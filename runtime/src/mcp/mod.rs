@@ -19,6 +19,6 @@ pub use definition::{
     ToolMeta, build,
 };
 pub use toolset::{
-    BoxFuture, CallContext, CallFn, CallToolResult, Content, MethodCall, ProtocolError,
-    ServableTool, ToolProvider, ToolSet, ToolSpec,
+    BoxFuture, CallContext, CallFn, CallToolResult, Content, DEFAULT_MAX_RESULT_BYTES, MethodCall,
+    ProtocolError, ServableTool, ToolProvider, ToolSet, ToolSpec,
 };

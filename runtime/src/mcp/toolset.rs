@@ -199,7 +199,6 @@ struct Entry {
     call: Arc<CallFn>,
 }
 
-#[derive(Default)]
 struct Inner {
     entries: Vec<Entry>,
     definitions: Vec<ToolDefinition>,
@@ -210,6 +209,28 @@ struct Inner {
     name: Option<Cow<'static, str>>,
     version: Option<Cow<'static, str>>,
     mask_internal: Option<Cow<'static, str>>,
+    max_result_bytes: usize,
+}
+
+/// The default cap on a result's JSON: well under the 16 MiB line that MCP
+/// clients read, with the text block repeating the structured content.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 4 * 1024 * 1024;
+
+impl Default for Inner {
+    fn default() -> Self {
+        Inner {
+            entries: Vec::new(),
+            definitions: Vec::new(),
+            index: HashMap::new(),
+            guards: Guards::default(),
+            #[cfg(feature = "tokio")]
+            retry: None,
+            name: None,
+            version: None,
+            mask_internal: None,
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+        }
+    }
 }
 
 /// A registry of tools that lists their MCP definitions and dispatches
@@ -363,6 +384,16 @@ impl ToolSet {
         self
     }
 
+    /// The largest result, as JSON, a call may return (4 MiB by default). A
+    /// larger one is not truncated — partial data is never presented as
+    /// complete — but replaced by an `other` envelope that says how large it
+    /// was and suggests a narrower call.
+    #[must_use]
+    pub fn max_result_bytes(mut self, bytes: usize) -> Self {
+        self.inner_mut().max_result_bytes = bytes;
+        self
+    }
+
     /// The name this set reports, if set.
     pub fn name(&self) -> Option<&str> {
         self.inner.name.as_deref()
@@ -434,7 +465,25 @@ impl ToolSet {
         let context = CallContext::default();
         let result = self.attempts(entry, &arguments, &context).await;
         Ok(match result {
-            Ok(value) => CallToolResult::from_structured(entry.definition.structured(value), false),
+            Ok(value) => {
+                let structured = entry.definition.structured(value);
+                let text = structured.to_string();
+                if text.len() > self.inner.max_result_bytes {
+                    let envelope = too_large(
+                        &entry.info,
+                        text.len(),
+                        self.inner.max_result_bytes,
+                        &arguments,
+                    );
+                    self.failure(&entry.definition, envelope_json(envelope))
+                } else {
+                    CallToolResult {
+                        content: vec![Content::Text { text }],
+                        structured_content: Some(structured),
+                        is_error: false,
+                    }
+                }
+            }
             Err(failure) => self.failure(&entry.definition, failure),
         })
     }
@@ -495,6 +544,30 @@ impl ToolSet {
         }
         CallToolResult::from_structured(structured, true)
     }
+}
+
+/// The envelope of a result too large to send: not retryable — the same call
+/// gives the same result — and the way out is a narrower call.
+fn too_large(
+    info: &ToolInfo,
+    size: usize,
+    cap: usize,
+    arguments: &Map<String, Value>,
+) -> ErrorEnvelope {
+    let envelope = ErrorEnvelope::other(format!(
+        "the result of `{}` is {size} bytes, over the {cap}-byte limit of this server",
+        info.name
+    ))
+    .with_reason("RESULT_TOO_LARGE")
+    .with_alternative(
+        "Call again with narrower arguments: tighter filters, a lower limit, a smaller page",
+    );
+    complete(
+        envelope,
+        info,
+        || Query::Arguments(arguments).into_value(info),
+        &(),
+    )
 }
 
 fn kind(value: &Value) -> &'static str {

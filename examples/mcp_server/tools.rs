@@ -1,21 +1,6 @@
-//! The seed's tools, served to any MCP client through rmcp:
-//!
-//! - `lookup_orders`: a valid empty result for `C-0000`, a transient timeout
-//!   for `C-4821` (retried locally, then escalated);
-//! - `stock_level`: a flaky service, recovered locally on the second attempt;
-//! - `process_refund`: refunds above $500 are blocked by a guard and routed to
-//!   a human;
-//! - `read_payroll`: a permission error with its alternatives;
-//! - `research`: gathers 6 of 10 sources before the provider rate-limits, and
-//!   escalates with the 6 attached.
-//!
-//! Over stdio by default; over Streamable HTTP at `/mcp` with
-//! `--http 127.0.0.1:PORT` (port 0 picks one; the address is printed on stderr).
-//!
-//! ```sh
-//! cargo run --example mcp_server --features rmcp
-//! cargo run --example mcp_server --features rmcp -- --http 127.0.0.1:8080
-//! ```
+//! The seed's tools: shared by the example server, the hostile-input tests,
+//! the property tests and the fuzz target, so that they all exercise the
+//! tools a user would actually serve.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -194,7 +179,8 @@ async fn research(
     Ok(sources.to_vec())
 }
 
-fn tools() -> ToolSet {
+/// The example's tool set.
+pub fn tools() -> ToolSet {
     let orders = Orders {
         by_customer: HashMap::from([(
             "C-1001".to_owned(),
@@ -225,21 +211,4 @@ fn tools() -> ToolSet {
                 .constant(Duration::from_millis(20))
                 .stop_after_no_progress(2),
         )
-}
-
-#[tokio::main]
-async fn main() -> std::io::Result<()> {
-    let mut args = std::env::args().skip(1);
-    match (args.next().as_deref(), args.next()) {
-        (None, _) => tools().serve_stdio().await,
-        (Some("--http"), Some(address)) => {
-            let listener = tokio::net::TcpListener::bind(&address).await?;
-            eprintln!("listening on http://{}/mcp", listener.local_addr()?);
-            tools().serve_http(listener).await
-        }
-        _ => {
-            eprintln!("usage: mcp_server [--http HOST:PORT]");
-            std::process::exit(2);
-        }
-    }
 }

@@ -1,0 +1,281 @@
+//! Size limits: an envelope stays small enough to reach its caller, and never
+//! loses a pillar doing so.
+//!
+//! The limits apply where an envelope leaves the process — when it is
+//! serialized — so that a caller in the same process still holds everything,
+//! and partial results gathered across retries are merged before they are
+//! trimmed, once.
+
+use std::borrow::Cow;
+use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::envelope::ErrorEnvelope;
+
+/// Caps on the parts of an envelope that grow with the data: the captured
+/// arguments and the partial results. Over a cap, the value is trimmed and a
+/// marker says how much was dropped; the envelope stays valid against its
+/// schema, and the four pillars are never removed.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_envelope::{EnvelopeLimits, ErrorEnvelope};
+///
+/// let limits = EnvelopeLimits { attempted_query_bytes: 64, partial_results_bytes: 64 };
+/// let mut envelope = ErrorEnvelope::transient("Provider rate-limited")
+///     .with_attempted_query(json!({"topic": "x".repeat(200)}))
+///     .with_partial_results(json!((1..=50).collect::<Vec<u32>>()));
+/// limits.apply(&mut envelope);
+///
+/// let query = envelope.attempted_query.as_ref().unwrap().as_str().unwrap();
+/// assert!(query.ends_with("bytes dropped]"));
+/// let partial = envelope.partial_results.as_ref().unwrap().as_array().unwrap();
+/// assert!(partial.last().unwrap()["_truncated"]["droppedItems"].as_u64().unwrap() > 0);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnvelopeLimits {
+    /// The most bytes of `attempted_query`, as compact JSON.
+    pub attempted_query_bytes: usize,
+    /// The most bytes of `partial_results`, as compact JSON.
+    pub partial_results_bytes: usize,
+}
+
+impl Default for EnvelopeLimits {
+    /// 16 KiB of arguments and 256 KiB of partial results.
+    fn default() -> Self {
+        EnvelopeLimits {
+            attempted_query_bytes: 16 * 1024,
+            partial_results_bytes: 256 * 1024,
+        }
+    }
+}
+
+static ATTEMPTED_QUERY_BYTES: AtomicUsize = AtomicUsize::new(16 * 1024);
+static PARTIAL_RESULTS_BYTES: AtomicUsize = AtomicUsize::new(256 * 1024);
+
+/// A marker never needs more than this, so a trimmed value fits its cap.
+const MARKER_ROOM: usize = 96;
+
+impl EnvelopeLimits {
+    /// The limits every tool of this process applies.
+    pub fn current() -> Self {
+        EnvelopeLimits {
+            attempted_query_bytes: ATTEMPTED_QUERY_BYTES.load(Ordering::Relaxed),
+            partial_results_bytes: PARTIAL_RESULTS_BYTES.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Makes these the limits every tool of this process applies.
+    pub fn install(self) {
+        ATTEMPTED_QUERY_BYTES.store(self.attempted_query_bytes, Ordering::Relaxed);
+        PARTIAL_RESULTS_BYTES.store(self.partial_results_bytes, Ordering::Relaxed);
+    }
+
+    /// Trims `envelope` to these limits, in place. Serializing an envelope
+    /// applies the installed limits without changing it.
+    pub fn apply(&self, envelope: &mut ErrorEnvelope) {
+        if let Some(query) = &mut envelope.attempted_query {
+            trim_query(query, self.attempted_query_bytes);
+        }
+        if let Some(partial) = &mut envelope.partial_results {
+            trim_partial(partial, self.partial_results_bytes);
+        }
+    }
+}
+
+/// `query` as it goes on the wire: itself, or a trimmed copy if it is over `cap`.
+pub(crate) fn query_for_wire(query: &Value, cap: usize) -> Cow<'_, Value> {
+    if fits(query, cap) {
+        return Cow::Borrowed(query);
+    }
+    let mut trimmed = query.clone();
+    trim_query(&mut trimmed, cap);
+    Cow::Owned(trimmed)
+}
+
+/// `partial` as it goes on the wire: itself, or a trimmed copy if it is over `cap`.
+pub(crate) fn partial_for_wire(partial: &Value, cap: usize) -> Cow<'_, Value> {
+    if fits(partial, cap) {
+        return Cow::Borrowed(partial);
+    }
+    let mut trimmed = partial.clone();
+    trim_partial(&mut trimmed, cap);
+    Cow::Owned(trimmed)
+}
+
+/// Whether `value` is at most `cap` bytes of JSON; stops counting past the cap.
+fn fits(value: &Value, cap: usize) -> bool {
+    struct Bounded {
+        left: usize,
+    }
+    impl io::Write for Bounded {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.left = self
+                .left
+                .checked_sub(bytes.len())
+                .ok_or_else(|| io::Error::other("over the cap"))?;
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    serde_json::to_writer(&mut Bounded { left: cap }, value).is_ok()
+}
+
+/// The size of `value` as compact JSON, without building the text.
+pub(crate) fn json_len<T: Serialize + ?Sized>(value: &T) -> usize {
+    struct Count(usize);
+    impl io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, value).expect("counting cannot fail");
+    count.0
+}
+
+/// Over the cap, the arguments become the start of their JSON text and a
+/// marker — still "what was tried", as a string, which the schema allows.
+fn trim_query(query: &mut Value, cap: usize) {
+    let total = json_len(query);
+    if total <= cap {
+        return;
+    }
+    let text = match &mut *query {
+        Value::String(text) => std::mem::take(text),
+        other => other.to_string(),
+    };
+    let mut keep = cap.saturating_sub(MARKER_ROOM).min(text.len());
+    loop {
+        while !text.is_char_boundary(keep) {
+            keep -= 1;
+        }
+        let trimmed = Value::String(format!(
+            "{}… [truncated: {} of {} bytes dropped]",
+            &text[..keep],
+            text.len() - keep,
+            text.len()
+        ));
+        // Escaping (quotes in a JSON text) can make the string longer than
+        // the bytes kept: shrink until it fits.
+        let size = json_len(&trimmed);
+        if size <= cap || keep == 0 {
+            *query = trimmed;
+            return;
+        }
+        keep = keep.saturating_sub((size - cap).max(keep / 8));
+    }
+}
+
+/// Over the cap, partial results keep their first items (or fields) that fit,
+/// and a `_truncated` marker says how many and how many bytes were dropped.
+fn trim_partial(partial: &mut Value, cap: usize) {
+    let total = json_len(partial);
+    if total <= cap {
+        return;
+    }
+    let room = cap.saturating_sub(MARKER_ROOM);
+    match partial {
+        Value::Array(items) => {
+            let total_items = items.len();
+            let mut used = 2;
+            let kept = items
+                .iter()
+                .take_while(|item| {
+                    used += json_len(*item) + 1;
+                    used <= room
+                })
+                .count();
+            let dropped: Vec<Value> = items.drain(kept..).collect();
+            let dropped_bytes: usize = dropped.iter().map(json_len).sum();
+            items.push(json!({ "_truncated": {
+                "droppedItems": dropped.len(),
+                "droppedBytes": dropped_bytes,
+                "totalItems": total_items,
+            }}));
+        }
+        Value::Object(fields) => {
+            let total_fields = fields.len();
+            let mut used = 2;
+            let mut kept = Map::new();
+            let mut dropped = 0;
+            let mut dropped_bytes = 0;
+            for (key, value) in std::mem::take(fields) {
+                let size = json_len(&key) + json_len(&value) + 2;
+                if used + size <= room {
+                    used += size;
+                    kept.insert(key, value);
+                } else {
+                    dropped += 1;
+                    dropped_bytes += size;
+                }
+            }
+            kept.insert(
+                "_truncated".to_owned(),
+                json!({ "droppedFields": dropped, "droppedBytes": dropped_bytes, "totalFields": total_fields }),
+            );
+            *fields = kept;
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_values_are_untouched() {
+        let mut envelope = ErrorEnvelope::other("x")
+            .with_attempted_query(json!({"a": 1}))
+            .with_partial_results(json!([1, 2]));
+        let before = envelope.clone();
+        EnvelopeLimits::default().apply(&mut envelope);
+        assert_eq!(envelope, before);
+    }
+
+    #[test]
+    fn trimmed_values_fit_their_caps_and_say_what_was_dropped() {
+        let limits = EnvelopeLimits {
+            attempted_query_bytes: 200,
+            partial_results_bytes: 300,
+        };
+        let mut envelope = ErrorEnvelope::other("x")
+            .with_attempted_query(json!({"q": "é\"".repeat(1000)}))
+            .with_partial_results(json!(
+                (0..1000).map(|i| json!({"id": i})).collect::<Vec<_>>()
+            ));
+        limits.apply(&mut envelope);
+        let query = envelope.attempted_query.as_ref().unwrap();
+        assert!(json_len(query) <= 200, "{}", json_len(query));
+        let partial = envelope.partial_results.as_ref().unwrap();
+        assert!(json_len(partial) <= 300, "{}", json_len(partial));
+        let items = partial.as_array().unwrap();
+        let marker = &items.last().unwrap()["_truncated"];
+        assert_eq!(marker["totalItems"], 1000);
+        assert_eq!(
+            marker["droppedItems"].as_u64().unwrap() as usize + items.len() - 1,
+            1000
+        );
+        assert_eq!(items[0], json!({"id": 0}), "the first items are kept");
+    }
+
+    #[test]
+    fn objects_keep_the_fields_that_fit() {
+        let mut partial = json!({"a": "x".repeat(50), "b": "y".repeat(500), "c": 1});
+        trim_partial(&mut partial, 200);
+        assert_eq!(partial["a"], "x".repeat(50));
+        assert!(partial.get("b").is_none());
+        assert_eq!(partial["_truncated"]["droppedFields"], 1);
+        assert!(json_len(&partial) <= 200);
+    }
+}

@@ -1,0 +1,104 @@
+//! Secrets: values that are redacted wherever they are captured.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::envelope::REDACTED;
+
+/// A value that never appears in an envelope, a log line or an MCP result.
+///
+/// As a `#[tool]` parameter it is redacted without being named in
+/// `#[tool(redact(...))]`: `attempted_query` holds `"[redacted]"` for it, from a
+/// direct call and from an MCP call alike. It serializes, displays and
+/// debug-prints as `"[redacted]"`; it deserializes from the plain value, so a
+/// client can send it. Read it with [`expose`](Self::expose).
+///
+/// ```
+/// use tool_envelope::{tool, ErrorEnvelope, Secret};
+///
+/// /// Charge a card.
+/// #[tool]
+/// fn charge(amount: u64, api_key: Secret<String>) -> Result<(), ErrorEnvelope> {
+///     let _key: &str = api_key.expose();
+///     Err(ErrorEnvelope::transient("payments API timed out"))
+/// }
+///
+/// let envelope = charge(10, Secret::new("sk_live_123".into())).unwrap_err();
+/// let json = serde_json::to_string(&envelope).unwrap();
+/// assert!(json.contains(r#""api_key":"[redacted]""#));
+/// assert!(!json.contains("sk_live_123"));
+/// assert_eq!(format!("{:?}", Secret::new("sk_live_123")), "[redacted]");
+/// ```
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Secret<T>(T);
+
+impl<T> Secret<T> {
+    /// Wraps a secret.
+    pub const fn new(value: T) -> Self {
+        Secret(value)
+    }
+
+    /// The secret itself. Keep it out of error messages.
+    pub fn expose(&self) -> &T {
+        &self.0
+    }
+
+    /// The secret itself, by value.
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+impl<T> From<T> for Secret<T> {
+    fn from(value: T) -> Self {
+        Secret(value)
+    }
+}
+
+impl<T> fmt::Debug for Secret<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(REDACTED)
+    }
+}
+
+impl<T> fmt::Display for Secret<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(REDACTED)
+    }
+}
+
+/// Always `"[redacted]"`.
+impl<T> Serialize for Secret<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(REDACTED)
+    }
+}
+
+/// From the plain value, as a client sends it.
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Secret<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        T::deserialize(deserializer).map(Secret)
+    }
+}
+
+/// The schema of the plain value, marked `writeOnly`.
+impl<T: JsonSchema> JsonSchema for Secret<T> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        format!("Secret_{}", T::schema_name()).into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let mut schema = generator.subschema_for::<T>();
+        schema
+            .ensure_object()
+            .insert("writeOnly".to_owned(), true.into());
+        schema
+    }
+}

@@ -1,0 +1,302 @@
+//! Faults and secrets: a panicking tool, a hanging tool, an enormous result,
+//! oversized envelopes — the server answers and keeps serving — and a secret
+//! that appears in no output at all.
+#![cfg(feature = "rmcp")]
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService};
+use serde_json::{Value, json};
+use tool_envelope::mcp::ToolSet;
+use tool_envelope::{
+    EnvelopeLimits, ErrorCategory, ErrorEnvelope, Partial, RetryPolicy, Secret, ToolError, tool,
+};
+use tracing_subscriber::layer::SubscriberExt;
+
+/// Divides, and panics on zero.
+#[tool(read_only)]
+fn divide(numerator: i64, denominator: i64) -> Result<i64, ErrorEnvelope> {
+    if denominator == 0 {
+        panic!("attempt to divide {numerator} by zero");
+    }
+    Ok(numerator / denominator)
+}
+
+/// Waits on a dependency that never answers.
+#[tool(read_only, timeout = "200ms")]
+async fn wait_forever(what: String) -> Result<String, ErrorEnvelope> {
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    Ok(what)
+}
+
+/// Returns `megabytes` of data.
+#[tool(read_only)]
+fn dump(megabytes: usize) -> Result<Vec<String>, ErrorEnvelope> {
+    Ok(vec!["x".repeat(1024 * 1024); megabytes])
+}
+
+/// Gathers `items` large items, resuming where the last attempt stopped, then fails.
+#[tool(read_only)]
+fn hoard(items: usize, query: String, gathered: Partial<String>) -> Result<(), ErrorEnvelope> {
+    let _ = query;
+    for i in gathered.len()..items {
+        gathered.push(format!("{i:08}{}", "y".repeat(1000)));
+    }
+    Err(ErrorEnvelope::transient("Storage went away"))
+}
+
+fn tools() -> ToolSet {
+    ToolSet::new()
+        .tool::<divide>()
+        .tool::<wait_forever>()
+        .tool::<dump>()
+        .tool::<hoard>()
+        .max_result_bytes(2 * 1024 * 1024)
+}
+
+/// A client and the tool set served to it over an in-memory pipe, through
+/// rmcp on both ends: the real protocol, without a child process.
+async fn serve(tools: ToolSet) -> RunningService<RoleClient, ()> {
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        if let Ok(running) = tools.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    ().serve(client_io).await.expect("the client initializes")
+}
+
+async fn call(
+    client: &RunningService<RoleClient, ()>,
+    tool: &str,
+    arguments: Value,
+) -> CallToolResult {
+    let request = CallToolRequestParams::new(tool.to_owned())
+        .with_arguments(arguments.as_object().unwrap().clone());
+    tokio::time::timeout(Duration::from_secs(30), client.call_tool(request))
+        .await
+        .expect("the server answers")
+        .expect("a result, not a protocol error")
+}
+
+fn envelope(result: &CallToolResult) -> ErrorEnvelope {
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    serde_json::from_value(result.structured_content.clone().unwrap()).unwrap()
+}
+
+fn schema() -> jsonschema::Validator {
+    let schema: Value =
+        serde_json::from_str(include_str!("../schema/error-envelope.schema.json")).unwrap();
+    jsonschema::validator_for(&schema).unwrap()
+}
+
+#[tokio::test]
+async fn a_panicking_tool_answers_with_an_envelope_and_the_server_keeps_serving() {
+    let client = serve(tools()).await;
+    let failed =
+        envelope(&call(&client, "divide", json!({"numerator": 7, "denominator": 0})).await);
+    assert_eq!(failed.category, ErrorCategory::Other);
+    assert!(!failed.retryable);
+    assert!(
+        failed.message.contains("attempt to divide 7 by zero"),
+        "{}",
+        failed.message
+    );
+    let ok = call(&client, "divide", json!({"numerator": 8, "denominator": 2})).await;
+    assert_eq!(ok.structured_content, Some(json!({"result": 4})));
+}
+
+#[tokio::test]
+async fn a_hanging_tool_times_out_into_a_transient_envelope() {
+    let client = serve(tools()).await;
+    let failed = envelope(&call(&client, "wait_forever", json!({"what": "rates"})).await);
+    assert_eq!(failed.category, ErrorCategory::Transient);
+    assert!(
+        failed.message.contains("did not finish within 200 ms"),
+        "{}",
+        failed.message
+    );
+    assert_eq!(failed.attempted_query, Some(json!({"what": "rates"})));
+    let ok = call(&client, "divide", json!({"numerator": 1, "denominator": 1})).await;
+    assert_eq!(ok.is_error, Some(false));
+}
+
+#[tokio::test]
+async fn an_enormous_result_is_refused_with_an_envelope_not_truncated() {
+    let client = serve(tools()).await;
+    let failed = envelope(&call(&client, "dump", json!({"megabytes": 8})).await);
+    assert_eq!(failed.category, ErrorCategory::Other);
+    assert_eq!(failed.reason.as_deref(), Some("RESULT_TOO_LARGE"));
+    assert!(
+        failed.message.contains("over the 2097152-byte limit"),
+        "{}",
+        failed.message
+    );
+    assert!(!failed.alternatives.is_empty());
+    assert_eq!(failed.attempted_query, Some(json!({"megabytes": 8})));
+    let ok = call(&client, "dump", json!({"megabytes": 1})).await;
+    assert_eq!(ok.is_error, Some(false));
+}
+
+#[tokio::test]
+async fn oversized_envelopes_are_trimmed_but_keep_their_pillars_and_their_schema() {
+    let client =
+        serve(tools().retry(RetryPolicy::default().constant(Duration::from_millis(1)))).await;
+    let limits = EnvelopeLimits::current();
+    let long_query = "q".repeat(limits.attempted_query_bytes * 2);
+    let result = call(
+        &client,
+        "hoard",
+        json!({"items": 1000, "query": long_query}),
+    )
+    .await;
+    let structured = result.structured_content.clone().unwrap();
+    assert!(schema().is_valid(&structured), "{structured}");
+    let failed = envelope(&result);
+    // The four pillars are all there.
+    assert_eq!(failed.category, ErrorCategory::Transient);
+    let query = failed.attempted_query.as_ref().unwrap().as_str().unwrap();
+    assert!(query.len() <= limits.attempted_query_bytes);
+    assert!(query.contains("bytes dropped]"));
+    let partial = failed.partial_results.as_ref().unwrap();
+    assert!(serde_json::to_string(partial).unwrap().len() <= limits.partial_results_bytes);
+    let items = partial.as_array().unwrap();
+    let marker = &items.last().unwrap()["_truncated"];
+    assert_eq!(marker["totalItems"], 1000);
+    assert_eq!(
+        marker["droppedItems"].as_u64().unwrap() as usize,
+        1000 - (items.len() - 1)
+    );
+}
+
+#[derive(Debug, thiserror::Error, ToolError)]
+#[error("Payments API rejected the charge")]
+#[tool_error(transient, alternatives("Retry in a minute"))]
+struct Rejected;
+
+/// Charges a card with an API key, and a second credential by name.
+#[tool(destructive, idempotent, redact(session_token))]
+async fn charge(
+    amount: u64,
+    api_key: Secret<String>,
+    session_token: String,
+) -> Result<(), Rejected> {
+    let _ = (amount, api_key.expose(), session_token);
+    Err(Rejected)
+}
+
+/// A writer that keeps everything written to it.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+const API_KEY: &str = "sk_live_API_KEY_4f9a";
+const SESSION: &str = "sess_SESSION_TOKEN_77c1";
+
+#[test]
+fn a_secret_appears_in_no_output_at_all() {
+    let logs = Captured::default();
+    let writer = logs.clone();
+    // Every event of this crate, and rmcp's at INFO and above. (rmcp traces
+    // raw requests, arguments included, at TRACE: keep it below TRACE in
+    // production, as SECURITY.md says.)
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::TRACE)
+        .finish()
+        .with(
+            tracing_subscriber::filter::Targets::new()
+                .with_target("tool_envelope_runtime", tracing::Level::TRACE)
+                .with_target("rmcp", tracing::Level::INFO),
+        );
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut outputs: Vec<String> = Vec::new();
+    runtime.block_on(async {
+        // A direct call: the envelope as JSON, Display, Debug.
+        let direct = charge(10, Secret::new(API_KEY.into()), SESSION.into())
+            .await
+            .unwrap_err();
+        outputs.push(serde_json::to_string(&direct).unwrap());
+        outputs.push(format!("{direct} {direct:?} {direct:#?}"));
+        assert_eq!(
+            direct.attempted_query,
+            Some(json!({"amount": 10, "api_key": "[redacted]", "session_token": "[redacted]"}))
+        );
+
+        // Through the retry loop: the escalation, its Display, the statistics.
+        let outcome = RetryPolicy::default()
+            .constant(Duration::from_millis(1))
+            .retry(|| charge(10, Secret::new(API_KEY.into()), SESSION.into()))
+            .await;
+        let escalation = outcome.result.unwrap_err();
+        outputs.push(serde_json::to_string(&escalation).unwrap());
+        outputs.push(format!("{escalation} {escalation:?} {:?}", outcome.stats));
+
+        // Through MCP, where the arguments arrive as JSON: redacted from the raw arguments.
+        let tools = ToolSet::new()
+            .tool::<charge>()
+            .retry(RetryPolicy::default().constant(Duration::from_millis(1)));
+        let client = serve(tools.clone()).await;
+        let result = call(
+            &client,
+            "charge",
+            json!({"amount": 10, "api_key": API_KEY, "session_token": SESSION}),
+        )
+        .await;
+        outputs.push(serde_json::to_string(&result).unwrap());
+        assert_eq!(
+            envelope(&result).attempted_query.as_ref().unwrap()["api_key"],
+            "[redacted]"
+        );
+        let direct_set = tools
+            .call(
+                "charge",
+                json!({"amount": 10, "api_key": API_KEY, "session_token": SESSION}),
+            )
+            .await
+            .unwrap();
+        outputs.push(format!("{direct_set:?}"));
+        client.cancel().await.unwrap();
+    });
+    outputs.push(String::from_utf8(logs.0.lock().unwrap().clone()).unwrap());
+    assert!(
+        outputs.last().unwrap().contains("retrying"),
+        "the tracing events were captured"
+    );
+
+    for output in &outputs {
+        assert!(!output.contains(API_KEY), "the API key leaked: {output}");
+        assert!(
+            !output.contains(SESSION),
+            "the session token leaked: {output}"
+        );
+    }
+}
+
+#[test]
+fn the_input_schema_marks_a_secret_write_only() {
+    let tools = ToolSet::new().tool::<charge>();
+    let schema = &tools.get("charge").unwrap().input_schema;
+    assert_eq!(schema["properties"]["api_key"]["type"], "string");
+    assert_eq!(schema["properties"]["api_key"]["writeOnly"], true);
+}
