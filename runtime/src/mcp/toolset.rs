@@ -460,7 +460,7 @@ impl ToolSet {
                 || Query::Arguments(&arguments).into_value(&entry.info),
                 &(),
             );
-            return Ok(self.failure(&entry.definition, envelope_json(envelope)));
+            return Ok(self.failure(&entry.definition, self.final_json(envelope)));
         }
         let context = CallContext::default();
         let result = self.attempts(entry, &arguments, &context).await;
@@ -519,6 +519,17 @@ impl ToolSet {
         (entry.call)(arguments, context)
             .await
             .map_err(envelope_json)
+    }
+
+    /// A failure that never reached the tool, in the shape of the set's other
+    /// failures: an escalation under a retry policy, an envelope otherwise.
+    fn final_json(&self, envelope: ErrorEnvelope) -> Value {
+        #[cfg(feature = "tokio")]
+        if self.inner.retry.is_some() {
+            return serde_json::to_value(crate::escalation::Escalation::from_envelope(envelope))
+                .expect("an escalation serializes");
+        }
+        envelope_json(envelope)
     }
 
     /// The failed result, its internal message masked if the set says so.

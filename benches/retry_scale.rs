@@ -1,0 +1,159 @@
+//! Figure 5 of BENCHMARKS.md: retries at scale.
+//!
+//! - 10,000 concurrent async calls, each failing twice with a transient error
+//!   and then succeeding, 10 ms base backoff without jitter: the wall time
+//!   against the ideal (the sum of the sleeps: 10 + 20 = 30 ms), and the peak
+//!   heap per pending retry.
+//! - A total outage with a shared retry budget: the tool calls made, against
+//!   the first attempts.
+//!
+//! `cargo bench --bench retry_scale`
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicIsize, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, SamplingMode, Throughput};
+use tool_envelope::{Backoff, ErrorEnvelope, Jitter, RetryBudget, RetryPolicy, tool};
+
+/// Tracks the live heap and its peak.
+struct Counting;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+static PEAK: AtomicIsize = AtomicIsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let live =
+            LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed) + layout.size() as isize;
+        PEAK.fetch_max(live, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+const CALLS: usize = 10_000;
+
+/// Fails its first two attempts, then succeeds.
+#[tool(read_only, skip(attempts))]
+async fn flaky(id: u64, attempts: Arc<AtomicU32>) -> Result<u64, ErrorEnvelope> {
+    if attempts.fetch_add(1, Ordering::Relaxed) < 2 {
+        return Err(ErrorEnvelope::transient(
+            "Rate limit hit on inventory service",
+        ));
+    }
+    Ok(id)
+}
+
+static OUTAGE_CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// The dependency is down.
+#[tool(read_only)]
+async fn down(id: u64) -> Result<u64, ErrorEnvelope> {
+    OUTAGE_CALLS.fetch_add(1, Ordering::Relaxed);
+    let _ = id;
+    Err(ErrorEnvelope::transient("Orders service returned 503"))
+}
+
+fn policy() -> RetryPolicy {
+    RetryPolicy::default().max_attempts(3).backoff(
+        Backoff::exponential(Duration::from_millis(10), Duration::from_secs(1))
+            .jitter(Jitter::None),
+    )
+}
+
+/// 10,000 concurrent flaky calls; returns the wall time.
+async fn burst(policy: &RetryPolicy) -> Duration {
+    let start = Instant::now();
+    let mut tasks = Vec::with_capacity(CALLS);
+    for id in 0..CALLS as u64 {
+        let policy = policy.clone();
+        tasks.push(tokio::spawn(async move {
+            let attempts = Arc::new(AtomicU32::new(0));
+            let outcome = policy.retry(|| flaky(id, attempts.clone())).await;
+            assert_eq!(outcome.result.unwrap(), id);
+            assert_eq!(outcome.stats.attempts, 3);
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    start.elapsed()
+}
+
+fn report(runtime: &tokio::runtime::Runtime) {
+    let policy = policy();
+    runtime.block_on(burst(&policy)); // warm up
+    let before = LIVE.load(Ordering::Relaxed);
+    PEAK.store(before, Ordering::Relaxed);
+    let wall = runtime.block_on(burst(&policy));
+    let peak = PEAK.load(Ordering::Relaxed) - before;
+    println!(
+        "\n10,000 concurrent calls, 2 transient failures each, 10 ms base backoff, no jitter:"
+    );
+    println!(
+        "  wall time {:.1} ms, ideal 30 ms: {:.2}x",
+        wall.as_secs_f64() * 1e3,
+        wall.as_secs_f64() / 0.030
+    );
+    println!(
+        "  peak heap {} KiB: {} bytes per pending retry",
+        peak / 1024,
+        peak / CALLS as isize
+    );
+
+    let budget = RetryBudget::new(100.0);
+    let outage = policy.clone().budget(&budget);
+    OUTAGE_CALLS.store(0, Ordering::Relaxed);
+    let reasons = runtime.block_on(async {
+        let mut tasks = Vec::with_capacity(CALLS);
+        for id in 0..CALLS as u64 {
+            let outage = outage.clone();
+            tasks.push(tokio::spawn(async move {
+                outage.retry(|| down(id)).await.result.unwrap_err().reason
+            }));
+        }
+        let mut reasons = std::collections::BTreeMap::new();
+        for task in tasks {
+            *reasons.entry(task.await.unwrap().as_str()).or_insert(0) += 1;
+        }
+        reasons
+    });
+    let calls = OUTAGE_CALLS.load(Ordering::Relaxed);
+    println!("total outage, 10,000 concurrent calls sharing a 100-token retry budget:");
+    println!(
+        "  {calls} tool calls for {CALLS} first attempts: {:.3}x; escalations {reasons:?}\n",
+        calls as f64 / CALLS as f64
+    );
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    report(&runtime);
+    let mut criterion = Criterion::default().configure_from_args();
+    let mut group = criterion.benchmark_group("retry_scale");
+    group.sampling_mode(SamplingMode::Flat);
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(CALLS as u64));
+    let policy = policy();
+    group.bench_function("10k_calls_2_transient_failures_each", |b| {
+        b.iter_custom(|iterations| {
+            (0..iterations)
+                .map(|_| runtime.block_on(burst(&policy)))
+                .sum()
+        })
+    });
+    group.finish();
+    criterion.final_summary();
+}

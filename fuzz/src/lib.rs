@@ -1,0 +1,73 @@
+//! The fuzzed operation: arbitrary bytes as the arguments of a `tools/call` to
+//! the example server's tool set. Shared by the fuzz target and by the test
+//! that replays the seed corpus in CI (`tests/fuzz_corpus.rs`).
+
+#[path = "../../examples/mcp_server/tools.rs"]
+#[allow(dead_code)]
+mod example;
+
+use std::sync::OnceLock;
+
+use serde_json::Value;
+use tool_envelope::ErrorEnvelope;
+use tool_envelope::mcp::ToolSet;
+
+/// The tools a client could name: the five of the example, and two it cannot.
+const NAMES: [&str; 7] = [
+    "lookup_orders",
+    "stock_level",
+    "process_refund",
+    "read_payroll",
+    "research",
+    "",
+    "drop_database",
+];
+
+fn tools() -> &'static ToolSet {
+    static TOOLS: OnceLock<ToolSet> = OnceLock::new();
+    TOOLS.get_or_init(example::tools)
+}
+
+/// Calls a tool named by the first byte with the rest as its arguments — JSON
+/// if it parses, otherwise the bytes as a string — and checks the answer:
+/// a result with structured content (an envelope when it is an error), or a
+/// `-32602` protocol error for a tool that does not exist. Panics otherwise.
+pub fn call(data: &[u8]) {
+    let Some((&selector, rest)) = data.split_first() else {
+        return;
+    };
+    let name = NAMES[usize::from(selector) % NAMES.len()];
+    let arguments = serde_json::from_slice::<Value>(rest)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(rest).into_owned()));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a runtime");
+    match runtime.block_on(tools().call(name, arguments)) {
+        Ok(result) => {
+            let structured = result.structured_content.expect("structured content");
+            let text = result_text(&result.content).expect("a text block");
+            // The text block is the JSON of the structured content, as a client reads both.
+            assert_eq!(text, structured.to_string());
+            if result.is_error {
+                serde_json::from_value::<ErrorEnvelope>(structured)
+                    .expect("an error result carries an envelope");
+            }
+        }
+        Err(error) => {
+            assert!(
+                tools().get(name).is_none(),
+                "a known tool answered with a protocol error: {error}"
+            );
+            assert_eq!(error.code, -32602);
+        }
+    }
+}
+
+fn result_text(content: &[tool_envelope::mcp::Content]) -> Option<&str> {
+    content
+        .iter()
+        .map(|tool_envelope::mcp::Content::Text { text }| text.as_str())
+        .next()
+}

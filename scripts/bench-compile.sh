@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Figure 4 of BENCHMARKS.md: build times of a crate of 100 tools, written three
+# ways — plain functions, rmcp's #[tool] (in a #[tool_router] impl, one
+# parameters struct per tool, as rmcp requires), and tool-envelope's #[tool]
+# (free functions, served by a ToolSet) — each built cold (dependencies
+# prebuilt, the crate itself from scratch) and after touching one function.
+#
+#   scripts/bench-compile.sh [RUNS]      (default 3; the median is reported)
+#
+# Everything happens under target/bench-compile; the dev profile is used, as
+# in an edit-compile loop.
+set -euo pipefail
+
+runs=${1:-3}
+root=$(cd "$(dirname "$0")/.." && pwd)
+work="$root/target/bench-compile"
+tools=100
+rm -rf "$work/crates"
+mkdir -p "$work/crates"
+export CARGO_TARGET_DIR="$work/target"
+
+python3 - "$work/crates" "$root" "$tools" <<'PY'
+import os, sys
+crates, root, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+manifest = """[package]
+name = "{name}"
+version = "0.0.0"
+edition = "2024"
+publish = false
+
+[dependencies]
+{deps}
+
+[workspace]
+"""
+
+# Plain functions: the floor.
+body = "\n".join(f'''/// Tool number {i}: looks up orders.
+pub fn tool_{i}(customer_id: String, limit: u64) -> Result<String, std::io::Error> {{
+    Ok(format!("{{customer_id}}:{{limit}}:{i}"))
+}}
+''' for i in range(n))
+write(f"{crates}/plain/Cargo.toml", manifest.format(name="plain", deps=""))
+write(f"{crates}/plain/src/lib.rs", body)
+
+# rmcp's macros: a parameters struct per tool, the methods in a #[tool_router] impl.
+structs = "\n".join(f'''#[derive(Deserialize, JsonSchema)]
+pub struct Args{i} {{
+    /// The customer.
+    pub customer_id: String,
+    /// At most this many.
+    pub limit: u64,
+}}
+''' for i in range(n))
+methods = "\n".join(f'''    /// Tool number {i}: looks up orders.
+    #[tool]
+    async fn tool_{i}(&self, Parameters(args): Parameters<Args{i}>) -> Result<String, String> {{
+        Ok(format!("{{}}:{{}}:{i}", args.customer_id, args.limit))
+    }}
+''' for i in range(n))
+write(f"{crates}/rmcp_tools/Cargo.toml", manifest.format(name="rmcp_tools", deps='''rmcp = { version = "3.11", default-features = false, features = ["server", "macros"] }
+schemars = "1"
+serde = { version = "1", features = ["derive"] }'''))
+write(f"{crates}/rmcp_tools/src/lib.rs", f'''use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::{{ServerHandler, tool, tool_handler, tool_router}};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+{structs}
+#[derive(Clone)]
+pub struct Server {{
+    tool_router: ToolRouter<Self>,
+}}
+
+#[tool_router]
+impl Server {{
+{methods}}}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Server {{}}
+''')
+
+# tool-envelope's #[tool]: the functions themselves, served by a ToolSet.
+functions = "\n".join(f'''/// Tool number {i}: looks up orders.
+#[tool(read_only)]
+pub fn tool_{i}(
+    /// The customer.
+    customer_id: String,
+    /// At most this many.
+    limit: u64,
+) -> Result<String, std::io::Error> {{
+    Ok(format!("{{customer_id}}:{{limit}}:{i}"))
+}}
+''' for i in range(n))
+registrations = "".join(f"\n        .tool::<tool_{i}>()" for i in range(n))
+write(f"{crates}/envelope_tools/Cargo.toml", manifest.format(name="envelope_tools", deps=f'''tool-envelope = {{ path = "{root}", default-features = false }}'''))
+write(f"{crates}/envelope_tools/src/lib.rs", f'''use tool_envelope::mcp::ToolSet;
+use tool_envelope::tool;
+
+{functions}
+/// Every tool, ready to serve.
+pub fn tools() -> ToolSet {{
+    ToolSet::new(){registrations}
+}}
+''')
+PY
+
+now() { date +%s.%N; }
+calc() { python3 -c "print(round($1, 3))"; }
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+declare -A cold touched
+for crate in plain rmcp_tools envelope_tools; do
+    dir="$work/crates/$crate"
+    echo "== $crate: building dependencies"
+    (cd "$dir" && cargo build --quiet)
+    cold_times=()
+    touch_times=()
+    for run in $(seq 1 "$runs"); do
+        (cd "$dir" && cargo clean --quiet -p "$crate")
+        start=$(now)
+        (cd "$dir" && cargo build --quiet)
+        cold_times+=("$(calc "$(now) - $start")")
+        # Touch one function: change the body of tool 50.
+        sed -i "s/:50\"/:50-$run\"/; s/:50-[0-9]*\"/:50-$run\"/" "$dir/src/lib.rs"
+        start=$(now)
+        (cd "$dir" && cargo build --quiet)
+        touch_times+=("$(calc "$(now) - $start")")
+    done
+    cold[$crate]=$(printf '%s\n' "${cold_times[@]}" | median)
+    touched[$crate]=$(printf '%s\n' "${touch_times[@]}" | median)
+    printf '   cold %s s   touched %s s   (runs: %s | %s)\n' "${cold[$crate]}" "${touched[$crate]}" "${cold_times[*]}" "${touch_times[*]}"
+done
+
+echo
+echo "100 tools, dev profile, median of $runs runs:"
+printf '%-16s %10s %10s\n' crate "cold (s)" "touch (s)"
+for crate in plain rmcp_tools envelope_tools; do
+    printf '%-16s %10.2f %10.2f\n' "$crate" "${cold[$crate]}" "${touched[$crate]}"
+done
+printf 'tool-envelope / rmcp: cold %.2fx, touched %.2fx\n' \
+    "$(calc "${cold[envelope_tools]} / ${cold[rmcp_tools]}")" \
+    "$(calc "${touched[envelope_tools]} / ${touched[rmcp_tools]}")"

@@ -1,0 +1,244 @@
+//! Property tests: any envelope round-trips and validates; any JSON sent as
+//! arguments to the example server's tools gets a success, a validation
+//! envelope, or (unknown tool) a protocol error — never a panic, never a hang.
+
+#[path = "../examples/mcp_server/tools.rs"]
+#[allow(dead_code)]
+mod example;
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+use tool_envelope::mcp::ToolSet;
+use tool_envelope::{ErrorCategory, ErrorEnvelope, Violation};
+
+fn envelope_schema() -> &'static jsonschema::Validator {
+    static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
+    VALIDATOR.get_or_init(|| {
+        let schema: Value =
+            serde_json::from_str(include_str!("../schema/error-envelope.schema.json")).unwrap();
+        jsonschema::validator_for(&schema).unwrap()
+    })
+}
+
+/// Any JSON value, a few levels deep.
+fn any_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        (-1e12f64..1e12).prop_map(Value::from),
+        ".{0,24}".prop_map(Value::String),
+        prop_oneof![
+            Just("C-0000"),
+            Just("C-1001"),
+            Just("C-4821"),
+            Just("shipped"),
+            Just("O-77")
+        ]
+        .prop_map(|s| Value::String(s.to_owned())),
+    ];
+    leaf.prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::vec((key(), inner), 0..6)
+                .prop_map(|fields| Value::Object(fields.into_iter().collect())),
+        ]
+    })
+}
+
+/// Keys: the tools' real parameter names, and anything else.
+fn key() -> impl Strategy<Value = String> {
+    prop_oneof![
+        prop_oneof![
+            Just("customer_id"),
+            Just("status"),
+            Just("sku"),
+            Just("order"),
+            Just("amount"),
+            Just("dept"),
+            Just("topic"),
+            Just("wanted"),
+        ]
+        .prop_map(str::to_owned),
+        "[a-z_]{1,12}",
+    ]
+}
+
+/// Well-typed arguments for the example tool `tool`: the tool runs on them.
+fn well_typed(tool: &'static str) -> BoxedStrategy<Value> {
+    let text = || {
+        prop_oneof![
+            Just("C-0000".to_owned()),
+            Just("C-1001".to_owned()),
+            Just("C-4821".to_owned()),
+            ".{0,16}"
+        ]
+    };
+    match tool {
+        "lookup_orders" => (
+            text(),
+            prop::option::of(prop_oneof![Just("shipped".to_owned()), ".{0,8}"]),
+        )
+            .prop_map(|(id, status)| match status {
+                Some(status) => json!({"customer_id": id, "status": status}),
+                None => json!({"customer_id": id}),
+            })
+            .boxed(),
+        "stock_level" => text().prop_map(|sku| json!({"sku": sku})).boxed(),
+        "process_refund" => (text(), 0u64..2_000)
+            .prop_map(|(order, amount)| json!({"order": order, "amount": amount}))
+            .boxed(),
+        "read_payroll" => text().prop_map(|dept| json!({"dept": dept})).boxed(),
+        "research" => (text(), prop::option::of(0usize..20))
+            .prop_map(|(topic, wanted)| json!({"topic": topic, "wanted": wanted}))
+            .boxed(),
+        other => unreachable!("no example tool {other}"),
+    }
+}
+
+/// A tool and its arguments: well-typed half the time, otherwise an object of
+/// real and made-up keys, or any JSON at all.
+fn any_call() -> impl Strategy<Value = (&'static str, Value)> {
+    prop::sample::select(vec![
+        "lookup_orders",
+        "stock_level",
+        "process_refund",
+        "read_payroll",
+        "research",
+    ])
+    .prop_flat_map(|tool| {
+        let arguments = prop_oneof![
+            3 => well_typed(tool),
+            2 => prop::collection::vec((key(), any_json()), 0..5)
+                .prop_map(|fields| Value::Object(fields.into_iter().collect::<Map<_, _>>())),
+            1 => any_json(),
+        ];
+        (Just(tool), arguments)
+    })
+}
+
+fn any_category() -> impl Strategy<Value = ErrorCategory> {
+    prop::sample::select(ErrorCategory::ALL.to_vec())
+}
+
+/// Any envelope within the default size limits.
+fn any_envelope() -> impl Strategy<Value = ErrorEnvelope> {
+    (
+        any_category(),
+        any::<bool>(),
+        "[^\\s].{0,60}",
+        prop::option::of(prop_oneof![
+            prop::collection::vec((key(), any_json()), 0..4)
+                .prop_map(|f| Value::Object(f.into_iter().collect())),
+            ".{0,40}".prop_map(Value::String),
+        ]),
+        prop::option::of(prop_oneof![
+            prop::collection::vec(any_json(), 0..6).prop_map(Value::Array),
+            prop::collection::vec((key(), any_json()), 0..4)
+                .prop_map(|f| Value::Object(f.into_iter().collect())),
+        ]),
+        prop::collection::vec(".{1,30}", 0..3),
+        prop::option::of("[A-Z][A-Z0-9]{0,8}(_[A-Z0-9]{1,6}){0,3}"),
+        prop::option::of(0u64..10_000_000),
+        prop::collection::vec(("[a-z_.]{1,12}", ".{0,30}"), 0..3),
+        prop::option::of("[A-Za-z0-9_.-]{1,64}"),
+    )
+        .prop_map(
+            |(
+                category,
+                retryable,
+                message,
+                query,
+                partial,
+                alternatives,
+                reason,
+                retry_after,
+                violations,
+                tool,
+            )| {
+                let mut envelope = ErrorEnvelope::new(category, message)
+                    .with_retryable(retryable)
+                    .with_alternatives(alternatives);
+                envelope.attempted_query = query;
+                envelope.partial_results = partial;
+                envelope.reason = reason.map(Into::into);
+                envelope.retry_after = retry_after.map(Duration::from_millis);
+                envelope.violations = violations
+                    .into_iter()
+                    .map(|(f, d)| Violation::new(f, d))
+                    .collect();
+                envelope.tool = tool.map(Into::into);
+                envelope
+            },
+        )
+}
+
+proptest! {
+    #[test]
+    fn any_envelope_round_trips_and_validates(envelope in any_envelope()) {
+        let value = serde_json::to_value(&envelope).unwrap();
+        let errors: Vec<String> = envelope_schema().iter_errors(&value).map(|e| e.to_string()).collect();
+        prop_assert!(errors.is_empty(), "{value}: {errors:?}");
+        let back: ErrorEnvelope = serde_json::from_value(value).unwrap();
+        prop_assert_eq!(back, envelope);
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap()
+}
+
+fn example_tools() -> &'static ToolSet {
+    static TOOLS: OnceLock<ToolSet> = OnceLock::new();
+    TOOLS.get_or_init(example::tools)
+}
+
+fn input_validator(tool: &str) -> jsonschema::Validator {
+    let definition = example_tools().get(tool).expect("an example tool");
+    jsonschema::validator_for(&Value::Object(definition.input_schema.clone())).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn any_arguments_to_any_tool_get_a_result_or_a_validation_envelope((name, arguments) in any_call()) {
+        let input = input_validator(name);
+        let as_object = match &arguments {
+            Value::Null => json!({}),
+            other => other.clone(),
+        };
+        let schema_valid = input.is_valid(&as_object);
+        let result = runtime().block_on(async {
+            tokio::time::timeout(Duration::from_secs(600), example_tools().call(name, arguments.clone())).await
+        });
+        let result = result.expect("no hang").expect("a known tool is never a protocol error");
+        let structured = result.structured_content.clone().expect("structured content");
+        // The text block is the JSON of the structured content, as a client reads both.
+        prop_assert_eq!(result.text().unwrap(), structured.to_string());
+        if result.is_error {
+            let errors: Vec<String> = envelope_schema().iter_errors(&structured).map(|e| e.to_string()).collect();
+            prop_assert!(errors.is_empty(), "{structured}: {errors:?}");
+        }
+        if !schema_valid {
+            prop_assert!(result.is_error, "{name} accepted {arguments}");
+            prop_assert_eq!(&structured["errorCategory"], "validation");
+            prop_assert!(!structured["violations"].as_array().unwrap().is_empty());
+        }
+    }
+
+    #[test]
+    fn an_unknown_tool_is_always_a_protocol_error(name in "[a-z_.-]{1,20}", arguments in any_json()) {
+        prop_assume!(example_tools().get(&name).is_none());
+        let error = runtime().block_on(example_tools().call(&name, arguments)).unwrap_err();
+        prop_assert_eq!(error.code, -32602);
+    }
+}
