@@ -4,6 +4,9 @@
 //!   and then succeeding, 10 ms base backoff without jitter: the wall time
 //!   against the ideal (the sum of the sleeps: 10 + 20 = 30 ms), and the peak
 //!   heap per pending retry.
+//!   Next to it, the floor: the same burst retried by a hand-written loop of
+//!   `tokio::time::sleep` around a plain async function — what tokio itself
+//!   costs on this machine.
 //! - A total outage with a shared retry budget: the tool calls made, against
 //!   the first attempts.
 //!
@@ -63,6 +66,39 @@ async fn down(id: u64) -> Result<u64, ErrorEnvelope> {
     Err(ErrorEnvelope::transient("Orders service returned 503"))
 }
 
+/// The plain function, for the hand-written floor.
+async fn plain(id: u64, attempts: &AtomicU32) -> Result<u64, std::io::Error> {
+    if attempts.fetch_add(1, Ordering::Relaxed) < 2 {
+        return Err(std::io::Error::other("Rate limit hit on inventory service"));
+    }
+    Ok(id)
+}
+
+/// 10,000 concurrent calls retried by hand: a loop of sleeps, nothing else.
+async fn burst_by_hand() -> Duration {
+    let start = Instant::now();
+    let mut tasks = Vec::with_capacity(CALLS);
+    for id in 0..CALLS as u64 {
+        tasks.push(tokio::spawn(async move {
+            let attempts = AtomicU32::new(0);
+            let mut delay = Duration::from_millis(10);
+            loop {
+                match plain(id, &attempts).await {
+                    Ok(value) => break value,
+                    Err(_) => {
+                        tokio::time::sleep(delay).await;
+                        delay *= 2;
+                    }
+                }
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    start.elapsed()
+}
+
 fn policy() -> RetryPolicy {
     RetryPolicy::default().max_attempts(3).backoff(
         Backoff::exponential(Duration::from_millis(10), Duration::from_secs(1))
@@ -96,14 +132,21 @@ fn report(runtime: &tokio::runtime::Runtime) {
     PEAK.store(before, Ordering::Relaxed);
     let wall = runtime.block_on(burst(&policy));
     let peak = PEAK.load(Ordering::Relaxed) - before;
+    runtime.block_on(burst_by_hand()); // warm up
+    let floor = runtime.block_on(burst_by_hand());
     println!(
         "\n10,000 concurrent calls, 2 transient failures each, 10 ms base backoff, no jitter:"
     );
-    println!(
-        "  wall time {:.1} ms, ideal 30 ms: {:.2}x",
-        wall.as_secs_f64() * 1e3,
-        wall.as_secs_f64() / 0.030
-    );
+    for (name, wall) in [
+        ("RetryPolicy + #[tool]", wall),
+        ("hand-written sleep loop", floor),
+    ] {
+        println!(
+            "  {name:<24} {:.1} ms, ideal 30 ms: {:.2}x",
+            wall.as_secs_f64() * 1e3,
+            wall.as_secs_f64() / 0.030
+        );
+    }
     println!(
         "  peak heap {} KiB: {} bytes per pending retry",
         peak / 1024,
@@ -147,10 +190,17 @@ fn main() {
     group.sample_size(10);
     group.throughput(Throughput::Elements(CALLS as u64));
     let policy = policy();
-    group.bench_function("10k_calls_2_transient_failures_each", |b| {
+    group.bench_function("retry_policy_and_tool", |b| {
         b.iter_custom(|iterations| {
             (0..iterations)
                 .map(|_| runtime.block_on(burst(&policy)))
+                .sum()
+        })
+    });
+    group.bench_function("hand_written_sleep_loop", |b| {
+        b.iter_custom(|iterations| {
+            (0..iterations)
+                .map(|_| runtime.block_on(burst_by_hand()))
                 .sum()
         })
     });

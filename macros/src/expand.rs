@@ -12,9 +12,10 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
-use syn::{FnArg, Ident, ItemFn, Pat, ReturnType};
+use syn::{FnArg, Ident, Pat, ReturnType};
 
 use crate::attr::ToolAttr;
+use crate::item::FnItem;
 use crate::signature::{ToolFn, doc_text};
 use crate::valid::{Role, role};
 
@@ -220,7 +221,7 @@ fn call_body(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
         None => quote!(()),
     };
 
-    let block = &tool.item.block;
+    let block = &tool.item.body;
     let fake_return = quote! {
         if let ::core::option::Option::Some(#ret) = ::core::option::Option::None::<#output> {
             #[allow(unreachable_code)]
@@ -281,7 +282,7 @@ fn result_type(tool: &ToolFn) -> syn::Type {
 
 /// A tool that is only called directly: one function that captures and runs.
 fn single(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
-    let ItemFn {
+    let FnItem {
         attrs, vis, sig, ..
     } = tool.item;
     let mut sig = sig.clone();
@@ -301,7 +302,7 @@ fn single(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
 /// The function as the user wrote it: captures its typed arguments and hands
 /// them to the run function.
 fn wrapper(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, run_name: &Ident) -> TokenStream {
-    let ItemFn {
+    let FnItem {
         attrs, vis, sig, ..
     } = tool.item;
     let mut sig = sig.clone();
@@ -332,7 +333,7 @@ fn wrapper(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, run_name: &Ident) ->
 
 /// The hidden run function: the body, with its query from either source.
 fn run(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, run_name: &Ident) -> TokenStream {
-    let ItemFn { sig, .. } = tool.item;
+    let FnItem { sig, .. } = tool.item;
     let query = &locals.query;
     let asyncness = &sig.asyncness;
     let generics = &sig.generics;
@@ -603,7 +604,7 @@ fn served_method(
 
 /// The tokens emitted when the macro found errors: the errors, and the function
 /// as written, so that the rest of the crate still type-checks.
-pub fn fallback(error: syn::Error, item: &ItemFn) -> TokenStream {
+pub fn fallback(error: syn::Error, item: &FnItem) -> TokenStream {
     let error = error.into_compile_error();
     quote! {
         #error

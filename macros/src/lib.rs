@@ -10,6 +10,7 @@ mod attr;
 mod ctxt;
 mod expand;
 mod fmt;
+mod item;
 mod signature;
 mod tool_error;
 mod tools;
@@ -94,7 +95,7 @@ mod valid;
 /// `impl Trait`.
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
-    let mut item = syn::parse_macro_input!(input as syn::ItemFn);
+    let mut item = syn::parse_macro_input!(input as item::FnItem);
     // rustc rejects doc comments on parameters: take them off before anything is emitted.
     let param_docs = signature::take_param_docs(&mut item);
     let mut cx = ctxt::Ctxt::default();
@@ -157,7 +158,7 @@ pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
 /// not generic, with owned arguments a client can send.
 #[proc_macro_attribute]
 pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
-    let item = syn::parse_macro_input!(input as syn::ItemImpl);
+    let item = syn::parse_macro_input!(input as item::ImplBlock);
     tools::expand(args.into(), item).into()
 }
 

@@ -2,15 +2,16 @@
 
 use syn::ext::IdentExt;
 use syn::{
-    Attribute, FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, Receiver, ReceiverKind,
+    Attribute, FnArg, GenericArgument, Ident, Pat, PathArguments, Receiver, ReceiverKind,
     ReturnType, Safety, Type, TypePath,
 };
 
 use crate::ctxt::Ctxt;
+use crate::item::FnItem;
 
 /// The function, as the expansion sees it.
 pub struct ToolFn<'a> {
-    pub item: &'a ItemFn,
+    pub item: &'a FnItem,
     pub is_async: bool,
     pub receiver: Option<&'a Receiver>,
     pub params: Vec<Param<'a>>,
@@ -35,7 +36,7 @@ pub struct Param<'a> {
 
 /// Removes the doc comments of the parameters — rustc rejects them — and
 /// returns their text, one per typed parameter, in order.
-pub fn take_param_docs(item: &mut ItemFn) -> Vec<String> {
+pub fn take_param_docs(item: &mut FnItem) -> Vec<String> {
     item.sig
         .inputs
         .iter_mut()
@@ -81,7 +82,7 @@ pub fn doc_text(attrs: &[Attribute]) -> String {
 
 impl<'a> ToolFn<'a> {
     /// Reads the signature, recording in `cx` every shape a tool cannot have.
-    pub fn parse(cx: &mut Ctxt, item: &'a ItemFn, mut docs: Vec<String>) -> Option<Self> {
+    pub fn parse(cx: &mut Ctxt, item: &'a FnItem, mut docs: Vec<String>) -> Option<Self> {
         let sig = &item.sig;
         if let Some(constness) = &sig.constness {
             cx.error_spanned_by(

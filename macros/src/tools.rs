@@ -3,10 +3,11 @@
 
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};
-use syn::{Attribute, ImplItem, ImplItemFn, ItemFn, ItemImpl};
+use syn::Attribute;
 
 use crate::ctxt::Ctxt;
 use crate::expand::{self, Place};
+use crate::item::{ImplBlock, ImplEntry};
 use crate::signature::{ToolFn, take_param_docs};
 use crate::{attr, valid};
 
@@ -26,18 +27,8 @@ fn tool_args(attr: &Attribute) -> TokenStream {
     }
 }
 
-fn as_item_fn(method: &ImplItemFn) -> ItemFn {
-    ItemFn {
-        attrs: method.attrs.clone(),
-        vis: method.vis.clone(),
-        modifiers: Default::default(),
-        sig: method.sig.clone(),
-        block: Box::new(method.block.clone()),
-    }
-}
-
 /// Expands `#[tools]`.
-pub fn expand(args: TokenStream, mut item: ItemImpl) -> TokenStream {
+pub fn expand(args: TokenStream, block: ImplBlock) -> TokenStream {
     let mut cx = Ctxt::default();
     if !args.is_empty() {
         cx.error_spanned_by(
@@ -45,7 +36,8 @@ pub fn expand(args: TokenStream, mut item: ItemImpl) -> TokenStream {
             "`#[tools]` takes no arguments; configure each method with `#[tool(...)]`",
         );
     }
-    if let Some((path, _)) = &item.trait_ {
+    let header = &block.header;
+    if let Some((path, _)) = &header.trait_ {
         cx.error_spanned_by(
             path,
             "`#[tools]` goes on an inherent `impl` block: its methods get new signatures, which a trait would not accept",
@@ -55,9 +47,9 @@ pub fn expand(args: TokenStream, mut item: ItemImpl) -> TokenStream {
     let mut expanded_items: Vec<TokenStream> = Vec::new();
     let mut specs = Vec::new();
     let mut any_tool = false;
-    for impl_item in std::mem::take(&mut item.items) {
-        let ImplItem::Fn(mut method) = impl_item else {
-            expanded_items.push(impl_item.into_token_stream());
+    for entry in block.entries {
+        let ImplEntry::Fn(mut method) = entry else {
+            expanded_items.push(entry.into_token_stream());
             continue;
         };
         let Some(position) = method.attrs.iter().position(is_tool_attr) else {
@@ -68,69 +60,55 @@ pub fn expand(args: TokenStream, mut item: ItemImpl) -> TokenStream {
         let errors_before = cx.len();
         let original = method.clone();
         let tool_attr = method.attrs.remove(position);
-        let mut function = as_item_fn(&method);
-        let docs = take_param_docs(&mut function);
+        let docs = take_param_docs(&mut method);
         let attr = attr::parse(&mut cx, tool_args(&tool_attr));
-        match ToolFn::parse(&mut cx, &function, docs) {
-            Some(tool) => {
-                valid::check(&mut cx, &attr, &tool);
-                if attr.local {
-                    cx.error_spanned_by(
-                        &tool_attr,
-                        "a `#[tools]` method is served; `local` has no meaning here",
-                    );
-                }
-                if let Some(reason) = tool.unservable(|ident| attr.skip.iter().any(|s| s == ident))
-                {
-                    cx.error_spanned_by(
-                        &tool.item.sig,
-                        format!("`{}` cannot be served: {reason}", tool.ident()),
-                    );
-                }
-                if cx.len() > errors_before {
-                    // Reported; the method stays a plain `#[tool]` so that the
-                    // rest of the crate still type-checks.
-                    expanded_items.push(original.into_token_stream());
-                    continue;
-                }
-                let expanded = expand::tool(&attr, &tool, Place::ServedMethod);
-                expanded_items.push(expanded.items);
-                specs.extend(expanded.spec);
-            }
-            None => {
-                let mut plain = method.clone();
-                for arg in &mut plain.sig.inputs {
-                    if let syn::FnArg::Typed(typed) = arg {
-                        typed.attrs.retain(|attr| !attr.path().is_ident("doc"));
-                    }
-                }
-                expanded_items.push(plain.into_token_stream());
-            }
+        let Some(tool) = ToolFn::parse(&mut cx, &method, docs) else {
+            expanded_items.push(method.into_token_stream());
+            continue;
+        };
+        valid::check(&mut cx, &attr, &tool);
+        if attr.local {
+            cx.error_spanned_by(
+                &tool_attr,
+                "a `#[tools]` method is served; `local` has no meaning here",
+            );
         }
+        if let Some(reason) = tool.unservable(|ident| attr.skip.iter().any(|s| s == ident)) {
+            cx.error_spanned_by(
+                &tool.item.sig,
+                format!("`{}` cannot be served: {reason}", tool.ident()),
+            );
+        }
+        if cx.len() > errors_before {
+            // Reported; the method stays a plain `#[tool]` so that the rest of
+            // the crate still type-checks.
+            expanded_items.push(original.into_token_stream());
+            continue;
+        }
+        let expanded = expand::tool(&attr, &tool, Place::ServedMethod);
+        expanded_items.push(expanded.items);
+        specs.extend(expanded.spec);
     }
     if !any_tool {
         cx.error_spanned_by(
-            &item.self_ty,
+            &header.self_ty,
             "`#[tools]` found no `#[tool]` method in this impl block",
         );
     }
 
-    let ItemImpl {
-        attrs,
-        generics,
-        self_ty,
-        ..
-    } = &item;
-    let (impl_generics, _, where_clause) = generics.split_for_impl();
-    let provider = quote! {
-        impl #impl_generics ::tool_envelope::mcp::ToolProvider for #self_ty #where_clause {
-            fn tools() -> ::std::vec::Vec<::tool_envelope::mcp::ToolSpec<Self>> {
-                ::std::vec![#(#specs),*]
+    let attrs = &header.attrs;
+    let self_ty = &header.self_ty;
+    let (impl_generics, _, where_clause) = header.generics.split_for_impl();
+    let errors = cx.check().err().map(syn::Error::into_compile_error);
+    let provider = errors.is_none().then(|| {
+        quote! {
+            impl #impl_generics ::tool_envelope::mcp::ToolProvider for #self_ty #where_clause {
+                fn tools() -> ::std::vec::Vec<::tool_envelope::mcp::ToolSpec<Self>> {
+                    ::std::vec![#(#specs),*]
+                }
             }
         }
-    };
-    let errors = cx.check().err().map(syn::Error::into_compile_error);
-    let provider = errors.is_none().then_some(provider);
+    });
     quote! {
         #errors
         #(#attrs)*

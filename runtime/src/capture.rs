@@ -1,9 +1,10 @@
 //! Capturing a call's arguments — the `attempted_query` — before the body runs.
 //!
 //! The arguments are serialized once, as compact JSON text, into a reused
-//! per-thread buffer and copied out in a single allocation of the exact size.
-//! Nothing is parsed unless the call fails: a successful call pays for one
-//! serialization and one allocation, never for a `serde_json::Value` tree.
+//! per-thread buffer, and copied out: into the capture itself when they are
+//! short — the common case, no allocation at all — or into one allocation of
+//! the exact size. Nothing is parsed unless the call fails: a successful call
+//! pays for one serialization, never for a `serde_json::Value` tree.
 
 use std::cell::RefCell;
 use std::fmt;
@@ -13,36 +14,56 @@ use serde_json::Value;
 
 use crate::envelope::REDACTED;
 
+/// Captures up to this many bytes of JSON are kept inline.
+const INLINE: usize = 118;
+
 /// The captured arguments of one call: a JSON object, as text.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Capture {
-    json: Box<str>,
+    repr: Repr,
+}
+
+#[derive(Clone, PartialEq, Eq)]
+enum Repr {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Heap(Box<[u8]>),
 }
 
 impl Capture {
+    fn new(json: &[u8]) -> Self {
+        let repr = match u8::try_from(json.len()) {
+            Ok(len) if json.len() <= INLINE => {
+                let mut bytes = [0; INLINE];
+                bytes[..json.len()].copy_from_slice(json);
+                Repr::Inline { len, bytes }
+            }
+            _ => Repr::Heap(json.into()),
+        };
+        Capture { repr }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match &self.repr {
+            Repr::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Repr::Heap(bytes) => bytes,
+        }
+    }
+
     /// The JSON text of the arguments object.
     pub fn as_str(&self) -> &str {
-        &self.json
+        std::str::from_utf8(self.bytes()).expect("serde_json writes UTF-8")
     }
 
     /// The arguments as a JSON value (an object).
     pub fn to_value(&self) -> Value {
-        serde_json::from_str(&self.json)
+        serde_json::from_slice(self.bytes())
             .expect("a capture holds the JSON that serde_json wrote for it")
-    }
-
-    /// A capture of an already-parsed arguments object, such as the `arguments`
-    /// of an MCP `tools/call` request.
-    pub fn from_value(arguments: &Value) -> Self {
-        Capture {
-            json: arguments.to_string().into_boxed_str(),
-        }
     }
 }
 
 impl fmt::Debug for Capture {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.json)
+        f.write_str(self.as_str())
     }
 }
 
@@ -114,8 +135,7 @@ pub fn capture(write: impl FnOnce(&mut CaptureWriter<'_>)) -> Capture {
         buf.push(b'{');
         write(&mut CaptureWriter { buf, empty: true });
         buf.push(b'}');
-        let text = std::str::from_utf8(buf).expect("serde_json writes UTF-8");
-        Capture { json: text.into() }
+        Capture::new(buf)
     }
 
     BUFFER.with(|cell| match cell.try_borrow_mut() {
@@ -184,5 +204,25 @@ mod tests {
         }
         let query = capture(|w| w.arg("outer", &Nested));
         assert_eq!(query.to_value(), json!({"outer": "{\"inner\":1}"}));
+    }
+}
+
+#[cfg(test)]
+mod size {
+    use super::*;
+
+    #[test]
+    fn short_captures_are_inline_and_long_ones_on_the_heap() {
+        let short = capture(|w| w.arg("id", &42));
+        assert!(matches!(short.repr, Repr::Inline { .. }));
+        let long_text = "x".repeat(200);
+        let long = capture(|w| w.arg("text", &long_text));
+        assert!(matches!(long.repr, Repr::Heap(_)));
+        assert_eq!(long.to_value()["text"], long_text);
+        let exact = "y".repeat(INLINE - r#"{"t":""}"#.len());
+        let edge = capture(|w| w.arg("t", &exact));
+        assert_eq!(edge.as_str().len(), INLINE);
+        assert!(matches!(edge.repr, Repr::Inline { .. }));
+        assert_eq!(edge.to_value()["t"], exact);
     }
 }

@@ -165,17 +165,6 @@ impl<'p> Attempts<'p> {
         }
 
         let next = self.decide(&envelope, attempt, elapsed);
-        self.stats.history.push(AttemptRecord {
-            attempt,
-            category: envelope.category,
-            retryable: envelope.retryable,
-            message: envelope.message.clone(),
-            gathered,
-            delay: match &next {
-                Ok(delay) => Some(*delay),
-                Err(_) => None,
-            },
-        });
         self.policy.emit(&RetryEvent {
             tool: envelope.tool.as_deref(),
             attempt,
@@ -186,12 +175,30 @@ impl<'p> Attempts<'p> {
                 Err((reason, _)) => RetryAction::Escalate { reason: *reason },
             },
         });
+        let mut record = AttemptRecord {
+            attempt,
+            category: envelope.category,
+            retryable: envelope.retryable,
+            message: String::new(),
+            gathered,
+            delay: next.as_ref().ok().copied(),
+        };
         match next {
             Ok(delay) => {
-                self.last = Some(envelope);
+                if self.policy.deadline.is_some() {
+                    // Kept, to escalate with if the next attempt is cut off.
+                    record.message = envelope.message.clone();
+                    self.last = Some(envelope);
+                } else {
+                    // Nothing else needs this envelope: its message moves into the history.
+                    record.message = std::mem::take(&mut envelope.message);
+                }
+                self.stats.history.push(record);
                 Next::Retry(delay)
             }
             Err((reason, detail)) => {
+                record.message = envelope.message.clone();
+                self.stats.history.push(record);
                 // A blocked call never ran the tool.
                 let ran = if reason == EscalationReason::BlockedByGuard {
                     attempt - 1
