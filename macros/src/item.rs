@@ -49,7 +49,7 @@ impl ToTokens for FnItem {
 /// An entry of an impl block: a method (body unparsed) or anything else.
 pub enum ImplEntry {
     Fn(FnItem),
-    Other(ImplItem),
+    Other(Box<ImplItem>),
 }
 
 impl ToTokens for ImplEntry {
@@ -95,7 +95,7 @@ impl Parse for ImplBlock {
                     if fork.parse::<FnItem>().is_ok() {
                         entries.push(ImplEntry::Fn(content.parse()?));
                     } else {
-                        entries.push(ImplEntry::Other(content.parse()?));
+                        entries.push(ImplEntry::Other(Box::new(content.parse()?)));
                     }
                 }
                 Ok(entries)
