@@ -48,7 +48,7 @@ impl ToTokens for FnItem {
 
 /// An entry of an impl block: a method (body unparsed) or anything else.
 pub enum ImplEntry {
-    Fn(FnItem),
+    Fn(Box<FnItem>),
     Other(Box<ImplItem>),
 }
 
@@ -93,7 +93,7 @@ impl Parse for ImplBlock {
                 while !content.is_empty() {
                     let fork = content.fork();
                     if fork.parse::<FnItem>().is_ok() {
-                        entries.push(ImplEntry::Fn(content.parse()?));
+                        entries.push(ImplEntry::Fn(Box::new(content.parse()?)));
                     } else {
                         entries.push(ImplEntry::Other(Box::new(content.parse()?)));
                     }

@@ -48,10 +48,11 @@ pub fn expand(args: TokenStream, block: ImplBlock) -> TokenStream {
     let mut specs = Vec::new();
     let mut any_tool = false;
     for entry in block.entries {
-        let ImplEntry::Fn(mut method) = entry else {
+        let ImplEntry::Fn(method) = entry else {
             expanded_items.push(entry.into_token_stream());
             continue;
         };
+        let mut method = *method;
         let Some(position) = method.attrs.iter().position(is_tool_attr) else {
             expanded_items.push(method.into_token_stream());
             continue;
