@@ -300,3 +300,102 @@ fn the_input_schema_marks_a_secret_write_only() {
     assert_eq!(schema["properties"]["api_key"]["type"], "string");
     assert_eq!(schema["properties"]["api_key"]["writeOnly"], true);
 }
+
+/// Logs in with an optional one-time password; the identity provider is down.
+#[tool(read_only)]
+fn login(user: String, otp: Option<Secret<String>>) -> Result<(), ErrorEnvelope> {
+    let _ = (user, otp.as_ref().map(Secret::expose));
+    Err(ErrorEnvelope::transient("Identity provider unavailable"))
+}
+
+const NUMERIC_KEY: u64 = 987_654_321_987;
+const OTP: &str = "otp_ONE_TIME_5521";
+
+#[tokio::test]
+async fn a_secret_sent_with_the_wrong_type_or_as_an_option_is_still_masked() {
+    let tools = ToolSet::new().tool::<charge>().tool::<login>();
+    let client = serve(tools).await;
+    let mut outputs = Vec::new();
+
+    // A secret of the wrong type: the decoding error must not quote it, and
+    // the arguments as received are masked.
+    let result = call(
+        &client,
+        "charge",
+        json!({"amount": 10, "api_key": NUMERIC_KEY, "session_token": [SESSION]}),
+    )
+    .await;
+    let failed = envelope(&result);
+    assert_eq!(failed.category, ErrorCategory::Validation);
+    let fields: Vec<&str> = failed.violations.iter().map(|v| v.field.as_str()).collect();
+    assert_eq!(fields, ["api_key", "session_token"]);
+    assert_eq!(
+        failed.attempted_query,
+        Some(json!({"amount": 10, "api_key": "[redacted]", "session_token": "[redacted]"}))
+    );
+    outputs.push(serde_json::to_string(&result).unwrap());
+
+    // An optional secret is found from the schema (`writeOnly`) and masked.
+    let result = call(&client, "login", json!({"user": "ada", "otp": OTP})).await;
+    let failed = envelope(&result);
+    assert_eq!(
+        failed.attempted_query,
+        Some(json!({"user": "ada", "otp": "[redacted]"}))
+    );
+    outputs.push(serde_json::to_string(&result).unwrap());
+    client.cancel().await.unwrap();
+
+    for output in &outputs {
+        assert!(
+            !output.contains(&NUMERIC_KEY.to_string()),
+            "leaked: {output}"
+        );
+        assert!(!output.contains(SESSION), "leaked: {output}");
+        assert!(!output.contains(OTP), "leaked: {output}");
+    }
+}
+
+/// Fails with whatever it is given: message, reason and alternatives.
+#[tool(read_only)]
+fn fail_with(message: String, reason: String, alternatives: usize) -> Result<(), ErrorEnvelope> {
+    let mut envelope = ErrorEnvelope::business(message).with_reason(reason);
+    envelope.alternatives = (0..alternatives).map(|i| format!("Option {i}")).collect();
+    Err(envelope)
+}
+
+#[tokio::test]
+async fn whatever_a_tool_writes_into_its_envelope_the_reply_is_bounded_and_valid() {
+    let client = serve(ToolSet::new().tool::<fail_with>()).await;
+    let limits = EnvelopeLimits::current();
+    let cases = [
+        (json!({"message": "x".repeat(10 * 1024 * 1024), "reason": "quota exceeded", "alternatives": 100_000})),
+        (json!({"message": "", "reason": "", "alternatives": 0})),
+        (json!({"message": "é".repeat(5000), "reason": "rateLimited", "alternatives": 1})),
+    ];
+    for arguments in cases {
+        let result = call(&client, "fail_with", arguments).await;
+        let structured = result.structured_content.clone().unwrap();
+        assert!(schema().is_valid(&structured), "{structured:.500}");
+        let size = serde_json::to_string(&result).unwrap().len();
+        assert!(size < 128 * 1024, "a reply of {size} bytes");
+        let failed = envelope(&result);
+        assert!(!failed.message.is_empty());
+        assert!(failed.message.len() <= limits.text_bytes);
+        assert!(failed.alternatives.len() <= limits.list_items);
+        assert_eq!(failed.category, ErrorCategory::Business);
+    }
+    let failed = envelope(
+        &call(
+            &client,
+            "fail_with",
+            json!({"message": "Quota used up", "reason": "quota exceeded", "alternatives": 100}),
+        )
+        .await,
+    );
+    assert_eq!(failed.reason.as_deref(), Some("QUOTA_EXCEEDED"));
+    assert_eq!(
+        failed.alternatives.last().map(String::as_str),
+        Some("… and 37 more alternatives")
+    );
+    client.cancel().await.unwrap();
+}

@@ -143,14 +143,24 @@ fn a_ten_megabyte_string_gets_an_envelope_with_a_trimmed_query() {
     let mut session = Session::start();
     let huge = "x".repeat(10 * 1024 * 1024);
     let reply = session.call(1, "lookup_orders", json!({"customer_id": huge}));
-    let envelope = envelope(&reply);
-    assert_eq!(envelope["errorCategory"], "validation");
-    let query = envelope["attempted_query"]
+    let invalid = envelope(&reply);
+    assert_eq!(invalid["errorCategory"], "validation");
+    let query = invalid["attempted_query"]
         .as_str()
         .expect("trimmed to a string");
     assert!(query.len() < 20 * 1024, "{} bytes", query.len());
     assert!(query.ends_with("bytes dropped]"));
     session.assert_still_serving(2);
+
+    // Six partial results of ten megabytes each: the reply stays bounded.
+    let reply = session.call(3, "research", json!({"topic": huge}));
+    let size = reply.to_string().len();
+    assert!(size < 1024 * 1024, "a reply of {size} bytes");
+    let failed = envelope(&reply);
+    assert_eq!(failed["errorCategory"], "transient");
+    let partial = failed["partial_results"].as_array().unwrap();
+    assert_eq!(partial.last().unwrap()["_truncated"]["totalItems"], 6);
+    session.assert_still_serving(4);
 }
 
 #[test]

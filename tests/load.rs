@@ -172,25 +172,29 @@ async fn a_thousand_concurrent_calls_round_after_round() {
     });
     let client = ().serve(client_io).await.expect("the client initializes");
 
+    const ROUNDS: u64 = 12;
     let mut live = Vec::new();
-    for r in 0..6u64 {
+    for r in 0..ROUNDS {
         round(&client, r * 1_000).await;
         live.push(LIVE.load(Ordering::Relaxed));
     }
     eprintln!("live bytes after each round: {live:?}");
     assert_eq!(
         FLAKES.load(Ordering::Relaxed),
-        6 * 200,
+        ROUNDS * 200,
         "every flaky call was retried locally once"
     );
-    // The first rounds warm up buffers and caches; after that, nothing piles up.
-    let settled = live[2];
-    for (r, bytes) in live.iter().enumerate().skip(3) {
-        assert!(
-            *bytes <= settled + 96 * 1024,
-            "round {r}: {bytes} live bytes, up from {settled} after round 2 (all: {live:?})"
-        );
-    }
+    // The first rounds warm up buffers and caches. After that, a buffer may
+    // still grow once to a new high-water mark (rmcp's and tokio's tables, as
+    // the peak of concurrent calls varies), but nothing grows with the number
+    // of calls: a leak of 40 bytes a call would be 400 KB over these 10,000.
+    let settled = live[1];
+    let growth = live.last().unwrap().saturating_sub(settled);
+    assert!(
+        growth < 400 * 1024,
+        "{growth} more live bytes after {} calls (all: {live:?})",
+        (ROUNDS - 2) * 1_000
+    );
     client.cancel().await.unwrap();
     server.abort();
 }

@@ -638,3 +638,164 @@ async fn internal_errors_can_be_masked_but_never_the_category_or_retry_flag() {
     assert!(!envelope.retryable);
     assert_eq!(envelope.alternatives, ["Escalate to the on-call engineer"]);
 }
+
+fn panicking_guard(call: &ToolCall) -> Result<(), Blocked> {
+    let limit: u64 = call.tool.len().try_into().unwrap();
+    match call.arg("amount").and_then(Value::as_u64) {
+        Some(amount) => {
+            assert!(amount < limit * 1000, "the guard's own bug");
+            Ok(())
+        }
+        None => panic!("no amount to check"),
+    }
+}
+
+/// Refund an order, behind a guard with a bug.
+#[tool(guard = panicking_guard)]
+fn guarded_refund(order: String, amount: Option<u64>) -> Result<String, ErrorEnvelope> {
+    REFUNDS.fetch_add(1, Ordering::SeqCst);
+    Ok(format!("refunded {amount:?} on {order}"))
+}
+
+#[tokio::test]
+async fn a_guard_that_panics_blocks_the_call_with_an_envelope() {
+    // Called directly.
+    let before = REFUNDS.load(Ordering::SeqCst);
+    let envelope = guarded_refund("O-1".into(), None).unwrap_err();
+    assert_eq!(envelope.category, ErrorCategory::Other);
+    assert_eq!(envelope.reason.as_deref(), Some("GUARD_PANIC"));
+    assert!(
+        envelope.message.contains("no amount to check"),
+        "{}",
+        envelope.message
+    );
+    assert_eq!(envelope.tool.as_deref(), Some("guarded_refund"));
+    assert_eq!(
+        envelope.attempted_query,
+        Some(json!({"order": "O-1", "amount": null}))
+    );
+
+    // Through a tool set: its own guard, and a set-level guard.
+    let tools = ToolSet::new()
+        .tool::<guarded_refund>()
+        .tool::<lookup_orders>()
+        .guards(
+            Guards::new().for_tool("lookup_orders", |_: &ToolCall| -> Result<(), Blocked> {
+                panic!("the set's guard failed")
+            }),
+        );
+    let result = tools
+        .call("guarded_refund", json!({"order": "O-1"}))
+        .await
+        .unwrap();
+    let envelope = result.envelope().unwrap();
+    assert_eq!(envelope.reason.as_deref(), Some("GUARD_PANIC"));
+    assert_eq!(envelope.attempted_query, Some(json!({"order": "O-1"})));
+    let result = tools
+        .call("lookup_orders", json!({"customer_id": "C-1"}))
+        .await
+        .unwrap();
+    let envelope = result.envelope().unwrap();
+    assert_eq!(envelope.reason.as_deref(), Some("GUARD_PANIC"));
+    assert!(
+        envelope.message.contains("the set's guard failed"),
+        "{}",
+        envelope.message
+    );
+    assert_eq!(envelope.tool.as_deref(), Some("lookup_orders"));
+    assert_eq!(
+        envelope.attempted_query,
+        Some(json!({"customer_id": "C-1"}))
+    );
+    assert_eq!(REFUNDS.load(Ordering::SeqCst), before, "the tool never ran");
+}
+
+/// Gathers three sources, then waits on a provider that never answers.
+#[tool(read_only)]
+async fn stalled_research(
+    topic: String,
+    sources: Partial<Source>,
+) -> Result<Vec<Source>, ErrorEnvelope> {
+    for i in sources.len()..3 {
+        sources.push(Source {
+            title: format!("{topic} {}", i + 1),
+        });
+    }
+    std::future::pending::<()>().await;
+    Ok(sources.to_vec())
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_attempt_cut_off_by_the_deadline_keeps_what_it_gathered() {
+    let tools = ToolSet::new().tool::<stalled_research>().retry(
+        RetryPolicy::default()
+            .constant(Duration::from_millis(10))
+            .deadline(Duration::from_secs(5)),
+    );
+    let result = tools
+        .call("stalled_research", json!({"topic": "EU AI Act"}))
+        .await
+        .unwrap();
+    let structured = result.structured_content.unwrap();
+    assert_eq!(
+        structured["escalation"]["reason"], "deadline_exceeded",
+        "{structured}"
+    );
+    assert_eq!(structured["tool"], "stalled_research");
+    assert_eq!(structured["attempted_query"], json!({"topic": "EU AI Act"}));
+    assert_eq!(
+        structured["partial_results"],
+        json!([{"title": "EU AI Act 1"}, {"title": "EU AI Act 2"}, {"title": "EU AI Act 3"}])
+    );
+}
+
+#[tokio::test]
+async fn arguments_that_are_not_an_object_are_kept_as_their_json_text() {
+    let result = tools()
+        .call("lookup_orders", json!(["C-1", "shipped"]))
+        .await
+        .unwrap();
+    let envelope = result.envelope().unwrap();
+    assert_eq!(envelope.category, ErrorCategory::Validation);
+    assert_eq!(envelope.violations[0].field, "arguments");
+    assert_eq!(
+        envelope.attempted_query,
+        Some(json!(r#"["C-1","shipped"]"#))
+    );
+}
+
+/// A value that cannot become JSON.
+struct Unserializable;
+
+impl Serialize for Unserializable {
+    fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+        Err(serde::ser::Error::custom("a handle is not data"))
+    }
+}
+
+/// Opens a handle: a result no client can receive.
+#[tool(read_only)]
+fn open_handle(path: String, opened: Partial<String>) -> Result<Unserializable, ErrorEnvelope> {
+    opened.push(path);
+    Ok(Unserializable)
+}
+
+#[tokio::test]
+async fn a_result_that_cannot_be_serialized_is_an_envelope_with_every_pillar() {
+    let result = ToolSet::new()
+        .tool::<open_handle>()
+        .call("open_handle", json!({"path": "/tmp/x"}))
+        .await
+        .unwrap();
+    let envelope = result.envelope().unwrap();
+    assert_eq!(envelope.category, ErrorCategory::Other);
+    assert_eq!(envelope.reason.as_deref(), Some("UNSERIALIZABLE_RESULT"));
+    assert!(
+        envelope.message.contains("a handle is not data"),
+        "{}",
+        envelope.message
+    );
+    assert_eq!(envelope.tool.as_deref(), Some("open_handle"));
+    assert_eq!(envelope.attempted_query, Some(json!({"path": "/tmp/x"})));
+    assert_eq!(envelope.partial_results, Some(json!(["/tmp/x"])));
+}

@@ -12,7 +12,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use tool_envelope::mcp::ToolSet;
-use tool_envelope::{ErrorCategory, ErrorEnvelope, Violation};
+use tool_envelope::{EnvelopeLimits, ErrorCategory, ErrorEnvelope, Violation};
 
 fn envelope_schema() -> &'static jsonschema::Validator {
     static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
@@ -185,6 +185,61 @@ proptest! {
         prop_assert!(errors.is_empty(), "{value}: {errors:?}");
         let back: ErrorEnvelope = serde_json::from_value(value).unwrap();
         prop_assert_eq!(back, envelope);
+    }
+}
+
+/// Any envelope at all: whatever a tool could write into the public fields.
+fn any_fields() -> impl Strategy<Value = ErrorEnvelope> {
+    (
+        any_category(),
+        any::<bool>(),
+        prop_oneof![Just(String::new()), ".{0,60}", "x{5000,6000}"],
+        prop::option::of(any_json()),
+        prop::option::of(any_json()),
+        prop::collection::vec(".{0,30}", 0..70),
+        prop::option::of(prop_oneof![".{0,20}", "[a-zA-Z _-]{0,20}"]),
+        prop::collection::vec((".{0,12}", ".{0,30}"), 0..3),
+        prop::option::of(".{0,64}"),
+    )
+        .prop_map(
+            |(
+                category,
+                retryable,
+                message,
+                query,
+                partial,
+                alternatives,
+                reason,
+                violations,
+                tool,
+            )| {
+                let mut envelope = ErrorEnvelope::new(category, message).with_retryable(retryable);
+                envelope.alternatives = alternatives;
+                envelope.attempted_query = query;
+                envelope.partial_results = partial;
+                envelope.reason = reason.map(Into::into);
+                envelope.violations = violations
+                    .into_iter()
+                    .map(|(f, d)| Violation::new(f, d))
+                    .collect();
+                envelope.tool = tool.map(Into::into);
+                envelope
+            },
+        )
+}
+
+proptest! {
+    #[test]
+    fn whatever_the_fields_hold_the_json_validates_and_is_stable(mut envelope in any_fields()) {
+        let value = serde_json::to_value(&envelope).unwrap();
+        let errors: Vec<String> = envelope_schema().iter_errors(&value).map(|e| e.to_string()).collect();
+        prop_assert!(errors.is_empty(), "{value}: {errors:?}");
+        // What a caller reads back goes out again unchanged.
+        let back: ErrorEnvelope = serde_json::from_value(value.clone()).unwrap();
+        prop_assert_eq!(serde_json::to_value(&back).unwrap(), value.clone());
+        // `apply` makes the envelope what the wire says.
+        EnvelopeLimits::current().apply(&mut envelope);
+        prop_assert_eq!(serde_json::to_value(&envelope).unwrap(), value);
     }
 }
 

@@ -294,6 +294,39 @@ async fn a_non_idempotent_tool_is_not_retried_after_a_transient_failure() {
     assert_eq!(calls.load(Ordering::SeqCst), 3);
 }
 
+/// Places an order after checking stock with a read-only tool: the order is
+/// not safe to repeat, whatever the inner tool says.
+#[tool(destructive, skip(calls))]
+async fn place_order(sku: String, calls: Arc<AtomicU32>) -> Result<u32, ErrorEnvelope> {
+    calls.fetch_add(1, Ordering::SeqCst);
+    let inner_calls = Arc::new(AtomicU32::new(0));
+    let available = stock(sku, inner_calls, 1).await?;
+    Ok(available)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_non_idempotent_tool_passing_through_a_read_only_tools_failure_is_not_retried() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let outcome = steady(10)
+        .retry(|| place_order("A-1".into(), calls.clone()))
+        .await;
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "the order was not placed twice"
+    );
+    let escalation = outcome.result.unwrap_err();
+    assert_eq!(escalation.reason, EscalationReason::NonRetryable);
+    // The inner tool's pillars pass through; the retry decision is the outer's.
+    assert_eq!(escalation.envelope.tool.as_deref(), Some("stock"));
+    assert_eq!(escalation.envelope.idempotent(), Some(false));
+    let detail = escalation.detail.unwrap();
+    assert!(
+        detail.contains("`place_order` is not declared idempotent"),
+        "{detail}"
+    );
+}
+
 /// A source the research tool gathers.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 struct Source {

@@ -251,11 +251,11 @@ fn refund_checked(order: String, seen: Partial<u32>) -> Result<(), Blocked> {
 }
 
 #[test]
-fn partial_results_carried_by_the_error_win_over_the_collector() {
+fn partial_results_carried_by_the_error_join_the_collectors() {
     let envelope = refund_checked("O-77".into(), Partial::new()).unwrap_err();
     assert_eq!(
         envelope.partial_results,
-        Some(json!({"order_total": 620, "customer_verified": true, "order": "O-77"}))
+        Some(json!([1, {"order_total": 620, "customer_verified": true, "order": "O-77"}]))
     );
 }
 
@@ -507,4 +507,30 @@ async fn a_hung_async_tool_times_out_into_a_transient_envelope() {
         Some(json!(["rates: first page"])),
         "nothing gathered is lost"
     );
+}
+
+/// Gathers two pages, then waits on a server that never answers.
+#[tool(read_only, timeout = "2s")]
+async fn crawl_slowly(site: String, pages: Partial<u32>) -> Result<(), ErrorEnvelope> {
+    pages.extend([1, 2]);
+    let _ = site;
+    std::future::pending::<()>().await;
+    Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_timed_out_tool_keeps_its_arguments_and_partial_results() {
+    let start = tokio::time::Instant::now();
+    let envelope = crawl_slowly("example.org".into(), Partial::new())
+        .await
+        .unwrap_err();
+    assert_eq!(start.elapsed(), std::time::Duration::from_secs(2));
+    assert_eq!(envelope.category, ErrorCategory::Transient);
+    assert!(envelope.retryable);
+    assert_eq!(envelope.reason.as_deref(), Some("TIMEOUT"));
+    assert_eq!(
+        envelope.attempted_query,
+        Some(json!({"site": "example.org"}))
+    );
+    assert_eq!(envelope.partial_results, Some(json!([1, 2])));
 }

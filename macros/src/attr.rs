@@ -5,7 +5,7 @@ use syn::meta::ParseNestedMeta;
 use syn::parse::Parser;
 use syn::{Ident, LitBool, LitStr};
 
-use crate::ctxt::{Ctxt, with_suggestion};
+use crate::ctxt::{Ctxt, skip_value, with_suggestion};
 
 /// The arguments of `#[tool(...)]`, as written.
 #[derive(Default)]
@@ -209,16 +209,4 @@ fn parse_names(cx: &mut Ctxt, names: &mut Vec<Ident>, meta: &ParseNestedMeta) ->
             skip_value(&inner)
         }
     })
-}
-
-/// Consumes whatever follows an unusable key (`= value` or `(...)`), so that
-/// parsing can go on and report the other keys' errors too.
-fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
-    if meta.input.peek(syn::Token![=]) {
-        let value = meta.value()?;
-        value.parse::<syn::Expr>()?;
-    } else if meta.input.peek(syn::token::Paren) {
-        meta.input.parse::<proc_macro2::Group>()?;
-    }
-    Ok(())
 }

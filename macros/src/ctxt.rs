@@ -69,3 +69,14 @@ pub fn with_suggestion<'a>(
         None => message,
     }
 }
+
+/// Consumes whatever follows an unusable key (`= value` or `(...)`), so that
+/// parsing can go on and report the other keys' errors too.
+pub fn skip_value(meta: &syn::meta::ParseNestedMeta) -> syn::Result<()> {
+    if meta.input.peek(syn::Token![=]) {
+        meta.value()?.parse::<syn::Expr>()?;
+    } else if meta.input.peek(syn::token::Paren) {
+        meta.input.parse::<proc_macro2::Group>()?;
+    }
+    Ok(())
+}

@@ -89,12 +89,6 @@ fn description(attr: &ToolAttr, tool: &ToolFn) -> String {
 }
 
 /// Whether the parameter is skipped.
-fn is_skipped(attr: &ToolAttr, ident: &Ident) -> bool {
-    attr.skip
-        .iter()
-        .any(|skipped| skipped.unraw() == ident.unraw())
-}
-
 /// Expands `#[tool]` on `tool` at `place`. `unservable` is why a free function
 /// cannot be served, if it cannot.
 pub fn tool(attr: &ToolAttr, tool: &ToolFn, place: Place) -> Expanded {
@@ -102,7 +96,9 @@ pub fn tool(attr: &ToolAttr, tool: &ToolFn, place: Place) -> Expanded {
     let served = match place {
         Place::Free => {
             !attr.local
-                && tool.unservable(|i| is_skipped(attr, i)).is_none()
+                && tool
+                    .unservable(|param| role(attr, param) == Role::Skipped)
+                    .is_none()
                 && !crate::signature::never_a_result(tool.output)
         }
         Place::Method => false,
@@ -491,19 +487,19 @@ fn call_fn_body(
     let partials = tool.params.iter().filter_map(|param| {
         let ident = param.ident;
         let item = param.partial_item?;
-        Some(quote!(let #ident = #context.partial::<#item>();))
+        Some(quote!(let #ident = #context.partial::<(#marker, #item)>();))
     });
     let idents = tool.params.iter().map(|param| param.ident);
     let await_ = tool.is_async.then(|| quote!(.await));
     let run_attempt = quote! {
-        #run_call(::tool_envelope::__private::Query::Arguments(#arguments), #(#idents),*) #await_
+        #run_call(#context.query(#arguments), #(#idents),*) #await_
     };
     quote! {
         ::std::boxed::Box::pin(async move {
             #info_static
-            let mut #decoder = ::tool_envelope::mcp::Decoder::new(#arguments);
+            let mut #decoder = ::tool_envelope::mcp::Decoder::new(#arguments, &#info, #context);
             #(#decodes)*
-            #decoder.finish(&#info, &[#(#keys),*])?;
+            #decoder.finish(&[#(#keys),*])?;
             #(#unwraps)*
             #(#partials)*
             let #value = #run_attempt?;
@@ -531,12 +527,17 @@ fn companion_impl(
         let ty = param.ty;
         quote!((#marker, #ty): ::tool_envelope::mcp::Arg<Value = #ty>,)
     });
+    let partial_bounds = tool.params.iter().filter_map(|param| {
+        let item = param.partial_item?;
+        Some(quote!((#marker, #item): ::tool_envelope::mcp::PartialArg<Item = #item>,))
+    });
     let definition = definition_body(attr, tool, locals, &marker);
     let call = call_fn_body(attr, tool, locals, &marker, &quote!(#run_name));
     quote! {
         impl<#marker: 'static> ::tool_envelope::mcp::ServableTool for #ident<#marker>
         where
             #(#arg_bounds)*
+            #(#partial_bounds)*
             (#marker, #ok): ::tool_envelope::__private::Output<Value = #ok>,
         {
             fn definition() -> ::tool_envelope::mcp::ToolDefinition {

@@ -67,7 +67,8 @@ mod valid;
 /// | `destructive` | the tool may destroy or overwrite data |
 /// | `idempotent` | repeating the call has no further effect, so it is safe to retry |
 /// | `open_world` | the tool reaches an open world of external systems |
-/// | `guard = path` | a `Guard` (such as a `fn(&ToolCall) -> Result<(), Blocked>`) checked on the captured arguments before the body runs; a blocked call never runs |
+/// | `guard = path` | a `Guard` (such as a `fn(&ToolCall) -> Result<(), Blocked>`) checked on the captured arguments (redacted ones masked) before the body runs; a blocked call never runs, nor does one whose guard panics |
+/// | `timeout = "30s"` | bounds an `async` tool (feature `tokio`; `ms`, `s`, `m`, `h`): when the time is up the body is dropped and the call fails with a retryable `transient` envelope, `reason = "TIMEOUT"`, keeping its arguments and partial results |
 /// | `describe_failures` | append a one-line summary of the error type's failure modes to the MCP description |
 /// | `local` | never served: generate nothing for MCP (for an `async` tool whose future is not `Send`, or an associated function without `self` outside a `#[tools]` block) |
 ///
@@ -95,6 +96,10 @@ mod valid;
 /// `impl Trait`.
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
+    if args.to_string() == tools::EXPANDED {
+        // A marker `#[tools]` left where a method's `#[tool]` was.
+        return TokenStream::new();
+    }
     let mut item = syn::parse_macro_input!(input as item::FnItem);
     // rustc rejects doc comments on parameters: take them off before anything is emitted.
     let param_docs = signature::take_param_docs(&mut item);

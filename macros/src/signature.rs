@@ -247,7 +247,7 @@ fn contains_impl_trait(ty: &Type) -> bool {
 impl ToolFn<'_> {
     /// Why a client could not call this tool, if it could not: `None` when
     /// every parameter can come from the JSON arguments of a `tools/call`.
-    pub fn unservable(&self, skipped: impl Fn(&Ident) -> bool) -> Option<String> {
+    pub fn unservable(&self, skipped: impl Fn(&Param) -> bool) -> Option<String> {
         let generics = &self.item.sig.generics;
         if !generics.params.is_empty() {
             return Some("it is generic".to_owned());
@@ -271,7 +271,7 @@ impl ToolFn<'_> {
             if param.partial_item.is_some() {
                 continue;
             }
-            if skipped(param.ident) {
+            if skipped(param) {
                 return Some(format!(
                     "its parameter `{}` is skipped, so a client cannot send it",
                     param.key

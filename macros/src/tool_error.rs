@@ -6,7 +6,7 @@ use syn::meta::ParseNestedMeta;
 use syn::spanned::Spanned;
 use syn::{Attribute, Data, DeriveInput, Fields, Ident, LitBool, LitStr, Member, Type};
 
-use crate::ctxt::{Ctxt, with_suggestion};
+use crate::ctxt::{Ctxt, skip_value, with_suggestion};
 use crate::fmt::{FieldName, Template};
 
 const CATEGORIES: &[&str] = &["transient", "validation", "business", "permission", "other"];
@@ -401,15 +401,6 @@ fn parse_field_key(
     };
     if slot.replace(index).is_some() {
         cx.error_spanned_by(&meta.path, format!("only one field can be marked `{key}`"));
-    }
-    Ok(())
-}
-
-fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
-    if meta.input.peek(syn::Token![=]) {
-        meta.value()?.parse::<syn::Expr>()?;
-    } else if meta.input.peek(syn::token::Paren) {
-        meta.input.parse::<proc_macro2::Group>()?;
     }
     Ok(())
 }

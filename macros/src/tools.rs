@@ -1,14 +1,16 @@
 //! `#[tools]` on an `impl` block: its `#[tool]` methods are served together,
 //! sharing the value through `&self`.
 
-use proc_macro2::TokenStream;
-use quote::{ToTokens, quote};
-use syn::Attribute;
+use proc_macro2::{Span, TokenStream};
+use quote::{ToTokens, format_ident, quote};
+use syn::ext::IdentExt;
+use syn::{Attribute, Ident};
 
 use crate::ctxt::Ctxt;
 use crate::expand::{self, Place};
-use crate::item::{ImplBlock, ImplEntry};
+use crate::item::{FnItem, ImplBlock, ImplEntry};
 use crate::signature::{ToolFn, take_param_docs};
+use crate::valid::Role;
 use crate::{attr, valid};
 
 /// Whether `attr` is `#[tool]` or `#[tool(...)]` (under any path ending in `tool`).
@@ -25,6 +27,19 @@ fn tool_args(attr: &Attribute) -> TokenStream {
         syn::Meta::List(list) => list.tokens.clone(),
         _ => TokenStream::new(),
     }
+}
+
+/// The word `#[tool(...)]` takes to expand to nothing.
+pub const EXPANDED: &str = "__expanded_by_tools";
+
+/// An empty function under the method's own `#[tool]` path, which `#[tool]`
+/// removes: rustc resolves the attribute as the user wrote it, so the import
+/// of `tool` that a `#[tools]` block needs is used, not reported as unused.
+fn expanded_marker(tool_attr: &Attribute, method: &FnItem) -> TokenStream {
+    let path = tool_attr.path();
+    let marker = Ident::new(EXPANDED, Span::call_site());
+    let name = format_ident!("__tool_envelope_expanded_{}", method.sig.ident.unraw());
+    quote!(#[#path(#marker)] fn #name() {})
 }
 
 /// Expands `#[tools]`.
@@ -59,8 +74,9 @@ pub fn expand(args: TokenStream, block: ImplBlock) -> TokenStream {
         };
         any_tool = true;
         let errors_before = cx.len();
-        let original = method.clone();
+        let as_written = method.clone();
         let tool_attr = method.attrs.remove(position);
+        expanded_items.push(expanded_marker(&tool_attr, &method));
         let docs = take_param_docs(&mut method);
         let attr = attr::parse(&mut cx, tool_args(&tool_attr));
         let Some(tool) = ToolFn::parse(&mut cx, &method, docs) else {
@@ -68,22 +84,25 @@ pub fn expand(args: TokenStream, block: ImplBlock) -> TokenStream {
             continue;
         };
         valid::check(&mut cx, &attr, &tool);
+        let tool_errors = cx.len() > errors_before;
         if attr.local {
             cx.error_spanned_by(
                 &tool_attr,
                 "a `#[tools]` method is served; `local` has no meaning here",
             );
         }
-        if let Some(reason) = tool.unservable(|ident| attr.skip.iter().any(|s| s == ident)) {
+        if let Some(reason) = tool.unservable(|param| valid::role(&attr, param) == Role::Skipped) {
             cx.error_spanned_by(
                 &tool.item.sig,
                 format!("`{}` cannot be served: {reason}", tool.ident()),
             );
         }
         if cx.len() > errors_before {
-            // Reported; the method stays a plain `#[tool]` so that the rest of
-            // the crate still type-checks.
-            expanded_items.push(original.into_token_stream());
+            // Reported. So that the rest of the crate still type-checks, the
+            // method stays a plain `#[tool]` when only serving it failed, and
+            // loses its `#[tool]` when that would report the same errors again.
+            let fallback = if tool_errors { method } else { as_written };
+            expanded_items.push(fallback.into_token_stream());
             continue;
         }
         let expanded = expand::tool(&attr, &tool, Place::ServedMethod);

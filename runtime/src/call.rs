@@ -16,9 +16,9 @@ use crate::capture::Capture;
 use crate::category::ErrorCategory;
 use crate::classify::ToolError;
 use crate::envelope::{ErrorEnvelope, REDACTED};
-use crate::guard::{Guard, ToolCall};
+use crate::guard::{Blocked, Guard, ToolCall};
 use crate::panic::{catch_unwind_future, panic_message};
-use crate::partial::Partial;
+use crate::partial::{Partial, merge};
 
 /// The result of a `#[tool]` function: its value, or the envelope of its failure.
 pub type ToolResult<T> = Result<T, ErrorEnvelope>;
@@ -39,11 +39,13 @@ pub struct ToolInfo {
 /// Where a call's `attempted_query` comes from.
 #[derive(Debug)]
 pub enum Query<'a> {
-    /// The typed arguments, serialized by the `#[tool]` function before its body ran.
+    /// The typed arguments, serialized by the `#[tool]` function before its
+    /// body ran; redacted parameters were never serialized.
     Captured(Capture),
     /// The JSON arguments of an MCP `tools/call`, as received: not serialized
-    /// again. Redacted parameters are masked when the envelope is built.
-    Arguments(&'a Map<String, Value>),
+    /// again. The parameters named here, and the tool's own redacted ones, are
+    /// masked wherever the arguments are shown.
+    Arguments(&'a Map<String, Value>, &'a [String]),
 }
 
 impl Query<'_> {
@@ -53,23 +55,39 @@ impl Query<'_> {
     }
 
     /// The arguments as a JSON object, redacted parameters masked.
-    fn into_object(self, tool: &ToolInfo) -> Map<String, Value> {
+    pub(crate) fn into_object(self, tool: &ToolInfo) -> Map<String, Value> {
         match self {
             Query::Captured(capture) => match capture.to_value() {
                 Value::Object(arguments) => arguments,
                 _ => unreachable!("a capture is always a JSON object"),
             },
-            Query::Arguments(arguments) => {
-                let mut arguments = arguments.clone();
-                for name in tool.redacted {
-                    if let Some(value) = arguments.get_mut(*name) {
-                        *value = Value::String(REDACTED.to_owned());
-                    }
-                }
-                arguments
-            }
+            Query::Arguments(arguments, also) => masked(arguments, tool, also).into_owned(),
         }
     }
+}
+
+/// Whether the parameter `name` is redacted, by the tool or by the caller.
+pub(crate) fn is_redacted(name: &str, tool: &ToolInfo, also: &[String]) -> bool {
+    tool.redacted.contains(&name) || also.iter().any(|other| other == name)
+}
+
+/// `arguments` with every redacted parameter's value replaced by
+/// `"[redacted]"`; borrowed when there is nothing to mask.
+pub(crate) fn masked<'a>(
+    arguments: &'a Map<String, Value>,
+    tool: &ToolInfo,
+    also: &[String],
+) -> Cow<'a, Map<String, Value>> {
+    if !arguments.keys().any(|name| is_redacted(name, tool, also)) {
+        return Cow::Borrowed(arguments);
+    }
+    let mut arguments = arguments.clone();
+    for (name, value) in arguments.iter_mut() {
+        if is_redacted(name, tool, also) {
+            *value = Value::String(REDACTED.to_owned());
+        }
+    }
+    Cow::Owned(arguments)
 }
 
 /// A type a `#[tool]` function may return: a `Result`.
@@ -155,29 +173,42 @@ pub fn check_guard<'q, G: Guard + ?Sized>(
     tool: &ToolInfo,
     query: Query<'q>,
 ) -> Result<Query<'q>, ErrorEnvelope> {
-    let verdict = match &query {
-        Query::Arguments(arguments) => guard.check(&ToolCall {
-            tool: &tool.name,
-            arguments,
-        }),
-        Query::Captured(capture) => {
-            let Value::Object(arguments) = capture.to_value() else {
-                unreachable!("a capture is always a JSON object")
-            };
-            guard.check(&ToolCall {
-                tool: &tool.name,
-                arguments: &arguments,
-            })
-        }
+    // A guard sees what `attempted_query` shows: redacted parameters masked.
+    let arguments: Cow<'_, Map<String, Value>> = match &query {
+        Query::Arguments(arguments, also) => masked(arguments, tool, also),
+        Query::Captured(capture) => match capture.to_value() {
+            Value::Object(arguments) => Cow::Owned(arguments),
+            _ => unreachable!("a capture is always a JSON object"),
+        },
     };
-    match verdict {
+    let call = ToolCall {
+        tool: &tool.name,
+        arguments: &arguments,
+    };
+    match verdict(&tool.name, || guard.check(&call)) {
         Ok(()) => Ok(query),
-        Err(blocked) => Err(complete(
-            blocked.into_envelope(),
-            tool,
-            || query.into_value(tool),
-            &(),
-        )),
+        Err(envelope) => {
+            let arguments = Value::Object(arguments.into_owned());
+            Err(complete(envelope, tool, || arguments, &()))
+        }
+    }
+}
+
+/// A guard's verdict on a call to `tool`: a block is the guard's `business`
+/// envelope, and a guard that panics blocks the call with an `other` one —
+/// the call never runs unchecked.
+pub(crate) fn verdict(
+    tool: &str,
+    check: impl FnOnce() -> Result<(), Blocked>,
+) -> Result<(), ErrorEnvelope> {
+    match catch_unwind(AssertUnwindSafe(check)) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(blocked)) => Err(blocked.into_envelope()),
+        Err(panic) => Err(ErrorEnvelope::other(format!(
+            "the guard of tool `{tool}` panicked: {}",
+            panic_message(panic.as_ref())
+        ))
+        .with_reason("GUARD_PANIC")),
     }
 }
 
@@ -267,23 +298,32 @@ fn finish<T, E: ToolError>(
 
 /// Fills in what the tool knows and the error did not say; an envelope that
 /// passed through from another tool keeps its own pillars.
+///
+/// An envelope from another tool (it names its tool already) keeps its own
+/// tool and query, and gains this tool's partial results, merged with its
+/// own: nothing gathered is lost. Its retry safety becomes this tool's: safe
+/// to repeat only if both are, and "not applied" no longer holds, since this
+/// tool may have acted before the inner one failed.
 pub(crate) fn complete(
     mut envelope: ErrorEnvelope,
     tool: &ToolInfo,
     query: impl FnOnce() -> Value,
     partial: &dyn PartialSource,
 ) -> ErrorEnvelope {
-    if envelope.tool.is_none() {
+    let passed_through = envelope.tool.is_some();
+    if !passed_through {
         envelope.tool = Some(tool.name.clone());
     }
     if envelope.attempted_query.is_none() {
         envelope.attempted_query = Some(query());
     }
-    if envelope.partial_results.is_none() {
-        envelope.partial_results = partial.partial_json();
-    }
-    if envelope.idempotent().is_none() {
-        envelope.set_idempotent(tool.idempotent);
+    // What this tool's collector gathered, then what the error reported; a
+    // report that repeats the collector's items is kept once.
+    let reported = envelope.partial_results.take();
+    envelope.partial_results = merge(partial.partial_json(), reported);
+    envelope.record_tool(tool);
+    if passed_through && envelope.not_applied() {
+        envelope.set_not_applied(false);
     }
     envelope
 }

@@ -14,6 +14,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::category::ErrorCategory;
+use crate::limits::EnvelopeLimits;
+use crate::wire::Outgoing;
 
 /// The text that stands in for a redacted value, wherever it is captured.
 pub const REDACTED: &str = "[redacted]";
@@ -115,6 +117,7 @@ impl DerefMut for ErrorEnvelope {
 struct Meta {
     origin: Option<Origin>,
     idempotent: Option<bool>,
+    unsafe_tool: Option<Cow<'static, str>>,
     not_applied: bool,
 }
 
@@ -286,14 +289,29 @@ impl ErrorEnvelope {
         self.meta.not_applied
     }
 
-    /// Whether the tool that failed declared itself idempotent (`#[tool(idempotent)]`
-    /// or `read_only`): `None` when the envelope was not made by a `#[tool]`.
+    /// Whether the failed call is safe to repeat: every `#[tool]` it passed
+    /// through declared itself idempotent (`#[tool(idempotent)]` or
+    /// `read_only`). `None` when the envelope was not made by a `#[tool]`.
     pub fn idempotent(&self) -> Option<bool> {
         self.meta.idempotent
     }
 
-    pub(crate) fn set_idempotent(&mut self, idempotent: bool) {
-        self.meta.idempotent = Some(idempotent);
+    /// The outermost tool on the call's path that is not declared idempotent.
+    pub(crate) fn unsafe_tool(&self) -> Option<&str> {
+        self.meta.unsafe_tool.as_deref()
+    }
+
+    /// Records that the call passed through `tool`: it stays safe to repeat
+    /// only if `tool` is too.
+    pub(crate) fn record_tool(&mut self, tool: &crate::call::ToolInfo) {
+        self.meta.idempotent = Some(self.meta.idempotent.unwrap_or(true) && tool.idempotent);
+        if !tool.idempotent {
+            self.meta.unsafe_tool = Some(tool.name.clone());
+        }
+    }
+
+    pub(crate) fn set_not_applied(&mut self, not_applied: bool) {
+        self.meta.not_applied = not_applied;
     }
 
     pub(crate) fn set_origin(&mut self, origin: Origin) {
@@ -320,65 +338,10 @@ impl ErrorEnvelope {
         self.meta.origin.is_some()
     }
 
-    /// The number of items in `partial_results` (an array's length, 1 for an
-    /// object, 0 when absent).
+    /// The number of partial results: an array's items, an object's fields,
+    /// 0 when absent.
     pub fn partial_count(&self) -> usize {
-        match &self.partial_results {
-            Some(Value::Array(items)) => items.len(),
-            Some(Value::Null) | None => 0,
-            Some(_) => 1,
-        }
-    }
-
-    /// Serializes the envelope's keys into an open map, so that a wrapper (an
-    /// escalation) can add keys of its own next to them.
-    ///
-    /// The installed [`EnvelopeLimits`](crate::EnvelopeLimits) apply here:
-    /// oversized arguments and partial results go out trimmed, with a marker.
-    pub(crate) fn serialize_fields<M: SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
-        map.serialize_entry("isError", &true)?;
-        map.serialize_entry("errorCategory", &self.category)?;
-        map.serialize_entry("isRetryable", &self.retryable)?;
-        map.serialize_entry("message", &self.message)?;
-        if self.attempted_query.is_some() || self.partial_results.is_some() {
-            let limits = crate::limits::EnvelopeLimits::current();
-            if let Some(query) = &self.attempted_query {
-                let query = crate::limits::query_for_wire(query, limits.attempted_query_bytes);
-                map.serialize_entry("attempted_query", &*query)?;
-            }
-            if let Some(partial) = &self.partial_results {
-                let partial =
-                    crate::limits::partial_for_wire(partial, limits.partial_results_bytes);
-                map.serialize_entry("partial_results", &*partial)?;
-            }
-        }
-        if !self.alternatives.is_empty() {
-            map.serialize_entry("alternatives", &self.alternatives)?;
-        }
-        if let Some(reason) = &self.reason {
-            map.serialize_entry("reason", reason)?;
-        }
-        if let Some(delay) = self.retry_after {
-            map.serialize_entry("retryAfterMs", &duration_to_ms(delay))?;
-        }
-        if !self.violations.is_empty() {
-            map.serialize_entry("violations", &self.violations)?;
-        }
-        if let Some(tool) = &self.tool {
-            map.serialize_entry("tool", tool)?;
-        }
-        Ok(())
-    }
-
-    /// The number of keys [`serialize_fields`](Self::serialize_fields) writes.
-    pub(crate) fn field_count(&self) -> usize {
-        4 + usize::from(self.attempted_query.is_some())
-            + usize::from(self.partial_results.is_some())
-            + usize::from(!self.alternatives.is_empty())
-            + usize::from(self.reason.is_some())
-            + usize::from(self.retry_after.is_some())
-            + usize::from(!self.violations.is_empty())
-            + usize::from(self.tool.is_some())
+        crate::partial::count(self.partial_results.as_ref())
     }
 }
 
@@ -388,10 +351,17 @@ pub(crate) fn duration_to_ms(delay: Duration) -> u64 {
     u64::try_from(ms).unwrap_or(u64::MAX)
 }
 
+/// Serializes to the wire format under the installed
+/// [`EnvelopeLimits`](crate::EnvelopeLimits): oversized values go out trimmed
+/// with a marker, and whatever the fields hold, the JSON is valid against the
+/// envelope's schema (an empty message, a lower-case reason, a number as the
+/// attempted query are each sent in a valid form; see
+/// [`EnvelopeLimits::apply`](crate::EnvelopeLimits::apply)).
 impl Serialize for ErrorEnvelope {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(self.field_count()))?;
-        self.serialize_fields(&mut map)?;
+        let outgoing = Outgoing::new(self, &EnvelopeLimits::current());
+        let mut map = serializer.serialize_map(Some(outgoing.len()))?;
+        outgoing.write(&mut map)?;
         map.end()
     }
 }

@@ -1,5 +1,6 @@
 //! Escalation: what goes upward when a failure cannot be recovered locally.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
@@ -9,6 +10,8 @@ use serde_json::Value;
 
 use crate::envelope::{ErrorEnvelope, duration_to_ms};
 use crate::guard::Blocked;
+use crate::limits::{EnvelopeLimits, text_for_wire};
+use crate::wire::Outgoing;
 
 /// Well-known `reason` codes that turn a failure into a specific escalation.
 pub mod reasons {
@@ -210,20 +213,25 @@ struct Wire<'a> {
     #[serde(rename = "elapsedMs")]
     elapsed_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    detail: Option<&'a str>,
+    detail: Option<Cow<'a, str>>,
 }
 
 impl Serialize for Escalation {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(self.envelope.field_count() + 1))?;
-        self.envelope.serialize_fields(&mut map)?;
+        let limits = EnvelopeLimits::current();
+        let outgoing = Outgoing::new(&self.envelope, &limits);
+        let mut map = serializer.serialize_map(Some(outgoing.len() + 1))?;
+        outgoing.write(&mut map)?;
         map.serialize_entry(
             "escalation",
             &Wire {
                 reason: self.reason,
                 attempts: self.attempts,
                 elapsed_ms: duration_to_ms(self.elapsed),
-                detail: self.detail.as_deref(),
+                detail: self
+                    .detail
+                    .as_deref()
+                    .map(|detail| text_for_wire(detail, limits.text_bytes)),
             },
         )?;
         map.end()

@@ -16,13 +16,16 @@ mod envelope;
 mod escalation;
 mod found;
 mod guard;
+mod hints;
 mod limits;
 pub mod mcp;
 mod panic;
 mod partial;
+mod probe;
 mod retry;
 mod schema;
 mod secret;
+mod wire;
 
 #[doc(hidden)]
 #[path = "private.rs"]

@@ -13,18 +13,24 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::envelope::ErrorEnvelope;
-
 /// Caps on the parts of an envelope that grow with the data: the captured
-/// arguments and the partial results. Over a cap, the value is trimmed and a
-/// marker says how much was dropped; the envelope stays valid against its
-/// schema, and the four pillars are never removed.
+/// arguments, the partial results, and the text a tool or its error writes.
+/// Over a cap, the value is trimmed and a marker says how much was dropped;
+/// the envelope stays valid against its schema, and the four pillars are
+/// never removed.
+///
+/// Serializing an envelope applies the [installed](Self::install) limits
+/// without changing the envelope; [`apply`](Self::apply) trims one in place.
 ///
 /// ```
 /// use serde_json::json;
 /// use tool_envelope::{EnvelopeLimits, ErrorEnvelope};
 ///
-/// let limits = EnvelopeLimits { attempted_query_bytes: 64, partial_results_bytes: 64 };
+/// let limits = EnvelopeLimits {
+///     attempted_query_bytes: 64,
+///     partial_results_bytes: 64,
+///     ..EnvelopeLimits::default()
+/// };
 /// let mut envelope = ErrorEnvelope::transient("Provider rate-limited")
 ///     .with_attempted_query(json!({"topic": "x".repeat(200)}))
 ///     .with_partial_results(json!((1..=50).collect::<Vec<u32>>()));
@@ -41,48 +47,54 @@ pub struct EnvelopeLimits {
     pub attempted_query_bytes: usize,
     /// The most bytes of `partial_results`, as compact JSON.
     pub partial_results_bytes: usize,
+    /// The most bytes of each piece of text: `message`, `tool`, `reason`, each
+    /// alternative, each violation's field and description, an escalation's
+    /// detail.
+    pub text_bytes: usize,
+    /// The most entries of `alternatives`, and of `violations`; over it, the
+    /// last entry sent says how many more there were.
+    pub list_items: usize,
 }
 
 impl Default for EnvelopeLimits {
-    /// 16 KiB of arguments and 256 KiB of partial results.
+    /// 16 KiB of arguments, 256 KiB of partial results, 4 KiB per piece of
+    /// text, 64 alternatives and 64 violations.
     fn default() -> Self {
         EnvelopeLimits {
             attempted_query_bytes: 16 * 1024,
             partial_results_bytes: 256 * 1024,
+            text_bytes: 4 * 1024,
+            list_items: 64,
         }
     }
 }
 
 static ATTEMPTED_QUERY_BYTES: AtomicUsize = AtomicUsize::new(16 * 1024);
 static PARTIAL_RESULTS_BYTES: AtomicUsize = AtomicUsize::new(256 * 1024);
+static TEXT_BYTES: AtomicUsize = AtomicUsize::new(4 * 1024);
+static LIST_ITEMS: AtomicUsize = AtomicUsize::new(64);
 
 /// A marker never needs more than this, so a trimmed value fits its cap.
 const MARKER_ROOM: usize = 96;
 
 impl EnvelopeLimits {
-    /// The limits every tool of this process applies.
+    /// The limits every envelope of this process is serialized with.
     pub fn current() -> Self {
         EnvelopeLimits {
             attempted_query_bytes: ATTEMPTED_QUERY_BYTES.load(Ordering::Relaxed),
             partial_results_bytes: PARTIAL_RESULTS_BYTES.load(Ordering::Relaxed),
+            text_bytes: TEXT_BYTES.load(Ordering::Relaxed),
+            list_items: LIST_ITEMS.load(Ordering::Relaxed),
         }
     }
 
-    /// Makes these the limits every tool of this process applies.
+    /// Makes these the limits every envelope of this process is serialized
+    /// with, from now on.
     pub fn install(self) {
         ATTEMPTED_QUERY_BYTES.store(self.attempted_query_bytes, Ordering::Relaxed);
         PARTIAL_RESULTS_BYTES.store(self.partial_results_bytes, Ordering::Relaxed);
-    }
-
-    /// Trims `envelope` to these limits, in place. Serializing an envelope
-    /// applies the installed limits without changing it.
-    pub fn apply(&self, envelope: &mut ErrorEnvelope) {
-        if let Some(query) = &mut envelope.attempted_query {
-            trim_query(query, self.attempted_query_bytes);
-        }
-        if let Some(partial) = &mut envelope.partial_results {
-            trim_partial(partial, self.partial_results_bytes);
-        }
+        TEXT_BYTES.store(self.text_bytes, Ordering::Relaxed);
+        LIST_ITEMS.store(self.list_items, Ordering::Relaxed);
     }
 }
 
@@ -106,41 +118,64 @@ pub(crate) fn partial_for_wire(partial: &Value, cap: usize) -> Cow<'_, Value> {
     Cow::Owned(trimmed)
 }
 
+/// `text`, or its start and a marker if it is over `cap` bytes of UTF-8.
+pub(crate) fn text_for_wire(text: &str, cap: usize) -> Cow<'_, str> {
+    if text.len() <= cap {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(truncated(
+        text,
+        cap.saturating_sub(marker(text.len(), text.len()).len()),
+    ))
+}
+
+/// The first `keep` bytes of `text` (fewer, to end on a character) and a
+/// marker saying how many were dropped.
+fn truncated(text: &str, keep: usize) -> String {
+    let mut keep = keep.min(text.len());
+    while !text.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    format!("{}{}", &text[..keep], marker(text.len() - keep, text.len()))
+}
+
+fn marker(dropped: usize, total: usize) -> String {
+    format!("… [truncated: {dropped} of {total} bytes dropped]")
+}
+
+/// Counts the bytes of JSON written to it, and refuses past `cap`.
+struct Counter {
+    written: usize,
+    cap: usize,
+}
+
+impl io::Write for Counter {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.written += bytes.len();
+        if self.written > self.cap {
+            return Err(io::Error::other("over the cap"));
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Whether `value` is at most `cap` bytes of JSON; stops counting past the cap.
 fn fits(value: &Value, cap: usize) -> bool {
-    struct Bounded {
-        left: usize,
-    }
-    impl io::Write for Bounded {
-        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-            self.left = self
-                .left
-                .checked_sub(bytes.len())
-                .ok_or_else(|| io::Error::other("over the cap"))?;
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-    serde_json::to_writer(&mut Bounded { left: cap }, value).is_ok()
+    serde_json::to_writer(&mut Counter { written: 0, cap }, value).is_ok()
 }
 
 /// The size of `value` as compact JSON, without building the text.
 pub(crate) fn json_len<T: Serialize + ?Sized>(value: &T) -> usize {
-    struct Count(usize);
-    impl io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    serde_json::to_writer(&mut count, value).expect("counting cannot fail");
-    count.0
+    let mut counter = Counter {
+        written: 0,
+        cap: usize::MAX,
+    };
+    serde_json::to_writer(&mut counter, value).expect("counting cannot fail");
+    counter.written
 }
 
 /// Over the cap, the arguments become the start of their JSON text and a
@@ -154,17 +189,9 @@ fn trim_query(query: &mut Value, cap: usize) {
         Value::String(text) => std::mem::take(text),
         other => other.to_string(),
     };
-    let mut keep = cap.saturating_sub(MARKER_ROOM).min(text.len());
+    let mut keep = cap.saturating_sub(MARKER_ROOM);
     loop {
-        while !text.is_char_boundary(keep) {
-            keep -= 1;
-        }
-        let trimmed = Value::String(format!(
-            "{}… [truncated: {} of {} bytes dropped]",
-            &text[..keep],
-            text.len() - keep,
-            text.len()
-        ));
+        let trimmed = Value::String(truncated(&text, keep));
         // Escaping (quotes in a JSON text) can make the string longer than
         // the bytes kept: shrink until it fits.
         let size = json_len(&trimmed);
@@ -172,7 +199,9 @@ fn trim_query(query: &mut Value, cap: usize) {
             *query = trimmed;
             return;
         }
-        keep = keep.saturating_sub((size - cap).max(keep / 8));
+        keep = keep
+            .min(text.len())
+            .saturating_sub((size - cap).max(keep / 8));
     }
 }
 
@@ -235,30 +264,30 @@ mod tests {
 
     #[test]
     fn small_values_are_untouched() {
-        let mut envelope = ErrorEnvelope::other("x")
-            .with_attempted_query(json!({"a": 1}))
-            .with_partial_results(json!([1, 2]));
-        let before = envelope.clone();
-        EnvelopeLimits::default().apply(&mut envelope);
-        assert_eq!(envelope, before);
+        let query = json!({"a": 1});
+        assert!(matches!(query_for_wire(&query, 100), Cow::Borrowed(_)));
+        let partial = json!([1, 2]);
+        assert!(matches!(partial_for_wire(&partial, 100), Cow::Borrowed(_)));
+        assert!(matches!(text_for_wire("short", 100), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn long_text_keeps_its_start_and_fits() {
+        let text = "é".repeat(3000);
+        let trimmed = text_for_wire(&text, 1000);
+        assert!(trimmed.len() <= 1000, "{}", trimmed.len());
+        assert!(trimmed.starts_with("éé"));
+        assert!(trimmed.ends_with("of 6000 bytes dropped]"));
     }
 
     #[test]
     fn trimmed_values_fit_their_caps_and_say_what_was_dropped() {
-        let limits = EnvelopeLimits {
-            attempted_query_bytes: 200,
-            partial_results_bytes: 300,
-        };
-        let mut envelope = ErrorEnvelope::other("x")
-            .with_attempted_query(json!({"q": "é\"".repeat(1000)}))
-            .with_partial_results(json!(
-                (0..1000).map(|i| json!({"id": i})).collect::<Vec<_>>()
-            ));
-        limits.apply(&mut envelope);
-        let query = envelope.attempted_query.as_ref().unwrap();
-        assert!(json_len(query) <= 200, "{}", json_len(query));
-        let partial = envelope.partial_results.as_ref().unwrap();
-        assert!(json_len(partial) <= 300, "{}", json_len(partial));
+        let query = json!({"q": "é\"".repeat(1000)});
+        let query = query_for_wire(&query, 200);
+        assert!(json_len(&*query) <= 200, "{}", json_len(&*query));
+        let partial = json!((0..1000).map(|i| json!({"id": i})).collect::<Vec<_>>());
+        let partial = partial_for_wire(&partial, 300);
+        assert!(json_len(&*partial) <= 300, "{}", json_len(&*partial));
         let items = partial.as_array().unwrap();
         let marker = &items.last().unwrap()["_truncated"];
         assert_eq!(marker["totalItems"], 1000);

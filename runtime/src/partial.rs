@@ -163,9 +163,81 @@ impl<T> From<Vec<T>> for Partial<T> {
     }
 }
 
+/// The number of partial results in `value`: an array's items, an object's
+/// fields, one for anything else, none for nothing.
+pub(crate) fn count(value: Option<&Value>) -> usize {
+    match value {
+        Some(Value::Array(items)) => items.len(),
+        Some(Value::Object(fields)) => fields.len(),
+        Some(Value::Null) | None => 0,
+        Some(_) => 1,
+    }
+}
+
+/// Partial results gathered so far and a later report, together, losing
+/// nothing: a later array that starts with everything gathered (a shared
+/// collector reporting again) replaces it; any other later array is appended;
+/// objects are merged; values of different shapes are kept side by side in an
+/// array.
+pub(crate) fn merge(gathered: Option<Value>, latest: Option<Value>) -> Option<Value> {
+    let as_items = |value: Value| match value {
+        Value::Array(items) => items,
+        Value::Null => Vec::new(),
+        other => vec![other],
+    };
+    match (gathered, latest) {
+        (None, latest) => latest,
+        (gathered, None) => gathered,
+        (Some(Value::Object(mut fields)), Some(Value::Object(latest))) => {
+            fields.extend(latest);
+            Some(Value::Object(fields))
+        }
+        (Some(gathered), Some(latest)) => {
+            let mut items = as_items(gathered);
+            let latest = as_items(latest);
+            if latest.len() >= items.len() && latest[..items.len()] == items[..] {
+                items = latest;
+            } else {
+                items.extend(latest);
+            }
+            Some(Value::Array(items))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn merging_loses_nothing() {
+        // A shared collector reports its earlier items again: kept once.
+        assert_eq!(
+            merge(Some(json!([1, 2])), Some(json!([1, 2, 3]))),
+            Some(json!([1, 2, 3]))
+        );
+        // A fresh collector reports new items, duplicates included.
+        assert_eq!(
+            merge(Some(json!([1, 2])), Some(json!([2, 2]))),
+            Some(json!([1, 2, 2, 2]))
+        );
+        assert_eq!(merge(Some(json!([1])), None), Some(json!([1])));
+        assert_eq!(
+            merge(Some(json!({"a": 1})), Some(json!({"b": 2}))),
+            Some(json!({"a": 1, "b": 2}))
+        );
+        // Different shapes are kept side by side.
+        assert_eq!(
+            merge(Some(json!({"a": 1})), Some(json!([2]))),
+            Some(json!([{"a": 1}, 2]))
+        );
+        assert_eq!(
+            merge(Some(json!([1])), Some(json!("x"))),
+            Some(json!([1, "x"]))
+        );
+        assert_eq!(count(Some(&json!({"a": 1, "b": 2}))), 2);
+    }
 
     #[test]
     fn clones_share_items() {

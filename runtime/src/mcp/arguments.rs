@@ -6,8 +6,9 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::call::{Query, ToolInfo, complete};
+use crate::call::{Query, ToolInfo, complete, is_redacted};
 use crate::envelope::{ErrorEnvelope, Violation};
+use crate::mcp::toolset::CallContext;
 
 /// A parameter type a served tool can take: deserialized from the client's
 /// JSON and described by a JSON Schema.
@@ -59,23 +60,39 @@ impl<M, T: DeserializeOwned + JsonSchema> Arg for (M, T) {
 /// Decodes the arguments of one call, collecting every violation.
 pub struct Decoder<'a> {
     arguments: &'a Map<String, Value>,
+    tool: &'a ToolInfo,
+    context: &'a CallContext,
     violations: Vec<Violation>,
 }
 
 impl<'a> Decoder<'a> {
-    /// A decoder of `arguments`.
-    pub fn new(arguments: &'a Map<String, Value>) -> Self {
+    /// A decoder of `arguments`, for `tool`, in the call `context`.
+    pub fn new(
+        arguments: &'a Map<String, Value>,
+        tool: &'a ToolInfo,
+        context: &'a CallContext,
+    ) -> Self {
         Decoder {
             arguments,
+            tool,
+            context,
             violations: Vec::new(),
         }
     }
 
-    /// The argument `name`, or `None` after recording why it is unusable.
+    /// The argument `name`, or `None` after recording why it is unusable. The
+    /// problem of a redacted argument never quotes its value.
     pub fn arg<A: Arg>(&mut self, name: &'static str) -> Option<A::Value> {
         match A::decode(self.arguments.get(name)) {
             Ok(value) => Some(value),
             Err((path, description)) => {
+                let description = if is_redacted(name, self.tool, self.context.redacted())
+                    && self.arguments.contains_key(name)
+                {
+                    "the value does not have the expected type (the value is redacted)".to_owned()
+                } else {
+                    description
+                };
                 let field = if path.is_empty() {
                     name.to_owned()
                 } else {
@@ -90,7 +107,7 @@ impl<'a> Decoder<'a> {
     /// `Ok` when every argument decoded and none is unknown; otherwise a
     /// `validation` envelope whose `attempted_query` is the arguments as
     /// received and whose `violations` name every offending field.
-    pub fn finish(mut self, tool: &ToolInfo, expected: &[&str]) -> Result<(), ErrorEnvelope> {
+    pub fn finish(mut self, expected: &[&str]) -> Result<(), ErrorEnvelope> {
         for name in self.arguments.keys() {
             if !expected.contains(&name.as_str()) {
                 let description = if expected.is_empty() {
@@ -109,9 +126,9 @@ impl<'a> Decoder<'a> {
             return Ok(());
         }
         Err(invalid_arguments(
-            tool,
+            self.tool,
             self.violations,
-            Query::Arguments(self.arguments),
+            self.context.query(self.arguments),
         ))
     }
 }
@@ -135,4 +152,33 @@ pub(crate) fn invalid_arguments(
         .with_alternative("Correct the arguments to match the tool's inputSchema and call again");
     envelope.violations = violations;
     complete(envelope, tool, || query.into_value(tool), &())
+}
+
+/// The success value of a served tool, as JSON.
+#[diagnostic::on_unimplemented(
+    message = "the result of a served tool must implement `serde::Serialize`",
+    label = "the success type in `{Self}` cannot be sent to an MCP client",
+    note = "derive `Serialize` for it, or do not serve this tool"
+)]
+pub trait Output {
+    /// The success type.
+    type Value;
+    /// The value as JSON; a value that fails to serialize is an `other` failure.
+    fn to_json(value: &Self::Value, tool: &ToolInfo) -> crate::ToolResult<Value>;
+}
+
+#[diagnostic::do_not_recommend]
+impl<M, T: serde::Serialize> Output for (M, T) {
+    type Value = T;
+
+    fn to_json(value: &T, tool: &ToolInfo) -> crate::ToolResult<Value> {
+        serde_json::to_value(value).map_err(|error| {
+            crate::ErrorEnvelope::other(format!(
+                "the result of `{}` could not be serialized: {error}",
+                tool.name
+            ))
+            .with_reason("UNSERIALIZABLE_RESULT")
+            .with_tool(tool.name.clone())
+        })
+    }
 }

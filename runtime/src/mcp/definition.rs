@@ -47,9 +47,10 @@ pub struct ToolDefinition {
     /// `structuredContent` (MCP requires an object there).
     #[serde(skip)]
     pub(crate) wrap_result: Option<bool>,
-    /// Parameters whose values never reach an envelope.
+    /// Parameters whose values never reach an envelope: those the tool
+    /// redacts, and those whose schema holds a secret (`writeOnly`).
     #[serde(skip)]
-    pub(crate) redacted: &'static [&'static str],
+    pub(crate) redacted: Vec<String>,
 }
 
 /// MCP tool annotations.
@@ -155,11 +156,13 @@ pub fn build(
         );
         object
     });
+    let input_schema = input_schema(params);
+    let redacted = redacted(meta, &input_schema);
     ToolDefinition {
         name: meta.name.to_owned(),
         title: meta.title.map(str::to_owned),
         description,
-        input_schema: input_schema(params),
+        input_schema,
         output_schema,
         annotations: ToolAnnotations {
             read_only_hint: meta.read_only,
@@ -169,7 +172,7 @@ pub fn build(
         },
         meta: meta_object,
         wrap_result,
-        redacted: meta.redacted,
+        redacted,
     }
 }
 
@@ -205,6 +208,57 @@ fn input_schema(params: &[ParamSpec]) -> Map<String, Value> {
         schema.insert("$defs".to_owned(), Value::Object(definitions));
     }
     schema
+}
+
+/// The parameters whose values an envelope must never show: the ones the
+/// tool redacts, and the ones whose schema holds a `writeOnly` value anywhere
+/// — a `Secret<T>`, an `Option<Secret<T>>`, a struct with a secret field.
+fn redacted(meta: &ToolMeta, input_schema: &Map<String, Value>) -> Vec<String> {
+    let definitions = input_schema.get("$defs").and_then(Value::as_object);
+    let mut names: Vec<String> = meta
+        .redacted
+        .iter()
+        .map(|name| (*name).to_owned())
+        .collect();
+    if let Some(Value::Object(properties)) = input_schema.get("properties") {
+        for (name, schema) in properties {
+            if !names.contains(name) && holds_secret(schema, definitions, 0) {
+                names.push(name.clone());
+            }
+        }
+    }
+    names
+}
+
+/// Whether `schema` marks anything `writeOnly`, following `$ref`s a few levels deep.
+fn holds_secret(schema: &Value, definitions: Option<&Map<String, Value>>, depth: usize) -> bool {
+    if depth > 16 {
+        return false;
+    }
+    match schema {
+        Value::Object(fields) => {
+            if fields.get("writeOnly") == Some(&Value::Bool(true)) {
+                return true;
+            }
+            if let Some(target) = fields
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|reference| reference.strip_prefix("#/$defs/"))
+                .and_then(|name| definitions?.get(name))
+                && holds_secret(target, definitions, depth + 1)
+            {
+                return true;
+            }
+            fields
+                .iter()
+                .filter(|(key, _)| key.as_str() != "$ref")
+                .any(|(_, value)| holds_secret(value, definitions, depth + 1))
+        }
+        Value::Array(items) => items
+            .iter()
+            .any(|item| holds_secret(item, definitions, depth + 1)),
+        _ => false,
+    }
 }
 
 /// The schema of `structuredContent`: the success value — wrapped as

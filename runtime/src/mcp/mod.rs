@@ -7,7 +7,7 @@
 //! and dispatches `tools/call`; with the `rmcp` feature it is an rmcp
 //! `ServerHandler`, served over stdio or Streamable HTTP.
 
-mod arguments;
+pub(crate) mod arguments;
 mod definition;
 #[cfg(feature = "rmcp")]
 mod rmcp;
@@ -20,5 +20,5 @@ pub use definition::{
 };
 pub use toolset::{
     BoxFuture, CallContext, CallFn, CallToolResult, Content, DEFAULT_MAX_RESULT_BYTES, MethodCall,
-    ProtocolError, ServableTool, ToolProvider, ToolSet, ToolSpec,
+    PartialArg, ProtocolError, ServableTool, ToolProvider, ToolSet, ToolSpec,
 };

@@ -11,14 +11,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::call::{Query, ToolInfo, ToolResult, complete};
+use crate::panic::{catch_unwind_future, panic_message};
+
+use crate::call::{Query, ToolInfo, ToolResult, complete, masked, verdict};
 use crate::category::ErrorCategory;
-use crate::classify::ToolError;
 use crate::envelope::{ErrorEnvelope, Violation};
 use crate::guard::Guards;
 use crate::mcp::arguments::invalid_arguments;
 use crate::mcp::definition::ToolDefinition;
-use crate::partial::Partial;
+use crate::partial::{Partial, merge};
 #[cfg(feature = "tokio")]
 use crate::retry::RetryPolicy;
 
@@ -81,23 +82,83 @@ pub trait ToolProvider: Send + Sync + 'static {
 /// What one `tools/call` carries across its attempts.
 #[derive(Default)]
 pub struct CallContext {
-    partial: Mutex<Option<Box<dyn Any + Send>>>,
+    partial: Mutex<Option<Collector>>,
+    redacted: Vec<String>,
+}
+
+/// The item type of a served tool's `Partial` parameter: one that serializes
+/// into `partial_results`.
+///
+/// Like [`Arg`](crate::mcp::Arg), the first element of the pair defers the
+/// check to where a tool is served.
+#[diagnostic::on_unimplemented(
+    message = "partial results of type `{Self}` cannot be reported in `partial_results`",
+    label = "the item type in `{Self}` does not implement `serde::Serialize`",
+    note = "derive `serde::Serialize` for the items the tool gathers"
+)]
+pub trait PartialArg {
+    /// The item type.
+    type Item: Serialize + Send + 'static;
+}
+
+#[diagnostic::do_not_recommend]
+impl<M, T: Serialize + Send + 'static> PartialArg for (M, T) {
+    type Item = T;
+}
+
+/// A call's `Partial` collector, type-erased, and how to read it as JSON.
+struct Collector {
+    partial: Box<dyn Any + Send>,
+    json: fn(&dyn Any) -> Option<Value>,
 }
 
 impl CallContext {
+    fn new(redacted: &[String]) -> Self {
+        CallContext {
+            partial: Mutex::new(None),
+            redacted: redacted.to_vec(),
+        }
+    }
+
     /// The call's `Partial` collector: the same one for every attempt, so a
-    /// retry resumes where the last attempt stopped.
-    pub fn partial<T: Send + 'static>(&self) -> Partial<T> {
+    /// retry resumes where the last attempt stopped. `P` is a pair of a
+    /// marker and the item type, as [`PartialArg`] describes.
+    pub fn partial<P: PartialArg>(&self) -> Partial<P::Item> {
+        self.collector::<P::Item>()
+    }
+
+    fn collector<T: Serialize + Send + 'static>(&self) -> Partial<T> {
         let mut slot = self.partial.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(partial) = slot
             .as_ref()
-            .and_then(|any| any.downcast_ref::<Partial<T>>())
+            .and_then(|collector| collector.partial.downcast_ref::<Partial<T>>())
         {
             return partial.clone();
         }
         let partial = Partial::new();
-        *slot = Some(Box::new(partial.clone()));
+        *slot = Some(Collector {
+            partial: Box::new(partial.clone()),
+            json: |any| any.downcast_ref::<Partial<T>>().map(Partial::to_json),
+        });
         partial
+    }
+
+    /// Everything the call's collector gathered, as JSON.
+    fn gathered(&self) -> Option<Value> {
+        let slot = self.partial.lock().unwrap_or_else(PoisonError::into_inner);
+        let collector = slot.as_ref()?;
+        (collector.json)(collector.partial.as_ref())
+    }
+
+    /// The query of an attempt: the arguments as received, with the set's
+    /// redacted parameters to mask.
+    pub fn query<'a>(&'a self, arguments: &'a Map<String, Value>) -> Query<'a> {
+        Query::Arguments(arguments, &self.redacted)
+    }
+
+    /// The parameters to mask besides the tool's own.
+    pub(crate) fn redacted(&self) -> &[String] {
+        &self.redacted
     }
 }
 
@@ -296,7 +357,8 @@ impl ToolSet {
         let info = ToolInfo {
             name: Cow::Owned(definition.name.clone()),
             idempotent: definition.annotations.idempotent_hint,
-            redacted: definition.redacted,
+            // The set masks with the definition's list, which holds these and more.
+            redacted: &[],
             timeout: None,
         };
         inner.entries.push(Entry {
@@ -440,52 +502,71 @@ impl ToolSet {
             ));
         };
         let entry = &self.inner.entries[index];
+        // Whatever panics — a guard, the decoding, the result's `Serialize` —
+        // answers with an envelope: a request is never left without a reply.
+        match catch_unwind_future(self.dispatch(entry, arguments)).await {
+            Ok(result) => Ok(result),
+            Err(panic) => {
+                let envelope = ErrorEnvelope::other(format!(
+                    "tool `{}` panicked: {}",
+                    entry.info.name,
+                    panic_message(panic.as_ref())
+                ))
+                .with_reason("PANIC")
+                .with_tool(entry.info.name.clone());
+                Ok(self.failure(&entry.definition, self.final_json(envelope)))
+            }
+        }
+    }
+
+    async fn dispatch(&self, entry: &Entry, arguments: Value) -> CallToolResult {
+        let definition = &entry.definition;
         let arguments = match arguments {
             Value::Object(arguments) => arguments,
             Value::Null => Map::new(),
             other => {
+                // Not an object: the arguments as received, as their JSON text.
                 let violation = Violation::new(
                     "arguments",
                     format!("expected a JSON object, got {}", kind(&other)),
                 );
-                let envelope =
-                    invalid_arguments(&entry.info, vec![violation], Query::Arguments(&Map::new()));
-                return Ok(self.failure(&entry.definition, envelope_json(envelope)));
+                let mut envelope = invalid_arguments(
+                    &entry.info,
+                    vec![violation],
+                    Query::Arguments(&Map::new(), &[]),
+                );
+                envelope.attempted_query = Some(Value::String(other.to_string()));
+                return self.failure(definition, self.final_json(envelope));
             }
         };
-        if let Err(blocked) = self.inner.guards.check(name, &arguments) {
-            let envelope = complete(
-                blocked.into_envelope(),
-                &entry.info,
-                || Query::Arguments(&arguments).into_value(&entry.info),
-                &(),
-            );
-            return Ok(self.failure(&entry.definition, self.final_json(envelope)));
+        if !self.inner.guards.is_empty() {
+            let shown = masked(&arguments, &entry.info, &definition.redacted);
+            if let Err(envelope) = verdict(&entry.info.name, || {
+                self.inner.guards.check(&entry.info.name, &shown)
+            }) {
+                let shown = Value::Object(shown.into_owned());
+                let envelope = complete(envelope, &entry.info, || shown, &());
+                return self.failure(definition, self.final_json(envelope));
+            }
         }
-        let context = CallContext::default();
-        let result = self.attempts(entry, &arguments, &context).await;
-        Ok(match result {
+        let context = CallContext::new(&definition.redacted);
+        match self.attempts(entry, &arguments, &context).await {
             Ok(value) => {
-                let structured = entry.definition.structured(value);
+                let structured = definition.structured(value);
                 let text = structured.to_string();
                 if text.len() > self.inner.max_result_bytes {
-                    let envelope = too_large(
-                        &entry.info,
-                        text.len(),
-                        self.inner.max_result_bytes,
-                        &arguments,
-                    );
-                    self.failure(&entry.definition, envelope_json(envelope))
-                } else {
-                    CallToolResult {
-                        content: vec![Content::Text { text }],
-                        structured_content: Some(structured),
-                        is_error: false,
-                    }
+                    let envelope =
+                        too_large(entry, text.len(), self.inner.max_result_bytes, &arguments);
+                    return self.failure(definition, self.final_json(envelope));
+                }
+                CallToolResult {
+                    content: vec![Content::Text { text }],
+                    structured_content: Some(structured),
+                    is_error: false,
                 }
             }
-            Err(failure) => self.failure(&entry.definition, failure),
-        })
+            Err(failure) => self.failure(definition, failure),
+        }
     }
 
     #[cfg(feature = "tokio")]
@@ -495,18 +576,19 @@ impl ToolSet {
         arguments: &Map<String, Value>,
         context: &CallContext,
     ) -> Result<Value, Value> {
-        match &self.inner.retry {
-            None => (entry.call)(arguments, context)
-                .await
-                .map_err(envelope_json),
-            Some(policy) => policy
-                .retry(|| (entry.call)(arguments, context))
-                .await
-                .result
-                .map_err(|escalation| {
-                    serde_json::to_value(escalation).expect("an escalation serializes")
-                }),
-        }
+        let Some(policy) = &self.inner.retry else {
+            return self.attempt(entry, arguments, context).await;
+        };
+        let mut escalation = match policy
+            .retry(|| (entry.call)(arguments, context))
+            .await
+            .result
+        {
+            Ok(value) => return Ok(value),
+            Err(escalation) => escalation,
+        };
+        fill(&mut escalation.envelope, entry, arguments, context);
+        Err(serde_json::to_value(escalation).expect("an escalation serializes"))
     }
 
     #[cfg(not(feature = "tokio"))]
@@ -516,9 +598,22 @@ impl ToolSet {
         arguments: &Map<String, Value>,
         context: &CallContext,
     ) -> Result<Value, Value> {
+        self.attempt(entry, arguments, context).await
+    }
+
+    /// One attempt, its failure as an envelope.
+    async fn attempt(
+        &self,
+        entry: &Entry,
+        arguments: &Map<String, Value>,
+        context: &CallContext,
+    ) -> Result<Value, Value> {
         (entry.call)(arguments, context)
             .await
-            .map_err(envelope_json)
+            .map_err(|mut envelope| {
+                fill(&mut envelope, entry, arguments, context);
+                envelope_json(envelope)
+            })
     }
 
     /// A failure that never reached the tool, in the shape of the set's other
@@ -557,28 +652,42 @@ impl ToolSet {
     }
 }
 
+/// What a failure reported without — an attempt cut off by the deadline, a
+/// result that would not serialize — comes from the call itself: everything
+/// its collector gathered, which tool, and which arguments.
+fn fill(
+    envelope: &mut ErrorEnvelope,
+    entry: &Entry,
+    arguments: &Map<String, Value>,
+    context: &CallContext,
+) {
+    envelope.partial_results = merge(envelope.partial_results.take(), context.gathered());
+    if envelope.tool.is_none() {
+        envelope.tool = Some(entry.info.name.clone());
+    }
+    if envelope.attempted_query.is_none() {
+        envelope.attempted_query = Some(context.query(arguments).into_value(&entry.info));
+    }
+}
+
 /// The envelope of a result too large to send: not retryable — the same call
 /// gives the same result — and the way out is a narrower call.
 fn too_large(
-    info: &ToolInfo,
+    entry: &Entry,
     size: usize,
     cap: usize,
     arguments: &Map<String, Value>,
 ) -> ErrorEnvelope {
     let envelope = ErrorEnvelope::other(format!(
         "the result of `{}` is {size} bytes, over the {cap}-byte limit of this server",
-        info.name
+        entry.info.name
     ))
     .with_reason("RESULT_TOO_LARGE")
     .with_alternative(
         "Call again with narrower arguments: tighter filters, a lower limit, a smaller page",
     );
-    complete(
-        envelope,
-        info,
-        || Query::Arguments(arguments).into_value(info),
-        &(),
-    )
+    let query = Query::Arguments(arguments, &entry.definition.redacted);
+    complete(envelope, &entry.info, || query.into_value(&entry.info), &())
 }
 
 fn kind(value: &Value) -> &'static str {

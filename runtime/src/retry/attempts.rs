@@ -1,6 +1,5 @@
 //! The retry loop's state and decisions, shared by the async and blocking drivers.
 
-use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -9,6 +8,7 @@ use serde_json::Value;
 use crate::category::ErrorCategory;
 use crate::envelope::{ErrorEnvelope, duration_to_ms};
 use crate::escalation::{Escalation, EscalationReason};
+use crate::partial::{count, merge};
 use crate::retry::backoff::Delays;
 use crate::retry::policy::{RetryAction, RetryEvent, RetryPolicy};
 
@@ -226,7 +226,10 @@ impl<'p> Attempts<'p> {
             && !envelope.not_applied()
             && !policy.retry_non_idempotent
         {
-            let tool = envelope.tool.as_deref().unwrap_or("the tool");
+            let tool = envelope
+                .unsafe_tool()
+                .or(envelope.tool.as_deref())
+                .unwrap_or("the tool");
             return Err((
                 EscalationReason::NonRetryable,
                 Some(format!(
@@ -293,57 +296,5 @@ impl<'p> Attempts<'p> {
     /// The loop ends; the stats so far.
     pub(crate) fn into_stats(self) -> RetryStats {
         self.stats
-    }
-}
-
-/// The number of partial results in `value`.
-fn count(value: Option<&Value>) -> usize {
-    match value {
-        Some(Value::Array(items)) => items.len(),
-        Some(Value::Object(fields)) => fields.len(),
-        Some(Value::Null) | None => 0,
-        Some(_) => 1,
-    }
-}
-
-/// Everything gathered so far and what the latest attempt reported, together:
-/// arrays are united (a shared collector reports its earlier items again;
-/// they are kept once), objects are merged, anything else is replaced.
-fn merge(gathered: Option<Value>, latest: Option<Value>) -> Option<Value> {
-    match (gathered, latest) {
-        (None, latest) => latest,
-        (gathered, None) => gathered,
-        (Some(Value::Array(mut items)), Some(Value::Array(latest))) => {
-            let mut seen: HashSet<String> = items.iter().map(Value::to_string).collect();
-            items.extend(
-                latest
-                    .into_iter()
-                    .filter(|item| seen.insert(item.to_string())),
-            );
-            Some(Value::Array(items))
-        }
-        (Some(Value::Object(mut fields)), Some(Value::Object(latest))) => {
-            fields.extend(latest);
-            Some(Value::Object(fields))
-        }
-        (_, latest) => latest,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn merging_keeps_everything_once() {
-        let shared = merge(Some(json!([1, 2])), Some(json!([1, 2, 3])));
-        assert_eq!(shared, Some(json!([1, 2, 3])));
-        let fresh = merge(Some(json!([1, 2])), Some(json!([3])));
-        assert_eq!(fresh, Some(json!([1, 2, 3])));
-        let kept = merge(Some(json!([1])), None);
-        assert_eq!(kept, Some(json!([1])));
-        let objects = merge(Some(json!({"a": 1})), Some(json!({"b": 2})));
-        assert_eq!(objects, Some(json!({"a": 1, "b": 2})));
     }
 }

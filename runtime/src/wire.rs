@@ -1,0 +1,289 @@
+//! An envelope as it leaves the process: bounded by the [`EnvelopeLimits`]
+//! and valid against `schema/error-envelope.schema.json` whatever the tool
+//! put in it.
+//!
+//! The fields of an envelope are public, so a tool can write anything into
+//! them: an empty message, a number as the attempted query, a reason in lower
+//! case, a ten-megabyte error text. Serialization never fails on any of it and
+//! never emits an envelope a caller's validator would reject:
+//!
+//! - an empty `message` reads "The tool failed without a message.";
+//! - an `attempted_query` that is neither an object nor a string is sent as
+//!   its JSON text, and a `null` one is left out;
+//! - `partial_results` that are neither an array nor an object are sent as a
+//!   one-item array (`null` as `[]`);
+//! - a `reason` that is not UPPER_SNAKE_CASE is rewritten into it
+//!   (`"rate limited"` → `"RATE_LIMITED"`), or left out if nothing is left;
+//! - everything that grows is trimmed to its limit with a marker.
+
+use std::borrow::Cow;
+
+use serde::ser::SerializeMap;
+use serde_json::Value;
+
+use crate::envelope::{EnvelopeData, ErrorEnvelope, Violation};
+use crate::limits::{EnvelopeLimits, partial_for_wire, query_for_wire, text_for_wire};
+
+/// The message of an envelope whose tool gave none.
+const NO_MESSAGE: &str = "The tool failed without a message.";
+
+/// The fields of an envelope, as they are sent.
+pub(crate) struct Outgoing<'a> {
+    data: &'a EnvelopeData,
+    message: Cow<'a, str>,
+    attempted_query: Option<Cow<'a, Value>>,
+    partial_results: Option<Cow<'a, Value>>,
+    alternatives: Cow<'a, [String]>,
+    reason: Option<Cow<'a, str>>,
+    violations: Cow<'a, [Violation]>,
+    tool: Option<Cow<'a, str>>,
+}
+
+impl<'a> Outgoing<'a> {
+    /// `data` as it is sent under `limits`; borrowed wherever nothing changes.
+    pub(crate) fn new(data: &'a EnvelopeData, limits: &EnvelopeLimits) -> Self {
+        let text = |text: &'a str| text_for_wire(text, limits.text_bytes);
+        let message = if data.message.is_empty() {
+            Cow::Borrowed(NO_MESSAGE)
+        } else {
+            text(&data.message)
+        };
+        let attempted_query = data.attempted_query.as_ref().and_then(|query| match query {
+            Value::Null => None,
+            Value::Object(_) | Value::String(_) => {
+                Some(query_for_wire(query, limits.attempted_query_bytes))
+            }
+            other => Some(Cow::Owned(
+                query_for_wire(
+                    &Value::String(other.to_string()),
+                    limits.attempted_query_bytes,
+                )
+                .into_owned(),
+            )),
+        });
+        let partial_results = data.partial_results.as_ref().map(|partial| match partial {
+            Value::Array(_) | Value::Object(_) => {
+                partial_for_wire(partial, limits.partial_results_bytes)
+            }
+            Value::Null => Cow::Owned(Value::Array(Vec::new())),
+            other => Cow::Owned(
+                partial_for_wire(
+                    &Value::Array(vec![other.clone()]),
+                    limits.partial_results_bytes,
+                )
+                .into_owned(),
+            ),
+        });
+        let short = |text: &str| text.len() <= limits.text_bytes;
+        let alternatives = bounded(
+            &data.alternatives,
+            limits.list_items,
+            |alternative| short(alternative),
+            |alternative| text(alternative).into_owned(),
+            |more| format!("… and {more} more alternatives"),
+        );
+        let violations = bounded(
+            &data.violations,
+            limits.list_items,
+            |violation| short(&violation.field) && short(&violation.description),
+            |violation| Violation::new(text(&violation.field), text(&violation.description)),
+            |more| Violation::new("_truncated", format!("{more} more violations were dropped")),
+        );
+        let reason = data.reason.as_deref().and_then(reason_code).map(|code| {
+            if code.len() <= limits.text_bytes {
+                return code;
+            }
+            // A code is ASCII, so it can be cut anywhere; it must not end on `_`.
+            let mut code = code[..limits.text_bytes.max(1)].to_owned();
+            while code.ends_with('_') {
+                code.pop();
+            }
+            Cow::Owned(code)
+        });
+        let tool = data.tool.as_deref().map(text);
+        Outgoing {
+            data,
+            message,
+            attempted_query,
+            partial_results,
+            alternatives,
+            reason,
+            violations,
+            tool,
+        }
+    }
+
+    /// How many keys [`write`](Self::write) writes.
+    pub(crate) fn len(&self) -> usize {
+        4 + usize::from(self.attempted_query.is_some())
+            + usize::from(self.partial_results.is_some())
+            + usize::from(!self.alternatives.is_empty())
+            + usize::from(self.reason.is_some())
+            + usize::from(self.data.retry_after.is_some())
+            + usize::from(!self.violations.is_empty())
+            + usize::from(self.tool.is_some())
+    }
+
+    /// Writes the keys, in the order of the wire format.
+    pub(crate) fn write<M: SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
+        map.serialize_entry("isError", &true)?;
+        map.serialize_entry("errorCategory", &self.data.category)?;
+        map.serialize_entry("isRetryable", &self.data.retryable)?;
+        map.serialize_entry("message", &self.message)?;
+        if let Some(query) = &self.attempted_query {
+            map.serialize_entry("attempted_query", query)?;
+        }
+        if let Some(partial) = &self.partial_results {
+            map.serialize_entry("partial_results", partial)?;
+        }
+        if !self.alternatives.is_empty() {
+            map.serialize_entry("alternatives", &self.alternatives)?;
+        }
+        if let Some(reason) = &self.reason {
+            map.serialize_entry("reason", reason)?;
+        }
+        if let Some(delay) = self.data.retry_after {
+            map.serialize_entry("retryAfterMs", &crate::envelope::duration_to_ms(delay))?;
+        }
+        if !self.violations.is_empty() {
+            map.serialize_entry("violations", &self.violations)?;
+        }
+        if let Some(tool) = &self.tool {
+            map.serialize_entry("tool", tool)?;
+        }
+        Ok(())
+    }
+
+    /// The fields as sent, owned.
+    fn into_owned(self) -> Sent {
+        Sent {
+            message: self.message.into_owned(),
+            attempted_query: self.attempted_query.map(Cow::into_owned),
+            partial_results: self.partial_results.map(Cow::into_owned),
+            alternatives: self.alternatives.into_owned(),
+            reason: self.reason.map(|reason| Cow::Owned(reason.into_owned())),
+            violations: self.violations.into_owned(),
+            tool: self.tool.map(|tool| Cow::Owned(tool.into_owned())),
+        }
+    }
+}
+
+/// The fields of an envelope as sent, to write back into it.
+struct Sent {
+    message: String,
+    attempted_query: Option<Value>,
+    partial_results: Option<Value>,
+    alternatives: Vec<String>,
+    reason: Option<Cow<'static, str>>,
+    violations: Vec<Violation>,
+    tool: Option<Cow<'static, str>>,
+}
+
+impl EnvelopeLimits {
+    /// Makes `envelope` what it would be on the wire under these limits, in
+    /// place: trimmed to them, and valid against the schema whatever its
+    /// fields held (an empty message, a lower-case reason…). Serializing an
+    /// envelope applies the installed limits without changing it.
+    pub fn apply(&self, envelope: &mut ErrorEnvelope) {
+        let sent = Outgoing::new(envelope, self).into_owned();
+        envelope.message = sent.message;
+        envelope.attempted_query = sent.attempted_query;
+        envelope.partial_results = sent.partial_results;
+        envelope.alternatives = sent.alternatives;
+        envelope.reason = sent.reason;
+        envelope.violations = sent.violations;
+        envelope.tool = sent.tool;
+    }
+}
+
+/// `items`, each through `each`; over `cap` entries, the first `cap - 1` and
+/// one made by `more` saying how many were dropped. Borrowed when every entry
+/// `fits` and none is dropped.
+fn bounded<'a, T: Clone>(
+    items: &'a [T],
+    cap: usize,
+    fits: impl Fn(&T) -> bool,
+    each: impl Fn(&'a T) -> T,
+    more: impl FnOnce(usize) -> T,
+) -> Cow<'a, [T]> {
+    if items.len() <= cap && items.iter().all(fits) {
+        return Cow::Borrowed(items);
+    }
+    if items.len() <= cap {
+        return Cow::Owned(items.iter().map(each).collect());
+    }
+    // The marker takes the last place, so the list sent is at most `cap` long.
+    let keep = cap.saturating_sub(1);
+    let mut kept: Vec<T> = items[..keep].iter().map(each).collect();
+    kept.push(more(items.len() - keep));
+    Cow::Owned(kept)
+}
+
+/// `reason` in UPPER_SNAKE_CASE: itself when it already is, else rewritten
+/// (`"rateLimited"`, `"rate-limited"`, `"rate limited"` → `"RATE_LIMITED"`);
+/// `None` when it holds no ASCII letter to start a code with.
+pub(crate) fn reason_code(reason: &str) -> Option<Cow<'_, str>> {
+    if is_upper_snake(reason) {
+        return Some(Cow::Borrowed(reason));
+    }
+    let mut code = String::with_capacity(reason.len());
+    let mut previous_lower = false;
+    for c in reason.chars() {
+        if c.is_ascii_alphanumeric() {
+            if code.is_empty() && !c.is_ascii_alphabetic() {
+                continue;
+            }
+            if c.is_ascii_uppercase() && previous_lower {
+                code.push('_');
+            }
+            code.push(c.to_ascii_uppercase());
+            previous_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        } else {
+            if !code.is_empty() && !code.ends_with('_') {
+                code.push('_');
+            }
+            previous_lower = false;
+        }
+    }
+    while code.ends_with('_') {
+        code.pop();
+    }
+    (!code.is_empty()).then_some(Cow::Owned(code))
+}
+
+/// Whether `text` matches `^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$`.
+fn is_upper_snake(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.first().is_some_and(u8::is_ascii_uppercase)
+        && !bytes.ends_with(b"_")
+        && !text.contains("__")
+        && bytes
+            .iter()
+            .all(|&b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_become_upper_snake_case() {
+        for (reason, code) in [
+            ("RATE_LIMITED", Some("RATE_LIMITED")),
+            ("rateLimited", Some("RATE_LIMITED")),
+            ("rate-limited", Some("RATE_LIMITED")),
+            ("  rate limited!! ", Some("RATE_LIMITED")),
+            ("HTTP429", Some("HTTP429")),
+            ("429 too many", Some("TOO_MANY")),
+            ("E__X_", Some("E_X")),
+            ("", None),
+            ("42", None),
+            ("ошибка", None),
+        ] {
+            assert_eq!(reason_code(reason).as_deref(), code, "{reason:?}");
+            if let Some(code) = code {
+                assert!(is_upper_snake(code));
+            }
+        }
+    }
+}
