@@ -12,7 +12,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
-use syn::{FnArg, Ident, Pat, ReturnType};
+use syn::{FnArg, Ident, Pat, ReceiverKind, ReturnType};
 
 use crate::attr::ToolAttr;
 use crate::item::FnItem;
@@ -177,15 +177,17 @@ fn capture(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
         }
     });
     quote! {
-        ::tool_envelope::__private::Query::Captured(::tool_envelope::__private::capture(|#writer| {
+        ::tool_envelope::__private::Query::Captured(::tool_envelope::__private::capture(&mut |#writer| {
             #(#captures)*
         }))
     }
 }
 
 /// The body of the call, once `locals.query` holds the query: the guard, the
-/// partial collector, and the body run and classified.
-fn call_body(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
+/// partial collector, and the body run and classified. An async body ends in
+/// the call's future, awaited when `awaited` (in an `async fn`) and returned
+/// otherwise (from the run function, which is not `async`).
+fn call_body(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, awaited: bool) -> TokenStream {
     let Locals {
         info,
         query,
@@ -196,17 +198,26 @@ fn call_body(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
     let output = tool.output;
     let info_static = info_static(attr, tool, locals);
 
-    let guard = attr.guard.as_ref().map(|guard| {
-        let check = quote_spanned! {guard.span()=>
+    let check = attr.guard.as_ref().map(|guard| {
+        quote_spanned! {guard.span()=>
             ::tool_envelope::__private::check_guard(&(#guard), &#info, #query)
-        };
-        quote! {
+        }
+    });
+    // A sync body returns the guard's envelope; an async one hands the
+    // verdict to its future.
+    let guard = match (&check, tool.is_async) {
+        (Some(check), false) => quote! {
             let #query = match #check {
                 ::core::result::Result::Ok(#query) => #query,
                 ::core::result::Result::Err(#ret) => return ::core::result::Result::Err(#ret),
             };
-        }
-    });
+        },
+        (Some(check), true) => quote!(let #query = #check;),
+        (None, true) => quote! {
+            let #query = ::core::result::Result::<_, ::tool_envelope::ErrorEnvelope>::Ok(#query);
+        },
+        (None, false) => quote!(),
+    };
 
     let partial_source = match tool.params.iter().find(|p| p.partial_item.is_some()) {
         Some(param) => {
@@ -232,12 +243,13 @@ fn call_body(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
     let call_async = quote_spanned!(output.span()=> ::tool_envelope::__private::call_async);
     let call_sync = quote_spanned!(output.span()=> ::tool_envelope::__private::call_sync);
     let call = if tool.is_async {
+        let await_ = awaited.then(|| quote!(.await));
         quote! {
             #call_async(&#info, #query, #partial, async move {
                 #fake_return
                 #block
             }, #into_result)
-            .await
+            #await_
         }
     } else {
         quote! {
@@ -285,7 +297,7 @@ fn single(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
     sig.output = ReturnType::Type(Default::default(), Box::new(result_type(tool)));
     let query = &locals.query;
     let capture = capture(attr, tool, locals);
-    let body = call_body(attr, tool, locals);
+    let body = call_body(attr, tool, locals, true);
     quote! {
         #(#attrs)*
         #vis #sig {
@@ -328,26 +340,66 @@ fn wrapper(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, run_name: &Ident) ->
 }
 
 /// The hidden run function: the body, with its query from either source.
+///
+/// For an async tool it is not an `async fn` but returns the call's future
+/// itself, so that each tool compiles one state machine fewer. A served
+/// tool's parameters are owned, so the future borrows only the receiver and
+/// the query, for the one lifetime `'__tool_envelope`.
 fn run(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, run_name: &Ident) -> TokenStream {
     let FnItem { sig, .. } = tool.item;
     let query = &locals.query;
-    let asyncness = &sig.asyncness;
     let generics = &sig.generics;
     let where_clause = &sig.generics.where_clause;
     let mut inputs: Vec<TokenStream> = Vec::new();
     let mut params = sig.inputs.iter();
+    let output = result_type(tool);
+    if !tool.is_async {
+        if let Some(FnArg::Receiver(receiver)) = sig.inputs.first() {
+            inputs.push(quote!(#receiver));
+            params.next();
+        }
+        inputs.push(quote!(#query: ::tool_envelope::__private::Query<'_>));
+        inputs.extend(params.map(|param| quote!(#param)));
+        let body = call_body(attr, tool, locals, false);
+        return quote! {
+            #[doc(hidden)]
+            #[allow(clippy::too_many_arguments, clippy::needless_pass_by_value)]
+            fn #run_name #generics (#(#inputs),*) -> #output #where_clause {
+                #body
+            }
+        };
+    }
+    let lifetime = syn::Lifetime::new("'__tool_envelope", Span::call_site());
+    let mut outlives = Vec::new();
     if let Some(FnArg::Receiver(receiver)) = sig.inputs.first() {
-        inputs.push(quote!(#receiver));
+        let attrs = &receiver.attrs;
+        match &receiver.kind {
+            ReceiverKind::Reference(_, Some(named), mutability) => {
+                outlives.push(quote!(#named: #lifetime));
+                inputs.push(quote!(#(#attrs)* &#named #mutability self));
+            }
+            ReceiverKind::Reference(_, None, mutability) => {
+                inputs.push(quote!(#(#attrs)* &#lifetime #mutability self));
+            }
+            // Not servable, so never here; kept as written.
+            _ => inputs.push(quote!(#receiver)),
+        }
         params.next();
     }
-    inputs.push(quote!(#query: ::tool_envelope::__private::Query<'_>));
+    inputs.push(quote!(#query: ::tool_envelope::__private::Query<#lifetime>));
     inputs.extend(params.map(|param| quote!(#param)));
-    let output = result_type(tool);
-    let body = call_body(attr, tool, locals);
+    let params = &generics.params;
+    let predicates = where_clause.iter().flat_map(|clause| &clause.predicates);
+    let body = call_body(attr, tool, locals, false);
     quote! {
         #[doc(hidden)]
         #[allow(clippy::too_many_arguments, clippy::needless_pass_by_value)]
-        #asyncness fn #run_name #generics (#(#inputs),*) -> #output #where_clause {
+        fn #run_name<#lifetime, #params>(#(#inputs),*)
+            -> impl ::core::future::Future<Output = #output> + #lifetime
+        where
+            #(#outlives,)*
+            #(#predicates,)*
+        {
             #body
         }
     }

@@ -17,7 +17,7 @@ use crate::category::ErrorCategory;
 use crate::classify::ToolError;
 use crate::envelope::{ErrorEnvelope, REDACTED};
 use crate::guard::{Blocked, Guard, ToolCall};
-use crate::panic::{catch_unwind_future, panic_message};
+use crate::panic::panic_message;
 use crate::partial::{Partial, merge};
 
 /// The result of a `#[tool]` function: its value, or the envelope of its failure.
@@ -234,36 +234,123 @@ where
 
 /// Runs an asynchronous tool body and turns its failure or panic into an
 /// envelope. See [`call_sync`].
-pub async fn call_async<R, T, E, P>(
-    tool: &ToolInfo,
-    query: Query<'_>,
+///
+/// A named future rather than an `async fn`: the code instantiated for each
+/// tool is one small `poll`, which keeps builds of crates with many tools
+/// fast; the rest (the timeout, the envelope) is compiled once, here.
+///
+/// `query` is the result of the tool's guard, if it has one: a blocked call
+/// finishes with the guard's envelope on its first poll, and its body never
+/// runs.
+pub fn call_async<'a, F, T, E, P>(
+    tool: &'a ToolInfo,
+    query: Result<Query<'a>, ErrorEnvelope>,
     partial: P,
-    body: impl Future<Output = R>,
-    into_result: fn(R) -> Result<T, E>,
-) -> ToolResult<T>
+    body: F,
+    into_result: fn(F::Output) -> Result<T, E>,
+) -> CallAsync<'a, F, T, E, P>
 where
+    F: Future,
     E: ToolError,
     P: PartialSource,
 {
-    let outcome = match tool.timeout {
-        None => catch_unwind_future(body).await,
-        #[cfg(feature = "tokio")]
-        Some(limit) => match tokio::time::timeout(limit, catch_unwind_future(body)).await {
-            Ok(outcome) => outcome,
-            Err(_) => {
-                let envelope = timed_out(&tool.name, limit);
-                return Err(complete(
-                    envelope,
-                    tool,
-                    || query.into_value(tool),
-                    &partial,
-                ));
-            }
-        },
-        #[cfg(not(feature = "tokio"))]
-        Some(_) => catch_unwind_future(body).await,
+    let (rest, blocked) = match query {
+        Ok(query) => (Some((tool, query, partial)), None),
+        Err(envelope) => (None, Some(envelope)),
     };
-    finish(tool, outcome.map(into_result), query, &partial)
+    CallAsync {
+        body,
+        into_result,
+        rest,
+        blocked,
+        deadline: Deadline::default(),
+    }
+}
+
+/// When a call with a `timeout` runs out of time, once it has started.
+#[cfg(feature = "tokio")]
+type Deadline = Option<std::pin::Pin<Box<tokio::time::Sleep>>>;
+#[cfg(not(feature = "tokio"))]
+type Deadline = ();
+
+pin_project_lite::pin_project! {
+    /// The future of an asynchronous `#[tool]` call; see [`call_async`].
+    pub struct CallAsync<'a, F: Future, T, E, P> {
+        #[pin]
+        body: F,
+        into_result: fn(F::Output) -> Result<T, E>,
+        // `None` once the call has finished, or when it was blocked.
+        rest: Option<(&'a ToolInfo, Query<'a>, P)>,
+        // The guard's envelope, until it is returned.
+        blocked: Option<ErrorEnvelope>,
+        deadline: Deadline,
+    }
+}
+
+impl<F, T, E, P> Future for CallAsync<'_, F, T, E, P>
+where
+    F: Future,
+    E: ToolError,
+    P: PartialSource,
+{
+    type Output = ToolResult<T>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<ToolResult<T>> {
+        use std::task::Poll;
+        let this = self.project();
+        if let Some(envelope) = this.blocked.take() {
+            return Poll::Ready(Err(envelope));
+        }
+        assert!(this.rest.is_some(), "a tool call polled after it finished");
+        let mut body = this.body;
+        let outcome = match poll_caught(&mut || body.as_mut().poll(cx)) {
+            Ok(Poll::Ready(output)) => Ok((this.into_result)(output)),
+            Err(panic) => Err(panic),
+            Ok(Poll::Pending) => {
+                #[cfg(feature = "tokio")]
+                if let Some(envelope) = expired(this.rest, this.deadline, cx) {
+                    return Poll::Ready(Err(envelope));
+                }
+                return Poll::Pending;
+            }
+        };
+        let (tool, query, partial) = this.rest.take().expect("checked above");
+        Poll::Ready(finish(tool, outcome, query, &partial))
+    }
+}
+
+/// `poll`, with a panic caught; a trait object, so that the unwinding
+/// machinery is compiled once per output type rather than once per tool.
+fn poll_caught<R>(
+    poll: &mut dyn FnMut() -> std::task::Poll<R>,
+) -> Result<std::task::Poll<R>, Box<dyn Any + Send>> {
+    catch_unwind(AssertUnwindSafe(poll))
+}
+
+/// The envelope of a call with a `timeout` that has run out of time, if it
+/// has, taking what the call holds; starts the clock on the first poll.
+#[cfg(feature = "tokio")]
+fn expired<P: PartialSource>(
+    rest: &mut Option<(&ToolInfo, Query<'_>, P)>,
+    deadline: &mut Deadline,
+    cx: &mut std::task::Context<'_>,
+) -> Option<ErrorEnvelope> {
+    let limit = rest.as_ref()?.0.timeout?;
+    let sleep = deadline.get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+    if sleep.as_mut().poll(cx).is_pending() {
+        return None;
+    }
+    let (tool, query, partial) = rest.take()?;
+    let envelope = timed_out(&tool.name, limit);
+    Some(complete(
+        envelope,
+        tool,
+        || query.into_value(tool),
+        &partial,
+    ))
 }
 
 /// The envelope of a tool that ran out of time: `transient`, since a later
@@ -317,10 +404,13 @@ pub(crate) fn complete(
     if envelope.attempted_query.is_none() {
         envelope.attempted_query = Some(query());
     }
-    // What this tool's collector gathered, then what the error reported; a
-    // report that repeats the collector's items is kept once.
-    let reported = envelope.partial_results.take();
-    envelope.partial_results = merge(partial.partial_json(), reported);
+    if envelope.partial_results.is_none() {
+        envelope.partial_results = partial.partial_json();
+    } else if passed_through {
+        // Another tool's partial results join what this one gathered.
+        let inner = envelope.partial_results.take();
+        envelope.partial_results = merge(partial.partial_json(), inner);
+    }
     envelope.record_tool(tool);
     if passed_through && envelope.not_applied() {
         envelope.set_not_applied(false);

@@ -129,8 +129,11 @@ thread_local! {
 }
 
 /// Captures the arguments written by `write` as one JSON object.
-pub fn capture(write: impl FnOnce(&mut CaptureWriter<'_>)) -> Capture {
-    fn run(buf: &mut Vec<u8>, write: impl FnOnce(&mut CaptureWriter<'_>)) -> Capture {
+///
+/// `write` is a trait object so that this function, and the thread-local
+/// buffer behind it, are compiled once rather than once per tool.
+pub fn capture(write: &mut dyn FnMut(&mut CaptureWriter<'_>)) -> Capture {
+    fn run(buf: &mut Vec<u8>, write: &mut dyn FnMut(&mut CaptureWriter<'_>)) -> Capture {
         buf.clear();
         buf.push(b'{');
         write(&mut CaptureWriter { buf, empty: true });
@@ -152,14 +155,14 @@ mod tests {
 
     #[test]
     fn empty_capture_is_an_empty_object() {
-        let query = capture(|_| {});
+        let query = capture(&mut |_| {});
         assert_eq!(query.as_str(), "{}");
         assert_eq!(query.to_value(), json!({}));
     }
 
     #[test]
     fn captures_in_parameter_order_and_parses_back() {
-        let query = capture(|w| {
+        let query = capture(&mut |w| {
             w.arg("order", "O-77");
             w.arg("amount", &620);
             w.arg("tags", &["a", "b"]);
@@ -179,7 +182,7 @@ mod tests {
         use std::collections::HashMap;
         let mut bad = HashMap::new();
         bad.insert(vec![1u8], 1); // non-string map keys fail in serde_json
-        let query = capture(|w| {
+        let query = capture(&mut |w| {
             w.arg("bad", &bad);
             w.arg("ok", &1);
         });
@@ -198,11 +201,11 @@ mod tests {
         struct Nested;
         impl Serialize for Nested {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                let inner = capture(|w| w.arg("inner", &1));
+                let inner = capture(&mut |w| w.arg("inner", &1));
                 s.serialize_str(inner.as_str())
             }
         }
-        let query = capture(|w| w.arg("outer", &Nested));
+        let query = capture(&mut |w| w.arg("outer", &Nested));
         assert_eq!(query.to_value(), json!({"outer": "{\"inner\":1}"}));
     }
 }
@@ -213,14 +216,14 @@ mod size {
 
     #[test]
     fn short_captures_are_inline_and_long_ones_on_the_heap() {
-        let short = capture(|w| w.arg("id", &42));
+        let short = capture(&mut |w| w.arg("id", &42));
         assert!(matches!(short.repr, Repr::Inline { .. }));
         let long_text = "x".repeat(200);
-        let long = capture(|w| w.arg("text", &long_text));
+        let long = capture(&mut |w| w.arg("text", &long_text));
         assert!(matches!(long.repr, Repr::Heap(_)));
         assert_eq!(long.to_value()["text"], long_text);
         let exact = "y".repeat(INLINE - r#"{"t":""}"#.len());
-        let edge = capture(|w| w.arg("t", &exact));
+        let edge = capture(&mut |w| w.arg("t", &exact));
         assert_eq!(edge.as_str().len(), INLINE);
         assert!(matches!(edge.repr, Repr::Inline { .. }));
         assert_eq!(edge.to_value()["t"], exact);

@@ -93,10 +93,10 @@ pub trait ToolError: fmt::Display + fmt::Debug + Send + Sync + 'static {
         Vec::new()
     }
 
-    /// Partial results the error carries itself. They join the items of the
-    /// tool's [`Partial`](crate::Partial) collector, and nothing is lost: a
-    /// report that repeats the collector's items is kept once, anything else
-    /// is added after them.
+    /// Partial results the error carries itself. When `Some`, they are the
+    /// envelope's `partial_results`, in place of the items of the tool's
+    /// [`Partial`](crate::Partial) collector: the error knows best what it
+    /// gathered.
     fn partial_results(&self) -> Option<Value> {
         None
     }

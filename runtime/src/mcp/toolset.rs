@@ -19,7 +19,7 @@ use crate::envelope::{ErrorEnvelope, Violation};
 use crate::guard::Guards;
 use crate::mcp::arguments::invalid_arguments;
 use crate::mcp::definition::ToolDefinition;
-use crate::partial::{Partial, merge};
+use crate::partial::Partial;
 #[cfg(feature = "tokio")]
 use crate::retry::RetryPolicy;
 
@@ -257,7 +257,28 @@ impl CallToolResult {
 struct Entry {
     definition: ToolDefinition,
     info: ToolInfo,
-    call: Arc<CallFn>,
+    call: Dispatch,
+}
+
+/// How an entry runs a call: a free function's `call` as a plain function
+/// pointer (nothing instantiated per tool to store it), or a closure over the
+/// shared state of a `#[tools]` block.
+enum Dispatch {
+    Free(for<'a> fn(&'a Map<String, Value>, &'a CallContext) -> BoxFuture<'a, ToolResult<Value>>),
+    Shared(Arc<CallFn>),
+}
+
+impl Dispatch {
+    fn call<'a>(
+        &self,
+        arguments: &'a Map<String, Value>,
+        context: &'a CallContext,
+    ) -> BoxFuture<'a, ToolResult<Value>> {
+        match self {
+            Dispatch::Free(call) => call(arguments, context),
+            Dispatch::Shared(call) => call(arguments, context),
+        }
+    }
 }
 
 struct Inner {
@@ -343,7 +364,7 @@ impl ToolSet {
         Arc::get_mut(&mut self.inner).expect("a tool set is built before it is shared")
     }
 
-    fn add(mut self, definition: ToolDefinition, call: Arc<CallFn>) -> Self {
+    fn add(mut self, definition: ToolDefinition, call: Dispatch) -> Self {
         let inner = self.inner_mut();
         assert!(
             !inner.index.contains_key(&definition.name),
@@ -376,7 +397,7 @@ impl ToolSet {
     /// If a tool of the same name is already in the set, or the set is already shared.
     #[must_use]
     pub fn tool<T: ServableTool>(self) -> Self {
-        self.add(T::definition(), Arc::new(T::call))
+        self.add(T::definition(), Dispatch::Free(T::call))
     }
 
     /// Adds every tool of a `#[tools]` impl block, sharing `state` through `&self`.
@@ -401,7 +422,7 @@ impl ToolSet {
             let call = spec.call;
             let call: Arc<CallFn> =
                 Arc::new(move |arguments, context| call(Arc::clone(&state), arguments, context));
-            self = self.add((spec.definition)(), call);
+            self = self.add((spec.definition)(), Dispatch::Shared(call));
         }
         self
     }
@@ -580,7 +601,7 @@ impl ToolSet {
             return self.attempt(entry, arguments, context).await;
         };
         let mut escalation = match policy
-            .retry(|| (entry.call)(arguments, context))
+            .retry(|| entry.call.call(arguments, context))
             .await
             .result
         {
@@ -608,7 +629,9 @@ impl ToolSet {
         arguments: &Map<String, Value>,
         context: &CallContext,
     ) -> Result<Value, Value> {
-        (entry.call)(arguments, context)
+        entry
+            .call
+            .call(arguments, context)
             .await
             .map_err(|mut envelope| {
                 fill(&mut envelope, entry, arguments, context);
@@ -661,7 +684,9 @@ fn fill(
     arguments: &Map<String, Value>,
     context: &CallContext,
 ) {
-    envelope.partial_results = merge(envelope.partial_results.take(), context.gathered());
+    if envelope.partial_results.is_none() {
+        envelope.partial_results = context.gathered();
+    }
     if envelope.tool.is_none() {
         envelope.tool = Some(entry.info.name.clone());
     }
