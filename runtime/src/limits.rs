@@ -164,8 +164,51 @@ impl io::Write for Counter {
 }
 
 /// Whether `value` is at most `cap` bytes of JSON; stops counting past the cap.
+///
+/// Most values are far under their cap: a walk that bounds their size from
+/// above, without formatting a number or escaping a string, settles those,
+/// and only a value near or over its cap is counted exactly.
 fn fits(value: &Value, cap: usize) -> bool {
-    serde_json::to_writer(&mut Counter { written: 0, cap }, value).is_ok()
+    let mut budget = cap;
+    within_bound(value, &mut budget)
+        || serde_json::to_writer(&mut Counter { written: 0, cap }, value).is_ok()
+}
+
+/// The most bytes a number takes as JSON (`-1.7976931348623157e308`).
+const NUMBER_MAX: usize = 24;
+
+/// Takes an upper bound of `value`'s JSON size from `budget`; `false` as soon
+/// as the bound is over what is left.
+fn within_bound(value: &Value, budget: &mut usize) -> bool {
+    match value {
+        Value::Null | Value::Bool(_) => take(budget, 5),
+        Value::Number(_) => take(budget, NUMBER_MAX),
+        Value::String(text) => take(budget, string_bound(text)),
+        Value::Array(items) => {
+            take(budget, items.len() + 2) && items.iter().all(|item| within_bound(item, budget))
+        }
+        Value::Object(fields) => {
+            take(budget, fields.len() * 2 + 2)
+                && fields.iter().all(|(key, item)| {
+                    take(budget, string_bound(key)) && within_bound(item, budget)
+                })
+        }
+    }
+}
+
+/// Every byte of a string escapes to at most six (`\u001f`), plus the quotes.
+fn string_bound(text: &str) -> usize {
+    text.len().saturating_mul(6).saturating_add(2)
+}
+
+fn take(budget: &mut usize, bytes: usize) -> bool {
+    match budget.checked_sub(bytes) {
+        Some(left) => {
+            *budget = left;
+            true
+        }
+        None => false,
+    }
 }
 
 /// The size of `value` as compact JSON, without building the text.
@@ -296,6 +339,29 @@ mod tests {
             1000
         );
         assert_eq!(items[0], json!({"id": 0}), "the first items are kept");
+    }
+
+    #[test]
+    fn the_bound_is_never_below_the_exact_size() {
+        let values = [
+            json!(null),
+            json!(-1.797_693_134_862_315_7e308),
+            json!(i64::MIN),
+            json!(u64::MAX),
+            json!("\u{1}\u{1f}\"\\é"),
+            json!({"\u{1}": [true, false, null, {"": ""}], "b": [[], {}]}),
+        ];
+        for value in values {
+            let exact = json_len(&value);
+            // Whenever the bound claims the value fits, it really does.
+            for cap in 0..=exact + 200 {
+                let mut budget = cap;
+                if within_bound(&value, &mut budget) {
+                    assert!(exact <= cap, "{value}: {exact} > {cap}");
+                }
+            }
+            assert!(fits(&value, exact) && !fits(&value, exact - 1), "{value}");
+        }
     }
 
     #[test]
