@@ -239,6 +239,7 @@ expect_success() {
 expect_error lookup_orders '{"customer_id":"C-4821"}' transient
 expect_error process_refund '{"order":"O-77","amount":620}' business
 expect_error read_payroll '{"dept":"ENG"}' permission
+expect_error lookup_orders '{"customer_id":"X-1"}' validation
 expect_error research '{"topic":"EU AI Act timelines"}' transient
 
 expect_success lookup_orders '{"customer_id":"C-0000"}' '{"isError":false,"empty":true,"matches":0}'

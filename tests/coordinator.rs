@@ -136,6 +136,23 @@ async fn all_branches_complete_means_complete() {
     assert_eq!(report.to_string(), "2 of 2 branches complete.");
 }
 
+#[tokio::test]
+async fn each_gap_is_one_line_of_the_report_whatever_its_message() {
+    let report = Coordinator::new()
+        .branch("ok", async { Ok::<u32, ErrorEnvelope>(1) })
+        .branch("multi\nline", async {
+            Err::<u32, ErrorEnvelope>(ErrorEnvelope::permission("denied:\nno access\r\nat all"))
+        })
+        .run()
+        .await;
+    let text = report.to_string();
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(
+        text.ends_with("- gap `multi line`: denied: no access  at all [permission, non_retryable after 1 attempt]"),
+        "{text}"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn branches_run_concurrently() {
     let start = tokio::time::Instant::now();

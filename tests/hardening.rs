@@ -399,3 +399,63 @@ async fn whatever_a_tool_writes_into_its_envelope_the_reply_is_bounded_and_valid
     );
     client.cancel().await.unwrap();
 }
+
+/// `depth` arrays nested in one another, built without recursion.
+fn nested(depth: usize) -> Value {
+    let mut value = json!(1);
+    for _ in 0..depth {
+        value = Value::Array(vec![value]);
+    }
+    value
+}
+
+#[tokio::test]
+async fn arguments_nested_100_000_deep_get_a_validation_envelope_without_overflowing() {
+    // Over MCP, serde_json's parser stops at 128 levels; a ToolSet embedded
+    // behind another transport can be handed any `Value`.
+    let tools = tools();
+    // Built by hand: `json!` would copy the value through `to_value`, recursively.
+    let object = |fields: Vec<(&str, Value)>| {
+        Value::Object(
+            fields
+                .into_iter()
+                .map(|(key, value)| (key.to_owned(), value))
+                .collect(),
+        )
+    };
+    for arguments in [
+        object(vec![
+            ("numerator", nested(100_000)),
+            ("denominator", json!(1)),
+        ]),
+        object(vec![
+            ("numerator", json!(1)),
+            ("denominator", json!(1)),
+            ("extra", nested(100_000)),
+        ]),
+        nested(100_000),
+    ] {
+        let result = tools.call("divide", arguments).await.unwrap();
+        let envelope = result.envelope().unwrap();
+        assert_eq!(envelope.category, ErrorCategory::Validation);
+        assert!(
+            envelope.violations[0].description.contains("nested"),
+            "{:?}",
+            envelope.violations
+        );
+        let text = serde_json::to_string(&result).unwrap();
+        assert!(text.len() < 64 * 1024, "{} bytes", text.len());
+        assert!(schema().is_valid(&result.structured_content.unwrap()));
+    }
+    // An unknown tool is still a protocol error.
+    assert_eq!(
+        tools.call("nope", nested(100_000)).await.unwrap_err().code,
+        -32602
+    );
+    // And the set keeps serving.
+    let result = tools
+        .call("divide", json!({"numerator": 6, "denominator": 3}))
+        .await
+        .unwrap();
+    assert_eq!(result.structured_content, Some(json!({"result": 2})));
+}

@@ -214,6 +214,40 @@ async fn find_nothing(calls: Arc<AtomicU32>) -> Result<Found<u32>, InventoryErro
 }
 
 #[tokio::test(start_paused = true)]
+async fn the_hook_sees_an_escalation_at_the_deadline() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let calls = Arc::new(AtomicU32::new(0));
+    let outcome = steady(100)
+        .deadline(ms(1_000))
+        .on_event(move |event| {
+            log.lock()
+                .unwrap()
+                .push((event.tool.map(str::to_owned), event.attempt, event.action));
+        })
+        .retry(|| hang(calls.clone()))
+        .await;
+    assert_eq!(
+        outcome.result.unwrap_err().reason,
+        EscalationReason::DeadlineExceeded
+    );
+    let tool = Some("hang".to_owned());
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            (tool.clone(), 1, RetryAction::Retry { delay: ms(100) }),
+            (
+                tool,
+                2,
+                RetryAction::Escalate {
+                    reason: EscalationReason::DeadlineExceeded
+                }
+            ),
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_valid_empty_result_is_a_success_and_never_retried() {
     let calls = Arc::new(AtomicU32::new(0));
     let outcome = steady(10).retry(|| find_nothing(calls.clone())).await;

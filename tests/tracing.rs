@@ -66,3 +66,36 @@ fn one_event_per_retry_and_one_per_escalation() {
         "a redacted argument never reaches an event"
     );
 }
+
+/// Fails with an internal detail, retryably.
+#[tool(read_only)]
+fn leaky(input: String) -> Result<(), ErrorEnvelope> {
+    let _ = input;
+    Err(ErrorEnvelope::other("pool exhausted at db-7:5432").with_retryable(true))
+}
+
+#[tokio::test]
+async fn a_masked_internal_error_still_reaches_the_logs_in_full() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .without_time()
+        .finish();
+    let _default = tracing::subscriber::set_default(subscriber);
+    let tools = tool_envelope::mcp::ToolSet::new()
+        .tool::<leaky>()
+        .mask_internal_errors("Internal error; it has been logged");
+    let result = tools
+        .call("leaky", serde_json::json!({"input": "x"}))
+        .await
+        .unwrap();
+    let envelope = result.envelope().unwrap();
+    assert_eq!(envelope.message, "Internal error; it has been logged");
+    assert!(envelope.retryable, "the retry flag is never masked");
+    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(text.contains("ERROR"), "{text}");
+    assert!(text.contains("tool=\"leaky\""), "{text}");
+    assert!(text.contains("pool exhausted at db-7:5432"), "{text}");
+}

@@ -64,11 +64,18 @@ pub enum Place {
     ServedMethod,
 }
 
+/// The local `Vec` of a `#[tools]` block's `ToolSpec`s, which each served
+/// method's [`Expanded::spec`] pushes to.
+pub fn specs_local() -> Ident {
+    Ident::new("__tool_envelope_specs", Span::mixed_site())
+}
+
 /// The expansion of one tool.
 pub struct Expanded {
     /// The items to emit in place of the function.
     pub items: TokenStream,
-    /// For a served method: the `ToolSpec` expression of its tool.
+    /// For a served method: the statement pushing its `ToolSpec` to
+    /// [`specs_local`], under the method's `cfg`s.
     pub spec: Option<TokenStream>,
 }
 
@@ -88,7 +95,6 @@ fn description(attr: &ToolAttr, tool: &ToolFn) -> String {
     }
 }
 
-/// Whether the parameter is skipped.
 /// Expands `#[tool]` on `tool` at `place`. `unservable` is why a free function
 /// cannot be served, if it cannot.
 pub fn tool(attr: &ToolAttr, tool: &ToolFn, place: Place) -> Expanded {
@@ -104,10 +110,12 @@ pub fn tool(attr: &ToolAttr, tool: &ToolFn, place: Place) -> Expanded {
         Place::Method => false,
         Place::ServedMethod => true,
     };
+    let cfgs: Vec<_> = carried(&tool.item.attrs, CFG).collect();
     if !served {
         let mut items = single(attr, tool, &locals);
         if place == Place::Free && !attr.local {
-            items.extend(companion_type(tool));
+            let companion = companion_type(tool);
+            items.extend(quote!(#(#cfgs)* #companion));
         }
         return Expanded { items, spec: None };
     }
@@ -117,8 +125,10 @@ pub fn tool(attr: &ToolAttr, tool: &ToolFn, place: Place) -> Expanded {
     items.extend(run(attr, tool, &locals, &run_name));
     let spec = match place {
         Place::Free => {
-            items.extend(companion_type(tool));
-            items.extend(companion_impl(attr, tool, &locals, &run_name));
+            let companion = companion_type(tool);
+            let companion_impl = companion_impl(attr, tool, &locals, &run_name);
+            items.extend(quote!(#(#cfgs)* #companion));
+            items.extend(quote!(#(#cfgs)* #companion_impl));
             None
         }
         _ => {
@@ -129,6 +139,26 @@ pub fn tool(attr: &ToolAttr, tool: &ToolFn, place: Place) -> Expanded {
     };
     Expanded { items, spec }
 }
+
+/// The user's attributes named `names`: a `cfg` must remove every generated
+/// item with the function, and a lint level must reach the body wherever the
+/// body is generated.
+fn carried<'a>(
+    attrs: &'a [syn::Attribute],
+    names: &'a [&'a str],
+) -> impl Iterator<Item = &'a syn::Attribute> + Clone {
+    attrs
+        .iter()
+        .filter(move |attr| names.iter().any(|name| attr.path().is_ident(name)))
+}
+
+/// Attributes that follow the function into every generated item.
+const CFG: &[&str] = &["cfg"];
+
+/// Attributes that follow the body into the run function.
+const BODY: &[&str] = &[
+    "cfg", "cfg_attr", "allow", "expect", "warn", "deny", "forbid",
+];
 
 /// `static INFO: ToolInfo`: what the call path knows about the tool.
 fn info_static(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
@@ -171,6 +201,12 @@ fn capture(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
         let ident = param.ident;
         let key = &param.key;
         match role(attr, param) {
+            // Named in the turbofish, the type is where a missing
+            // `Serialize` is reported; `impl Trait` cannot be named there.
+            Role::Captured if !mentions_impl(param.ty) => {
+                let ty = param.ty;
+                quote_spanned!(param.ty.span()=> #writer.arg::<#ty>(#key, &#ident);)
+            }
             Role::Captured => quote_spanned!(param.ty.span()=> #writer.arg(#key, &#ident);),
             Role::Redacted => quote!(#writer.redacted(#key);),
             Role::Skipped | Role::Partial => quote!(),
@@ -181,6 +217,18 @@ fn capture(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
             #(#captures)*
         }))
     }
+}
+
+/// Whether `ty` contains an `impl Trait`.
+fn mentions_impl(ty: &syn::Type) -> bool {
+    fn walk(tokens: TokenStream) -> bool {
+        tokens.into_iter().any(|token| match token {
+            proc_macro2::TokenTree::Ident(ident) => ident == "impl",
+            proc_macro2::TokenTree::Group(group) => walk(group.stream()),
+            _ => false,
+        })
+    }
+    walk(quote!(#ty))
 }
 
 /// The body of the call, once `locals.query` holds the query: the guard, the
@@ -313,6 +361,8 @@ fn wrapper(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, run_name: &Ident) ->
     let FnItem {
         attrs, vis, sig, ..
     } = tool.item;
+    // An expectation is met in the body, which is the run function's.
+    let attrs = attrs.iter().filter(|attr| !attr.path().is_ident("expect"));
     let mut sig = sig.clone();
     sig.output = ReturnType::Type(Default::default(), Box::new(result_type(tool)));
     // Plain bindings: the wrapper only forwards its arguments.
@@ -346,7 +396,8 @@ fn wrapper(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, run_name: &Ident) ->
 /// tool's parameters are owned, so the future borrows only the receiver and
 /// the query, for the one lifetime `'__tool_envelope`.
 fn run(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, run_name: &Ident) -> TokenStream {
-    let FnItem { sig, .. } = tool.item;
+    let FnItem { attrs, sig, .. } = tool.item;
+    let carried = carried(attrs, BODY);
     let query = &locals.query;
     let generics = &sig.generics;
     let where_clause = &sig.generics.where_clause;
@@ -362,6 +413,7 @@ fn run(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, run_name: &Ident) -> Tok
         inputs.extend(params.map(|param| quote!(#param)));
         let body = call_body(attr, tool, locals, false);
         return quote! {
+            #(#carried)*
             #[doc(hidden)]
             #[allow(clippy::too_many_arguments, clippy::needless_pass_by_value)]
             fn #run_name #generics (#(#inputs),*) -> #output #where_clause {
@@ -392,6 +444,7 @@ fn run(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, run_name: &Ident) -> Tok
     let predicates = where_clause.iter().flat_map(|clause| &clause.predicates);
     let body = call_body(attr, tool, locals, false);
     quote! {
+        #(#carried)*
         #[doc(hidden)]
         #[allow(clippy::too_many_arguments, clippy::needless_pass_by_value)]
         fn #run_name<#lifetime, #params>(#(#inputs),*)
@@ -630,12 +683,16 @@ fn served_method(
         None => quote!(Self::#run_name),
     };
     let call = call_fn_body(attr, tool, locals, &marker, &run_call);
+    let cfgs = carried(&tool.item.attrs, CFG);
+    let cfgs_call = cfgs.clone();
     let functions = quote! {
+        #(#cfgs)*
         #[doc(hidden)]
         fn #definition_name() -> ::tool_envelope::mcp::ToolDefinition {
             #definition
         }
 
+        #(#cfgs_call)*
         #[doc(hidden)]
         #[allow(unused_variables)]
         fn #call_name<'a>(
@@ -646,11 +703,14 @@ fn served_method(
             #call
         }
     };
+    let specs = specs_local();
+    let cfgs = carried(&tool.item.attrs, CFG);
     let spec = quote! {
-        ::tool_envelope::mcp::ToolSpec {
+        #(#cfgs)*
+        #specs.push(::tool_envelope::mcp::ToolSpec {
             definition: Self::#definition_name,
             call: Self::#call_name,
-        }
+        });
     };
     (functions, spec)
 }

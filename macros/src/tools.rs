@@ -120,11 +120,15 @@ pub fn expand(args: TokenStream, block: ImplBlock) -> TokenStream {
     let self_ty = &header.self_ty;
     let (impl_generics, _, where_clause) = header.generics.split_for_impl();
     let errors = cx.check().err().map(syn::Error::into_compile_error);
+    let local = expand::specs_local();
     let provider = errors.is_none().then(|| {
         quote! {
             impl #impl_generics ::tool_envelope::mcp::ToolProvider for #self_ty #where_clause {
                 fn tools() -> ::std::vec::Vec<::tool_envelope::mcp::ToolSpec<Self>> {
-                    ::std::vec![#(#specs),*]
+                    #[allow(unused_mut, clippy::vec_init_then_push)]
+                    let mut #local = ::std::vec::Vec::new();
+                    #(#specs)*
+                    #local
                 }
             }
         }

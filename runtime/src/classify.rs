@@ -213,9 +213,15 @@ impl ToolError for ErrorEnvelope {
     }
 }
 
-/// Classified by [`io::ErrorKind`]: timeouts, interruptions, connection resets,
-/// refusals and aborts, and would-block are `transient`; permission denied is
-/// `permission`; invalid input or data is `validation`; the rest is `other`.
+/// Classified by [`io::ErrorKind`]:
+///
+/// | category | kinds |
+/// |---|---|
+/// | `transient` | `TimedOut`, `Interrupted`, `ConnectionReset`, `ConnectionRefused`, `ConnectionAborted`, `WouldBlock`, and the other faults that pass with time: `NotConnected`, `BrokenPipe`, `HostUnreachable`, `NetworkUnreachable`, `NetworkDown`, `ResourceBusy` |
+/// | `permission` | `PermissionDenied`, `ReadOnlyFilesystem` |
+/// | `validation` | `InvalidInput`, `InvalidData`, `InvalidFilename` |
+/// | `other` | every other kind |
+///
 /// A refused connection is marked [not applied](ToolError::not_applied). The
 /// `reason` is the kind in UPPER_SNAKE_CASE (`TIMED_OUT`).
 impl ToolError for io::Error {

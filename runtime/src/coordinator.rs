@@ -206,6 +206,15 @@ impl<T> Report<T> {
 }
 
 /// One line for the whole run, then one line per gap.
+/// Text on one line, so that each gap stays one line of the report.
+fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains(['\n', '\r']) {
+        std::borrow::Cow::Owned(text.replace(['\n', '\r'], " "))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
 impl<T> fmt::Display for Report<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let total = self.completed.len() + self.gaps.len();
@@ -224,7 +233,10 @@ impl<T> fmt::Display for Report<T> {
             write!(
                 f,
                 "\n- gap `{}`: {} [{}, {}",
-                gap.branch, envelope.message, envelope.category, gap.escalation.reason
+                one_line(&gap.branch),
+                one_line(&envelope.message),
+                envelope.category,
+                gap.escalation.reason
             )?;
             if gap.escalation.reason != EscalationReason::BlockedByGuard {
                 write!(

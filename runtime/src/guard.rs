@@ -222,6 +222,36 @@ impl Guards {
     }
 }
 
+/// A set is itself a guard, so that one policy can guard plain calls too:
+///
+/// ```
+/// use std::sync::LazyLock;
+/// use tool_envelope::{tool, Blocked, ErrorEnvelope, Guards, ToolCall};
+///
+/// static POLICY: LazyLock<Guards> = LazyLock::new(|| {
+///     Guards::new().for_tool("process_refund", |call: &ToolCall| {
+///         match call.arg("amount").and_then(|a| a.as_u64()) {
+///             Some(amount) if amount > 500 => Err(Blocked::new("Refund exceeds $500 policy cap")),
+///             _ => Ok(()),
+///         }
+///     })
+/// });
+///
+/// /// Refund an order.
+/// #[tool(guard = *POLICY)]
+/// fn process_refund(order: String, amount: u64) -> Result<String, ErrorEnvelope> {
+///     Ok(format!("refunded {amount} on {order}"))
+/// }
+///
+/// assert!(process_refund("O-1".into(), 300).is_ok());
+/// assert!(process_refund("O-77".into(), 620).is_err());
+/// ```
+impl Guard for Guards {
+    fn check(&self, call: &ToolCall<'_>) -> Result<(), Blocked> {
+        Guards::check(self, call.tool, call.arguments)
+    }
+}
+
 impl fmt::Debug for Guards {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list()

@@ -517,6 +517,7 @@ impl ToolSet {
         arguments: Value,
     ) -> Result<CallToolResult, ProtocolError> {
         let Some(&index) = self.inner.index.get(name) else {
+            dismantle(arguments);
             return Err(ProtocolError::unknown_tool(
                 name,
                 self.inner.definitions.iter().map(|d| d.name.clone()),
@@ -542,6 +543,10 @@ impl ToolSet {
 
     async fn dispatch(&self, entry: &Entry, arguments: Value) -> CallToolResult {
         let definition = &entry.definition;
+        if deeper_than(&arguments, MAX_DEPTH) {
+            let envelope = too_deep(entry, arguments);
+            return self.failure(definition, self.final_json(envelope));
+        }
         let arguments = match arguments {
             Value::Object(arguments) => arguments,
             Value::Null => Map::new(),
@@ -713,6 +718,71 @@ fn too_large(
     );
     let query = Query::Arguments(arguments, &entry.definition.redacted);
     complete(envelope, &entry.info, || query.into_value(&entry.info), &())
+}
+
+/// The deepest arguments a call takes, in nested arrays and objects: the
+/// limit of serde_json's own parser, so that a call through a transport and
+/// a call handed a `Value` directly are refused alike.
+const MAX_DEPTH: usize = 128;
+
+/// Whether `value` nests more than `limit` arrays and objects. The recursion
+/// stops at the limit, so it is safe whatever the value.
+fn deeper_than(value: &Value, limit: usize) -> bool {
+    let deeper = |child: &Value| limit == 0 || deeper_than(child, limit - 1);
+    match value {
+        Value::Array(items) => limit == 0 || items.iter().any(deeper),
+        Value::Object(fields) => limit == 0 || fields.values().any(deeper),
+        _ => false,
+    }
+}
+
+/// The validation envelope of arguments nested too deep: each offending
+/// field named, and kept in `attempted_query` as a marker — the rest as sent.
+fn too_deep(entry: &Entry, arguments: Value) -> ErrorEnvelope {
+    let marker = || {
+        Value::String(format!(
+            "[nested more than {MAX_DEPTH} levels deep: dropped]"
+        ))
+    };
+    let description = format!("is nested more than {MAX_DEPTH} levels deep");
+    let mut violations = Vec::new();
+    let mut shown = Map::new();
+    match &arguments {
+        Value::Object(fields) => {
+            for (key, value) in fields {
+                if deeper_than(value, MAX_DEPTH - 1) {
+                    violations.push(Violation::new(key.clone(), description.clone()));
+                    shown.insert(key.clone(), marker());
+                } else {
+                    shown.insert(key.clone(), value.clone());
+                }
+            }
+        }
+        _ => violations.push(Violation::new("arguments", description)),
+    }
+    let mut envelope = invalid_arguments(
+        &entry.info,
+        violations,
+        Query::Arguments(&shown, &entry.definition.redacted),
+    );
+    if !arguments.is_object() {
+        envelope.attempted_query = Some(marker());
+    }
+    dismantle(arguments);
+    envelope
+}
+
+/// Drops `value` level by level: dropping a deeply nested value recursively
+/// would overflow the stack.
+fn dismantle(value: Value) {
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(fields) => stack.extend(fields.into_iter().map(|(_, value)| value)),
+            _ => {}
+        }
+    }
 }
 
 fn kind(value: &Value) -> &'static str {

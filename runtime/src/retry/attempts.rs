@@ -134,6 +134,15 @@ impl<'p> Attempts<'p> {
             delay: None,
         });
         self.stats.elapsed = now.saturating_duration_since(self.started);
+        self.policy.emit(&RetryEvent {
+            tool: envelope.tool.as_deref(),
+            attempt: self.stats.attempts,
+            category: ErrorCategory::Transient,
+            message: &message,
+            action: RetryAction::Escalate {
+                reason: EscalationReason::DeadlineExceeded,
+            },
+        });
         let escalation = Escalation::new(
             EscalationReason::DeadlineExceeded,
             envelope,
