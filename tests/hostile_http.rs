@@ -1,0 +1,161 @@
+//! Hostile input over Streamable HTTP, the transport that can always answer:
+//! the example's tools served by rmcp on a local port, fed raw HTTP requests.
+//! A body that is not a JSON-RPC message — invalid UTF-8, JSON nested 10,000
+//! deep, text that is not JSON — gets a clear HTTP error, a body over rmcp's
+//! limit gets `413`, and the server keeps serving: the next `initialize`
+//! succeeds and a `tools/call` on its session gets its envelope.
+#![cfg(feature = "rmcp")]
+
+#[path = "../examples/mcp_server/tools.rs"]
+#[allow(dead_code)]
+mod example;
+
+use std::net::SocketAddr;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// An HTTP answer: the status, the headers' text and the body.
+struct Answer {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+/// Serves the example's tools on a free local port.
+async fn serve() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(example::tools().serve_http(listener));
+    address
+}
+
+/// One `POST /mcp` with `body`, on a connection of its own; reads the answer
+/// until the server closes the connection.
+async fn post(address: SocketAddr, body: &[u8], session: Option<&str>) -> Answer {
+    let mut stream = TcpStream::connect(address).await.unwrap();
+    let session = session.map_or(String::new(), |id| {
+        format!("Mcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-11-25\r\n")
+    });
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{session}Content-Length: {}\r\n\
+         Connection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    // A server may answer before it has read a body it refuses: a write it
+    // stopped reading is not a failure of the test.
+    let _ = stream.write_all(body).await;
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw).await;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP status in {head:?}"));
+    Answer {
+        status,
+        head: head.to_owned(),
+        body: body.to_owned(),
+    }
+}
+
+/// The JSON-RPC message in an answer, plain JSON or one SSE `data:` line.
+fn message(answer: &Answer) -> Value {
+    answer
+        .body
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .find_map(|data| serde_json::from_str(data.trim()).ok())
+        .or_else(|| serde_json::from_str(answer.body.trim()).ok())
+        .unwrap_or_else(|| panic!("no JSON-RPC message in {:?}", answer.body))
+}
+
+/// A successful `initialize`, and the session it opened.
+async fn initialize(address: SocketAddr) -> String {
+    let request = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "hostile", "version": "0"}
+        }
+    });
+    let answer = post(address, request.to_string().as_bytes(), None).await;
+    assert_eq!(answer.status, 200, "{}\n{}", answer.head, answer.body);
+    assert_eq!(
+        message(&answer)["result"]["serverInfo"]["name"],
+        "tool-envelope-example"
+    );
+    answer
+        .head
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_owned())
+        })
+        .expect("a session id")
+}
+
+#[tokio::test]
+async fn unparsable_bodies_get_a_clear_http_error_and_the_server_keeps_serving() {
+    let address = serve().await;
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"stock_level","arguments":{{"sku":{}1{}}}}}}}"#,
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
+    let invalid_utf8 =
+        b"{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\",\"x\":\"\xff\xfe\"}".to_vec();
+    let hostile: [(&str, Vec<u8>); 3] = [
+        ("nested 10,000 deep", deep.into_bytes()),
+        ("invalid UTF-8", invalid_utf8),
+        ("not JSON", b"tools/call please".to_vec()),
+    ];
+    for (what, body) in hostile {
+        let answer = post(address, &body, None).await;
+        assert!(
+            (400..500).contains(&answer.status),
+            "{what}: {}\n{}",
+            answer.head,
+            answer.body
+        );
+        assert!(
+            answer.body.contains("deserialize"),
+            "{what}: the answer says why: {}",
+            answer.body
+        );
+        // The server keeps serving.
+        initialize(address).await;
+    }
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_refused_and_the_next_call_gets_its_envelope() {
+    let address = serve().await;
+    let huge = json!({
+        "jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "lookup_orders", "arguments": {"customer_id": "C".repeat(10 << 20)}}
+    });
+    let answer = post(address, huge.to_string().as_bytes(), None).await;
+    assert_eq!(answer.status, 413, "{}\n{}", answer.head, answer.body);
+
+    let session = initialize(address).await;
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let answer = post(address, initialized.to_string().as_bytes(), Some(&session)).await;
+    assert_eq!(answer.status, 202, "{}\n{}", answer.head, answer.body);
+    let call = json!({
+        "jsonrpc": "2.0", "id": 10, "method": "tools/call",
+        "params": {"name": "lookup_orders", "arguments": {"customer_id": "X-1"}}
+    });
+    let answer = post(address, call.to_string().as_bytes(), Some(&session)).await;
+    assert_eq!(answer.status, 200, "{}\n{}", answer.head, answer.body);
+    let result = &message(&answer)["result"];
+    assert_eq!(result["isError"], true, "{result}");
+    assert_eq!(result["structuredContent"]["errorCategory"], "validation");
+}
