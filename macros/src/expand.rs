@@ -556,13 +556,16 @@ fn definition_body(
 }
 
 /// The body of the call function: decode the JSON arguments, run one attempt,
-/// and the success value as JSON. `run_call` names the run function.
+/// and the success value as JSON. `run_call` names the run function;
+/// `owns_future` says that the run's future borrows nothing of the call
+/// function's own (a free function: no receiver to keep alive).
 fn call_fn_body(
     attr: &ToolAttr,
     tool: &ToolFn,
     locals: &Locals,
     marker: &TokenStream,
     run_call: &TokenStream,
+    owns_future: bool,
 ) -> TokenStream {
     let Locals {
         info,
@@ -595,21 +598,45 @@ fn call_fn_body(
         Some(quote!(let #ident = #context.partial::<(#marker, #item)>();))
     });
     let idents = tool.params.iter().map(|param| param.ident);
-    let await_ = tool.is_async.then(|| quote!(.await));
-    let run_attempt = quote! {
-        #run_call(#context.query(#arguments), #(#idents),*) #await_
+    let to_json = quote!(<(#marker, #ok) as ::tool_envelope::__private::Output>::to_json);
+    let run_attempt = quote!(#run_call(#context.query(#arguments), #(#idents),*));
+    if !owns_future {
+        // The future owns the receiver it borrows from: an `async` block.
+        let await_ = tool.is_async.then(|| quote!(.await));
+        return quote! {
+            ::std::boxed::Box::pin(async move {
+                #info_static
+                let mut #decoder = ::tool_envelope::mcp::Decoder::new(#arguments, &#info, #context);
+                #(#decodes)*
+                #decoder.finish(&[#(#keys),*])?;
+                #(#unwraps)*
+                #(#partials)*
+                let #value = #run_attempt #await_?;
+                #to_json(&#value, &#info)
+            })
+        };
+    }
+    // Decoded at once; the future is the run's own, its success made JSON by
+    // a named future shared by all tools — no `async` block per tool.
+    let finish = if tool.is_async {
+        quote!(::tool_envelope::__private::json_of(#run_attempt, #to_json, &#info))
+    } else {
+        quote! {
+            ::tool_envelope::__private::json_ready(
+                #run_attempt.and_then(|#value| #to_json(&#value, &#info)),
+            )
+        }
     };
     quote! {
-        ::std::boxed::Box::pin(async move {
-            #info_static
-            let mut #decoder = ::tool_envelope::mcp::Decoder::new(#arguments, &#info, #context);
-            #(#decodes)*
-            #decoder.finish(&[#(#keys),*])?;
-            #(#unwraps)*
-            #(#partials)*
-            let #value = #run_attempt?;
-            <(#marker, #ok) as ::tool_envelope::__private::Output>::to_json(&#value, &#info)
-        })
+        #info_static
+        let mut #decoder = ::tool_envelope::mcp::Decoder::new(#arguments, &#info, #context);
+        #(#decodes)*
+        if let ::core::result::Result::Err(#value) = #decoder.finish(&[#(#keys),*]) {
+            return ::tool_envelope::__private::json_ready(::core::result::Result::Err(#value));
+        }
+        #(#unwraps)*
+        #(#partials)*
+        #finish
     }
 }
 
@@ -637,7 +664,7 @@ fn companion_impl(
         Some(quote!((#marker, #item): ::tool_envelope::mcp::PartialArg<Item = #item>,))
     });
     let definition = definition_body(attr, tool, locals, &marker);
-    let call = call_fn_body(attr, tool, locals, &marker, &quote!(#run_name));
+    let call = call_fn_body(attr, tool, locals, &marker, &quote!(#run_name), true);
     quote! {
         impl<#marker: 'static> ::tool_envelope::mcp::ServableTool for #ident<#marker>
         where
@@ -682,7 +709,7 @@ fn served_method(
         Some(_) => quote!(#this.#run_name),
         None => quote!(Self::#run_name),
     };
-    let call = call_fn_body(attr, tool, locals, &marker, &run_call);
+    let call = call_fn_body(attr, tool, locals, &marker, &run_call, false);
     let cfgs = carried(&tool.item.attrs, CFG);
     let cfgs_call = cfgs.clone();
     let functions = quote! {

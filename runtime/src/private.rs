@@ -15,7 +15,7 @@ pub use crate::call::{
 pub use crate::capture::{Capturable, Capture, CaptureWriter, capture};
 pub use crate::classify::envelope_of;
 pub use crate::hints::{RetryAfterHint, ViolationList, partial_value};
-pub use crate::mcp::arguments::Output;
+pub use crate::mcp::arguments::{Output, json_of, json_ready};
 pub use crate::probe::{
     ErrorProbe, FailureProbe, SchemaFn, SchemaProbe, ViaFailures, ViaNoFailures, ViaNoSchema,
     ViaNothing, ViaSchema, ViaStdError,

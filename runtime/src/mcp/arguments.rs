@@ -2,13 +2,17 @@
 //! Every problem is collected — each offending field with what was expected —
 //! and reported as one `validation` envelope, not a protocol error (SEP-1303).
 
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::call::{Query, ToolInfo, complete, is_redacted};
 use crate::envelope::{ErrorEnvelope, Violation};
-use crate::mcp::toolset::CallContext;
+use crate::mcp::toolset::{BoxFuture, CallContext};
 
 /// A parameter type a served tool can take: deserialized from the client's
 /// JSON and described by a JSON Schema.
@@ -180,5 +184,52 @@ impl<M, T: serde::Serialize> Output for (M, T) {
             .with_reason("UNSERIALIZABLE_RESULT")
             .with_tool(tool.name.clone())
         })
+    }
+}
+
+/// How a served tool's success becomes JSON: `Output::to_json` of its type.
+pub type ToJson<T> = fn(&T, &ToolInfo) -> crate::ToolResult<Value>;
+
+/// The future of one served call of a synchronous tool, already finished.
+/// One type for every tool, so its code is generated once.
+pub fn json_ready<'a>(result: crate::ToolResult<Value>) -> BoxFuture<'a, crate::ToolResult<Value>> {
+    Box::pin(std::future::ready(result))
+}
+
+/// The future of one served call of an async tool: its run, and the success
+/// as JSON. A named future, not an `async` block, so that each tool compiles
+/// the least code.
+pub fn json_of<'a, F, T>(
+    run: F,
+    to_json: ToJson<T>,
+    tool: &'static ToolInfo,
+) -> BoxFuture<'a, crate::ToolResult<Value>>
+where
+    F: Future<Output = crate::ToolResult<T>> + Send + 'a,
+    T: 'a,
+{
+    Box::pin(JsonOf { run, to_json, tool })
+}
+
+pin_project_lite::pin_project! {
+    /// See [`json_of`].
+    struct JsonOf<F, T> {
+        #[pin]
+        run: F,
+        to_json: ToJson<T>,
+        tool: &'static ToolInfo,
+    }
+}
+
+impl<F, T> Future for JsonOf<F, T>
+where
+    F: Future<Output = crate::ToolResult<T>>,
+{
+    type Output = crate::ToolResult<Value>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let value = std::task::ready!(this.run.poll(cx))?;
+        Poll::Ready((this.to_json)(&value, this.tool))
     }
 }
