@@ -3,8 +3,8 @@
 //! that appears in no output at all.
 #![cfg(feature = "rmcp")]
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+mod common;
+
 use std::time::Duration;
 
 use rmcp::ServiceExt;
@@ -16,6 +16,8 @@ use tool_envelope::{
     EnvelopeLimits, ErrorCategory, ErrorEnvelope, Partial, RetryPolicy, Secret, ToolError, tool,
 };
 use tracing_subscriber::layer::SubscriberExt;
+
+use common::Captured;
 
 /// Divides, and panics on zero.
 #[tool(read_only)]
@@ -189,21 +191,6 @@ async fn charge(
     Err(Rejected)
 }
 
-/// A writer that keeps everything written to it.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 const API_KEY: &str = "sk_live_API_KEY_4f9a";
 const SESSION: &str = "sess_SESSION_TOKEN_77c1";
 
@@ -278,7 +265,7 @@ fn a_secret_appears_in_no_output_at_all() {
         outputs.push(format!("{direct_set:?}"));
         client.cancel().await.unwrap();
     });
-    outputs.push(String::from_utf8(logs.0.lock().unwrap().clone()).unwrap());
+    outputs.push(logs.text());
     assert!(
         outputs.last().unwrap().contains("retrying"),
         "the tracing events were captured"

@@ -4,39 +4,16 @@
 //! serving the next request.
 #![cfg(feature = "rmcp")]
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::OnceLock;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-/// Builds the example once and returns its path.
-fn server_binary() -> &'static PathBuf {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let status = Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "--quiet",
-                "--example",
-                "mcp_server",
-                "--features",
-                "rmcp",
-            ])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building the example failed");
-        let exe = std::env::current_exe().unwrap();
-        let profile_dir = exe.parent().unwrap().parent().unwrap();
-        profile_dir
-            .join("examples")
-            .join(format!("mcp_server{}", std::env::consts::EXE_SUFFIX))
-    })
-}
+use common::server_binary;
 
 /// A raw JSON-RPC session: lines in, lines out.
 struct Session {

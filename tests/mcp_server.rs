@@ -3,9 +3,8 @@
 //! returns.
 #![cfg(feature = "rmcp")]
 
-use std::path::PathBuf;
-use std::process::Command;
-use std::sync::OnceLock;
+mod common;
+
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorCode, Tool};
@@ -15,33 +14,7 @@ use rmcp::{ServiceError, ServiceExt};
 use serde_json::{Value, json};
 use tool_envelope::ErrorEnvelope;
 
-/// Builds the example once and returns its path.
-fn server_binary() -> &'static PathBuf {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let status = Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "--quiet",
-                "--example",
-                "mcp_server",
-                "--features",
-                "rmcp",
-            ])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building the example failed");
-        // This test runs from <target>/<profile>/deps/; the example is in <target>/<profile>/examples/.
-        let exe = std::env::current_exe().unwrap();
-        let profile_dir = exe.parent().unwrap().parent().unwrap();
-        let binary = profile_dir
-            .join("examples")
-            .join(format!("mcp_server{}", std::env::consts::EXE_SUFFIX));
-        assert!(binary.exists(), "{} was not built", binary.display());
-        binary
-    })
-}
+use common::server_binary;
 
 async fn connect() -> RunningService<RoleClient, ()> {
     let command = tokio::process::Command::new(server_binary());

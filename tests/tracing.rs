@@ -2,26 +2,13 @@
 //! escalation with the tool's name, the attempt, the category and the delay.
 #![cfg(feature = "tracing")]
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+mod common;
+
 use std::time::Duration;
 
 use tool_envelope::{ErrorEnvelope, RetryPolicy, tool};
 
-/// Captures what the subscriber writes.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+use common::Captured;
 
 /// Always rate-limited.
 #[tool(read_only, redact(api_key))]
@@ -44,7 +31,7 @@ fn one_event_per_retry_and_one_per_escalation() {
             .constant(Duration::ZERO)
             .retry_blocking(|| quote("ACME".into(), "sk-live-SECRET".into()));
     });
-    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let text = captured.text();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3, "{text}");
     for (line, attempt) in lines[..2].iter().zip(1..) {
@@ -94,7 +81,7 @@ async fn a_masked_internal_error_still_reaches_the_logs_in_full() {
     let envelope = result.envelope().unwrap();
     assert_eq!(envelope.message, "Internal error; it has been logged");
     assert!(envelope.retryable, "the retry flag is never masked");
-    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let text = captured.text();
     assert!(text.contains("ERROR"), "{text}");
     assert!(text.contains("tool=\"leaky\""), "{text}");
     assert!(text.contains("pool exhausted at db-7:5432"), "{text}");

@@ -1,0 +1,57 @@
+//! Helpers shared by the integration tests; each test crate uses some of them.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Builds the example MCP server once and returns its path.
+pub fn server_binary() -> &'static PathBuf {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let status = Command::new(env!("CARGO"))
+            .args([
+                "build",
+                "--quiet",
+                "--example",
+                "mcp_server",
+                "--features",
+                "rmcp",
+            ])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building the example failed");
+        // A test runs from <target>/<profile>/deps/; the example is in <target>/<profile>/examples/.
+        let exe = std::env::current_exe().unwrap();
+        let profile_dir = exe.parent().unwrap().parent().unwrap();
+        let binary = profile_dir
+            .join("examples")
+            .join(format!("mcp_server{}", std::env::consts::EXE_SUFFIX));
+        assert!(binary.exists(), "{} was not built", binary.display());
+        binary
+    })
+}
+
+/// A writer that keeps everything written to it, for a `tracing` subscriber.
+#[derive(Clone, Default)]
+pub struct Captured(pub Arc<Mutex<Vec<u8>>>);
+
+impl Captured {
+    /// Everything written so far, as text.
+    pub fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
+impl Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
