@@ -20,12 +20,7 @@ fn quote(symbol: String, api_key: String) -> Result<f64, ErrorEnvelope> {
 #[test]
 fn one_event_per_retry_and_one_per_escalation() {
     let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .without_time()
-        .finish();
+    let subscriber = captured.subscriber();
     tracing::subscriber::with_default(subscriber, || {
         let _ = RetryPolicy::default()
             .constant(Duration::ZERO)
@@ -64,12 +59,7 @@ fn leaky(input: String) -> Result<(), ErrorEnvelope> {
 #[tokio::test]
 async fn a_masked_internal_error_still_reaches_the_logs_in_full() {
     let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .without_time()
-        .finish();
+    let subscriber = captured.subscriber();
     let _default = tracing::subscriber::set_default(subscriber);
     let tools = tool_envelope::mcp::ToolSet::new()
         .tool::<leaky>()

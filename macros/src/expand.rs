@@ -600,17 +600,26 @@ fn call_fn_body(
     let idents = tool.params.iter().map(|param| param.ident);
     let to_json = quote!(<(#marker, #ok) as ::tool_envelope::__private::Output>::to_json);
     let run_attempt = quote!(#run_call(#context.query(#arguments), #(#idents),*));
+    // Decoding, the same in both shapes; `on_error` leaves with the envelope.
+    let decode = |on_error: TokenStream| {
+        quote! {
+            #info_static
+            let mut #decoder = ::tool_envelope::mcp::Decoder::new(#arguments, &#info, #context);
+            #(#decodes)*
+            if let ::core::result::Result::Err(#value) = #decoder.finish(&[#(#keys),*]) {
+                #on_error
+            }
+            #(#unwraps)*
+            #(#partials)*
+        }
+    };
     if !owns_future {
         // The future owns the receiver it borrows from: an `async` block.
         let await_ = tool.is_async.then(|| quote!(.await));
+        let decode = decode(quote!(return ::core::result::Result::Err(#value);));
         return quote! {
             ::std::boxed::Box::pin(async move {
-                #info_static
-                let mut #decoder = ::tool_envelope::mcp::Decoder::new(#arguments, &#info, #context);
-                #(#decodes)*
-                #decoder.finish(&[#(#keys),*])?;
-                #(#unwraps)*
-                #(#partials)*
+                #decode
                 let #value = #run_attempt #await_?;
                 #to_json(&#value, &#info)
             })
@@ -618,6 +627,9 @@ fn call_fn_body(
     }
     // Decoded at once; the future is the run's own, its success made JSON by
     // a named future shared by all tools — no `async` block per tool.
+    let decode = decode(quote! {
+        return ::tool_envelope::__private::json_ready(::core::result::Result::Err(#value));
+    });
     let finish = if tool.is_async {
         quote!(::tool_envelope::__private::json_of(#run_attempt, #to_json, &#info))
     } else {
@@ -628,14 +640,7 @@ fn call_fn_body(
         }
     };
     quote! {
-        #info_static
-        let mut #decoder = ::tool_envelope::mcp::Decoder::new(#arguments, &#info, #context);
-        #(#decodes)*
-        if let ::core::result::Result::Err(#value) = #decoder.finish(&[#(#keys),*]) {
-            return ::tool_envelope::__private::json_ready(::core::result::Result::Err(#value));
-        }
-        #(#unwraps)*
-        #(#partials)*
+        #decode
         #finish
     }
 }

@@ -39,6 +39,16 @@ pub fn server_binary() -> &'static PathBuf {
 pub struct Captured(pub Arc<Mutex<Vec<u8>>>);
 
 impl Captured {
+    /// A plain-text subscriber writing into this buffer, without timestamps.
+    pub fn subscriber(&self) -> impl tracing::Subscriber + Send + Sync + 'static {
+        let writer = self.clone();
+        tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .without_time()
+            .finish()
+    }
+
     /// Everything written so far, as text.
     pub fn text(&self) -> String {
         String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
