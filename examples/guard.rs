@@ -5,18 +5,20 @@
 
 use tool_envelope::{Blocked, ErrorEnvelope, Escalation, RetryPolicy, ToolCall, tool};
 
-/// The policy: a hard limit, checked in code, every time.
+/// The policy: a hard limit, checked in code, every time. It fails closed:
+/// an amount it cannot read blocks the call (`require` and `?`).
 fn refund_cap(call: &ToolCall) -> Result<(), Blocked> {
     const CAP: u64 = 500;
-    match call.arg("amount").and_then(|amount| amount.as_u64()) {
-        Some(amount) if amount > CAP => Err(Blocked::new(format!(
-            "Refund of ${amount} exceeds the ${CAP} policy cap"
-        ))
-        .with_reason("REFUND_OVER_CAP")
-        .with_alternative("Escalate to a human for approval")
-        .with_alternative(format!("Offer store credit up to ${CAP}"))),
-        _ => Ok(()),
+    let amount: u64 = call.require("amount")?;
+    if amount > CAP {
+        return Err(
+            Blocked::new(format!("Refund of ${amount} exceeds the ${CAP} policy cap"))
+                .with_reason("REFUND_OVER_CAP")
+                .with_alternative("Escalate to a human for approval")
+                .with_alternative(format!("Offer store credit up to ${CAP}")),
+        );
     }
+    Ok(())
 }
 
 /// Refund an order.

@@ -59,4 +59,5 @@ if [[ "$installed" != "$MCP_VERSION" ]]; then
 fi
 
 echo "==> running the Python SDK client against $server"
-exec "$venv/bin/python" "$script_dir/mcp_python_client.py" "$server"
+# With -O, which strips `assert`: the checks must hold without it.
+exec "$venv/bin/python" -O "$script_dir/mcp_python_client.py" "$server"

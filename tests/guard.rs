@@ -15,15 +15,16 @@ thread_local! {
 
 /// The seed's policy: refunds above $500 are routed to a human.
 fn refund_cap(call: &ToolCall) -> Result<(), Blocked> {
-    match call.arg("amount").and_then(|amount| amount.as_u64()) {
-        Some(amount) if amount > 500 => Err(Blocked::new(format!(
-            "Refund of ${amount} exceeds the $500 policy cap"
-        ))
-        .with_alternative("Escalate to a human for approval")
-        .with_alternative("Offer store credit within the auto-approve limit")
-        .with_reason("REFUND_OVER_CAP")),
-        _ => Ok(()),
+    let amount: u64 = call.require("amount")?;
+    if amount > 500 {
+        return Err(
+            Blocked::new(format!("Refund of ${amount} exceeds the $500 policy cap"))
+                .with_alternative("Escalate to a human for approval")
+                .with_alternative("Offer store credit within the auto-approve limit")
+                .with_reason("REFUND_OVER_CAP"),
+        );
     }
+    Ok(())
 }
 
 /// Refund an order.

@@ -57,7 +57,7 @@ fn tools() -> ToolSet {
         .tool::<wait_forever>()
         .tool::<dump>()
         .tool::<hoard>()
-        .max_result_bytes(2 * 1024 * 1024)
+        .max_result_bytes(3 * 1024 * 1024)
 }
 
 /// A client and the tool set served to it over an in-memory pipe, through
@@ -134,7 +134,7 @@ async fn an_enormous_result_is_refused_with_an_envelope_not_truncated() {
     assert_eq!(failed.category, ErrorCategory::Other);
     assert_eq!(failed.reason.as_deref(), Some("RESULT_TOO_LARGE"));
     assert!(
-        failed.message.contains("over the 2097152-byte limit"),
+        failed.message.contains("over the 3145728-byte limit"),
         "{}",
         failed.message
     );
@@ -148,7 +148,7 @@ async fn an_enormous_result_is_refused_with_an_envelope_not_truncated() {
 async fn oversized_envelopes_are_trimmed_but_keep_their_pillars_and_their_schema() {
     let client =
         serve(tools().retry(RetryPolicy::default().constant(Duration::from_millis(1)))).await;
-    let limits = EnvelopeLimits::current();
+    let limits = EnvelopeLimits::default();
     let long_query = "q".repeat(limits.attempted_query_bytes * 2);
     let result = call(
         &client,
@@ -353,7 +353,7 @@ fn fail_with(message: String, reason: String, alternatives: usize) -> Result<(),
 #[tokio::test]
 async fn whatever_a_tool_writes_into_its_envelope_the_reply_is_bounded_and_valid() {
     let client = serve(ToolSet::new().tool::<fail_with>()).await;
-    let limits = EnvelopeLimits::current();
+    let limits = EnvelopeLimits::default();
     let cases = [
         (json!({"message": "x".repeat(10 * 1024 * 1024), "reason": "quota exceeded", "alternatives": 100_000})),
         (json!({"message": "", "reason": "", "alternatives": 0})),

@@ -10,7 +10,9 @@
 #[allow(dead_code)]
 mod example;
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -31,9 +33,23 @@ async fn serve() -> SocketAddr {
     address
 }
 
+/// How long any one exchange with the server may take: a hung server fails
+/// the test instead of stalling it.
+const EXCHANGE: Duration = Duration::from_secs(30);
+
+async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(EXCHANGE, future)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no answer within {EXCHANGE:?}"))
+}
+
 /// One `POST /mcp` with `body`, on a connection of its own; reads the answer
-/// until the server closes the connection.
+/// until the server closes the connection, within [`EXCHANGE`].
 async fn post(address: SocketAddr, body: &[u8], session: Option<&str>) -> Answer {
+    bounded("POST /mcp", post_unbounded(address, body, session)).await
+}
+
+async fn post_unbounded(address: SocketAddr, body: &[u8], session: Option<&str>) -> Answer {
     let mut stream = TcpStream::connect(address).await.unwrap();
     let session = session.map_or(String::new(), |id| {
         format!("Mcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-11-25\r\n")

@@ -1,8 +1,10 @@
-//! Installed limits apply to every envelope the process serializes. In a test
-//! binary of its own: installing changes them for the whole process.
+//! Limits are a value: plain `Serialize` applies the documented defaults, the
+//! same in every thread at every moment; a tool set applies its own; and what
+//! is sent fits its caps as sent, escapes and markers included.
 
 use serde_json::{Value, json};
-use tool_envelope::{EnvelopeLimits, ErrorEnvelope, tool};
+use tool_envelope::mcp::ToolSet;
+use tool_envelope::{EnvelopeLimits, ErrorEnvelope, NO_MESSAGE, tool};
 
 /// Fails, reporting everything it was given.
 #[tool(read_only)]
@@ -13,27 +15,68 @@ fn fail(query: String, items: u32) -> Result<(), ErrorEnvelope> {
         .with_alternatives((0..10).map(|i| format!("Option {i}"))))
 }
 
+/// Fails with `size` control characters as its message: each is six bytes of JSON.
+#[tool(read_only)]
+fn control(size: usize) -> Result<(), ErrorEnvelope> {
+    Err(ErrorEnvelope::other("\u{1}".repeat(size))
+        .with_alternatives((0..200).map(|_| "\u{2}".repeat(size))))
+}
+
 #[test]
-fn installed_limits_apply_to_every_envelope_serialized_afterwards() {
-    assert_eq!(EnvelopeLimits::current(), EnvelopeLimits::default());
+fn the_documented_defaults_and_texts() {
+    let limits = EnvelopeLimits::default();
+    assert_eq!(limits.attempted_query_bytes, 16 * 1024);
+    assert_eq!(limits.partial_results_bytes, 256 * 1024);
+    assert_eq!(limits.text_bytes, 4 * 1024);
+    assert_eq!(limits.list_items, 64);
+    assert_eq!(
+        tool_envelope::mcp::DEFAULT_MAX_RESULT_BYTES,
+        4 * 1024 * 1024
+    );
+    assert_eq!(tool_envelope::MAX_DEPTH, 100);
+    assert_eq!(NO_MESSAGE, "The tool failed without a message.");
+    // One text for an empty message, whether the envelope is built or sent empty.
+    assert_eq!(ErrorEnvelope::transient("  ").message, NO_MESSAGE);
+    let mut emptied = ErrorEnvelope::transient("x");
+    emptied.message.clear();
+    assert_eq!(
+        serde_json::to_value(&emptied).unwrap()["message"],
+        NO_MESSAGE
+    );
+}
+
+#[test]
+fn plain_serialize_uses_the_defaults_in_every_thread() {
+    let envelope = fail("q".repeat(100_000), 100_000).unwrap_err();
+    let here = serde_json::to_value(&envelope).unwrap();
+    let there = std::thread::spawn({
+        let envelope = envelope.clone();
+        move || serde_json::to_value(&envelope).unwrap()
+    })
+    .join()
+    .unwrap();
+    assert_eq!(here, there);
+    assert_eq!(here, envelope.to_wire(&EnvelopeLimits::default()));
+    assert!(here["attempted_query"].to_string().len() <= 16 * 1024);
+    assert!(here["partial_results"].to_string().len() <= 256 * 1024);
+}
+
+#[test]
+fn other_limits_apply_where_they_are_given() {
     let envelope = fail("q".repeat(1000), 1000).unwrap_err();
     let before = serde_json::to_value(&envelope).unwrap();
     assert_eq!(before["message"], "x".repeat(500), "within the defaults");
 
-    let limits = EnvelopeLimits {
-        attempted_query_bytes: 256,
-        partial_results_bytes: 512,
-        text_bytes: 128,
-        list_items: 4,
-    };
-    limits.install();
-    assert_eq!(EnvelopeLimits::current(), limits);
-
-    let after = serde_json::to_value(&envelope).unwrap();
+    let limits = EnvelopeLimits::default()
+        .with_attempted_query_bytes(256)
+        .with_partial_results_bytes(512)
+        .with_text_bytes(128)
+        .with_list_items(4);
+    let after = envelope.to_wire(&limits);
     let size = |value: &Value| value.to_string().len();
     assert!(size(&after["attempted_query"]) <= 256);
     assert!(size(&after["partial_results"]) <= 512);
-    assert!(after["message"].as_str().unwrap().len() <= 128);
+    assert!(size(&after["message"]) <= 128 + 2);
     assert!(
         after["message"]
             .as_str()
@@ -46,4 +89,68 @@ fn installed_limits_apply_to_every_envelope_serialized_afterwards() {
     // The envelope itself still holds everything.
     assert_eq!(envelope.message.len(), 500);
     assert_eq!(envelope.partial_count(), 1000);
+    // And plain serialization is untouched by what was applied elsewhere.
+    assert_eq!(serde_json::to_value(&envelope).unwrap(), before);
+}
+
+#[test]
+fn escaped_text_counts_as_sent() {
+    // 100,000 control characters: 600,000 bytes of JSON for 100,000 of text.
+    let envelope = control(100_000).unwrap_err();
+    let sent = serde_json::to_string(&envelope).unwrap();
+    let value: Value = serde_json::from_str(&sent).unwrap();
+    assert!(
+        serde_json::to_string(&value["message"]).unwrap().len() <= 4 * 1024 + 2,
+        "the message is within 4 KiB as sent"
+    );
+    for alternative in value["alternatives"].as_array().unwrap() {
+        assert!(serde_json::to_string(alternative).unwrap().len() <= 4 * 1024 + 2);
+    }
+}
+
+#[tokio::test]
+async fn a_failing_call_stays_within_max_result_bytes_text_copy_included() {
+    for cap in [16 * 1024, 64 * 1024, 1024 * 1024] {
+        let tools = ToolSet::new().tool::<control>().max_result_bytes(cap);
+        let result = tools
+            .call("control", json!({"size": 100_000}))
+            .await
+            .unwrap();
+        let sent = serde_json::to_string(&result).unwrap();
+        assert!(
+            sent.len() <= cap,
+            "a {} byte result under a {cap} byte cap",
+            sent.len()
+        );
+        let envelope = result.envelope().unwrap();
+        assert_eq!(envelope.tool.as_deref(), Some("control"));
+        assert!(envelope.attempted_query.is_some(), "the pillars stay");
+    }
+}
+
+#[test]
+fn tiny_limits_count_as_their_floors_and_markers_fit() {
+    let envelope = fail("q".repeat(1000), 1000).unwrap_err();
+    let sent = envelope.to_wire(
+        &EnvelopeLimits::default()
+            .with_attempted_query_bytes(1)
+            .with_partial_results_bytes(1)
+            .with_text_bytes(1)
+            .with_list_items(0),
+    );
+    let size = |value: &Value| value.to_string().len();
+    assert!(
+        size(&sent["attempted_query"]) <= 64,
+        "{}",
+        sent["attempted_query"]
+    );
+    assert!(
+        size(&sent["partial_results"]) <= 64,
+        "{}",
+        sent["partial_results"]
+    );
+    assert!(size(&sent["message"]) <= 32 + 2, "{}", sent["message"]);
+    assert!(!sent["message"].as_str().unwrap().is_empty());
+    assert_eq!(sent["alternatives"].as_array().unwrap().len(), 1);
+    assert!(sent["partial_results"].to_string().contains("_truncated"));
 }

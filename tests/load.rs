@@ -1,18 +1,20 @@
 //! Load through the server: 1,000 concurrent calls over one rmcp connection —
 //! successes, failures, retries, guard blocks, partial results — every answer
 //! matches its request, every partial result reaches its escalation, and
-//! memory does not grow from one round to the next.
+//! memory does not grow with the number of calls: a leak of 16 bytes a call
+//! is caught, which a second test proves by injecting one.
 #![cfg(feature = "rmcp")]
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
-use serde_json::{Value, json};
+use serde_json::json;
 use tool_envelope::mcp::ToolSet;
 use tool_envelope::{Blocked, ErrorEnvelope, Guards, Partial, RetryPolicy, ToolCall, tool};
 
@@ -90,6 +92,9 @@ async fn guarded(id: u64) -> Result<u64, ErrorEnvelope> {
     Ok(id)
 }
 
+/// Whether every call leaks 16 bytes: the injected leak the check must catch.
+static LEAK: AtomicBool = AtomicBool::new(false);
+
 fn tools() -> ToolSet {
     ToolSet::new()
         .tool::<echo>()
@@ -97,14 +102,22 @@ fn tools() -> ToolSet {
         .tool::<flaky>()
         .tool::<gather>()
         .tool::<guarded>()
-        .guards(Guards::new().for_tool("guarded", |call: &ToolCall| {
-            match call.arg("id").and_then(Value::as_u64) {
-                Some(id) if id % 2 == 1 => {
-                    Err(Blocked::new(format!("odd request {id} needs a human")))
-                }
-                _ => Ok(()),
-            }
-        }))
+        .guards(
+            Guards::new()
+                .for_all(|_: &ToolCall| {
+                    if LEAK.load(Ordering::Relaxed) {
+                        Box::leak(Box::new([0u8; 16]));
+                    }
+                    Ok(())
+                })
+                .for_tool("guarded", |call: &ToolCall| {
+                    let id: u64 = call.require("id")?;
+                    if id % 2 == 1 {
+                        return Err(Blocked::new(format!("odd request {id} needs a human")));
+                    }
+                    Ok(())
+                }),
+        )
         .retry(
             RetryPolicy::default()
                 .max_attempts(3)
@@ -160,8 +173,31 @@ async fn round(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>, bas
     assert_eq!(answered, 1_000);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_thousand_concurrent_calls_round_after_round() {
+/// Rounds before the measurement starts: buffers and caches warm up.
+const WARM_UP: usize = 4;
+/// Rounds of 1,000 calls in all.
+const ROUNDS: usize = 40;
+/// The most the live heap may grow over the 35 measured rounds, by its trend.
+/// Without a leak the trend is flat: round to round the heap moves by a few
+/// KB either way. A leak of 16 bytes a call grows it 16,000 bytes every
+/// round, 16 × 35,000 = 560,000 bytes in all.
+const TOLERANCE: isize = 256 * 1024;
+/// The most it may grow in all, one-off steps included: now and then a
+/// table of rmcp's or tokio's doubles as the peak of concurrent calls
+/// varies, a step of about 400 KB that happens once, not every round.
+const STEPS: isize = 2 * 1024 * 1024;
+
+const _: () = assert!(
+    16 * ((ROUNDS - WARM_UP - 1) * 1_000) as isize > 2 * TOLERANCE,
+    "a 16-byte-a-call leak must exceed the tolerance, with room to spare"
+);
+
+/// The tests share the counting allocator: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Runs the rounds against a fresh server and returns the live heap after each.
+async fn measure() -> Vec<isize> {
+    FLAKES.store(0, Ordering::Relaxed);
     let (server_io, client_io) = tokio::io::duplex(1 << 20);
     let server = tokio::spawn(async move {
         let running = tools()
@@ -171,34 +207,89 @@ async fn a_thousand_concurrent_calls_round_after_round() {
         let _ = running.waiting().await;
     });
     let client = ().serve(client_io).await.expect("the client initializes");
-
-    const ROUNDS: u64 = 12;
     let mut live = Vec::new();
-    for r in 0..ROUNDS {
+    for r in 0..ROUNDS as u64 {
         round(&client, r * 1_000).await;
         live.push(LIVE.load(Ordering::Relaxed));
     }
-    eprintln!("live bytes after each round: {live:?}");
     assert_eq!(
         FLAKES.load(Ordering::Relaxed),
-        ROUNDS * 200,
+        ROUNDS as u64 * 200,
         "every flaky call was retried locally once"
-    );
-    // The first rounds warm up buffers and caches. After that, a buffer may
-    // still grow to a new high-water mark now and then (rmcp's and tokio's
-    // tables double as the peak of concurrent calls varies: a one-off step of
-    // a few hundred KB), but a leak grows with the calls, so it shows in every
-    // round: even 16 bytes a call is 16 KB a round, round after round.
-    const WARM_UP: usize = 4;
-    let growing = live[WARM_UP..]
-        .windows(2)
-        .filter(|pair| pair[1] > pair[0] + 16 * 1024)
-        .count();
-    assert!(
-        growing <= 3,
-        "live bytes grew in {growing} of the last {} rounds: {live:?}",
-        live.len() - WARM_UP - 1
     );
     client.cancel().await.unwrap();
     server.abort();
+    live
+}
+
+/// How much the live heap grew over the measured rounds, by its trend: the
+/// mean round-to-round change, its 4 largest and 4 smallest left out, times
+/// the rounds. A one-off step is one change among 35 and is left out; a
+/// leak is in every change and counts in full.
+fn drift(live: &[isize]) -> isize {
+    const TRIM: usize = 4;
+    let mut changes: Vec<isize> = live[WARM_UP..].windows(2).map(|w| w[1] - w[0]).collect();
+    changes.sort_unstable();
+    let kept = &changes[TRIM..changes.len() - TRIM];
+    kept.iter().sum::<isize>() * changes.len() as isize / kept.len() as isize
+}
+
+/// How much it grew in all over the measured rounds.
+fn total(live: &[isize]) -> isize {
+    live[ROUNDS - 1] - live[WARM_UP]
+}
+
+/// The rounds on a runtime of their own, one test at a time.
+fn measure_alone(leak: bool) -> Vec<isize> {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    LEAK.store(leak, Ordering::Relaxed);
+    let live = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(measure());
+    LEAK.store(false, Ordering::Relaxed);
+    live
+}
+
+#[test]
+fn a_thousand_concurrent_calls_round_after_round() {
+    let live = measure_alone(false);
+    eprintln!("live bytes after each round: {live:?}");
+    assert!(
+        drift(&live) <= TOLERANCE,
+        "the live heap grew by {} bytes over {} rounds, by its trend: {live:?}",
+        drift(&live),
+        ROUNDS - WARM_UP - 1
+    );
+    assert!(
+        total(&live) <= STEPS,
+        "the live heap grew by {} bytes in all: {live:?}",
+        total(&live)
+    );
+}
+
+#[test]
+fn the_leak_check_catches_sixteen_bytes_a_call() {
+    let live = measure_alone(true);
+    eprintln!("live bytes after each round, leaking: {live:?}");
+    assert!(
+        drift(&live) > TOLERANCE,
+        "an injected leak of 16 bytes a call went unnoticed: {live:?}"
+    );
+}
+
+#[test]
+fn the_trend_ignores_a_one_off_step_and_sees_a_leak() {
+    // The arithmetic of the check, on made-up rounds: a 400 KB step and
+    // ±9 KB of noise without a leak; 16 bytes a call with one.
+    let stepping: Vec<isize> = (0..ROUNDS)
+        .map(|r| 1_000_000 + if r > 20 { 400_000 } else { 0 } + (r % 2) as isize * 9_000)
+        .collect();
+    assert!(drift(&stepping) <= TOLERANCE, "{}", drift(&stepping));
+    let leaking: Vec<isize> = (0..ROUNDS)
+        .map(|r| 1_000_000 + r as isize * 16 * 1_000 + (r % 2) as isize * 9_000)
+        .collect();
+    assert!(drift(&leaking) > TOLERANCE, "{}", drift(&leaking));
 }

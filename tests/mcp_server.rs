@@ -190,7 +190,10 @@ async fn each_tool_answers_with_a_value_or_an_envelope() {
         .unwrap();
     let timeout = envelope(&result);
     assert_eq!(timeout.category, tool_envelope::ErrorCategory::Transient);
-    assert!(timeout.retryable);
+    assert!(
+        !timeout.retryable,
+        "escalated after the server's own retries: not an invitation to retry again"
+    );
     assert_eq!(
         timeout.attempted_query,
         Some(json!({"customer_id": "C-4821"}))
@@ -286,7 +289,8 @@ async fn bad_arguments_are_a_validation_envelope_and_an_unknown_tool_a_protocol_
     assert_eq!(invalid.category, tool_envelope::ErrorCategory::Validation);
     assert_eq!(
         invalid.attempted_query,
-        Some(json!({"customer_id": 4821, "colour": "red"}))
+        Some(json!({"customer_id": 4821, "colour": "[redacted]"})),
+        "an undeclared key is named, its value never shown"
     );
     let fields: Vec<&str> = invalid
         .violations

@@ -372,8 +372,13 @@ async fn bad_arguments_are_a_validation_envelope_naming_every_field() {
     assert!(!envelope.retryable);
     assert_eq!(
         envelope.attempted_query,
-        Some(arguments),
-        "the raw arguments as received"
+        Some(json!({
+            "customer_id": 42,
+            "filters": {"status": 7},
+            "limit": "ten",
+            "colour": "[redacted]"
+        })),
+        "the arguments as received, the undeclared key's value never shown"
     );
     let fields: Vec<&str> = envelope
         .violations
@@ -750,18 +755,24 @@ async fn an_attempt_cut_off_by_the_deadline_keeps_what_it_gathered() {
 }
 
 #[tokio::test]
-async fn arguments_that_are_not_an_object_are_kept_as_their_json_text() {
-    let result = tools()
-        .call("lookup_orders", json!(["C-1", "shipped"]))
-        .await
-        .unwrap();
-    let envelope = result.envelope().unwrap();
-    assert_eq!(envelope.category, ErrorCategory::Validation);
-    assert_eq!(envelope.violations[0].field, "arguments");
-    assert_eq!(
-        envelope.attempted_query,
-        Some(json!(r#"["C-1","shipped"]"#))
-    );
+async fn arguments_that_are_not_an_object_are_named_never_echoed() {
+    for (arguments, kind) in [
+        (json!(["C-1", "hunter2"]), "an array"),
+        (json!(r#"{"api_key":"hunter2"}"#), "a string"),
+        (json!(4821), "a number"),
+    ] {
+        let result = tools().call("lookup_orders", arguments).await.unwrap();
+        let envelope = result.envelope().unwrap();
+        assert_eq!(envelope.category, ErrorCategory::Validation);
+        assert_eq!(envelope.violations[0].field, "arguments");
+        assert_eq!(
+            envelope.attempted_query,
+            Some(json!(format!(
+                "[arguments sent as {kind}, not an object: not shown]"
+            )))
+        );
+        assert!(!serde_json::to_string(&result).unwrap().contains("hunter2"));
+    }
 }
 
 /// A value that cannot become JSON.

@@ -231,15 +231,42 @@ fn any_fields() -> impl Strategy<Value = ErrorEnvelope> {
 proptest! {
     #[test]
     fn whatever_the_fields_hold_the_json_validates_and_is_stable(mut envelope in any_fields()) {
+        let original = envelope.clone();
         let value = serde_json::to_value(&envelope).unwrap();
         let errors: Vec<String> = envelope_schema().iter_errors(&value).map(|e| e.to_string()).collect();
         prop_assert!(errors.is_empty(), "{value}: {errors:?}");
         // What a caller reads back goes out again unchanged.
         let back: ErrorEnvelope = serde_json::from_value(value.clone()).unwrap();
         prop_assert_eq!(serde_json::to_value(&back).unwrap(), value.clone());
-        // `apply` makes the envelope what the wire says.
-        EnvelopeLimits::current().apply(&mut envelope);
+        // Measured here, not by the crate: every part within its cap as sent...
+        let limits = EnvelopeLimits::default();
+        let size = |value: &Value| serde_json::to_string(value).unwrap().len();
+        prop_assert!(size(&value["message"]) <= limits.text_bytes + 2);
+        prop_assert!(value.get("attempted_query").is_none_or(|q| size(q) <= limits.attempted_query_bytes));
+        prop_assert!(value.get("partial_results").is_none_or(|p| size(p) <= limits.partial_results_bytes));
+        for list in ["alternatives", "violations"] {
+            prop_assert!(value.get(list).is_none_or(|l| l.as_array().unwrap().len() <= limits.list_items));
+        }
+        // ...and what fits is sent as it is.
+        let message_fits = !original.message.trim().is_empty()
+            && size(&json!(original.message)) <= limits.text_bytes + 2;
+        if message_fits {
+            prop_assert_eq!(&value["message"], &json!(original.message));
+        }
+        if original.alternatives.len() <= limits.list_items
+            && original.alternatives.iter().all(|a| size(&json!(a)) <= limits.text_bytes + 2)
+        {
+            let sent = value.get("alternatives").cloned().unwrap_or(json!([]));
+            prop_assert_eq!(sent, json!(original.alternatives));
+        }
+        prop_assert_eq!(value["errorCategory"].as_str(), Some(original.category.as_str()));
+        prop_assert_eq!(value["isRetryable"].as_bool(), Some(original.retryable));
+        // `apply` makes the envelope what the wire says, and applying it again changes nothing.
+        EnvelopeLimits::default().apply(&mut envelope);
         prop_assert_eq!(serde_json::to_value(&envelope).unwrap(), value);
+        let applied = envelope.clone();
+        EnvelopeLimits::default().apply(&mut envelope);
+        prop_assert_eq!(envelope, applied);
     }
 }
 
@@ -256,9 +283,44 @@ fn example_tools() -> &'static ToolSet {
     TOOLS.get_or_init(example::tools)
 }
 
+/// The example tools' definitions as committed: the oracle of the property
+/// below, independent of the code that generates them. Regenerate with
+/// `TOOL_ENVELOPE_GOLDEN=overwrite cargo test --test properties` and read
+/// the diff before committing.
+const GOLDEN: &str = "tests/golden/example-tools.json";
+
+fn golden() -> &'static Value {
+    static GOLDEN_TOOLS: OnceLock<Value> = OnceLock::new();
+    GOLDEN_TOOLS.get_or_init(|| {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(GOLDEN);
+        serde_json::from_str(&std::fs::read_to_string(path).expect("the golden file")).unwrap()
+    })
+}
+
+#[test]
+fn the_example_definitions_match_the_golden_file() {
+    let generated = serde_json::to_value(example_tools().list()).unwrap();
+    if std::env::var("TOOL_ENVELOPE_GOLDEN").as_deref() == Ok("overwrite") {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(GOLDEN);
+        let text = serde_json::to_string_pretty(&generated).unwrap() + "\n";
+        std::fs::write(path, text).unwrap();
+        return;
+    }
+    assert_eq!(
+        &generated,
+        golden(),
+        "the generated definitions differ from {GOLDEN}; if the change is intended, regenerate it"
+    );
+}
+
 fn input_validator(tool: &str) -> jsonschema::Validator {
-    let definition = example_tools().get(tool).expect("an example tool");
-    jsonschema::validator_for(&Value::Object(definition.input_schema.clone())).unwrap()
+    let definition = golden()
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|definition| definition["name"] == tool)
+        .expect("an example tool in the golden file");
+    jsonschema::validator_for(&definition["inputSchema"]).unwrap()
 }
 
 proptest! {

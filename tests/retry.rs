@@ -266,7 +266,8 @@ async fn refund(order: String, calls: Arc<AtomicU32>) -> Result<(), std::io::Err
     ))
 }
 
-/// Refunds an order; the connection is refused before anything is sent.
+/// Refunds an order; the connection is refused — which says nothing about
+/// whether the refund was applied before it.
 #[tool(destructive, skip(calls))]
 async fn refund_refused(calls: Arc<AtomicU32>) -> Result<(), std::io::Error> {
     calls.fetch_add(1, Ordering::SeqCst);
@@ -274,6 +275,17 @@ async fn refund_refused(calls: Arc<AtomicU32>) -> Result<(), std::io::Error> {
         std::io::ErrorKind::ConnectionRefused,
         "connection refused",
     ))
+}
+
+/// Refunds an order; the payments API says it refused the request before
+/// doing anything, and the author says so.
+#[tool(destructive, skip(calls))]
+async fn refund_rejected_upfront(calls: Arc<AtomicU32>) -> Result<(), ErrorEnvelope> {
+    calls.fetch_add(1, Ordering::SeqCst);
+    Err(
+        ErrorEnvelope::transient("payments API is throttling: request rejected, nothing charged")
+            .with_not_applied(true),
+    )
 }
 
 /// Sets a flag; repeating it is harmless.
@@ -295,9 +307,15 @@ async fn a_non_idempotent_tool_is_not_retried_after_a_transient_failure() {
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     let escalation = outcome.result.unwrap_err();
     assert_eq!(escalation.reason, EscalationReason::NonRetryable);
-    assert!(
-        escalation.envelope.retryable,
-        "the error itself was transient"
+    // The envelope the tool returned already said so: every caller reads the same decision.
+    assert!(!escalation.envelope.retryable);
+    assert_eq!(
+        escalation.envelope.category,
+        tool_envelope::ErrorCategory::Transient
+    );
+    assert_eq!(
+        escalation.envelope.reason.as_deref(),
+        Some(tool_envelope::reasons::MAY_HAVE_TAKEN_EFFECT)
     );
     let detail = escalation.detail.unwrap();
     assert!(
@@ -305,26 +323,29 @@ async fn a_non_idempotent_tool_is_not_retried_after_a_transient_failure() {
         "{detail}"
     );
 
-    // ...unless the error shows the operation never happened,
+    // A refused connection proves nothing about what the tool did before it,
     let calls = Arc::new(AtomicU32::new(0));
     let outcome = steady(10).retry(|| refund_refused(calls.clone())).await;
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        outcome.result.unwrap_err().reason,
+        EscalationReason::NonRetryable
+    );
+
+    // ...unless the author says the call was not applied,
+    let calls = Arc::new(AtomicU32::new(0));
+    let outcome = steady(10)
+        .retry(|| refund_rejected_upfront(calls.clone()))
+        .await;
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     assert_eq!(
         outcome.result.unwrap_err().reason,
         EscalationReason::RetriesExhausted
     );
 
-    // ...or the tool is declared idempotent,
+    // ...or the tool is declared idempotent.
     let calls = Arc::new(AtomicU32::new(0));
     let _ = steady(10).retry(|| set_flag(calls.clone())).await;
-    assert_eq!(calls.load(Ordering::SeqCst), 3);
-
-    // ...or the policy says so.
-    let calls = Arc::new(AtomicU32::new(0));
-    let _ = steady(10)
-        .retry_non_idempotent(true)
-        .retry(|| refund("O-77".into(), calls.clone()))
-        .await;
     assert_eq!(calls.load(Ordering::SeqCst), 3);
 }
 
@@ -484,16 +505,27 @@ async fn a_shared_budget_stops_a_retry_storm() {
             .await;
         reasons.push(outcome.result.unwrap_err().reason);
     }
-    // 20 first attempts, and retries only while more than half the 10 tokens remained.
-    let calls = calls.load(Ordering::SeqCst);
-    assert!(calls <= 20 + 5, "{calls} calls");
+    // Each failure takes a token; a retry needs more than half of the 10.
+    // The first loop retries while it may: 10 → 9 → 8 → 7 → 6, then its fifth
+    // attempt (5 left) hits the cap. Every later loop makes one attempt and
+    // finds the budget spent: 5 + 19 calls in all, not 20 × 5.
+    assert_eq!(calls.load(Ordering::SeqCst), 5 + 19);
+    assert_eq!(reasons[0], EscalationReason::RetriesExhausted);
     assert!(
-        reasons
+        reasons[1..]
             .iter()
-            .filter(|r| **r == EscalationReason::RetryBudgetExhausted)
-            .count()
-            >= 19
+            .all(|r| *r == EscalationReason::RetryBudgetExhausted),
+        "{reasons:?}"
     );
+    // Successes earn retries back, a tenth of a token each: from empty,
+    // 51 of them bring it over half.
+    assert_eq!(budget.tokens(), 0.0);
+    for _ in 0..50 {
+        budget.record_success();
+    }
+    assert!(!budget.allows_retry());
+    budget.record_success();
+    assert!(budget.allows_retry());
 }
 
 #[tokio::test(start_paused = true)]
@@ -660,6 +692,37 @@ async fn jittered_delays_never_exceed_the_maximum() {
     let delays = outcome.stats.delays();
     assert_eq!(delays.len(), 29);
     assert!(delays.iter().all(|d| *d <= ms(400)), "{delays:?}");
+    // ...and they are spread out, not the schedule itself.
+    assert!(delays.iter().any(|d| *d < ms(200)), "{delays:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_default_policy_jitters_fully() {
+    // The first delay of the default policy (100 ms before jitter), over many loops.
+    let mut first = Vec::new();
+    for _ in 0..400 {
+        let calls = Arc::new(AtomicU32::new(0));
+        let outcome = RetryPolicy::default()
+            .max_attempts(2)
+            .retry(|| stock("A-1".into(), calls.clone(), u32::MAX))
+            .await;
+        first.push(outcome.stats.delays()[0].as_secs_f64() * 1000.0);
+    }
+    let mean = first.iter().sum::<f64>() / first.len() as f64;
+    let low = first.iter().filter(|d| **d < 25.0).count();
+    let high = first.iter().filter(|d| **d > 75.0).count();
+    assert!(
+        first.iter().all(|d| *d <= 100.0),
+        "never above the schedule"
+    );
+    // Uniform on [0, 100]: a mean near 50 and both ends well populated.
+    // (Each bound is more than 6 standard deviations from what a uniform
+    // draw gives, so the test does not flake.)
+    assert!((35.0..65.0).contains(&mean), "mean {mean}");
+    assert!(
+        low > 50 && high > 50,
+        "{low} below 25 ms, {high} above 75 ms"
+    );
 }
 
 #[test]

@@ -292,7 +292,10 @@ async fn async_tools_work_the_same() {
     );
     let envelope = fetch_page("https://down".into()).await.unwrap_err();
     assert_eq!(envelope.category, ErrorCategory::Transient);
-    assert!(envelope.not_applied(), "a refused connection sent nothing");
+    assert!(
+        !envelope.not_applied(),
+        "a refused connection says nothing of what the tool did before it"
+    );
     assert_eq!(
         envelope.attempted_query,
         Some(json!({"url": "https://down"}))

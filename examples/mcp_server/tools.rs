@@ -97,18 +97,20 @@ fn stock_level(
     Ok(sku.len() as u32 * 7)
 }
 
-/// The refund policy: a hard limit, checked in code before the tool runs.
+/// The refund policy: a hard limit, checked in code before the tool runs. It
+/// fails closed: an amount it cannot read blocks the call.
 fn refund_cap(call: &ToolCall) -> Result<(), Blocked> {
     const CAP: u64 = 500;
-    match call.arg("amount").and_then(|amount| amount.as_u64()) {
-        Some(amount) if amount > CAP => Err(Blocked::new(format!(
-            "Refund of ${amount} exceeds the ${CAP} policy cap"
-        ))
-        .with_reason("REFUND_OVER_CAP")
-        .with_alternative("Escalate to a human for approval")
-        .with_alternative(format!("Offer store credit up to ${CAP}"))),
-        _ => Ok(()),
+    let amount: u64 = call.require("amount")?;
+    if amount > CAP {
+        return Err(
+            Blocked::new(format!("Refund of ${amount} exceeds the ${CAP} policy cap"))
+                .with_reason("REFUND_OVER_CAP")
+                .with_alternative("Escalate to a human for approval")
+                .with_alternative(format!("Offer store credit up to ${CAP}")),
+        );
     }
+    Ok(())
 }
 
 /// Refund an order. Refunds above $500 need a human's approval.

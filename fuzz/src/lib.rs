@@ -1,6 +1,12 @@
-//! The fuzzed operation: arbitrary bytes as the arguments of a `tools/call` to
-//! the example server's tool set. Shared by the fuzz target and by the test
-//! that replays the seed corpus in CI (`tests/fuzz_corpus.rs`).
+//! The fuzzed operations, shared by the fuzz targets and by the test that
+//! replays their seed corpora in CI (`tests/fuzz_corpus.rs`):
+//!
+//! - [`call`]: arbitrary bytes as the arguments of a `tools/call` to the
+//!   example server's tool set (the input side);
+//! - [`output::call`]: arbitrary results, partial results, messages,
+//!   alternatives and panics from a tool (the output side).
+
+pub mod output;
 
 #[path = "../../examples/mcp_server/tools.rs"]
 #[allow(dead_code)]

@@ -165,7 +165,6 @@ fn info_static(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
     let info = &locals.info;
     let name = tool_name(attr, tool);
     let idempotent = attr.is_idempotent();
-    let redacted = redacted_keys(attr, tool);
     let (timeout, needs_tokio) = match &attr.timeout {
         Some((ms, lit)) => (
             quote!(::core::option::Option::Some(::core::time::Duration::from_millis(#ms))),
@@ -180,7 +179,6 @@ fn info_static(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
         static #info: ::tool_envelope::__private::ToolInfo = ::tool_envelope::__private::ToolInfo {
             name: ::std::borrow::Cow::Borrowed(#name),
             idempotent: #idempotent,
-            redacted: &[#(#redacted),*],
             timeout: #timeout,
         };
     }
@@ -283,13 +281,15 @@ fn call_body(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, awaited: bool) -> 
             return #ret;
         }
     };
-    // Named at the return type, so that a return type that is not a `Result`
-    // is reported there, once.
-    let into_result = quote_spanned! {output.span()=>
+    // A return type that is not a `Result` is reported at it, once. The `E: ToolError` bound of the call is reported at the error type
+    // when the signature names it (`Result<T, DbError>`), and at the return
+    // type otherwise (`io::Result<T>`, where it may also not be a `Result`).
+    let error_span = crate::signature::error_type(output).map_or(output.span(), Spanned::span);
+    let into_result = quote_spanned! {error_span=>
         <#output as ::tool_envelope::__private::IntoToolResult>::into_result
     };
-    let call_async = quote_spanned!(output.span()=> ::tool_envelope::__private::call_async);
-    let call_sync = quote_spanned!(output.span()=> ::tool_envelope::__private::call_sync);
+    let call_async = quote_spanned!(error_span=> ::tool_envelope::__private::call_async);
+    let call_sync = quote_spanned!(error_span=> ::tool_envelope::__private::call_sync);
     let call = if tool.is_async {
         let await_ = awaited.then(|| quote!(.await));
         quote! {
@@ -621,7 +621,7 @@ fn call_fn_body(
             ::std::boxed::Box::pin(async move {
                 #decode
                 let #value = #run_attempt #await_?;
-                #to_json(&#value, &#info)
+                #to_json(#value, &#info)
             })
         };
     }
@@ -635,7 +635,7 @@ fn call_fn_body(
     } else {
         quote! {
             ::tool_envelope::__private::json_ready(
-                #run_attempt.and_then(|#value| #to_json(&#value, &#info)),
+                #run_attempt.and_then(|#value| #to_json(#value, &#info)),
             )
         }
     };
@@ -749,8 +749,15 @@ fn served_method(
 
 /// The tokens emitted when the macro found errors: the errors, and the function
 /// as written, so that the rest of the crate still type-checks.
+///
+/// What the errors already said is not said again by rustc: a `const fn`
+/// is emitted without `const` (its body would fail const evaluation), a
+/// variadic one without its `...`.
 pub fn fallback(error: syn::Error, item: &FnItem) -> TokenStream {
     let error = error.into_compile_error();
+    let mut item = item.clone();
+    item.sig.constness = None;
+    item.sig.variadic = None;
     quote! {
         #error
         #item

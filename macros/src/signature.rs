@@ -328,6 +328,37 @@ pub fn mentions_self(sig: &syn::Signature) -> bool {
     walk(quote::ToTokens::to_token_stream(sig))
 }
 
+/// The error type `E` of a return type written `Result<T, E>` (under any
+/// path ending in `Result`), for diagnostics; `None` for an alias that
+/// hides it (`io::Result<T>`).
+pub fn error_type(ty: &Type) -> Option<&Type> {
+    let Type::Path(TypePath {
+        qself: None, path, ..
+    }) = peel(ty)
+    else {
+        return None;
+    };
+    let segment = path.segments.last()?;
+    if segment.ident != "Result" {
+        return None;
+    }
+    let PathArguments::AngleBracketed(args) = &segment.arguments else {
+        return None;
+    };
+    let types: Vec<&Type> = args
+        .args
+        .iter()
+        .filter_map(|arg| match arg {
+            GenericArgument::Type(ty) => Some(ty),
+            _ => None,
+        })
+        .collect();
+    match types.as_slice() {
+        [_, error] => Some(error),
+        _ => None,
+    }
+}
+
 /// Whether `ty` is certainly not a `Result` whatever the aliases in scope: a
 /// primitive, a tuple, a reference, an array. Only used to keep a wrong return
 /// type to one diagnostic; the check itself is the `IntoToolResult` bound.

@@ -14,11 +14,14 @@ use serde_json::{Map, Value};
 
 use crate::capture::Capture;
 use crate::category::ErrorCategory;
-use crate::classify::ToolError;
-use crate::envelope::{ErrorEnvelope, REDACTED};
+use crate::classify::{ToolError, caught_envelope};
+use crate::envelope::{ErrorEnvelope, Violation};
 use crate::guard::{Blocked, Guard, ToolCall};
+use crate::json::depth::bounded;
 use crate::panic::panic_message;
 use crate::partial::{Partial, merge};
+use crate::reasons;
+use crate::redact::schema::SecretPaths;
 
 /// The result of a `#[tool]` function: its value, or the envelope of its failure.
 pub type ToolResult<T> = Result<T, ErrorEnvelope>;
@@ -30,8 +33,6 @@ pub struct ToolInfo {
     pub name: Cow<'static, str>,
     /// Whether the tool declared itself safe to repeat.
     pub idempotent: bool,
-    /// Parameters whose values never reach an envelope (`redact`).
-    pub redacted: &'static [&'static str],
     /// How long an async tool may run (`timeout = "..."`); `None` for no limit.
     pub timeout: Option<std::time::Duration>,
 }
@@ -43,51 +44,27 @@ pub enum Query<'a> {
     /// body ran; redacted parameters were never serialized.
     Captured(Capture),
     /// The JSON arguments of an MCP `tools/call`, as received: not serialized
-    /// again. The parameters named here, and the tool's own redacted ones, are
-    /// masked wherever the arguments are shown.
-    Arguments(&'a Map<String, Value>, &'a [String]),
+    /// again. Wherever they are shown, the secrets the tool's input schema
+    /// marks are masked at any depth, and so are keys it does not declare.
+    Arguments(&'a Map<String, Value>, &'a SecretPaths),
 }
 
 impl Query<'_> {
-    /// The arguments as a JSON value, redacted parameters masked.
-    pub(crate) fn into_value(self, tool: &ToolInfo) -> Value {
-        Value::Object(self.into_object(tool))
+    /// The arguments as a JSON value, secrets masked.
+    pub(crate) fn into_value(self) -> Value {
+        Value::Object(self.into_object())
     }
 
-    /// The arguments as a JSON object, redacted parameters masked.
-    pub(crate) fn into_object(self, tool: &ToolInfo) -> Map<String, Value> {
+    /// The arguments as a JSON object, secrets masked.
+    pub(crate) fn into_object(self) -> Map<String, Value> {
         match self {
             Query::Captured(capture) => match capture.to_value() {
                 Value::Object(arguments) => arguments,
                 _ => unreachable!("a capture is always a JSON object"),
             },
-            Query::Arguments(arguments, also) => masked(arguments, tool, also).into_owned(),
+            Query::Arguments(arguments, secrets) => secrets.mask(arguments).into_owned(),
         }
     }
-}
-
-/// Whether the parameter `name` is redacted, by the tool or by the caller.
-pub(crate) fn is_redacted(name: &str, tool: &ToolInfo, also: &[String]) -> bool {
-    tool.redacted.contains(&name) || also.iter().any(|other| other == name)
-}
-
-/// `arguments` with every redacted parameter's value replaced by
-/// `"[redacted]"`; borrowed when there is nothing to mask.
-pub(crate) fn masked<'a>(
-    arguments: &'a Map<String, Value>,
-    tool: &ToolInfo,
-    also: &[String],
-) -> Cow<'a, Map<String, Value>> {
-    if !arguments.keys().any(|name| is_redacted(name, tool, also)) {
-        return Cow::Borrowed(arguments);
-    }
-    let mut arguments = arguments.clone();
-    for (name, value) in arguments.iter_mut() {
-        if is_redacted(name, tool, also) {
-            *value = Value::String(REDACTED.to_owned());
-        }
-    }
-    Cow::Owned(arguments)
 }
 
 /// A type a `#[tool]` function may return: a `Result`.
@@ -168,14 +145,25 @@ pub fn partial_source<T: PartialItem>(partial: &Partial<T>) -> PartialHandle<T> 
 
 /// Runs the tool's guard on its arguments. A blocked call fails with the
 /// guard's `business` envelope and the body never runs.
+///
+/// A guard fails closed: when an argument could not be represented in JSON
+/// (a NaN, an infinity, a `Serialize` that failed), the guard would judge a
+/// marker instead of the value, so the call is refused with a `validation`
+/// envelope naming it, before the guard and the body.
 pub fn check_guard<'q, G: Guard + ?Sized>(
     guard: &G,
     tool: &ToolInfo,
     query: Query<'q>,
 ) -> Result<Query<'q>, ErrorEnvelope> {
-    // A guard sees what `attempted_query` shows: redacted parameters masked.
+    if let Query::Captured(capture) = &query
+        && !capture.unrepresentable().is_empty()
+    {
+        let envelope = unrepresentable(&tool.name, capture.unrepresentable().to_vec());
+        return Err(complete(envelope, tool, || query.into_value(), &()));
+    }
+    // A guard sees what `attempted_query` shows: secrets masked.
     let arguments: Cow<'_, Map<String, Value>> = match &query {
-        Query::Arguments(arguments, also) => masked(arguments, tool, also),
+        Query::Arguments(arguments, secrets) => secrets.mask(arguments),
         Query::Captured(capture) => match capture.to_value() {
             Value::Object(arguments) => Cow::Owned(arguments),
             _ => unreachable!("a capture is always a JSON object"),
@@ -194,6 +182,21 @@ pub fn check_guard<'q, G: Guard + ?Sized>(
     }
 }
 
+/// The envelope of a guarded call whose arguments JSON cannot carry.
+fn unrepresentable(tool: &str, violations: Vec<Violation>) -> ErrorEnvelope {
+    let names: Vec<&str> = violations.iter().map(|v| v.field.as_str()).collect();
+    let mut envelope = ErrorEnvelope::validation(format!(
+        "`{tool}` was not run: its guard cannot judge {} `{}`, which JSON cannot represent as given",
+        if names.len() == 1 { "the argument" } else { "the arguments" },
+        names.join("`, `")
+    ))
+    .with_reason(reasons::UNREPRESENTABLE_ARGUMENT)
+    .with_alternative("Call again with finite numbers and values that serialize to JSON");
+    envelope.violations = violations;
+    envelope.set_refused();
+    envelope
+}
+
 /// A guard's verdict on a call to `tool`: a block is the guard's `business`
 /// envelope, and a guard that panics blocks the call with an `other` one —
 /// the call never runs unchecked.
@@ -203,12 +206,17 @@ pub(crate) fn verdict(
 ) -> Result<(), ErrorEnvelope> {
     match catch_unwind(AssertUnwindSafe(check)) {
         Ok(Ok(())) => Ok(()),
-        Ok(Err(blocked)) => Err(blocked.into_envelope()),
-        Err(panic) => Err(ErrorEnvelope::other(format!(
-            "the guard of tool `{tool}` panicked: {}",
-            panic_message(panic.as_ref())
-        ))
-        .with_reason("GUARD_PANIC")),
+        Ok(Err(blocked)) => Err(caught_envelope(blocked)),
+        Err(panic) => {
+            let mut envelope = ErrorEnvelope::other(format!(
+                "the guard of tool `{tool}` panicked: {}",
+                panic_message(panic.as_ref())
+            ))
+            .with_reason(reasons::GUARD_PANIC);
+            envelope.set_foreign();
+            envelope.set_blocked();
+            Err(envelope)
+        }
     }
 }
 
@@ -345,12 +353,7 @@ fn expired<P: PartialSource>(
     }
     let (tool, query, partial) = rest.take()?;
     let envelope = timed_out(&tool.name, limit);
-    Some(complete(
-        envelope,
-        tool,
-        || query.into_value(tool),
-        &partial,
-    ))
+    Some(complete(envelope, tool, || query.into_value(), &partial))
 }
 
 /// The envelope of a tool that ran out of time: `transient`, since a later
@@ -362,7 +365,7 @@ fn timed_out(tool: &str, limit: std::time::Duration) -> ErrorEnvelope {
         "tool `{tool}` did not finish within {} ms and was stopped",
         crate::envelope::duration_to_ms(limit)
     ))
-    .with_reason("TIMEOUT")
+    .with_reason(reasons::TIMEOUT)
 }
 
 /// Present with the `tokio` feature, which `#[tool(timeout = "...")]` needs.
@@ -377,20 +380,28 @@ fn finish<T, E: ToolError>(
 ) -> ToolResult<T> {
     let envelope = match outcome {
         Ok(Ok(value)) => return Ok(value),
-        Ok(Err(error)) => error.into_envelope(),
+        Ok(Err(error)) => caught_envelope(error),
         Err(panic) => panicked(&tool.name, panic.as_ref()),
     };
-    Err(complete(envelope, tool, || query.into_value(tool), partial))
+    Err(complete(envelope, tool, || query.into_value(), partial))
 }
 
-/// Fills in what the tool knows and the error did not say; an envelope that
-/// passed through from another tool keeps its own pillars.
+/// Fills in what the tool knows and the error did not say, and makes the
+/// one retry decision every caller reads.
 ///
 /// An envelope from another tool (it names its tool already) keeps its own
 /// tool and query, and gains this tool's partial results, merged with its
 /// own: nothing gathered is lost. Its retry safety becomes this tool's: safe
 /// to repeat only if both are, and "not applied" no longer holds, since this
 /// tool may have acted before the inner one failed.
+///
+/// `isRetryable: true` leaves a tool only when repeating the same call is
+/// safe: the tool is idempotent (every tool on the path is), or its error
+/// says the call was not applied. Otherwise a retryable failure is sent as
+/// not retryable, with the reason [`MAY_HAVE_TAKEN_EFFECT`](reasons::MAY_HAVE_TAKEN_EFFECT)
+/// and a next move that says what to check — so no caller, ours or one
+/// running "retry while `isRetryable`", repeats a refund. An explicit human
+/// request or a policy gap is never retryable.
 pub(crate) fn complete(
     mut envelope: ErrorEnvelope,
     tool: &ToolInfo,
@@ -411,19 +422,36 @@ pub(crate) fn complete(
         let inner = envelope.partial_results.take();
         envelope.partial_results = merge(partial.partial_json(), inner);
     }
-    envelope.record_tool(tool);
+    // Whatever the tool wrote into them, nothing downstream walks a value
+    // deeper than the stack takes.
+    envelope.attempted_query = envelope.attempted_query.take().map(bounded);
+    envelope.partial_results = envelope.partial_results.take().map(bounded);
+    envelope.record_tool(tool.idempotent);
     if passed_through && envelope.not_applied() {
         envelope.set_not_applied(false);
+    }
+    // The one retry decision.
+    if envelope.retryable {
+        if matches!(
+            envelope.reason.as_deref(),
+            Some(reasons::HUMAN_REQUESTED | reasons::POLICY_GAP)
+        ) {
+            envelope.retryable = false;
+        } else if envelope.idempotent() == Some(false) && !envelope.not_applied() {
+            envelope.withhold_retry(tool.name.clone());
+        }
     }
     envelope
 }
 
 /// The envelope of a panic: `other`, not retryable, naming the panic.
-fn panicked(tool: &str, payload: &(dyn Any + Send)) -> ErrorEnvelope {
+pub(crate) fn panicked(tool: &str, payload: &(dyn Any + Send)) -> ErrorEnvelope {
     let what = panic_message(payload);
-    ErrorEnvelope::new(
+    let mut envelope = ErrorEnvelope::new(
         ErrorCategory::Other,
         format!("tool `{tool}` panicked: {what}"),
     )
-    .with_reason("PANIC")
+    .with_reason(reasons::PANIC);
+    envelope.set_foreign();
+    envelope
 }

@@ -5,6 +5,11 @@
 //! short — the common case, no allocation at all — or into one allocation of
 //! the exact size. Nothing is parsed unless the call fails: a successful call
 //! pays for one serialization, never for a `serde_json::Value` tree.
+//!
+//! An argument JSON cannot carry — a NaN or an infinity, a value nested too
+//! deep, a `Serialize` that fails or panics — is captured as a marker that
+//! says so, and the capture remembers it: a guard is never asked to judge a
+//! value it cannot read (see [`Capture::unrepresentable`]).
 
 use std::cell::RefCell;
 use std::fmt;
@@ -12,7 +17,9 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::envelope::REDACTED;
+use crate::envelope::Violation;
+use crate::json::strict::{self, Problem};
+use crate::redact::REDACTED;
 
 /// Captures up to this many bytes of JSON are kept inline.
 const INLINE: usize = 118;
@@ -21,6 +28,9 @@ const INLINE: usize = 118;
 #[derive(Clone, PartialEq, Eq)]
 pub struct Capture {
     repr: Repr,
+    /// The arguments that could not be represented, and why; `None` in the
+    /// common case, so that it costs nothing.
+    unrepresentable: Option<Box<[Violation]>>,
 }
 
 #[derive(Clone, PartialEq, Eq)]
@@ -39,7 +49,17 @@ impl Capture {
             }
             _ => Repr::Heap(json.into()),
         };
-        Capture { repr }
+        Capture {
+            repr,
+            unrepresentable: None,
+        }
+    }
+
+    /// The arguments JSON could not carry as they are, each with why: they
+    /// are captured as markers, so a guard would read something else than
+    /// what the tool gets.
+    pub fn unrepresentable(&self) -> &[Violation] {
+        self.unrepresentable.as_deref().unwrap_or(&[])
     }
 
     fn bytes(&self) -> &[u8] {
@@ -71,6 +91,7 @@ impl fmt::Debug for Capture {
 pub struct CaptureWriter<'a> {
     buf: &'a mut Vec<u8>,
     empty: bool,
+    unrepresentable: Vec<Violation>,
 }
 
 /// An argument a `#[tool]` can capture into `attempted_query`.
@@ -80,14 +101,19 @@ pub struct CaptureWriter<'a> {
     note = "leave it out of the capture with `#[tool(skip(<parameter>))]`, or derive `serde::Serialize` for it"
 )]
 pub trait Capturable {
-    /// Serializes the argument as the value of its key.
-    fn capture_into(&self, writer: &mut Vec<u8>) -> Result<(), serde_json::Error>;
+    /// Serializes the argument as the value of its key, refusing what JSON
+    /// cannot carry.
+    fn capture_into(&self, writer: &mut Vec<u8>) -> Result<(), CaptureProblem>;
 }
+
+/// Why an argument could not be captured as it is.
+#[derive(Debug)]
+pub struct CaptureProblem(Problem);
 
 #[diagnostic::do_not_recommend]
 impl<T: Serialize + ?Sized> Capturable for T {
-    fn capture_into(&self, writer: &mut Vec<u8>) -> Result<(), serde_json::Error> {
-        serde_json::to_writer(writer, self)
+    fn capture_into(&self, writer: &mut Vec<u8>) -> Result<(), CaptureProblem> {
+        strict::to_writer(self, writer).map_err(CaptureProblem)
     }
 }
 
@@ -102,15 +128,20 @@ impl CaptureWriter<'_> {
         self.buf.extend_from_slice(b"\":");
     }
 
-    /// Captures `value` under `name`. A value whose `Serialize` fails is kept as
-    /// a string saying why, so the capture stays valid JSON.
+    /// Captures `value` under `name`. A value JSON cannot carry as it is is
+    /// kept as a string saying why, so the capture stays valid JSON, and is
+    /// remembered as [unrepresentable](Capture::unrepresentable).
     pub fn arg<T: Capturable + ?Sized>(&mut self, name: &str, value: &T) {
         self.key(name);
         let start = self.buf.len();
-        if let Err(error) = value.capture_into(self.buf) {
+        if let Err(CaptureProblem(problem)) = value.capture_into(self.buf) {
             self.buf.truncate(start);
-            let note = format!("[unserializable: {error}]");
+            let note = format!("[not representable in JSON: {problem}]");
             serde_json::to_writer(&mut *self.buf, &note).expect("a string always serializes");
+            self.unrepresentable.push(Violation::new(
+                name,
+                format!("cannot be represented in JSON: {problem}"),
+            ));
         }
     }
 
@@ -136,9 +167,19 @@ pub fn capture(write: &mut dyn FnMut(&mut CaptureWriter<'_>)) -> Capture {
     fn run(buf: &mut Vec<u8>, write: &mut dyn FnMut(&mut CaptureWriter<'_>)) -> Capture {
         buf.clear();
         buf.push(b'{');
-        write(&mut CaptureWriter { buf, empty: true });
+        let mut writer = CaptureWriter {
+            buf,
+            empty: true,
+            unrepresentable: Vec::new(),
+        };
+        write(&mut writer);
+        let unrepresentable = std::mem::take(&mut writer.unrepresentable);
         buf.push(b'}');
-        Capture::new(buf)
+        let mut capture = Capture::new(buf);
+        if !unrepresentable.is_empty() {
+            capture.unrepresentable = Some(unrepresentable.into_boxed_slice());
+        }
+        capture
     }
 
     BUFFER.with(|cell| match cell.try_borrow_mut() {
@@ -191,9 +232,38 @@ mod tests {
             value["bad"]
                 .as_str()
                 .unwrap()
-                .starts_with("[unserializable")
+                .starts_with("[not representable in JSON")
         );
         assert_eq!(value["ok"], 1);
+        assert_eq!(query.unrepresentable().len(), 1);
+        assert_eq!(query.unrepresentable()[0].field, "bad");
+    }
+
+    #[test]
+    fn what_json_cannot_carry_is_never_captured_as_something_else() {
+        struct Panics;
+        impl Serialize for Panics {
+            fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+                panic!("no")
+            }
+        }
+        let query = capture(&mut |w| {
+            w.arg("amount", &f64::INFINITY);
+            w.arg("ratio", &f64::NAN);
+            w.arg("weird", &Panics);
+            w.arg("fine", &2.5);
+        });
+        let value = query.to_value();
+        assert!(value["amount"].is_string(), "not null: {value}");
+        assert!(value["ratio"].is_string(), "not null: {value}");
+        assert!(value["weird"].as_str().unwrap().contains("panicked"));
+        assert_eq!(value["fine"], 2.5);
+        let fields: Vec<_> = query
+            .unrepresentable()
+            .iter()
+            .map(|v| v.field.as_str())
+            .collect();
+        assert_eq!(fields, ["amount", "ratio", "weird"]);
     }
 
     #[test]

@@ -124,6 +124,31 @@ pub trait ToolError: fmt::Display + fmt::Debug + Send + Sync + 'static {
     }
 }
 
+/// `error`'s envelope, with a panic while it is built — in its `Display`,
+/// in one of its `ToolError` methods — caught: the envelope then says so, as
+/// an `other` failure, and the call keeps whatever else it knows.
+pub(crate) fn caught_envelope<E: ToolError>(error: E) -> ErrorEnvelope {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| error.into_envelope())) {
+        Ok(envelope) => envelope,
+        Err(panic) => {
+            let mut envelope = ErrorEnvelope::other(format!(
+                "the tool failed, and describing its error panicked: {}",
+                crate::panic::panic_message(panic.as_ref())
+            ))
+            .with_reason(crate::reasons::PANIC);
+            envelope.set_foreign();
+            envelope
+        }
+    }
+}
+
+/// `envelope`, its message marked as written by a type this crate does not
+/// know, so that a tool set masking internal errors hides it.
+fn foreign(mut envelope: ErrorEnvelope) -> ErrorEnvelope {
+    envelope.set_foreign();
+    envelope
+}
+
 /// The envelope every method of `error` describes, keeping `error` inside it:
 /// what [`ToolError::into_envelope`] does unless a type says otherwise.
 pub fn envelope_of<E: ToolError>(error: E) -> ErrorEnvelope {
@@ -222,8 +247,12 @@ impl ToolError for ErrorEnvelope {
 /// | `validation` | `InvalidInput`, `InvalidData`, `InvalidFilename` |
 /// | `other` | every other kind |
 ///
-/// A refused connection is marked [not applied](ToolError::not_applied). The
-/// `reason` is the kind in UPPER_SNAKE_CASE (`TIMED_OUT`).
+/// The `reason` is the kind in UPPER_SNAKE_CASE (`TIMED_OUT`). No kind
+/// says the call was [not applied](ToolError::not_applied): a refused
+/// connection says only that this one connection was not made, not what the
+/// tool did before it. The message is the error's own text, so a tool set
+/// that [masks internal errors](crate::mcp::ToolSet::mask_internal_errors)
+/// hides it whatever the category.
 impl ToolError for io::Error {
     fn category(&self) -> ErrorCategory {
         use io::ErrorKind::*;
@@ -241,12 +270,12 @@ impl ToolError for io::Error {
         Some(Cow::Owned(upper_snake(&format!("{:?}", self.kind()))))
     }
 
-    fn not_applied(&self) -> bool {
-        self.kind() == io::ErrorKind::ConnectionRefused
-    }
-
     fn as_error(&self) -> Option<&(dyn StdError + 'static)> {
         Some(self)
+    }
+
+    fn into_envelope(self) -> ErrorEnvelope {
+        foreign(envelope_of(self))
     }
 }
 
@@ -291,6 +320,10 @@ impl ToolError for serde_json::Error {
     fn as_error(&self) -> Option<&(dyn StdError + 'static)> {
         Some(self)
     }
+
+    fn into_envelope(self) -> ErrorEnvelope {
+        foreign(envelope_of(self))
+    }
 }
 
 /// Parse errors of the standard library: the input was not what was expected.
@@ -309,6 +342,10 @@ macro_rules! validation_errors {
             fn as_error(&self) -> Option<&(dyn StdError + 'static)> {
                 Some(self)
             }
+
+            fn into_envelope(self) -> ErrorEnvelope {
+                foreign(envelope_of(self))
+            }
         }
     )*};
 }
@@ -324,19 +361,43 @@ validation_errors! {
     std::string::FromUtf8Error => "INVALID_UTF8",
 }
 
-/// With the `anyhow` feature: an [`ErrorEnvelope`] inside the `anyhow::Error`
-/// passes through unchanged; anything else is `other`, with the whole context
-/// chain as the message (`"loading orders: connection reset"`).
+/// With the `anyhow` feature, an `anyhow::Error` is classified by the error
+/// it wraps, through any `.context(...)`: an [`ErrorEnvelope`] passes
+/// through unchanged; an [`io::Error`] and a `serde_json::Error` are
+/// classified as they are on their own (a timed-out connection is
+/// `transient`, with the kind as its reason); anything else is `other`. The
+/// message is the whole context chain (`"loading orders: connection reset"`).
 #[cfg(feature = "anyhow")]
 impl ToolError for anyhow::Error {
     fn category(&self) -> ErrorCategory {
-        self.downcast_ref::<ErrorEnvelope>()
-            .map_or(ErrorCategory::Other, |envelope| envelope.category)
+        if let Some(envelope) = self.downcast_ref::<ErrorEnvelope>() {
+            envelope.category
+        } else if let Some(io) = self.downcast_ref::<io::Error>() {
+            io.category()
+        } else if self.downcast_ref::<serde_json::Error>().is_some() {
+            ErrorCategory::Validation
+        } else {
+            ErrorCategory::Other
+        }
     }
 
     fn is_retryable(&self) -> bool {
-        self.downcast_ref::<ErrorEnvelope>()
-            .is_some_and(|envelope| envelope.retryable)
+        match self.downcast_ref::<ErrorEnvelope>() {
+            Some(envelope) => envelope.retryable,
+            None => self.category().is_retryable_by_default(),
+        }
+    }
+
+    fn reason(&self) -> Option<Cow<'static, str>> {
+        if let Some(envelope) = self.downcast_ref::<ErrorEnvelope>() {
+            envelope.reason.clone()
+        } else if let Some(io) = self.downcast_ref::<io::Error>() {
+            io.reason()
+        } else if let Some(json) = self.downcast_ref::<serde_json::Error>() {
+            json.reason()
+        } else {
+            None
+        }
     }
 
     fn as_error(&self) -> Option<&(dyn StdError + 'static)> {
@@ -347,9 +408,10 @@ impl ToolError for anyhow::Error {
         match self.downcast::<ErrorEnvelope>() {
             Ok(envelope) => envelope,
             Err(error) => {
-                let mut envelope = ErrorEnvelope::new(ErrorCategory::Other, format!("{error:#}"));
+                let mut envelope = ErrorEnvelope::new(error.category(), format!("{error:#}"));
+                envelope.reason = error.reason();
                 envelope.set_origin(Origin(Arc::new(Original(error))));
-                envelope
+                foreign(envelope)
             }
         }
     }
@@ -390,7 +452,11 @@ mod tests {
     fn io_reason_is_upper_snake_kind() {
         let envelope = io::Error::from(io::ErrorKind::ConnectionRefused).into_envelope();
         assert_eq!(envelope.reason.as_deref(), Some("CONNECTION_REFUSED"));
-        assert!(envelope.not_applied());
+        assert!(
+            !envelope.not_applied(),
+            "a refused connection proves nothing about the call"
+        );
+        assert!(envelope.is_foreign());
         let envelope = io::Error::from(io::ErrorKind::TimedOut).into_envelope();
         assert!(!envelope.not_applied());
     }
@@ -445,9 +511,18 @@ mod tests {
         let error =
             anyhow::Error::new(io::Error::from(io::ErrorKind::TimedOut)).context("loading orders");
         let envelope = error.into_envelope();
-        assert_eq!(envelope.category, ErrorCategory::Other);
-        assert!(!envelope.retryable);
+        assert_eq!(
+            envelope.category,
+            ErrorCategory::Transient,
+            "classified by the io::Error inside"
+        );
+        assert!(envelope.retryable);
+        assert_eq!(envelope.reason.as_deref(), Some("TIMED_OUT"));
         assert!(envelope.message.starts_with("loading orders: "));
         assert!(envelope.downcast_ref::<anyhow::Error>().is_some());
+
+        let envelope = anyhow::anyhow!("the config is missing").into_envelope();
+        assert_eq!(envelope.category, ErrorCategory::Other);
+        assert!(!envelope.retryable);
     }
 }

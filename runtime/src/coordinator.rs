@@ -205,11 +205,13 @@ impl<T> Report<T> {
     }
 }
 
-/// One line for the whole run, then one line per gap.
-/// Text on one line, so that each gap stays one line of the report.
+/// Text on one line, so that each gap stays one line of the report: line
+/// breaks — `\n`, `\r`, and the Unicode ones a terminal also breaks on —
+/// become spaces.
 fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
-    if text.contains(['\n', '\r']) {
-        std::borrow::Cow::Owned(text.replace(['\n', '\r'], " "))
+    const BREAKS: [char; 6] = ['\n', '\r', '\u{0b}', '\u{0c}', '\u{2028}', '\u{2029}'];
+    if text.contains(BREAKS) {
+        std::borrow::Cow::Owned(text.replace(BREAKS, " "))
     } else {
         std::borrow::Cow::Borrowed(text)
     }
@@ -258,7 +260,8 @@ impl<T> fmt::Display for Report<T> {
                 write!(f, "; attempted {query}")?;
             }
             if !envelope.alternatives.is_empty() {
-                write!(f, "; next: {}", envelope.alternatives.join(" | "))?;
+                let next: Vec<_> = envelope.alternatives.iter().map(|a| one_line(a)).collect();
+                write!(f, "; next: {}", next.join(" | "))?;
             }
         }
         Ok(())

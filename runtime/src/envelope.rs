@@ -9,16 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::de::{self, Deserializer};
-use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::category::ErrorCategory;
-use crate::limits::EnvelopeLimits;
-use crate::wire::Outgoing;
 
-/// The text that stands in for a redacted value, wherever it is captured.
-pub const REDACTED: &str = "[redacted]";
+/// The message of an envelope whose tool gave none, or only blanks.
+pub const NO_MESSAGE: &str = "The tool failed without a message.";
 
 /// A structured tool failure: the four pillars a caller needs to recover.
 ///
@@ -117,8 +114,19 @@ impl DerefMut for ErrorEnvelope {
 struct Meta {
     origin: Option<Origin>,
     idempotent: Option<bool>,
-    unsafe_tool: Option<Cow<'static, str>>,
+    /// The tool whose failure was made non-retryable because repeating it
+    /// could apply it twice.
+    withheld: Option<Cow<'static, str>>,
     not_applied: bool,
+    /// The message was written by a type this crate does not know — a
+    /// standard library error, an `anyhow` chain, a panic — and may quote
+    /// internals: masked by a tool set's `mask_internal_errors`.
+    foreign: bool,
+    /// The call was refused before the tool ran: blocked by a guard, or its
+    /// arguments could not be used.
+    refused: bool,
+    /// A guard blocked the call.
+    blocked: bool,
 }
 
 /// One offending field of a rejected input (AIP-193's `BadRequest.FieldViolation`).
@@ -152,12 +160,12 @@ impl ErrorEnvelope {
     /// An envelope of `category` with `message`; `retryable` defaults from the
     /// category (only [`ErrorCategory::Transient`] is retryable).
     ///
-    /// An empty message is replaced by one naming the category: the envelope
-    /// never says nothing.
+    /// An empty message is replaced by [`NO_MESSAGE`]: the envelope never
+    /// says nothing.
     pub fn new(category: ErrorCategory, message: impl Into<String>) -> Self {
         let mut message = message.into();
         if message.trim().is_empty() {
-            message = format!("{category} error (the tool gave no message)");
+            message = NO_MESSAGE.to_owned();
         }
         ErrorEnvelope {
             data: Box::new(EnvelopeData {
@@ -274,9 +282,11 @@ impl ErrorEnvelope {
         self
     }
 
-    /// Marks the operation as certainly not applied (the request never reached
-    /// the other side, as with a refused connection), so that a non-idempotent
-    /// tool may be retried safely. Not serialized.
+    /// Marks the operation as certainly not applied: nothing reached the
+    /// other side, so repeating the call cannot apply it twice. Only the
+    /// tool's author knows this — a refused connection says nothing of what
+    /// the tool did before it — and it is the one way a failure of a tool
+    /// that is not idempotent keeps `isRetryable: true`. Not serialized.
     #[must_use]
     pub fn with_not_applied(mut self, not_applied: bool) -> Self {
         self.meta.not_applied = not_applied;
@@ -296,18 +306,27 @@ impl ErrorEnvelope {
         self.meta.idempotent
     }
 
-    /// The outermost tool on the call's path that is not declared idempotent.
-    pub(crate) fn unsafe_tool(&self) -> Option<&str> {
-        self.meta.unsafe_tool.as_deref()
+    /// The tool whose failure was sent as not retryable because repeating it
+    /// could apply it twice, if that is why `isRetryable` is false.
+    pub(crate) fn withheld_by(&self) -> Option<&str> {
+        self.meta.withheld.as_deref()
     }
 
-    /// Records that the call passed through `tool`: it stays safe to repeat
-    /// only if `tool` is too.
-    pub(crate) fn record_tool(&mut self, tool: &crate::call::ToolInfo) {
-        self.meta.idempotent = Some(self.meta.idempotent.unwrap_or(true) && tool.idempotent);
-        if !tool.idempotent {
-            self.meta.unsafe_tool = Some(tool.name.clone());
-        }
+    /// Records that the call passed through a tool, `idempotent` or not: it
+    /// stays safe to repeat only if every tool on its path is.
+    pub(crate) fn record_tool(&mut self, idempotent: bool) {
+        self.meta.idempotent = Some(self.meta.idempotent.unwrap_or(true) && idempotent);
+    }
+
+    /// Makes a retryable failure of a call that is not safe to repeat non-retryable,
+    /// saying why: `tool` may have taken effect.
+    pub(crate) fn withhold_retry(&mut self, tool: Cow<'static, str>) {
+        self.data.retryable = false;
+        self.data.reason = Some(Cow::Borrowed(crate::reasons::MAY_HAVE_TAKEN_EFFECT));
+        self.data.alternatives.push(format!(
+            "Check whether `{tool}` took effect before calling it again: it is not idempotent, so repeating it could apply it twice"
+        ));
+        self.meta.withheld = Some(tool);
     }
 
     pub(crate) fn set_not_applied(&mut self, not_applied: bool) {
@@ -316,6 +335,39 @@ impl ErrorEnvelope {
 
     pub(crate) fn set_origin(&mut self, origin: Origin) {
         self.meta.origin = Some(origin);
+    }
+
+    /// Marks the message as written by a type this crate does not know, so
+    /// that masking internal errors hides it.
+    pub(crate) fn set_foreign(&mut self) {
+        self.meta.foreign = true;
+    }
+
+    /// Whether the message was written by a type this crate does not know
+    /// (a standard library error, an `anyhow` chain, a panic).
+    pub(crate) fn is_foreign(&self) -> bool {
+        self.meta.foreign
+    }
+
+    /// Marks the call as refused before the tool ran.
+    pub(crate) fn set_refused(&mut self) {
+        self.meta.refused = true;
+    }
+
+    /// Whether the call was refused before the tool ran, so that it ran 0 times.
+    pub(crate) fn was_refused(&self) -> bool {
+        self.meta.refused
+    }
+
+    /// Marks the call as blocked by a guard (and so refused).
+    pub(crate) fn set_blocked(&mut self) {
+        self.meta.blocked = true;
+        self.meta.refused = true;
+    }
+
+    /// Whether a guard blocked the call.
+    pub(crate) fn was_blocked(&self) -> bool {
+        self.meta.blocked
     }
 
     /// The original error, if it is of type `E`.
@@ -349,21 +401,6 @@ impl ErrorEnvelope {
 pub(crate) fn duration_to_ms(delay: Duration) -> u64 {
     let ms = delay.as_millis() + u128::from(!delay.subsec_nanos().is_multiple_of(1_000_000));
     u64::try_from(ms).unwrap_or(u64::MAX)
-}
-
-/// Serializes to the wire format under the installed
-/// [`EnvelopeLimits`](crate::EnvelopeLimits): oversized values go out trimmed
-/// with a marker, and whatever the fields hold, the JSON is valid against the
-/// envelope's schema (an empty message, a lower-case reason, a number as the
-/// attempted query are each sent in a valid form; see
-/// [`EnvelopeLimits::apply`](crate::EnvelopeLimits::apply)).
-impl Serialize for ErrorEnvelope {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let outgoing = Outgoing::new(self, &EnvelopeLimits::current());
-        let mut map = serializer.serialize_map(Some(outgoing.len()))?;
-        outgoing.write(&mut map)?;
-        map.end()
-    }
 }
 
 /// The wire shape, as read. Unknown keys are ignored.

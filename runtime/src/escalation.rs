@@ -9,21 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::envelope::{ErrorEnvelope, duration_to_ms};
-use crate::guard::Blocked;
 use crate::limits::{EnvelopeLimits, text_for_wire};
+use crate::reasons;
 use crate::wire::Outgoing;
-
-/// Well-known `reason` codes that turn a failure into a specific escalation.
-pub mod reasons {
-    /// The user explicitly asked for a human: escalate with
-    /// [`EscalationReason::HumanRequested`](super::EscalationReason::HumanRequested).
-    pub const HUMAN_REQUESTED: &str = "HUMAN_REQUESTED";
-    /// No rule covers the case: escalate with
-    /// [`EscalationReason::PolicyGap`](super::EscalationReason::PolicyGap).
-    pub const POLICY_GAP: &str = "POLICY_GAP";
-    /// A guard blocked the call before it ran.
-    pub const BLOCKED_BY_GUARD: &str = "BLOCKED_BY_GUARD";
-}
 
 /// Why a failure went upward. Every trigger is objective: nothing here is a
 /// sentiment or a self-reported confidence.
@@ -64,11 +52,11 @@ impl EscalationReason {
         }
     }
 
-    /// The reason a failure that cannot be retried escalates with: blocked by a
+    /// The reason a failure that is not retried escalates with: blocked by a
     /// guard, a human request or a policy gap when the envelope says so,
     /// otherwise [`NonRetryable`](Self::NonRetryable).
     pub fn of_final(envelope: &ErrorEnvelope) -> Self {
-        if envelope.downcast_ref::<Blocked>().is_some() {
+        if envelope.was_blocked() {
             return EscalationReason::BlockedByGuard;
         }
         match envelope.reason.as_deref() {
@@ -92,7 +80,10 @@ impl fmt::Display for EscalationReason {
 /// attempts and how long.
 ///
 /// Its JSON is an envelope — it validates against the envelope schema — with
-/// an `escalation` object added:
+/// an `escalation` object added, and `isRetryable: false`: the layer that
+/// escalated has already retried what it could, so a caller that retries
+/// while `isRetryable` does not repeat the whole loop (`retryAfterMs`, when
+/// the envelope has it, still says when a later attempt makes sense):
 ///
 /// ```
 /// use std::time::Duration;
@@ -146,15 +137,18 @@ impl Escalation {
     }
 
     /// The escalation of a single call that failed with `envelope`, with the
-    /// reason the envelope implies: retries exhausted if it was retryable (it
-    /// was tried once and not again), otherwise what [`EscalationReason::of_final`] says.
+    /// reason the envelope implies: a human request or a policy gap at once;
+    /// retries exhausted if it was retryable (it was tried once and not
+    /// again); otherwise what [`EscalationReason::of_final`] says. The
+    /// attempts are 1, or 0 when the call was refused before the tool ran.
     pub fn from_envelope(envelope: ErrorEnvelope) -> Self {
-        let reason = if envelope.retryable {
-            EscalationReason::RetriesExhausted
-        } else {
-            EscalationReason::of_final(&envelope)
+        let reason = match EscalationReason::of_final(&envelope) {
+            EscalationReason::NonRetryable if envelope.retryable => {
+                EscalationReason::RetriesExhausted
+            }
+            reason => reason,
         };
-        let attempts = u32::from(reason != EscalationReason::BlockedByGuard);
+        let attempts = u32::from(!envelope.was_refused());
         Escalation::new(reason, envelope, attempts, Duration::ZERO)
     }
 
@@ -216,10 +210,29 @@ struct Wire<'a> {
     detail: Option<Cow<'a, str>>,
 }
 
+/// Under the default [`EnvelopeLimits`]; [`to_wire`](Escalation::to_wire) takes others.
 impl Serialize for Escalation {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let limits = EnvelopeLimits::current();
-        let outgoing = Outgoing::new(&self.envelope, &limits);
+        self.wire(&EnvelopeLimits::default(), serializer)
+    }
+}
+
+impl Escalation {
+    /// The escalation as sent under `limits`, as JSON.
+    pub fn to_wire(&self, limits: &EnvelopeLimits) -> Value {
+        self.wire(limits, serde_json::value::Serializer)
+            .expect("an escalation serializes")
+    }
+
+    fn wire<S: Serializer>(
+        &self,
+        limits: &EnvelopeLimits,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        let limits = limits.floored();
+        let mut outgoing = Outgoing::new(&self.envelope, &limits);
+        // Escalated: whatever could be retried was, at the layer that escalated.
+        outgoing.retryable = false;
         let mut map = serializer.serialize_map(Some(outgoing.len() + 1))?;
         outgoing.write(&mut map)?;
         map.serialize_entry(

@@ -10,11 +10,12 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::category::ErrorCategory;
 use crate::classify::ToolError;
-use crate::escalation::reasons;
+use crate::reasons;
 
 /// The call a guard inspects.
 #[derive(Debug, Clone, Copy)]
@@ -29,6 +30,48 @@ impl<'a> ToolCall<'a> {
     /// The argument `name`, if present.
     pub fn arg(&self, name: &str) -> Option<&'a Value> {
         self.arguments.get(name)
+    }
+
+    /// The argument `name` as a `T`, or a block when it is missing or not a
+    /// `T`: a guard that cannot read what it guards refuses the call rather
+    /// than let it through. Use it with `?`:
+    ///
+    /// ```
+    /// use tool_envelope::{Blocked, ToolCall};
+    ///
+    /// fn refund_cap(call: &ToolCall) -> Result<(), Blocked> {
+    ///     let amount: f64 = call.require("amount")?;
+    ///     if amount > 500.0 {
+    ///         return Err(Blocked::new(format!("Refund of ${amount} exceeds the $500 policy cap")));
+    ///     }
+    ///     Ok(())
+    /// }
+    ///
+    /// let arguments = |v: serde_json::Value| v.as_object().unwrap().clone();
+    /// let check = |v| refund_cap(&ToolCall::new("process_refund", &arguments(v)));
+    /// assert!(check(serde_json::json!({"amount": 300})).is_ok());
+    /// assert!(check(serde_json::json!({"amount": 620})).is_err());
+    /// assert!(check(serde_json::json!({"amount": "[redacted]"})).is_err(), "unreadable: blocked");
+    /// assert!(check(serde_json::json!({})).is_err(), "missing: blocked");
+    /// ```
+    pub fn require<T: DeserializeOwned>(&self, name: &str) -> Result<T, Blocked> {
+        let unreadable = |why: &str| {
+            Blocked::new(format!(
+                "The guard of `{}` could not read the argument `{name}` ({why}), so the call was not run",
+                self.tool
+            ))
+            .with_reason(reasons::UNREADABLE_ARGUMENT)
+        };
+        let value = self
+            .arguments
+            .get(name)
+            .ok_or_else(|| unreadable("it is missing"))?;
+        T::deserialize(value).map_err(|_| unreadable("it does not have the type the guard expects"))
+    }
+
+    /// A call to `tool` with `arguments`, to test a guard with.
+    pub fn new(tool: &'a str, arguments: &'a Map<String, Value>) -> Self {
+        ToolCall { tool, arguments }
     }
 }
 
@@ -102,6 +145,12 @@ impl ToolError for Blocked {
 
     fn as_error(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(self)
+    }
+
+    fn into_envelope(self) -> crate::ErrorEnvelope {
+        let mut envelope = crate::classify::envelope_of(self);
+        envelope.set_blocked();
+        envelope
     }
 }
 

@@ -51,10 +51,14 @@ impl ViolationList for Violation {
     }
 }
 
-/// A field marked `#[tool_error(partial)]`, as JSON. Partial results that
-/// fail to serialize leave a note saying so rather than vanishing.
+/// A field marked `#[tool_error(partial)]`, as JSON. Partial results JSON
+/// cannot carry leave a note saying so rather than vanishing.
 pub fn partial_value<T: PartialItem + ?Sized>(partial: &T) -> Option<Value> {
-    Some(serde_json::to_value(partial).unwrap_or_else(|error| {
-        Value::String(format!("[unserializable partial results: {error}]"))
-    }))
+    Some(
+        crate::json::strict::to_value(partial).unwrap_or_else(|problem| {
+            Value::String(format!(
+                "[partial results not representable in JSON: {problem}]"
+            ))
+        }),
+    )
 }

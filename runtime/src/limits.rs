@@ -4,33 +4,38 @@
 //! The limits apply where an envelope leaves the process — when it is
 //! serialized — so that a caller in the same process still holds everything,
 //! and partial results gathered across retries are merged before they are
-//! trimmed, once.
+//! trimmed, once. Sizes are counted as sent: a control character that JSON
+//! escapes into six bytes counts six.
 
 use std::borrow::Cow;
 use std::io;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 /// Caps on the parts of an envelope that grow with the data: the captured
 /// arguments, the partial results, and the text a tool or its error writes.
-/// Over a cap, the value is trimmed and a marker says how much was dropped;
-/// the envelope stays valid against its schema, and the four pillars are
-/// never removed.
+/// Over a cap, the value is trimmed and a marker, counted inside the cap,
+/// says how much was dropped; the envelope stays valid against its schema,
+/// and the four pillars are never removed.
 ///
-/// Serializing an envelope applies the [installed](Self::install) limits
-/// without changing the envelope; [`apply`](Self::apply) trims one in place.
+/// Limits are a value, never process state: `serde_json::to_value(&envelope)`
+/// applies the defaults, the same in every thread at every moment;
+/// [`ErrorEnvelope::to_wire`](crate::ErrorEnvelope::to_wire) and a tool
+/// set's [`limits`](crate::mcp::ToolSet::limits) apply others, and
+/// [`apply`](Self::apply) trims an envelope in place.
+///
+/// Each cap has a floor, so that a marker always fits inside it: 64 bytes of
+/// arguments and of partial results, 32 bytes of text, 1 list item. A
+/// smaller setting counts as its floor.
 ///
 /// ```
 /// use serde_json::json;
 /// use tool_envelope::{EnvelopeLimits, ErrorEnvelope};
 ///
-/// let limits = EnvelopeLimits {
-///     attempted_query_bytes: 64,
-///     partial_results_bytes: 64,
-///     ..EnvelopeLimits::default()
-/// };
+/// let limits = EnvelopeLimits::default()
+///     .with_attempted_query_bytes(64)
+///     .with_partial_results_bytes(64);
 /// let mut envelope = ErrorEnvelope::transient("Provider rate-limited")
 ///     .with_attempted_query(json!({"topic": "x".repeat(200)}))
 ///     .with_partial_results(json!((1..=50).collect::<Vec<u32>>()));
@@ -42,17 +47,18 @@ use serde_json::{Map, Value, json};
 /// assert!(partial.last().unwrap()["_truncated"]["droppedItems"].as_u64().unwrap() > 0);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EnvelopeLimits {
-    /// The most bytes of `attempted_query`, as compact JSON.
+    /// The most bytes of `attempted_query`, as compact JSON (16 KiB by default).
     pub attempted_query_bytes: usize,
-    /// The most bytes of `partial_results`, as compact JSON.
+    /// The most bytes of `partial_results`, as compact JSON (256 KiB by default).
     pub partial_results_bytes: usize,
-    /// The most bytes of each piece of text: `message`, `tool`, `reason`, each
-    /// alternative, each violation's field and description, an escalation's
-    /// detail.
+    /// The most bytes of each piece of text as it is sent, escapes included:
+    /// `message`, `tool`, `reason`, each alternative, each violation's field
+    /// and description, an escalation's detail (4 KiB by default).
     pub text_bytes: usize,
     /// The most entries of `alternatives`, and of `violations`; over it, the
-    /// last entry sent says how many more there were.
+    /// last entry sent says how many more there were (64 by default).
     pub list_items: usize,
 }
 
@@ -69,33 +75,79 @@ impl Default for EnvelopeLimits {
     }
 }
 
-static ATTEMPTED_QUERY_BYTES: AtomicUsize = AtomicUsize::new(16 * 1024);
-static PARTIAL_RESULTS_BYTES: AtomicUsize = AtomicUsize::new(256 * 1024);
-static TEXT_BYTES: AtomicUsize = AtomicUsize::new(4 * 1024);
-static LIST_ITEMS: AtomicUsize = AtomicUsize::new(64);
-
-/// A marker never needs more than this, so a trimmed value fits its cap.
-const MARKER_ROOM: usize = 96;
+/// The smallest caps: room for a marker and something of the value.
+const MIN_VALUE_BYTES: usize = 64;
+const MIN_TEXT_BYTES: usize = 32;
 
 impl EnvelopeLimits {
-    /// The limits every envelope of this process is serialized with.
-    pub fn current() -> Self {
+    /// Sets the cap on `attempted_query`.
+    #[must_use]
+    pub fn with_attempted_query_bytes(mut self, bytes: usize) -> Self {
+        self.attempted_query_bytes = bytes;
+        self
+    }
+
+    /// Sets the cap on `partial_results`.
+    #[must_use]
+    pub fn with_partial_results_bytes(mut self, bytes: usize) -> Self {
+        self.partial_results_bytes = bytes;
+        self
+    }
+
+    /// Sets the cap on each piece of text.
+    #[must_use]
+    pub fn with_text_bytes(mut self, bytes: usize) -> Self {
+        self.text_bytes = bytes;
+        self
+    }
+
+    /// Sets the cap on the entries of `alternatives` and of `violations`.
+    #[must_use]
+    pub fn with_list_items(mut self, items: usize) -> Self {
+        self.list_items = items;
+        self
+    }
+
+    /// These limits with every cap raised to its floor.
+    pub(crate) fn floored(self) -> Self {
         EnvelopeLimits {
-            attempted_query_bytes: ATTEMPTED_QUERY_BYTES.load(Ordering::Relaxed),
-            partial_results_bytes: PARTIAL_RESULTS_BYTES.load(Ordering::Relaxed),
-            text_bytes: TEXT_BYTES.load(Ordering::Relaxed),
-            list_items: LIST_ITEMS.load(Ordering::Relaxed),
+            attempted_query_bytes: self.attempted_query_bytes.max(MIN_VALUE_BYTES),
+            partial_results_bytes: self.partial_results_bytes.max(MIN_VALUE_BYTES),
+            text_bytes: self.text_bytes.max(MIN_TEXT_BYTES),
+            list_items: self.list_items.max(1),
         }
     }
 
-    /// Makes these the limits every envelope of this process is serialized
-    /// with, from now on.
-    pub fn install(self) {
-        ATTEMPTED_QUERY_BYTES.store(self.attempted_query_bytes, Ordering::Relaxed);
-        PARTIAL_RESULTS_BYTES.store(self.partial_results_bytes, Ordering::Relaxed);
-        TEXT_BYTES.store(self.text_bytes, Ordering::Relaxed);
-        LIST_ITEMS.store(self.list_items, Ordering::Relaxed);
+    /// These limits scaled by `numerator / denominator`, floors kept: to
+    /// fit a whole reply under a size.
+    pub(crate) fn scaled(self, numerator: usize, denominator: usize) -> Self {
+        let scale = |bytes: usize| {
+            let scaled = (bytes as u128 * numerator as u128 / denominator.max(1) as u128) as usize;
+            scaled.min(bytes)
+        };
+        EnvelopeLimits {
+            attempted_query_bytes: scale(self.attempted_query_bytes),
+            partial_results_bytes: scale(self.partial_results_bytes),
+            text_bytes: scale(self.text_bytes),
+            list_items: scale(self.list_items),
+        }
+        .floored()
     }
+}
+
+/// The bytes one byte of a string takes inside a JSON string, as serde_json
+/// writes it.
+fn escaped(byte: u8) -> usize {
+    match byte {
+        b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+        0..=0x1f => 6,
+        _ => 1,
+    }
+}
+
+/// The bytes `text` takes inside a JSON string, without the quotes.
+pub(crate) fn escaped_len(text: &str) -> usize {
+    text.bytes().map(escaped).sum()
 }
 
 /// `query` as it goes on the wire: itself, or a trimmed copy if it is over `cap`.
@@ -103,9 +155,16 @@ pub(crate) fn query_for_wire(query: &Value, cap: usize) -> Cow<'_, Value> {
     if fits(query, cap) {
         return Cow::Borrowed(query);
     }
-    let mut trimmed = query.clone();
-    trim_query(&mut trimmed, cap);
-    Cow::Owned(trimmed)
+    // Over the cap, the arguments become the start of their JSON text and a
+    // marker — still "what was tried", as a string, which the schema allows.
+    let text = match query {
+        Value::String(text) => Cow::Borrowed(text.as_str()),
+        other => Cow::Owned(other.to_string()),
+    };
+    // The quotes of the string count too.
+    Cow::Owned(Value::String(
+        cut(&text, cap.saturating_sub(2)).into_owned(),
+    ))
 }
 
 /// `partial` as it goes on the wire: itself, or a trimmed copy if it is over `cap`.
@@ -118,26 +177,48 @@ pub(crate) fn partial_for_wire(partial: &Value, cap: usize) -> Cow<'_, Value> {
     Cow::Owned(trimmed)
 }
 
-/// `text`, or its start and a marker if it is over `cap` bytes of UTF-8.
+/// `text`, or its start and a marker if it takes more than `cap` bytes in a
+/// JSON string.
 pub(crate) fn text_for_wire(text: &str, cap: usize) -> Cow<'_, str> {
-    if text.len() <= cap {
-        return Cow::Borrowed(text);
-    }
-    Cow::Owned(truncated(
-        text,
-        cap.saturating_sub(marker(text.len(), text.len()).len()),
-    ))
+    cut(text, cap)
 }
 
-/// The first `keep` bytes of `text` (fewer, to end on a character) and a
-/// marker saying how many were dropped.
-fn truncated(text: &str, keep: usize) -> String {
-    let mut keep = keep.min(text.len());
-    while !text.is_char_boundary(keep) {
-        keep -= 1;
+/// `text` within `cap` escaped bytes: itself, or its start and the longest
+/// marker that fits — `… [truncated: N of M bytes dropped]`, or `…` alone
+/// under a small cap.
+fn cut(text: &str, cap: usize) -> Cow<'_, str> {
+    // Every byte escapes to at most six: a short text cannot be over.
+    if text.len().saturating_mul(6) <= cap || escaped_len(text) <= cap {
+        return Cow::Borrowed(text);
     }
-    format!("{}{}", &text[..keep], marker(text.len() - keep, text.len()))
+    let long = marker(text.len(), text.len()).len();
+    let (room, full) = if cap > long {
+        (cap - long, true)
+    } else {
+        (cap.saturating_sub(SHORT_MARKER.len()), false)
+    };
+    let mut keep = 0;
+    let mut used = 0;
+    for (at, c) in text.char_indices() {
+        let size: usize = text[at..at + c.len_utf8()].bytes().map(escaped).sum();
+        if used + size > room {
+            break;
+        }
+        used += size;
+        keep = at + c.len_utf8();
+    }
+    let mut out = String::with_capacity(keep + long);
+    out.push_str(&text[..keep]);
+    if full {
+        out.push_str(&marker(text.len() - keep, text.len()));
+    } else if cap >= SHORT_MARKER.len() {
+        out.push_str(SHORT_MARKER);
+    }
+    Cow::Owned(out)
 }
+
+/// The marker of a cut too small for the long one.
+const SHORT_MARKER: &str = "…";
 
 fn marker(dropped: usize, total: usize) -> String {
     format!("… [truncated: {dropped} of {total} bytes dropped]")
@@ -168,7 +249,7 @@ impl io::Write for Counter {
 /// Most values are far under their cap: a walk that bounds their size from
 /// above, without formatting a number or escaping a string, settles those,
 /// and only a value near or over its cap is counted exactly.
-fn fits(value: &Value, cap: usize) -> bool {
+pub(crate) fn fits(value: &Value, cap: usize) -> bool {
     let mut budget = cap;
     within_bound(value, &mut budget)
         || serde_json::to_writer(&mut Counter { written: 0, cap }, value).is_ok()
@@ -221,45 +302,31 @@ pub(crate) fn json_len<T: Serialize + ?Sized>(value: &T) -> usize {
     counter.written
 }
 
-/// Over the cap, the arguments become the start of their JSON text and a
-/// marker — still "what was tried", as a string, which the schema allows.
-fn trim_query(query: &mut Value, cap: usize) {
-    let total = json_len(query);
-    if total <= cap {
-        return;
-    }
-    let text = match &mut *query {
-        Value::String(text) => std::mem::take(text),
-        other => other.to_string(),
-    };
-    let mut keep = cap.saturating_sub(MARKER_ROOM);
-    loop {
-        let trimmed = Value::String(truncated(&text, keep));
-        // Escaping (quotes in a JSON text) can make the string longer than
-        // the bytes kept: shrink until it fits.
-        let size = json_len(&trimmed);
-        if size <= cap || keep == 0 {
-            *query = trimmed;
-            return;
-        }
-        keep = keep
-            .min(text.len())
-            .saturating_sub((size - cap).max(keep / 8));
-    }
-}
-
 /// Over the cap, partial results keep their first items (or fields) that fit,
-/// and a `_truncated` marker says how many and how many bytes were dropped.
+/// and a `_truncated` marker says how many were dropped: with how many bytes
+/// and of how many in all when there is room, the count alone when there is not.
 fn trim_partial(partial: &mut Value, cap: usize) {
     let total = json_len(partial);
     if total <= cap {
         return;
     }
-    let room = cap.saturating_sub(MARKER_ROOM);
     match partial {
         Value::Array(items) => {
             let total_items = items.len();
-            let mut used = 2;
+            let full = |dropped: usize, bytes: usize| {
+                json!({ "_truncated": {
+                    "droppedItems": dropped,
+                    "droppedBytes": bytes,
+                    "totalItems": total_items,
+                }})
+            };
+            let short = |dropped: usize| json!({ "_truncated": { "droppedItems": dropped } });
+            // The room the marker needs at most, whatever the counts.
+            let (room, long) = match cap.checked_sub(json_len(&full(total_items, total)) + 3) {
+                Some(room) => (room, true),
+                None => (cap.saturating_sub(json_len(&short(total_items)) + 3), false),
+            };
+            let mut used = 0;
             let kept = items
                 .iter()
                 .take_while(|item| {
@@ -269,15 +336,22 @@ fn trim_partial(partial: &mut Value, cap: usize) {
                 .count();
             let dropped: Vec<Value> = items.drain(kept..).collect();
             let dropped_bytes: usize = dropped.iter().map(json_len).sum();
-            items.push(json!({ "_truncated": {
-                "droppedItems": dropped.len(),
-                "droppedBytes": dropped_bytes,
-                "totalItems": total_items,
-            }}));
+            items.push(if long {
+                full(dropped.len(), dropped_bytes)
+            } else {
+                short(dropped.len())
+            });
         }
         Value::Object(fields) => {
             let total_fields = fields.len();
-            let mut used = 2;
+            let full = |dropped: usize, bytes: usize| json!({ "droppedFields": dropped, "droppedBytes": bytes, "totalFields": total_fields });
+            let short = |dropped: usize| json!({ "droppedFields": dropped });
+            let marker_len = |marker: &Value| json_len("_truncated") + 1 + json_len(marker) + 3;
+            let (room, long) = match cap.checked_sub(marker_len(&full(total_fields, total))) {
+                Some(room) => (room, true),
+                None => (cap.saturating_sub(marker_len(&short(total_fields))), false),
+            };
+            let mut used = 0;
             let mut kept = Map::new();
             let mut dropped = 0;
             let mut dropped_bytes = 0;
@@ -293,7 +367,11 @@ fn trim_partial(partial: &mut Value, cap: usize) {
             }
             kept.insert(
                 "_truncated".to_owned(),
-                json!({ "droppedFields": dropped, "droppedBytes": dropped_bytes, "totalFields": total_fields }),
+                if long {
+                    full(dropped, dropped_bytes)
+                } else {
+                    short(dropped)
+                },
             );
             *fields = kept;
         }
@@ -321,6 +399,42 @@ mod tests {
         assert!(trimmed.len() <= 1000, "{}", trimmed.len());
         assert!(trimmed.starts_with("éé"));
         assert!(trimmed.ends_with("of 6000 bytes dropped]"));
+    }
+
+    #[test]
+    fn escapes_count_against_the_cap() {
+        // A control character takes six bytes in JSON: 1,000 of them are 6,000.
+        let text = "\u{1}".repeat(1000);
+        assert_eq!(escaped_len(&text), 6000);
+        let trimmed = text_for_wire(&text, 1000);
+        assert!(
+            serde_json::to_string(&*trimmed).unwrap().len() <= 1000 + 2,
+            "{}",
+            serde_json::to_string(&*trimmed).unwrap().len()
+        );
+        assert!(trimmed.ends_with("bytes dropped]"));
+        assert_eq!(text_for_wire("a\"b", 4), "a\"b");
+    }
+
+    #[test]
+    fn every_marker_fits_inside_its_cap() {
+        let text = "x\n".repeat(5000);
+        let query = json!({"q": "y".repeat(5000)});
+        let items = json!((0..500).map(|i| json!({"id": i})).collect::<Vec<_>>());
+        let fields = Value::Object((0..500).map(|i| (format!("k{i}"), json!(i))).collect());
+        for cap in [0, 1, 2, 3, 4, 8, 16, 32, 40, 50, 64, 80, 100, 128, 200, 500] {
+            let cut = text_for_wire(&text, cap);
+            assert!(escaped_len(&cut) <= cap, "text under {cap}: {cut:?}");
+            if cap >= MIN_VALUE_BYTES {
+                let trimmed = query_for_wire(&query, cap);
+                assert!(json_len(&*trimmed) <= cap, "query under {cap}: {trimmed}");
+                for partial in [&items, &fields] {
+                    let trimmed = partial_for_wire(partial, cap);
+                    assert!(json_len(&*trimmed) <= cap, "partial under {cap}: {trimmed}");
+                    assert!(trimmed.to_string().contains("_truncated"), "{trimmed}");
+                }
+            }
+        }
     }
 
     #[test]
@@ -372,5 +486,23 @@ mod tests {
         assert!(partial.get("b").is_none());
         assert_eq!(partial["_truncated"]["droppedFields"], 1);
         assert!(json_len(&partial) <= 200);
+    }
+
+    #[test]
+    fn scaling_keeps_the_floors() {
+        let small = EnvelopeLimits::default().scaled(1, 1_000_000);
+        assert_eq!(
+            small,
+            EnvelopeLimits::default()
+                .with_attempted_query_bytes(0)
+                .with_partial_results_bytes(0)
+                .with_text_bytes(0)
+                .with_list_items(0)
+                .floored()
+        );
+        assert_eq!(
+            EnvelopeLimits::default().scaled(2, 1),
+            EnvelopeLimits::default()
+        );
     }
 }

@@ -101,13 +101,20 @@ impl<T> Partial<T> {
         std::mem::take(&mut *self.lock())
     }
 
+    /// The shared items, to count the handles.
+    pub(crate) fn items(&self) -> &Arc<Mutex<Vec<T>>> {
+        &self.items
+    }
+
     /// Whether `other` is a handle to the same items.
     pub fn same_as(&self, other: &Partial<T>) -> bool {
         Arc::ptr_eq(&self.items, &other.items)
     }
 
-    /// The items as a JSON array, the shape of `partial_results`. An item that
-    /// fails to serialize is kept as a string saying why rather than dropped.
+    /// The items as a JSON array, the shape of `partial_results`. An item
+    /// JSON cannot carry as it is — one whose `Serialize` fails or panics,
+    /// one nested deeper than [`MAX_DEPTH`](crate::MAX_DEPTH), a NaN — is
+    /// kept as a string saying why rather than dropped.
     pub fn to_json(&self) -> Value
     where
         T: Serialize,
@@ -116,8 +123,10 @@ impl<T> Partial<T> {
             self.lock()
                 .iter()
                 .map(|item| {
-                    serde_json::to_value(item).unwrap_or_else(|error| {
-                        Value::String(format!("[unserializable partial result: {error}]"))
+                    crate::json::strict::to_value(item).unwrap_or_else(|problem| {
+                        Value::String(format!(
+                            "[partial result not representable in JSON: {problem}]"
+                        ))
                     })
                 })
                 .collect(),

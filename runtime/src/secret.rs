@@ -6,7 +6,7 @@ use std::fmt;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::envelope::REDACTED;
+use crate::redact::REDACTED;
 
 /// A value that never appears in an envelope, a log line or an MCP result.
 ///

@@ -14,22 +14,70 @@
 //!   one-item array (`null` as `[]`);
 //! - a `reason` that is not UPPER_SNAKE_CASE is rewritten into it
 //!   (`"rate limited"` → `"RATE_LIMITED"`), or left out if nothing is left;
+//! - an `attempted_query` or `partial_results` nested deeper than
+//!   [`MAX_DEPTH`](crate::json::depth::MAX_DEPTH) is sent as a marker saying so;
 //! - everything that grows is trimmed to its limit with a marker.
 
 use std::borrow::Cow;
 
-use serde::ser::SerializeMap;
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
 
-use crate::envelope::{EnvelopeData, ErrorEnvelope, Violation};
+use crate::envelope::{EnvelopeData, ErrorEnvelope, NO_MESSAGE, Violation};
+use crate::json::depth::{MAX_DEPTH, deeper_than, too_deep_marker};
 use crate::limits::{EnvelopeLimits, partial_for_wire, query_for_wire, text_for_wire};
 
-/// The message of an envelope whose tool gave none.
-const NO_MESSAGE: &str = "The tool failed without a message.";
+/// Serializes to the wire format under the default [`EnvelopeLimits`]:
+/// oversized values go out trimmed with a marker, and whatever the fields
+/// hold, the JSON is valid against the envelope's schema (an empty message,
+/// a lower-case reason, a number as the attempted query are each sent in a
+/// valid form). [`to_wire`](ErrorEnvelope::to_wire) takes other limits.
+impl Serialize for ErrorEnvelope {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        Outgoing::new(self, &EnvelopeLimits::default()).serialize(serializer)
+    }
+}
+
+impl ErrorEnvelope {
+    /// The envelope as sent under `limits`, as JSON: what
+    /// `serde_json::to_value(&envelope)` gives under the defaults.
+    ///
+    /// ```
+    /// use tool_envelope::{EnvelopeLimits, ErrorEnvelope};
+    ///
+    /// let envelope = ErrorEnvelope::transient("x".repeat(10_000));
+    /// let sent = envelope.to_wire(&EnvelopeLimits::default().with_text_bytes(100));
+    /// assert!(sent["message"].as_str().unwrap().len() <= 100);
+    /// assert_eq!(envelope.message.len(), 10_000, "the envelope keeps everything");
+    /// ```
+    pub fn to_wire(&self, limits: &EnvelopeLimits) -> Value {
+        serde_json::to_value(Outgoing::new(self, limits)).expect("an outgoing envelope serializes")
+    }
+}
+
+impl Serialize for Outgoing<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.len()))?;
+        self.write(&mut map)?;
+        map.end()
+    }
+}
+
+/// A value as sent: itself, or a marker when it nests too deep to walk.
+fn shallow(value: &Value) -> Cow<'_, Value> {
+    if deeper_than(value, MAX_DEPTH) {
+        Cow::Owned(too_deep_marker())
+    } else {
+        Cow::Borrowed(value)
+    }
+}
 
 /// The fields of an envelope, as they are sent.
 pub(crate) struct Outgoing<'a> {
     data: &'a EnvelopeData,
+    /// `isRetryable` as sent.
+    pub(crate) retryable: bool,
     message: Cow<'a, str>,
     attempted_query: Option<Cow<'a, Value>>,
     partial_results: Option<Cow<'a, Value>>,
@@ -42,39 +90,41 @@ pub(crate) struct Outgoing<'a> {
 impl<'a> Outgoing<'a> {
     /// `data` as it is sent under `limits`; borrowed wherever nothing changes.
     pub(crate) fn new(data: &'a EnvelopeData, limits: &EnvelopeLimits) -> Self {
+        let limits = &limits.floored();
         let text = |text: &'a str| text_for_wire(text, limits.text_bytes);
-        let message = if data.message.is_empty() {
+        let message = if data.message.trim().is_empty() {
             Cow::Borrowed(NO_MESSAGE)
         } else {
             text(&data.message)
         };
-        let attempted_query = data.attempted_query.as_ref().and_then(|query| match query {
-            Value::Null => None,
-            Value::Object(_) | Value::String(_) => {
-                Some(query_for_wire(query, limits.attempted_query_bytes))
-            }
-            other => Some(Cow::Owned(
-                query_for_wire(
-                    &Value::String(other.to_string()),
-                    limits.attempted_query_bytes,
-                )
-                .into_owned(),
-            )),
-        });
-        let partial_results = data.partial_results.as_ref().map(|partial| match partial {
-            Value::Array(_) | Value::Object(_) => {
-                partial_for_wire(partial, limits.partial_results_bytes)
-            }
-            Value::Null => Cow::Owned(Value::Array(Vec::new())),
-            other => Cow::Owned(
-                partial_for_wire(
-                    &Value::Array(vec![other.clone()]),
-                    limits.partial_results_bytes,
-                )
-                .into_owned(),
-            ),
-        });
-        let short = |text: &str| text.len() <= limits.text_bytes;
+        let cap = limits.attempted_query_bytes;
+        let attempted_query =
+            data.attempted_query
+                .as_ref()
+                .and_then(|query| match shallow(query) {
+                    Cow::Borrowed(Value::Null) => None,
+                    Cow::Borrowed(query @ (Value::Object(_) | Value::String(_))) => {
+                        Some(query_for_wire(query, cap))
+                    }
+                    Cow::Owned(marker) => Some(Cow::Owned(marker)),
+                    query => Some(Cow::Owned(
+                        query_for_wire(&Value::String(query.to_string()), cap).into_owned(),
+                    )),
+                });
+        let cap = limits.partial_results_bytes;
+        let partial_results = data
+            .partial_results
+            .as_ref()
+            .map(|partial| match shallow(partial) {
+                Cow::Borrowed(partial @ (Value::Array(_) | Value::Object(_))) => {
+                    partial_for_wire(partial, cap)
+                }
+                Cow::Borrowed(Value::Null) => Cow::Owned(Value::Array(Vec::new())),
+                other => Cow::Owned(
+                    partial_for_wire(&Value::Array(vec![other.into_owned()]), cap).into_owned(),
+                ),
+            });
+        let short = |text: &str| crate::limits::escaped_len(text) <= limits.text_bytes;
         let alternatives = bounded(
             &data.alternatives,
             limits.list_items,
@@ -103,6 +153,7 @@ impl<'a> Outgoing<'a> {
         let tool = data.tool.as_deref().map(text);
         Outgoing {
             data,
+            retryable: data.retryable,
             message,
             attempted_query,
             partial_results,
@@ -128,7 +179,7 @@ impl<'a> Outgoing<'a> {
     pub(crate) fn write<M: SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
         map.serialize_entry("isError", &true)?;
         map.serialize_entry("errorCategory", &self.data.category)?;
-        map.serialize_entry("isRetryable", &self.data.retryable)?;
+        map.serialize_entry("isRetryable", &self.retryable)?;
         map.serialize_entry("message", &self.message)?;
         if let Some(query) = &self.attempted_query {
             map.serialize_entry("attempted_query", query)?;
@@ -183,7 +234,7 @@ impl EnvelopeLimits {
     /// Makes `envelope` what it would be on the wire under these limits, in
     /// place: trimmed to them, and valid against the schema whatever its
     /// fields held (an empty message, a lower-case reason…). Serializing an
-    /// envelope applies the installed limits without changing it.
+    /// envelope applies limits without changing it.
     pub fn apply(&self, envelope: &mut ErrorEnvelope) {
         let sent = Outgoing::new(envelope, self).into_owned();
         envelope.message = sent.message;

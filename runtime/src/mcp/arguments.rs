@@ -10,9 +10,11 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::call::{Query, ToolInfo, complete, is_redacted};
+use crate::call::{Query, ToolInfo, complete, verdict};
 use crate::envelope::{ErrorEnvelope, Violation};
 use crate::mcp::toolset::{BoxFuture, CallContext};
+use crate::mcp::violations::violations;
+use crate::redact::schema::steps;
 
 /// A parameter type a served tool can take: deserialized from the client's
 /// JSON and described by a JSON Schema.
@@ -57,7 +59,8 @@ impl<M, T: DeserializeOwned + JsonSchema> Arg for (M, T) {
     }
 
     fn required() -> bool {
-        T::deserialize(&Value::Null).is_err()
+        // A `Deserialize` that panics on `null` takes no `null`: required.
+        std::panic::catch_unwind(|| T::deserialize(&Value::Null).is_err()).unwrap_or(true)
     }
 }
 
@@ -84,23 +87,23 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    /// The argument `name`, or `None` after recording why it is unusable. The
-    /// problem of a redacted argument never quotes its value.
+    /// The argument `name`, or `None` after recording why it is unusable.
+    /// The problem of a value that may hold a secret never quotes it.
     pub fn arg<A: Arg>(&mut self, name: &'static str) -> Option<A::Value> {
         match A::decode(self.arguments.get(name)) {
             Ok(value) => Some(value),
             Err((path, description)) => {
-                let description = if is_redacted(name, self.tool, self.context.redacted())
-                    && self.arguments.contains_key(name)
-                {
+                let secret = self.arguments.contains_key(name)
+                    && self.context.secrets().may_hold_secret(name, &steps(&path));
+                let description = if secret {
                     "the value does not have the expected type (the value is redacted)".to_owned()
                 } else {
                     description
                 };
-                let field = if path.is_empty() {
-                    name.to_owned()
-                } else {
-                    format!("{name}.{path}")
+                let field = match path.as_str() {
+                    "" => name.to_owned(),
+                    index if index.starts_with('[') => format!("{name}{index}"),
+                    path => format!("{name}.{path}"),
                 };
                 self.violations.push(Violation::new(field, description));
                 None
@@ -110,7 +113,9 @@ impl<'a> Decoder<'a> {
 
     /// `Ok` when every argument decoded and none is unknown; otherwise a
     /// `validation` envelope whose `attempted_query` is the arguments as
-    /// received and whose `violations` name every offending field.
+    /// received, secrets and unknown keys masked, and whose `violations`
+    /// name every offending field path: serde stops at the first problem of
+    /// each argument, the input schema finds the others.
     pub fn finish(mut self, expected: &[&str]) -> Result<(), ErrorEnvelope> {
         for name in self.arguments.keys() {
             if !expected.contains(&name.as_str()) {
@@ -127,7 +132,18 @@ impl<'a> Decoder<'a> {
             }
         }
         if self.violations.is_empty() {
-            return Ok(());
+            return self.guarded();
+        }
+        if let Some(schema) = self.context.input_schema() {
+            for violation in violations(schema, self.arguments, MAX_VIOLATIONS) {
+                if !self
+                    .violations
+                    .iter()
+                    .any(|known| known.field == violation.field)
+                {
+                    self.violations.push(violation);
+                }
+            }
         }
         Err(invalid_arguments(
             self.tool,
@@ -136,6 +152,26 @@ impl<'a> Decoder<'a> {
         ))
     }
 }
+
+impl Decoder<'_> {
+    /// Runs the tool set's guards on arguments that decoded, secrets masked:
+    /// a guard judges what the tool would get, never a value of the wrong type.
+    fn guarded(self) -> Result<(), ErrorEnvelope> {
+        let Some(guards) = self.context.guards() else {
+            return Ok(());
+        };
+        let shown = self.context.secrets().mask(self.arguments);
+        let name = &self.tool.name;
+        verdict(name, || guards.check(name, &shown)).map_err(|envelope| {
+            let shown = Value::Object(shown.into_owned());
+            complete(envelope, self.tool, || shown, &())
+        })
+    }
+}
+
+/// The most violations one call collects; the wire sends fewer
+/// ([`EnvelopeLimits::list_items`](crate::EnvelopeLimits::list_items)).
+const MAX_VIOLATIONS: usize = 256;
 
 /// The envelope of arguments that could not be used.
 pub(crate) fn invalid_arguments(
@@ -152,10 +188,11 @@ pub(crate) fn invalid_arguments(
         message.push_str(&format!(" (and {} more)", violations.len() - 1));
     }
     let mut envelope = ErrorEnvelope::validation(message)
-        .with_reason("INVALID_ARGUMENTS")
+        .with_reason(crate::reasons::INVALID_ARGUMENTS)
         .with_alternative("Correct the arguments to match the tool's inputSchema and call again");
     envelope.violations = violations;
-    complete(envelope, tool, || query.into_value(tool), &())
+    envelope.set_refused();
+    complete(envelope, tool, || query.into_value(), &())
 }
 
 /// The success value of a served tool, as JSON.
@@ -167,28 +204,53 @@ pub(crate) fn invalid_arguments(
 pub trait Output {
     /// The success type.
     type Value;
-    /// The value as JSON; a value that fails to serialize is an `other` failure.
-    fn to_json(value: &Self::Value, tool: &ToolInfo) -> crate::ToolResult<Value>;
+    /// The value as JSON; a value JSON cannot carry is an `other` failure.
+    fn to_json(value: Self::Value, tool: &ToolInfo) -> crate::ToolResult<Value>;
 }
 
 #[diagnostic::do_not_recommend]
-impl<M, T: serde::Serialize> Output for (M, T) {
+impl<M, T: serde::Serialize + 'static> Output for (M, T) {
     type Value = T;
 
-    fn to_json(value: &T, tool: &ToolInfo) -> crate::ToolResult<Value> {
-        serde_json::to_value(value).map_err(|error| {
-            crate::ErrorEnvelope::other(format!(
-                "the result of `{}` could not be serialized: {error}",
-                tool.name
-            ))
-            .with_reason("UNSERIALIZABLE_RESULT")
-            .with_tool(tool.name.clone())
-        })
+    fn to_json(value: T, tool: &ToolInfo) -> crate::ToolResult<Value> {
+        let json = crate::json::strict::to_value(&value);
+        if json.is_err() {
+            dispose(Box::new(value));
+        }
+        unserializable(json, tool)
     }
 }
 
+/// Drops a result that could not be sent; a `serde_json::Value` nested too
+/// deep is taken apart level by level, since dropping it recursively could
+/// overflow the stack.
+fn dispose(value: Box<dyn std::any::Any>) {
+    if let Ok(value) = value.downcast::<Value>() {
+        crate::json::depth::dismantle(*value);
+    }
+}
+
+/// A result JSON cannot carry — its `Serialize` fails or panics, it nests
+/// deeper than [`MAX_DEPTH`](crate::MAX_DEPTH), it holds a NaN — is an
+/// `other` failure, not retryable: the same call gives the same result.
+fn unserializable(
+    value: Result<Value, crate::json::strict::Problem>,
+    tool: &ToolInfo,
+) -> crate::ToolResult<Value> {
+    value.map_err(|problem| {
+        let mut envelope = crate::ErrorEnvelope::other(format!(
+            "the result of `{}` cannot be sent: {problem}",
+            tool.name
+        ))
+        .with_reason(crate::reasons::UNSERIALIZABLE_RESULT)
+        .with_tool(tool.name.clone());
+        envelope.record_tool(tool.idempotent);
+        envelope
+    })
+}
+
 /// How a served tool's success becomes JSON: `Output::to_json` of its type.
-pub type ToJson<T> = fn(&T, &ToolInfo) -> crate::ToolResult<Value>;
+pub type ToJson<T> = fn(T, &ToolInfo) -> crate::ToolResult<Value>;
 
 /// The future of one served call of a synchronous tool, already finished.
 /// One type for every tool, so its code is generated once.
@@ -230,6 +292,6 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let value = std::task::ready!(this.run.poll(cx))?;
-        Poll::Ready((this.to_json)(&value, this.tool))
+        Poll::Ready((this.to_json)(value, this.tool))
     }
 }

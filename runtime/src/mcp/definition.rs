@@ -6,8 +6,11 @@ use schemars::{Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use std::sync::Arc;
+
 use crate::catalog::{FailureMode, summary};
 use crate::envelope::ErrorEnvelope;
+use crate::redact::schema::SecretPaths;
 
 /// The JSON Schema dialect of every schema here.
 pub const JSON_SCHEMA_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -47,10 +50,26 @@ pub struct ToolDefinition {
     /// `structuredContent` (MCP requires an object there).
     #[serde(skip)]
     pub(crate) wrap_result: Option<bool>,
-    /// Parameters whose values never reach an envelope: those the tool
-    /// redacts, and those whose schema holds a secret (`writeOnly`).
+    /// What a call's arguments are checked and masked with.
     #[serde(skip)]
-    pub(crate) redacted: Vec<String>,
+    pub(crate) checks: Arc<ArgumentChecks>,
+}
+
+/// What a tool set knows of a tool's arguments, built once with its
+/// definition: where secrets are, and the schema that lists violations.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct ArgumentChecks {
+    pub(crate) secrets: SecretPaths,
+    pub(crate) input_schema: Map<String, Value>,
+}
+
+impl ArgumentChecks {
+    fn new(input_schema: &Map<String, Value>, redacted: &[&str]) -> Self {
+        ArgumentChecks {
+            secrets: SecretPaths::from_schema(input_schema, redacted),
+            input_schema: input_schema.clone(),
+        }
+    }
 }
 
 /// MCP tool annotations.
@@ -157,7 +176,7 @@ pub fn build(
         object
     });
     let input_schema = input_schema(params);
-    let redacted = redacted(meta, &input_schema);
+    let checks = Arc::new(ArgumentChecks::new(&input_schema, meta.redacted));
     ToolDefinition {
         name: meta.name.to_owned(),
         title: meta.title.map(str::to_owned),
@@ -172,7 +191,7 @@ pub fn build(
         },
         meta: meta_object,
         wrap_result,
-        redacted,
+        checks,
     }
 }
 
@@ -208,57 +227,6 @@ fn input_schema(params: &[ParamSpec]) -> Map<String, Value> {
         schema.insert("$defs".to_owned(), Value::Object(definitions));
     }
     schema
-}
-
-/// The parameters whose values an envelope must never show: the ones the
-/// tool redacts, and the ones whose schema holds a `writeOnly` value anywhere
-/// — a `Secret<T>`, an `Option<Secret<T>>`, a struct with a secret field.
-fn redacted(meta: &ToolMeta, input_schema: &Map<String, Value>) -> Vec<String> {
-    let definitions = input_schema.get("$defs").and_then(Value::as_object);
-    let mut names: Vec<String> = meta
-        .redacted
-        .iter()
-        .map(|name| (*name).to_owned())
-        .collect();
-    if let Some(Value::Object(properties)) = input_schema.get("properties") {
-        for (name, schema) in properties {
-            if !names.contains(name) && holds_secret(schema, definitions, 0) {
-                names.push(name.clone());
-            }
-        }
-    }
-    names
-}
-
-/// Whether `schema` marks anything `writeOnly`, following `$ref`s a few levels deep.
-fn holds_secret(schema: &Value, definitions: Option<&Map<String, Value>>, depth: usize) -> bool {
-    if depth > 16 {
-        return false;
-    }
-    match schema {
-        Value::Object(fields) => {
-            if fields.get("writeOnly") == Some(&Value::Bool(true)) {
-                return true;
-            }
-            if let Some(target) = fields
-                .get("$ref")
-                .and_then(Value::as_str)
-                .and_then(|reference| reference.strip_prefix("#/$defs/"))
-                .and_then(|name| definitions?.get(name))
-                && holds_secret(target, definitions, depth + 1)
-            {
-                return true;
-            }
-            fields
-                .iter()
-                .filter(|(key, _)| key.as_str() != "$ref")
-                .any(|(_, value)| holds_secret(value, definitions, depth + 1))
-        }
-        Value::Array(items) => items
-            .iter()
-            .any(|item| holds_secret(item, definitions, depth + 1)),
-        _ => false,
-    }
 }
 
 /// The schema of `structuredContent`: the success value — wrapped as

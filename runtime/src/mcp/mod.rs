@@ -12,6 +12,7 @@ mod definition;
 #[cfg(feature = "rmcp")]
 mod rmcp;
 mod toolset;
+mod violations;
 
 pub use arguments::{Arg, Decoder};
 pub use definition::{

@@ -5,8 +5,9 @@ use std::io;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ContentBlock, ErrorCode, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, ContentBlock, CustomRequest, CustomResult, ErrorCode,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -85,6 +86,44 @@ impl ServerHandler for ToolSet {
             )),
         }
     }
+
+    /// A request rmcp could not read as one of MCP's: a known method whose
+    /// params do not fit MCP's schema — `tools/call` with `arguments` that
+    /// are not an object — is "invalid params" (`-32602`), saying what was
+    /// wrong without echoing it; anything else is "method not found".
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(invalid_request(&request.method, request.params.as_ref()))
+    }
+}
+
+/// The protocol error of a request rmcp could not read.
+fn invalid_request(method: &str, params: Option<&Value>) -> ErrorData {
+    const KNOWN: &[&str] = &["tools/call", "tools/list", "initialize", "ping"];
+    if !KNOWN.contains(&method) {
+        let method = crate::limits::text_for_wire(method, 256);
+        return ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!("unknown method `{method}`"),
+            None,
+        );
+    }
+    let arguments = params.and_then(|params| params.get("arguments"));
+    let message = match arguments {
+        Some(arguments)
+            if method == "tools/call" && !arguments.is_object() && !arguments.is_null() =>
+        {
+            format!(
+                "invalid params of `tools/call`: `arguments` must be a JSON object, not {}",
+                crate::mcp::violations::kind(arguments)
+            )
+        }
+        _ => format!("invalid params of `{method}`: they do not fit MCP's schema"),
+    };
+    ErrorData::new(ErrorCode::INVALID_PARAMS, message, None)
 }
 
 impl ToolSet {

@@ -11,15 +11,21 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::panic::{catch_unwind_future, panic_message};
-
-use crate::call::{Query, ToolInfo, ToolResult, complete, masked, verdict};
+use crate::call::{Query, ToolInfo, ToolResult, complete, panicked};
 use crate::category::ErrorCategory;
 use crate::envelope::{ErrorEnvelope, Violation};
+use crate::escalation::Escalation;
 use crate::guard::Guards;
+use crate::json::depth::{MAX_DEPTH, deeper_than, dismantle, too_deep_marker};
+use crate::limits::{EnvelopeLimits, text_for_wire};
 use crate::mcp::arguments::invalid_arguments;
-use crate::mcp::definition::ToolDefinition;
+use crate::mcp::definition::{ArgumentChecks, ToolDefinition};
+use crate::mcp::violations::kind;
+use crate::panic::catch_unwind_future;
 use crate::partial::Partial;
+use crate::reasons;
+use crate::redact::schema::SecretPaths;
+use crate::redact::text::scrub;
 #[cfg(feature = "tokio")]
 use crate::retry::RetryPolicy;
 
@@ -83,7 +89,8 @@ pub trait ToolProvider: Send + Sync + 'static {
 #[derive(Default)]
 pub struct CallContext {
     partial: Mutex<Option<Collector>>,
-    redacted: Vec<String>,
+    checks: Arc<ArgumentChecks>,
+    guards: Option<Arc<Guards>>,
 }
 
 /// The item type of a served tool's `Partial` parameter: one that serializes
@@ -113,10 +120,11 @@ struct Collector {
 }
 
 impl CallContext {
-    fn new(redacted: &[String]) -> Self {
+    fn new(checks: &Arc<ArgumentChecks>, guards: &Arc<Guards>) -> Self {
         CallContext {
             partial: Mutex::new(None),
-            redacted: redacted.to_vec(),
+            checks: Arc::clone(checks),
+            guards: (!guards.is_empty()).then(|| Arc::clone(guards)),
         }
     }
 
@@ -150,15 +158,44 @@ impl CallContext {
         (collector.json)(collector.partial.as_ref())
     }
 
-    /// The query of an attempt: the arguments as received, with the set's
-    /// redacted parameters to mask.
+    /// The query of an attempt: the arguments as received, to be shown with
+    /// their secrets and unknown keys masked.
     pub fn query<'a>(&'a self, arguments: &'a Map<String, Value>) -> Query<'a> {
-        Query::Arguments(arguments, &self.redacted)
+        Query::Arguments(arguments, &self.checks.secrets)
     }
 
-    /// The parameters to mask besides the tool's own.
-    pub(crate) fn redacted(&self) -> &[String] {
-        &self.redacted
+    /// Where the tool's arguments hold secrets.
+    pub(crate) fn secrets(&self) -> &SecretPaths {
+        &self.checks.secrets
+    }
+
+    /// The tool's input schema, when the call comes through a tool set.
+    pub(crate) fn input_schema(&self) -> Option<&Map<String, Value>> {
+        Some(&self.checks.input_schema).filter(|schema| !schema.is_empty())
+    }
+
+    /// The tool set's guards, checked once the arguments have decoded.
+    pub(crate) fn guards(&self) -> Option<&Guards> {
+        self.guards.as_deref()
+    }
+}
+
+/// A collector of `serde_json::Value`s may hold values nested deeper than a
+/// recursive drop can take: they are taken apart level by level.
+impl Drop for CallContext {
+    fn drop(&mut self) {
+        let slot = self
+            .partial
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(collector) = slot.take()
+            && let Some(partial) = collector.partial.downcast_ref::<Partial<Value>>()
+            && Arc::strong_count(partial.items()) == 1
+        {
+            for item in partial.take() {
+                dismantle(item);
+            }
+        }
     }
 }
 
@@ -184,14 +221,22 @@ impl ProtocolError {
     /// JSON-RPC "invalid params", which MCP uses for an unknown tool.
     pub const INVALID_PARAMS: i32 = -32602;
 
+    /// An unknown tool. The name is echoed at most once and cut to a few
+    /// times the longest valid name, so that a huge name does not come back
+    /// huge.
     fn unknown_tool(name: &str, known: impl Iterator<Item = String>) -> Self {
+        let name = text_for_wire(name, MAX_ECHOED_NAME);
         ProtocolError {
             code: Self::INVALID_PARAMS,
             message: format!("unknown tool `{name}`"),
-            data: Some(serde_json::json!({ "tool": name, "known": known.collect::<Vec<_>>() })),
+            data: Some(serde_json::json!({ "known": known.collect::<Vec<_>>() })),
         }
     }
 }
+
+/// The most bytes of an unknown tool's name echoed back: a valid name has at
+/// most 64.
+const MAX_ECHOED_NAME: usize = 256;
 
 impl fmt::Display for ProtocolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -285,18 +330,22 @@ struct Inner {
     entries: Vec<Entry>,
     definitions: Vec<ToolDefinition>,
     index: HashMap<String, usize>,
-    guards: Guards,
+    guards: Arc<Guards>,
     #[cfg(feature = "tokio")]
     retry: Option<RetryPolicy>,
     name: Option<Cow<'static, str>>,
     version: Option<Cow<'static, str>>,
     mask_internal: Option<Cow<'static, str>>,
     max_result_bytes: usize,
+    limits: EnvelopeLimits,
 }
 
-/// The default cap on a result's JSON: well under the 16 MiB line that MCP
-/// clients read, with the text block repeating the structured content.
+/// The default cap on a result's JSON, its text copy included: well under
+/// the 16 MiB line that MCP clients read.
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 4 * 1024 * 1024;
+
+/// The smallest cap on a result: room for a trimmed envelope and its copy.
+const MIN_RESULT_BYTES: usize = 16 * 1024;
 
 impl Default for Inner {
     fn default() -> Self {
@@ -304,13 +353,14 @@ impl Default for Inner {
             entries: Vec::new(),
             definitions: Vec::new(),
             index: HashMap::new(),
-            guards: Guards::default(),
+            guards: Arc::new(Guards::default()),
             #[cfg(feature = "tokio")]
             retry: None,
             name: None,
             version: None,
             mask_internal: None,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            limits: EnvelopeLimits::default(),
         }
     }
 }
@@ -378,8 +428,6 @@ impl ToolSet {
         let info = ToolInfo {
             name: Cow::Owned(definition.name.clone()),
             idempotent: definition.annotations.idempotent_hint,
-            // The set masks with the definition's list, which holds these and more.
-            redacted: &[],
             timeout: None,
         };
         inner.entries.push(Entry {
@@ -427,11 +475,12 @@ impl ToolSet {
         self
     }
 
-    /// Guards checked before every call, with the arguments as received. A
-    /// blocked call never reaches the tool.
+    /// Guards checked before every call, once its arguments have decoded,
+    /// on the arguments as received with their secrets masked. A blocked
+    /// call never reaches the tool.
     #[must_use]
     pub fn guards(mut self, guards: Guards) -> Self {
-        self.inner_mut().guards = guards;
+        self.inner_mut().guards = Arc::new(guards);
         self
     }
 
@@ -457,23 +506,37 @@ impl ToolSet {
         self
     }
 
-    /// Replaces the `message` of `other`-category failures in results with
-    /// `text`, so that internal details do not reach a client. The category,
-    /// the retry flag and the alternatives are never masked; the full error
-    /// still goes to the logs (`tracing`, with the feature on).
+    /// Masks what an internal error may say from clients: a failure of the
+    /// `other` category, and a failure whose message was written by a type
+    /// this crate does not know (a standard library error, an `anyhow`
+    /// chain, a panic) whatever its category, is sent with `text` as its
+    /// message; and in every failure, credentials in the text (the password
+    /// of a URL, the value after `password=`, `token:`, `Authorization:
+    /// Bearer`…) are replaced by `[redacted]`. The category, the retry flag,
+    /// the reason and the alternatives stay. With the `tracing` feature, the
+    /// full message — its credentials masked — is logged at `ERROR`.
     #[must_use]
     pub fn mask_internal_errors(mut self, text: impl Into<Cow<'static, str>>) -> Self {
         self.inner_mut().mask_internal = Some(text.into());
         self
     }
 
-    /// The largest result, as JSON, a call may return (4 MiB by default). A
-    /// larger one is not truncated — partial data is never presented as
-    /// complete — but replaced by an `other` envelope that says how large it
-    /// was and suggests a narrower call.
+    /// The largest result a call may return, as JSON — the structured
+    /// content and its text copy together (4 MiB by default, at least
+    /// 16 KiB). A larger success is not truncated — partial data is never
+    /// presented as complete — but replaced by an `other` envelope that says
+    /// how large it was and suggests a narrower call. A failure is trimmed
+    /// until it fits: the pillars stay, shorter.
     #[must_use]
     pub fn max_result_bytes(mut self, bytes: usize) -> Self {
-        self.inner_mut().max_result_bytes = bytes;
+        self.inner_mut().max_result_bytes = bytes.max(MIN_RESULT_BYTES);
+        self
+    }
+
+    /// The limits the set's envelopes are sent with ([`EnvelopeLimits::default`] unless set).
+    #[must_use]
+    pub fn limits(mut self, limits: EnvelopeLimits) -> Self {
+        self.inner_mut().limits = limits;
         self
     }
 
@@ -507,9 +570,13 @@ impl ToolSet {
     ///   valid empty look-up stays a success;
     /// - failure: `isError: true` and the envelope (or, under a retry policy,
     ///   the escalation) as `structuredContent` and text;
-    /// - arguments that do not decode: a `validation` envelope naming each
-    ///   offending field, with the arguments as received;
+    /// - arguments that do not decode, that are not an object, or that nest
+    ///   deeper than [`MAX_DEPTH`]: a `validation` envelope naming each
+    ///   offending field, with the arguments as received — secrets and keys
+    ///   the tool does not declare masked;
     /// - a blocked call: the guard's `business` envelope; the tool never runs;
+    /// - a panic anywhere in the call: an `other` envelope that keeps the
+    ///   arguments and the partial results gathered;
     /// - an unknown tool: `Err`, a JSON-RPC `-32602` protocol error.
     pub async fn call(
         &self,
@@ -524,34 +591,17 @@ impl ToolSet {
             ));
         };
         let entry = &self.inner.entries[index];
-        // Whatever panics — a guard, the decoding, the result's `Serialize` —
-        // answers with an envelope: a request is never left without a reply.
-        match catch_unwind_future(self.dispatch(entry, arguments)).await {
-            Ok(result) => Ok(result),
-            Err(panic) => {
-                let envelope = ErrorEnvelope::other(format!(
-                    "tool `{}` panicked: {}",
-                    entry.info.name,
-                    panic_message(panic.as_ref())
-                ))
-                .with_reason("PANIC")
-                .with_tool(entry.info.name.clone());
-                Ok(self.failure(&entry.definition, self.final_json(envelope)))
-            }
-        }
-    }
-
-    async fn dispatch(&self, entry: &Entry, arguments: Value) -> CallToolResult {
         let definition = &entry.definition;
+        let secrets = &definition.checks.secrets;
         if deeper_than(&arguments, MAX_DEPTH) {
             let envelope = too_deep(entry, arguments);
-            return self.failure(definition, self.final_json(envelope));
+            return Ok(self.failure(entry, Failure::refused(envelope)));
         }
         let arguments = match arguments {
             Value::Object(arguments) => arguments,
             Value::Null => Map::new(),
             other => {
-                // Not an object: the arguments as received, as their JSON text.
+                // Not an object: what it was, never its content.
                 let violation = Violation::new(
                     "arguments",
                     format!("expected a JSON object, got {}", kind(&other)),
@@ -559,39 +609,53 @@ impl ToolSet {
                 let mut envelope = invalid_arguments(
                     &entry.info,
                     vec![violation],
-                    Query::Arguments(&Map::new(), &[]),
+                    Query::Arguments(&Map::new(), secrets),
                 );
-                envelope.attempted_query = Some(Value::String(other.to_string()));
-                return self.failure(definition, self.final_json(envelope));
+                envelope.attempted_query = Some(Value::String(format!(
+                    "[arguments sent as {}, not an object: not shown]",
+                    kind(&other)
+                )));
+                return Ok(self.failure(entry, Failure::refused(envelope)));
             }
         };
-        if !self.inner.guards.is_empty() {
-            let shown = masked(&arguments, &entry.info, &definition.redacted);
-            if let Err(envelope) = verdict(&entry.info.name, || {
-                self.inner.guards.check(&entry.info.name, &shown)
-            }) {
-                let shown = Value::Object(shown.into_owned());
-                let envelope = complete(envelope, &entry.info, || shown, &());
-                return self.failure(definition, self.final_json(envelope));
+        let context = CallContext::new(&definition.checks, &self.inner.guards);
+        // Whatever panics — the decoding, a `Serialize`, the set itself —
+        // answers with an envelope that keeps what the call knows: a request
+        // is never left without a reply.
+        let outcome = match catch_unwind_future(self.attempts(entry, &arguments, &context)).await {
+            Ok(outcome) => outcome,
+            Err(panic) => {
+                let mut envelope = panicked(&entry.info.name, panic.as_ref());
+                fill(&mut envelope, entry, &arguments, &context);
+                Err(Failure::Envelope(envelope))
             }
+        };
+        Ok(match outcome {
+            Ok(value) => self.success(entry, value, &arguments),
+            Err(failure) => self.failure(entry, failure),
+        })
+    }
+
+    /// A success: the value as `structuredContent` and its JSON as text, or,
+    /// when the two together are over `max_result_bytes`, the envelope that
+    /// says so.
+    fn success(
+        &self,
+        entry: &Entry,
+        value: Value,
+        arguments: &Map<String, Value>,
+    ) -> CallToolResult {
+        let structured = entry.definition.structured(value);
+        let text = structured.to_string();
+        let size = text.len().saturating_mul(2);
+        if size > self.inner.max_result_bytes {
+            let envelope = too_large(entry, size, self.inner.max_result_bytes, arguments);
+            return self.failure(entry, Failure::Envelope(envelope));
         }
-        let context = CallContext::new(&definition.redacted);
-        match self.attempts(entry, &arguments, &context).await {
-            Ok(value) => {
-                let structured = definition.structured(value);
-                let text = structured.to_string();
-                if text.len() > self.inner.max_result_bytes {
-                    let envelope =
-                        too_large(entry, text.len(), self.inner.max_result_bytes, &arguments);
-                    return self.failure(definition, self.final_json(envelope));
-                }
-                CallToolResult {
-                    content: vec![Content::Text { text }],
-                    structured_content: Some(structured),
-                    is_error: false,
-                }
-            }
-            Err(failure) => self.failure(definition, failure),
+        CallToolResult {
+            content: vec![Content::Text { text }],
+            structured_content: Some(structured),
+            is_error: false,
         }
     }
 
@@ -601,7 +665,7 @@ impl ToolSet {
         entry: &Entry,
         arguments: &Map<String, Value>,
         context: &CallContext,
-    ) -> Result<Value, Value> {
+    ) -> Result<Value, Failure> {
         let Some(policy) = &self.inner.retry else {
             return self.attempt(entry, arguments, context).await;
         };
@@ -614,7 +678,7 @@ impl ToolSet {
             Err(escalation) => escalation,
         };
         fill(&mut escalation.envelope, entry, arguments, context);
-        Err(serde_json::to_value(escalation).expect("an escalation serializes"))
+        Err(Failure::Escalated(escalation))
     }
 
     #[cfg(not(feature = "tokio"))]
@@ -623,7 +687,7 @@ impl ToolSet {
         entry: &Entry,
         arguments: &Map<String, Value>,
         context: &CallContext,
-    ) -> Result<Value, Value> {
+    ) -> Result<Value, Failure> {
         self.attempt(entry, arguments, context).await
     }
 
@@ -633,56 +697,128 @@ impl ToolSet {
         entry: &Entry,
         arguments: &Map<String, Value>,
         context: &CallContext,
-    ) -> Result<Value, Value> {
+    ) -> Result<Value, Failure> {
         entry
             .call
             .call(arguments, context)
             .await
             .map_err(|mut envelope| {
                 fill(&mut envelope, entry, arguments, context);
-                envelope_json(envelope)
+                Failure::Envelope(envelope)
             })
     }
 
-    /// A failure that never reached the tool, in the shape of the set's other
-    /// failures: an escalation under a retry policy, an envelope otherwise.
-    fn final_json(&self, envelope: ErrorEnvelope) -> Value {
+    /// The failed result: masked if the set says so, and sent within the
+    /// set's limits and within `max_result_bytes`, its text copy included.
+    fn failure(&self, entry: &Entry, failure: Failure) -> CallToolResult {
+        // Under a retry policy every failure is an escalation, even one that
+        // never reached the tool.
         #[cfg(feature = "tokio")]
-        if self.inner.retry.is_some() {
-            return serde_json::to_value(crate::escalation::Escalation::from_envelope(envelope))
-                .expect("an escalation serializes");
-        }
-        envelope_json(envelope)
-    }
-
-    /// The failed result, its internal message masked if the set says so.
-    fn failure(&self, definition: &ToolDefinition, mut structured: Value) -> CallToolResult {
-        if let Some(text) = &self.inner.mask_internal
-            && structured.get("errorCategory") == Some(&Value::from(ErrorCategory::Other.as_str()))
-        {
-            #[cfg(feature = "tracing")]
-            {
-                let message = structured
-                    .get("message")
-                    .and_then(|m| m.as_str())
-                    .unwrap_or_default();
-                tracing::error!(
-                    tool = definition.name.as_str(),
-                    message,
-                    "internal tool error, masked in the result"
-                );
+        let failure = match self.inner.retry.is_some() {
+            true => failure.escalated(),
+            false => failure,
+        };
+        let failure = match &self.inner.mask_internal {
+            Some(text) => failure.masked(&entry.definition.name, text),
+            None => failure,
+        };
+        // The result carries the JSON twice: as structured content and as text.
+        let budget = self.inner.max_result_bytes / 2;
+        let mut limits = self.inner.limits;
+        let mut structured = failure.to_wire(&limits);
+        for _ in 0..4 {
+            let size = crate::limits::json_len(&structured);
+            if size <= budget {
+                break;
             }
-            #[cfg(not(feature = "tracing"))]
-            let _ = definition;
-            structured["message"] = Value::String(text.to_string());
+            limits = limits.scaled(budget, size.saturating_mul(2));
+            structured = failure.to_wire(&limits);
         }
         CallToolResult::from_structured(structured, true)
     }
 }
 
+/// How a call failed, kept typed until it is sent.
+enum Failure {
+    Envelope(ErrorEnvelope),
+    Escalated(Escalation),
+}
+
+impl Failure {
+    /// A failure before the tool ran.
+    fn refused(mut envelope: ErrorEnvelope) -> Self {
+        envelope.set_refused();
+        Failure::Envelope(envelope)
+    }
+
+    /// As an escalation.
+    fn escalated(self) -> Self {
+        match self {
+            Failure::Envelope(envelope) => Failure::Escalated(Escalation::from_envelope(envelope)),
+            escalated => escalated,
+        }
+    }
+
+    fn envelope_mut(&mut self) -> &mut ErrorEnvelope {
+        match self {
+            Failure::Envelope(envelope) => envelope,
+            Failure::Escalated(escalation) => &mut escalation.envelope,
+        }
+    }
+
+    /// With what an internal error may say masked; see
+    /// [`ToolSet::mask_internal_errors`].
+    fn masked(mut self, tool: &str, text: &str) -> Self {
+        if let Failure::Escalated(escalation) = &mut self
+            && let Some(detail) = &mut escalation.detail
+            && let Cow::Owned(scrubbed) = scrub(detail)
+        {
+            *detail = scrubbed;
+        }
+        let envelope = self.envelope_mut();
+        let internal = envelope.category == ErrorCategory::Other || envelope.is_foreign();
+        if let Cow::Owned(scrubbed) = scrub(&envelope.message) {
+            envelope.message = scrubbed;
+        }
+        if internal {
+            #[cfg(feature = "tracing")]
+            tracing::error!(
+                tool,
+                message = envelope.message.as_str(),
+                "internal tool error, masked in the result"
+            );
+            #[cfg(not(feature = "tracing"))]
+            let _ = tool;
+            envelope.message = text.to_owned();
+        }
+        for alternative in &mut envelope.alternatives {
+            if let Cow::Owned(scrubbed) = scrub(alternative) {
+                *alternative = scrubbed;
+            }
+        }
+        let foreign = envelope.is_foreign();
+        for violation in &mut envelope.violations {
+            if foreign {
+                // A foreign error's violations are its own text.
+                violation.description = text.to_owned();
+            } else if let Cow::Owned(scrubbed) = scrub(&violation.description) {
+                violation.description = scrubbed;
+            }
+        }
+        self
+    }
+
+    fn to_wire(&self, limits: &EnvelopeLimits) -> Value {
+        match self {
+            Failure::Envelope(envelope) => envelope.to_wire(limits),
+            Failure::Escalated(escalation) => escalation.to_wire(limits),
+        }
+    }
+}
+
 /// What a failure reported without — an attempt cut off by the deadline, a
-/// result that would not serialize — comes from the call itself: everything
-/// its collector gathered, which tool, and which arguments.
+/// result that would not serialize, a panic — comes from the call itself:
+/// everything its collector gathered, which tool, and which arguments.
 fn fill(
     envelope: &mut ErrorEnvelope,
     entry: &Entry,
@@ -696,7 +832,7 @@ fn fill(
         envelope.tool = Some(entry.info.name.clone());
     }
     if envelope.attempted_query.is_none() {
-        envelope.attempted_query = Some(context.query(arguments).into_value(&entry.info));
+        envelope.attempted_query = Some(context.query(arguments).into_value());
     }
 }
 
@@ -709,41 +845,21 @@ fn too_large(
     arguments: &Map<String, Value>,
 ) -> ErrorEnvelope {
     let envelope = ErrorEnvelope::other(format!(
-        "the result of `{}` is {size} bytes, over the {cap}-byte limit of this server",
+        "the result of `{}` is {size} bytes with its text copy, over the {cap}-byte limit of this server",
         entry.info.name
     ))
-    .with_reason("RESULT_TOO_LARGE")
+    .with_reason(reasons::RESULT_TOO_LARGE)
     .with_alternative(
         "Call again with narrower arguments: tighter filters, a lower limit, a smaller page",
     );
-    let query = Query::Arguments(arguments, &entry.definition.redacted);
-    complete(envelope, &entry.info, || query.into_value(&entry.info), &())
-}
-
-/// The deepest arguments a call takes, in nested arrays and objects: the
-/// limit of serde_json's own parser, so that a call through a transport and
-/// a call handed a `Value` directly are refused alike.
-const MAX_DEPTH: usize = 128;
-
-/// Whether `value` nests more than `limit` arrays and objects. The recursion
-/// stops at the limit, so it is safe whatever the value.
-fn deeper_than(value: &Value, limit: usize) -> bool {
-    let deeper = |child: &Value| limit == 0 || deeper_than(child, limit - 1);
-    match value {
-        Value::Array(items) => limit == 0 || items.iter().any(deeper),
-        Value::Object(fields) => limit == 0 || fields.values().any(deeper),
-        _ => false,
-    }
+    let query = Query::Arguments(arguments, &entry.definition.checks.secrets);
+    complete(envelope, &entry.info, || query.into_value(), &())
 }
 
 /// The validation envelope of arguments nested too deep: each offending
-/// field named, and kept in `attempted_query` as a marker — the rest as sent.
+/// field named, and kept in `attempted_query` as a marker — the rest as sent,
+/// secrets masked.
 fn too_deep(entry: &Entry, arguments: Value) -> ErrorEnvelope {
-    let marker = || {
-        Value::String(format!(
-            "[nested more than {MAX_DEPTH} levels deep: dropped]"
-        ))
-    };
     let description = format!("is nested more than {MAX_DEPTH} levels deep");
     let mut violations = Vec::new();
     let mut shown = Map::new();
@@ -752,7 +868,7 @@ fn too_deep(entry: &Entry, arguments: Value) -> ErrorEnvelope {
             for (key, value) in fields {
                 if deeper_than(value, MAX_DEPTH - 1) {
                     violations.push(Violation::new(key.clone(), description.clone()));
-                    shown.insert(key.clone(), marker());
+                    shown.insert(key.clone(), too_deep_marker());
                 } else {
                     shown.insert(key.clone(), value.clone());
                 }
@@ -760,44 +876,14 @@ fn too_deep(entry: &Entry, arguments: Value) -> ErrorEnvelope {
         }
         _ => violations.push(Violation::new("arguments", description)),
     }
-    let mut envelope = invalid_arguments(
-        &entry.info,
-        violations,
-        Query::Arguments(&shown, &entry.definition.redacted),
-    );
+    let secrets = &entry.definition.checks.secrets;
+    let mut envelope =
+        invalid_arguments(&entry.info, violations, Query::Arguments(&shown, secrets));
     if !arguments.is_object() {
-        envelope.attempted_query = Some(marker());
+        envelope.attempted_query = Some(too_deep_marker());
     }
     dismantle(arguments);
     envelope
-}
-
-/// Drops `value` level by level: dropping a deeply nested value recursively
-/// would overflow the stack.
-fn dismantle(value: Value) {
-    let mut stack = vec![value];
-    while let Some(value) = stack.pop() {
-        match value {
-            Value::Array(items) => stack.extend(items),
-            Value::Object(fields) => stack.extend(fields.into_iter().map(|(_, value)| value)),
-            _ => {}
-        }
-    }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-fn envelope_json(envelope: ErrorEnvelope) -> Value {
-    serde_json::to_value(envelope).expect("an envelope serializes")
 }
 
 impl fmt::Debug for ToolSet {

@@ -87,7 +87,7 @@ impl<'p> Attempts<'p> {
 
     /// Counts an attempt about to start.
     pub(crate) fn begin(&mut self) {
-        self.stats.attempts += 1;
+        self.stats.attempts = self.stats.attempts.saturating_add(1);
     }
 
     /// Time left before the deadline, if there is one.
@@ -98,7 +98,7 @@ impl<'p> Attempts<'p> {
     }
 
     pub(crate) fn slept(&mut self, delay: Duration) {
-        self.stats.slept += delay;
+        self.stats.slept = self.stats.slept.saturating_add(delay);
     }
 
     pub(crate) fn succeeded(mut self, now: Instant) -> RetryStats {
@@ -208,8 +208,9 @@ impl<'p> Attempts<'p> {
             Err((reason, detail)) => {
                 record.message = envelope.message.clone();
                 self.stats.history.push(record);
-                // A blocked call never ran the tool.
-                let ran = if reason == EscalationReason::BlockedByGuard {
+                // A call refused before the tool ran — blocked by a guard, its
+                // arguments unusable — does not count as a run.
+                let ran = if envelope.was_refused() {
                     attempt - 1
                 } else {
                     attempt
@@ -228,24 +229,23 @@ impl<'p> Attempts<'p> {
         elapsed: Duration,
     ) -> Result<Duration, (EscalationReason, Option<String>)> {
         let policy = self.policy;
-        if !envelope.retryable {
-            return Err((EscalationReason::of_final(envelope), None));
+        let reason = EscalationReason::of_final(envelope);
+        if matches!(
+            reason,
+            EscalationReason::HumanRequested | EscalationReason::PolicyGap
+        ) {
+            // An explicit request for a human, or a case no rule covers: at
+            // once, whatever the category says.
+            return Err((reason, None));
         }
-        if envelope.idempotent() == Some(false)
-            && !envelope.not_applied()
-            && !policy.retry_non_idempotent
-        {
-            let tool = envelope
-                .unsafe_tool()
-                .or(envelope.tool.as_deref())
-                .unwrap_or("the tool");
-            return Err((
-                EscalationReason::NonRetryable,
-                Some(format!(
-                    "not retried: `{tool}` is not declared idempotent and its error does not show that the \
-                     operation was not applied, so repeating it could apply it twice"
-                )),
-            ));
+        if !envelope.retryable {
+            let detail = envelope.withheld_by().map(|tool| {
+                format!(
+                    "not retried: `{tool}` is not declared idempotent and its error does not say that the \
+                     call was not applied, so repeating it could apply it twice"
+                )
+            });
+            return Err((reason, detail));
         }
         if let Some(budget) = &policy.budget {
             budget.record_failure();
@@ -288,7 +288,7 @@ impl<'p> Attempts<'p> {
             None => scheduled,
         };
         if let Some(deadline) = policy.deadline
-            && elapsed + delay >= deadline
+            && elapsed.saturating_add(delay) >= deadline
         {
             return Err((
                 EscalationReason::DeadlineExceeded,

@@ -255,6 +255,44 @@ mod tests {
         }
     }
 
+    /// Summary of `n` first delays of `backoff` in ms: (min, mean, max).
+    fn spread(backoff: &Backoff, n: usize) -> (f64, f64, f64) {
+        let draws: Vec<f64> = (0..n)
+            .map(|_| backoff.delays().next().unwrap().as_secs_f64() * 1000.0)
+            .collect();
+        let min = draws.iter().copied().fold(f64::MAX, f64::min);
+        let max = draws.iter().copied().fold(0.0, f64::max);
+        (min, draws.iter().sum::<f64>() / n as f64, max)
+    }
+
+    #[test]
+    fn full_jitter_is_the_default_and_spans_zero_to_the_delay() {
+        let (min, mean, max) = spread(&Backoff::default(), 10_000);
+        // Uniform on [0, 100 ms]: the mean's standard error is about 0.3 ms.
+        assert!(min < 2.0 && max > 98.0 && max <= 100.0, "{min} {max}");
+        assert!((47.0..53.0).contains(&mean), "{mean}");
+    }
+
+    #[test]
+    fn equal_jitter_spans_half_to_the_whole_delay() {
+        let backoff = Backoff::constant(Duration::from_millis(100)).jitter(Jitter::Equal);
+        let (min, mean, max) = spread(&backoff, 10_000);
+        assert!(
+            (50.0..52.0).contains(&min) && max > 98.0 && max <= 100.0,
+            "{min} {max}"
+        );
+        assert!((73.5..76.5).contains(&mean), "{mean}");
+    }
+
+    #[test]
+    fn no_jitter_is_the_schedule_itself() {
+        let backoff = Backoff::exponential(Duration::from_millis(100), Duration::from_secs(1))
+            .jitter(Jitter::None);
+        assert_eq!(spread(&backoff, 100), (100.0, 100.0, 100.0));
+        let constant = Backoff::constant(Duration::from_millis(30));
+        assert_eq!(spread(&constant, 100), (30.0, 30.0, 30.0));
+    }
+
     #[test]
     fn equal_jitter_keeps_at_least_half() {
         let backoff = Backoff::constant(Duration::from_millis(100)).jitter(Jitter::Equal);

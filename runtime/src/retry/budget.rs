@@ -71,6 +71,9 @@ impl RetryBudget {
             per_success.is_finite() && per_success >= 0.0,
             "a retry budget's refill must be zero or more, not {per_success}"
         );
+        // A float-to-integer cast saturates: a huge budget is `u64::MAX`
+        // thousandths, and the arithmetic below saturates too. A budget too
+        // small to count is one thousandth of a token: no retry.
         let max = (max_tokens * SCALE as f64) as u64;
         RetryBudget {
             inner: Arc::new(Inner {
@@ -103,7 +106,7 @@ impl RetryBudget {
             .inner
             .tokens
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
-                Some((t + refill).min(max))
+                Some(t.saturating_add(refill).min(max))
             });
     }
 

@@ -46,9 +46,14 @@ type Hook = Arc<dyn Fn(&RetryEvent<'_>) + Send + Sync>;
 /// and shared by every call site.
 ///
 /// The stop signal is the envelope: a success returns at once, an error with
-/// `isRetryable: false` stops at once, and only retryable errors are retried.
-/// The attempt cap (3 by default) is a backstop for a fault that looks
-/// transient but is permanent.
+/// `isRetryable: false` stops at once, and only retryable errors are retried
+/// — the same rule as any caller reading the envelope. A `#[tool]` that is
+/// not idempotent sends its transient failures with `isRetryable: false`
+/// unless its error says the call was not applied, so it is not retried
+/// here either. An explicit human request or a policy gap (their
+/// [`reasons`](crate::reasons)) stops at once, whatever the category. The
+/// attempt cap (3 by default) is a backstop for a fault that looks transient
+/// but is permanent.
 ///
 /// ```
 /// use std::time::Duration;
@@ -71,7 +76,6 @@ pub struct RetryPolicy {
     pub(crate) max_retry_after: Duration,
     pub(crate) budget: Option<RetryBudget>,
     pub(crate) no_progress: Option<u32>,
-    pub(crate) retry_non_idempotent: bool,
     pub(crate) hook: Option<Hook>,
 }
 
@@ -86,7 +90,6 @@ impl Default for RetryPolicy {
             max_retry_after: Duration::from_secs(30),
             budget: None,
             no_progress: None,
-            retry_non_idempotent: false,
             hook: None,
         }
     }
@@ -165,14 +168,6 @@ impl RetryPolicy {
         self
     }
 
-    /// Retries transient failures of tools that did not declare themselves
-    /// idempotent. Off by default: a timed-out refund may have been applied.
-    #[must_use]
-    pub fn retry_non_idempotent(mut self, retry: bool) -> Self {
-        self.retry_non_idempotent = retry;
-        self
-    }
-
     /// Calls `hook` after every failed attempt with the loop's decision.
     #[must_use]
     pub fn on_event(mut self, hook: impl Fn(&RetryEvent<'_>) + Send + Sync + 'static) -> Self {
@@ -213,7 +208,6 @@ impl fmt::Debug for RetryPolicy {
             .field("max_retry_after", &self.max_retry_after)
             .field("budget", &self.budget)
             .field("no_progress", &self.no_progress)
-            .field("retry_non_idempotent", &self.retry_non_idempotent)
             .field("hook", &self.hook.is_some())
             .finish()
     }

@@ -1,0 +1,522 @@
+//! Serializing what a tool hands over — its arguments, its result, its
+//! partial results — so that nothing in it can crash the process or be
+//! silently misread.
+//!
+//! `serde_json` turns a NaN or an infinity into `null`, recurses as deep as
+//! the value goes (a value nested ten thousand levels deep overflows the
+//! stack), and lets a panicking `Serialize` unwind into the caller. Here,
+//! each of those is a [`Problem`]: the value is refused, and the caller
+//! decides what stands in for it.
+
+use std::cell::Cell;
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use serde::Serialize;
+use serde::ser::{self, Serializer};
+use serde_json::Value;
+
+use crate::json::depth::MAX_DEPTH;
+use crate::panic::panic_message;
+
+/// The most nested serializer calls — containers, `Some`, newtypes — a value
+/// may make: a bound on the stack, whatever the type.
+const MAX_NESTING: usize = 4 * MAX_DEPTH;
+
+/// Why a value could not be serialized as it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Problem {
+    /// A float JSON cannot carry: NaN or an infinity.
+    NonFinite,
+    /// Nested deeper than [`MAX_DEPTH`].
+    TooDeep,
+    /// Its `Serialize` returned an error.
+    Failed(String),
+    /// Its `Serialize` panicked.
+    Panicked(String),
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::NonFinite => f.write_str("a NaN or infinite number, which JSON cannot carry"),
+            Problem::TooDeep => write!(f, "nested more than {MAX_DEPTH} levels deep"),
+            Problem::Failed(error) => write!(f, "its serialization failed: {error}"),
+            Problem::Panicked(panic) => write!(f, "its serialization panicked: {panic}"),
+        }
+    }
+}
+
+/// Writes `value` as compact JSON to `out`. On a problem, `out` holds
+/// whatever was written before it; truncate it.
+pub(crate) fn to_writer<T: Serialize + ?Sized>(
+    value: &T,
+    out: &mut Vec<u8>,
+) -> Result<(), Problem> {
+    run(&mut |state| {
+        value
+            .serialize(Strict {
+                inner: &mut serde_json::Serializer::new(&mut *out),
+                state,
+            })
+            .map_err(|error| error.to_string())
+    })
+}
+
+/// `value` as a JSON value.
+pub(crate) fn to_value<T: Serialize + ?Sized>(value: &T) -> Result<Value, Problem> {
+    let mut result = Value::Null;
+    run(&mut |state| {
+        result = value
+            .serialize(Strict {
+                inner: serde_json::value::Serializer,
+                state,
+            })
+            .map_err(|error| error.to_string())?;
+        Ok(())
+    })?;
+    Ok(result)
+}
+
+/// Runs one serialization with fresh limits, its panics caught. A trait
+/// object, so that the unwinding machinery is compiled once.
+fn run(serialize: &mut dyn FnMut(State<'_>) -> Result<(), String>) -> Result<(), Problem> {
+    let problem = Cell::new(None);
+    let state = State {
+        depth: 0,
+        nesting: 0,
+        problem: &problem,
+    };
+    match catch_unwind(AssertUnwindSafe(|| serialize(state))) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => Err(problem.take().unwrap_or(Problem::Failed(error))),
+        Err(panic) => Err(Problem::Panicked(panic_message(panic.as_ref()).to_owned())),
+    }
+}
+
+/// How deep the serialization is, and where the first problem is recorded.
+#[derive(Clone, Copy)]
+struct State<'p> {
+    depth: usize,
+    nesting: usize,
+    problem: &'p Cell<Option<Problem>>,
+}
+
+impl State<'_> {
+    fn fail<E: ser::Error>(self, problem: Problem) -> E {
+        let error = E::custom(&problem);
+        self.problem.set(Some(problem));
+        error
+    }
+
+    /// One level further in; `container` when it is a JSON array or object.
+    fn nest<E: ser::Error>(self, container: bool) -> Result<Self, E> {
+        let depth = self.depth + usize::from(container);
+        let nesting = self.nesting + 1;
+        if depth > MAX_DEPTH || nesting > MAX_NESTING {
+            return Err(self.fail(Problem::TooDeep));
+        }
+        Ok(State {
+            depth,
+            nesting,
+            ..self
+        })
+    }
+}
+
+/// A serializer, or one of its compound serializers, held to the limits.
+struct Strict<'p, S> {
+    inner: S,
+    state: State<'p>,
+}
+
+/// A value to serialize inside a compound, held to the same limits.
+struct Inner<'a, 'p, T: ?Sized> {
+    value: &'a T,
+    state: State<'p>,
+}
+
+impl<T: Serialize + ?Sized> Serialize for Inner<'_, '_, T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.value.serialize(Strict {
+            inner: serializer,
+            state: self.state,
+        })
+    }
+}
+
+macro_rules! forward {
+    ($($method:ident($ty:ty);)*) => {$(
+        fn $method(self, value: $ty) -> Result<S::Ok, S::Error> {
+            self.inner.$method(value)
+        }
+    )*};
+}
+
+impl<'p, S: Serializer> Serializer for Strict<'p, S> {
+    type Ok = S::Ok;
+    type Error = S::Error;
+    type SerializeSeq = Strict<'p, S::SerializeSeq>;
+    type SerializeTuple = Strict<'p, S::SerializeTuple>;
+    type SerializeTupleStruct = Strict<'p, S::SerializeTupleStruct>;
+    type SerializeTupleVariant = Strict<'p, S::SerializeTupleVariant>;
+    type SerializeMap = Strict<'p, S::SerializeMap>;
+    type SerializeStruct = Strict<'p, S::SerializeStruct>;
+    type SerializeStructVariant = Strict<'p, S::SerializeStructVariant>;
+
+    forward! {
+        serialize_bool(bool);
+        serialize_i8(i8);
+        serialize_i16(i16);
+        serialize_i32(i32);
+        serialize_i64(i64);
+        serialize_i128(i128);
+        serialize_u8(u8);
+        serialize_u16(u16);
+        serialize_u32(u32);
+        serialize_u64(u64);
+        serialize_u128(u128);
+        serialize_char(char);
+        serialize_str(&str);
+        serialize_bytes(&[u8]);
+        serialize_unit_struct(&'static str);
+    }
+
+    fn serialize_f32(self, value: f32) -> Result<S::Ok, S::Error> {
+        if !value.is_finite() {
+            return Err(self.state.fail(Problem::NonFinite));
+        }
+        self.inner.serialize_f32(value)
+    }
+
+    fn serialize_f64(self, value: f64) -> Result<S::Ok, S::Error> {
+        if !value.is_finite() {
+            return Err(self.state.fail(Problem::NonFinite));
+        }
+        self.inner.serialize_f64(value)
+    }
+
+    fn serialize_none(self) -> Result<S::Ok, S::Error> {
+        self.inner.serialize_none()
+    }
+
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<S::Ok, S::Error> {
+        let state = self.state.nest(false)?;
+        self.inner.serialize_some(&Inner { value, state })
+    }
+
+    fn serialize_unit(self) -> Result<S::Ok, S::Error> {
+        self.inner.serialize_unit()
+    }
+
+    fn serialize_unit_variant(
+        self,
+        name: &'static str,
+        index: u32,
+        variant: &'static str,
+    ) -> Result<S::Ok, S::Error> {
+        self.inner.serialize_unit_variant(name, index, variant)
+    }
+
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        name: &'static str,
+        value: &T,
+    ) -> Result<S::Ok, S::Error> {
+        let state = self.state.nest(false)?;
+        self.inner
+            .serialize_newtype_struct(name, &Inner { value, state })
+    }
+
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        name: &'static str,
+        index: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> Result<S::Ok, S::Error> {
+        let state = self.state.nest(true)?;
+        self.inner
+            .serialize_newtype_variant(name, index, variant, &Inner { value, state })
+    }
+
+    fn serialize_seq(self, len: Option<usize>) -> Result<Self::SerializeSeq, S::Error> {
+        let state = self.state.nest(true)?;
+        Ok(Strict {
+            inner: self.inner.serialize_seq(len)?,
+            state,
+        })
+    }
+
+    fn serialize_tuple(self, len: usize) -> Result<Self::SerializeTuple, S::Error> {
+        let state = self.state.nest(true)?;
+        Ok(Strict {
+            inner: self.inner.serialize_tuple(len)?,
+            state,
+        })
+    }
+
+    fn serialize_tuple_struct(
+        self,
+        name: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeTupleStruct, S::Error> {
+        let state = self.state.nest(true)?;
+        Ok(Strict {
+            inner: self.inner.serialize_tuple_struct(name, len)?,
+            state,
+        })
+    }
+
+    fn serialize_tuple_variant(
+        self,
+        name: &'static str,
+        index: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeTupleVariant, S::Error> {
+        // `{"Variant": [...]}`: two levels.
+        let state = self.state.nest::<S::Error>(true)?.nest(true)?;
+        Ok(Strict {
+            inner: self
+                .inner
+                .serialize_tuple_variant(name, index, variant, len)?,
+            state,
+        })
+    }
+
+    fn serialize_map(self, len: Option<usize>) -> Result<Self::SerializeMap, S::Error> {
+        let state = self.state.nest(true)?;
+        Ok(Strict {
+            inner: self.inner.serialize_map(len)?,
+            state,
+        })
+    }
+
+    fn serialize_struct(
+        self,
+        name: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeStruct, S::Error> {
+        let state = self.state.nest(true)?;
+        Ok(Strict {
+            inner: self.inner.serialize_struct(name, len)?,
+            state,
+        })
+    }
+
+    fn serialize_struct_variant(
+        self,
+        name: &'static str,
+        index: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeStructVariant, S::Error> {
+        let state = self.state.nest::<S::Error>(true)?.nest(true)?;
+        Ok(Strict {
+            inner: self
+                .inner
+                .serialize_struct_variant(name, index, variant, len)?,
+            state,
+        })
+    }
+
+    fn collect_str<T: fmt::Display + ?Sized>(self, value: &T) -> Result<S::Ok, S::Error> {
+        self.inner.collect_str(value)
+    }
+
+    fn is_human_readable(&self) -> bool {
+        self.inner.is_human_readable()
+    }
+}
+
+impl<S: ser::SerializeSeq> ser::SerializeSeq for Strict<'_, S> {
+    type Ok = S::Ok;
+    type Error = S::Error;
+
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), S::Error> {
+        let state = self.state;
+        self.inner.serialize_element(&Inner { value, state })
+    }
+
+    fn end(self) -> Result<S::Ok, S::Error> {
+        self.inner.end()
+    }
+}
+
+impl<S: ser::SerializeTuple> ser::SerializeTuple for Strict<'_, S> {
+    type Ok = S::Ok;
+    type Error = S::Error;
+
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), S::Error> {
+        let state = self.state;
+        self.inner.serialize_element(&Inner { value, state })
+    }
+
+    fn end(self) -> Result<S::Ok, S::Error> {
+        self.inner.end()
+    }
+}
+
+impl<S: ser::SerializeTupleStruct> ser::SerializeTupleStruct for Strict<'_, S> {
+    type Ok = S::Ok;
+    type Error = S::Error;
+
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), S::Error> {
+        let state = self.state;
+        self.inner.serialize_field(&Inner { value, state })
+    }
+
+    fn end(self) -> Result<S::Ok, S::Error> {
+        self.inner.end()
+    }
+}
+
+impl<S: ser::SerializeTupleVariant> ser::SerializeTupleVariant for Strict<'_, S> {
+    type Ok = S::Ok;
+    type Error = S::Error;
+
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), S::Error> {
+        let state = self.state;
+        self.inner.serialize_field(&Inner { value, state })
+    }
+
+    fn end(self) -> Result<S::Ok, S::Error> {
+        self.inner.end()
+    }
+}
+
+impl<S: ser::SerializeMap> ser::SerializeMap for Strict<'_, S> {
+    type Ok = S::Ok;
+    type Error = S::Error;
+
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), S::Error> {
+        let state = self.state;
+        self.inner.serialize_key(&Inner { value: key, state })
+    }
+
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), S::Error> {
+        let state = self.state;
+        self.inner.serialize_value(&Inner { value, state })
+    }
+
+    fn end(self) -> Result<S::Ok, S::Error> {
+        self.inner.end()
+    }
+}
+
+impl<S: ser::SerializeStruct> ser::SerializeStruct for Strict<'_, S> {
+    type Ok = S::Ok;
+    type Error = S::Error;
+
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), S::Error> {
+        let state = self.state;
+        self.inner.serialize_field(key, &Inner { value, state })
+    }
+
+    fn skip_field(&mut self, key: &'static str) -> Result<(), S::Error> {
+        self.inner.skip_field(key)
+    }
+
+    fn end(self) -> Result<S::Ok, S::Error> {
+        self.inner.end()
+    }
+}
+
+impl<S: ser::SerializeStructVariant> ser::SerializeStructVariant for Strict<'_, S> {
+    type Ok = S::Ok;
+    type Error = S::Error;
+
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), S::Error> {
+        let state = self.state;
+        self.inner.serialize_field(key, &Inner { value, state })
+    }
+
+    fn skip_field(&mut self, key: &'static str) -> Result<(), S::Error> {
+        self.inner.skip_field(key)
+    }
+
+    fn end(self) -> Result<S::Ok, S::Error> {
+        self.inner.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[derive(Serialize)]
+    enum Tree {
+        Leaf,
+        Node(Box<Tree>),
+    }
+
+    fn tree(depth: usize) -> Tree {
+        (0..depth).fold(Tree::Leaf, |tree, _| Tree::Node(Box::new(tree)))
+    }
+
+    struct Panics;
+
+    impl Serialize for Panics {
+        fn serialize<S: Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+            panic!("Serialize blew up")
+        }
+    }
+
+    #[test]
+    fn plain_values_serialize_as_serde_json_does() {
+        let value = json!({"a": [1, 2.5, "x", null, {"b": true}]});
+        assert_eq!(to_value(&value).unwrap(), value);
+        let mut out = Vec::new();
+        to_writer(&value, &mut out).unwrap();
+        assert_eq!(out, serde_json::to_vec(&value).unwrap());
+    }
+
+    #[test]
+    fn non_finite_numbers_are_refused_not_turned_into_null() {
+        assert_eq!(to_value(&f64::NAN), Err(Problem::NonFinite));
+        assert_eq!(to_value(&[1.0, f64::INFINITY]), Err(Problem::NonFinite));
+        assert_eq!(to_value(&Some(f32::NEG_INFINITY)), Err(Problem::NonFinite));
+        assert_eq!(to_value(&None::<f64>).unwrap(), Value::Null);
+    }
+
+    #[test]
+    fn deep_values_are_refused_without_touching_the_stack_limit() {
+        assert!(to_value(&tree(MAX_DEPTH - 1)).is_ok());
+        assert_eq!(to_value(&tree(MAX_DEPTH + 1)), Err(Problem::TooDeep));
+        // Far deeper than any stack would take: refused at the limit.
+        let deep = tree(200_000);
+        assert_eq!(to_value(&deep), Err(Problem::TooDeep));
+        let mut out = Vec::new();
+        assert_eq!(to_writer(&deep, &mut out), Err(Problem::TooDeep));
+        // Dropping it is the test's business: iteratively.
+        let mut next = Some(deep);
+        while let Some(Tree::Node(inner)) = next.take() {
+            next = Some(*inner);
+        }
+    }
+
+    #[test]
+    fn a_panicking_serialize_is_a_problem_not_an_unwind() {
+        assert_eq!(
+            to_value(&vec![Panics]),
+            Err(Problem::Panicked("Serialize blew up".to_owned()))
+        );
+    }
+
+    #[test]
+    fn a_failing_serialize_says_why() {
+        let mut map = std::collections::HashMap::new();
+        map.insert(vec![1u8], 1);
+        assert!(matches!(to_value(&map), Err(Problem::Failed(_))));
+    }
+}

@@ -1,0 +1,419 @@
+//! Every violation of a tool's input schema, for the `validation` envelope of
+//! arguments that did not decode.
+//!
+//! Decoding with serde stops at the first problem of each argument, so a
+//! struct with three bad fields would report one. Once serde has refused the
+//! arguments — serde stays the judge of what a tool accepts — this walk of
+//! the input schema lists the rest: every offending field path, up to a cap.
+//! It reads the part of JSON Schema 2020-12 that `schemars` writes (`type`,
+//! `properties`, `required`, `additionalProperties`, `items`,
+//! `prefixItems`, `enum`, `const`, `anyOf`/`oneOf`/`allOf`, `$ref` into
+//! `$defs`, numeric and length bounds) and ignores the rest, so it can only
+//! miss a violation, never invent one. Its descriptions never quote a value.
+
+use serde_json::{Map, Value};
+
+use crate::envelope::Violation;
+use crate::json::depth::MAX_DEPTH;
+
+/// The violations of `arguments` against the object schema `input_schema`,
+/// at most `cap` of them, with field paths as `serde_path_to_error` writes
+/// them (`filters.status`, `items[2].sku`).
+pub(crate) fn violations(
+    input_schema: &Map<String, Value>,
+    arguments: &Map<String, Value>,
+    cap: usize,
+) -> Vec<Violation> {
+    let mut walk = Walk {
+        definitions: input_schema.get("$defs").and_then(Value::as_object),
+        found: Vec::new(),
+        cap,
+    };
+    let root = Value::Object(input_schema.clone());
+    let arguments = Value::Object(arguments.clone());
+    walk.check(&root, &arguments, &mut String::new(), 0);
+    walk.found
+}
+
+struct Walk<'s> {
+    definitions: Option<&'s Map<String, Value>>,
+    found: Vec<Violation>,
+    cap: usize,
+}
+
+impl Walk<'_> {
+    fn push(&mut self, path: &str, description: String) {
+        if self.found.len() < self.cap {
+            self.found.push(Violation::new(path, description));
+        }
+    }
+
+    fn full(&self) -> bool {
+        self.found.len() >= self.cap
+    }
+
+    /// Whether `value` is valid against `schema` (as far as this walk reads it).
+    fn accepts(&self, schema: &Value, value: &Value, depth: usize) -> bool {
+        let mut probe = Walk {
+            definitions: self.definitions,
+            found: Vec::new(),
+            cap: 1,
+        };
+        probe.check(schema, value, &mut String::new(), depth);
+        probe.found.is_empty()
+    }
+
+    fn check(&mut self, schema: &Value, value: &Value, path: &mut String, depth: usize) {
+        if self.full() || depth > 2 * MAX_DEPTH {
+            return;
+        }
+        let schema = match schema {
+            Value::Bool(false) => {
+                self.push(path, "is not allowed here".to_owned());
+                return;
+            }
+            Value::Object(schema) => schema,
+            _ => return,
+        };
+        if let Some(target) = schema
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|reference| reference.strip_prefix("#/$defs/"))
+            .and_then(|name| self.definitions?.get(name))
+        {
+            self.check(target, value, path, depth + 1);
+        }
+        if let Some(Value::Array(all)) = schema.get("allOf") {
+            for branch in all {
+                self.check(branch, value, path, depth + 1);
+            }
+        }
+        for key in ["anyOf", "oneOf"] {
+            if let Some(Value::Array(branches)) = schema.get(key) {
+                self.one_of(branches, value, path, depth);
+            }
+        }
+        if let Some(types) = schema.get("type")
+            && !has_type(types, value)
+        {
+            self.push(
+                path,
+                format!("expected {}, got {}", describe_type(types), kind(value)),
+            );
+            return;
+        }
+        if let Some(expected) = schema.get("const")
+            && expected != value
+        {
+            self.push(path, format!("expected exactly {expected}"));
+        }
+        if let Some(Value::Array(options)) = schema.get("enum")
+            && !options.contains(value)
+        {
+            let options: Vec<String> = options.iter().map(Value::to_string).collect();
+            self.push(path, format!("expected one of {}", options.join(", ")));
+        }
+        match value {
+            Value::Number(number) => self.number(schema, number, path),
+            Value::String(text) => self.string(schema, text, path),
+            Value::Object(fields) => self.object(schema, fields, path, depth),
+            Value::Array(items) => self.array(schema, items, path, depth),
+            _ => {}
+        }
+    }
+
+    /// `anyOf` / `oneOf`: fine when a branch accepts the value; otherwise
+    /// the detail of the one branch of the value's kind, if there is one
+    /// (`Option<Struct>` is a struct or `null`).
+    fn one_of(&mut self, branches: &[Value], value: &Value, path: &mut String, depth: usize) {
+        if branches
+            .iter()
+            .any(|branch| self.accepts(branch, value, depth + 1))
+        {
+            return;
+        }
+        let of_kind: Vec<&Value> = branches
+            .iter()
+            .filter(|branch| self.kind_fits(branch, value))
+            .collect();
+        match of_kind.as_slice() {
+            [branch] => self.check(branch, value, path, depth + 1),
+            _ => self.push(path, "does not match any of the accepted forms".to_owned()),
+        }
+    }
+
+    /// Whether `schema` admits values of `value`'s JSON kind at all.
+    fn kind_fits(&self, schema: &Value, value: &Value) -> bool {
+        let schema = match schema
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|reference| reference.strip_prefix("#/$defs/"))
+            .and_then(|name| self.definitions?.get(name))
+        {
+            Some(target) => target,
+            None => schema,
+        };
+        match schema.get("type") {
+            Some(types) => has_type(types, value),
+            None => schema.get("const").is_none_or(|c| kind(c) == kind(value)),
+        }
+    }
+
+    fn number(&mut self, schema: &Map<String, Value>, number: &serde_json::Number, path: &str) {
+        let Some(n) = number.as_f64() else { return };
+        let bound = |key: &str| schema.get(key).and_then(Value::as_f64);
+        if let Some(min) = bound("minimum")
+            && n < min
+        {
+            self.push(path, format!("must be at least {min}"));
+        }
+        if let Some(max) = bound("maximum")
+            && n > max
+        {
+            self.push(path, format!("must be at most {max}"));
+        }
+        if let Some(min) = bound("exclusiveMinimum")
+            && n <= min
+        {
+            self.push(path, format!("must be more than {min}"));
+        }
+        if let Some(max) = bound("exclusiveMaximum")
+            && n >= max
+        {
+            self.push(path, format!("must be less than {max}"));
+        }
+    }
+
+    fn string(&mut self, schema: &Map<String, Value>, text: &str, path: &str) {
+        let chars = text.chars().count() as u64;
+        if let Some(min) = schema.get("minLength").and_then(Value::as_u64)
+            && chars < min
+        {
+            self.push(path, format!("must be at least {min} characters long"));
+        }
+        if let Some(max) = schema.get("maxLength").and_then(Value::as_u64)
+            && chars > max
+        {
+            self.push(path, format!("must be at most {max} characters long"));
+        }
+    }
+
+    fn object(
+        &mut self,
+        schema: &Map<String, Value>,
+        fields: &Map<String, Value>,
+        path: &mut String,
+        depth: usize,
+    ) {
+        let properties = schema.get("properties").and_then(Value::as_object);
+        if let Some(Value::Array(required)) = schema.get("required") {
+            for name in required.iter().filter_map(Value::as_str) {
+                if !fields.contains_key(name) {
+                    let at = path.len();
+                    push_key(path, name);
+                    self.push(path, "is required but missing".to_owned());
+                    path.truncate(at);
+                }
+            }
+        }
+        for (name, child) in fields {
+            let at = path.len();
+            push_key(path, name);
+            match properties.and_then(|properties| properties.get(name)) {
+                Some(child_schema) => self.check(child_schema, child, path, depth + 1),
+                None => match schema.get("additionalProperties") {
+                    Some(Value::Bool(false)) => self.push(path, "is not a known field".to_owned()),
+                    Some(other @ Value::Object(_)) => self.check(other, child, path, depth + 1),
+                    _ => {}
+                },
+            }
+            path.truncate(at);
+        }
+    }
+
+    fn array(
+        &mut self,
+        schema: &Map<String, Value>,
+        items: &[Value],
+        path: &mut String,
+        depth: usize,
+    ) {
+        let count = items.len() as u64;
+        if let Some(min) = schema.get("minItems").and_then(Value::as_u64)
+            && count < min
+        {
+            self.push(path, format!("must have at least {min} items, got {count}"));
+        }
+        if let Some(max) = schema.get("maxItems").and_then(Value::as_u64)
+            && count > max
+        {
+            self.push(path, format!("must have at most {max} items, got {count}"));
+        }
+        let prefix = schema
+            .get("prefixItems")
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice);
+        let rest = schema.get("items");
+        for (index, item) in items.iter().enumerate() {
+            let item_schema = prefix.get(index).or(rest);
+            if let Some(item_schema) = item_schema {
+                let at = path.len();
+                path.push_str(&format!("[{index}]"));
+                self.check(item_schema, item, path, depth + 1);
+                path.truncate(at);
+            }
+        }
+    }
+}
+
+fn push_key(path: &mut String, key: &str) {
+    if !path.is_empty() {
+        path.push('.');
+    }
+    path.push_str(key);
+}
+
+/// Whether `value` has one of the JSON Schema `types` (a name or a list).
+fn has_type(types: &Value, value: &Value) -> bool {
+    let one = |name: &str| match name {
+        "null" => value.is_null(),
+        "boolean" => value.is_boolean(),
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "string" => value.is_string(),
+        "number" => value.is_number(),
+        "integer" => {
+            value.as_i64().is_some()
+                || value.as_u64().is_some()
+                || value.as_f64().is_some_and(|n| n.fract() == 0.0)
+        }
+        _ => true,
+    };
+    match types {
+        Value::String(name) => one(name),
+        Value::Array(names) => names.iter().filter_map(Value::as_str).any(one),
+        _ => true,
+    }
+}
+
+fn describe_type(types: &Value) -> String {
+    let article = |name: &str| match name {
+        "integer" | "object" | "array" => format!("an {name}"),
+        "null" => "null".to_owned(),
+        other => format!("a {other}"),
+    };
+    match types {
+        Value::String(name) => article(name),
+        Value::Array(names) => names
+            .iter()
+            .filter_map(Value::as_str)
+            .map(article)
+            .collect::<Vec<_>>()
+            .join(" or "),
+        other => other.to_string(),
+    }
+}
+
+/// The JSON kind of `value`, with an article: what a description names.
+pub(crate) fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> Map<String, Value> {
+        json!({
+            "type": "object",
+            "properties": {
+                "filters": {"$ref": "#/$defs/Filters"},
+                "limit": {"type": ["integer", "null"], "format": "uint8", "minimum": 0, "maximum": 255},
+                "tags": {"type": "array", "items": {"type": "string"}}
+            },
+            "required": ["filters"],
+            "additionalProperties": false,
+            "$defs": {
+                "Filters": {"type": "object", "properties": {
+                    "status": {"enum": ["open", "closed"]},
+                    "since": {"type": "string"},
+                    "min_total": {"type": "number"},
+                    "owner": {"anyOf": [{"$ref": "#/$defs/Owner"}, {"type": "null"}]}
+                }, "required": ["status"]},
+                "Owner": {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}
+            }
+        })
+        .as_object()
+        .unwrap()
+        .clone()
+    }
+
+    /// The fields named, sorted: the order of an object's members is the map's.
+    fn fields(arguments: Value) -> Vec<String> {
+        let mut fields: Vec<String> = violations(&schema(), arguments.as_object().unwrap(), 64)
+            .into_iter()
+            .map(|v| v.field)
+            .collect();
+        fields.sort();
+        fields
+    }
+
+    #[test]
+    fn every_bad_field_of_a_struct_is_named() {
+        assert_eq!(
+            fields(json!({"filters": {"status": "pending", "since": 7, "min_total": "lots"}})),
+            ["filters.min_total", "filters.since", "filters.status"]
+        );
+    }
+
+    #[test]
+    fn nested_options_lists_missing_and_unknown_fields() {
+        assert_eq!(
+            fields(json!({
+                "filters": {"status": "open", "owner": {"id": "x"}},
+                "limit": 300,
+                "tags": ["a", 2, "c", false],
+                "bogus": 1
+            })),
+            ["bogus", "filters.owner.id", "limit", "tags[1]", "tags[3]"]
+        );
+        assert_eq!(fields(json!({})), ["filters"]);
+        assert!(fields(json!({"filters": {"status": "closed"}, "limit": null})).is_empty());
+    }
+
+    #[test]
+    fn descriptions_never_quote_the_value() {
+        let found = violations(
+            &schema(),
+            json!({"filters": {"status": "hunter2", "since": "ok", "min_total": "hunter2"}})
+                .as_object()
+                .unwrap(),
+            64,
+        );
+        assert_eq!(found.len(), 2);
+        for violation in found {
+            assert!(!violation.description.contains("hunter2"), "{violation:?}");
+        }
+    }
+
+    #[test]
+    fn the_cap_holds() {
+        let tags: Vec<Value> = (0..500).map(Value::from).collect();
+        let found = violations(
+            &schema(),
+            json!({"filters": {"status": "open"}, "tags": tags})
+                .as_object()
+                .unwrap(),
+            10,
+        );
+        assert_eq!(found.len(), 10);
+    }
+}

@@ -1,0 +1,8 @@
+//! Secrets: what is never shown — in `attempted_query`, to a guard, in a
+//! violation, in a log line or an escalation — and how it is found.
+
+pub(crate) mod schema;
+pub(crate) mod text;
+
+/// The text that stands in for a redacted value, wherever it is captured.
+pub const REDACTED: &str = "[redacted]";

@@ -1,0 +1,109 @@
+//! The success path of a `#[tool]` call allocates nothing: the arguments are
+//! captured into a reused buffer and kept inline, and nothing else is built
+//! unless the call fails. Counted by an allocator that counts per thread, so
+//! that the other tests of this binary cannot disturb the count.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use serde::Serialize;
+use tool_envelope::{ErrorEnvelope, Partial, tool};
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Counts the allocations of the current thread.
+struct Counting;
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.with(|count| count.set(count.get() + 1));
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.with(|count| count.set(count.get() + 1));
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// The allocations `f` makes on this thread.
+fn allocations<T>(f: impl FnOnce() -> T) -> (T, u64) {
+    let before = ALLOCATIONS.with(Cell::get);
+    let value = f();
+    (value, ALLOCATIONS.with(Cell::get) - before)
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+enum Mode {
+    Fast,
+}
+
+/// A look-up, as in the benchmarks.
+#[tool(read_only)]
+fn lookup(name: String, count: u64, mode: Mode) -> Result<u64, ErrorEnvelope> {
+    Ok(name.len() as u64 + count + mode as u64)
+}
+
+/// The same, async, with a collector.
+#[tool(read_only)]
+async fn lookup_async(name: String, count: u64, found: Partial<u64>) -> Result<u64, ErrorEnvelope> {
+    let _ = found;
+    Ok(name.len() as u64 + count)
+}
+
+const NAME: &str = "customer-C-4821-orders-shipped-x";
+
+#[test]
+fn a_successful_call_allocates_nothing() {
+    // The first call on a thread sets up its capture buffer.
+    let _ = lookup(NAME.to_owned(), 7, Mode::Fast);
+    for _ in 0..100 {
+        let name = NAME.to_owned();
+        let (result, count) = allocations(|| lookup(name, 7, Mode::Fast));
+        assert_eq!(result.unwrap(), 39);
+        assert_eq!(
+            count, 0,
+            "a successful #[tool] call allocated {count} times"
+        );
+    }
+}
+
+#[test]
+fn a_successful_async_call_allocates_nothing() {
+    let poll_once = |name: String, found: Partial<u64>| {
+        let future = pin!(lookup_async(name, 7, found));
+        match future.poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(result) => result,
+            Poll::Pending => panic!("the tool does not wait"),
+        }
+    };
+    let _ = poll_once(NAME.to_owned(), Partial::new());
+    for _ in 0..100 {
+        let (name, found) = (NAME.to_owned(), Partial::new());
+        let (result, count) = allocations(|| poll_once(name, found));
+        assert_eq!(result.unwrap(), 39);
+        assert_eq!(
+            count, 0,
+            "a successful async #[tool] call allocated {count} times"
+        );
+    }
+}
+
+#[test]
+fn the_counter_counts() {
+    // A check of the check: an allocation on this thread is seen.
+    let (_, count) = allocations(|| std::hint::black_box(Box::new(1u64)));
+    assert_eq!(count, 1);
+}
