@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput};
 use futures_util::future::join_all;
-use tool_envelope::{Coordinator, ErrorEnvelope, tool};
+use tool_envelope::{ErrorEnvelope, coordinator::Coordinator, tool};
 
 const BRANCHES: u64 = 1_000;
 
@@ -33,8 +33,8 @@ async fn coordinated() -> usize {
     assert!(!report.is_complete());
     assert_eq!(report.gaps[0].branch, "source-0");
     assert_eq!(
-        report.gaps[0].envelope().attempted_query,
-        Some(serde_json::json!({"id": 0}))
+        report.gaps[0].envelope().attempted_query(),
+        Some(&serde_json::json!({"id": 0}))
     );
     report.completed.len()
 }

@@ -18,7 +18,11 @@ use std::sync::atomic::{AtomicIsize, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, SamplingMode, Throughput};
-use tool_envelope::{Backoff, ErrorEnvelope, Jitter, RetryBudget, RetryPolicy, tool};
+use tool_envelope::{
+    ErrorEnvelope,
+    retry::{Backoff, Jitter, RetryBudget, RetryPolicy},
+    tool,
+};
 
 /// Tracks the live heap and its peak.
 struct Counting;

@@ -76,7 +76,7 @@ fn plain(name: String, count: u64, mode: Mode) -> Result<u64, LookupError> {
 
 /// The same function as a tool.
 #[inline(never)]
-#[tool(read_only)]
+#[tool(read_only, local)]
 fn tooled(name: String, count: u64, mode: Mode) -> Result<u64, LookupError> {
     body(&name, count, mode)
 }

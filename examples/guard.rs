@@ -3,7 +3,12 @@
 //!
 //! Run it with `cargo run --example guard`.
 
-use tool_envelope::{Blocked, ErrorEnvelope, Escalation, RetryPolicy, ToolCall, tool};
+use tool_envelope::{
+    ErrorEnvelope, Escalation,
+    guard::{Blocked, ToolCall},
+    retry::RetryPolicy,
+    tool,
+};
 
 /// The policy: a hard limit, checked in code, every time. It fails closed:
 /// an amount it cannot read blocks the call (`require` and `?`).

@@ -8,7 +8,12 @@
 use std::time::Duration;
 
 use serde::Serialize;
-use tool_envelope::{Coordinator, ErrorEnvelope, Outcome, Partial, RetryPolicy, tool};
+use tool_envelope::{
+    ErrorEnvelope, Partial,
+    coordinator::Coordinator,
+    retry::{Outcome, RetryPolicy},
+    tool,
+};
 
 /// A source gathered by the research tool.
 #[derive(Debug, Clone, Serialize)]

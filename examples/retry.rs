@@ -13,7 +13,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use tool_envelope::{Backoff, ErrorEnvelope, Jitter, RetryPolicy, ToolError, tool};
+use tool_envelope::{
+    ErrorEnvelope, ToolError,
+    retry::{Backoff, Jitter, RetryPolicy},
+    tool,
+};
 
 #[derive(Debug, thiserror::Error, ToolError)]
 enum ServiceError {

@@ -16,8 +16,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tool_envelope::mcp::ToolSet;
 use tool_envelope::{
-    Blocked, Coordinator, ErrorCategory, ErrorEnvelope, EscalationReason, Guards, Partial,
-    RetryBudget, RetryPolicy, Secret, ToolCall, ToolError, reasons, tool,
+    ErrorCategory, ErrorEnvelope, EscalationReason, Partial, Secret, ToolError,
+    coordinator::Coordinator,
+    guard::{Blocked, Guards, ToolCall},
+    reasons,
+    retry::{RetryBudget, RetryPolicy},
+    tool,
 };
 
 // ── 1. A secret nested a few structs deep ────────────────────────────────────
@@ -80,7 +84,7 @@ async fn a_secret_four_options_deep_never_leaves_over_mcp() {
     assert!(!sent.contains("hunter2"), "{sent}");
     let envelope = result.envelope().unwrap();
     assert_eq!(
-        envelope.attempted_query.as_ref().unwrap()["config"]["upstream"]["auth"]["basic"]["password"],
+        envelope.attempted_query().unwrap()["config"]["upstream"]["auth"]["basic"]["password"],
         "[redacted]"
     );
     // Wrong-typed: quoted nowhere, not in the violations either.
@@ -141,9 +145,9 @@ async fn undeclared_keys_and_non_object_arguments_are_named_never_echoed() {
         let sent = serde_json::to_string(&result).unwrap();
         assert!(!sent.contains("hunter2"), "{arguments}: {sent}");
         let envelope = result.envelope().unwrap();
-        assert_eq!(envelope.category, ErrorCategory::Validation);
+        assert_eq!(envelope.category(), ErrorCategory::Validation);
         if arguments.is_object() {
-            assert_eq!(envelope.violations[0].field, "apiKey", "named");
+            assert_eq!(envelope.violations()[0].field, "apiKey", "named");
         }
     }
     assert_eq!(
@@ -187,12 +191,12 @@ async fn masking_internal_errors_hides_credentials_whatever_the_category() {
         .await
         .unwrap();
     let envelope = result.envelope().unwrap();
-    assert_eq!(envelope.category, ErrorCategory::Transient);
+    assert_eq!(envelope.category(), ErrorCategory::Transient);
     assert_eq!(
-        envelope.message,
+        envelope.message(),
         "Internal error; the details are in the server log."
     );
-    assert_eq!(envelope.reason.as_deref(), Some("CONNECTION_REFUSED"));
+    assert_eq!(envelope.reason(), Some("CONNECTION_REFUSED"));
     assert!(!serde_json::to_string(&result).unwrap().contains("Pa55w0rd"));
     // The author's own transient message stays, its credentials scrubbed.
     let result = tools
@@ -207,10 +211,10 @@ async fn masking_internal_errors_hides_credentials_whatever_the_category() {
     let envelope = result.envelope().unwrap();
     assert!(
         envelope
-            .message
+            .message()
             .starts_with("ledger at https://[redacted]@ledger.internal/v1 timed out"),
         "{}",
-        envelope.message
+        envelope.message()
     );
 }
 
@@ -310,8 +314,8 @@ impl Serialize for Handle {
     }
 }
 
-/// Deletes what the handle points at.
-#[tool(destructive, guard = naive_cap)]
+/// Deletes what the handle points at: a handle is not sent by a client.
+#[tool(destructive, local, guard = naive_cap)]
 fn delete(target: Handle) -> Result<(), ErrorEnvelope> {
     let _ = target;
     REFUNDS_RUN.set(REFUNDS_RUN.get() + 1);
@@ -322,15 +326,12 @@ fn delete(target: Handle) -> Result<(), ErrorEnvelope> {
 fn a_guard_never_lets_a_call_through_because_it_could_not_read_it() {
     for amount in [f64::INFINITY, f64::NAN, f64::NEG_INFINITY] {
         let envelope = process_refund("O-77".into(), amount).unwrap_err();
-        assert_eq!(envelope.category, ErrorCategory::Validation, "{amount}");
-        assert_eq!(
-            envelope.reason.as_deref(),
-            Some(reasons::UNREPRESENTABLE_ARGUMENT)
-        );
-        assert_eq!(envelope.violations[0].field, "amount");
+        assert_eq!(envelope.category(), ErrorCategory::Validation, "{amount}");
+        assert_eq!(envelope.reason(), Some(reasons::UNREPRESENTABLE_ARGUMENT));
+        assert_eq!(envelope.violations()[0].field, "amount");
     }
     let envelope = delete(Handle).unwrap_err();
-    assert_eq!(envelope.violations[0].field, "target");
+    assert_eq!(envelope.violations()[0].field, "target");
     assert_eq!(REFUNDS_RUN.get(), 0, "the body never ran");
     assert!(process_refund("O-78".into(), 300.0).is_ok());
     assert!(process_refund("O-79".into(), 900.0).is_err());
@@ -388,7 +389,7 @@ impl Serialize for Fragile {
 }
 
 /// Takes a fragile argument.
-#[tool(read_only)]
+#[tool(read_only, local)]
 async fn fragile(query: String, thing: Fragile) -> Result<(), ErrorEnvelope> {
     let _ = (query, thing);
     Err(ErrorEnvelope::business("no"))
@@ -397,23 +398,23 @@ async fn fragile(query: String, thing: Fragile) -> Result<(), ErrorEnvelope> {
 #[tokio::test]
 async fn panics_while_describing_a_failure_never_unwind_into_the_caller() {
     let envelope = awkward("q".into(), Partial::new()).unwrap_err();
-    assert_eq!(envelope.category, ErrorCategory::Other);
-    assert_eq!(envelope.reason.as_deref(), Some(reasons::PANIC));
-    assert!(envelope.message.contains("Display of the error blew up"));
-    assert_eq!(envelope.attempted_query, Some(json!({"query": "q"})));
-    assert_eq!(envelope.partial_results, Some(json!(["first"])));
+    assert_eq!(envelope.category(), ErrorCategory::Other);
+    assert_eq!(envelope.reason(), Some(reasons::PANIC));
+    assert!(envelope.message().contains("Display of the error blew up"));
+    assert_eq!(envelope.attempted_query(), Some(&json!({"query": "q"})));
+    assert_eq!(envelope.partial_results(), Some(&json!(["first"])));
 
     let envelope = explosive("q".into(), Partial::new()).await.unwrap_err();
-    assert_eq!(envelope.message, "gave up");
-    let partial = envelope.partial_results.clone().unwrap();
+    assert_eq!(envelope.message(), "gave up");
+    let partial = envelope.partial_results().unwrap();
     assert!(
         partial[0].as_str().unwrap().contains("panicked"),
         "{partial}"
     );
 
     let envelope = fragile("q".into(), Fragile).await.unwrap_err();
-    assert_eq!(envelope.message, "no");
-    let query = envelope.attempted_query.clone().unwrap();
+    assert_eq!(envelope.message(), "no");
+    let query = envelope.attempted_query().unwrap();
     assert_eq!(query["query"], "q");
     assert!(
         query["thing"].as_str().unwrap().contains("panicked"),
@@ -446,12 +447,12 @@ async fn a_tool_set_panic_envelope_keeps_the_arguments() {
         .await
         .unwrap();
     let envelope = result.envelope().unwrap();
-    assert_eq!(envelope.reason.as_deref(), Some(reasons::PANIC));
+    assert_eq!(envelope.reason(), Some(reasons::PANIC));
     assert_eq!(
-        envelope.attempted_query,
-        Some(json!({"topic": "x", "value": "y"}))
+        envelope.attempted_query(),
+        Some(&json!({"topic": "x", "value": "y"}))
     );
-    assert_eq!(envelope.tool.as_deref(), Some("touchy"));
+    assert_eq!(envelope.tool(), Some("touchy"));
 }
 
 // ── 7. Deep output ───────────────────────────────────────────────────────────
@@ -636,7 +637,7 @@ async fn every_bad_field_is_a_violation_and_every_gap_one_line() {
     let mut fields: Vec<String> = result
         .envelope()
         .unwrap()
-        .violations
+        .violations()
         .iter()
         .map(|v| v.field.clone())
         .collect();

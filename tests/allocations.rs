@@ -51,7 +51,7 @@ enum Mode {
 }
 
 /// A look-up, as in the benchmarks.
-#[tool(read_only)]
+#[tool(read_only, local)]
 fn lookup(name: String, count: u64, mode: Mode) -> Result<u64, ErrorEnvelope> {
     Ok(name.len() as u64 + count + mode as u64)
 }

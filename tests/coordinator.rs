@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use serde::Serialize;
-use tool_envelope::{Coordinator, ErrorEnvelope, EscalationReason, Partial, RetryPolicy, tool};
+use tool_envelope::{
+    ErrorEnvelope, EscalationReason, Partial, coordinator::Coordinator, retry::RetryPolicy, tool,
+};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 struct Source {
@@ -40,7 +42,7 @@ async fn branch(
     policy: &RetryPolicy,
     topic: &str,
     limit: usize,
-) -> tool_envelope::Outcome<Vec<Source>> {
+) -> tool_envelope::retry::Outcome<Vec<Source>> {
     let sources = Partial::new();
     policy
         .retry(|| research(topic.to_owned(), 10, limit, sources.clone()))
@@ -77,15 +79,15 @@ async fn three_research_branches_two_complete_one_gap_with_its_six_sources() {
     let envelope = gap.envelope();
     assert_eq!(envelope.partial_count(), 6);
     assert_eq!(
-        envelope.partial_results.as_ref().unwrap()[0]["title"],
+        envelope.partial_results().unwrap()[0]["title"],
         "EU AI Act timelines source 1"
     );
     assert_eq!(
-        envelope.attempted_query,
-        Some(serde_json::json!({"topic": "EU AI Act timelines", "wanted": 10, "limit": 6}))
+        envelope.attempted_query(),
+        Some(&serde_json::json!({"topic": "EU AI Act timelines", "wanted": 10, "limit": 6}))
     );
-    assert_eq!(envelope.category, tool_envelope::ErrorCategory::Transient);
-    assert_eq!(envelope.alternatives.len(), 2);
+    assert_eq!(envelope.category(), tool_envelope::ErrorCategory::Transient);
+    assert_eq!(envelope.alternatives().len(), 2);
 
     let text = report.to_string();
     let lines: Vec<&str> = text.lines().collect();
@@ -119,7 +121,7 @@ async fn a_panicking_branch_becomes_a_gap_and_the_others_finish() {
     assert!(
         report.gaps[0]
             .envelope()
-            .message
+            .message()
             .contains("branch `broken` panicked")
     );
     assert!(!report.is_complete());

@@ -54,12 +54,12 @@ fn category_reason_alternatives_and_retry_after() {
         wait: Duration::from_millis(1500),
     }
     .into_envelope();
-    assert_eq!(envelope.category, ErrorCategory::Transient);
-    assert!(envelope.retryable);
-    assert_eq!(envelope.message, "Rate limit hit on inventory service");
-    assert_eq!(envelope.reason.as_deref(), Some("RATE_LIMITED"));
-    assert_eq!(envelope.alternatives, ["Retry in 1.5s"]);
-    assert_eq!(envelope.retry_after, Some(Duration::from_millis(1500)));
+    assert_eq!(envelope.category(), ErrorCategory::Transient);
+    assert!(envelope.is_retryable());
+    assert_eq!(envelope.message(), "Rate limit hit on inventory service");
+    assert_eq!(envelope.reason(), Some("RATE_LIMITED"));
+    assert_eq!(envelope.alternatives(), ["Retry in 1.5s"]);
+    assert_eq!(envelope.retry_after(), Some(Duration::from_millis(1500)));
     assert_eq!(
         serde_json::to_value(&envelope).unwrap()["retryAfterMs"],
         1500
@@ -69,15 +69,15 @@ fn category_reason_alternatives_and_retry_after() {
 #[test]
 fn retryable_can_be_overridden_both_ways() {
     let quota = InventoryError::QuotaExhausted.into_envelope();
-    assert_eq!(quota.category, ErrorCategory::Transient);
-    assert!(!quota.retryable);
+    assert_eq!(quota.category(), ErrorCategory::Transient);
+    assert!(!quota.is_retryable());
     assert_eq!(
-        quota.alternatives,
+        quota.alternatives(),
         ["Ask an admin to raise the {monthly} quota"]
     );
     let held = InventoryError::HeldForReview.into_envelope();
-    assert_eq!(held.category, ErrorCategory::Business);
-    assert!(held.retryable);
+    assert_eq!(held.category(), ErrorCategory::Business);
+    assert!(held.is_retryable());
 }
 
 #[test]
@@ -98,14 +98,14 @@ fn not_applied_and_violations() {
 fn a_partial_field_becomes_partial_results() {
     let pages = Partial::from(vec!["/a".to_string(), "/b".to_string()]);
     let envelope = InventoryError::Stopped { page: 3, pages }.into_envelope();
-    assert_eq!(envelope.partial_results, Some(json!(["/a", "/b"])));
+    assert_eq!(envelope.partial_results(), Some(&json!(["/a", "/b"])));
 }
 
 #[test]
 fn transparent_variants_delegate_and_envelopes_pass_through() {
     let io = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
     let envelope = InventoryError::from(io).into_envelope();
-    assert_eq!(envelope.category, ErrorCategory::Permission);
+    assert_eq!(envelope.category(), ErrorCategory::Permission);
     assert!(envelope.downcast_ref::<std::io::Error>().is_some());
 
     let inner =
@@ -146,11 +146,11 @@ fn structs_derive_too() {
         table: "payroll".into(),
     }
     .into_envelope();
-    assert_eq!(envelope.category, ErrorCategory::Permission);
-    assert!(!envelope.retryable);
-    assert_eq!(envelope.message, "Access denied to payroll table");
+    assert_eq!(envelope.category(), ErrorCategory::Permission);
+    assert!(!envelope.is_retryable());
+    assert_eq!(envelope.message(), "Access denied to payroll table");
     assert_eq!(
-        envelope.alternatives,
+        envelope.alternatives(),
         [
             "Request read grant on payroll schema",
             "Escalate to data-owner for approval"
@@ -172,7 +172,7 @@ impl std::fmt::Display for NotAnError {
 #[test]
 fn a_type_that_is_not_std_error_still_works() {
     let envelope = NotAnError.into_envelope();
-    assert_eq!(envelope.message, "something odd");
+    assert_eq!(envelope.message(), "something odd");
     assert!(envelope.downcast_ref::<NotAnError>().is_some());
     assert_eq!(envelope.source().unwrap().to_string(), "something odd");
 }

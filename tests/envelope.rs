@@ -193,7 +193,7 @@ fn retryable_defaults_from_the_category_and_can_be_overridden() {
     for category in ErrorCategory::ALL {
         let envelope = ErrorEnvelope::new(category, "x");
         assert_eq!(
-            envelope.retryable,
+            envelope.is_retryable(),
             category == ErrorCategory::Transient,
             "{category}"
         );
@@ -201,12 +201,12 @@ fn retryable_defaults_from_the_category_and_can_be_overridden() {
     assert!(
         ErrorEnvelope::business("held for review")
             .with_retryable(true)
-            .retryable
+            .is_retryable()
     );
     assert!(
         !ErrorEnvelope::transient("quota gone for the month")
             .with_retryable(false)
-            .retryable
+            .is_retryable()
     );
 }
 
@@ -217,7 +217,7 @@ fn unknown_keys_are_ignored_when_reading() {
         "message": "Upstream timeout after 5s", "traceId": "abc", "escalation": {"reason": "x"}
     });
     let envelope: ErrorEnvelope = serde_json::from_value(value).unwrap();
-    assert_eq!(envelope.message, "Upstream timeout after 5s");
+    assert_eq!(envelope.message(), "Upstream timeout after 5s");
 }
 
 #[test]
@@ -230,7 +230,7 @@ fn an_envelope_must_say_it_is_an_error() {
 #[test]
 fn an_empty_message_never_goes_out_empty() {
     let envelope = ErrorEnvelope::permission("  ");
-    assert!(!envelope.message.trim().is_empty());
+    assert!(!envelope.message().trim().is_empty());
     assert!(validator().is_valid(&serde_json::to_value(&envelope).unwrap()));
 }
 

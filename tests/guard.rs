@@ -4,8 +4,10 @@ use std::cell::Cell;
 
 use serde_json::json;
 use tool_envelope::{
-    Blocked, ErrorCategory, ErrorEnvelope, Escalation, EscalationReason, Guard, Guards,
-    RetryPolicy, ToolCall, tool,
+    ErrorCategory, ErrorEnvelope, Escalation, EscalationReason,
+    guard::{Blocked, Guard, Guards, ToolCall},
+    retry::RetryPolicy,
+    tool,
 };
 
 thread_local! {
@@ -39,24 +41,24 @@ fn a_refund_over_the_cap_is_blocked_before_it_runs_and_routed_to_a_human() {
     let envelope = process_refund("O-77".into(), 620).unwrap_err();
     assert_eq!(REFUNDS_RUN.get(), 0, "the tool never ran");
 
-    assert_eq!(envelope.category, ErrorCategory::Business);
-    assert!(!envelope.retryable);
+    assert_eq!(envelope.category(), ErrorCategory::Business);
+    assert!(!envelope.is_retryable());
     assert_eq!(
-        envelope.message,
+        envelope.message(),
         "Refund of $620 exceeds the $500 policy cap"
     );
     assert_eq!(
-        envelope.alternatives,
+        envelope.alternatives(),
         [
             "Escalate to a human for approval",
             "Offer store credit within the auto-approve limit"
         ]
     );
-    assert_eq!(envelope.reason.as_deref(), Some("REFUND_OVER_CAP"));
-    assert_eq!(envelope.tool.as_deref(), Some("process_refund"));
+    assert_eq!(envelope.reason(), Some("REFUND_OVER_CAP"));
+    assert_eq!(envelope.tool(), Some("process_refund"));
     assert_eq!(
-        envelope.attempted_query,
-        Some(json!({"order": "O-77", "amount": 620}))
+        envelope.attempted_query(),
+        Some(&json!({"order": "O-77", "amount": 620}))
     );
 
     let escalation = Escalation::from_envelope(envelope);
@@ -116,10 +118,10 @@ async fn guards_are_plain_rust_values_and_work_on_async_tools() {
     assert_eq!(export("orders".into(), 10).await.unwrap(), 10);
     let envelope = export("orders".into(), 5_000).await.unwrap_err();
     assert_eq!(
-        envelope.message,
+        envelope.message(),
         "export may read at most 1000 rows, not 5000"
     );
-    assert_eq!(envelope.category, ErrorCategory::Business);
+    assert_eq!(envelope.category(), ErrorCategory::Business);
 }
 
 /// A JSON object, as guards see arguments.

@@ -13,7 +13,8 @@ use rmcp::service::{RoleClient, RunningService};
 use serde_json::{Value, json};
 use tool_envelope::mcp::ToolSet;
 use tool_envelope::{
-    EnvelopeLimits, ErrorCategory, ErrorEnvelope, Partial, RetryPolicy, Secret, ToolError, tool,
+    EnvelopeLimits, ErrorCategory, ErrorEnvelope, Partial, Secret, ToolError, retry::RetryPolicy,
+    tool,
 };
 use tracing_subscriber::layer::SubscriberExt;
 
@@ -101,12 +102,12 @@ async fn a_panicking_tool_answers_with_an_envelope_and_the_server_keeps_serving(
     let client = serve(tools()).await;
     let failed =
         envelope(&call(&client, "divide", json!({"numerator": 7, "denominator": 0})).await);
-    assert_eq!(failed.category, ErrorCategory::Other);
-    assert!(!failed.retryable);
+    assert_eq!(failed.category(), ErrorCategory::Other);
+    assert!(!failed.is_retryable());
     assert!(
-        failed.message.contains("attempt to divide 7 by zero"),
+        failed.message().contains("attempt to divide 7 by zero"),
         "{}",
-        failed.message
+        failed.message()
     );
     let ok = call(&client, "divide", json!({"numerator": 8, "denominator": 2})).await;
     assert_eq!(ok.structured_content, Some(json!({"result": 4})));
@@ -116,13 +117,13 @@ async fn a_panicking_tool_answers_with_an_envelope_and_the_server_keeps_serving(
 async fn a_hanging_tool_times_out_into_a_transient_envelope() {
     let client = serve(tools()).await;
     let failed = envelope(&call(&client, "wait_forever", json!({"what": "rates"})).await);
-    assert_eq!(failed.category, ErrorCategory::Transient);
+    assert_eq!(failed.category(), ErrorCategory::Transient);
     assert!(
-        failed.message.contains("did not finish within 200 ms"),
+        failed.message().contains("did not finish within 200 ms"),
         "{}",
-        failed.message
+        failed.message()
     );
-    assert_eq!(failed.attempted_query, Some(json!({"what": "rates"})));
+    assert_eq!(failed.attempted_query(), Some(&json!({"what": "rates"})));
     let ok = call(&client, "divide", json!({"numerator": 1, "denominator": 1})).await;
     assert_eq!(ok.is_error, Some(false));
 }
@@ -131,15 +132,15 @@ async fn a_hanging_tool_times_out_into_a_transient_envelope() {
 async fn an_enormous_result_is_refused_with_an_envelope_not_truncated() {
     let client = serve(tools()).await;
     let failed = envelope(&call(&client, "dump", json!({"megabytes": 8})).await);
-    assert_eq!(failed.category, ErrorCategory::Other);
-    assert_eq!(failed.reason.as_deref(), Some("RESULT_TOO_LARGE"));
+    assert_eq!(failed.category(), ErrorCategory::Other);
+    assert_eq!(failed.reason(), Some("RESULT_TOO_LARGE"));
     assert!(
-        failed.message.contains("over the 3145728-byte limit"),
+        failed.message().contains("over the 3145728-byte limit"),
         "{}",
-        failed.message
+        failed.message()
     );
-    assert!(!failed.alternatives.is_empty());
-    assert_eq!(failed.attempted_query, Some(json!({"megabytes": 8})));
+    assert!(!failed.alternatives().is_empty());
+    assert_eq!(failed.attempted_query(), Some(&json!({"megabytes": 8})));
     let ok = call(&client, "dump", json!({"megabytes": 1})).await;
     assert_eq!(ok.is_error, Some(false));
 }
@@ -160,11 +161,11 @@ async fn oversized_envelopes_are_trimmed_but_keep_their_pillars_and_their_schema
     assert!(schema().is_valid(&structured), "{structured}");
     let failed = envelope(&result);
     // The four pillars are all there.
-    assert_eq!(failed.category, ErrorCategory::Transient);
-    let query = failed.attempted_query.as_ref().unwrap().as_str().unwrap();
+    assert_eq!(failed.category(), ErrorCategory::Transient);
+    let query = failed.attempted_query().unwrap().as_str().unwrap();
     assert!(query.len() <= limits.attempted_query_bytes);
     assert!(query.contains("bytes dropped]"));
-    let partial = failed.partial_results.as_ref().unwrap();
+    let partial = failed.partial_results().unwrap();
     assert!(serde_json::to_string(partial).unwrap().len() <= limits.partial_results_bytes);
     let items = partial.as_array().unwrap();
     let marker = &items.last().unwrap()["_truncated"];
@@ -226,8 +227,8 @@ fn a_secret_appears_in_no_output_at_all() {
         outputs.push(serde_json::to_string(&direct).unwrap());
         outputs.push(format!("{direct} {direct:?} {direct:#?}"));
         assert_eq!(
-            direct.attempted_query,
-            Some(json!({"amount": 10, "api_key": "[redacted]", "session_token": "[redacted]"}))
+            direct.attempted_query(),
+            Some(&json!({"amount": 10, "api_key": "[redacted]", "session_token": "[redacted]"}))
         );
 
         // Through the retry loop: the escalation, its Display, the statistics.
@@ -252,7 +253,7 @@ fn a_secret_appears_in_no_output_at_all() {
         .await;
         outputs.push(serde_json::to_string(&result).unwrap());
         assert_eq!(
-            envelope(&result).attempted_query.as_ref().unwrap()["api_key"],
+            envelope(&result).attempted_query().unwrap()["api_key"],
             "[redacted]"
         );
         let direct_set = tools
@@ -313,12 +314,16 @@ async fn a_secret_sent_with_the_wrong_type_or_as_an_option_is_still_masked() {
     )
     .await;
     let failed = envelope(&result);
-    assert_eq!(failed.category, ErrorCategory::Validation);
-    let fields: Vec<&str> = failed.violations.iter().map(|v| v.field.as_str()).collect();
+    assert_eq!(failed.category(), ErrorCategory::Validation);
+    let fields: Vec<&str> = failed
+        .violations()
+        .iter()
+        .map(|v| v.field.as_str())
+        .collect();
     assert_eq!(fields, ["api_key", "session_token"]);
     assert_eq!(
-        failed.attempted_query,
-        Some(json!({"amount": 10, "api_key": "[redacted]", "session_token": "[redacted]"}))
+        failed.attempted_query(),
+        Some(&json!({"amount": 10, "api_key": "[redacted]", "session_token": "[redacted]"}))
     );
     outputs.push(serde_json::to_string(&result).unwrap());
 
@@ -326,8 +331,8 @@ async fn a_secret_sent_with_the_wrong_type_or_as_an_option_is_still_masked() {
     let result = call(&client, "login", json!({"user": "ada", "otp": OTP})).await;
     let failed = envelope(&result);
     assert_eq!(
-        failed.attempted_query,
-        Some(json!({"user": "ada", "otp": "[redacted]"}))
+        failed.attempted_query(),
+        Some(&json!({"user": "ada", "otp": "[redacted]"}))
     );
     outputs.push(serde_json::to_string(&result).unwrap());
     client.cancel().await.unwrap();
@@ -345,9 +350,9 @@ async fn a_secret_sent_with_the_wrong_type_or_as_an_option_is_still_masked() {
 /// Fails with whatever it is given: message, reason and alternatives.
 #[tool(read_only)]
 fn fail_with(message: String, reason: String, alternatives: usize) -> Result<(), ErrorEnvelope> {
-    let mut envelope = ErrorEnvelope::business(message).with_reason(reason);
-    envelope.alternatives = (0..alternatives).map(|i| format!("Option {i}")).collect();
-    Err(envelope)
+    Err(ErrorEnvelope::business(message)
+        .with_reason(reason)
+        .with_alternatives((0..alternatives).map(|i| format!("Option {i}"))))
 }
 
 #[tokio::test]
@@ -366,10 +371,10 @@ async fn whatever_a_tool_writes_into_its_envelope_the_reply_is_bounded_and_valid
         let size = serde_json::to_string(&result).unwrap().len();
         assert!(size < 128 * 1024, "a reply of {size} bytes");
         let failed = envelope(&result);
-        assert!(!failed.message.is_empty());
-        assert!(failed.message.len() <= limits.text_bytes);
-        assert!(failed.alternatives.len() <= limits.list_items);
-        assert_eq!(failed.category, ErrorCategory::Business);
+        assert!(!failed.message().is_empty());
+        assert!(failed.message().len() <= limits.text_bytes);
+        assert!(failed.alternatives().len() <= limits.list_items);
+        assert_eq!(failed.category(), ErrorCategory::Business);
     }
     let failed = envelope(
         &call(
@@ -379,9 +384,9 @@ async fn whatever_a_tool_writes_into_its_envelope_the_reply_is_bounded_and_valid
         )
         .await,
     );
-    assert_eq!(failed.reason.as_deref(), Some("QUOTA_EXCEEDED"));
+    assert_eq!(failed.reason(), Some("QUOTA_EXCEEDED"));
     assert_eq!(
-        failed.alternatives.last().map(String::as_str),
+        failed.alternatives().last().map(String::as_str),
         Some("… and 37 more alternatives")
     );
     client.cancel().await.unwrap();
@@ -424,11 +429,11 @@ async fn arguments_nested_100_000_deep_get_a_validation_envelope_without_overflo
     ] {
         let result = tools.call("divide", arguments).await.unwrap();
         let envelope = result.envelope().unwrap();
-        assert_eq!(envelope.category, ErrorCategory::Validation);
+        assert_eq!(envelope.category(), ErrorCategory::Validation);
         assert!(
-            envelope.violations[0].description.contains("nested"),
+            envelope.violations()[0].description.contains("nested"),
             "{:?}",
-            envelope.violations
+            envelope.violations()
         );
         let text = serde_json::to_string(&result).unwrap();
         assert!(text.len() < 64 * 1024, "{} bytes", text.len());

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 use tool_envelope::mcp::ToolSet;
-use tool_envelope::{EnvelopeLimits, ErrorEnvelope, NO_MESSAGE, tool};
+use tool_envelope::{EnvelopeLimits, ErrorEnvelope, tool};
 
 /// Fails, reporting everything it was given.
 #[tool(read_only)]
@@ -34,14 +34,22 @@ fn the_documented_defaults_and_texts() {
         4 * 1024 * 1024
     );
     assert_eq!(tool_envelope::MAX_DEPTH, 100);
-    assert_eq!(NO_MESSAGE, "The tool failed without a message.");
-    // One text for an empty message, whether the envelope is built or sent empty.
-    assert_eq!(ErrorEnvelope::transient("  ").message, NO_MESSAGE);
-    let mut emptied = ErrorEnvelope::transient("x");
-    emptied.message.clear();
     assert_eq!(
-        serde_json::to_value(&emptied).unwrap()["message"],
-        NO_MESSAGE
+        ErrorEnvelope::NO_MESSAGE,
+        "The tool failed without a message."
+    );
+    // One text for an empty message, whether built or read from the wire.
+    assert_eq!(
+        ErrorEnvelope::transient("  ").message(),
+        ErrorEnvelope::NO_MESSAGE
+    );
+    let read: ErrorEnvelope = serde_json::from_value(json!({
+        "isError": true, "errorCategory": "other", "isRetryable": false, "message": ""
+    }))
+    .unwrap();
+    assert_eq!(
+        serde_json::to_value(&read).unwrap()["message"],
+        ErrorEnvelope::NO_MESSAGE
     );
 }
 
@@ -87,7 +95,7 @@ fn other_limits_apply_where_they_are_given() {
     assert_eq!(alternatives.len(), 4);
     assert_eq!(alternatives[3], "… and 7 more alternatives");
     // The envelope itself still holds everything.
-    assert_eq!(envelope.message.len(), 500);
+    assert_eq!(envelope.message().len(), 500);
     assert_eq!(envelope.partial_count(), 1000);
     // And plain serialization is untouched by what was applied elsewhere.
     assert_eq!(serde_json::to_value(&envelope).unwrap(), before);
@@ -123,8 +131,8 @@ async fn a_failing_call_stays_within_max_result_bytes_text_copy_included() {
             sent.len()
         );
         let envelope = result.envelope().unwrap();
-        assert_eq!(envelope.tool.as_deref(), Some("control"));
-        assert!(envelope.attempted_query.is_some(), "the pillars stay");
+        assert_eq!(envelope.tool(), Some("control"));
+        assert!(envelope.attempted_query().is_some(), "the pillars stay");
     }
 }
 

@@ -16,7 +16,12 @@ use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use serde_json::json;
 use tool_envelope::mcp::ToolSet;
-use tool_envelope::{Blocked, ErrorEnvelope, Guards, Partial, RetryPolicy, ToolCall, tool};
+use tool_envelope::{
+    ErrorEnvelope, Partial,
+    guard::{Blocked, Guards, ToolCall},
+    retry::RetryPolicy,
+    tool,
+};
 
 /// Counts the bytes alive on the heap.
 struct Counting;

@@ -189,16 +189,16 @@ async fn each_tool_answers_with_a_value_or_an_envelope() {
         .await
         .unwrap();
     let timeout = envelope(&result);
-    assert_eq!(timeout.category, tool_envelope::ErrorCategory::Transient);
+    assert_eq!(timeout.category(), tool_envelope::ErrorCategory::Transient);
     assert!(
-        !timeout.retryable,
+        !timeout.is_retryable(),
         "escalated after the server's own retries: not an invitation to retry again"
     );
     assert_eq!(
-        timeout.attempted_query,
-        Some(json!({"customer_id": "C-4821"}))
+        timeout.attempted_query(),
+        Some(&json!({"customer_id": "C-4821"}))
     );
-    assert_eq!(timeout.tool.as_deref(), Some("lookup_orders"));
+    assert_eq!(timeout.tool(), Some("lookup_orders"));
     let structured = result.structured_content.clone().unwrap();
     assert_eq!(structured["escalation"]["reason"], "retries_exhausted");
     assert_eq!(structured["escalation"]["attempts"], 3);
@@ -222,8 +222,11 @@ async fn each_tool_answers_with_a_value_or_an_envelope() {
     .await
     .unwrap();
     let blocked = envelope(&result);
-    assert_eq!(blocked.category, tool_envelope::ErrorCategory::Business);
-    assert_eq!(blocked.alternatives[0], "Escalate to a human for approval");
+    assert_eq!(blocked.category(), tool_envelope::ErrorCategory::Business);
+    assert_eq!(
+        blocked.alternatives()[0],
+        "Escalate to a human for approval"
+    );
     assert_eq!(
         result.structured_content.as_ref().unwrap()["escalation"]["reason"],
         "blocked_by_guard"
@@ -246,10 +249,10 @@ async fn each_tool_answers_with_a_value_or_an_envelope() {
         .await
         .unwrap();
     let denied = envelope(&result);
-    assert_eq!(denied.category, tool_envelope::ErrorCategory::Permission);
-    assert!(!denied.retryable);
+    assert_eq!(denied.category(), tool_envelope::ErrorCategory::Permission);
+    assert!(!denied.is_retryable());
     assert_eq!(
-        denied.alternatives,
+        denied.alternatives(),
         [
             "Request read grant on payroll schema",
             "Escalate to data-owner for approval"
@@ -268,7 +271,7 @@ async fn each_tool_answers_with_a_value_or_an_envelope() {
     let research = envelope(&result);
     assert_eq!(research.partial_count(), 6);
     assert_eq!(
-        research.partial_results.as_ref().unwrap()[5]["title"],
+        research.partial_results().unwrap()[5]["title"],
         "EU AI Act timelines: source 6"
     );
     check_output("research", &result);
@@ -286,14 +289,14 @@ async fn bad_arguments_are_a_validation_envelope_and_an_unknown_tool_a_protocol_
     .await
     .unwrap();
     let invalid = envelope(&result);
-    assert_eq!(invalid.category, tool_envelope::ErrorCategory::Validation);
+    assert_eq!(invalid.category(), tool_envelope::ErrorCategory::Validation);
     assert_eq!(
-        invalid.attempted_query,
-        Some(json!({"customer_id": 4821, "colour": "[redacted]"})),
+        invalid.attempted_query(),
+        Some(&json!({"customer_id": 4821, "colour": "[redacted]"})),
         "an undeclared key is named, its value never shown"
     );
     let fields: Vec<&str> = invalid
-        .violations
+        .violations()
         .iter()
         .map(|v| v.field.as_str())
         .collect();

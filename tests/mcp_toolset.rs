@@ -7,10 +7,12 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tool_envelope::mcp::{CallToolResult, ToolSet};
+use tool_envelope::mcp::{ToolReply, ToolSet};
 use tool_envelope::{
-    Blocked, ErrorCategory, ErrorEnvelope, Found, Guards, Partial, RetryPolicy, ToolCall,
-    ToolError, tool, tools,
+    ErrorCategory, ErrorEnvelope, Found, Partial, ToolError,
+    guard::{Blocked, Guards, ToolCall},
+    retry::RetryPolicy,
+    tool, tools,
 };
 
 #[derive(Debug, thiserror::Error, ToolError)]
@@ -206,14 +208,14 @@ fn the_definition_says_how_the_tool_can_fail() {
         definition.failure_modes().unwrap(),
         &json!([
             {
-                "category": "transient",
+                "errorCategory": "transient",
                 "isRetryable": true,
                 "reason": "DB_TIMEOUT",
                 "message": "Connection to orders DB timed out after {0}s",
                 "alternatives": ["Retry against the read replica"]
             },
             {
-                "category": "validation",
+                "errorCategory": "validation",
                 "isRetryable": false,
                 "reason": "UNKNOWN_CUSTOMER",
                 "message": "Customer {0} is not known",
@@ -291,13 +293,13 @@ async fn a_tool_error_is_an_error_result_carrying_the_envelope() {
         .unwrap();
     assert!(result.is_error);
     let envelope = result.envelope().unwrap();
-    assert_eq!(envelope.category, ErrorCategory::Transient);
-    assert!(envelope.retryable);
-    assert_eq!(envelope.tool.as_deref(), Some("lookup_orders"));
-    assert_eq!(envelope.reason.as_deref(), Some("DB_TIMEOUT"));
+    assert_eq!(envelope.category(), ErrorCategory::Transient);
+    assert!(envelope.is_retryable());
+    assert_eq!(envelope.tool(), Some("lookup_orders"));
+    assert_eq!(envelope.reason(), Some("DB_TIMEOUT"));
     assert_eq!(
-        envelope.attempted_query,
-        Some(json!({"customer_id": "C-4821", "filters": {"status": "shipped"}})),
+        envelope.attempted_query(),
+        Some(&json!({"customer_id": "C-4821", "filters": {"status": "shipped"}})),
         "the arguments as received"
     );
     assert_eq!(
@@ -368,11 +370,11 @@ async fn bad_arguments_are_a_validation_envelope_naming_every_field() {
         .unwrap();
     assert!(result.is_error, "a tool error, not a protocol error");
     let envelope = result.envelope().unwrap();
-    assert_eq!(envelope.category, ErrorCategory::Validation);
-    assert!(!envelope.retryable);
+    assert_eq!(envelope.category(), ErrorCategory::Validation);
+    assert!(!envelope.is_retryable());
     assert_eq!(
-        envelope.attempted_query,
-        Some(json!({
+        envelope.attempted_query(),
+        Some(&json!({
             "customer_id": 42,
             "filters": {"status": 7},
             "limit": "ten",
@@ -381,20 +383,20 @@ async fn bad_arguments_are_a_validation_envelope_naming_every_field() {
         "the arguments as received, the undeclared key's value never shown"
     );
     let fields: Vec<&str> = envelope
-        .violations
+        .violations()
         .iter()
         .map(|v| v.field.as_str())
         .collect();
     assert_eq!(fields, ["customer_id", "filters.status", "limit", "colour"]);
     assert!(
-        envelope.violations[0]
+        envelope.violations()[0]
             .description
             .contains("expected a string"),
         "{:?}",
-        envelope.violations
+        envelope.violations()
     );
     assert!(
-        envelope.violations[3]
+        envelope.violations()[3]
             .description
             .contains("unknown argument")
     );
@@ -405,9 +407,9 @@ async fn bad_arguments_are_a_validation_envelope_naming_every_field() {
         .unwrap()
         .envelope()
         .unwrap();
-    assert_eq!(missing.violations[0].field, "customer_id");
+    assert_eq!(missing.violations()[0].field, "customer_id");
     assert_eq!(
-        missing.violations[0].description,
+        missing.violations()[0].description,
         "required argument is missing"
     );
 
@@ -417,7 +419,7 @@ async fn bad_arguments_are_a_validation_envelope_naming_every_field() {
         .unwrap()
         .envelope()
         .unwrap();
-    assert_eq!(not_an_object.violations[0].field, "arguments");
+    assert_eq!(not_an_object.violations()[0].field, "arguments");
 }
 
 #[tokio::test]
@@ -435,8 +437,8 @@ async fn calls_capture_the_incoming_json_without_serializing_the_arguments_again
         .await
         .unwrap();
     assert_eq!(
-        result.envelope().unwrap().attempted_query,
-        Some(json!({"value": "v"}))
+        result.envelope().unwrap().attempted_query(),
+        Some(&json!({"value": "v"}))
     );
     assert_eq!(SERIALIZED.load(Ordering::SeqCst), 0);
     // A direct call captures by serializing, once.
@@ -459,7 +461,7 @@ async fn a_redacted_argument_never_reaches_the_result() {
     let text = serde_json::to_string(&result).unwrap();
     assert!(!text.contains("tok-SECRET-1"), "{text}");
     assert_eq!(
-        result.envelope().unwrap().attempted_query.as_ref().unwrap()["approval_token"],
+        result.envelope().unwrap().attempted_query().unwrap()["approval_token"],
         "[redacted]"
     );
 }
@@ -494,11 +496,11 @@ async fn guards_run_inside_call_and_a_blocked_call_never_reaches_the_tool() {
     assert!(result.is_error);
     assert_eq!(REFUNDS.load(Ordering::SeqCst), before);
     let envelope = result.envelope().unwrap();
-    assert_eq!(envelope.category, ErrorCategory::Business);
-    assert_eq!(envelope.alternatives, ["Escalate to a human"]);
+    assert_eq!(envelope.category(), ErrorCategory::Business);
+    assert_eq!(envelope.alternatives(), ["Escalate to a human"]);
     assert_eq!(
-        envelope.attempted_query,
-        Some(json!({"order": "O-77", "amount": 620}))
+        envelope.attempted_query(),
+        Some(&json!({"order": "O-77", "amount": 620}))
     );
 
     // A set-level guard, for a tool that has none of its own.
@@ -517,7 +519,7 @@ async fn guards_run_inside_call_and_a_blocked_call_never_reaches_the_tool() {
         .await
         .unwrap();
     assert_eq!(
-        result.envelope().unwrap().message,
+        result.envelope().unwrap().message(),
         "VIP customers are served by humans"
     );
     assert!(
@@ -609,7 +611,7 @@ async fn an_impl_block_serves_methods_that_share_state() {
     let result = tools.call("inventory.list", json!(null)).await.unwrap();
     assert_eq!(result.structured_content.unwrap()["matches"], 2);
     let result = tools.call("stock_of", json!({"sku": "Z-9"})).await.unwrap();
-    assert_eq!(result.envelope().unwrap().tool.as_deref(), Some("stock_of"));
+    assert_eq!(result.envelope().unwrap().tool(), Some("stock_of"));
     assert_eq!(
         inventory.lookups(),
         3,
@@ -634,14 +636,17 @@ async fn internal_errors_can_be_masked_but_never_the_category_or_retry_flag() {
     let tools = ToolSet::new()
         .tool::<leaky>()
         .mask_internal_errors("Internal error; it has been logged");
-    let result: CallToolResult = tools.call("leaky", json!({"input": "x"})).await.unwrap();
+    let result: ToolReply = tools.call("leaky", json!({"input": "x"})).await.unwrap();
     let text = serde_json::to_string(&result).unwrap();
     assert!(!text.contains("hunter2"), "{text}");
     let envelope = result.envelope().unwrap();
-    assert_eq!(envelope.message, "Internal error; it has been logged");
-    assert_eq!(envelope.category, ErrorCategory::Other);
-    assert!(!envelope.retryable);
-    assert_eq!(envelope.alternatives, ["Escalate to the on-call engineer"]);
+    assert_eq!(envelope.message(), "Internal error; it has been logged");
+    assert_eq!(envelope.category(), ErrorCategory::Other);
+    assert!(!envelope.is_retryable());
+    assert_eq!(
+        envelope.alternatives(),
+        ["Escalate to the on-call engineer"]
+    );
 }
 
 fn panicking_guard(call: &ToolCall) -> Result<(), Blocked> {
@@ -667,17 +672,17 @@ async fn a_guard_that_panics_blocks_the_call_with_an_envelope() {
     // Called directly.
     let before = REFUNDS.load(Ordering::SeqCst);
     let envelope = guarded_refund("O-1".into(), None).unwrap_err();
-    assert_eq!(envelope.category, ErrorCategory::Other);
-    assert_eq!(envelope.reason.as_deref(), Some("GUARD_PANIC"));
+    assert_eq!(envelope.category(), ErrorCategory::Other);
+    assert_eq!(envelope.reason(), Some("GUARD_PANIC"));
     assert!(
-        envelope.message.contains("no amount to check"),
+        envelope.message().contains("no amount to check"),
         "{}",
-        envelope.message
+        envelope.message()
     );
-    assert_eq!(envelope.tool.as_deref(), Some("guarded_refund"));
+    assert_eq!(envelope.tool(), Some("guarded_refund"));
     assert_eq!(
-        envelope.attempted_query,
-        Some(json!({"order": "O-1", "amount": null}))
+        envelope.attempted_query(),
+        Some(&json!({"order": "O-1", "amount": null}))
     );
 
     // Through a tool set: its own guard, and a set-level guard.
@@ -694,23 +699,23 @@ async fn a_guard_that_panics_blocks_the_call_with_an_envelope() {
         .await
         .unwrap();
     let envelope = result.envelope().unwrap();
-    assert_eq!(envelope.reason.as_deref(), Some("GUARD_PANIC"));
-    assert_eq!(envelope.attempted_query, Some(json!({"order": "O-1"})));
+    assert_eq!(envelope.reason(), Some("GUARD_PANIC"));
+    assert_eq!(envelope.attempted_query(), Some(&json!({"order": "O-1"})));
     let result = tools
         .call("lookup_orders", json!({"customer_id": "C-1"}))
         .await
         .unwrap();
     let envelope = result.envelope().unwrap();
-    assert_eq!(envelope.reason.as_deref(), Some("GUARD_PANIC"));
+    assert_eq!(envelope.reason(), Some("GUARD_PANIC"));
     assert!(
-        envelope.message.contains("the set's guard failed"),
+        envelope.message().contains("the set's guard failed"),
         "{}",
-        envelope.message
+        envelope.message()
     );
-    assert_eq!(envelope.tool.as_deref(), Some("lookup_orders"));
+    assert_eq!(envelope.tool(), Some("lookup_orders"));
     assert_eq!(
-        envelope.attempted_query,
-        Some(json!({"customer_id": "C-1"}))
+        envelope.attempted_query(),
+        Some(&json!({"customer_id": "C-1"}))
     );
     assert_eq!(REFUNDS.load(Ordering::SeqCst), before, "the tool never ran");
 }
@@ -763,11 +768,11 @@ async fn arguments_that_are_not_an_object_are_named_never_echoed() {
     ] {
         let result = tools().call("lookup_orders", arguments).await.unwrap();
         let envelope = result.envelope().unwrap();
-        assert_eq!(envelope.category, ErrorCategory::Validation);
-        assert_eq!(envelope.violations[0].field, "arguments");
+        assert_eq!(envelope.category(), ErrorCategory::Validation);
+        assert_eq!(envelope.violations()[0].field, "arguments");
         assert_eq!(
-            envelope.attempted_query,
-            Some(json!(format!(
+            envelope.attempted_query(),
+            Some(&json!(format!(
                 "[arguments sent as {kind}, not an object: not shown]"
             )))
         );
@@ -799,14 +804,14 @@ async fn a_result_that_cannot_be_serialized_is_an_envelope_with_every_pillar() {
         .await
         .unwrap();
     let envelope = result.envelope().unwrap();
-    assert_eq!(envelope.category, ErrorCategory::Other);
-    assert_eq!(envelope.reason.as_deref(), Some("UNSERIALIZABLE_RESULT"));
+    assert_eq!(envelope.category(), ErrorCategory::Other);
+    assert_eq!(envelope.reason(), Some("UNSERIALIZABLE_RESULT"));
     assert!(
-        envelope.message.contains("a handle is not data"),
+        envelope.message().contains("a handle is not data"),
         "{}",
-        envelope.message
+        envelope.message()
     );
-    assert_eq!(envelope.tool.as_deref(), Some("open_handle"));
-    assert_eq!(envelope.attempted_query, Some(json!({"path": "/tmp/x"})));
-    assert_eq!(envelope.partial_results, Some(json!(["/tmp/x"])));
+    assert_eq!(envelope.tool(), Some("open_handle"));
+    assert_eq!(envelope.attempted_query(), Some(&json!({"path": "/tmp/x"})));
+    assert_eq!(envelope.partial_results(), Some(&json!(["/tmp/x"])));
 }

@@ -162,16 +162,23 @@ fn any_envelope() -> impl Strategy<Value = ErrorEnvelope> {
             )| {
                 let mut envelope = ErrorEnvelope::new(category, message)
                     .with_retryable(retryable)
-                    .with_alternatives(alternatives);
-                envelope.attempted_query = query;
-                envelope.partial_results = partial;
-                envelope.reason = reason.map(Into::into);
-                envelope.retry_after = retry_after.map(Duration::from_millis);
-                envelope.violations = violations
-                    .into_iter()
-                    .map(|(f, d)| Violation::new(f, d))
-                    .collect();
-                envelope.tool = tool.map(Into::into);
+                    .with_alternatives(alternatives)
+                    .with_violations(violations.into_iter().map(|(f, d)| Violation::new(f, d)));
+                if let Some(query) = query {
+                    envelope = envelope.with_attempted_query(query);
+                }
+                if let Some(partial) = partial {
+                    envelope = envelope.with_partial_results(partial);
+                }
+                if let Some(reason) = reason {
+                    envelope = envelope.with_reason(reason);
+                }
+                if let Some(delay) = retry_after {
+                    envelope = envelope.with_retry_after(Duration::from_millis(delay));
+                }
+                if let Some(tool) = tool {
+                    envelope = envelope.with_tool(tool);
+                }
                 envelope
             },
         )
@@ -188,7 +195,7 @@ proptest! {
     }
 }
 
-/// Any envelope at all: whatever a tool could write into the public fields.
+/// Any envelope at all: whatever a tool could build.
 fn any_fields() -> impl Strategy<Value = ErrorEnvelope> {
     (
         any_category(),
@@ -213,16 +220,22 @@ fn any_fields() -> impl Strategy<Value = ErrorEnvelope> {
                 violations,
                 tool,
             )| {
-                let mut envelope = ErrorEnvelope::new(category, message).with_retryable(retryable);
-                envelope.alternatives = alternatives;
-                envelope.attempted_query = query;
-                envelope.partial_results = partial;
-                envelope.reason = reason.map(Into::into);
-                envelope.violations = violations
-                    .into_iter()
-                    .map(|(f, d)| Violation::new(f, d))
-                    .collect();
-                envelope.tool = tool.map(Into::into);
+                let mut envelope = ErrorEnvelope::new(category, message)
+                    .with_retryable(retryable)
+                    .with_alternatives(alternatives)
+                    .with_violations(violations.into_iter().map(|(f, d)| Violation::new(f, d)));
+                if let Some(query) = query {
+                    envelope = envelope.with_attempted_query(query);
+                }
+                if let Some(partial) = partial {
+                    envelope = envelope.with_partial_results(partial);
+                }
+                if let Some(reason) = reason {
+                    envelope = envelope.with_reason(reason);
+                }
+                if let Some(tool) = tool {
+                    envelope = envelope.with_tool(tool);
+                }
                 envelope
             },
         )
@@ -248,19 +261,19 @@ proptest! {
             prop_assert!(value.get(list).is_none_or(|l| l.as_array().unwrap().len() <= limits.list_items));
         }
         // ...and what fits is sent as it is.
-        let message_fits = !original.message.trim().is_empty()
-            && size(&json!(original.message)) <= limits.text_bytes + 2;
+        let message_fits = !original.message().trim().is_empty()
+            && size(&json!(original.message())) <= limits.text_bytes + 2;
         if message_fits {
-            prop_assert_eq!(&value["message"], &json!(original.message));
+            prop_assert_eq!(&value["message"], &json!(original.message()));
         }
-        if original.alternatives.len() <= limits.list_items
-            && original.alternatives.iter().all(|a| size(&json!(a)) <= limits.text_bytes + 2)
+        if original.alternatives().len() <= limits.list_items
+            && original.alternatives().iter().all(|a| size(&json!(a)) <= limits.text_bytes + 2)
         {
             let sent = value.get("alternatives").cloned().unwrap_or(json!([]));
-            prop_assert_eq!(sent, json!(original.alternatives));
+            prop_assert_eq!(sent, json!(original.alternatives()));
         }
-        prop_assert_eq!(value["errorCategory"].as_str(), Some(original.category.as_str()));
-        prop_assert_eq!(value["isRetryable"].as_bool(), Some(original.retryable));
+        prop_assert_eq!(value["errorCategory"].as_str(), Some(original.category().as_str()));
+        prop_assert_eq!(value["isRetryable"].as_bool(), Some(original.is_retryable()));
         // `apply` makes the envelope what the wire says, and applying it again changes nothing.
         EnvelopeLimits::default().apply(&mut envelope);
         prop_assert_eq!(serde_json::to_value(&envelope).unwrap(), value);

@@ -8,8 +8,9 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::time::Instant;
 use tool_envelope::{
-    Backoff, ErrorCategory, ErrorEnvelope, EscalationReason, Found, Jitter, Partial, RetryAction,
-    RetryBudget, RetryPolicy, Sleeper, ToolError, tool,
+    ErrorCategory, ErrorEnvelope, EscalationReason, Found, Partial, ToolError,
+    retry::{Backoff, Jitter, RetryAction, RetryBudget, RetryPolicy, Sleeper},
+    tool,
 };
 
 fn ms(n: u64) -> Duration {
@@ -99,12 +100,12 @@ async fn a_permission_error_is_never_retried() {
     let escalation = outcome.result.unwrap_err();
     assert_eq!(escalation.reason, EscalationReason::NonRetryable);
     assert_eq!(escalation.attempts, 1);
-    assert_eq!(escalation.envelope.category, ErrorCategory::Permission);
+    assert_eq!(escalation.envelope.category(), ErrorCategory::Permission);
     assert_eq!(
         escalation.alternatives(),
         ["Request the inventory-admin role"]
     );
-    assert_eq!(escalation.envelope.tool.as_deref(), Some("admin_view"));
+    assert_eq!(escalation.envelope.tool(), Some("admin_view"));
     assert_eq!(outcome.stats.slept, Duration::ZERO);
 }
 
@@ -150,7 +151,7 @@ async fn a_retry_after_hint_is_honoured_and_clamped() {
         .await;
     assert_eq!(outcome.stats.delays(), [ms(5_000), ms(5_000)]);
     assert_eq!(
-        outcome.result.unwrap_err().envelope.retry_after,
+        outcome.result.unwrap_err().envelope.retry_after(),
         Some(ms(60_000))
     );
 }
@@ -201,7 +202,7 @@ async fn the_deadline_cuts_off_an_attempt_still_running() {
     let escalation = outcome.result.unwrap_err();
     assert_eq!(escalation.reason, EscalationReason::DeadlineExceeded);
     // The last envelope keeps its pillars: the tool and what was attempted.
-    assert_eq!(escalation.envelope.tool.as_deref(), Some("hang"));
+    assert_eq!(escalation.envelope.tool(), Some("hang"));
     assert_eq!(escalation.attempted_query(), Some(&json!({})));
     assert_eq!(outcome.stats.history.len(), 2);
 }
@@ -308,13 +309,13 @@ async fn a_non_idempotent_tool_is_not_retried_after_a_transient_failure() {
     let escalation = outcome.result.unwrap_err();
     assert_eq!(escalation.reason, EscalationReason::NonRetryable);
     // The envelope the tool returned already said so: every caller reads the same decision.
-    assert!(!escalation.envelope.retryable);
+    assert!(!escalation.envelope.is_retryable());
     assert_eq!(
-        escalation.envelope.category,
+        escalation.envelope.category(),
         tool_envelope::ErrorCategory::Transient
     );
     assert_eq!(
-        escalation.envelope.reason.as_deref(),
+        escalation.envelope.reason(),
         Some(tool_envelope::reasons::MAY_HAVE_TAKEN_EFFECT)
     );
     let detail = escalation.detail.unwrap();
@@ -373,7 +374,7 @@ async fn a_non_idempotent_tool_passing_through_a_read_only_tools_failure_is_not_
     let escalation = outcome.result.unwrap_err();
     assert_eq!(escalation.reason, EscalationReason::NonRetryable);
     // The inner tool's pillars pass through; the retry decision is the outer's.
-    assert_eq!(escalation.envelope.tool.as_deref(), Some("stock"));
+    assert_eq!(escalation.envelope.tool(), Some("stock"));
     assert_eq!(escalation.envelope.idempotent(), Some(false));
     let detail = escalation.detail.unwrap();
     assert!(

@@ -45,21 +45,22 @@ fn lookup_orders(customer_id: String, status: Option<String>) -> Result<Found<u3
 #[test]
 fn failure_comes_back_as_an_envelope_with_the_arguments() {
     let envelope = lookup_orders("C-timeout".into(), Some("shipped".into())).unwrap_err();
-    assert_eq!(envelope.category, ErrorCategory::Transient);
-    assert!(envelope.retryable);
+    assert_eq!(envelope.category(), ErrorCategory::Transient);
+    assert!(envelope.is_retryable());
     assert_eq!(
-        envelope.message,
+        envelope.message(),
         "Connection to orders DB timed out after 5s"
     );
-    assert_eq!(envelope.reason.as_deref(), Some("DB_TIMEOUT"));
-    assert_eq!(envelope.alternatives, ["Retry against the read replica"]);
-    assert_eq!(envelope.tool.as_deref(), Some("lookup_orders"));
+    assert_eq!(envelope.reason(), Some("DB_TIMEOUT"));
+    assert_eq!(envelope.alternatives(), ["Retry against the read replica"]);
+    assert_eq!(envelope.tool(), Some("lookup_orders"));
     assert_eq!(
-        envelope.attempted_query,
-        Some(json!({"customer_id": "C-timeout", "status": "shipped"}))
+        envelope.attempted_query(),
+        Some(&json!({"customer_id": "C-timeout", "status": "shipped"}))
     );
     assert_eq!(
-        envelope.partial_results, None,
+        envelope.partial_results(),
+        None,
         "this tool gathers no partials"
     );
     assert_eq!(
@@ -83,7 +84,7 @@ fn empty_lookup_is_not_an_error() {
 #[test]
 fn question_mark_keeps_the_original_error_type_and_it_stays_reachable() {
     let envelope = lookup_orders("C-4x".into(), None).unwrap_err();
-    assert_eq!(envelope.category, ErrorCategory::Validation);
+    assert_eq!(envelope.category(), ErrorCategory::Validation);
     let original: &OrdersError = envelope.downcast_ref().expect("typed downcast");
     assert!(matches!(original, OrdersError::BadId(_)));
     let source = envelope.source().expect("source");
@@ -113,16 +114,16 @@ fn refund(order: String, amount: u64) -> Result<String, OrdersError> {
 #[test]
 fn the_tool_name_can_be_set_and_alternatives_interpolate_fields() {
     let envelope = refund("O-77".into(), 620).unwrap_err();
-    assert_eq!(envelope.tool.as_deref(), Some("process_refund"));
-    assert_eq!(envelope.category, ErrorCategory::Business);
-    assert!(!envelope.retryable);
+    assert_eq!(envelope.tool(), Some("process_refund"));
+    assert_eq!(envelope.category(), ErrorCategory::Business);
+    assert!(!envelope.is_retryable());
     assert_eq!(
-        envelope.alternatives,
+        envelope.alternatives(),
         ["Refund exceeds $500 policy cap — escalate to human"]
     );
     assert_eq!(
-        envelope.attempted_query,
-        Some(json!({"order": "O-77", "amount": 620}))
+        envelope.attempted_query(),
+        Some(&json!({"order": "O-77", "amount": 620}))
     );
     assert_eq!(
         envelope.idempotent(),
@@ -147,11 +148,11 @@ fn query_payroll(db: &Db, dept: String, api_token: String) -> io::Result<Vec<Str
 #[test]
 fn io_result_alias_skip_and_redact() {
     let envelope = query_payroll(&Db, "ENG".into(), "tok-s3cr3t-123".into()).unwrap_err();
-    assert_eq!(envelope.category, ErrorCategory::Permission);
-    assert!(!envelope.retryable);
+    assert_eq!(envelope.category(), ErrorCategory::Permission);
+    assert!(!envelope.is_retryable());
     assert_eq!(
-        envelope.attempted_query,
-        Some(json!({"dept": "ENG", "api_token": "[redacted]"}))
+        envelope.attempted_query(),
+        Some(&json!({"dept": "ENG", "api_token": "[redacted]"}))
     );
     let everything = format!(
         "{}\n{envelope}\n{envelope:?}\n{envelope:#?}",
@@ -177,7 +178,7 @@ mod crate_result {
 fn a_crates_own_result_alias_works() {
     assert_eq!(crate_result::parse_order("77".into()).unwrap(), 77);
     let envelope = crate_result::parse_order("x".into()).unwrap_err();
-    assert_eq!(envelope.category, ErrorCategory::Validation);
+    assert_eq!(envelope.category(), ErrorCategory::Validation);
 }
 
 /// Fetch `n` sources, keeping what was fetched when the provider gives out.
@@ -212,13 +213,13 @@ fn partial_results_come_from_the_collector_and_the_caller_can_resume() {
     let envelope = research("EU AI Act timelines".into(), 10, 6, sources.clone()).unwrap_err();
     assert_eq!(envelope.partial_count(), 6);
     assert_eq!(
-        envelope.partial_results.as_ref().unwrap()[5],
+        envelope.partial_results().unwrap()[5],
         json!({"title": "source 6"})
     );
     // The collector is never captured as an argument.
     assert_eq!(
-        envelope.attempted_query,
-        Some(json!({"topic": "EU AI Act timelines", "n": 10, "limit": 6}))
+        envelope.attempted_query(),
+        Some(&json!({"topic": "EU AI Act timelines", "n": 10, "limit": 6}))
     );
     // The caller still holds the six, and a later attempt resumes from them.
     assert_eq!(sources.len(), 6);
@@ -230,7 +231,7 @@ fn partial_results_come_from_the_collector_and_the_caller_can_resume() {
 #[test]
 fn a_collector_that_gathered_nothing_still_says_so() {
     let envelope = research("x".into(), 10, 0, Partial::new()).unwrap_err();
-    assert_eq!(envelope.partial_results, Some(json!([])));
+    assert_eq!(envelope.partial_results(), Some(&json!([])));
 }
 
 #[derive(Debug, thiserror::Error, ToolError)]
@@ -254,8 +255,8 @@ fn refund_checked(order: String, seen: Partial<u32>) -> Result<(), Blocked> {
 fn partial_results_carried_by_the_error_win_over_the_collector() {
     let envelope = refund_checked("O-77".into(), Partial::new()).unwrap_err();
     assert_eq!(
-        envelope.partial_results,
-        Some(json!({"order_total": 620, "customer_verified": true, "order": "O-77"}))
+        envelope.partial_results(),
+        Some(&json!({"order_total": 620, "customer_verified": true, "order": "O-77"}))
     );
 }
 
@@ -291,14 +292,14 @@ async fn async_tools_work_the_same() {
         "<html>https://up</html>"
     );
     let envelope = fetch_page("https://down".into()).await.unwrap_err();
-    assert_eq!(envelope.category, ErrorCategory::Transient);
+    assert_eq!(envelope.category(), ErrorCategory::Transient);
     assert!(
         !envelope.not_applied(),
         "a refused connection says nothing of what the tool did before it"
     );
     assert_eq!(
-        envelope.attempted_query,
-        Some(json!({"url": "https://down"}))
+        envelope.attempted_query(),
+        Some(&json!({"url": "https://down"}))
     );
 }
 
@@ -322,25 +323,25 @@ async fn explode_later(n: u32) -> Result<u32, ErrorEnvelope> {
 #[tokio::test]
 async fn a_panic_becomes_an_envelope_sync_and_async() {
     let envelope = explode(0).unwrap_err();
-    assert_eq!(envelope.category, ErrorCategory::Other);
-    assert!(!envelope.retryable);
+    assert_eq!(envelope.category(), ErrorCategory::Other);
+    assert!(!envelope.is_retryable());
     assert!(
-        envelope.message.contains("panicked"),
+        envelope.message().contains("panicked"),
         "{}",
-        envelope.message
+        envelope.message()
     );
-    assert!(envelope.message.contains("division by zero in explode"));
-    assert_eq!(envelope.attempted_query, Some(json!({"n": 0})));
+    assert!(envelope.message().contains("division by zero in explode"));
+    assert_eq!(envelope.attempted_query(), Some(&json!({"n": 0})));
     assert_eq!(explode(2).unwrap(), 5);
 
     let envelope = explode_later(3).await.unwrap_err();
-    assert_eq!(envelope.category, ErrorCategory::Other);
+    assert_eq!(envelope.category(), ErrorCategory::Other);
     assert!(
-        envelope.message.contains("index out of bounds"),
+        envelope.message().contains("index out of bounds"),
         "{}",
-        envelope.message
+        envelope.message()
     );
-    assert_eq!(envelope.reason.as_deref(), Some("PANIC"));
+    assert_eq!(envelope.reason(), Some("PANIC"));
 }
 
 struct Inventory {
@@ -395,12 +396,12 @@ async fn methods_with_self_and_mut_self() {
 
     // A tool calling a tool: the inner envelope passes through unchanged.
     let envelope = inventory.reserve("Z-9".into(), 1).unwrap_err();
-    assert_eq!(envelope.tool.as_deref(), Some("stock_of"));
-    assert_eq!(envelope.attempted_query, Some(json!({"sku": "Z-9"})));
+    assert_eq!(envelope.tool(), Some("stock_of"));
+    assert_eq!(envelope.attempted_query(), Some(&json!({"sku": "Z-9"})));
 
     let envelope = inventory.reserve("A-1".into(), 99).unwrap_err();
-    assert_eq!(envelope.tool.as_deref(), Some("reserve"));
-    assert_eq!(envelope.alternatives, ["Reserve fewer"]);
+    assert_eq!(envelope.tool(), Some("reserve"));
+    assert_eq!(envelope.alternatives(), ["Reserve fewer"]);
 }
 
 /// The first item.
@@ -416,7 +417,7 @@ fn first<T: Serialize + Clone>(items: Vec<T>) -> Result<T, ErrorEnvelope> {
 fn generic_functions() {
     assert_eq!(first(vec![3, 4]).unwrap(), 3);
     let envelope = first::<String>(Vec::new()).unwrap_err();
-    assert_eq!(envelope.attempted_query, Some(json!({"items": []})));
+    assert_eq!(envelope.attempted_query(), Some(&json!({"items": []})));
 }
 
 /// Takes its arguments apart.
@@ -431,8 +432,8 @@ fn consume(r#type: String, tags: Vec<String>) -> Result<usize, ErrorEnvelope> {
 fn arguments_are_captured_before_the_body_moves_them() {
     let envelope = consume("kind".into(), vec!["a".into()]).unwrap_err();
     assert_eq!(
-        envelope.attempted_query,
-        Some(json!({"type": "kind", "tags": ["a"]}))
+        envelope.attempted_query(),
+        Some(&json!({"type": "kind", "tags": ["a"]}))
     );
 }
 
@@ -467,20 +468,20 @@ mod with_anyhow {
     #[test]
     fn anyhow_result_works_and_passes_envelopes_through() {
         let envelope = load("/definitely/not/here".into()).unwrap_err();
-        assert_eq!(envelope.category, ErrorCategory::Other);
+        assert_eq!(envelope.category(), ErrorCategory::Other);
         assert!(
             envelope
-                .message
+                .message()
                 .starts_with("reading /definitely/not/here: ")
         );
         assert_eq!(
-            envelope.attempted_query,
-            Some(json!({"path": "/definitely/not/here"}))
+            envelope.attempted_query(),
+            Some(&json!({"path": "/definitely/not/here"}))
         );
 
         let envelope = load("envelope".into()).unwrap_err();
-        assert_eq!(envelope.category, ErrorCategory::Permission);
-        assert_eq!(envelope.tool.as_deref(), Some("load"));
+        assert_eq!(envelope.category(), ErrorCategory::Permission);
+        assert_eq!(envelope.tool(), Some("load"));
     }
 }
 
@@ -497,17 +498,17 @@ async fn a_hung_async_tool_times_out_into_a_transient_envelope() {
     let start = tokio::time::Instant::now();
     let envelope = hangs("rates".into(), Partial::new()).await.unwrap_err();
     assert_eq!(start.elapsed(), std::time::Duration::from_millis(250));
-    assert_eq!(envelope.category, ErrorCategory::Transient);
-    assert!(envelope.retryable);
+    assert_eq!(envelope.category(), ErrorCategory::Transient);
+    assert!(envelope.is_retryable());
     assert_eq!(
-        envelope.message,
+        envelope.message(),
         "tool `hangs` did not finish within 250 ms and was stopped"
     );
-    assert_eq!(envelope.reason.as_deref(), Some("TIMEOUT"));
-    assert_eq!(envelope.attempted_query, Some(json!({"topic": "rates"})));
+    assert_eq!(envelope.reason(), Some("TIMEOUT"));
+    assert_eq!(envelope.attempted_query(), Some(&json!({"topic": "rates"})));
     assert_eq!(
-        envelope.partial_results,
-        Some(json!(["rates: first page"])),
+        envelope.partial_results(),
+        Some(&json!(["rates: first page"])),
         "nothing gathered is lost"
     );
 }
@@ -528,12 +529,12 @@ async fn a_timed_out_tool_keeps_its_arguments_and_partial_results() {
         .await
         .unwrap_err();
     assert_eq!(start.elapsed(), std::time::Duration::from_secs(2));
-    assert_eq!(envelope.category, ErrorCategory::Transient);
-    assert!(envelope.retryable);
-    assert_eq!(envelope.reason.as_deref(), Some("TIMEOUT"));
+    assert_eq!(envelope.category(), ErrorCategory::Transient);
+    assert!(envelope.is_retryable());
+    assert_eq!(envelope.reason(), Some("TIMEOUT"));
     assert_eq!(
-        envelope.attempted_query,
-        Some(json!({"site": "example.org"}))
+        envelope.attempted_query(),
+        Some(&json!({"site": "example.org"}))
     );
-    assert_eq!(envelope.partial_results, Some(json!([1, 2])));
+    assert_eq!(envelope.partial_results(), Some(&json!([1, 2])));
 }

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use tool_envelope::{ErrorEnvelope, RetryPolicy, tool};
+use tool_envelope::{ErrorEnvelope, retry::RetryPolicy, tool};
 
 use common::Captured;
 
@@ -69,8 +69,8 @@ async fn a_masked_internal_error_still_reaches_the_logs_in_full() {
         .await
         .unwrap();
     let envelope = result.envelope().unwrap();
-    assert_eq!(envelope.message, "Internal error; it has been logged");
-    assert!(envelope.retryable, "the retry flag is never masked");
+    assert_eq!(envelope.message(), "Internal error; it has been logged");
+    assert!(envelope.is_retryable(), "the retry flag is never masked");
     let text = captured.text();
     assert!(text.contains("ERROR"), "{text}");
     assert!(text.contains("tool=\"leaky\""), "{text}");

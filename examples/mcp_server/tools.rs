@@ -10,7 +10,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_envelope::mcp::ToolSet;
 use tool_envelope::{
-    Blocked, ErrorEnvelope, Found, Partial, RetryPolicy, ToolCall, ToolError, tool, tools,
+    ErrorEnvelope, Found, Partial, ToolError,
+    guard::{Blocked, ToolCall},
+    retry::RetryPolicy,
+    tool, tools,
 };
 
 /// How the orders service can fail.

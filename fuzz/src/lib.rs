@@ -71,9 +71,9 @@ pub fn call(data: &[u8]) {
     }
 }
 
-fn result_text(content: &[tool_envelope::mcp::Content]) -> Option<&str> {
-    content
-        .iter()
-        .map(|tool_envelope::mcp::Content::Text { text }| text.as_str())
-        .next()
+fn result_text(content: &[tool_envelope::mcp::ReplyContent]) -> Option<&str> {
+    content.iter().find_map(|block| match block {
+        tool_envelope::mcp::ReplyContent::Text { text } => Some(text.as_str()),
+        _ => None,
+    })
 }

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 use tool_envelope::mcp::ToolSet;
-use tool_envelope::{ErrorCategory, ErrorEnvelope, Partial, RetryPolicy, Violation, tool};
+use tool_envelope::{ErrorCategory, ErrorEnvelope, Partial, Violation, retry::RetryPolicy, tool};
 
 /// The cap the fuzzed set answers within, text copy included.
 pub const MAX_RESULT_BYTES: usize = 64 * 1024;
@@ -95,32 +95,35 @@ impl Script<'_> {
         let mut envelope = ErrorEnvelope::new(category, self.text());
         let flags = self.byte();
         if flags & 1 != 0 {
-            envelope.retryable = !envelope.retryable;
+            let retryable = !envelope.is_retryable();
+            envelope = envelope.with_retryable(retryable);
         }
         if flags & 2 != 0 {
-            envelope.reason = Some(self.text().into());
+            envelope = envelope.with_reason(self.text());
         }
         if flags & 4 != 0 {
-            envelope.attempted_query = Some(self.value(0));
+            envelope = envelope.with_attempted_query(self.value(0));
         }
         if flags & 8 != 0 {
-            envelope.partial_results = Some(self.value(0));
+            envelope = envelope.with_partial_results(self.value(0));
         }
         if flags & 16 != 0 {
             let count = self.number() % 300;
-            envelope.alternatives = (0..count).map(|_| self.text()).collect();
+            let alternatives: Vec<String> = (0..count).map(|_| self.text()).collect();
+            envelope = envelope.with_alternatives(alternatives);
         }
         if flags & 32 != 0 {
             let count = self.number() % 300;
-            envelope.violations = (0..count)
+            let violations: Vec<Violation> = (0..count)
                 .map(|_| Violation::new(self.text(), self.text()))
                 .collect();
+            envelope = envelope.with_violations(violations);
         }
         if flags & 64 != 0 {
-            envelope.retry_after = Some(Duration::from_millis(self.number() as u64 * 997));
+            envelope = envelope.with_retry_after(Duration::from_millis(self.number() as u64 * 997));
         }
         if flags & 128 != 0 {
-            envelope.tool = Some(self.text().into());
+            envelope = envelope.with_tool(self.text());
         }
         envelope
     }

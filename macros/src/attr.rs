@@ -36,7 +36,12 @@ pub struct ToolAttr {
     pub describe_failures: bool,
     /// `timeout = "5s"`: how long an async tool may run, in milliseconds.
     pub timeout: Option<(u64, LitStr)>,
+    /// `__tools`: written by `#[tools]` on the methods it serves, never by users.
+    pub in_tools: bool,
 }
+
+/// The key `#[tools]` adds to the `#[tool]` of each method it serves.
+pub const IN_TOOLS: &str = "__tools";
 
 /// A boolean key: `idempotent` or `idempotent = false`.
 #[derive(Clone, Copy)]
@@ -97,6 +102,10 @@ pub fn parse(cx: &mut Ctxt, args: TokenStream) -> ToolAttr {
             "local" => set_flag(cx, &mut attr.local, &meta),
             "timeout" => set_once(cx, &mut attr.timeout, &meta, parse_timeout),
             "describe_failures" => set_flag(cx, &mut attr.describe_failures, &meta),
+            IN_TOOLS => {
+                attr.in_tools = true;
+                Ok(())
+            }
             unknown => {
                 cx.error_spanned_by(
                     &meta.path,

@@ -27,11 +27,6 @@ impl Ctxt {
         self.errors.push(error);
     }
 
-    /// How many errors were recorded so far.
-    pub fn len(&self) -> usize {
-        self.errors.len()
-    }
-
     /// `Ok` when nothing was recorded, otherwise every error combined.
     pub fn check(self) -> syn::Result<()> {
         let mut errors = self.errors.into_iter();

@@ -1,12 +1,16 @@
 //! Code generation for `#[tool]`.
 //!
-//! A tool that a client can call (owned arguments, no generics) becomes three
-//! items: the function as the user wrote it, which captures its arguments and
-//! calls the second, a hidden *run* function holding the body, which takes
-//! its `attempted_query` from either source — the typed arguments or the JSON
-//! of an MCP `tools/call`, which is never serialized again — and the serving
-//! parts: the MCP definition and the JSON dispatcher. Any other tool is one
-//! function.
+//! A tool that is only called from Rust becomes one function: the function as
+//! the user wrote it, which captures its arguments, runs the body, and turns
+//! its failure into an envelope. A tool that a client can call (owned
+//! arguments, no generics, not `local`) becomes four small items: the
+//! function as written, which captures its arguments and calls a hidden *run*
+//! function holding the body; the run function, which takes its
+//! `attempted_query` from either source — the typed arguments, or the JSON of
+//! an MCP `tools/call`, never serialized again; the tool's static
+//! description; and what serves it — a companion type for a free function,
+//! a hidden associated function for a method of a `#[tools]` block. Every
+//! path goes through `::tool_envelope::__private`.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -16,21 +20,21 @@ use syn::{FnArg, Ident, Pat, ReceiverKind, ReturnType};
 
 use crate::attr::ToolAttr;
 use crate::item::FnItem;
-use crate::signature::{ToolFn, doc_text};
+use crate::signature::{Param, ToolFn, doc_text, error_type, ok_type};
 use crate::valid::{Role, role};
 
 /// The hygienic names of the generated locals.
 struct Locals {
+    /// `::tool_envelope::__private`, aliased inside generated bodies so that
+    /// the expansion stays short.
+    te: Ident,
     info: Ident,
-    meta: Ident,
     query: Ident,
-    partial: Ident,
     writer: Ident,
     ret: Ident,
     arguments: Ident,
-    context: Ident,
+    state: Ident,
     decoder: Ident,
-    value: Ident,
     this: Ident,
 }
 
@@ -38,17 +42,15 @@ impl Locals {
     fn new() -> Self {
         let local = |name: &str| Ident::new(name, Span::mixed_site());
         Locals {
-            info: local("__TOOL_ENVELOPE_INFO"),
-            meta: local("__TOOL_ENVELOPE_META"),
-            query: local("__tool_envelope_query"),
-            partial: local("__tool_envelope_partial"),
-            writer: local("__tool_envelope_writer"),
-            ret: local("__tool_envelope_ret"),
-            arguments: local("__tool_envelope_arguments"),
-            context: local("__tool_envelope_context"),
-            decoder: local("__tool_envelope_decoder"),
-            value: local("__tool_envelope_value"),
-            this: local("__tool_envelope_this"),
+            te: local("__te"),
+            info: local("__info"),
+            query: local("__query"),
+            writer: local("__w"),
+            ret: local("__ret"),
+            arguments: local("__args"),
+            state: local("__state"),
+            decoder: local("__d"),
+            this: local("__this"),
         }
     }
 }
@@ -64,19 +66,9 @@ pub enum Place {
     ServedMethod,
 }
 
-/// The local `Vec` of a `#[tools]` block's `ToolSpec`s, which each served
-/// method's [`Expanded::spec`] pushes to.
-pub fn specs_local() -> Ident {
-    Ident::new("__tool_envelope_specs", Span::mixed_site())
-}
-
-/// The expansion of one tool.
-pub struct Expanded {
-    /// The items to emit in place of the function.
-    pub items: TokenStream,
-    /// For a served method: the statement pushing its `ToolSpec` to
-    /// [`specs_local`], under the method's `cfg`s.
-    pub spec: Option<TokenStream>,
+/// The name of the hidden function a served method's `#[tools]` block lists.
+pub fn method_tool_name(method: &Ident) -> Ident {
+    format_ident!("__tool_envelope_tool_{}", method.unraw())
 }
 
 /// The tool's name: `#[tool(name = "...")]` or the function's own.
@@ -95,9 +87,8 @@ fn description(attr: &ToolAttr, tool: &ToolFn) -> String {
     }
 }
 
-/// Expands `#[tool]` on `tool` at `place`. `unservable` is why a free function
-/// cannot be served, if it cannot.
-pub fn tool(attr: &ToolAttr, tool: &ToolFn, place: Place) -> Expanded {
+/// Expands `#[tool]` on `tool` at `place`.
+pub fn tool(attr: &ToolAttr, tool: &ToolFn, place: Place) -> TokenStream {
     let locals = Locals::new();
     let served = match place {
         Place::Free => {
@@ -114,30 +105,35 @@ pub fn tool(attr: &ToolAttr, tool: &ToolFn, place: Place) -> Expanded {
     if !served {
         let mut items = single(attr, tool, &locals);
         if place == Place::Free && !attr.local {
+            // So that serving it says why it cannot be served.
             let companion = companion_type(tool);
             items.extend(quote!(#(#cfgs)* #companion));
         }
-        return Expanded { items, spec: None };
+        return items;
     }
 
-    let run_name = format_ident!("__tool_envelope_run_{}", tool.ident().unraw());
-    let mut items = wrapper(attr, tool, &locals, &run_name);
-    items.extend(run(attr, tool, &locals, &run_name));
-    let spec = match place {
-        Place::Free => {
-            let companion = companion_type(tool);
-            let companion_impl = companion_impl(attr, tool, &locals, &run_name);
-            items.extend(quote!(#(#cfgs)* #companion));
-            items.extend(quote!(#(#cfgs)* #companion_impl));
-            None
-        }
-        _ => {
-            let (functions, spec) = served_method(attr, tool, &locals, &run_name);
-            items.extend(functions);
-            Some(spec)
-        }
+    let base = tool.ident().unraw();
+    let names = Names {
+        run: format_ident!("__tool_envelope_run_{}", base),
+        info: format_ident!("__TOOL_ENVELOPE_INFO_{}", base),
+        in_impl: place != Place::Free,
     };
-    Expanded { items, spec }
+    let mut items = wrapper(attr, tool, &locals, &names);
+    items.extend(run(attr, tool, &locals, &names));
+    items.extend(info_const(attr, tool, &names.info));
+    items.extend(match place {
+        Place::Free => free_companion(attr, tool, &locals, &names),
+        _ => served_method(attr, tool, &locals, &names),
+    });
+    items
+}
+
+/// The hidden items of a served tool.
+struct Names {
+    run: Ident,
+    info: Ident,
+    /// Whether they are associated items, named through `Self::`.
+    in_impl: bool,
 }
 
 /// The user's attributes named `names`: a `cfg` must remove every generated
@@ -160,26 +156,37 @@ const BODY: &[&str] = &[
     "cfg", "cfg_attr", "allow", "expect", "warn", "deny", "forbid",
 ];
 
-/// `static INFO: ToolInfo`: what the call path knows about the tool.
-fn info_static(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
-    let info = &locals.info;
-    let name = tool_name(attr, tool);
-    let idempotent = attr.is_idempotent();
+/// A constant `&ToolInfo` named `name`: everything the call path and the
+/// MCP definition know about the tool, written once.
+fn info_const(attr: &ToolAttr, tool: &ToolFn, name: &Ident) -> TokenStream {
+    let tool_name = tool_name(attr, tool);
+    let title = attr.title.as_ref().map(|title| quote!(.with_title(#title)));
+    let text = description(attr, tool);
+    let flag = |flag: &Option<crate::attr::Flag>, default: bool| flag.map_or(default, |f| f.value);
+    let flags = u8::from(flag(&attr.read_only, false))
+        | u8::from(flag(&attr.destructive, true)) << 1
+        | u8::from(attr.is_idempotent()) << 2
+        | u8::from(flag(&attr.open_world, true)) << 3
+        | u8::from(attr.describe_failures) << 4;
+    let redacted = redacted_keys(attr, tool);
     let (timeout, needs_tokio) = match &attr.timeout {
         Some((ms, lit)) => (
-            quote!(::core::option::Option::Some(::core::time::Duration::from_millis(#ms))),
+            Some(quote!(.with_timeout_ms(#ms))),
             Some(
                 quote_spanned!(lit.span()=> ::tool_envelope::__private::timeout_needs_the_tokio_feature();),
             ),
         ),
-        None => (quote!(::core::option::Option::None), None),
+        None => (None, None),
     };
+    let cfgs = carried(&tool.item.attrs, CFG);
+    let flags = proc_macro2::Literal::u8_unsuffixed(flags);
     quote! {
-        #needs_tokio
-        static #info: ::tool_envelope::__private::ToolInfo = ::tool_envelope::__private::ToolInfo {
-            name: ::std::borrow::Cow::Borrowed(#name),
-            idempotent: #idempotent,
-            timeout: #timeout,
+        #(#cfgs)*
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals)]
+        const #name: &::tool_envelope::__private::ToolInfo = {
+            #needs_tokio
+            &::tool_envelope::__private::ToolInfo::new(#tool_name, #text, #flags, &[#(#redacted),*])#title #timeout
         };
     }
 }
@@ -211,9 +218,7 @@ fn capture(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
         }
     });
     quote! {
-        ::tool_envelope::__private::Query::Captured(::tool_envelope::__private::capture(&mut |#writer| {
-            #(#captures)*
-        }))
+        ::tool_envelope::__private::captured(&mut |#writer| { #(#captures)* })
     }
 }
 
@@ -229,24 +234,20 @@ fn mentions_impl(ty: &syn::Type) -> bool {
     walk(quote!(#ty))
 }
 
-/// The body of the call, once `locals.query` holds the query: the guard, the
-/// partial collector, and the body run and classified. An async body ends in
-/// the call's future, awaited when `awaited` (in an `async fn`) and returned
-/// otherwise (from the run function, which is not `async`).
+/// The body of the call, once `locals.query` holds the query and
+/// `locals.info` the tool's description: the guard, the partial collector,
+/// and the body run and classified. An async body ends in the call's future,
+/// awaited when `awaited` (in an `async fn`) and returned otherwise (from the
+/// run function, which is not `async`).
 fn call_body(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, awaited: bool) -> TokenStream {
     let Locals {
-        info,
-        query,
-        partial,
-        ret,
-        ..
+        info, query, ret, ..
     } = locals;
     let output = tool.output;
-    let info_static = info_static(attr, tool, locals);
 
     let check = attr.guard.as_ref().map(|guard| {
         quote_spanned! {guard.span()=>
-            ::tool_envelope::__private::check_guard(&(#guard), &#info, #query)
+            ::tool_envelope::__private::check_guard(&(#guard), #info, #query)
         }
     });
     // A sync body returns the guard's envelope; an async one hands the
@@ -259,13 +260,10 @@ fn call_body(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, awaited: bool) -> 
             };
         },
         (Some(check), true) => quote!(let #query = #check;),
-        (None, true) => quote! {
-            let #query = ::core::result::Result::<_, ::tool_envelope::ErrorEnvelope>::Ok(#query);
-        },
-        (None, false) => quote!(),
+        (None, _) => quote!(),
     };
 
-    let partial_source = match tool.params.iter().find(|p| p.partial_item.is_some()) {
+    let partial_arg = match tool.params.iter().find(|p| p.partial_item.is_some()) {
         Some(param) => {
             let ident = param.ident;
             let item = param.partial_item.expect("found by partial_item");
@@ -275,65 +273,66 @@ fn call_body(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, awaited: bool) -> 
     };
 
     let block = &tool.item.body;
-    let fake_return = quote! {
-        if let ::core::option::Option::Some(#ret) = ::core::option::Option::None::<#output> {
-            #[allow(unreachable_code)]
-            return #ret;
-        }
-    };
-    // A return type that is not a `Result` is reported at it, once. The `E: ToolError` bound of the call is reported at the error type
-    // when the signature names it (`Result<T, DbError>`), and at the return
-    // type otherwise (`io::Result<T>`, where it may also not be a `Result`).
-    let error_span = crate::signature::error_type(output).map_or(output.span(), Spanned::span);
+    // A return type that is not a `Result` is reported at it, once. The
+    // `E: ToolError` bound of the call is reported at the error type when the
+    // signature names it (`Result<T, DbError>`), and at the return type
+    // otherwise (`io::Result<T>`, where it may also not be a `Result`).
+    let error_span = error_type(output).map_or(output.span(), Spanned::span);
     let into_result = quote_spanned! {error_span=>
         <#output as ::tool_envelope::__private::IntoToolResult>::into_result
     };
     let call_async = quote_spanned!(error_span=> ::tool_envelope::__private::call_async);
     let call_sync = quote_spanned!(error_span=> ::tool_envelope::__private::call_sync);
+    // The body's own return type, pinned so that `?` converts as written: the
+    // closure's for a sync body; an unreachable `return` for an async block,
+    // which cannot name it (tracing's and async-trait's trick).
     let call = if tool.is_async {
         let await_ = awaited.then(|| quote!(.await));
         quote! {
-            #call_async(&#info, #query, #partial, async move {
-                #fake_return
+            #call_async(#info, #query, #partial_arg, async move {
+                if let ::core::option::Option::Some(#ret) = ::core::option::Option::None::<#output> {
+                    #[allow(unreachable_code)]
+                    return #ret;
+                }
                 #block
-            }, #into_result)
-            #await_
+            }, #into_result) #await_
         }
     } else {
-        quote! {
-            #call_sync(&#info, #query, #partial, move || {
-                #fake_return
-                #block
-            }, #into_result)
-        }
+        quote!(#call_sync(#info, #query, #partial_arg, move || -> #output #block, #into_result))
     };
     quote! {
-        #info_static
         #guard
-        let #partial = #partial_source;
         #call
     }
 }
 
+/// The success type: `T` of a return type written `Result<T, ...>`, else
 /// `OkOf<Ret>`, spanned at the return type so that a return type that is not
-/// a `Result` is reported there, once, wherever it is named.
-fn ok_of(tool: &ToolFn) -> TokenStream {
+/// a `Result` is reported there, once.
+fn ok_ty(tool: &ToolFn) -> TokenStream {
     let output = tool.output;
-    quote_spanned!(output.span()=> ::tool_envelope::__private::OkOf<#output>)
+    match ok_type(output) {
+        Some(ok) => quote!(#ok),
+        None => quote_spanned!(output.span()=> ::tool_envelope::__private::OkOf<#output>),
+    }
 }
 
-/// `ErrOf<Ret>`, spanned like [`ok_of`].
-fn err_of(tool: &ToolFn) -> TokenStream {
+/// The error type, like [`ok_ty`].
+fn err_ty(tool: &ToolFn) -> TokenStream {
     let output = tool.output;
-    quote_spanned!(output.span()=> ::tool_envelope::__private::ErrOf<#output>)
+    match error_type(output) {
+        Some(error) => quote!(#error),
+        None => quote_spanned!(output.span()=> ::tool_envelope::__private::ErrOf<#output>),
+    }
 }
 
-/// The return type every expanded tool function has.
+/// The return type every expanded tool function has: `ToolResult<T>`, with
+/// `T` as the user wrote it when the signature names it, so that rustdoc and
+/// an IDE show `-> ToolResult<Vec<Order>>`.
 fn result_type(tool: &ToolFn) -> syn::Type {
     let output = tool.output;
-    syn::Type::Verbatim(quote_spanned! {output.span()=>
-        ::tool_envelope::ToolResult<::tool_envelope::__private::OkOf<#output>>
-    })
+    let ok = ok_ty(tool);
+    syn::Type::Verbatim(quote_spanned!(output.span()=> ::tool_envelope::ToolResult<#ok>))
 }
 
 /// A tool that is only called directly: one function that captures and runs.
@@ -343,12 +342,16 @@ fn single(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
     } = tool.item;
     let mut sig = sig.clone();
     sig.output = ReturnType::Type(Default::default(), Box::new(result_type(tool)));
-    let query = &locals.query;
+    let Locals { query, info, .. } = locals;
     let capture = capture(attr, tool, locals);
     let body = call_body(attr, tool, locals, true);
+    let info_name = Ident::new("INFO", Span::mixed_site());
+    let info_item = info_const(attr, tool, &info_name);
     quote! {
         #(#attrs)*
         #vis #sig {
+            #info_item
+            let #info = #info_name;
             let #query = #capture;
             #body
         }
@@ -357,7 +360,7 @@ fn single(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
 
 /// The function as the user wrote it: captures its typed arguments and hands
 /// them to the run function.
-fn wrapper(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, run_name: &Ident) -> TokenStream {
+fn wrapper(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, names: &Names) -> TokenStream {
     let FnItem {
         attrs, vis, sig, ..
     } = tool.item;
@@ -376,8 +379,10 @@ fn wrapper(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, run_name: &Ident) ->
     }
     let capture = capture(attr, tool, locals);
     let idents = tool.params.iter().map(|param| param.ident);
+    let run_name = &names.run;
     let target = match tool.receiver {
         Some(_) => quote!(self.#run_name),
+        None if names.in_impl => quote!(Self::#run_name),
         None => quote!(#run_name),
     };
     let await_ = tool.is_async.then(|| quote!(.await));
@@ -395,15 +400,22 @@ fn wrapper(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, run_name: &Ident) ->
 /// itself, so that each tool compiles one state machine fewer. A served
 /// tool's parameters are owned, so the future borrows only the receiver and
 /// the query, for the one lifetime `'__tool_envelope`.
-fn run(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, run_name: &Ident) -> TokenStream {
+fn run(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, names: &Names) -> TokenStream {
     let FnItem { attrs, sig, .. } = tool.item;
     let carried = carried(attrs, BODY);
-    let query = &locals.query;
+    let Locals { query, info, .. } = locals;
+    let run_name = &names.run;
+    let info_fn = &names.info;
+    let info_path = match names.in_impl {
+        true => quote!(Self::#info_fn),
+        false => quote!(#info_fn),
+    };
     let generics = &sig.generics;
     let where_clause = &sig.generics.where_clause;
     let mut inputs: Vec<TokenStream> = Vec::new();
     let mut params = sig.inputs.iter();
     let output = result_type(tool);
+    let body = call_body(attr, tool, locals, false);
     if !tool.is_async {
         if let Some(FnArg::Receiver(receiver)) = sig.inputs.first() {
             inputs.push(quote!(#receiver));
@@ -411,12 +423,12 @@ fn run(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, run_name: &Ident) -> Tok
         }
         inputs.push(quote!(#query: ::tool_envelope::__private::Query<'_>));
         inputs.extend(params.map(|param| quote!(#param)));
-        let body = call_body(attr, tool, locals, false);
         return quote! {
             #(#carried)*
             #[doc(hidden)]
             #[allow(clippy::too_many_arguments, clippy::needless_pass_by_value)]
             fn #run_name #generics (#(#inputs),*) -> #output #where_clause {
+                let #info = #info_path;
                 #body
             }
         };
@@ -441,87 +453,66 @@ fn run(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, run_name: &Ident) -> Tok
     inputs.push(quote!(#query: ::tool_envelope::__private::Query<#lifetime>));
     inputs.extend(params.map(|param| quote!(#param)));
     let params = &generics.params;
-    let predicates = where_clause.iter().flat_map(|clause| &clause.predicates);
-    let body = call_body(attr, tool, locals, false);
+    let predicates: Vec<_> = where_clause
+        .iter()
+        .flat_map(|clause| &clause.predicates)
+        .collect();
+    let where_ = (!outlives.is_empty() || !predicates.is_empty())
+        .then(|| quote!(where #(#outlives,)* #(#predicates,)*));
     quote! {
         #(#carried)*
         #[doc(hidden)]
         #[allow(clippy::too_many_arguments, clippy::needless_pass_by_value)]
         fn #run_name<#lifetime, #params>(#(#inputs),*)
             -> impl ::core::future::Future<Output = #output> + #lifetime
-        where
-            #(#outlives,)*
-            #(#predicates,)*
+        #where_
         {
+            let #info = #info_path;
             #body
         }
     }
 }
 
 /// The companion type named like the free function: `ToolSet::tool::<name>()`
-/// takes it. It lives in the type namespace only, next to the function.
+/// takes it. A braced struct, so that it lives in the type namespace only,
+/// next to the function.
 fn companion_type(tool: &ToolFn) -> TokenStream {
     let vis = &tool.item.vis;
     let ident = tool.ident();
     quote! {
         #[doc(hidden)]
         #[allow(non_camel_case_types)]
-        #vis struct #ident<__ToolEnvelopeMarker = ()> {
+        #vis struct #ident {
             #[doc(hidden)]
-            pub __tool_envelope: ::core::marker::PhantomData<fn() -> __ToolEnvelopeMarker>,
+            __tool_envelope: (),
         }
     }
 }
 
 /// The parameters a client sends: all but the `Partial` collector.
-fn sent<'t, 'a>(tool: &'t ToolFn<'a>) -> impl Iterator<Item = &'t crate::signature::Param<'a>> {
+fn sent<'t, 'a>(tool: &'t ToolFn<'a>) -> impl Iterator<Item = &'t Param<'a>> {
     tool.params
         .iter()
         .filter(|param| param.partial_item.is_none())
 }
 
-/// The body of the definition function. `marker` is the first element of the
-/// `Arg` pairs: a type parameter to defer the checks, or `()`.
-fn definition_body(
-    attr: &ToolAttr,
-    tool: &ToolFn,
-    locals: &Locals,
-    marker: &TokenStream,
-) -> TokenStream {
-    let meta = &locals.meta;
-    let ok = ok_of(tool);
-    let err = err_of(tool);
-    let name = tool_name(attr, tool);
-    let title = match &attr.title {
-        Some(title) => quote!(::core::option::Option::Some(#title)),
-        None => quote!(::core::option::Option::None),
-    };
-    let text = description(attr, tool);
-    let flag = |flag: &Option<crate::attr::Flag>, default: bool| flag.map_or(default, |f| f.value);
-    let read_only = flag(&attr.read_only, false);
-    let destructive = flag(&attr.destructive, true);
-    let idempotent = attr.is_idempotent();
-    let open_world = flag(&attr.open_world, true);
-    let describe_failures = attr.describe_failures;
-    let redacted = redacted_keys(attr, tool);
+/// The expression that builds the tool's MCP definition from its `info`.
+fn definition(tool: &ToolFn, info: &TokenStream, attr: &ToolAttr, locals: &Locals) -> TokenStream {
+    let te = &locals.te;
+    let ok = ok_ty(tool);
+    let err = err_ty(tool);
     let params = sent(tool).map(|param| {
         let key = &param.key;
         let ty = param.ty;
         let docs = &param.docs;
-        quote_spanned! {ty.span()=>
-            ::tool_envelope::mcp::ParamSpec {
-                name: #key,
-                description: #docs,
-                schema: <(#marker, #ty) as ::tool_envelope::mcp::Arg>::schema,
-                required: <(#marker, #ty) as ::tool_envelope::mcp::Arg>::required,
-            }
-        }
+        quote_spanned!(ty.span()=> #te::param::<#ty>(#key, #docs))
     });
-    let missing_description = text.is_empty().then(|| {
+    let missing_description = description(attr, tool).is_empty().then(|| {
         let span = tool.ident().span();
         let note = format!(
-            "the tool `{name}` has no description: MCP clients show it to the model, so add a doc comment \
-             (or `#[tool(description = \"...\")]`)"
+            "the tool `{}` has no description: MCP clients show it to the model, so add a doc comment \
+             (or `#[tool(description = \"...\")]`)",
+            tool_name(attr, tool)
         );
         let use_it = quote_spanned!(span=> let _ = tool_without_description;);
         quote! {
@@ -531,220 +522,133 @@ fn definition_body(
             #use_it
         }
     });
-    quote! {
+    quote! {{
         #missing_description
-        static #meta: ::tool_envelope::mcp::ToolMeta = ::tool_envelope::mcp::ToolMeta {
-            name: #name,
-            title: #title,
-            description: #text,
-            read_only: #read_only,
-            destructive: #destructive,
-            idempotent: #idempotent,
-            open_world: #open_world,
-            describe_failures: #describe_failures,
-            redacted: &[#(#redacted),*],
-        };
         #[allow(unused_imports)]
-        use ::tool_envelope::__private::{ViaFailures as _, ViaNoFailures as _, ViaNoSchema as _, ViaSchema as _};
-        ::tool_envelope::mcp::build(
-            &#meta,
-            &[#(#params),*],
-            (&::tool_envelope::__private::SchemaProbe::<#ok>::new()).output_schema(),
-            (&::tool_envelope::__private::FailureProbe::<#err>::new()).failure_modes(),
-        )
-    }
+        use ::tool_envelope::__private::{self as #te, probe::*};
+        let output = (&#te::SchemaProbe::<#ok>::new()).output_schema();
+        let failures = (&#te::FailureProbe::<#err>::new()).failure_modes();
+        #te::definition(#info, &[#(#params),*], output, failures)
+    }}
 }
 
-/// The body of the call function: decode the JSON arguments, run one attempt,
-/// and the success value as JSON. `run_call` names the run function;
-/// `owns_future` says that the run's future borrows nothing of the call
-/// function's own (a free function: no receiver to keep alive).
-fn call_fn_body(
-    attr: &ToolAttr,
+/// One attempt of a served tool, as the closure `serve` takes: decode the
+/// JSON arguments (every problem collected), check the set's guards, run,
+/// and make the success JSON. `run_call` names the run function; `owned` is
+/// the state the future must own (a method's `Arc<Self>`), if any.
+fn attempt(
     tool: &ToolFn,
     locals: &Locals,
-    marker: &TokenStream,
+    info: &TokenStream,
     run_call: &TokenStream,
-    owns_future: bool,
+    owned: Option<&Ident>,
 ) -> TokenStream {
     let Locals {
-        info,
+        te,
+        query,
         arguments,
-        context,
+        state,
         decoder,
-        value,
         ..
     } = locals;
-    let ok = ok_of(tool);
-    let info_static = info_static(attr, tool, locals);
+    let ok = ok_ty(tool);
+    let output = tool.output;
     let decodes = sent(tool).map(|param| {
-        let ident = param.ident;
         let key = &param.key;
         let ty = param.ty;
-        quote_spanned!(ty.span()=> let #ident = #decoder.arg::<(#marker, #ty)>(#key);)
+        quote_spanned!(ty.span()=> #decoder.arg::<#ty>(#key))
     });
     let keys = sent(tool).map(|param| &param.key);
-    let unwraps = sent(tool).map(|param| {
-        let ident = param.ident;
-        quote! {
-            let ::core::option::Option::Some(#ident) = #ident else {
-                ::core::unreachable!("every argument decoded")
-            };
-        }
-    });
+    let bindings = sent(tool).map(|param| param.ident);
     let partials = tool.params.iter().filter_map(|param| {
         let ident = param.ident;
         let item = param.partial_item?;
-        Some(quote!(let #ident = #context.partial::<(#marker, #item)>();))
+        Some(quote_spanned!(item.span()=> let #ident = #state.partial(#te::partial_source::<#item>);))
     });
     let idents = tool.params.iter().map(|param| param.ident);
-    let to_json = quote!(<(#marker, #ok) as ::tool_envelope::__private::Output>::to_json);
-    let run_attempt = quote!(#run_call(#context.query(#arguments), #(#idents),*));
-    // Decoding, the same in both shapes; `on_error` leaves with the envelope.
-    let decode = |on_error: TokenStream| {
-        quote! {
-            #info_static
-            let mut #decoder = ::tool_envelope::mcp::Decoder::new(#arguments, &#info, #context);
-            #(#decodes)*
-            if let ::core::result::Result::Err(#value) = #decoder.finish(&[#(#keys),*]) {
-                #on_error
-            }
-            #(#unwraps)*
+    let run_attempt = quote!(#run_call(#query, #(#idents),*));
+    // The success type's `Output` bound is reported at the return type.
+    let finish = match (tool.is_async, owned) {
+        (false, _) => {
+            let ready = quote_spanned!(output.span()=> #te::ready::<#ok>);
+            quote!(#ready(#run_attempt, #info))
+        }
+        (true, None) => {
+            let json_of = quote_spanned!(output.span()=> #te::json_of::<#ok, _>);
+            quote!(#json_of(#run_attempt, #info))
+        }
+        // The future owns the state it borrows from: an `async` block.
+        (true, Some(_)) => {
+            let to_json = quote_spanned!(output.span()=> <#ok as #te::Output>::to_json);
+            quote!(::std::boxed::Box::pin(async move { #to_json(#run_attempt.await?, #info) }))
+        }
+    };
+    quote! {
+        use ::tool_envelope::__private as #te;
+        #te::serve(#arguments, #state, #info, &[#(#keys),*], |#decoder| (#(#decodes,)*), move |#query, (#(#bindings,)*)| {
             #(#partials)*
-        }
-    };
-    if !owns_future {
-        // The future owns the receiver it borrows from: an `async` block.
-        let await_ = tool.is_async.then(|| quote!(.await));
-        let decode = decode(quote!(return ::core::result::Result::Err(#value);));
-        return quote! {
-            ::std::boxed::Box::pin(async move {
-                #decode
-                let #value = #run_attempt #await_?;
-                #to_json(#value, &#info)
-            })
-        };
-    }
-    // Decoded at once; the future is the run's own, its success made JSON by
-    // a named future shared by all tools — no `async` block per tool.
-    let decode = decode(quote! {
-        return ::tool_envelope::__private::json_ready(::core::result::Result::Err(#value));
-    });
-    let finish = if tool.is_async {
-        quote!(::tool_envelope::__private::json_of(#run_attempt, #to_json, &#info))
-    } else {
-        quote! {
-            ::tool_envelope::__private::json_ready(
-                #run_attempt.and_then(|#value| #to_json(#value, &#info)),
-            )
-        }
-    };
-    quote! {
-        #decode
-        #finish
+            #finish
+        })
     }
 }
 
-/// `impl ServableTool` for a free function's companion. Every requirement of
-/// serving — `Deserialize + JsonSchema` arguments, a `Serialize` result — is a
-/// where-clause on the marker, checked only where the tool is served.
-fn companion_impl(
-    attr: &ToolAttr,
-    tool: &ToolFn,
-    locals: &Locals,
-    run_name: &Ident,
-) -> TokenStream {
+/// A free function's companion type and its `impl ServableTool`: every
+/// requirement of serving — `Deserialize + JsonSchema` arguments, a
+/// `Serialize` result — is checked here, at the user's types.
+fn free_companion(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, names: &Names) -> TokenStream {
     let ident = tool.ident();
-    let ok = ok_of(tool);
+    let cfgs = carried(&tool.item.attrs, CFG);
+    let companion = companion_type(tool);
     let Locals {
-        arguments, context, ..
+        arguments, state, ..
     } = locals;
-    let marker = quote!(__ToolEnvelopeMarker);
-    let arg_bounds = sent(tool).map(|param| {
-        let ty = param.ty;
-        quote!((#marker, #ty): ::tool_envelope::mcp::Arg<Value = #ty>,)
-    });
-    let partial_bounds = tool.params.iter().filter_map(|param| {
-        let item = param.partial_item?;
-        Some(quote!((#marker, #item): ::tool_envelope::mcp::PartialArg<Item = #item>,))
-    });
-    let definition = definition_body(attr, tool, locals, &marker);
-    let call = call_fn_body(attr, tool, locals, &marker, &quote!(#run_name), true);
+    let info_const = &names.info;
+    let run_name = &names.run;
+    let definition = definition(tool, &quote!(#info_const), attr, locals);
+    let attempt = attempt(tool, locals, &quote!(#info_const), &quote!(#run_name), None);
+    let cfgs_impl = cfgs.clone();
     quote! {
-        impl<#marker: 'static> ::tool_envelope::mcp::ServableTool for #ident<#marker>
-        where
-            #(#arg_bounds)*
-            #(#partial_bounds)*
-            (#marker, #ok): ::tool_envelope::__private::Output<Value = #ok>,
-        {
-            fn definition() -> ::tool_envelope::mcp::ToolDefinition {
-                #definition
-            }
-
-            fn call<'a>(
-                #arguments: &'a ::tool_envelope::__private::serde_json::Map<::std::string::String, ::tool_envelope::__private::serde_json::Value>,
-                #context: &'a ::tool_envelope::mcp::CallContext,
-            ) -> ::tool_envelope::mcp::BoxFuture<'a, ::tool_envelope::ToolResult<::tool_envelope::__private::serde_json::Value>> {
-                #call
-            }
+        #(#cfgs)*
+        #companion
+        #(#cfgs_impl)*
+        impl ::tool_envelope::__private::ServableTool for #ident {
+            const TOOL: ::tool_envelope::__private::FreeTool = ::tool_envelope::__private::FreeTool {
+                definition: || #definition,
+                call: |#arguments, #state| { #attempt },
+            };
         }
     }
 }
 
-/// The hidden definition and call functions of a served method, and its
-/// `ToolSpec`.
-fn served_method(
-    attr: &ToolAttr,
-    tool: &ToolFn,
-    locals: &Locals,
-    run_name: &Ident,
-) -> (TokenStream, TokenStream) {
-    let base = tool.ident().unraw();
-    let definition_name = format_ident!("__tool_envelope_definition_{}", base);
-    let call_name = format_ident!("__tool_envelope_call_{}", base);
+/// A served method's hidden function, which its `#[tools]` block lists.
+fn served_method(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, names: &Names) -> TokenStream {
     let Locals {
         arguments,
-        context,
+        state,
         this,
         ..
     } = locals;
-    let marker = quote!(());
-    let definition = definition_body(attr, tool, locals, &marker);
-    let run_call = match tool.receiver {
-        Some(_) => quote!(#this.#run_name),
-        None => quote!(Self::#run_name),
+    let info_const = &names.info;
+    let run_name = &names.run;
+    let info = quote!(Self::#info_const);
+    let definition = definition(tool, &info, attr, locals);
+    let (run_call, owned) = match tool.receiver {
+        Some(_) => (quote!(#this.#run_name), Some(this)),
+        None => (quote!(Self::#run_name), None),
     };
-    let call = call_fn_body(attr, tool, locals, &marker, &run_call, false);
+    let attempt = attempt(tool, locals, &info, &run_call, owned);
     let cfgs = carried(&tool.item.attrs, CFG);
-    let cfgs_call = cfgs.clone();
-    let functions = quote! {
+    let name = method_tool_name(tool.ident());
+    quote! {
         #(#cfgs)*
         #[doc(hidden)]
-        fn #definition_name() -> ::tool_envelope::mcp::ToolDefinition {
-            #definition
+        fn #name() -> ::tool_envelope::__private::MethodTool<Self> {
+            ::tool_envelope::__private::MethodTool {
+                definition: || #definition,
+                call: |#this, #arguments, #state| { #attempt },
+            }
         }
-
-        #(#cfgs_call)*
-        #[doc(hidden)]
-        #[allow(unused_variables)]
-        fn #call_name<'a>(
-            #this: ::std::sync::Arc<Self>,
-            #arguments: &'a ::tool_envelope::__private::serde_json::Map<::std::string::String, ::tool_envelope::__private::serde_json::Value>,
-            #context: &'a ::tool_envelope::mcp::CallContext,
-        ) -> ::tool_envelope::mcp::BoxFuture<'a, ::tool_envelope::ToolResult<::tool_envelope::__private::serde_json::Value>> {
-            #call
-        }
-    };
-    let specs = specs_local();
-    let cfgs = carried(&tool.item.attrs, CFG);
-    let spec = quote! {
-        #(#cfgs)*
-        #specs.push(::tool_envelope::mcp::ToolSpec {
-            definition: Self::#definition_name,
-            call: Self::#call_name,
-        });
-    };
-    (functions, spec)
+    }
 }
 
 /// The tokens emitted when the macro found errors: the errors, and the function
@@ -752,14 +656,25 @@ fn served_method(
 ///
 /// What the errors already said is not said again by rustc: a `const fn`
 /// is emitted without `const` (its body would fail const evaluation), a
-/// variadic one without its `...`.
-pub fn fallback(error: syn::Error, item: &FnItem) -> TokenStream {
+/// variadic one without its `...`. A method of a `#[tools]` block also gets
+/// the function its block lists, which says nothing more.
+pub fn fallback(error: syn::Error, item: &FnItem, in_tools: bool) -> TokenStream {
     let error = error.into_compile_error();
     let mut item = item.clone();
     item.sig.constness = None;
     item.sig.variadic = None;
+    let listed = in_tools.then(|| {
+        let name = method_tool_name(&item.sig.ident);
+        quote! {
+            #[doc(hidden)]
+            fn #name() -> ::tool_envelope::__private::MethodTool<Self> {
+                ::core::unreachable!("the tool did not compile")
+            }
+        }
+    });
     quote! {
         #error
         #item
+        #listed
     }
 }

@@ -44,10 +44,10 @@ mod valid;
 /// # tokio_test_block_on(async {
 /// let envelope = search("rust".into(), "k-123".into(), Partial::new()).await.unwrap_err();
 /// assert_eq!(
-///     envelope.attempted_query,
-///     Some(serde_json::json!({"query": "rust", "api_key": "[redacted]"}))
+///     envelope.attempted_query(),
+///     Some(&serde_json::json!({"query": "rust", "api_key": "[redacted]"}))
 /// );
-/// assert_eq!(envelope.partial_results, Some(serde_json::json!(["first hit for rust"])));
+/// assert_eq!(envelope.partial_results(), Some(&serde_json::json!(["first hit for rust"])));
 /// # });
 /// # fn tokio_test_block_on(f: impl std::future::Future<Output = ()>) {
 /// #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
@@ -70,20 +70,21 @@ mod valid;
 /// | `guard = path` | a `Guard` (such as a `fn(&ToolCall) -> Result<(), Blocked>`) checked on the captured arguments (redacted ones masked) before the body runs; a blocked call never runs, nor does one whose guard panics |
 /// | `timeout = "30s"` | bounds an `async` tool (feature `tokio`; `ms`, `s`, `m`, `h`): when the time is up the body is dropped and the call fails with a retryable `transient` envelope, `reason = "TIMEOUT"`, keeping its arguments and partial results |
 /// | `describe_failures` | append a one-line summary of the error type's failure modes to the MCP description |
-/// | `local` | never served: generate nothing for MCP (for an `async` tool whose future is not `Send`, or an associated function without `self` outside a `#[tools]` block) |
+/// | `local` | only called from Rust, never served: generate nothing for MCP, ask nothing of the argument and result types (also for an `async` tool whose future is not `Send`, or an associated function without `self` outside a `#[tools]` block) |
 ///
 /// The four hints also accept `= true` or `= false`.
 ///
 /// # Serving
 ///
 /// A free function whose parameters a client can send — owned, not generic,
-/// none skipped — can be served as it is: `ToolSet::new().tool::<name>()`
-/// registers it, through a hidden companion type of the same name. Its
-/// arguments must then be `Deserialize + JsonSchema` and its result
-/// `Serialize`; those bounds are checked only where the tool is served, so a
-/// tool that is only called directly asks nothing of them. A served tool
-/// without a doc comment gets a compile-time warning: clients show the
-/// description to the model. Methods are served from a `#[tools]` impl block.
+/// none skipped — is an MCP tool: `ToolSet::new().tool::<name>()` registers
+/// it, through a hidden companion type of the same name. Its arguments must
+/// then implement `Deserialize + JsonSchema` and its success type
+/// `Serialize`; a missing one is a compile error at the parameter (or the
+/// return type) that says so. Mark a tool that is only called from Rust
+/// `#[tool(local)]` and it asks nothing of them. A served tool without a doc
+/// comment gets a compile-time warning: clients show the description to the
+/// model. Methods are served from a `#[tools]` impl block.
 ///
 /// # Parameters
 ///
@@ -96,10 +97,6 @@ mod valid;
 /// `impl Trait`.
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
-    if args.to_string() == tools::EXPANDED {
-        // A marker `#[tools]` left where a method's `#[tool]` was.
-        return TokenStream::new();
-    }
     let mut item = syn::parse_macro_input!(input as item::FnItem);
     // rustc rejects doc comments on parameters: take them off before anything is emitted.
     let param_docs = signature::take_param_docs(&mut item);
@@ -108,18 +105,23 @@ pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     let tool = signature::ToolFn::parse(&mut cx, &item, param_docs);
     if let Some(tool) = &tool {
         valid::check(&mut cx, &attr, tool);
+        if attr.in_tools {
+            valid::check_served_method(&mut cx, &attr, tool);
+        }
     }
     match (cx.check(), tool) {
         (Ok(()), Some(tool)) => {
             // A function with `self`, or naming `Self`, is a method of an impl block.
-            let place = if tool.receiver.is_some() || signature::mentions_self(&item.sig) {
+            let place = if attr.in_tools {
+                expand::Place::ServedMethod
+            } else if tool.receiver.is_some() || signature::mentions_self(&item.sig) {
                 expand::Place::Method
             } else {
                 expand::Place::Free
             };
-            expand::tool(&attr, &tool, place).items
+            expand::tool(&attr, &tool, place)
         }
-        (Err(error), _) => expand::fallback(error, &item),
+        (Err(error), _) => expand::fallback(error, &item, attr.in_tools),
         (Ok(()), None) => unreachable!("a signature that failed to parse recorded an error"),
     }
     .into()
@@ -208,9 +210,9 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
 /// }
 ///
 /// let envelope = InventoryError::RateLimited { wait: Duration::from_secs(2) }.into_envelope();
-/// assert_eq!(envelope.category, ErrorCategory::Transient);
-/// assert_eq!(envelope.retry_after, Some(Duration::from_secs(2)));
-/// assert_eq!(envelope.alternatives, ["Retry in 2s"]);
+/// assert_eq!(envelope.category(), ErrorCategory::Transient);
+/// assert_eq!(envelope.retry_after(), Some(Duration::from_secs(2)));
+/// assert_eq!(envelope.alternatives(), ["Retry in 2s"]);
 /// ```
 ///
 /// A variant without a category is a compile error that points at it.

@@ -328,10 +328,15 @@ pub fn mentions_self(sig: &syn::Signature) -> bool {
     walk(quote::ToTokens::to_token_stream(sig))
 }
 
-/// The error type `E` of a return type written `Result<T, E>` (under any
-/// path ending in `Result`), for diagnostics; `None` for an alias that
-/// hides it (`io::Result<T>`).
-pub fn error_type(ty: &Type) -> Option<&Type> {
+/// The success type `T` of a return type written `Result<T, ...>` (under
+/// any path ending in `Result`: `io::Result<T>`, `anyhow::Result<T>`), so
+/// that the expanded signature reads `-> ToolResult<T>`; `None` otherwise.
+pub fn ok_type(ty: &Type) -> Option<&Type> {
+    result_args(ty)?.first().copied()
+}
+
+/// The type arguments of a return type written `...Result<...>`.
+fn result_args(ty: &Type) -> Option<Vec<&Type>> {
     let Type::Path(TypePath {
         qself: None, path, ..
     }) = peel(ty)
@@ -345,15 +350,22 @@ pub fn error_type(ty: &Type) -> Option<&Type> {
     let PathArguments::AngleBracketed(args) = &segment.arguments else {
         return None;
     };
-    let types: Vec<&Type> = args
-        .args
-        .iter()
-        .filter_map(|arg| match arg {
-            GenericArgument::Type(ty) => Some(ty),
-            _ => None,
-        })
-        .collect();
-    match types.as_slice() {
+    Some(
+        args.args
+            .iter()
+            .filter_map(|arg| match arg {
+                GenericArgument::Type(ty) => Some(ty),
+                _ => None,
+            })
+            .collect(),
+    )
+}
+
+/// The error type `E` of a return type written `Result<T, E>` (under any
+/// path ending in `Result`), for diagnostics; `None` for an alias that
+/// hides it (`io::Result<T>`).
+pub fn error_type(ty: &Type) -> Option<&Type> {
+    match result_args(ty)?.as_slice() {
         [_, error] => Some(error),
         _ => None,
     }

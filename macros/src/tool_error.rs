@@ -445,7 +445,7 @@ fn category_tokens(name: &str) -> TokenStream {
         "permission" => quote!(Permission),
         _ => quote!(Other),
     };
-    quote!(::tool_envelope::ErrorCategory::#variant)
+    quote!(::tool_envelope::__private::ErrorCategory::#variant)
 }
 
 impl Case<'_> {
@@ -485,7 +485,7 @@ impl Case<'_> {
 fn expand(input: &DeriveInput, cases: &[Case]) -> TokenStream {
     let ident = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
-    let trait_ = quote!(::tool_envelope::ToolError);
+    let trait_ = quote!(::tool_envelope::__private::ToolError);
 
     // One `match self` per method, generated only when some case says more than the default.
     let method =
@@ -518,7 +518,7 @@ fn expand(input: &DeriveInput, cases: &[Case]) -> TokenStream {
 
     let category = if cases.is_empty() {
         quote! {
-            fn category(&self) -> ::tool_envelope::ErrorCategory {
+            fn category(&self) -> ::tool_envelope::__private::ErrorCategory {
                 match *self {}
             }
         }
@@ -530,7 +530,7 @@ fn expand(input: &DeriveInput, cases: &[Case]) -> TokenStream {
             quote!(#pattern => #body,)
         });
         quote! {
-            fn category(&self) -> ::tool_envelope::ErrorCategory {
+            fn category(&self) -> ::tool_envelope::__private::ErrorCategory {
                 match self {
                     #(#arms)*
                 }
@@ -544,7 +544,7 @@ fn expand(input: &DeriveInput, cases: &[Case]) -> TokenStream {
             delegate(case, quote!(is_retryable))
                 .or_else(|| case.retryable.map(|value| quote!(#value)))
         },
-        quote!(::tool_envelope::ErrorCategory::is_retryable_by_default(#trait_::category(self))),
+        quote!(::tool_envelope::__private::ErrorCategory::is_retryable_by_default(#trait_::category(self))),
     );
 
     let alternatives = method(
@@ -598,7 +598,7 @@ fn expand(input: &DeriveInput, cases: &[Case]) -> TokenStream {
     );
 
     let violations = method(
-        quote!(fn violations(&self) -> ::std::vec::Vec<::tool_envelope::Violation>),
+        quote!(fn violations(&self) -> ::std::vec::Vec<::tool_envelope::__private::Violation>),
         &|case| {
             delegate(case, quote!(violations)).or_else(|| {
                 case.violations.map(|index| {
@@ -636,7 +636,7 @@ fn expand(input: &DeriveInput, cases: &[Case]) -> TokenStream {
     let as_error = quote! {
         fn as_error(&self) -> ::core::option::Option<&(dyn ::std::error::Error + 'static)> {
             #[allow(unused_imports)]
-            use ::tool_envelope::__private::{ViaNothing as _, ViaStdError as _};
+            use ::tool_envelope::__private::probe::{ViaNothing as _, ViaStdError as _};
             (&::tool_envelope::__private::ErrorProbe(self)).as_std_error()
         }
     };
@@ -660,7 +660,7 @@ fn expand(input: &DeriveInput, cases: &[Case]) -> TokenStream {
             .any(|case| case.transparent.is_none())
             .then(|| quote!(other => ::tool_envelope::__private::envelope_of(other),));
         quote! {
-            fn into_envelope(self) -> ::tool_envelope::ErrorEnvelope {
+            fn into_envelope(self) -> ::tool_envelope::__private::ErrorEnvelope {
                 match self {
                     #(#transparent)*
                     #rest
@@ -683,35 +683,26 @@ fn expand(input: &DeriveInput, cases: &[Case]) -> TokenStream {
         let (name, _) = case.category.as_ref().expect("validated");
         let category = category_tokens(name);
         let retryable = case.retryable.unwrap_or(name == "transient");
-        let reason = match &case.reason {
-            Some(lit) => quote!(::core::option::Option::Some(::std::borrow::Cow::Borrowed(#lit))),
-            None => quote!(::core::option::Option::None),
-        };
-        let message = match &case.message {
-            Some(text) => quote!(::core::option::Option::Some(::std::borrow::Cow::Borrowed(#text))),
-            None => quote!(::core::option::Option::None),
-        };
-        let alternatives = case.alternatives.iter().map(|template| {
-            let text = template.text();
-            quote!(::std::borrow::Cow::Borrowed(#text))
-        });
+        let reason = case.reason.as_ref().map(|lit| quote!(.with_reason(#lit)));
+        let message = case.message.as_ref().map(|text| quote!(.with_message(#text)));
+        let alternatives = case.alternatives.iter().map(|template| template.text());
         quote! {
-            modes.push(::tool_envelope::FailureMode {
-                category: #category,
-                retryable: #retryable,
-                reason: #reason,
-                message: #message,
-                alternatives: ::std::vec![#(#alternatives),*],
-            });
+            modes.push(
+                ::tool_envelope::__private::FailureMode::new(#category)
+                    .with_retryable(#retryable)
+                    #reason
+                    #message
+                    .with_alternatives([#(#alternatives),*] as [&'static str; _]),
+            );
         }
     });
 
     quote! {
         #[automatically_derived]
-        impl #impl_generics ::tool_envelope::DescribeFailures for #ident #ty_generics #where_clause {
-            fn failure_modes() -> ::std::vec::Vec<::tool_envelope::FailureMode> {
+        impl #impl_generics ::tool_envelope::__private::DescribeFailures for #ident #ty_generics #where_clause {
+            fn failure_modes() -> ::std::vec::Vec<::tool_envelope::__private::FailureMode> {
                 #[allow(unused_imports)]
-                use ::tool_envelope::__private::{ViaFailures as _, ViaNoFailures as _};
+                use ::tool_envelope::__private::probe::{ViaFailures as _, ViaNoFailures as _};
                 #[allow(unused_mut)]
                 let mut modes = ::std::vec::Vec::new();
                 #(#modes)*
@@ -742,8 +733,8 @@ fn fallback(input: &DeriveInput, error: syn::Error) -> TokenStream {
     quote! {
         #error
         #[automatically_derived]
-        impl #impl_generics ::tool_envelope::ToolError for #ident #ty_generics #where_clause {
-            fn category(&self) -> ::tool_envelope::ErrorCategory {
+        impl #impl_generics ::tool_envelope::__private::ToolError for #ident #ty_generics #where_clause {
+            fn category(&self) -> ::tool_envelope::__private::ErrorCategory {
                 ::core::unreachable!()
             }
         }

@@ -143,3 +143,19 @@ pub fn role(attr: &ToolAttr, param: &Param) -> Role {
         Role::Captured
     }
 }
+
+/// The checks of a method a `#[tools]` block serves: it must be servable.
+pub fn check_served_method(cx: &mut Ctxt, attr: &ToolAttr, tool: &ToolFn) {
+    if attr.local {
+        cx.error_spanned_by(
+            tool.ident(),
+            "a `#[tools]` method is served; `local` has no meaning here",
+        );
+    }
+    if let Some(reason) = tool.unservable(|param| role(attr, param) == Role::Skipped) {
+        cx.error_spanned_by(
+            &tool.item.sig,
+            format!("`{}` cannot be served: {reason}", tool.ident()),
+        );
+    }
+}

@@ -23,18 +23,96 @@ use crate::partial::{Partial, merge};
 use crate::reasons;
 use crate::redact::schema::SecretPaths;
 
-/// The result of a `#[tool]` function: its value, or the envelope of its failure.
-pub type ToolResult<T> = Result<T, ErrorEnvelope>;
+use crate::envelope::ToolResult;
 
-/// What a `#[tool]` knows about itself when it runs.
+/// What `#[tool]` knows about a tool at compile time: one static per tool,
+/// read when it runs and when its MCP definition is built.
 #[derive(Debug)]
 pub struct ToolInfo {
     /// The tool's name, as it appears in the envelope's `tool`.
     pub name: Cow<'static, str>,
-    /// Whether the tool declared itself safe to repeat.
+    /// Its title.
+    pub title: Option<&'static str>,
+    /// Its description: the doc comment or `description = "..."`.
+    pub description: &'static str,
+    /// `read_only`.
+    pub read_only: bool,
+    /// `destructive`.
+    pub destructive: bool,
+    /// Whether the tool declared itself safe to repeat (`idempotent`, or
+    /// implied by `read_only`).
     pub idempotent: bool,
+    /// `open_world`.
+    pub open_world: bool,
+    /// Append a one-line summary of the failure modes to the description.
+    pub describe_failures: bool,
+    /// Parameters whose values never reach an envelope (`redact`).
+    pub redacted: &'static [&'static str],
     /// How long an async tool may run (`timeout = "..."`); `None` for no limit.
     pub timeout: Option<std::time::Duration>,
+}
+
+impl ToolInfo {
+    /// `read_only`, in the flags of [`new`](Self::new).
+    pub const READ_ONLY: u8 = 1;
+    /// `destructive`.
+    pub const DESTRUCTIVE: u8 = 2;
+    /// `idempotent`.
+    pub const IDEMPOTENT: u8 = 4;
+    /// `open_world`.
+    pub const OPEN_WORLD: u8 = 8;
+    /// `describe_failures`.
+    pub const DESCRIBE_FAILURES: u8 = 16;
+
+    /// What `#[tool]` writes, in one short line: the flags are the
+    /// constants above.
+    pub const fn new(
+        name: &'static str,
+        description: &'static str,
+        flags: u8,
+        redacted: &'static [&'static str],
+    ) -> Self {
+        ToolInfo {
+            name: Cow::Borrowed(name),
+            title: None,
+            description,
+            read_only: flags & Self::READ_ONLY != 0,
+            destructive: flags & Self::DESTRUCTIVE != 0,
+            idempotent: flags & Self::IDEMPOTENT != 0,
+            open_world: flags & Self::OPEN_WORLD != 0,
+            describe_failures: flags & Self::DESCRIBE_FAILURES != 0,
+            redacted,
+            timeout: None,
+        }
+    }
+
+    /// With a title.
+    pub const fn with_title(mut self, title: &'static str) -> Self {
+        self.title = Some(title);
+        self
+    }
+
+    /// With a `timeout`.
+    pub const fn with_timeout_ms(mut self, ms: u64) -> Self {
+        self.timeout = Some(std::time::Duration::from_millis(ms));
+        self
+    }
+
+    /// What a tool set knows of a tool it serves: its name and retry safety.
+    pub(crate) fn served(name: String, idempotent: bool) -> Self {
+        ToolInfo {
+            name: Cow::Owned(name),
+            title: None,
+            description: "",
+            read_only: false,
+            destructive: true,
+            idempotent,
+            open_world: true,
+            describe_failures: false,
+            redacted: &[],
+            timeout: None,
+        }
+    }
 }
 
 /// Where a call's `attempted_query` comes from.
@@ -65,6 +143,11 @@ impl Query<'_> {
             Query::Arguments(arguments, secrets) => secrets.mask(arguments).into_owned(),
         }
     }
+}
+
+/// The query of a direct call: the typed arguments `write` captures.
+pub fn captured(write: &mut dyn FnMut(&mut crate::capture::CaptureWriter<'_>)) -> Query<'static> {
+    Query::Captured(crate::capture::capture(write))
 }
 
 /// A type a `#[tool]` function may return: a `Result`.
@@ -124,6 +207,13 @@ impl<T: Serialize + ?Sized> PartialItem for T {}
 pub struct PartialHandle<T> {
     partial: Partial<T>,
     to_json: fn(&Partial<T>) -> Value,
+}
+
+impl<T> PartialHandle<T> {
+    /// How the handle reads its collector as JSON.
+    pub(crate) fn to_json(&self) -> fn(&Partial<T>) -> Value {
+        self.to_json
+    }
 }
 
 impl<T> PartialSource for PartialHandle<T> {
@@ -192,7 +282,7 @@ fn unrepresentable(tool: &str, violations: Vec<Violation>) -> ErrorEnvelope {
     ))
     .with_reason(reasons::UNREPRESENTABLE_ARGUMENT)
     .with_alternative("Call again with finite numbers and values that serialize to JSON");
-    envelope.violations = violations;
+    envelope.fields.violations = violations;
     envelope.set_refused();
     envelope
 }
@@ -252,7 +342,7 @@ where
 /// runs.
 pub fn call_async<'a, F, T, E, P>(
     tool: &'a ToolInfo,
-    query: Result<Query<'a>, ErrorEnvelope>,
+    query: impl Into<Checked<'a>>,
     partial: P,
     body: F,
     into_result: fn(F::Output) -> Result<T, E>,
@@ -262,7 +352,7 @@ where
     E: ToolError,
     P: PartialSource,
 {
-    let (rest, blocked) = match query {
+    let (rest, blocked) = match query.into().0 {
         Ok(query) => (Some((tool, query, partial)), None),
         Err(envelope) => (None, Some(envelope)),
     };
@@ -272,6 +362,23 @@ where
         rest,
         blocked,
         deadline: Deadline::default(),
+    }
+}
+
+/// A query a guard has checked — or that has no guard to pass — or the
+/// guard's envelope.
+#[derive(Debug)]
+pub struct Checked<'a>(Result<Query<'a>, ErrorEnvelope>);
+
+impl<'a> From<Query<'a>> for Checked<'a> {
+    fn from(query: Query<'a>) -> Self {
+        Checked(Ok(query))
+    }
+}
+
+impl<'a> From<Result<Query<'a>, ErrorEnvelope>> for Checked<'a> {
+    fn from(verdict: Result<Query<'a>, ErrorEnvelope>) -> Self {
+        Checked(verdict)
     }
 }
 
@@ -408,35 +515,35 @@ pub(crate) fn complete(
     query: impl FnOnce() -> Value,
     partial: &dyn PartialSource,
 ) -> ErrorEnvelope {
-    let passed_through = envelope.tool.is_some();
+    let passed_through = envelope.fields.tool.is_some();
     if !passed_through {
-        envelope.tool = Some(tool.name.clone());
+        envelope.fields.tool = Some(tool.name.clone());
     }
-    if envelope.attempted_query.is_none() {
-        envelope.attempted_query = Some(query());
+    if envelope.fields.attempted_query.is_none() {
+        envelope.fields.attempted_query = Some(query());
     }
-    if envelope.partial_results.is_none() {
-        envelope.partial_results = partial.partial_json();
+    if envelope.fields.partial_results.is_none() {
+        envelope.fields.partial_results = partial.partial_json();
     } else if passed_through {
         // Another tool's partial results join what this one gathered.
-        let inner = envelope.partial_results.take();
-        envelope.partial_results = merge(partial.partial_json(), inner);
+        let inner = envelope.fields.partial_results.take();
+        envelope.fields.partial_results = merge(partial.partial_json(), inner);
     }
     // Whatever the tool wrote into them, nothing downstream walks a value
     // deeper than the stack takes.
-    envelope.attempted_query = envelope.attempted_query.take().map(bounded);
-    envelope.partial_results = envelope.partial_results.take().map(bounded);
+    envelope.fields.attempted_query = envelope.fields.attempted_query.take().map(bounded);
+    envelope.fields.partial_results = envelope.fields.partial_results.take().map(bounded);
     envelope.record_tool(tool.idempotent);
     if passed_through && envelope.not_applied() {
         envelope.set_not_applied(false);
     }
     // The one retry decision.
-    if envelope.retryable {
+    if envelope.fields.retryable {
         if matches!(
-            envelope.reason.as_deref(),
+            envelope.fields.reason.as_deref(),
             Some(reasons::HUMAN_REQUESTED | reasons::POLICY_GAP)
         ) {
-            envelope.retryable = false;
+            envelope.fields.retryable = false;
         } else if envelope.idempotent() == Some(false) && !envelope.not_applied() {
             envelope.withhold_retry(tool.name.clone());
         }

@@ -7,10 +7,14 @@ use serde::Serialize;
 
 use crate::category::ErrorCategory;
 
-/// One way a tool can fail.
+/// One way a tool can fail, as the tool's `_meta` publishes it: the keys of
+/// the envelope it would send (`errorCategory`, `isRetryable`, `reason`,
+/// `message`, `alternatives`), with templates for the texts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct FailureMode {
     /// The failure type.
+    #[serde(rename = "errorCategory")]
     pub category: ErrorCategory,
     /// Whether repeating the call may succeed.
     #[serde(rename = "isRetryable")]
@@ -37,6 +41,38 @@ impl FailureMode {
             alternatives: Vec::new(),
         }
     }
+
+    /// Sets whether repeating the call may succeed.
+    #[must_use]
+    pub fn with_retryable(mut self, retryable: bool) -> Self {
+        self.retryable = retryable;
+        self
+    }
+
+    /// Sets the machine code.
+    #[must_use]
+    pub fn with_reason(mut self, reason: impl Into<Cow<'static, str>>) -> Self {
+        self.reason = Some(reason.into());
+        self
+    }
+
+    /// Sets the message template.
+    #[must_use]
+    pub fn with_message(mut self, message: impl Into<Cow<'static, str>>) -> Self {
+        self.message = Some(message.into());
+        self
+    }
+
+    /// Sets the alternative templates.
+    #[must_use]
+    pub fn with_alternatives<I>(mut self, alternatives: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Into<Cow<'static, str>>,
+    {
+        self.alternatives = alternatives.into_iter().map(Into::into).collect();
+        self
+    }
 }
 
 /// An error type that can list its failure modes up front.
@@ -50,18 +86,10 @@ pub trait DescribeFailures {
 impl DescribeFailures for std::io::Error {
     fn failure_modes() -> Vec<FailureMode> {
         vec![
-            FailureMode {
-                message: Some("a timeout, an interruption or a dropped connection".into()),
-                ..FailureMode::new(ErrorCategory::Transient)
-            },
-            FailureMode {
-                message: Some("permission denied".into()),
-                ..FailureMode::new(ErrorCategory::Permission)
-            },
-            FailureMode {
-                message: Some("invalid input or data".into()),
-                ..FailureMode::new(ErrorCategory::Validation)
-            },
+            FailureMode::new(ErrorCategory::Transient)
+                .with_message("a timeout, an interruption or a dropped connection"),
+            FailureMode::new(ErrorCategory::Permission).with_message("permission denied"),
+            FailureMode::new(ErrorCategory::Validation).with_message("invalid input or data"),
             FailureMode::new(ErrorCategory::Other),
         ]
     }

@@ -34,9 +34,9 @@ use crate::envelope::{ErasedOrigin, ErrorEnvelope, Origin, Violation};
 /// }
 ///
 /// let envelope = OrdersError::OverCap { amount: 620, cap: 500 }.into_envelope();
-/// assert_eq!(envelope.category, ErrorCategory::Business);
-/// assert!(!envelope.retryable);
-/// assert_eq!(envelope.alternatives, ["Refund exceeds $500 policy cap — escalate to human"]);
+/// assert_eq!(envelope.category(), ErrorCategory::Business);
+/// assert!(!envelope.is_retryable());
+/// assert_eq!(envelope.alternatives(), ["Refund exceeds $500 policy cap — escalate to human"]);
 /// ```
 ///
 /// Implementing it by hand is as short:
@@ -155,11 +155,11 @@ pub fn envelope_of<E: ToolError>(error: E) -> ErrorEnvelope {
     let mut envelope = ErrorEnvelope::new(error.category(), error.to_string())
         .with_retryable(error.is_retryable())
         .with_not_applied(error.not_applied());
-    envelope.alternatives = error.alternatives();
-    envelope.reason = error.reason();
-    envelope.retry_after = error.retry_after();
-    envelope.violations = error.violations();
-    envelope.partial_results = error.partial_results();
+    envelope.fields.alternatives = error.alternatives();
+    envelope.fields.reason = error.reason();
+    envelope.fields.retry_after = error.retry_after();
+    envelope.fields.violations = error.violations();
+    envelope.fields.partial_results = error.partial_results();
     envelope.set_origin(Origin(Arc::new(Original(error))));
     envelope
 }
@@ -198,31 +198,31 @@ impl<E: fmt::Display + fmt::Debug> StdError for Original<E> {}
 /// returns its envelope with `?` keeps every pillar the inner tool reported.
 impl ToolError for ErrorEnvelope {
     fn category(&self) -> ErrorCategory {
-        self.category
+        self.fields.category
     }
 
     fn is_retryable(&self) -> bool {
-        self.retryable
+        self.fields.retryable
     }
 
     fn alternatives(&self) -> Vec<String> {
-        self.alternatives.clone()
+        self.fields.alternatives.clone()
     }
 
     fn reason(&self) -> Option<Cow<'static, str>> {
-        self.reason.clone()
+        self.fields.reason.clone()
     }
 
     fn retry_after(&self) -> Option<Duration> {
-        self.retry_after
+        self.fields.retry_after
     }
 
     fn violations(&self) -> Vec<Violation> {
-        self.violations.clone()
+        self.fields.violations.clone()
     }
 
     fn partial_results(&self) -> Option<Value> {
-        self.partial_results.clone()
+        self.fields.partial_results.clone()
     }
 
     fn not_applied(&self) -> bool {
@@ -371,7 +371,7 @@ validation_errors! {
 impl ToolError for anyhow::Error {
     fn category(&self) -> ErrorCategory {
         if let Some(envelope) = self.downcast_ref::<ErrorEnvelope>() {
-            envelope.category
+            envelope.fields.category
         } else if let Some(io) = self.downcast_ref::<io::Error>() {
             io.category()
         } else if self.downcast_ref::<serde_json::Error>().is_some() {
@@ -383,14 +383,14 @@ impl ToolError for anyhow::Error {
 
     fn is_retryable(&self) -> bool {
         match self.downcast_ref::<ErrorEnvelope>() {
-            Some(envelope) => envelope.retryable,
+            Some(envelope) => envelope.fields.retryable,
             None => self.category().is_retryable_by_default(),
         }
     }
 
     fn reason(&self) -> Option<Cow<'static, str>> {
         if let Some(envelope) = self.downcast_ref::<ErrorEnvelope>() {
-            envelope.reason.clone()
+            envelope.fields.reason.clone()
         } else if let Some(io) = self.downcast_ref::<io::Error>() {
             io.reason()
         } else if let Some(json) = self.downcast_ref::<serde_json::Error>() {
@@ -409,7 +409,7 @@ impl ToolError for anyhow::Error {
             Ok(envelope) => envelope,
             Err(error) => {
                 let mut envelope = ErrorEnvelope::new(error.category(), format!("{error:#}"));
-                envelope.reason = error.reason();
+                envelope.fields.reason = error.reason();
                 envelope.set_origin(Origin(Arc::new(Original(error))));
                 foreign(envelope)
             }
@@ -438,20 +438,20 @@ mod tests {
         ];
         for (kind, category) in cases {
             let envelope = io::Error::new(kind, "boom").into_envelope();
-            assert_eq!(envelope.category, category, "{kind:?}");
+            assert_eq!(envelope.category(), category, "{kind:?}");
             assert_eq!(
-                envelope.retryable,
+                envelope.is_retryable(),
                 category == ErrorCategory::Transient,
                 "{kind:?}"
             );
-            assert_eq!(envelope.message, "boom");
+            assert_eq!(envelope.message(), "boom");
         }
     }
 
     #[test]
     fn io_reason_is_upper_snake_kind() {
         let envelope = io::Error::from(io::ErrorKind::ConnectionRefused).into_envelope();
-        assert_eq!(envelope.reason.as_deref(), Some("CONNECTION_REFUSED"));
+        assert_eq!(envelope.reason(), Some("CONNECTION_REFUSED"));
         assert!(
             !envelope.not_applied(),
             "a refused connection proves nothing about the call"
@@ -464,16 +464,16 @@ mod tests {
     #[test]
     fn parse_errors_are_validation() {
         let envelope = "x1".parse::<u32>().unwrap_err().into_envelope();
-        assert_eq!(envelope.category, ErrorCategory::Validation);
-        assert_eq!(envelope.reason.as_deref(), Some("INVALID_INTEGER"));
+        assert_eq!(envelope.category(), ErrorCategory::Validation);
+        assert_eq!(envelope.reason(), Some("INVALID_INTEGER"));
         let envelope = "x1".parse::<f64>().unwrap_err().into_envelope();
-        assert_eq!(envelope.category, ErrorCategory::Validation);
+        assert_eq!(envelope.category(), ErrorCategory::Validation);
         let envelope = serde_json::from_str::<u32>("\"x\"")
             .unwrap_err()
             .into_envelope();
-        assert_eq!(envelope.category, ErrorCategory::Validation);
-        assert_eq!(envelope.reason.as_deref(), Some("JSON_DATA"));
-        assert_eq!(envelope.violations.len(), 1);
+        assert_eq!(envelope.category(), ErrorCategory::Validation);
+        assert_eq!(envelope.reason(), Some("JSON_DATA"));
+        assert_eq!(envelope.violations().len(), 1);
     }
 
     #[test]
@@ -512,17 +512,17 @@ mod tests {
             anyhow::Error::new(io::Error::from(io::ErrorKind::TimedOut)).context("loading orders");
         let envelope = error.into_envelope();
         assert_eq!(
-            envelope.category,
+            envelope.category(),
             ErrorCategory::Transient,
             "classified by the io::Error inside"
         );
-        assert!(envelope.retryable);
-        assert_eq!(envelope.reason.as_deref(), Some("TIMED_OUT"));
-        assert!(envelope.message.starts_with("loading orders: "));
+        assert!(envelope.is_retryable());
+        assert_eq!(envelope.reason(), Some("TIMED_OUT"));
+        assert!(envelope.message().starts_with("loading orders: "));
         assert!(envelope.downcast_ref::<anyhow::Error>().is_some());
 
         let envelope = anyhow::anyhow!("the config is missing").into_envelope();
-        assert_eq!(envelope.category, ErrorCategory::Other);
-        assert!(!envelope.retryable);
+        assert_eq!(envelope.category(), ErrorCategory::Other);
+        assert!(!envelope.is_retryable());
     }
 }

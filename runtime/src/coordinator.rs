@@ -58,7 +58,7 @@ type BranchFuture<'a, T> =
 /// Runs branches concurrently and reports what completed and where the gaps are.
 ///
 /// ```
-/// use tool_envelope::{Coordinator, ErrorEnvelope};
+/// use tool_envelope::{ErrorEnvelope, coordinator::Coordinator};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
@@ -91,7 +91,7 @@ impl<'a, T: Send + 'a> Coordinator<'a, T> {
     }
 
     /// Adds a branch called `name`: any future that ends in a [`BranchResult`],
-    /// typically a [`RetryPolicy::retry`](crate::RetryPolicy::retry) loop.
+    /// typically a [`RetryPolicy::retry`](crate::retry::RetryPolicy::retry) loop.
     #[must_use]
     pub fn branch<F>(mut self, name: impl Into<Cow<'static, str>>, branch: F) -> Self
     where
@@ -236,8 +236,8 @@ impl<T> fmt::Display for Report<T> {
                 f,
                 "\n- gap `{}`: {} [{}, {}",
                 one_line(&gap.branch),
-                one_line(&envelope.message),
-                envelope.category,
+                one_line(&envelope.fields.message),
+                envelope.fields.category,
                 gap.escalation.reason
             )?;
             if gap.escalation.reason != EscalationReason::BlockedByGuard {
@@ -253,14 +253,19 @@ impl<T> fmt::Display for Report<T> {
                 )?;
             }
             f.write_str("]")?;
-            if envelope.partial_results.is_some() {
+            if envelope.fields.partial_results.is_some() {
                 write!(f, "; {} partial results kept", envelope.partial_count())?;
             }
-            if let Some(query) = &envelope.attempted_query {
+            if let Some(query) = &envelope.fields.attempted_query {
                 write!(f, "; attempted {query}")?;
             }
-            if !envelope.alternatives.is_empty() {
-                let next: Vec<_> = envelope.alternatives.iter().map(|a| one_line(a)).collect();
+            if !envelope.fields.alternatives.is_empty() {
+                let next: Vec<_> = envelope
+                    .fields
+                    .alternatives
+                    .iter()
+                    .map(|a| one_line(a))
+                    .collect();
                 write!(f, "; next: {}", next.join(" | "))?;
             }
         }

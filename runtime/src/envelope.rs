@@ -4,7 +4,6 @@ use std::any::Any;
 use std::borrow::Cow;
 use std::error::Error as StdError;
 use std::fmt;
-use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,14 +14,17 @@ use serde_json::Value;
 use crate::category::ErrorCategory;
 
 /// The message of an envelope whose tool gave none, or only blanks.
-pub const NO_MESSAGE: &str = "The tool failed without a message.";
+pub(crate) const NO_MESSAGE: &str = ErrorEnvelope::NO_MESSAGE;
+
+/// The result of a `#[tool]` function: its value, or the envelope of its failure.
+pub type ToolResult<T> = Result<T, ErrorEnvelope>;
 
 /// A structured tool failure: the four pillars a caller needs to recover.
 ///
-/// 1. **failure type** — [`category`](EnvelopeData::category) and [`retryable`](EnvelopeData::retryable);
-/// 2. **attempted query** — [`attempted_query`](EnvelopeData::attempted_query), the captured arguments;
-/// 3. **partial results** — [`partial_results`](EnvelopeData::partial_results), gathered before the failure;
-/// 4. **alternatives** — [`alternatives`](EnvelopeData::alternatives), concrete next moves.
+/// 1. **failure type** — [`category`](Self::category) and [`is_retryable`](Self::is_retryable);
+/// 2. **attempted query** — [`attempted_query`](Self::attempted_query), the captured arguments;
+/// 3. **partial results** — [`partial_results`](Self::partial_results), gathered before the failure;
+/// 4. **alternatives** — [`alternatives`](Self::alternatives), concrete next moves.
 ///
 /// It serializes to the wire format of `schema/error-envelope.schema.json`, with the
 /// key spellings fixed by the seed (`isError`, `errorCategory`, `isRetryable`,
@@ -42,7 +44,7 @@ pub const NO_MESSAGE: &str = "The tool failed without a message.";
 ///     .with_partial_results(json!([]))
 ///     .with_alternatives(["Request read grant on payroll schema", "Escalate to data-owner for approval"]);
 ///
-/// assert!(!envelope.retryable); // defaults from the category
+/// assert!(!envelope.is_retryable()); // defaults from the category
 /// assert_eq!(
 ///     serde_json::to_value(&envelope).unwrap(),
 ///     json!({
@@ -58,55 +60,38 @@ pub const NO_MESSAGE: &str = "The tool failed without a message.";
 /// ```
 ///
 /// An `ErrorEnvelope` is one pointer wide, so that `Result<T, ErrorEnvelope>`
-/// costs a successful call nothing; its fields live in [`EnvelopeData`] and are
-/// read and written directly through `Deref` (`envelope.category`).
+/// costs a successful call nothing. Read it with its getters; build it with
+/// its `with_*` methods.
 #[derive(Clone)]
 pub struct ErrorEnvelope {
-    data: Box<EnvelopeData>,
+    pub(crate) fields: Box<Fields>,
 }
 
-/// The fields of an [`ErrorEnvelope`], reached through it: `envelope.message`.
+/// The fields of an envelope.
 #[derive(Clone)]
-pub struct EnvelopeData {
+pub(crate) struct Fields {
     /// `errorCategory`: the failure type.
-    pub category: ErrorCategory,
+    pub(crate) category: ErrorCategory,
     /// `isRetryable`: may the same call succeed if repeated.
-    pub retryable: bool,
+    pub(crate) retryable: bool,
     /// `message`: one human-readable sentence.
-    pub message: String,
-    /// `attempted_query`: what was tried — the captured arguments (an object) or a
-    /// query string. `None` when unknown.
-    pub attempted_query: Option<Value>,
-    /// `partial_results`: what was gathered before the failure (an array or an
-    /// object). `Some(json!([]))` says "I collected partials and got none";
-    /// `None` says "this tool gathers no partials".
-    pub partial_results: Option<Value>,
-    /// `alternatives`: concrete next moves. Omitted from the JSON when empty.
-    pub alternatives: Vec<String>,
-    /// `reason`: a stable machine code in UPPER_SNAKE_CASE (as AIP-193's `ErrorInfo.reason`).
-    pub reason: Option<Cow<'static, str>>,
+    pub(crate) message: String,
+    /// `attempted_query`: the captured arguments (an object) or a query string.
+    pub(crate) attempted_query: Option<Value>,
+    /// `partial_results`: what was gathered before the failure.
+    pub(crate) partial_results: Option<Value>,
+    /// `alternatives`: concrete next moves.
+    pub(crate) alternatives: Vec<String>,
+    /// `reason`: a stable machine code.
+    pub(crate) reason: Option<Cow<'static, str>>,
     /// `retryAfterMs`: the server's hint for when to try again.
-    pub retry_after: Option<Duration>,
-    /// `violations`: field-level detail, mostly for `validation` errors.
-    pub violations: Vec<Violation>,
+    pub(crate) retry_after: Option<Duration>,
+    /// `violations`: field-level detail.
+    pub(crate) violations: Vec<Violation>,
     /// `tool`: the name of the tool that failed.
-    pub tool: Option<Cow<'static, str>>,
+    pub(crate) tool: Option<Cow<'static, str>>,
     /// Off the wire: the original error, the call's retry safety.
     meta: Meta,
-}
-
-impl Deref for ErrorEnvelope {
-    type Target = EnvelopeData;
-
-    fn deref(&self) -> &EnvelopeData {
-        &self.data
-    }
-}
-
-impl DerefMut for ErrorEnvelope {
-    fn deref_mut(&mut self) -> &mut EnvelopeData {
-        &mut self.data
-    }
 }
 
 /// What an envelope knows about its call that does not go on the wire.
@@ -160,7 +145,7 @@ impl ErrorEnvelope {
     /// An envelope of `category` with `message`; `retryable` defaults from the
     /// category (only [`ErrorCategory::Transient`] is retryable).
     ///
-    /// An empty message is replaced by [`NO_MESSAGE`]: the envelope never
+    /// An empty message is replaced by [`Self::NO_MESSAGE`]: the envelope never
     /// says nothing.
     pub fn new(category: ErrorCategory, message: impl Into<String>) -> Self {
         let mut message = message.into();
@@ -168,7 +153,7 @@ impl ErrorEnvelope {
             message = NO_MESSAGE.to_owned();
         }
         ErrorEnvelope {
-            data: Box::new(EnvelopeData {
+            fields: Box::new(Fields {
                 category,
                 retryable: category.is_retryable_by_default(),
                 message,
@@ -209,36 +194,90 @@ impl ErrorEnvelope {
         Self::new(ErrorCategory::Other, message)
     }
 
-    /// The fields, by value, to take apart.
-    pub fn into_data(self) -> EnvelopeData {
-        *self.data
+    /// The message of an envelope whose tool gave none, or only blanks.
+    pub const NO_MESSAGE: &'static str = "The tool failed without a message.";
+
+    /// `errorCategory`: the failure type.
+    pub fn category(&self) -> ErrorCategory {
+        self.fields.category
+    }
+
+    /// `isRetryable`: whether the same call may succeed if repeated. A
+    /// `#[tool]` that is not idempotent says `false` unless its error says
+    /// the call was not applied; see [`crate::reasons::MAY_HAVE_TAKEN_EFFECT`].
+    pub fn is_retryable(&self) -> bool {
+        self.fields.retryable
+    }
+
+    /// `message`: one human-readable sentence.
+    pub fn message(&self) -> &str {
+        &self.fields.message
+    }
+
+    /// `attempted_query`: what was tried — the captured arguments (an
+    /// object) or a query string; `None` when unknown.
+    pub fn attempted_query(&self) -> Option<&Value> {
+        self.fields.attempted_query.as_ref()
+    }
+
+    /// `partial_results`: what was gathered before the failure (an array or
+    /// an object). `Some([])` says "I gather partial results and got none";
+    /// `None` says "this tool gathers none".
+    pub fn partial_results(&self) -> Option<&Value> {
+        self.fields.partial_results.as_ref()
+    }
+
+    /// `alternatives`: concrete next moves.
+    pub fn alternatives(&self) -> &[String] {
+        &self.fields.alternatives
+    }
+
+    /// `reason`: a stable machine code in UPPER_SNAKE_CASE (as AIP-193's
+    /// `ErrorInfo.reason`); see [`crate::reasons`].
+    pub fn reason(&self) -> Option<&str> {
+        self.fields.reason.as_deref()
+    }
+
+    /// `retryAfterMs`: the server's hint for when to try again.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.fields.retry_after
+    }
+
+    /// `violations`: field-level detail, mostly of a `validation` failure.
+    pub fn violations(&self) -> &[Violation] {
+        &self.fields.violations
+    }
+
+    /// `tool`: the name of the tool that failed.
+    pub fn tool(&self) -> Option<&str> {
+        self.fields.tool.as_deref()
     }
 
     /// Overrides `isRetryable`.
     #[must_use]
     pub fn with_retryable(mut self, retryable: bool) -> Self {
-        self.retryable = retryable;
+        self.fields.retryable = retryable;
         self
     }
 
     /// Sets `attempted_query`: captured arguments (an object) or a query string.
     #[must_use]
     pub fn with_attempted_query(mut self, query: impl Into<Value>) -> Self {
-        self.attempted_query = Some(query.into());
+        self.fields.attempted_query = Some(query.into());
         self
     }
 
     /// Sets `partial_results` (an array or an object).
     #[must_use]
     pub fn with_partial_results(mut self, partial: impl Into<Value>) -> Self {
-        self.partial_results = Some(partial.into());
+        self.fields.partial_results = Some(partial.into());
         self
     }
 
     /// Appends one alternative.
     #[must_use]
     pub fn with_alternative(mut self, alternative: impl Into<String>) -> Self {
-        self.alternatives.push(alternative.into());
+        self.fields.alternatives.push(alternative.into());
         self
     }
 
@@ -249,7 +288,8 @@ impl ErrorEnvelope {
         I: IntoIterator,
         I::Item: Into<String>,
     {
-        self.alternatives
+        self.fields
+            .alternatives
             .extend(alternatives.into_iter().map(Into::into));
         self
     }
@@ -257,28 +297,35 @@ impl ErrorEnvelope {
     /// Sets the machine `reason` code, UPPER_SNAKE_CASE by convention (`"DB_TIMEOUT"`).
     #[must_use]
     pub fn with_reason(mut self, reason: impl Into<Cow<'static, str>>) -> Self {
-        self.reason = Some(reason.into());
+        self.fields.reason = Some(reason.into());
         self
     }
 
     /// Sets the `retryAfterMs` hint.
     #[must_use]
     pub fn with_retry_after(mut self, delay: Duration) -> Self {
-        self.retry_after = Some(delay);
+        self.fields.retry_after = Some(delay);
         self
     }
 
     /// Appends a field violation.
     #[must_use]
     pub fn with_violation(mut self, violation: Violation) -> Self {
-        self.violations.push(violation);
+        self.fields.violations.push(violation);
+        self
+    }
+
+    /// Appends field violations.
+    #[must_use]
+    pub fn with_violations(mut self, violations: impl IntoIterator<Item = Violation>) -> Self {
+        self.fields.violations.extend(violations);
         self
     }
 
     /// Sets the name of the tool that failed.
     #[must_use]
     pub fn with_tool(mut self, tool: impl Into<Cow<'static, str>>) -> Self {
-        self.tool = Some(tool.into());
+        self.fields.tool = Some(tool.into());
         self
     }
 
@@ -289,85 +336,86 @@ impl ErrorEnvelope {
     /// that is not idempotent keeps `isRetryable: true`. Not serialized.
     #[must_use]
     pub fn with_not_applied(mut self, not_applied: bool) -> Self {
-        self.meta.not_applied = not_applied;
+        self.fields.meta.not_applied = not_applied;
         self
     }
 
     /// Whether the error proves the operation was not applied. See
     /// [`with_not_applied`](Self::with_not_applied).
     pub fn not_applied(&self) -> bool {
-        self.meta.not_applied
+        self.fields.meta.not_applied
     }
 
     /// Whether the failed call is safe to repeat: every `#[tool]` it passed
     /// through declared itself idempotent (`#[tool(idempotent)]` or
     /// `read_only`). `None` when the envelope was not made by a `#[tool]`.
     pub fn idempotent(&self) -> Option<bool> {
-        self.meta.idempotent
+        self.fields.meta.idempotent
     }
 
     /// The tool whose failure was sent as not retryable because repeating it
     /// could apply it twice, if that is why `isRetryable` is false.
     pub(crate) fn withheld_by(&self) -> Option<&str> {
-        self.meta.withheld.as_deref()
+        self.fields.meta.withheld.as_deref()
     }
 
     /// Records that the call passed through a tool, `idempotent` or not: it
     /// stays safe to repeat only if every tool on its path is.
     pub(crate) fn record_tool(&mut self, idempotent: bool) {
-        self.meta.idempotent = Some(self.meta.idempotent.unwrap_or(true) && idempotent);
+        self.fields.meta.idempotent =
+            Some(self.fields.meta.idempotent.unwrap_or(true) && idempotent);
     }
 
     /// Makes a retryable failure of a call that is not safe to repeat non-retryable,
     /// saying why: `tool` may have taken effect.
     pub(crate) fn withhold_retry(&mut self, tool: Cow<'static, str>) {
-        self.data.retryable = false;
-        self.data.reason = Some(Cow::Borrowed(crate::reasons::MAY_HAVE_TAKEN_EFFECT));
-        self.data.alternatives.push(format!(
+        self.fields.retryable = false;
+        self.fields.reason = Some(Cow::Borrowed(crate::reasons::MAY_HAVE_TAKEN_EFFECT));
+        self.fields.alternatives.push(format!(
             "Check whether `{tool}` took effect before calling it again: it is not idempotent, so repeating it could apply it twice"
         ));
-        self.meta.withheld = Some(tool);
+        self.fields.meta.withheld = Some(tool);
     }
 
     pub(crate) fn set_not_applied(&mut self, not_applied: bool) {
-        self.meta.not_applied = not_applied;
+        self.fields.meta.not_applied = not_applied;
     }
 
     pub(crate) fn set_origin(&mut self, origin: Origin) {
-        self.meta.origin = Some(origin);
+        self.fields.meta.origin = Some(origin);
     }
 
     /// Marks the message as written by a type this crate does not know, so
     /// that masking internal errors hides it.
     pub(crate) fn set_foreign(&mut self) {
-        self.meta.foreign = true;
+        self.fields.meta.foreign = true;
     }
 
     /// Whether the message was written by a type this crate does not know
     /// (a standard library error, an `anyhow` chain, a panic).
     pub(crate) fn is_foreign(&self) -> bool {
-        self.meta.foreign
+        self.fields.meta.foreign
     }
 
     /// Marks the call as refused before the tool ran.
     pub(crate) fn set_refused(&mut self) {
-        self.meta.refused = true;
+        self.fields.meta.refused = true;
     }
 
     /// Whether the call was refused before the tool ran, so that it ran 0 times.
     pub(crate) fn was_refused(&self) -> bool {
-        self.meta.refused
+        self.fields.meta.refused
     }
 
     /// Marks the call as blocked by a guard (and so refused).
     pub(crate) fn set_blocked(&mut self) {
-        self.meta.blocked = true;
-        self.meta.refused = true;
+        self.fields.meta.blocked = true;
+        self.fields.meta.refused = true;
     }
 
     /// Whether a guard blocked the call.
     pub(crate) fn was_blocked(&self) -> bool {
-        self.meta.blocked
+        self.fields.meta.blocked
     }
 
     /// The original error, if it is of type `E`.
@@ -381,19 +429,30 @@ impl ErrorEnvelope {
     /// assert_eq!(original.kind(), std::io::ErrorKind::TimedOut);
     /// ```
     pub fn downcast_ref<E: Any>(&self) -> Option<&E> {
-        self.meta.origin.as_ref()?.0.as_any().downcast_ref()
+        self.fields.meta.origin.as_ref()?.0.as_any().downcast_ref()
     }
 
     /// Whether the envelope still holds the error it was made from. An envelope
     /// that crossed the wire does not.
     pub fn has_origin(&self) -> bool {
-        self.meta.origin.is_some()
+        self.fields.meta.origin.is_some()
     }
 
     /// The number of partial results: an array's items, an object's fields,
     /// 0 when absent.
     pub fn partial_count(&self) -> usize {
-        crate::partial::count(self.partial_results.as_ref())
+        count(self.fields.partial_results.as_ref())
+    }
+}
+
+/// The number of partial results in `value`: an array's items, an object's
+/// fields, one for anything else, none for nothing.
+pub(crate) fn count(value: Option<&Value>) -> usize {
+    match value {
+        Some(Value::Array(items)) => items.len(),
+        Some(Value::Object(fields)) => fields.len(),
+        Some(Value::Null) | None => 0,
+        Some(_) => 1,
     }
 }
 
@@ -438,7 +497,7 @@ impl<'de> Deserialize<'de> for ErrorEnvelope {
             ));
         }
         Ok(ErrorEnvelope {
-            data: Box::new(EnvelopeData {
+            fields: Box::new(Fields {
                 category: wire.category,
                 retryable: wire.retryable,
                 message: wire.message,
@@ -459,47 +518,48 @@ impl<'de> Deserialize<'de> for ErrorEnvelope {
 /// hints are not compared.
 impl PartialEq for ErrorEnvelope {
     fn eq(&self, other: &Self) -> bool {
-        self.category == other.category
-            && self.retryable == other.retryable
-            && self.message == other.message
-            && self.attempted_query == other.attempted_query
-            && self.partial_results == other.partial_results
-            && self.alternatives == other.alternatives
-            && self.reason == other.reason
-            && self.retry_after.map(duration_to_ms) == other.retry_after.map(duration_to_ms)
-            && self.violations == other.violations
-            && self.tool == other.tool
+        self.fields.category == other.fields.category
+            && self.fields.retryable == other.fields.retryable
+            && self.fields.message == other.fields.message
+            && self.fields.attempted_query == other.fields.attempted_query
+            && self.fields.partial_results == other.fields.partial_results
+            && self.fields.alternatives == other.fields.alternatives
+            && self.fields.reason == other.fields.reason
+            && self.fields.retry_after.map(duration_to_ms)
+                == other.fields.retry_after.map(duration_to_ms)
+            && self.fields.violations == other.fields.violations
+            && self.fields.tool == other.fields.tool
     }
 }
 
 impl fmt::Debug for ErrorEnvelope {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("ErrorEnvelope");
-        d.field("category", &self.category)
-            .field("retryable", &self.retryable)
-            .field("message", &self.message);
-        if let Some(query) = &self.attempted_query {
+        d.field("category", &self.fields.category)
+            .field("retryable", &self.fields.retryable)
+            .field("message", &self.fields.message);
+        if let Some(query) = &self.fields.attempted_query {
             d.field("attempted_query", query);
         }
-        if let Some(partial) = &self.partial_results {
+        if let Some(partial) = &self.fields.partial_results {
             d.field("partial_results", partial);
         }
-        if !self.alternatives.is_empty() {
-            d.field("alternatives", &self.alternatives);
+        if !self.fields.alternatives.is_empty() {
+            d.field("alternatives", &self.fields.alternatives);
         }
-        if let Some(reason) = &self.reason {
+        if let Some(reason) = &self.fields.reason {
             d.field("reason", reason);
         }
-        if let Some(delay) = &self.retry_after {
+        if let Some(delay) = &self.fields.retry_after {
             d.field("retry_after", delay);
         }
-        if !self.violations.is_empty() {
-            d.field("violations", &self.violations);
+        if !self.fields.violations.is_empty() {
+            d.field("violations", &self.fields.violations);
         }
-        if let Some(tool) = &self.tool {
+        if let Some(tool) = &self.fields.tool {
             d.field("tool", tool);
         }
-        if let Some(origin) = &self.meta.origin {
+        if let Some(origin) = &self.fields.meta.origin {
             d.field("source", &origin.0.as_error());
         }
         d.finish()
@@ -509,13 +569,17 @@ impl fmt::Debug for ErrorEnvelope {
 /// The message, as a human would read it in a log line.
 impl fmt::Display for ErrorEnvelope {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        f.write_str(&self.fields.message)
     }
 }
 
 impl StdError for ErrorEnvelope {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        self.meta.origin.as_ref().map(|origin| origin.0.as_error())
+        self.fields
+            .meta
+            .origin
+            .as_ref()
+            .map(|origin| origin.0.as_error())
     }
 }
 

@@ -59,7 +59,7 @@ impl EscalationReason {
         if envelope.was_blocked() {
             return EscalationReason::BlockedByGuard;
         }
-        match envelope.reason.as_deref() {
+        match envelope.fields.reason.as_deref() {
             Some(reasons::HUMAN_REQUESTED) => EscalationReason::HumanRequested,
             Some(reasons::POLICY_GAP) => EscalationReason::PolicyGap,
             Some(reasons::BLOCKED_BY_GUARD) => EscalationReason::BlockedByGuard,
@@ -143,7 +143,7 @@ impl Escalation {
     /// attempts are 1, or 0 when the call was refused before the tool ran.
     pub fn from_envelope(envelope: ErrorEnvelope) -> Self {
         let reason = match EscalationReason::of_final(&envelope) {
-            EscalationReason::NonRetryable if envelope.retryable => {
+            EscalationReason::NonRetryable if envelope.fields.retryable => {
                 EscalationReason::RetriesExhausted
             }
             reason => reason,
@@ -169,23 +169,23 @@ impl Escalation {
 
     /// The captured arguments of the failed call.
     pub fn attempted_query(&self) -> Option<&Value> {
-        self.envelope.attempted_query.as_ref()
+        self.envelope.fields.attempted_query.as_ref()
     }
 
     /// Everything gathered before the failure.
     pub fn partial_results(&self) -> Option<&Value> {
-        self.envelope.partial_results.as_ref()
+        self.envelope.fields.partial_results.as_ref()
     }
 
     /// The next moves the tool suggested.
     pub fn alternatives(&self) -> &[String] {
-        &self.envelope.alternatives
+        &self.envelope.fields.alternatives
     }
 }
 
 impl fmt::Display for Escalation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({}", self.envelope.message, self.reason)?;
+        write!(f, "{} ({}", self.envelope.fields.message, self.reason)?;
         if self.attempts > 1 {
             write!(f, " after {} attempts", self.attempts)?;
         }
@@ -230,7 +230,7 @@ impl Escalation {
         serializer: S,
     ) -> Result<S::Ok, S::Error> {
         let limits = limits.floored();
-        let mut outgoing = Outgoing::new(&self.envelope, &limits);
+        let mut outgoing = Outgoing::new(&self.envelope.fields, &limits);
         // Escalated: whatever could be retried was, at the layer that escalated.
         outgoing.retryable = false;
         let mut map = serializer.serialize_map(Some(outgoing.len() + 1))?;

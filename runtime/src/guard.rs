@@ -37,7 +37,7 @@ impl<'a> ToolCall<'a> {
     /// than let it through. Use it with `?`:
     ///
     /// ```
-    /// use tool_envelope::{Blocked, ToolCall};
+    /// use tool_envelope::guard::{Blocked, ToolCall};
     ///
     /// fn refund_cap(call: &ToolCall) -> Result<(), Blocked> {
     ///     let amount: f64 = call.require("amount")?;
@@ -79,7 +79,7 @@ impl<'a> ToolCall<'a> {
 /// whose message and alternatives are the guard's.
 ///
 /// ```
-/// use tool_envelope::Blocked;
+/// use tool_envelope::guard::Blocked;
 ///
 /// let blocked = Blocked::new("Refund exceeds $500 policy cap")
 ///     .with_alternative("Escalate to a human for approval")
@@ -160,7 +160,7 @@ impl ToolError for Blocked {
 /// `Result<(), Blocked>` are guards:
 ///
 /// ```
-/// use tool_envelope::{tool, Blocked, ErrorCategory, ErrorEnvelope, ToolCall};
+/// use tool_envelope::{tool, ErrorCategory, ErrorEnvelope, guard::{Blocked, ToolCall}};
 ///
 /// /// Refunds above $500 go to a human.
 /// fn refund_cap(call: &ToolCall) -> Result<(), Blocked> {
@@ -179,8 +179,8 @@ impl ToolError for Blocked {
 ///
 /// assert!(process_refund("O-1".into(), 300).is_ok());
 /// let blocked = process_refund("O-77".into(), 620).unwrap_err();
-/// assert_eq!(blocked.category, ErrorCategory::Business);
-/// assert_eq!(blocked.alternatives, ["Escalate to a human for approval"]);
+/// assert_eq!(blocked.category(), ErrorCategory::Business);
+/// assert_eq!(blocked.alternatives(), ["Escalate to a human for approval"]);
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a guard",
@@ -206,7 +206,7 @@ where
 ///
 /// ```
 /// use serde_json::json;
-/// use tool_envelope::{Blocked, Guards, ToolCall};
+/// use tool_envelope::guard::{Blocked, Guards, ToolCall};
 ///
 /// let guards = Guards::new()
 ///     .for_tool("process_refund", |call: &ToolCall| match call.arg("amount").and_then(|a| a.as_u64()) {
@@ -275,7 +275,7 @@ impl Guards {
 ///
 /// ```
 /// use std::sync::LazyLock;
-/// use tool_envelope::{tool, Blocked, ErrorEnvelope, Guards, ToolCall};
+/// use tool_envelope::{tool, ErrorEnvelope, guard::{Blocked, Guards, ToolCall}};
 ///
 /// static POLICY: LazyLock<Guards> = LazyLock::new(|| {
 ///     Guards::new().for_tool("process_refund", |call: &ToolCall| {

@@ -41,9 +41,9 @@ use serde_json::{Map, Value, json};
 ///     .with_partial_results(json!((1..=50).collect::<Vec<u32>>()));
 /// limits.apply(&mut envelope);
 ///
-/// let query = envelope.attempted_query.as_ref().unwrap().as_str().unwrap();
+/// let query = envelope.attempted_query().unwrap().as_str().unwrap();
 /// assert!(query.ends_with("bytes dropped]"));
-/// let partial = envelope.partial_results.as_ref().unwrap().as_array().unwrap();
+/// let partial = envelope.partial_results().unwrap().as_array().unwrap();
 /// assert!(partial.last().unwrap()["_truncated"]["droppedItems"].as_u64().unwrap() > 0);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,6 +6,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use serde::Serialize;
 use serde_json::Value;
 
+pub(crate) use crate::envelope::count;
+
 /// A collector a tool pushes into as it makes progress.
 ///
 /// A `#[tool]` function takes it as a parameter (`Partial<T>`, by value). The
@@ -169,17 +171,6 @@ impl<T> From<Vec<T>> for Partial<T> {
         Partial {
             items: Arc::new(Mutex::new(items)),
         }
-    }
-}
-
-/// The number of partial results in `value`: an array's items, an object's
-/// fields, one for anything else, none for nothing.
-pub(crate) fn count(value: Option<&Value>) -> usize {
-    match value {
-        Some(Value::Array(items)) => items.len(),
-        Some(Value::Object(fields)) => fields.len(),
-        Some(Value::Null) | None => 0,
-        Some(_) => 1,
     }
 }
 

@@ -1,6 +1,6 @@
 //! Support for the code the macros generate. Not a public API: names here may
-//! change in any release. Everything lives in the module it belongs to; this
-//! one only gathers it under one path.
+//! change in any release, and nothing here is documented for users. Every
+//! path the generated code names goes through this module.
 
 pub use schemars;
 pub use serde;
@@ -10,16 +10,28 @@ pub use serde_json;
 pub use crate::call::timeout_needs_the_tokio_feature;
 pub use crate::call::{
     IntoToolResult, PartialHandle, PartialItem, PartialSource, Query, ToolInfo, call_async,
-    call_sync, check_guard, partial_source,
+    call_sync, captured, check_guard, partial_source,
 };
 pub use crate::capture::{Capturable, Capture, CaptureWriter, capture};
-pub use crate::classify::envelope_of;
+pub use crate::catalog::{DescribeFailures, FailureMode};
+pub use crate::category::ErrorCategory;
+pub use crate::classify::{ToolError, envelope_of};
+pub use crate::envelope::{ErrorEnvelope, ToolResult, Violation};
 pub use crate::hints::{RetryAfterHint, ViolationList, partial_value};
-pub use crate::mcp::arguments::{Output, json_of, json_ready};
-pub use crate::probe::{
-    ErrorProbe, FailureProbe, SchemaFn, SchemaProbe, ViaFailures, ViaNoFailures, ViaNoSchema,
-    ViaNothing, ViaSchema, ViaStdError,
-};
+pub use crate::mcp::ServableTool;
+pub use crate::mcp::ToolProvider;
+pub use crate::mcp::arguments::{Arg, Decoded, Decoder, Output, json_of, json_ready, ready, serve};
+pub use crate::mcp::definition::{ParamSpec, ToolDefinition, definition, param};
+pub use crate::mcp::state::{BoxFuture, CallState};
+pub use crate::mcp::toolset::{FreeTool, MethodTool};
+pub use crate::probe::{ErrorProbe, FailureProbe, SchemaFn, SchemaProbe};
+
+/// The traits of autoref specialization, to bring into scope with one glob.
+pub mod probe {
+    pub use crate::probe::{
+        ViaFailures, ViaNoFailures, ViaNoSchema, ViaNothing, ViaSchema, ViaStdError,
+    };
+}
 
 /// The success type of a `#[tool]`'s return type, as its signature names it.
 pub type OkOf<R> = <R as IntoToolResult>::Ok;

@@ -67,11 +67,11 @@ impl<E> Default for FailureProbe<E> {
 /// Chosen when the probed type implements `DescribeFailures`.
 pub trait ViaFailures {
     /// Its failure modes.
-    fn failure_modes(&self) -> Option<Vec<crate::FailureMode>>;
+    fn failure_modes(&self) -> Option<Vec<crate::catalog::FailureMode>>;
 }
 
-impl<E: crate::DescribeFailures> ViaFailures for FailureProbe<E> {
-    fn failure_modes(&self) -> Option<Vec<crate::FailureMode>> {
+impl<E: crate::catalog::DescribeFailures> ViaFailures for FailureProbe<E> {
+    fn failure_modes(&self) -> Option<Vec<crate::catalog::FailureMode>> {
         Some(E::failure_modes())
     }
 }
@@ -79,7 +79,7 @@ impl<E: crate::DescribeFailures> ViaFailures for FailureProbe<E> {
 /// Chosen otherwise.
 pub trait ViaNoFailures {
     /// `None`.
-    fn failure_modes(&self) -> Option<Vec<crate::FailureMode>> {
+    fn failure_modes(&self) -> Option<Vec<crate::catalog::FailureMode>> {
         None
     }
 }

@@ -13,10 +13,6 @@ use serde_json::Value;
 use crate::category::ErrorCategory;
 use crate::envelope::ErrorEnvelope;
 
-/// The `$id` of the committed schema.
-pub const SCHEMA_ID: &str =
-    "https://github.com/tool-envelope/tool-envelope/blob/main/schema/error-envelope.schema.json";
-
 /// The schema's body, shared by the root document and by [`JsonSchema`].
 fn envelope_schema() -> Value {
     let categories: Vec<&str> = ErrorCategory::ALL.iter().map(|c| c.as_str()).collect();
@@ -109,6 +105,10 @@ fn envelope_schema() -> Value {
 }
 
 impl ErrorEnvelope {
+    /// The `$id` of the envelope's JSON Schema, as committed in
+    /// `schema/error-envelope.schema.json`.
+    pub const SCHEMA_ID: &'static str = "https://github.com/tool-envelope/tool-envelope/blob/main/schema/error-envelope.schema.json";
+
     /// The JSON Schema (draft 2020-12) of the wire format, as committed in
     /// `schema/error-envelope.schema.json`.
     ///
@@ -124,7 +124,7 @@ impl ErrorEnvelope {
             "$schema".into(),
             "https://json-schema.org/draft/2020-12/schema".into(),
         );
-        schema.insert("$id".into(), SCHEMA_ID.into());
+        schema.insert("$id".into(), Self::SCHEMA_ID.into());
         let Value::Object(body) = envelope_schema() else {
             unreachable!("the envelope schema is an object")
         };

@@ -24,7 +24,7 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
 
-use crate::envelope::{EnvelopeData, ErrorEnvelope, NO_MESSAGE, Violation};
+use crate::envelope::{ErrorEnvelope, Fields, NO_MESSAGE, Violation};
 use crate::json::depth::{MAX_DEPTH, deeper_than, too_deep_marker};
 use crate::limits::{EnvelopeLimits, partial_for_wire, query_for_wire, text_for_wire};
 
@@ -35,7 +35,7 @@ use crate::limits::{EnvelopeLimits, partial_for_wire, query_for_wire, text_for_w
 /// valid form). [`to_wire`](ErrorEnvelope::to_wire) takes other limits.
 impl Serialize for ErrorEnvelope {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        Outgoing::new(self, &EnvelopeLimits::default()).serialize(serializer)
+        Outgoing::new(&self.fields, &EnvelopeLimits::default()).serialize(serializer)
     }
 }
 
@@ -49,10 +49,11 @@ impl ErrorEnvelope {
     /// let envelope = ErrorEnvelope::transient("x".repeat(10_000));
     /// let sent = envelope.to_wire(&EnvelopeLimits::default().with_text_bytes(100));
     /// assert!(sent["message"].as_str().unwrap().len() <= 100);
-    /// assert_eq!(envelope.message.len(), 10_000, "the envelope keeps everything");
+    /// assert_eq!(envelope.message().len(), 10_000, "the envelope keeps everything");
     /// ```
     pub fn to_wire(&self, limits: &EnvelopeLimits) -> Value {
-        serde_json::to_value(Outgoing::new(self, limits)).expect("an outgoing envelope serializes")
+        serde_json::to_value(Outgoing::new(&self.fields, limits))
+            .expect("an outgoing envelope serializes")
     }
 }
 
@@ -75,7 +76,7 @@ fn shallow(value: &Value) -> Cow<'_, Value> {
 
 /// The fields of an envelope, as they are sent.
 pub(crate) struct Outgoing<'a> {
-    data: &'a EnvelopeData,
+    data: &'a Fields,
     /// `isRetryable` as sent.
     pub(crate) retryable: bool,
     message: Cow<'a, str>,
@@ -89,7 +90,7 @@ pub(crate) struct Outgoing<'a> {
 
 impl<'a> Outgoing<'a> {
     /// `data` as it is sent under `limits`; borrowed wherever nothing changes.
-    pub(crate) fn new(data: &'a EnvelopeData, limits: &EnvelopeLimits) -> Self {
+    pub(crate) fn new(data: &'a Fields, limits: &EnvelopeLimits) -> Self {
         let limits = &limits.floored();
         let text = |text: &'a str| text_for_wire(text, limits.text_bytes);
         let message = if data.message.trim().is_empty() {
@@ -236,14 +237,14 @@ impl EnvelopeLimits {
     /// fields held (an empty message, a lower-case reason…). Serializing an
     /// envelope applies limits without changing it.
     pub fn apply(&self, envelope: &mut ErrorEnvelope) {
-        let sent = Outgoing::new(envelope, self).into_owned();
-        envelope.message = sent.message;
-        envelope.attempted_query = sent.attempted_query;
-        envelope.partial_results = sent.partial_results;
-        envelope.alternatives = sent.alternatives;
-        envelope.reason = sent.reason;
-        envelope.violations = sent.violations;
-        envelope.tool = sent.tool;
+        let sent = Outgoing::new(&envelope.fields, self).into_owned();
+        envelope.fields.message = sent.message;
+        envelope.fields.attempted_query = sent.attempted_query;
+        envelope.fields.partial_results = sent.partial_results;
+        envelope.fields.alternatives = sent.alternatives;
+        envelope.fields.reason = sent.reason;
+        envelope.fields.violations = sent.violations;
+        envelope.fields.tool = sent.tool;
     }
 }
 

@@ -1,4 +1,4 @@
-use tool_envelope::{tool, ErrorEnvelope, ToolCall};
+use tool_envelope::{tool, ErrorEnvelope, guard::ToolCall};
 
 /// Returns a bool instead of `Result<(), Blocked>`.
 fn refund_cap(call: &ToolCall) -> bool {

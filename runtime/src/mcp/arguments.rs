@@ -12,25 +12,20 @@ use serde_json::{Map, Value};
 
 use crate::call::{Query, ToolInfo, complete, verdict};
 use crate::envelope::{ErrorEnvelope, Violation};
-use crate::mcp::toolset::{BoxFuture, CallContext};
+use crate::mcp::state::{BoxFuture, CallState};
 use crate::mcp::violations::violations;
 use crate::redact::schema::steps;
 
 /// A parameter type a served tool can take: deserialized from the client's
 /// JSON and described by a JSON Schema.
-///
-/// The first element of the pair defers the check to where a tool is served,
-/// so that `#[tool]` asks nothing of functions that are only called directly.
 #[diagnostic::on_unimplemented(
-    message = "an argument of a served tool must implement `serde::Deserialize` and `schemars::JsonSchema`",
-    label = "the argument type in `{Self}` cannot come from an MCP client",
-    note = "derive `Deserialize` and `JsonSchema` for it, or do not serve this tool"
+    message = "`{Self}` cannot be an argument of a served tool: it must implement `serde::Deserialize` and `schemars::JsonSchema`",
+    label = "a client cannot send a `{Self}`",
+    note = "derive `Deserialize` and `JsonSchema` for it; or, if the tool is only called from Rust, mark it `#[tool(local)]`"
 )]
-pub trait Arg {
-    /// The parameter's type.
-    type Value;
+pub trait Arg: Sized {
     /// Decodes the argument; `None` when the client did not send it.
-    fn decode(value: Option<&Value>) -> Result<Self::Value, (String, String)>;
+    fn decode(value: Option<&Value>) -> Result<Self, (String, String)>;
     /// The parameter's schema.
     fn schema(generator: &mut SchemaGenerator) -> Schema;
     /// Whether a client must send it: anything but an `Option`.
@@ -38,9 +33,7 @@ pub trait Arg {
 }
 
 #[diagnostic::do_not_recommend]
-impl<M, T: DeserializeOwned + JsonSchema> Arg for (M, T) {
-    type Value = T;
-
+impl<T: DeserializeOwned + JsonSchema> Arg for T {
     fn decode(value: Option<&Value>) -> Result<T, (String, String)> {
         match value {
             Some(value) => serde_path_to_error::deserialize(value).map_err(|error| {
@@ -68,7 +61,7 @@ impl<M, T: DeserializeOwned + JsonSchema> Arg for (M, T) {
 pub struct Decoder<'a> {
     arguments: &'a Map<String, Value>,
     tool: &'a ToolInfo,
-    context: &'a CallContext,
+    context: &'a CallState,
     violations: Vec<Violation>,
 }
 
@@ -77,7 +70,7 @@ impl<'a> Decoder<'a> {
     pub fn new(
         arguments: &'a Map<String, Value>,
         tool: &'a ToolInfo,
-        context: &'a CallContext,
+        context: &'a CallState,
     ) -> Self {
         Decoder {
             arguments,
@@ -89,7 +82,7 @@ impl<'a> Decoder<'a> {
 
     /// The argument `name`, or `None` after recording why it is unusable.
     /// The problem of a value that may hold a secret never quotes it.
-    pub fn arg<A: Arg>(&mut self, name: &'static str) -> Option<A::Value> {
+    pub fn arg<A: Arg>(&mut self, name: &'static str) -> Option<A> {
         match A::decode(self.arguments.get(name)) {
             Ok(value) => Some(value),
             Err((path, description)) => {
@@ -190,29 +183,26 @@ pub(crate) fn invalid_arguments(
     let mut envelope = ErrorEnvelope::validation(message)
         .with_reason(crate::reasons::INVALID_ARGUMENTS)
         .with_alternative("Correct the arguments to match the tool's inputSchema and call again");
-    envelope.violations = violations;
+    envelope.fields.violations = violations;
     envelope.set_refused();
     complete(envelope, tool, || query.into_value(), &())
 }
 
 /// The success value of a served tool, as JSON.
 #[diagnostic::on_unimplemented(
-    message = "the result of a served tool must implement `serde::Serialize`",
-    label = "the success type in `{Self}` cannot be sent to an MCP client",
-    note = "derive `Serialize` for it, or do not serve this tool"
+    message = "`{Self}` cannot be the result of a served tool: it must implement `serde::Serialize`",
+    label = "a client cannot be sent a `{Self}`",
+    note = "derive `Serialize` for it; or, if the tool is only called from Rust, mark it `#[tool(local)]`"
 )]
-pub trait Output {
-    /// The success type.
-    type Value;
+pub trait Output: Sized + 'static {
     /// The value as JSON; a value JSON cannot carry is an `other` failure.
-    fn to_json(value: Self::Value, tool: &ToolInfo) -> crate::ToolResult<Value>;
+    fn to_json(self, tool: &ToolInfo) -> crate::ToolResult<Value>;
 }
 
 #[diagnostic::do_not_recommend]
-impl<M, T: serde::Serialize + 'static> Output for (M, T) {
-    type Value = T;
-
-    fn to_json(value: T, tool: &ToolInfo) -> crate::ToolResult<Value> {
+impl<T: serde::Serialize + 'static> Output for T {
+    fn to_json(self, tool: &ToolInfo) -> crate::ToolResult<Value> {
+        let value = self;
         let json = crate::json::strict::to_value(&value);
         if json.is_err() {
             dispose(Box::new(value));
@@ -261,16 +251,16 @@ pub fn json_ready<'a>(result: crate::ToolResult<Value>) -> BoxFuture<'a, crate::
 /// The future of one served call of an async tool: its run, and the success
 /// as JSON. A named future, not an `async` block, so that each tool compiles
 /// the least code.
-pub fn json_of<'a, F, T>(
-    run: F,
-    to_json: ToJson<T>,
-    tool: &'static ToolInfo,
-) -> BoxFuture<'a, crate::ToolResult<Value>>
+pub fn json_of<'a, T, F>(run: F, tool: &'static ToolInfo) -> BoxFuture<'a, crate::ToolResult<Value>>
 where
+    T: Output,
     F: Future<Output = crate::ToolResult<T>> + Send + 'a,
-    T: 'a,
 {
-    Box::pin(JsonOf { run, to_json, tool })
+    Box::pin(JsonOf {
+        run,
+        to_json: T::to_json,
+        tool,
+    })
 }
 
 pin_project_lite::pin_project! {
@@ -294,4 +284,77 @@ where
         let value = std::task::ready!(this.run.poll(cx))?;
         Poll::Ready((this.to_json)(value, this.tool))
     }
+}
+
+/// The decoded arguments of one call: a tuple with one `Option` per
+/// parameter, `None` where decoding failed (and a violation was recorded).
+pub trait Decoded {
+    /// The tuple of the values.
+    type Values;
+    /// The values, when every argument decoded.
+    fn values(self) -> Option<Self::Values>;
+}
+
+macro_rules! decoded {
+    ($($name:ident)*) => {
+        impl<$($name,)*> Decoded for ($(Option<$name>,)*) {
+            type Values = ($($name,)*);
+
+            #[allow(non_snake_case)]
+            fn values(self) -> Option<Self::Values> {
+                let ($($name,)*) = self;
+                Some(($($name?,)*))
+            }
+        }
+    };
+}
+
+decoded!();
+decoded!(A);
+decoded!(A B);
+decoded!(A B C);
+decoded!(A B C D);
+decoded!(A B C D E);
+decoded!(A B C D E F);
+decoded!(A B C D E F G);
+decoded!(A B C D E F G H);
+decoded!(A B C D E F G H I);
+decoded!(A B C D E F G H I J);
+decoded!(A B C D E F G H I J K);
+decoded!(A B C D E F G H I J K L);
+decoded!(A B C D E F G H I J K L M);
+decoded!(A B C D E F G H I J K L M N);
+decoded!(A B C D E F G H I J K L M N O);
+decoded!(A B C D E F G H I J K L M N O P);
+
+/// One attempt of a served tool: decodes `arguments` with `decode`, every
+/// problem collected; checks the tool set's guards; then `run`s the tool on
+/// the values. A call whose arguments do not fit answers with a
+/// `validation` envelope, and never runs.
+pub fn serve<'a, D: Decoded>(
+    arguments: &'a Map<String, Value>,
+    state: &'a CallState,
+    tool: &'static ToolInfo,
+    keys: &[&str],
+    decode: impl FnOnce(&mut Decoder<'a>) -> D,
+    run: impl FnOnce(Query<'a>, D::Values) -> BoxFuture<'a, crate::ToolResult<Value>>,
+) -> BoxFuture<'a, crate::ToolResult<Value>> {
+    let mut decoder = Decoder::new(arguments, tool, state);
+    let decoded = decode(&mut decoder);
+    match decoder.finish(keys) {
+        Ok(()) => run(
+            state.query(arguments),
+            decoded.values().expect("every argument decoded"),
+        ),
+        Err(envelope) => json_ready(Err(envelope)),
+    }
+}
+
+/// The future of a synchronous served call, already finished: its success
+/// as JSON.
+pub fn ready<'a, T: Output>(
+    result: crate::ToolResult<T>,
+    tool: &'static ToolInfo,
+) -> BoxFuture<'a, crate::ToolResult<Value>> {
+    json_ready(result.and_then(|value| value.to_json(tool)))
 }

@@ -8,12 +8,14 @@ use serde_json::{Map, Value, json};
 
 use std::sync::Arc;
 
+use crate::call::ToolInfo;
 use crate::catalog::{FailureMode, summary};
 use crate::envelope::ErrorEnvelope;
-use crate::redact::schema::SecretPaths;
+use crate::mcp::arguments::Arg;
+use crate::mcp::checks::ArgumentChecks;
 
 /// The JSON Schema dialect of every schema here.
-pub const JSON_SCHEMA_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
+pub(crate) const JSON_SCHEMA_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
 
 /// The `_meta` key under which a tool publishes how it can fail.
 pub const FAILURE_MODES_META_KEY: &str = "tool-envelope/failureModes";
@@ -55,23 +57,6 @@ pub struct ToolDefinition {
     pub(crate) checks: Arc<ArgumentChecks>,
 }
 
-/// What a tool set knows of a tool's arguments, built once with its
-/// definition: where secrets are, and the schema that lists violations.
-#[derive(Debug, Default, PartialEq)]
-pub(crate) struct ArgumentChecks {
-    pub(crate) secrets: SecretPaths,
-    pub(crate) input_schema: Map<String, Value>,
-}
-
-impl ArgumentChecks {
-    fn new(input_schema: &Map<String, Value>, redacted: &[&str]) -> Self {
-        ArgumentChecks {
-            secrets: SecretPaths::from_schema(input_schema, redacted),
-            input_schema: input_schema.clone(),
-        }
-    }
-}
-
 /// MCP tool annotations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -104,40 +89,27 @@ impl ToolDefinition {
     }
 }
 
-/// What `#[tool]` knows about a tool at compile time.
-#[derive(Debug)]
-pub struct ToolMeta {
-    /// The tool's name.
-    pub name: &'static str,
-    /// Its title.
-    pub title: Option<&'static str>,
-    /// Its description: the doc comment or `description = "..."`.
-    pub description: &'static str,
-    /// `read_only`.
-    pub read_only: bool,
-    /// `destructive`.
-    pub destructive: bool,
-    /// `idempotent`, or implied by `read_only`.
-    pub idempotent: bool,
-    /// `open_world`.
-    pub open_world: bool,
-    /// Append a one-line summary of the failure modes to the description.
-    pub describe_failures: bool,
-    /// Parameters whose values never reach an envelope.
-    pub redacted: &'static [&'static str],
-}
-
 /// One parameter of a served tool.
 #[derive(Debug)]
 pub struct ParamSpec {
     /// The argument's key.
-    pub name: &'static str,
+    name: &'static str,
     /// The parameter's doc comment ("" when it has none).
-    pub description: &'static str,
+    description: &'static str,
     /// The schema of its type.
-    pub schema: fn(&mut SchemaGenerator) -> Schema,
+    schema: fn(&mut SchemaGenerator) -> Schema,
     /// Whether a client must send it (not an `Option`).
-    pub required: fn() -> bool,
+    required: fn() -> bool,
+}
+
+/// The parameter `name` of type `T`, described by `description`.
+pub fn param<T: Arg>(name: &'static str, description: &'static str) -> ParamSpec {
+    ParamSpec {
+        name,
+        description,
+        schema: T::schema,
+        required: T::required,
+    }
 }
 
 fn generator() -> SchemaGenerator {
@@ -145,8 +117,8 @@ fn generator() -> SchemaGenerator {
 }
 
 /// Assembles a definition from what `#[tool]` generated.
-pub fn build(
-    meta: &ToolMeta,
+pub fn definition(
+    meta: &ToolInfo,
     params: &[ParamSpec],
     output: Option<fn(&mut SchemaGenerator) -> Schema>,
     failures: Option<Vec<FailureMode>>,
@@ -178,7 +150,7 @@ pub fn build(
     let input_schema = input_schema(params);
     let checks = Arc::new(ArgumentChecks::new(&input_schema, meta.redacted));
     ToolDefinition {
-        name: meta.name.to_owned(),
+        name: meta.name.clone().into_owned(),
         title: meta.title.map(str::to_owned),
         description,
         input_schema,

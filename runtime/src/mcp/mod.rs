@@ -8,18 +8,16 @@
 //! `ServerHandler`, served over stdio or Streamable HTTP.
 
 pub(crate) mod arguments;
-mod definition;
+pub(crate) mod checks;
+pub(crate) mod definition;
+pub(crate) mod reply;
 #[cfg(feature = "rmcp")]
 mod rmcp;
-mod toolset;
-mod violations;
+pub(crate) mod state;
+pub(crate) mod toolset;
+pub(crate) mod violations;
 
-pub use arguments::{Arg, Decoder};
-pub use definition::{
-    FAILURE_MODES_META_KEY, JSON_SCHEMA_2020_12, ParamSpec, ToolAnnotations, ToolDefinition,
-    ToolMeta, build,
-};
-pub use toolset::{
-    BoxFuture, CallContext, CallFn, CallToolResult, Content, DEFAULT_MAX_RESULT_BYTES, MethodCall,
-    PartialArg, ProtocolError, ServableTool, ToolProvider, ToolSet, ToolSpec,
-};
+pub use crate::catalog::{DescribeFailures, FailureMode};
+pub use definition::{FAILURE_MODES_META_KEY, ToolAnnotations, ToolDefinition};
+pub use reply::{ProtocolError, ReplyContent, ToolReply};
+pub use toolset::{DEFAULT_MAX_RESULT_BYTES, ServableTool, ToolProvider, ToolSet};

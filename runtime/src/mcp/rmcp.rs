@@ -16,7 +16,8 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
 use crate::mcp::definition::ToolDefinition;
-use crate::mcp::toolset::{CallToolResult, Content, ToolSet};
+use crate::mcp::reply::{ReplyContent, ToolReply};
+use crate::mcp::toolset::ToolSet;
 
 /// The rmcp shape of a definition.
 fn to_rmcp_tool(definition: &ToolDefinition) -> Tool {
@@ -25,11 +26,11 @@ fn to_rmcp_tool(definition: &ToolDefinition) -> Tool {
 }
 
 /// The rmcp shape of a result; the text is not serialized again.
-fn to_rmcp_result(result: CallToolResult) -> rmcp::model::CallToolResult {
+fn to_rmcp_result(result: ToolReply) -> rmcp::model::CallToolResult {
     let content = result
         .content
         .into_iter()
-        .map(|Content::Text { text }| ContentBlock::text(text))
+        .map(|ReplyContent::Text { text }| ContentBlock::text(text))
         .collect();
     let mut converted = if result.is_error {
         rmcp::model::CallToolResult::error(content)

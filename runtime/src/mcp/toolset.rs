@@ -1,303 +1,97 @@
 //! A tool set: the registry that lists tools and dispatches `tools/call`.
 
-use std::any::Any;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::call::{Query, ToolInfo, ToolResult, complete, panicked};
+use crate::call::{Query, ToolInfo, complete, panicked};
 use crate::category::ErrorCategory;
-use crate::envelope::{ErrorEnvelope, Violation};
+use crate::envelope::{ErrorEnvelope, ToolResult, Violation};
 use crate::escalation::Escalation;
 use crate::guard::Guards;
 use crate::json::depth::{MAX_DEPTH, deeper_than, dismantle, too_deep_marker};
-use crate::limits::{EnvelopeLimits, text_for_wire};
+use crate::limits::EnvelopeLimits;
 use crate::mcp::arguments::invalid_arguments;
-use crate::mcp::definition::{ArgumentChecks, ToolDefinition};
+use crate::mcp::definition::ToolDefinition;
+use crate::mcp::reply::{ProtocolError, ToolReply};
+use crate::mcp::state::{BoxFuture, CallState};
 use crate::mcp::violations::kind;
 use crate::panic::catch_unwind_future;
-use crate::partial::Partial;
 use crate::reasons;
-use crate::redact::schema::SecretPaths;
 use crate::redact::text::scrub;
 #[cfg(feature = "tokio")]
 use crate::retry::RetryPolicy;
 
-/// A boxed future, as tool calls return them.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// One attempt of a served tool: the JSON arguments in, the success value as
+/// One attempt of a free tool: the JSON arguments in, the success value as
 /// JSON (or the envelope) out.
-pub type CallFn = dyn for<'a> Fn(&'a Map<String, Value>, &'a CallContext) -> BoxFuture<'a, ToolResult<Value>>
-    + Send
-    + Sync;
+pub type FreeCall =
+    for<'a> fn(&'a Map<String, Value>, &'a CallState) -> BoxFuture<'a, ToolResult<Value>>;
+
+/// One attempt of a method tool on the shared state `S`.
+pub type MethodCall<S> =
+    for<'a> fn(Arc<S>, &'a Map<String, Value>, &'a CallState) -> BoxFuture<'a, ToolResult<Value>>;
+
+/// What `#[tool]` generates to serve a free function.
+#[derive(Clone, Copy)]
+pub struct FreeTool {
+    /// The tool's MCP definition.
+    pub definition: fn() -> ToolDefinition,
+    /// One attempt.
+    pub call: FreeCall,
+}
+
+impl fmt::Debug for FreeTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FreeTool").finish_non_exhaustive()
+    }
+}
+
+/// What `#[tool]` generates to serve a method of a `#[tools]` block.
+pub struct MethodTool<S> {
+    /// The tool's MCP definition.
+    pub definition: fn() -> ToolDefinition,
+    /// One attempt, holding its own handle on the state.
+    pub call: MethodCall<S>,
+}
+
+impl<S> fmt::Debug for MethodTool<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MethodTool").finish_non_exhaustive()
+    }
+}
 
 /// A free `#[tool]` function a [`ToolSet`] can serve: `#[tool]` implements it
 /// for a hidden companion type named like the function, so that
 /// `ToolSet::new().tool::<lookup_orders>()` registers `fn lookup_orders`.
+/// Its contents are generated; there is nothing to call on it.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be served over MCP",
     label = "not a servable tool",
-    note = "a served tool takes only owned, `Deserialize + JsonSchema` arguments that a client can send: no generics, no references, no skipped parameters, and no `self`",
+    note = "a served tool takes only owned, `Deserialize + JsonSchema` arguments that a client can send: no generics, no references, no skipped parameters, and no `self`, and it is not `#[tool(local)]`",
     note = "serve methods that share state through a `#[tools]` impl block"
 )]
 pub trait ServableTool: 'static {
-    /// The tool's MCP definition.
-    fn definition() -> ToolDefinition;
-
-    /// One attempt of the tool on `arguments`.
-    fn call<'a>(
-        arguments: &'a Map<String, Value>,
-        context: &'a CallContext,
-    ) -> BoxFuture<'a, ToolResult<Value>>;
-}
-
-/// One attempt of a method tool on the shared state `S`.
-pub type MethodCall<S> =
-    for<'a> fn(Arc<S>, &'a Map<String, Value>, &'a CallContext) -> BoxFuture<'a, ToolResult<Value>>;
-
-/// One tool of a `#[tools]` impl block: a method on the shared state `S`.
-pub struct ToolSpec<S> {
-    /// The tool's MCP definition.
-    pub definition: fn() -> ToolDefinition,
-    /// One attempt of the tool, holding its own handle on the state.
-    pub call: MethodCall<S>,
-}
-
-impl<S> fmt::Debug for ToolSpec<S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ToolSpec").finish_non_exhaustive()
-    }
+    #[doc(hidden)]
+    const TOOL: crate::__private::FreeTool;
 }
 
 /// A type whose methods are tools: `#[tools]` on its `impl` block implements
 /// it. The tools share the value through `&self`, such as a connection pool.
+/// Its contents are generated; there is nothing to call on it.
 pub trait ToolProvider: Send + Sync + 'static {
-    /// The tools, in the order they were written.
-    fn tools() -> Vec<ToolSpec<Self>>
+    #[doc(hidden)]
+    fn __tools() -> Vec<crate::__private::MethodTool<Self>>
     where
         Self: Sized;
 }
 
-/// What one `tools/call` carries across its attempts.
-#[derive(Default)]
-pub struct CallContext {
-    partial: Mutex<Option<Collector>>,
-    checks: Arc<ArgumentChecks>,
-    guards: Option<Arc<Guards>>,
-}
-
-/// The item type of a served tool's `Partial` parameter: one that serializes
-/// into `partial_results`.
-///
-/// Like [`Arg`](crate::mcp::Arg), the first element of the pair defers the
-/// check to where a tool is served.
-#[diagnostic::on_unimplemented(
-    message = "partial results of type `{Self}` cannot be reported in `partial_results`",
-    label = "the item type in `{Self}` does not implement `serde::Serialize`",
-    note = "derive `serde::Serialize` for the items the tool gathers"
-)]
-pub trait PartialArg {
-    /// The item type.
-    type Item: Serialize + Send + 'static;
-}
-
-#[diagnostic::do_not_recommend]
-impl<M, T: Serialize + Send + 'static> PartialArg for (M, T) {
-    type Item = T;
-}
-
-/// A call's `Partial` collector, type-erased, and how to read it as JSON.
-struct Collector {
-    partial: Box<dyn Any + Send>,
-    json: fn(&dyn Any) -> Option<Value>,
-}
-
-impl CallContext {
-    fn new(checks: &Arc<ArgumentChecks>, guards: &Arc<Guards>) -> Self {
-        CallContext {
-            partial: Mutex::new(None),
-            checks: Arc::clone(checks),
-            guards: (!guards.is_empty()).then(|| Arc::clone(guards)),
-        }
-    }
-
-    /// The call's `Partial` collector: the same one for every attempt, so a
-    /// retry resumes where the last attempt stopped. `P` is a pair of a
-    /// marker and the item type, as [`PartialArg`] describes.
-    pub fn partial<P: PartialArg>(&self) -> Partial<P::Item> {
-        self.collector::<P::Item>()
-    }
-
-    fn collector<T: Serialize + Send + 'static>(&self) -> Partial<T> {
-        let mut slot = self.partial.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(partial) = slot
-            .as_ref()
-            .and_then(|collector| collector.partial.downcast_ref::<Partial<T>>())
-        {
-            return partial.clone();
-        }
-        let partial = Partial::new();
-        *slot = Some(Collector {
-            partial: Box::new(partial.clone()),
-            json: |any| any.downcast_ref::<Partial<T>>().map(Partial::to_json),
-        });
-        partial
-    }
-
-    /// Everything the call's collector gathered, as JSON.
-    fn gathered(&self) -> Option<Value> {
-        let slot = self.partial.lock().unwrap_or_else(PoisonError::into_inner);
-        let collector = slot.as_ref()?;
-        (collector.json)(collector.partial.as_ref())
-    }
-
-    /// The query of an attempt: the arguments as received, to be shown with
-    /// their secrets and unknown keys masked.
-    pub fn query<'a>(&'a self, arguments: &'a Map<String, Value>) -> Query<'a> {
-        Query::Arguments(arguments, &self.checks.secrets)
-    }
-
-    /// Where the tool's arguments hold secrets.
-    pub(crate) fn secrets(&self) -> &SecretPaths {
-        &self.checks.secrets
-    }
-
-    /// The tool's input schema, when the call comes through a tool set.
-    pub(crate) fn input_schema(&self) -> Option<&Map<String, Value>> {
-        Some(&self.checks.input_schema).filter(|schema| !schema.is_empty())
-    }
-
-    /// The tool set's guards, checked once the arguments have decoded.
-    pub(crate) fn guards(&self) -> Option<&Guards> {
-        self.guards.as_deref()
-    }
-}
-
-/// A collector of `serde_json::Value`s may hold values nested deeper than a
-/// recursive drop can take: they are taken apart level by level.
-impl Drop for CallContext {
-    fn drop(&mut self) {
-        let slot = self
-            .partial
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(collector) = slot.take()
-            && let Some(partial) = collector.partial.downcast_ref::<Partial<Value>>()
-            && Arc::strong_count(partial.items()) == 1
-        {
-            for item in partial.take() {
-                dismantle(item);
-            }
-        }
-    }
-}
-
-impl fmt::Debug for CallContext {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CallContext").finish_non_exhaustive()
-    }
-}
-
-/// A JSON-RPC protocol error: an unknown tool or a malformed request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProtocolError {
-    /// The JSON-RPC error code.
-    pub code: i32,
-    /// What went wrong.
-    pub message: String,
-    /// Details.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<Value>,
-}
-
-impl ProtocolError {
-    /// JSON-RPC "invalid params", which MCP uses for an unknown tool.
-    pub const INVALID_PARAMS: i32 = -32602;
-
-    /// An unknown tool. The name is echoed at most once and cut to a few
-    /// times the longest valid name, so that a huge name does not come back
-    /// huge.
-    fn unknown_tool(name: &str, known: impl Iterator<Item = String>) -> Self {
-        let name = text_for_wire(name, MAX_ECHOED_NAME);
-        ProtocolError {
-            code: Self::INVALID_PARAMS,
-            message: format!("unknown tool `{name}`"),
-            data: Some(serde_json::json!({ "known": known.collect::<Vec<_>>() })),
-        }
-    }
-}
-
-/// The most bytes of an unknown tool's name echoed back: a valid name has at
-/// most 64.
-const MAX_ECHOED_NAME: usize = 256;
-
-impl fmt::Display for ProtocolError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.code, self.message)
-    }
-}
-
-impl std::error::Error for ProtocolError {}
-
-/// A content block of a tool result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
-pub enum Content {
-    /// Text.
-    Text {
-        /// The text.
-        text: String,
-    },
-}
-
-/// The result of `tools/call`, in MCP's shape: the value (or the envelope) as
-/// `structuredContent`, and the same JSON as a text block.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CallToolResult {
-    /// The content blocks: the JSON text of `structuredContent`.
-    pub content: Vec<Content>,
-    /// The success value, or the error envelope.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub structured_content: Option<Value>,
-    /// Whether the tool failed.
-    pub is_error: bool,
-}
-
-impl CallToolResult {
-    fn from_structured(structured: Value, is_error: bool) -> Self {
-        CallToolResult {
-            content: vec![Content::Text {
-                text: structured.to_string(),
-            }],
-            structured_content: Some(structured),
-            is_error,
-        }
-    }
-
-    /// The error envelope, when the call failed.
-    pub fn envelope(&self) -> Option<ErrorEnvelope> {
-        if !self.is_error {
-            return None;
-        }
-        serde_json::from_value(self.structured_content.clone()?).ok()
-    }
-
-    /// The text of the first content block.
-    pub fn text(&self) -> Option<&str> {
-        self.content
-            .iter()
-            .map(|Content::Text { text }| text.as_str())
-            .next()
-    }
-}
+/// One attempt of a tool of a `#[tools]` block, its state bound.
+type SharedCall = dyn for<'a> Fn(&'a Map<String, Value>, &'a CallState) -> BoxFuture<'a, ToolResult<Value>>
+    + Send
+    + Sync;
 
 struct Entry {
     definition: ToolDefinition,
@@ -309,15 +103,15 @@ struct Entry {
 /// pointer (nothing instantiated per tool to store it), or a closure over the
 /// shared state of a `#[tools]` block.
 enum Dispatch {
-    Free(for<'a> fn(&'a Map<String, Value>, &'a CallContext) -> BoxFuture<'a, ToolResult<Value>>),
-    Shared(Arc<CallFn>),
+    Free(FreeCall),
+    Shared(Arc<SharedCall>),
 }
 
 impl Dispatch {
     fn call<'a>(
         &self,
         arguments: &'a Map<String, Value>,
-        context: &'a CallContext,
+        context: &'a CallState,
     ) -> BoxFuture<'a, ToolResult<Value>> {
         match self {
             Dispatch::Free(call) => call(arguments, context),
@@ -394,7 +188,7 @@ impl Default for Inner {
 ///
 /// let result = tools.call("lookup_orders", json!({"customer_id": 42})).await.unwrap();
 /// assert!(result.is_error, "bad arguments are a tool error the model can correct");
-/// assert_eq!(result.envelope().unwrap().violations[0].field, "customer_id");
+/// assert_eq!(result.envelope().unwrap().violations()[0].field, "customer_id");
 ///
 /// assert_eq!(tools.call("nope", json!({})).await.unwrap_err().code, -32602);
 /// # }
@@ -425,11 +219,10 @@ impl ToolSet {
             .index
             .insert(definition.name.clone(), inner.entries.len());
         inner.definitions.push(definition.clone());
-        let info = ToolInfo {
-            name: Cow::Owned(definition.name.clone()),
-            idempotent: definition.annotations.idempotent_hint,
-            timeout: None,
-        };
+        let info = ToolInfo::served(
+            definition.name.clone(),
+            definition.annotations.idempotent_hint,
+        );
         inner.entries.push(Entry {
             definition,
             info,
@@ -445,7 +238,7 @@ impl ToolSet {
     /// If a tool of the same name is already in the set, or the set is already shared.
     #[must_use]
     pub fn tool<T: ServableTool>(self) -> Self {
-        self.add(T::definition(), Dispatch::Free(T::call))
+        self.add((T::TOOL.definition)(), Dispatch::Free(T::TOOL.call))
     }
 
     /// Adds every tool of a `#[tools]` impl block, sharing `state` through `&self`.
@@ -465,10 +258,10 @@ impl ToolSet {
     /// If a tool of the same name is already in the set, or the set is already shared.
     #[must_use]
     pub fn provider_arc<S: ToolProvider>(mut self, state: Arc<S>) -> Self {
-        for spec in S::tools() {
+        for spec in S::__tools() {
             let state = Arc::clone(&state);
             let call = spec.call;
-            let call: Arc<CallFn> =
+            let call: Arc<SharedCall> =
                 Arc::new(move |arguments, context| call(Arc::clone(&state), arguments, context));
             self = self.add((spec.definition)(), Dispatch::Shared(call));
         }
@@ -564,7 +357,7 @@ impl ToolSet {
     }
 
     /// Calls the tool `name` with `arguments` (a JSON object, or `null` for
-    /// none) and returns MCP's `CallToolResult`.
+    /// none) and returns MCP's `ToolReply`.
     ///
     /// - success: the value as `structuredContent` and its JSON as text; a
     ///   valid empty look-up stays a success;
@@ -578,11 +371,7 @@ impl ToolSet {
     /// - a panic anywhere in the call: an `other` envelope that keeps the
     ///   arguments and the partial results gathered;
     /// - an unknown tool: `Err`, a JSON-RPC `-32602` protocol error.
-    pub async fn call(
-        &self,
-        name: &str,
-        arguments: Value,
-    ) -> Result<CallToolResult, ProtocolError> {
+    pub async fn call(&self, name: &str, arguments: Value) -> Result<ToolReply, ProtocolError> {
         let Some(&index) = self.inner.index.get(name) else {
             dismantle(arguments);
             return Err(ProtocolError::unknown_tool(
@@ -611,14 +400,14 @@ impl ToolSet {
                     vec![violation],
                     Query::Arguments(&Map::new(), secrets),
                 );
-                envelope.attempted_query = Some(Value::String(format!(
+                envelope.fields.attempted_query = Some(Value::String(format!(
                     "[arguments sent as {}, not an object: not shown]",
                     kind(&other)
                 )));
                 return Ok(self.failure(entry, Failure::refused(envelope)));
             }
         };
-        let context = CallContext::new(&definition.checks, &self.inner.guards);
+        let context = CallState::new(&definition.checks, &self.inner.guards);
         // Whatever panics — the decoding, a `Serialize`, the set itself —
         // answers with an envelope that keeps what the call knows: a request
         // is never left without a reply.
@@ -639,24 +428,15 @@ impl ToolSet {
     /// A success: the value as `structuredContent` and its JSON as text, or,
     /// when the two together are over `max_result_bytes`, the envelope that
     /// says so.
-    fn success(
-        &self,
-        entry: &Entry,
-        value: Value,
-        arguments: &Map<String, Value>,
-    ) -> CallToolResult {
+    fn success(&self, entry: &Entry, value: Value, arguments: &Map<String, Value>) -> ToolReply {
         let structured = entry.definition.structured(value);
         let text = structured.to_string();
-        let size = text.len().saturating_mul(2);
+        let size = reply_size(&text);
         if size > self.inner.max_result_bytes {
             let envelope = too_large(entry, size, self.inner.max_result_bytes, arguments);
             return self.failure(entry, Failure::Envelope(envelope));
         }
-        CallToolResult {
-            content: vec![Content::Text { text }],
-            structured_content: Some(structured),
-            is_error: false,
-        }
+        ToolReply::structured(structured, text, false)
     }
 
     #[cfg(feature = "tokio")]
@@ -664,7 +444,7 @@ impl ToolSet {
         &self,
         entry: &Entry,
         arguments: &Map<String, Value>,
-        context: &CallContext,
+        context: &CallState,
     ) -> Result<Value, Failure> {
         let Some(policy) = &self.inner.retry else {
             return self.attempt(entry, arguments, context).await;
@@ -686,7 +466,7 @@ impl ToolSet {
         &self,
         entry: &Entry,
         arguments: &Map<String, Value>,
-        context: &CallContext,
+        context: &CallState,
     ) -> Result<Value, Failure> {
         self.attempt(entry, arguments, context).await
     }
@@ -696,7 +476,7 @@ impl ToolSet {
         &self,
         entry: &Entry,
         arguments: &Map<String, Value>,
-        context: &CallContext,
+        context: &CallState,
     ) -> Result<Value, Failure> {
         entry
             .call
@@ -710,7 +490,7 @@ impl ToolSet {
 
     /// The failed result: masked if the set says so, and sent within the
     /// set's limits and within `max_result_bytes`, its text copy included.
-    fn failure(&self, entry: &Entry, failure: Failure) -> CallToolResult {
+    fn failure(&self, entry: &Entry, failure: Failure) -> ToolReply {
         // Under a retry policy every failure is an escalation, even one that
         // never reached the tool.
         #[cfg(feature = "tokio")]
@@ -723,19 +503,34 @@ impl ToolSet {
             None => failure,
         };
         // The result carries the JSON twice: as structured content and as text.
-        let budget = self.inner.max_result_bytes / 2;
+        let cap = self.inner.max_result_bytes;
         let mut limits = self.inner.limits;
         let mut structured = failure.to_wire(&limits);
-        for _ in 0..4 {
-            let size = crate::limits::json_len(&structured);
-            if size <= budget {
+        let mut text = structured.to_string();
+        // Each round shrinks the caps in proportion; at the floors an
+        // envelope is a few KB, well within the smallest cap.
+        for _ in 0..8 {
+            let size = reply_size(&text);
+            if size <= cap {
                 break;
             }
-            limits = limits.scaled(budget, size.saturating_mul(2));
+            limits = limits.scaled(cap, size.saturating_add(size / 8));
             structured = failure.to_wire(&limits);
+            text = structured.to_string();
         }
-        CallToolResult::from_structured(structured, true)
+        ToolReply::structured(structured, text, true)
     }
+}
+
+/// The size of a result carrying `text` — the compact JSON of its structured
+/// content — as sent: the structured content, the text copy, escaped inside
+/// its JSON string, and the keys around them.
+fn reply_size(text: &str) -> usize {
+    /// `{"content":[{"type":"text","text":""}],"structuredContent":,"isError":false}` and room.
+    const AROUND: usize = 128;
+    text.len()
+        .saturating_add(crate::limits::escaped_len(text))
+        .saturating_add(AROUND)
 }
 
 /// How a call failed, kept typed until it is sent.
@@ -776,28 +571,28 @@ impl Failure {
             *detail = scrubbed;
         }
         let envelope = self.envelope_mut();
-        let internal = envelope.category == ErrorCategory::Other || envelope.is_foreign();
-        if let Cow::Owned(scrubbed) = scrub(&envelope.message) {
-            envelope.message = scrubbed;
+        let internal = envelope.fields.category == ErrorCategory::Other || envelope.is_foreign();
+        if let Cow::Owned(scrubbed) = scrub(&envelope.fields.message) {
+            envelope.fields.message = scrubbed;
         }
         if internal {
             #[cfg(feature = "tracing")]
             tracing::error!(
                 tool,
-                message = envelope.message.as_str(),
+                message = envelope.fields.message.as_str(),
                 "internal tool error, masked in the result"
             );
             #[cfg(not(feature = "tracing"))]
             let _ = tool;
-            envelope.message = text.to_owned();
+            envelope.fields.message = text.to_owned();
         }
-        for alternative in &mut envelope.alternatives {
+        for alternative in &mut envelope.fields.alternatives {
             if let Cow::Owned(scrubbed) = scrub(alternative) {
                 *alternative = scrubbed;
             }
         }
         let foreign = envelope.is_foreign();
-        for violation in &mut envelope.violations {
+        for violation in &mut envelope.fields.violations {
             if foreign {
                 // A foreign error's violations are its own text.
                 violation.description = text.to_owned();
@@ -823,16 +618,16 @@ fn fill(
     envelope: &mut ErrorEnvelope,
     entry: &Entry,
     arguments: &Map<String, Value>,
-    context: &CallContext,
+    context: &CallState,
 ) {
-    if envelope.partial_results.is_none() {
-        envelope.partial_results = context.gathered();
+    if envelope.fields.partial_results.is_none() {
+        envelope.fields.partial_results = context.gathered();
     }
-    if envelope.tool.is_none() {
-        envelope.tool = Some(entry.info.name.clone());
+    if envelope.fields.tool.is_none() {
+        envelope.fields.tool = Some(entry.info.name.clone());
     }
-    if envelope.attempted_query.is_none() {
-        envelope.attempted_query = Some(context.query(arguments).into_value());
+    if envelope.fields.attempted_query.is_none() {
+        envelope.fields.attempted_query = Some(context.query(arguments).into_value());
     }
 }
 
@@ -880,7 +675,7 @@ fn too_deep(entry: &Entry, arguments: Value) -> ErrorEnvelope {
     let mut envelope =
         invalid_arguments(&entry.info, violations, Query::Arguments(&shown, secrets));
     if !arguments.is_object() {
-        envelope.attempted_query = Some(too_deep_marker());
+        envelope.fields.attempted_query = Some(too_deep_marker());
     }
     dismantle(arguments);
     envelope

@@ -2,6 +2,7 @@
 //! violation, in a log line or an escalation — and how it is found.
 
 pub(crate) mod schema;
+pub(crate) mod secret;
 pub(crate) mod text;
 
 /// The text that stands in for a redacted value, wherever it is captured.

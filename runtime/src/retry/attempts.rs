@@ -123,7 +123,7 @@ impl<'p> Attempts<'p> {
             None => ErrorEnvelope::transient(message.clone()).with_reason("DEADLINE_EXCEEDED"),
         };
         if let Some(gathered) = &self.gathered {
-            envelope.partial_results = Some(gathered.clone());
+            envelope.fields.partial_results = Some(gathered.clone());
         }
         self.stats.history.push(AttemptRecord {
             attempt: self.stats.attempts,
@@ -135,7 +135,7 @@ impl<'p> Attempts<'p> {
         });
         self.stats.elapsed = now.saturating_duration_since(self.started);
         self.policy.emit(&RetryEvent {
-            tool: envelope.tool.as_deref(),
+            tool: envelope.fields.tool.as_deref(),
             attempt: self.stats.attempts,
             category: ErrorCategory::Transient,
             message: &message,
@@ -161,9 +161,9 @@ impl<'p> Attempts<'p> {
 
         let before = count(self.gathered.as_ref());
         // Only a tool that gathers partial results can make progress, or stall.
-        let gathers = envelope.partial_results.is_some();
-        self.gathered = merge(self.gathered.take(), envelope.partial_results.take());
-        envelope.partial_results = self.gathered.clone();
+        let gathers = envelope.fields.partial_results.is_some();
+        self.gathered = merge(self.gathered.take(), envelope.fields.partial_results.take());
+        envelope.fields.partial_results = self.gathered.clone();
         let gathered = count(self.gathered.as_ref());
         if gathers {
             self.stalled = if gathered > before {
@@ -175,10 +175,10 @@ impl<'p> Attempts<'p> {
 
         let next = self.decide(&envelope, attempt, elapsed);
         self.policy.emit(&RetryEvent {
-            tool: envelope.tool.as_deref(),
+            tool: envelope.fields.tool.as_deref(),
             attempt,
-            category: envelope.category,
-            message: &envelope.message,
+            category: envelope.fields.category,
+            message: &envelope.fields.message,
             action: match &next {
                 Ok(delay) => RetryAction::Retry { delay: *delay },
                 Err((reason, _)) => RetryAction::Escalate { reason: *reason },
@@ -186,8 +186,8 @@ impl<'p> Attempts<'p> {
         });
         let mut record = AttemptRecord {
             attempt,
-            category: envelope.category,
-            retryable: envelope.retryable,
+            category: envelope.fields.category,
+            retryable: envelope.fields.retryable,
             message: String::new(),
             gathered,
             delay: next.as_ref().ok().copied(),
@@ -196,17 +196,17 @@ impl<'p> Attempts<'p> {
             Ok(delay) => {
                 if self.policy.deadline.is_some() {
                     // Kept, to escalate with if the next attempt is cut off.
-                    record.message = envelope.message.clone();
+                    record.message = envelope.fields.message.clone();
                     self.last = Some(envelope);
                 } else {
                     // Nothing else needs this envelope: its message moves into the history.
-                    record.message = std::mem::take(&mut envelope.message);
+                    record.message = std::mem::take(&mut envelope.fields.message);
                 }
                 self.stats.history.push(record);
                 Next::Retry(delay)
             }
             Err((reason, detail)) => {
-                record.message = envelope.message.clone();
+                record.message = envelope.fields.message.clone();
                 self.stats.history.push(record);
                 // A call refused before the tool ran — blocked by a guard, its
                 // arguments unusable — does not count as a run.
@@ -238,7 +238,7 @@ impl<'p> Attempts<'p> {
             // once, whatever the category says.
             return Err((reason, None));
         }
-        if !envelope.retryable {
+        if !envelope.fields.retryable {
             let detail = envelope.withheld_by().map(|tool| {
                 format!(
                     "not retried: `{tool}` is not declared idempotent and its error does not say that the \
@@ -283,7 +283,7 @@ impl<'p> Attempts<'p> {
                 )),
             ));
         };
-        let delay = match envelope.retry_after {
+        let delay = match envelope.fields.retry_after {
             Some(hint) => hint.min(policy.max_retry_after),
             None => scheduled,
         };

@@ -35,7 +35,7 @@ impl Jitter {
 ///
 /// ```
 /// use std::time::Duration;
-/// use tool_envelope::{Backoff, Jitter};
+/// use tool_envelope::retry::{Backoff, Jitter};
 ///
 /// let backoff = Backoff::exponential(Duration::from_millis(100), Duration::from_secs(1)).jitter(Jitter::None);
 /// let delays: Vec<_> = backoff.delays().take(5).collect();

@@ -21,7 +21,7 @@ const SCALE: u64 = 1000;
 /// Clones share the same bucket.
 ///
 /// ```
-/// use tool_envelope::RetryBudget;
+/// use tool_envelope::retry::RetryBudget;
 ///
 /// let budget = RetryBudget::new(10.0);
 /// assert!(budget.allows_retry());

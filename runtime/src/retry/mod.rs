@@ -57,7 +57,7 @@ impl RetryPolicy {
     /// ```
     /// use std::sync::atomic::{AtomicU32, Ordering};
     /// use std::time::Duration;
-    /// use tool_envelope::{ErrorEnvelope, Jitter, RetryPolicy};
+    /// use tool_envelope::{ErrorEnvelope, retry::{Jitter, RetryPolicy}};
     ///
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
     /// # async fn main() {
@@ -143,7 +143,7 @@ impl RetryPolicy {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use tool_envelope::{ErrorCategory, ErrorEnvelope, EscalationReason, RetryPolicy};
+    /// use tool_envelope::{ErrorCategory, ErrorEnvelope, EscalationReason, retry::RetryPolicy};
     ///
     /// let policy = RetryPolicy::default().constant(Duration::from_millis(1));
     /// let mut calls = 0;

@@ -57,7 +57,7 @@ type Hook = Arc<dyn Fn(&RetryEvent<'_>) + Send + Sync>;
 ///
 /// ```
 /// use std::time::Duration;
-/// use tool_envelope::{Backoff, RetryBudget, RetryPolicy};
+/// use tool_envelope::retry::{Backoff, RetryBudget, RetryPolicy};
 ///
 /// let budget = RetryBudget::new(100.0);
 /// let policy = RetryPolicy::default()

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 ///
 /// ```
 /// use std::time::{Duration, Instant};
-/// use tool_envelope::Sleeper;
+/// use tool_envelope::retry::Sleeper;
 ///
 /// /// Sleeps by blocking the thread: fine for a `block_on` executor.
 /// struct Blocking;

@@ -1,0 +1,124 @@
+//! The state of one `tools/call` across its attempts.
+
+use std::any::Any;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::{Map, Value};
+
+use crate::call::{PartialHandle, Query};
+use crate::guard::Guards;
+use crate::json::depth::dismantle;
+use crate::mcp::checks::ArgumentChecks;
+use crate::partial::Partial;
+use crate::redact::schema::SecretPaths;
+
+/// A boxed future, as served calls return them.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What one `tools/call` carries across its attempts: the tool's argument
+/// checks, the set's guards, and the `Partial` collector that every attempt
+/// shares. Created by the tool set for each call.
+pub struct CallState {
+    partial: Mutex<Option<Collector>>,
+    checks: Arc<ArgumentChecks>,
+    guards: Option<Arc<Guards>>,
+}
+
+/// How a type-erased collector is read as JSON.
+type ReadJson = Box<dyn Fn(&dyn Any) -> Option<Value> + Send>;
+
+/// A call's `Partial` collector, type-erased, and how to read it as JSON.
+struct Collector {
+    partial: Box<dyn Any + Send>,
+    json: ReadJson,
+}
+
+impl CallState {
+    pub(crate) fn new(checks: &Arc<ArgumentChecks>, guards: &Arc<Guards>) -> Self {
+        CallState {
+            partial: Mutex::new(None),
+            checks: Arc::clone(checks),
+            guards: (!guards.is_empty()).then(|| Arc::clone(guards)),
+        }
+    }
+
+    /// The call's `Partial` collector: the same one for every attempt, so a
+    /// retry resumes where the last attempt stopped. `source` is the
+    /// function the tool's run reads its collector with, named here too, so
+    /// that a collector of items that do not serialize is reported once.
+    pub fn partial<T: Send + 'static>(
+        &self,
+        source: fn(&Partial<T>) -> PartialHandle<T>,
+    ) -> Partial<T> {
+        let mut slot = self.partial.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(partial) = slot
+            .as_ref()
+            .and_then(|collector| collector.partial.downcast_ref::<Partial<T>>())
+        {
+            return partial.clone();
+        }
+        let partial = Partial::new();
+        let to_json = source(&partial).to_json();
+        *slot = Some(Collector {
+            partial: Box::new(partial.clone()),
+            json: Box::new(move |any| any.downcast_ref::<Partial<T>>().map(to_json)),
+        });
+        partial
+    }
+
+    /// Everything the call's collector gathered, as JSON.
+    pub(crate) fn gathered(&self) -> Option<Value> {
+        let slot = self.partial.lock().unwrap_or_else(PoisonError::into_inner);
+        let collector = slot.as_ref()?;
+        (collector.json)(collector.partial.as_ref())
+    }
+
+    /// The query of an attempt: the arguments as received, to be shown with
+    /// their secrets and unknown keys masked.
+    pub fn query<'a>(&'a self, arguments: &'a Map<String, Value>) -> Query<'a> {
+        Query::Arguments(arguments, &self.checks.secrets)
+    }
+
+    /// Where the tool's arguments hold secrets.
+    pub(crate) fn secrets(&self) -> &SecretPaths {
+        &self.checks.secrets
+    }
+
+    /// The tool's input schema, when the call comes through a tool set.
+    pub(crate) fn input_schema(&self) -> Option<&Map<String, Value>> {
+        Some(&self.checks.input_schema).filter(|schema| !schema.is_empty())
+    }
+
+    /// The tool set's guards, checked once the arguments have decoded.
+    pub(crate) fn guards(&self) -> Option<&Guards> {
+        self.guards.as_deref()
+    }
+}
+
+/// A collector of `serde_json::Value`s may hold values nested deeper than a
+/// recursive drop can take: they are taken apart level by level.
+impl Drop for CallState {
+    fn drop(&mut self) {
+        let slot = self
+            .partial
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(collector) = slot.take()
+            && let Some(partial) = collector.partial.downcast_ref::<Partial<Value>>()
+            && Arc::strong_count(partial.items()) == 1
+        {
+            for item in partial.take() {
+                dismantle(item);
+            }
+        }
+    }
+}
+
+impl fmt::Debug for CallState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallState").finish_non_exhaustive()
+    }
+}
