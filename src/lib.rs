@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
+#![cfg_attr(tool_envelope_docsrs, feature(doc_cfg))]
 
 #[doc(inline)]
 pub use tool_envelope_runtime::*;

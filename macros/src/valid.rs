@@ -112,10 +112,10 @@ pub fn check(cx: &mut Ctxt, attr: &ToolAttr, tool: &ToolFn) {
 
 /// MCP tool names: 1 to 64 characters of `[A-Za-z0-9_.-]`.
 pub fn check_name(name: &str) -> Result<(), String> {
-    if name.is_empty() || name.len() > MAX_NAME_LEN {
+    let length = name.chars().count();
+    if length == 0 || length > MAX_NAME_LEN {
         return Err(format!(
-            "`{name}` is not a valid MCP tool name: it must be 1 to {MAX_NAME_LEN} characters long, not {}",
-            name.chars().count()
+            "`{name}` is not a valid MCP tool name: it must be 1 to {MAX_NAME_LEN} characters long, not {length}"
         ));
     }
     if let Some(bad) = name

@@ -204,6 +204,7 @@ pub trait PartialItem: Serialize {}
 impl<T: Serialize + ?Sized> PartialItem for T {}
 
 /// The tool's own handle on its `Partial` parameter, read if the call fails.
+#[derive(Debug)]
 pub struct PartialHandle<T> {
     partial: Partial<T>,
     to_json: fn(&Partial<T>) -> Value,

@@ -88,6 +88,7 @@ impl fmt::Debug for Capture {
 }
 
 /// Writes the fields of the arguments object, one call per captured parameter.
+#[derive(Debug)]
 pub struct CaptureWriter<'a> {
     buf: &'a mut Vec<u8>,
     empty: bool,

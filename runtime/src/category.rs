@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ErrorCategory {
     /// A passing fault: timeout, rate limit, unavailable dependency. Retrying may succeed.
     Transient,

@@ -368,6 +368,7 @@ validation_errors! {
 /// `transient`, with the kind as its reason); anything else is `other`. The
 /// message is the whole context chain (`"loading orders: connection reset"`).
 #[cfg(feature = "anyhow")]
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "anyhow")))]
 impl ToolError for anyhow::Error {
     fn category(&self) -> ErrorCategory {
         if let Some(envelope) = self.downcast_ref::<ErrorEnvelope>() {

@@ -157,6 +157,7 @@ impl<T> fmt::Debug for Coordinator<'_, T> {
 
 /// A branch that ended with a value.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Completed<T> {
     /// The branch's name.
     pub branch: String,
@@ -169,6 +170,7 @@ pub struct Completed<T> {
 /// A branch that could not complete: its escalation, with the attempted
 /// query, the partial results, the category and the alternatives.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Gap {
     /// The branch's name.
     pub branch: String,
@@ -186,6 +188,7 @@ impl Gap {
 /// The end of a coordinated run: what completed and the gaps. `complete` is
 /// false whenever a gap exists.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Report<T> {
     /// Branches that ended with a value, in the order they were added.
     pub completed: Vec<Completed<T>>,

@@ -124,6 +124,7 @@ struct Meta {
 ///            r#"{"field":"amount","description":"expected a positive integer, got -5"}"#);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Violation {
     /// The path of the offending field, such as `filters.status` or `items[2]`.
     pub field: String,

@@ -17,6 +17,7 @@ use crate::wire::Outgoing;
 /// sentiment or a self-reported confidence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum EscalationReason {
     /// The error said repeating the call would not help (`isRetryable: false`),
     /// or the tool is not safe to repeat.
@@ -98,6 +99,7 @@ impl fmt::Display for EscalationReason {
 /// assert_eq!(json["escalation"]["attempts"], 1);
 /// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Escalation {
     /// Why it went upward.
     pub reason: EscalationReason,

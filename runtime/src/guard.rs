@@ -19,6 +19,7 @@ use crate::reasons;
 
 /// The call a guard inspects.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct ToolCall<'a> {
     /// The tool's name.
     pub tool: &'a str,

@@ -4,9 +4,9 @@
 //! the macros. This crate holds the types and the flow of a call:
 //! arguments → capture → guard → body → classify → envelope → wire →
 //! retry → escalation → coordinator → MCP.
-#![deny(missing_docs)]
+#![deny(missing_docs, missing_debug_implementations)]
 #![forbid(unsafe_code)]
-#![cfg_attr(docsrs, feature(doc_cfg))]
+#![cfg_attr(tool_envelope_docsrs, feature(doc_cfg))]
 
 // The flow of a call, lowest first: each module uses only those above it.
 mod call;

@@ -11,6 +11,7 @@ use std::error::Error as StdError;
 pub type SchemaFn = fn(&mut schemars::SchemaGenerator) -> schemars::Schema;
 
 /// Autoref specialization: the output schema of `T` when it implements `JsonSchema`.
+#[derive(Debug)]
 pub struct SchemaProbe<T>(std::marker::PhantomData<fn() -> T>);
 
 impl<T> SchemaProbe<T> {
@@ -49,6 +50,7 @@ pub trait ViaNoSchema {
 impl<T> ViaNoSchema for &SchemaProbe<T> {}
 
 /// Autoref specialization: the failure modes of `E` when it implements `DescribeFailures`.
+#[derive(Debug)]
 pub struct FailureProbe<E>(std::marker::PhantomData<fn() -> E>);
 
 impl<E> FailureProbe<E> {
@@ -89,6 +91,7 @@ impl<E> ViaNoFailures for &FailureProbe<E> {}
 /// Autoref specialization: `(&ErrorProbe(value)).as_std_error()` is
 /// `Some(value)` when the value's type implements [`std::error::Error`] and
 /// `None` otherwise. Used by `#[derive(ToolError)]` to fill in `as_error`.
+#[derive(Debug)]
 pub struct ErrorProbe<'a, T: ?Sized>(pub &'a T);
 
 /// Chosen when the probed type implements [`std::error::Error`].

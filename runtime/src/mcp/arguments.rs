@@ -58,6 +58,7 @@ impl<T: DeserializeOwned + JsonSchema> Arg for T {
 }
 
 /// Decodes the arguments of one call, collecting every violation.
+#[derive(Debug)]
 pub struct Decoder<'a> {
     arguments: &'a Map<String, Value>,
     tool: &'a ToolInfo,

@@ -29,6 +29,7 @@ pub const FAILURE_MODES_META_KEY: &str = "tool-envelope/failureModes";
 /// errors never rejects one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ToolDefinition {
     /// The tool's name: 1 to 64 of `[A-Za-z0-9_.-]`.
     pub name: String,
@@ -60,6 +61,7 @@ pub struct ToolDefinition {
 /// MCP tool annotations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ToolAnnotations {
     /// The tool does not modify its environment.
     pub read_only_hint: bool,

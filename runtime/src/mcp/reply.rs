@@ -10,6 +10,7 @@ use crate::limits::text_for_wire;
 
 /// A JSON-RPC protocol error: an unknown tool or a malformed request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ProtocolError {
     /// The JSON-RPC error code.
     pub code: i32,

@@ -41,6 +41,7 @@ fn to_rmcp_result(result: ToolReply) -> rmcp::model::CallToolResult {
     converted
 }
 
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
 /// A tool set is an rmcp server: it lists its tools and dispatches
 /// `tools/call`, with tool failures as `isError` results carrying envelopes
 /// and an unknown tool as a `-32602` protocol error.
@@ -127,6 +128,7 @@ fn invalid_request(method: &str, params: Option<&Value>) -> ErrorData {
     ErrorData::new(ErrorCode::INVALID_PARAMS, message, None)
 }
 
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
 impl ToolSet {
     /// Serves the tools over stdio until the client closes it. Nothing else
     /// may write to stdout meanwhile; log to stderr.

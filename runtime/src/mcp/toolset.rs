@@ -281,6 +281,7 @@ impl ToolSet {
     /// what cannot be recovered comes back as an escalation.
     #[cfg(feature = "tokio")]
     #[must_use]
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "tokio")))]
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
         self.inner_mut().retry = Some(policy);
         self

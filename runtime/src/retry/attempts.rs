@@ -14,6 +14,7 @@ use crate::retry::policy::{RetryAction, RetryEvent, RetryPolicy};
 
 /// One failed attempt, as the loop saw it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct AttemptRecord {
     /// The attempt's number, from 1.
     pub attempt: u32,
@@ -31,6 +32,7 @@ pub struct AttemptRecord {
 
 /// What one retry loop did, reported on success and on failure alike.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct RetryStats {
     /// Attempts made, the successful one included.
     pub attempts: u32,

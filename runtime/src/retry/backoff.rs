@@ -9,6 +9,7 @@ use std::time::Duration;
 /// Jitter only ever shortens a delay: a delay never exceeds the configured
 /// maximum, whatever the draw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Jitter {
     /// No randomness: exactly the computed delay. Good for tests.
     None,

@@ -21,6 +21,7 @@ pub use budget::RetryBudget;
 pub use policy::{RetryAction, RetryEvent, RetryPolicy};
 pub use sleep::Sleeper;
 #[cfg(feature = "tokio")]
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "tokio")))]
 pub use sleep::TokioSleeper;
 
 use crate::classify::ToolError;
@@ -77,6 +78,7 @@ impl RetryPolicy {
     /// # }
     /// ```
     #[cfg(feature = "tokio")]
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "tokio")))]
     pub async fn retry<T, E, F, Fut>(&self, op: F) -> Outcome<T>
     where
         F: FnMut() -> Fut,

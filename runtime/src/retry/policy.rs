@@ -12,6 +12,7 @@ use crate::retry::budget::RetryBudget;
 /// What the retry loop reports as it goes, to a hook and (with the `tracing`
 /// feature) as `tracing` events.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct RetryEvent<'a> {
     /// The tool that failed, when the envelope names it.
     pub tool: Option<&'a str>,
@@ -27,6 +28,7 @@ pub struct RetryEvent<'a> {
 
 /// The loop's decision after a failed attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RetryAction {
     /// Sleep this long, then try again.
     Retry {

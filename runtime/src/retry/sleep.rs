@@ -35,6 +35,7 @@ pub trait Sleeper: Send + Sync {
 /// that use it are exact and instant.
 #[cfg(feature = "tokio")]
 #[derive(Debug, Clone, Copy, Default)]
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "tokio")))]
 pub struct TokioSleeper;
 
 #[cfg(feature = "tokio")]
