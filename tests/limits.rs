@@ -4,7 +4,8 @@
 
 use serde_json::{Value, json};
 use tool_envelope::mcp::ToolSet;
-use tool_envelope::{EnvelopeLimits, ErrorEnvelope, tool};
+use tool_envelope::retry::RetryPolicy;
+use tool_envelope::{EnvelopeLimits, ErrorEnvelope, Partial, tool};
 
 /// Fails, reporting everything it was given.
 #[tool(read_only)]
@@ -133,6 +134,44 @@ async fn a_failing_call_stays_within_max_result_bytes_text_copy_included() {
         let envelope = result.envelope().unwrap();
         assert_eq!(envelope.tool(), Some("control"));
         assert!(envelope.attempted_query().is_some(), "the pillars stay");
+    }
+}
+
+/// Gathers `items` items of 100 control characters (600 bytes of JSON
+/// each), then fails: the partial result is large but under its own cap.
+#[tool(read_only)]
+fn gathers_control(items: usize, gathered: Partial<String>) -> Result<(), ErrorEnvelope> {
+    for _ in 0..items {
+        gathered.push("\u{0}".repeat(100));
+    }
+    Err(ErrorEnvelope::transient("upstream timed out"))
+}
+
+/// Found by the `tool_output` fuzz target: a part under its own cap (here
+/// 34 KB of partial results under a 256 KiB cap) could keep a reply over the
+/// set's cap, since each round shrank the caps, not the parts.
+#[tokio::test]
+async fn a_large_part_under_its_own_cap_still_fits_the_reply_cap() {
+    let cap = 64 * 1024;
+    for retrying in [false, true] {
+        let mut tools = ToolSet::new().tool::<gathers_control>().max_result_bytes(cap);
+        if retrying {
+            tools = tools.retry(RetryPolicy::default().constant(std::time::Duration::ZERO));
+        }
+        let result = tools
+            .call("gathers_control", json!({"items": 53}))
+            .await
+            .unwrap();
+        let sent = serde_json::to_string(&result).unwrap();
+        assert!(sent.len() <= cap, "a {} byte result under a {cap} byte cap", sent.len());
+        let envelope = result.envelope().unwrap();
+        let partial = envelope.partial_results().unwrap().as_array().unwrap();
+        assert!(
+            partial.len() > 10,
+            "the partial results are cut to fit, not dropped: {} items",
+            partial.len()
+        );
+        assert!(partial.last().unwrap()["_truncated"]["droppedItems"].as_u64().unwrap() > 0);
     }
 }
 

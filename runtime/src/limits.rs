@@ -118,6 +118,47 @@ impl EnvelopeLimits {
         }
     }
 
+    /// These limits lowered to what `envelope` holds: no cap above the size
+    /// of the part it bounds. Scaling from here shrinks the parts that are
+    /// actually large, whatever their caps were.
+    pub(crate) fn fitted_to(self, envelope: &crate::envelope::Fields) -> Self {
+        let value_len = |value: &Option<Value>| value.as_ref().map_or(0, json_len);
+        let texts = std::iter::once(envelope.message.as_str())
+            .chain(envelope.alternatives.iter().map(String::as_str))
+            .chain(
+                envelope
+                    .violations
+                    .iter()
+                    .flat_map(|violation| [violation.field.as_str(), violation.description.as_str()]),
+            )
+            .chain(envelope.tool.as_deref());
+        let longest_text = texts.map(escaped_len).max().unwrap_or(0);
+        EnvelopeLimits {
+            attempted_query_bytes: self
+                .attempted_query_bytes
+                .min(value_len(&envelope.attempted_query)),
+            partial_results_bytes: self
+                .partial_results_bytes
+                .min(value_len(&envelope.partial_results)),
+            text_bytes: self.text_bytes.min(longest_text),
+            list_items: self
+                .list_items
+                .min(envelope.alternatives.len().max(envelope.violations.len())),
+        }
+        .floored()
+    }
+
+    /// The smallest limits: every cap at its floor.
+    pub(crate) fn floors() -> Self {
+        EnvelopeLimits {
+            attempted_query_bytes: 0,
+            partial_results_bytes: 0,
+            text_bytes: 0,
+            list_items: 0,
+        }
+        .floored()
+    }
+
     /// These limits scaled by `numerator / denominator`, floors kept: to
     /// fit a whole reply under a size.
     pub(crate) fn scaled(self, numerator: usize, denominator: usize) -> Self {

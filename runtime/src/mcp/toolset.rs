@@ -508,15 +508,24 @@ impl ToolSet {
         let mut limits = self.inner.limits;
         let mut structured = failure.to_wire(&limits);
         let mut text = structured.to_string();
-        // Each round shrinks the caps in proportion; at the floors an
-        // envelope is a few KB, well within the smallest cap.
-        for _ in 0..8 {
+        // The first round lowers each cap to the size of its part, so that
+        // a large part under a generous cap shrinks too; each round then
+        // shrinks the caps in proportion. At the floors an envelope is a few
+        // KB, well within the smallest cap: they are the last resort.
+        for round in 0..8 {
             let size = reply_size(&text);
             if size <= cap {
-                break;
+                return ToolReply::structured(structured, text, true);
+            }
+            if round == 0 {
+                limits = limits.fitted_to(&failure.envelope().fields);
             }
             limits = limits.scaled(cap, size.saturating_add(size / 8));
             structured = failure.to_wire(&limits);
+            text = structured.to_string();
+        }
+        if reply_size(&text) > cap {
+            structured = failure.to_wire(&EnvelopeLimits::floors());
             text = structured.to_string();
         }
         ToolReply::structured(structured, text, true)
@@ -552,6 +561,13 @@ impl Failure {
         match self {
             Failure::Envelope(envelope) => Failure::Escalated(Escalation::from_envelope(envelope)),
             escalated => escalated,
+        }
+    }
+
+    fn envelope(&self) -> &ErrorEnvelope {
+        match self {
+            Failure::Envelope(envelope) => envelope,
+            Failure::Escalated(escalation) => &escalation.envelope,
         }
     }
 
