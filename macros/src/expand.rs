@@ -214,7 +214,7 @@ fn capture(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
             }
             Role::Captured => quote_spanned!(param.ty.span()=> #writer.arg(#key, &#ident);),
             Role::Redacted => quote!(#writer.redacted(#key);),
-            Role::Skipped | Role::Partial => quote!(),
+            Role::Skipped | Role::Partial | Role::Context => quote!(),
         }
     });
     quote! {
@@ -489,11 +489,12 @@ fn companion_type(tool: &ToolFn) -> TokenStream {
     }
 }
 
-/// The parameters a client sends: all but the `Partial` collector.
+/// The parameters a client sends: all but the `Partial` collector and the
+/// `ToolContext`.
 fn sent<'t, 'a>(tool: &'t ToolFn<'a>) -> impl Iterator<Item = &'t Param<'a>> {
     tool.params
         .iter()
-        .filter(|param| param.partial_item.is_none())
+        .filter(|param| param.partial_item.is_none() && !param.context)
 }
 
 /// The expression that builds the tool's MCP definition from its `info`.
@@ -562,6 +563,9 @@ fn attempt(
     let bindings = sent(tool).map(|param| param.ident);
     let partials = tool.params.iter().filter_map(|param| {
         let ident = param.ident;
+        if param.context {
+            return Some(quote!(let #ident = #state.context();));
+        }
         let item = param.partial_item?;
         Some(quote_spanned!(item.span()=> let #ident = #state.partial(#te::partial_source::<#item>);))
     });

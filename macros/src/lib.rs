@@ -92,6 +92,11 @@ mod valid;
 /// nothing to capture), and every captured parameter must be `Serialize`. A
 /// parameter of type `Partial<T>` is the tool's collector of partial results:
 /// it is never captured, and `T` must be `Serialize`. A tool takes at most one.
+/// A parameter of type `ToolContext` (`tool_envelope::mcp::ToolContext`) is
+/// the request that called the tool — progress, log messages, cancellation,
+/// the client: a tool set passes it, it is never captured and never in
+/// `inputSchema`, and a caller in Rust passes `ToolContext::detached()`. A
+/// tool takes at most one, by value.
 ///
 /// A tool cannot be `const`, `unsafe`, `extern` or variadic, and cannot return
 /// `impl Trait`.

@@ -32,6 +32,9 @@ pub struct Param<'a> {
     pub docs: String,
     /// Whether the parameter is a `Secret<T>`, redacted without being named.
     pub secret: bool,
+    /// Whether the parameter is the request's `ToolContext` (matched by the
+    /// last path segment), which the tool set passes and a client never sends.
+    pub context: bool,
 }
 
 /// Removes the doc comments of the parameters — rustc rejects them — and
@@ -155,6 +158,7 @@ impl<'a> ToolFn<'a> {
                         ty: &typed.ty,
                         partial_item: partial_item(&typed.ty),
                         secret: last_segment_is(&typed.ty, "Secret"),
+                        context: last_segment_is(&typed.ty, CONTEXT),
                         docs: param_docs,
                     });
                 }
@@ -209,6 +213,15 @@ fn partial_item(ty: &Type) -> Option<&Type> {
 fn last_segment_is(ty: &Type, name: &str) -> bool {
     matches!(peel(ty), Type::Path(TypePath { qself: None, path, .. })
         if path.segments.last().is_some_and(|segment| segment.ident == name))
+}
+
+/// The type name of the request's context parameter.
+const CONTEXT: &str = "ToolContext";
+
+/// Whether `ty` is a reference to a `ToolContext` (which the macro rejects:
+/// the context is a handle taken by value).
+pub fn is_context_ref(ty: &Type) -> bool {
+    matches!(peel(ty), Type::Reference(reference) if last_segment_is(&reference.elem, CONTEXT))
 }
 
 /// Whether `ty` is a reference to a `Partial<T>` (which the macro rejects: the
@@ -268,7 +281,7 @@ impl ToolFn<'_> {
             }
         }
         for param in &self.params {
-            if param.partial_item.is_some() {
+            if param.partial_item.is_some() || param.context {
                 continue;
             }
             if skipped(param) {

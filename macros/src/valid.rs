@@ -5,7 +5,7 @@ use syn::ext::IdentExt;
 
 use crate::attr::ToolAttr;
 use crate::ctxt::{Ctxt, with_suggestion};
-use crate::signature::{Param, ToolFn, is_partial_ref};
+use crate::signature::{Param, ToolFn, is_context_ref, is_partial_ref};
 
 /// What the macro does with one parameter.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -18,6 +18,8 @@ pub enum Role {
     Redacted,
     /// The `Partial<T>` collector.
     Partial,
+    /// The request's `ToolContext`.
+    Context,
 }
 
 /// The longest tool name MCP allows.
@@ -42,6 +44,10 @@ pub fn check(cx: &mut Ctxt, attr: &ToolAttr, tool: &ToolFn) {
                 Some(param) if param.partial_item.is_some() => cx.error_spanned_by(
                     ident,
                     format!("cannot {verb} `{ident}`: a `Partial` collector is never captured in `attempted_query`"),
+                ),
+                Some(param) if param.context => cx.error_spanned_by(
+                    ident,
+                    format!("cannot {verb} `{ident}`: a `ToolContext` is never captured in `attempted_query`"),
                 ),
                 Some(_) => {}
             }
@@ -72,7 +78,22 @@ pub fn check(cx: &mut Ctxt, attr: &ToolAttr, tool: &ToolFn) {
             );
         }
     }
+    let mut contexts = tool.params.iter().filter(|p| p.context);
+    if contexts.next().is_some() {
+        for extra in contexts {
+            cx.error_spanned_by(
+                extra.ty,
+                "a #[tool] takes at most one `ToolContext`: it is the one request that called the tool",
+            );
+        }
+    }
     for param in &tool.params {
+        if is_context_ref(param.ty) {
+            cx.error_spanned_by(
+                param.ty,
+                "take the context by value (`ToolContext`): it is a cheap handle on the request",
+            );
+        }
         if is_partial_ref(param.ty) {
             cx.error_spanned_by(
                 param.ty,
@@ -135,6 +156,8 @@ pub fn role(attr: &ToolAttr, param: &Param) -> Role {
     let named = |list: &[Ident]| list.iter().any(|i| i.unraw() == ident.unraw());
     if param.partial_item.is_some() {
         Role::Partial
+    } else if param.context {
+        Role::Context
     } else if named(&attr.skip) {
         Role::Skipped
     } else if named(&attr.redact) || param.secret {

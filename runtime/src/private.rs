@@ -20,7 +20,9 @@ pub use crate::envelope::{ErrorEnvelope, ToolResult, Violation};
 pub use crate::hints::{RetryAfterHint, ViolationList, partial_value};
 pub use crate::mcp::ServableTool;
 pub use crate::mcp::ToolProvider;
-pub use crate::mcp::arguments::{Arg, Decoded, Decoder, Output, json_of, json_ready, ready, serve};
+pub use crate::mcp::arguments::{
+    Arg, Decoded, Decoder, Output, Success, json_of, json_ready, ready, serve,
+};
 pub use crate::mcp::definition::{ParamSpec, ToolDefinition, definition, param};
 pub use crate::mcp::state::{BoxFuture, CallState};
 pub use crate::mcp::toolset::{FreeTool, MethodTool};

@@ -189,6 +189,15 @@ pub(crate) fn invalid_arguments(
     complete(envelope, tool, || query.into_value(), &())
 }
 
+/// What a served tool's success is sent as: its JSON, or content blocks.
+#[derive(Debug)]
+pub enum Success {
+    /// A value, sent as `structuredContent` and its text.
+    Json(Value),
+    /// Content blocks, sent as they are.
+    Contents(crate::mcp::reply::Contents),
+}
+
 /// The success value of a served tool, as JSON.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be the result of a served tool: it must implement `serde::Serialize`",
@@ -197,18 +206,25 @@ pub(crate) fn invalid_arguments(
 )]
 pub trait Output: Sized + 'static {
     /// The value as JSON; a value JSON cannot carry is an `other` failure.
-    fn to_json(self, tool: &ToolInfo) -> crate::ToolResult<Value>;
+    fn to_json(self, tool: &ToolInfo) -> crate::ToolResult<Success>;
 }
 
 #[diagnostic::do_not_recommend]
 impl<T: serde::Serialize + 'static> Output for T {
-    fn to_json(self, tool: &ToolInfo) -> crate::ToolResult<Value> {
+    fn to_json(self, tool: &ToolInfo) -> crate::ToolResult<Success> {
         let value = self;
         let json = crate::json::strict::to_value(&value);
         if json.is_err() {
             dispose(Box::new(value));
         }
-        unserializable(json, tool)
+        unserializable(json, tool).map(Success::Json)
+    }
+}
+
+/// Content blocks are sent as they are.
+impl Output for crate::mcp::reply::Contents {
+    fn to_json(self, _: &ToolInfo) -> crate::ToolResult<Success> {
+        Ok(Success::Contents(self))
     }
 }
 
@@ -241,18 +257,18 @@ fn unserializable(
 }
 
 /// How a served tool's success becomes JSON: `Output::to_json` of its type.
-pub type ToJson<T> = fn(T, &ToolInfo) -> crate::ToolResult<Value>;
+pub type ToJson<T> = fn(T, &ToolInfo) -> crate::ToolResult<Success>;
 
 /// The future of one served call of a synchronous tool, already finished.
 /// One type for every tool, so its code is generated once.
-pub fn json_ready<'a>(result: crate::ToolResult<Value>) -> BoxFuture<'a, crate::ToolResult<Value>> {
+pub fn json_ready<'a>(result: crate::ToolResult<Success>) -> BoxFuture<'a, crate::ToolResult<Success>> {
     Box::pin(std::future::ready(result))
 }
 
 /// The future of one served call of an async tool: its run, and the success
 /// as JSON. A named future, not an `async` block, so that each tool compiles
 /// the least code.
-pub fn json_of<'a, T, F>(run: F, tool: &'static ToolInfo) -> BoxFuture<'a, crate::ToolResult<Value>>
+pub fn json_of<'a, T, F>(run: F, tool: &'static ToolInfo) -> BoxFuture<'a, crate::ToolResult<Success>>
 where
     T: Output,
     F: Future<Output = crate::ToolResult<T>> + Send + 'a,
@@ -278,7 +294,7 @@ impl<F, T> Future for JsonOf<F, T>
 where
     F: Future<Output = crate::ToolResult<T>>,
 {
-    type Output = crate::ToolResult<Value>;
+    type Output = crate::ToolResult<Success>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
@@ -338,8 +354,8 @@ pub fn serve<'a, D: Decoded>(
     tool: &'static ToolInfo,
     keys: &[&str],
     decode: impl FnOnce(&mut Decoder<'a>) -> D,
-    run: impl FnOnce(Query<'a>, D::Values) -> BoxFuture<'a, crate::ToolResult<Value>>,
-) -> BoxFuture<'a, crate::ToolResult<Value>> {
+    run: impl FnOnce(Query<'a>, D::Values) -> BoxFuture<'a, crate::ToolResult<Success>>,
+) -> BoxFuture<'a, crate::ToolResult<Success>> {
     let mut decoder = Decoder::new(arguments, tool, state);
     let decoded = decode(&mut decoder);
     match decoder.finish(keys) {
@@ -356,6 +372,6 @@ pub fn serve<'a, D: Decoded>(
 pub fn ready<'a, T: Output>(
     result: crate::ToolResult<T>,
     tool: &'static ToolInfo,
-) -> BoxFuture<'a, crate::ToolResult<Value>> {
+) -> BoxFuture<'a, crate::ToolResult<Success>> {
     json_ready(result.and_then(|value| value.to_json(tool)))
 }

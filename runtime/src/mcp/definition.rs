@@ -208,7 +208,7 @@ fn input_schema(params: &[ParamSpec]) -> Map<String, Value> {
 fn output_schema(success: fn(&mut SchemaGenerator) -> Schema) -> (Map<String, Value>, bool) {
     let mut generator = generator();
     let success = success(&mut generator).to_value();
-    let mut definitions = generator.take_definitions(true);
+    let definitions = generator.take_definitions(true);
     let wrap = !is_object_schema(&success, &definitions);
     let success = if wrap {
         json!({
@@ -219,20 +219,48 @@ fn output_schema(success: fn(&mut SchemaGenerator) -> Schema) -> (Map<String, Va
     } else {
         success
     };
-    let envelope = serde_json::to_value(<ErrorEnvelope as schemars::JsonSchema>::json_schema(
-        &mut generator,
-    ))
-    .expect("a schema serializes");
-    definitions.insert("ErrorEnvelope".to_owned(), envelope);
+    (success_or_envelope(success, definitions), wrap)
+}
+
+/// The root of an output schema: `success` (whose `$ref`s point into
+/// `definitions`) or the compact envelope.
+pub(crate) fn success_or_envelope(success: Value, definitions: Map<String, Value>) -> Map<String, Value> {
     let mut schema = Map::new();
     schema.insert("$schema".to_owned(), JSON_SCHEMA_2020_12.into());
     schema.insert("type".to_owned(), "object".into());
     schema.insert(
         "anyOf".to_owned(),
-        json!([success, { "$ref": "#/$defs/ErrorEnvelope" }]),
+        Value::Array(vec![success, compact_envelope_schema()]),
     );
-    schema.insert("$defs".to_owned(), Value::Object(definitions));
-    (schema, wrap)
+    if !definitions.is_empty() {
+        schema.insert("$defs".to_owned(), Value::Object(definitions));
+    }
+    schema
+}
+
+/// The error envelope as every tool's `outputSchema` carries it: what tells
+/// a failure from a success and what to do next — `isError`,
+/// `errorCategory`, `isRetryable`, `message` — with every other key allowed.
+/// The whole schema is [`ErrorEnvelope::json_schema`], at
+/// [`ErrorEnvelope::SCHEMA_ID`]; this is what fits in each tool of a
+/// `tools/list` (about 330 bytes).
+pub(crate) fn compact_envelope_schema() -> Value {
+    let categories: Vec<&str> = crate::ErrorCategory::ALL
+        .iter()
+        .map(|category| category.as_str())
+        .collect();
+    json!({
+        "title": "ErrorEnvelope",
+        "$comment": ErrorEnvelope::SCHEMA_ID,
+        "type": "object",
+        "properties": {
+            "isError": { "const": true },
+            "errorCategory": { "enum": categories },
+            "isRetryable": { "type": "boolean" },
+            "message": { "type": "string" }
+        },
+        "required": ["isError", "errorCategory", "isRetryable", "message"]
+    })
 }
 
 /// Whether every value matching `schema` is a JSON object.
@@ -262,6 +290,11 @@ mod tests {
         let (schema, wrap) = output_schema(|g| g.subschema_for::<Vec<String>>());
         assert!(wrap);
         assert_eq!(schema["anyOf"][0]["required"], json!(["result"]));
-        assert_eq!(schema["anyOf"][1]["$ref"], "#/$defs/ErrorEnvelope");
+        assert_eq!(schema["anyOf"][1]["title"], "ErrorEnvelope");
+        assert!(
+            compact_envelope_schema().to_string().len() <= 500,
+            "{}",
+            compact_envelope_schema().to_string().len()
+        );
     }
 }

@@ -9,15 +9,21 @@
 
 pub(crate) mod arguments;
 pub(crate) mod checks;
+pub(crate) mod context;
 pub(crate) mod definition;
 pub(crate) mod reply;
 #[cfg(feature = "rmcp")]
-mod rmcp;
+pub(crate) mod rmcp;
 pub(crate) mod state;
 pub(crate) mod toolset;
 pub(crate) mod violations;
 
 pub use crate::catalog::{DescribeFailures, FailureMode};
 pub use definition::{FAILURE_MODES_META_KEY, ToolAnnotations, ToolDefinition};
-pub use reply::{ProtocolError, ReplyContent, ToolReply};
+pub use context::{DEFAULT_LOG_LEVEL, LogLevel, ToolContext};
+pub use reply::{Contents, EmbeddedResource, ProtocolError, ReplyContent, ToolReply};
 pub use toolset::{DEFAULT_MAX_RESULT_BYTES, ServableTool, ToolProvider, ToolSet};
+
+#[cfg(feature = "rmcp")]
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+pub use self::rmcp::{HttpOptions, admit_envelopes, output_schema};

@@ -1,23 +1,41 @@
 //! The tool set on rmcp, the official Rust MCP SDK: rmcp owns the protocol
-//! and the transports; this module only maps tools and results across.
+//! and the transports; this module maps tools, requests and results across,
+//! and lets envelopes into servers written with rmcp's own macros.
+//!
+//! rmcp marks logging deprecated: MCP's 2026-07-28 revision drops it. The
+//! clients in use today (the Python and TypeScript SDKs, the Inspector, the
+//! conformance suite) negotiate 2025-11-25, where `logging/setLevel` and
+//! `notifications/message` are how a server talks to its user, so they are
+//! served here.
+#![allow(deprecated)]
 
 use std::io;
 use std::sync::Arc;
 
+use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
+use rmcp::handler::server::tool::{IntoCallToolResult, ToolCallContext};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ContentBlock, CustomRequest, CustomResult, ErrorCode,
-    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    Tool,
+    Implementation, JsonObject, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    MetaObject, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use serde_json::Value;
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Map, Value};
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
 
-use crate::mcp::definition::ToolDefinition;
-use crate::mcp::reply::{ReplyContent, ToolReply};
+use crate::envelope::ErrorEnvelope;
+use crate::escalation::Escalation;
+use crate::limits::EnvelopeLimits;
+use crate::mcp::context::{LogLevel, LogThreshold, ToolContext};
+use crate::mcp::definition::{JSON_SCHEMA_2020_12, ToolDefinition, success_or_envelope};
+use crate::mcp::reply::{ProtocolError, ReplyContent, ToolReply};
 use crate::mcp::toolset::ToolSet;
+use crate::retry::RetryNotice;
 
 /// The rmcp shape of a definition.
 fn to_rmcp_tool(definition: &ToolDefinition) -> Tool {
@@ -25,38 +43,185 @@ fn to_rmcp_tool(definition: &ToolDefinition) -> Tool {
     serde_json::from_value(value).expect("a definition is a valid MCP tool")
 }
 
-/// The rmcp shape of a result; the text is not serialized again.
+/// The rmcp shape of a block; text is not serialized again.
+fn to_rmcp_block(block: ReplyContent) -> ContentBlock {
+    match block {
+        ReplyContent::Text { text } => ContentBlock::text(text),
+        other => {
+            let value = serde_json::to_value(&other).expect("a content block serializes");
+            serde_json::from_value(value).expect("a content block is a valid MCP content block")
+        }
+    }
+}
+
+/// The rmcp shape of a result.
 fn to_rmcp_result(result: ToolReply) -> rmcp::model::CallToolResult {
-    let content = result
-        .content
-        .into_iter()
-        .map(|ReplyContent::Text { text }| ContentBlock::text(text))
-        .collect();
+    let content = result.content.into_iter().map(to_rmcp_block).collect();
     let mut converted = if result.is_error {
         rmcp::model::CallToolResult::error(content)
     } else {
         rmcp::model::CallToolResult::success(content)
     };
     converted.structured_content = result.structured_content;
+    converted.meta = result.meta.map(MetaObject);
     converted
 }
+
+/// The JSON-RPC error of a protocol error.
+fn to_error_data(error: ProtocolError) -> ErrorData {
+    ErrorData::new(ErrorCode(error.code), error.message, error.data)
+}
+
+impl From<LoggingLevel> for LogLevel {
+    fn from(level: LoggingLevel) -> Self {
+        match level {
+            LoggingLevel::Debug => LogLevel::Debug,
+            LoggingLevel::Info => LogLevel::Info,
+            LoggingLevel::Notice => LogLevel::Notice,
+            LoggingLevel::Warning => LogLevel::Warning,
+            LoggingLevel::Error => LogLevel::Error,
+            LoggingLevel::Critical => LogLevel::Critical,
+            LoggingLevel::Alert => LogLevel::Alert,
+            LoggingLevel::Emergency => LogLevel::Emergency,
+        }
+    }
+}
+
+impl From<LogLevel> for LoggingLevel {
+    fn from(level: LogLevel) -> Self {
+        match level {
+            LogLevel::Debug => LoggingLevel::Debug,
+            LogLevel::Info => LoggingLevel::Info,
+            LogLevel::Notice => LoggingLevel::Notice,
+            LogLevel::Warning => LoggingLevel::Warning,
+            LogLevel::Error => LoggingLevel::Error,
+            LogLevel::Critical => LoggingLevel::Critical,
+            LogLevel::Alert => LoggingLevel::Alert,
+            LogLevel::Emergency => LoggingLevel::Emergency,
+        }
+    }
+}
+
+/// The live side of a [`ToolContext`]: one `tools/call` request.
+pub(crate) struct LiveRequest {
+    pub(crate) cancel: CancellationToken,
+    pub(crate) peer: Peer<RoleServer>,
+    pub(crate) progress_token: Option<ProgressToken>,
+    /// The logger name of the request's messages: the tool's name.
+    logger: String,
+    threshold: Arc<LogThreshold>,
+    /// The last progress sent; held while sending, so that notifications go
+    /// out in order.
+    last_progress: Mutex<Option<f64>>,
+}
+
+impl LiveRequest {
+    fn new(context: &RequestContext<RoleServer>, tool: &str, threshold: &Arc<LogThreshold>) -> Self {
+        LiveRequest {
+            cancel: context.ct.clone(),
+            peer: context.peer.clone(),
+            progress_token: context.meta.get_progress_token(),
+            logger: tool.to_owned(),
+            threshold: Arc::clone(threshold),
+            last_progress: Mutex::new(None),
+        }
+    }
+
+    pub(crate) async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> bool {
+        let Some(token) = &self.progress_token else {
+            return false;
+        };
+        if !progress.is_finite() || total.is_some_and(|total| !total.is_finite()) {
+            return false;
+        }
+        let mut last = self.last_progress.lock().await;
+        if last.is_some_and(|last| progress <= last) || self.cancel.is_cancelled() {
+            return false;
+        }
+        let mut param = ProgressNotificationParam::new(token.clone(), progress);
+        if let Some(total) = total {
+            param = param.with_total(total);
+        }
+        if let Some(message) = message {
+            param = param.with_message(message);
+        }
+        let sent = self.peer.notify_progress(param).await.is_ok();
+        if sent {
+            *last = Some(progress);
+        }
+        sent
+    }
+
+    /// A local retry, as one step of progress: the step after the last one
+    /// sent, with the attempt, the category, the reason and the delay.
+    pub(crate) async fn retrying(&self, notice: &RetryNotice) {
+        let Some(token) = &self.progress_token else {
+            return;
+        };
+        let mut last = self.last_progress.lock().await;
+        if self.cancel.is_cancelled() {
+            return;
+        }
+        let progress = last.map_or(f64::from(notice.attempt), |last| last.floor() + 1.0);
+        let reason = notice
+            .reason
+            .as_deref()
+            .map_or_else(String::new, |reason| format!(", {reason}"));
+        let message = format!(
+            "attempt {} of {} failed ({}{reason}); retrying in {} ms",
+            notice.attempt,
+            notice.max_attempts,
+            notice.category,
+            notice.delay.as_millis()
+        );
+        let param = ProgressNotificationParam::new(token.clone(), progress).with_message(message);
+        if self.peer.notify_progress(param).await.is_ok() {
+            *last = Some(progress);
+        }
+    }
+
+    pub(crate) async fn log(&self, level: LogLevel, data: &impl serde::Serialize) -> bool {
+        if level < self.threshold.get() || self.cancel.is_cancelled() {
+            return false;
+        }
+        let Ok(data) = crate::json::strict::to_value(data) else {
+            return false;
+        };
+        let param = LoggingMessageNotificationParam::new(level.into(), data).with_logger(&self.logger);
+        // Logging is deprecated in MCP's newest revision, and what most
+        // clients still show; sent where the client negotiated it.
+        #[allow(deprecated)]
+        let sent = self.peer.notify_logging_message(param).await;
+        sent.is_ok()
+    }
+}
+
+const INSTRUCTIONS: &str = "Tool failures come back as isError results whose structuredContent is an error envelope: \
+     errorCategory and isRetryable say what to do next; attempted_query, partial_results and \
+     alternatives carry the context.";
 
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
 /// A tool set is an rmcp server: it lists its tools and dispatches
 /// `tools/call`, with tool failures as `isError` results carrying envelopes
-/// and an unknown tool as a `-32602` protocol error.
+/// and an unknown tool as a `-32602` protocol error; it answers
+/// `logging/setLevel` for the log messages its tools send.
+///
+/// A server of your own can delegate to it — call these methods on the tool
+/// set from yours — or take its tools as an rmcp router with
+/// [`ToolSet::router`].
 impl ServerHandler for ToolSet {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        #[allow(deprecated)]
+        let capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_tools()
+            .build();
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 self.name().unwrap_or("tool-envelope"),
                 self.version().unwrap_or(env!("CARGO_PKG_VERSION")),
             ))
-            .with_instructions(
-                "Tool failures come back as isError results whose structuredContent is an error envelope: \
-                 errorCategory and isRetryable say what to do next; attempted_query, partial_results and \
-                 alternatives carry the context.",
-            )
+            .with_instructions(INSTRUCTIONS)
     }
 
     async fn list_tools(
@@ -76,17 +241,20 @@ impl ServerHandler for ToolSet {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
-        match self.call(&request.name, arguments).await {
-            Ok(result) => Ok(to_rmcp_result(result).into()),
-            Err(error) => Err(ErrorData::new(
-                ErrorCode(error.code),
-                error.message,
-                error.data,
-            )),
-        }
+        self.call_in_request(&request.name, arguments, &context)
+            .await
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.set_log_level(request.level.into());
+        Ok(())
     }
 
     /// A request rmcp could not read as one of MCP's: a known method whose
@@ -104,7 +272,13 @@ impl ServerHandler for ToolSet {
 
 /// The protocol error of a request rmcp could not read.
 fn invalid_request(method: &str, params: Option<&Value>) -> ErrorData {
-    const KNOWN: &[&str] = &["tools/call", "tools/list", "initialize", "ping"];
+    const KNOWN: &[&str] = &[
+        "tools/call",
+        "tools/list",
+        "initialize",
+        "ping",
+        "logging/setLevel",
+    ];
     if !KNOWN.contains(&method) {
         let method = crate::limits::text_for_wire(method, 256);
         return ErrorData::new(
@@ -128,8 +302,185 @@ fn invalid_request(method: &str, params: Option<&Value>) -> ErrorData {
     ErrorData::new(ErrorCode::INVALID_PARAMS, message, None)
 }
 
+/// What [`ToolSet::http_service_with`] serves: where from, how many at once,
+/// and how much.
+///
+/// The defaults are those of a server on the developer's machine: sessions
+/// kept in memory (each client's `initialize` opens one, and its requests
+/// must reach the same process), only loopback `Host` headers accepted, as
+/// a defence against DNS rebinding, no `Origin` check, and rmcp's default
+/// body limit. Behind a load balancer, serve [`stateless`](Self::stateless)
+/// and list the names clients reach the service by.
+///
+/// ```
+/// use tool_envelope::mcp::{HttpOptions, ToolSet};
+///
+/// let options = HttpOptions::new()
+///     .stateless()
+///     .allowed_hosts(["tools.example.com"])
+///     .allowed_origins(["https://app.example.com"])
+///     .max_body_bytes(1024 * 1024);
+/// let service = ToolSet::new().http_service_with(options);
+/// # let _ = service;
+/// ```
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    config: StreamableHttpServerConfig,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            config: StreamableHttpServerConfig::default(),
+        }
+    }
+}
+
+impl HttpOptions {
+    /// The defaults: sessions in memory, loopback hosts only.
+    pub fn new() -> Self {
+        HttpOptions::default()
+    }
+
+    /// Serves without sessions: every request stands alone and any replica
+    /// answers it, so N replicas can sit behind a round-robin load balancer.
+    /// Replies to simple calls are plain JSON. What needs a session is lost:
+    /// a tool cannot make requests of the client (sampling, elicitation),
+    /// and `logging/setLevel` lasts one request.
+    #[must_use]
+    pub fn stateless(mut self) -> Self {
+        self.config = self
+            .config
+            .with_legacy_session_mode(false)
+            .with_json_response(true);
+        self
+    }
+
+    /// The `Host` names (`example.com`) or authorities (`example.com:8443`)
+    /// requests may carry, instead of loopback only.
+    #[must_use]
+    pub fn allowed_hosts(mut self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.config = self.config.with_allowed_hosts(hosts);
+        self
+    }
+
+    /// Accepts any `Host` header: for a server behind a proxy that checks it.
+    #[must_use]
+    pub fn any_host(mut self) -> Self {
+        self.config = self.config.disable_allowed_hosts();
+        self
+    }
+
+    /// The browser origins (`https://app.example.com`, `http://localhost:*`)
+    /// whose requests are accepted; a request from any other `Origin` is
+    /// refused (403). Requests without an `Origin` header, from programs
+    /// rather than browsers, pass.
+    #[must_use]
+    pub fn allowed_origins(
+        mut self,
+        origins: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        self.config = self.config.with_allowed_origins(origins);
+        self
+    }
+
+    /// The largest request body accepted; a larger one is refused with 413
+    /// before it is read whole.
+    #[must_use]
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.config = self.config.with_max_request_body_bytes(bytes);
+        self
+    }
+
+    /// The rmcp configuration these options make, for what they do not cover.
+    pub fn into_config(self) -> StreamableHttpServerConfig {
+        self.config
+    }
+}
+
+impl From<StreamableHttpServerConfig> for HttpOptions {
+    fn from(config: StreamableHttpServerConfig) -> Self {
+        HttpOptions { config }
+    }
+}
+
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
 impl ToolSet {
+    /// Calls a tool for an rmcp request: the tool gets the request's
+    /// context, and the result or protocol error comes back in rmcp's shape.
+    async fn call_in_request(
+        &self,
+        name: &str,
+        arguments: Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let live = ToolContext::live(LiveRequest::new(context, name, self.log_threshold()));
+        match self.call_with(name, arguments, live).await {
+            Ok(result) => Ok(to_rmcp_result(result).into()),
+            Err(error) => Err(to_error_data(error)),
+        }
+    }
+
+    /// The tools as an rmcp [`ToolRouter`], to merge with the routers of
+    /// rmcp's `#[tool_router]` in a server of your own — one server with
+    /// this set's tools (their retries, guards, masking and limits), rmcp's
+    /// own tools, and your prompts, resources and completions:
+    ///
+    /// ```
+    /// use rmcp::handler::server::router::tool::ToolRouter;
+    /// use rmcp::{ServerHandler, tool, tool_handler, tool_router};
+    /// use tool_envelope::ErrorEnvelope;
+    /// use tool_envelope::mcp::ToolSet;
+    ///
+    /// /// Look up a customer's orders.
+    /// #[tool_envelope::tool(read_only)]
+    /// fn lookup_orders(customer_id: String) -> Result<Vec<String>, ErrorEnvelope> {
+    ///     Ok(vec![format!("{customer_id}-1")])
+    /// }
+    ///
+    /// #[derive(Clone)]
+    /// struct Server {
+    ///     tool_router: ToolRouter<Self>,
+    /// }
+    ///
+    /// #[tool_router]
+    /// impl Server {
+    ///     /// Say hello: a tool of rmcp's own.
+    ///     #[tool]
+    ///     fn hello(&self) -> String {
+    ///         "hello".into()
+    ///     }
+    /// }
+    ///
+    /// #[tool_handler]
+    /// impl ServerHandler for Server {}
+    ///
+    /// let tools = ToolSet::new().tool::<lookup_orders>();
+    /// let server = Server { tool_router: Server::tool_router() + tools.router() };
+    /// assert!(server.tool_router.has_route("hello"));
+    /// assert!(server.tool_router.has_route("lookup_orders"));
+    /// ```
+    ///
+    /// The routes share this set, and its log level: a server that answers
+    /// `logging/setLevel` forwards it to [`ToolSet::set_log_level`].
+    pub fn router<S: Send + Sync + 'static>(&self) -> ToolRouter<S> {
+        let mut router = ToolRouter::new();
+        for definition in self.list() {
+            let tools = self.clone();
+            let route = ToolRoute::new_dyn(to_rmcp_tool(definition), move |call: ToolCallContext<'_, S>| {
+                let tools = tools.clone();
+                Box::pin(async move {
+                    let arguments = call.arguments.map_or(Value::Null, Value::Object);
+                    tools
+                        .call_in_request(&call.name, arguments, &call.request_context)
+                        .await
+                }) as crate::mcp::state::BoxFuture<'_, _>
+            });
+            router.add_route(route);
+        }
+        router
+    }
+
     /// Serves the tools over stdio until the client closes it. Nothing else
     /// may write to stdout meanwhile; log to stderr.
     ///
@@ -145,16 +496,24 @@ impl ToolSet {
         Ok(())
     }
 
-    /// The Streamable HTTP service of the tools, to mount in an axum router
-    /// (`Router::new().nest_service("/mcp", tools.http_service())`). Sessions
-    /// are kept in memory; only loopback `Host` headers are accepted, as a
-    /// defence against DNS rebinding.
+    /// The Streamable HTTP service of the tools with the default
+    /// [`HttpOptions`], to mount in an axum router
+    /// (`Router::new().nest_service("/mcp", tools.http_service())`).
     pub fn http_service(&self) -> StreamableHttpService<ToolSet, LocalSessionManager> {
+        self.http_service_with(HttpOptions::default())
+    }
+
+    /// The Streamable HTTP service of the tools, served as `options` say;
+    /// each session (or, stateless, each request) gets its own log level.
+    pub fn http_service_with(
+        &self,
+        options: HttpOptions,
+    ) -> StreamableHttpService<ToolSet, LocalSessionManager> {
         let tools = self.clone();
         StreamableHttpService::new(
-            move || Ok(tools.clone()),
+            move || Ok(tools.for_session()),
             Arc::new(LocalSessionManager::default()),
-            StreamableHttpServerConfig::default(),
+            options.config,
         )
     }
 
@@ -165,7 +524,152 @@ impl ToolSet {
     ///
     /// If serving fails.
     pub async fn serve_http(self, listener: tokio::net::TcpListener) -> io::Result<()> {
-        let router = axum::Router::new().nest_service("/mcp", self.http_service());
+        self.serve_http_with(listener, HttpOptions::default())
+            .await
+    }
+
+    /// [`serve_http`](Self::serve_http), served as `options` say.
+    ///
+    /// # Errors
+    ///
+    /// If serving fails.
+    pub async fn serve_http_with(
+        self,
+        listener: tokio::net::TcpListener,
+        options: HttpOptions,
+    ) -> io::Result<()> {
+        let router = axum::Router::new().nest_service("/mcp", self.http_service_with(options));
         axum::serve(listener, router).await
     }
+}
+
+/// The reply of a failed call, as rmcp sends it: `isError`, the envelope as
+/// `structuredContent`, and its JSON as a text block.
+fn failed_result(structured: Value) -> Result<CallToolResponse, ErrorData> {
+    let text = structured.to_string();
+    let mut result = rmcp::model::CallToolResult::error(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(structured);
+    Ok(result.into())
+}
+
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+/// An envelope is a tool result in rmcp's own `#[tool]` methods: one may
+/// return `Result<Json<T>, ErrorEnvelope>`, `Result<String, ErrorEnvelope>`
+/// and the like, and a failure is sent as `isError` with the envelope (within
+/// the default [`EnvelopeLimits`]) as `structuredContent` and as text. Clients
+/// that check `structuredContent` against `outputSchema` even on errors need
+/// the tool's schema to admit the envelope: see [`admit_envelopes`].
+impl IntoCallToolResult for ErrorEnvelope {
+    fn into_call_tool_result(self) -> Result<CallToolResponse, ErrorData> {
+        failed_result(self.to_wire(&EnvelopeLimits::default()))
+    }
+}
+
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+/// An escalation is a tool result in rmcp's own `#[tool]` methods, like an
+/// [`ErrorEnvelope`]: the envelope and why it escalated.
+impl IntoCallToolResult for Escalation {
+    fn into_call_tool_result(self) -> Result<CallToolResponse, ErrorData> {
+        failed_result(self.to_wire(&EnvelopeLimits::default()))
+    }
+}
+
+/// Lets error envelopes into the output schemas of an rmcp router: each
+/// tool's `outputSchema`, where it has one, becomes "the success value, or
+/// an error envelope" (the envelope in a compact form, under 500 bytes).
+/// rmcp derives a tool's output schema from its `Json<T>`, which an
+/// envelope does not match, and some clients (the MCP Inspector, the
+/// TypeScript SDK) check `structuredContent` against it even when `isError`
+/// is true.
+///
+/// ```
+/// use rmcp::handler::server::router::tool::ToolRouter;
+/// use rmcp::handler::server::wrapper::{Json, Parameters};
+/// use rmcp::{ServerHandler, tool, tool_handler, tool_router};
+/// use tool_envelope::mcp::admit_envelopes;
+/// use tool_envelope::{ErrorEnvelope, Found};
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Lookup {
+///     customer_id: String,
+/// }
+///
+/// #[derive(Clone)]
+/// struct Orders {
+///     tool_router: ToolRouter<Self>,
+/// }
+///
+/// #[tool_router]
+/// impl Orders {
+///     /// Look up a customer's orders.
+///     #[tool]
+///     async fn lookup_orders(&self, Parameters(lookup): Parameters<Lookup>) -> Result<Json<Found<String>>, ErrorEnvelope> {
+///         let _ = lookup.customer_id;
+///         Err(ErrorEnvelope::transient("The order service timed out."))
+///     }
+/// }
+///
+/// #[tool_handler]
+/// impl ServerHandler for Orders {}
+///
+/// let orders = Orders { tool_router: admit_envelopes(Orders::tool_router()) };
+/// let schema = orders.tool_router.get("lookup_orders").unwrap().output_schema.clone().unwrap();
+/// assert_eq!(schema["anyOf"][1]["title"], "ErrorEnvelope");
+/// ```
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+pub fn admit_envelopes<S>(mut router: ToolRouter<S>) -> ToolRouter<S> {
+    for route in router.map.values_mut() {
+        if let Some(schema) = &route.attr.output_schema {
+            route.attr.output_schema = Some(Arc::new(with_envelope(schema)));
+        }
+    }
+    router
+}
+
+/// The output schema of a tool whose success is `T` (a type that
+/// serializes as a JSON object, as rmcp's `Json<T>` requires) or an error
+/// envelope: for rmcp's `#[tool(output_schema = output_schema::<T>())]`,
+/// tool by tool, where [`admit_envelopes`] fixes a whole router.
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+pub fn output_schema<T: schemars::JsonSchema>() -> Arc<JsonObject> {
+    let schema = schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<T>();
+    let Value::Object(schema) = schema.to_value() else {
+        unreachable!("a root schema is an object")
+    };
+    Arc::new(with_envelope(&schema))
+}
+
+/// `schema` or an envelope: its definitions (`$defs`, or draft 7's
+/// `definitions`) move to the root, where its `$ref`s still find them.
+fn with_envelope(schema: &Map<String, Value>) -> Map<String, Value> {
+    if is_enveloped(schema) {
+        return schema.clone();
+    }
+    let mut success = schema.clone();
+    success.remove("$schema");
+    let definitions = match success.remove("$defs") {
+        Some(Value::Object(definitions)) => definitions,
+        _ => Map::new(),
+    };
+    let legacy = success.remove("definitions");
+    let mut combined = success_or_envelope(Value::Object(success), definitions);
+    if let Some(legacy) = legacy {
+        combined.insert("definitions".to_owned(), legacy);
+    }
+    combined.insert("$schema".to_owned(), JSON_SCHEMA_2020_12.into());
+    combined
+}
+
+/// Whether `schema` already admits envelopes (made here, or by a tool set).
+fn is_enveloped(schema: &Map<String, Value>) -> bool {
+    schema
+        .get("anyOf")
+        .and_then(Value::as_array)
+        .is_some_and(|branches| {
+            branches
+                .iter()
+                .any(|branch| branch.get("title") == Some(&Value::from("ErrorEnvelope")))
+        })
 }

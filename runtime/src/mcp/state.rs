@@ -12,6 +12,7 @@ use crate::call::{PartialHandle, Query};
 use crate::guard::Guards;
 use crate::json::depth::dismantle;
 use crate::mcp::checks::ArgumentChecks;
+use crate::mcp::context::ToolContext;
 use crate::partial::Partial;
 use crate::redact::schema::SecretPaths;
 
@@ -25,6 +26,7 @@ pub struct CallState {
     partial: Mutex<Option<Collector>>,
     checks: Arc<ArgumentChecks>,
     guards: Option<Arc<Guards>>,
+    context: ToolContext,
 }
 
 /// How a type-erased collector is read as JSON.
@@ -37,12 +39,27 @@ struct Collector {
 }
 
 impl CallState {
-    pub(crate) fn new(checks: &Arc<ArgumentChecks>, guards: &Arc<Guards>) -> Self {
+    pub(crate) fn new(
+        checks: &Arc<ArgumentChecks>,
+        guards: &Arc<Guards>,
+        context: ToolContext,
+    ) -> Self {
         CallState {
             partial: Mutex::new(None),
             checks: Arc::clone(checks),
             guards: (!guards.is_empty()).then(|| Arc::clone(guards)),
+            context,
         }
+    }
+
+    /// The request's context, for a tool that takes a `ToolContext`.
+    pub fn context(&self) -> ToolContext {
+        self.context.clone()
+    }
+
+    /// The request's context.
+    pub(crate) fn context_ref(&self) -> &ToolContext {
+        &self.context
     }
 
     /// The call's `Partial` collector: the same one for every attempt, so a

@@ -23,16 +23,20 @@ use crate::panic::catch_unwind_future;
 use crate::reasons;
 use crate::redact::text::scrub;
 #[cfg(feature = "tokio")]
-use crate::retry::RetryPolicy;
+use crate::retry::{RetryNotice, RetryPolicy, TokioSleeper};
+use crate::mcp::arguments::Success;
+use crate::mcp::context::{LogLevel, LogThreshold, ToolContext};
+use futures_util::future::{Either, select};
+use std::pin::pin;
 
 /// One attempt of a free tool: the JSON arguments in, the success value as
 /// JSON (or the envelope) out.
 pub type FreeCall =
-    for<'a> fn(&'a Map<String, Value>, &'a CallState) -> BoxFuture<'a, ToolResult<Value>>;
+    for<'a> fn(&'a Map<String, Value>, &'a CallState) -> BoxFuture<'a, ToolResult<Success>>;
 
 /// One attempt of a method tool on the shared state `S`.
 pub type MethodCall<S> =
-    for<'a> fn(Arc<S>, &'a Map<String, Value>, &'a CallState) -> BoxFuture<'a, ToolResult<Value>>;
+    for<'a> fn(Arc<S>, &'a Map<String, Value>, &'a CallState) -> BoxFuture<'a, ToolResult<Success>>;
 
 /// What `#[tool]` generates to serve a free function.
 #[derive(Clone, Copy)]
@@ -89,7 +93,7 @@ pub trait ToolProvider: Send + Sync + 'static {
 }
 
 /// One attempt of a tool of a `#[tools]` block, its state bound.
-type SharedCall = dyn for<'a> Fn(&'a Map<String, Value>, &'a CallState) -> BoxFuture<'a, ToolResult<Value>>
+type SharedCall = dyn for<'a> Fn(&'a Map<String, Value>, &'a CallState) -> BoxFuture<'a, ToolResult<Success>>
     + Send
     + Sync;
 
@@ -112,7 +116,7 @@ impl Dispatch {
         &self,
         arguments: &'a Map<String, Value>,
         context: &'a CallState,
-    ) -> BoxFuture<'a, ToolResult<Value>> {
+    ) -> BoxFuture<'a, ToolResult<Success>> {
         match self {
             Dispatch::Free(call) => call(arguments, context),
             Dispatch::Shared(call) => call(arguments, context),
@@ -196,6 +200,9 @@ impl Default for Inner {
 #[derive(Clone, Default)]
 pub struct ToolSet {
     inner: Arc<Inner>,
+    /// The least severe log level the session's client asked for; clones
+    /// share it, [`ToolSet::for_session`] makes a new one.
+    log_threshold: Arc<LogThreshold>,
 }
 
 impl ToolSet {
@@ -357,8 +364,40 @@ impl ToolSet {
             .map(|&i| &self.inner.definitions[i])
     }
 
+    /// This set with a log level of its own: what a server serving many
+    /// sessions from one set gives each session, so that one client's
+    /// `logging/setLevel` does not change another's. `http_service` does it
+    /// for every session.
+    #[must_use]
+    pub fn for_session(&self) -> Self {
+        ToolSet {
+            inner: Arc::clone(&self.inner),
+            log_threshold: Arc::default(),
+        }
+    }
+
+    /// Sets the least severe level of the log messages tools send to the
+    /// client ([`DEFAULT_LOG_LEVEL`](crate::mcp::DEFAULT_LOG_LEVEL) until
+    /// set): what a server answers `logging/setLevel` with. The tool set
+    /// does it itself when it is the server; a server that composes it
+    /// forwards the request here.
+    pub fn set_log_level(&self, level: LogLevel) {
+        self.log_threshold.set(level);
+    }
+
+    /// The least severe level of the log messages sent to the client.
+    pub fn log_level(&self) -> LogLevel {
+        self.log_threshold.get()
+    }
+
+    #[cfg(feature = "rmcp")]
+    pub(crate) fn log_threshold(&self) -> &Arc<LogThreshold> {
+        &self.log_threshold
+    }
+
     /// Calls the tool `name` with `arguments` (a JSON object, or `null` for
-    /// none) and returns MCP's `ToolReply`.
+    /// none) and returns MCP's `ToolReply`; the tool gets a detached
+    /// [`ToolContext`]. See [`call_with`](Self::call_with).
     ///
     /// - success: the value as `structuredContent` and its JSON as text; a
     ///   valid empty look-up stays a success;
@@ -373,6 +412,22 @@ impl ToolSet {
     ///   arguments and the partial results gathered;
     /// - an unknown tool: `Err`, a JSON-RPC `-32602` protocol error.
     pub async fn call(&self, name: &str, arguments: Value) -> Result<ToolReply, ProtocolError> {
+        self.call_with(name, arguments, ToolContext::detached())
+            .await
+    }
+
+    /// [`call`](Self::call), in the request `context`: the tool gets it if
+    /// it takes a [`ToolContext`], local retries are reported to it as
+    /// progress, and once it is cancelled the call stops at its next
+    /// `.await` — no retry follows, and the answer is `Err`, a
+    /// [`ProtocolError::REQUEST_CANCELLED`] that is never sent (a cancelled
+    /// MCP request gets no reply).
+    pub async fn call_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        context: ToolContext,
+    ) -> Result<ToolReply, ProtocolError> {
         let Some(&index) = self.inner.index.get(name) else {
             dismantle(arguments);
             return Err(ProtocolError::unknown_tool(
@@ -408,36 +463,57 @@ impl ToolSet {
                 return Ok(self.failure(entry, Failure::refused(envelope)));
             }
         };
-        let context = CallState::new(&definition.checks, &self.inner.guards);
+        let state = CallState::new(&definition.checks, &self.inner.guards, context);
         // Whatever panics — the decoding, a `Serialize`, the set itself —
         // answers with an envelope that keeps what the call knows: a request
         // is never left without a reply.
-        let outcome = match catch_unwind_future(self.attempts(entry, &arguments, &context)).await {
+        let work = catch_unwind_future(self.attempts(entry, &arguments, &state));
+        let finished = match state.context_ref().is_detached() {
+            true => work.await,
+            false => {
+                let cancelled = state.context_ref().cancelled();
+                match select(pin!(work), pin!(cancelled)).await {
+                    Either::Left((finished, _)) => finished,
+                    Either::Right(((), _)) => return Err(ProtocolError::cancelled(name)),
+                }
+            }
+        };
+        let outcome = match finished {
             Ok(outcome) => outcome,
             Err(panic) => {
                 let mut envelope = panicked(&entry.info.name, panic.as_ref());
-                fill(&mut envelope, entry, &arguments, &context);
+                fill(&mut envelope, entry, &arguments, &state);
                 Err(Failure::Envelope(envelope))
             }
         };
         Ok(match outcome {
-            Ok(value) => self.success(entry, value, &arguments),
+            Ok(success) => self.success(entry, success, &arguments),
             Err(failure) => self.failure(entry, failure),
         })
     }
 
-    /// A success: the value as `structuredContent` and its JSON as text, or,
-    /// when the two together are over `max_result_bytes`, the envelope that
-    /// says so.
-    fn success(&self, entry: &Entry, value: Value, arguments: &Map<String, Value>) -> ToolReply {
-        let structured = entry.definition.structured(value);
-        let text = structured.to_string();
-        let size = reply_size(&text);
+    /// A success: the value as `structuredContent` and its JSON as text, or
+    /// the content blocks as they are; when that is over
+    /// `max_result_bytes`, the envelope that says so.
+    fn success(&self, entry: &Entry, success: Success, arguments: &Map<String, Value>) -> ToolReply {
+        let (reply, size) = match success {
+            Success::Json(value) => {
+                let structured = entry.definition.structured(value);
+                let text = structured.to_string();
+                let size = reply_size(&text);
+                (ToolReply::structured(structured, text, false), size)
+            }
+            Success::Contents(contents) => {
+                let reply = ToolReply::contents(contents);
+                let size = serde_json::to_vec(&reply).map_or(usize::MAX, |json| json.len());
+                (reply, size)
+            }
+        };
         if size > self.inner.max_result_bytes {
             let envelope = too_large(entry, size, self.inner.max_result_bytes, arguments);
             return self.failure(entry, Failure::Envelope(envelope));
         }
-        ToolReply::structured(structured, text, false)
+        reply
     }
 
     #[cfg(feature = "tokio")]
@@ -446,12 +522,20 @@ impl ToolSet {
         entry: &Entry,
         arguments: &Map<String, Value>,
         context: &CallState,
-    ) -> Result<Value, Failure> {
+    ) -> Result<Success, Failure> {
         let Some(policy) = &self.inner.retry else {
             return self.attempt(entry, arguments, context).await;
         };
+        let report = |notice: RetryNotice| {
+            let context = context.context_ref();
+            async move { context.retrying(&notice).await }
+        };
         let mut escalation = match policy
-            .retry(|| entry.call.call(arguments, context))
+            .retry_observed(
+                &TokioSleeper,
+                || entry.call.call(arguments, context),
+                report,
+            )
             .await
             .result
         {
@@ -468,7 +552,7 @@ impl ToolSet {
         entry: &Entry,
         arguments: &Map<String, Value>,
         context: &CallState,
-    ) -> Result<Value, Failure> {
+    ) -> Result<Success, Failure> {
         self.attempt(entry, arguments, context).await
     }
 
@@ -478,7 +562,7 @@ impl ToolSet {
         entry: &Entry,
         arguments: &Map<String, Value>,
         context: &CallState,
-    ) -> Result<Value, Failure> {
+    ) -> Result<Success, Failure> {
         entry
             .call
             .call(arguments, context)
@@ -544,6 +628,7 @@ fn reply_size(text: &str) -> usize {
 }
 
 /// How a call failed, kept typed until it is sent.
+#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
 enum Failure {
     Envelope(ErrorEnvelope),
     Escalated(Escalation),
@@ -557,6 +642,7 @@ impl Failure {
     }
 
     /// As an escalation.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     fn escalated(self) -> Self {
         match self {
             Failure::Envelope(envelope) => Failure::Escalated(Escalation::from_envelope(envelope)),

@@ -56,8 +56,26 @@ impl RetryStats {
 
 /// After a failed attempt: wait and retry, or stop.
 pub(crate) enum Next {
-    Retry(Duration),
+    Retry(RetryNotice),
     Stop(Box<Escalation>),
+}
+
+/// A retry about to happen, as a caller waiting on the call is told of it:
+/// what failed and how long until the next attempt; never the failure's
+/// message, which may hold what a client must not see.
+#[derive(Debug, Clone)]
+#[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+pub(crate) struct RetryNotice {
+    /// The attempt that failed, from 1.
+    pub(crate) attempt: u32,
+    /// The most attempts the policy makes.
+    pub(crate) max_attempts: u32,
+    /// Its failure type.
+    pub(crate) category: ErrorCategory,
+    /// Its reason code, if it had one.
+    pub(crate) reason: Option<std::borrow::Cow<'static, str>>,
+    /// The delay before the next attempt.
+    pub(crate) delay: Duration,
 }
 
 /// The state of one retry loop.
@@ -141,6 +159,7 @@ impl<'p> Attempts<'p> {
             attempt: self.stats.attempts,
             category: ErrorCategory::Transient,
             message: &message,
+            reason: envelope.fields.reason.as_deref(),
             action: RetryAction::Escalate {
                 reason: EscalationReason::DeadlineExceeded,
             },
@@ -181,6 +200,7 @@ impl<'p> Attempts<'p> {
             attempt,
             category: envelope.fields.category,
             message: &envelope.fields.message,
+            reason: envelope.fields.reason.as_deref(),
             action: match &next {
                 Ok(delay) => RetryAction::Retry { delay: *delay },
                 Err((reason, _)) => RetryAction::Escalate { reason: *reason },
@@ -196,6 +216,13 @@ impl<'p> Attempts<'p> {
         };
         match next {
             Ok(delay) => {
+                let notice = RetryNotice {
+                    attempt,
+                    max_attempts: self.policy.max_attempts,
+                    category: envelope.fields.category,
+                    reason: envelope.fields.reason.clone(),
+                    delay,
+                };
                 if self.policy.deadline.is_some() {
                     // Kept, to escalate with if the next attempt is cut off.
                     record.message = envelope.fields.message.clone();
@@ -205,7 +232,7 @@ impl<'p> Attempts<'p> {
                     record.message = std::mem::take(&mut envelope.fields.message);
                 }
                 self.stats.history.push(record);
-                Next::Retry(delay)
+                Next::Retry(notice)
             }
             Err((reason, detail)) => {
                 record.message = envelope.fields.message.clone();

@@ -26,6 +26,7 @@ pub use sleep::TokioSleeper;
 
 use crate::classify::ToolError;
 use crate::escalation::Escalation;
+pub(crate) use attempts::RetryNotice;
 use attempts::{Attempts, Next};
 use sleep::{BlockingSleeper, ThreadSleeper};
 
@@ -89,12 +90,33 @@ impl RetryPolicy {
     }
 
     /// [`retry`](Self::retry) on any clock: `sleeper` gives the time and the sleeps.
-    pub async fn retry_with<S, T, E, F, Fut>(&self, sleeper: &S, mut op: F) -> Outcome<T>
+    pub async fn retry_with<S, T, E, F, Fut>(&self, sleeper: &S, op: F) -> Outcome<T>
     where
         S: Sleeper,
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
         E: ToolError,
+    {
+        self.retry_observed(sleeper, op, |_| std::future::ready(()))
+            .await
+    }
+
+    /// [`retry_with`](Self::retry_with), awaiting `observe` before each
+    /// retry's sleep: a tool set reports each retry to the client that way,
+    /// in order, before the call's reply.
+    pub(crate) async fn retry_observed<S, T, E, F, Fut, O, OFut>(
+        &self,
+        sleeper: &S,
+        mut op: F,
+        mut observe: O,
+    ) -> Outcome<T>
+    where
+        S: Sleeper,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: ToolError,
+        O: FnMut(RetryNotice) -> OFut,
+        OFut: Future<Output = ()>,
     {
         let mut attempts = Attempts::new(self, sleeper.now());
         loop {
@@ -124,7 +146,9 @@ impl RetryPolicy {
                     };
                 }
                 Err(error) => match attempts.failed(error.into_envelope(), sleeper.now()) {
-                    Next::Retry(delay) => {
+                    Next::Retry(notice) => {
+                        let delay = notice.delay;
+                        observe(notice).await;
                         sleeper.sleep(delay).await;
                         attempts.slept(delay);
                     }
@@ -182,9 +206,9 @@ impl RetryPolicy {
                     };
                 }
                 Err(error) => match attempts.failed(error.into_envelope(), sleeper.now()) {
-                    Next::Retry(delay) => {
-                        sleeper.sleep(delay);
-                        attempts.slept(delay);
+                    Next::Retry(notice) => {
+                        sleeper.sleep(notice.delay);
+                        attempts.slept(notice.delay);
                     }
                     Next::Stop(escalation) => {
                         return Outcome {

@@ -22,6 +22,8 @@ pub struct RetryEvent<'a> {
     pub category: ErrorCategory,
     /// Its message.
     pub message: &'a str,
+    /// Its reason code, if it had one.
+    pub reason: Option<&'a str>,
     /// What the loop does next.
     pub action: RetryAction,
 }

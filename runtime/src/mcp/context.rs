@@ -1,0 +1,276 @@
+//! The request a served tool was called by: progress, log messages to the
+//! client, cancellation, and the client itself.
+
+use std::fmt;
+#[cfg(feature = "rmcp")]
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use serde::Serialize;
+
+/// The severity of a log message sent to the client, as MCP's
+/// `logging/setLevel` and `notifications/message` name them (RFC 5424's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum LogLevel {
+    /// Detailed debugging information.
+    Debug,
+    /// Normal operation.
+    Info,
+    /// Normal but significant events.
+    Notice,
+    /// Warning conditions.
+    Warning,
+    /// Error conditions.
+    Error,
+    /// Critical conditions.
+    Critical,
+    /// Action must be taken immediately.
+    Alert,
+    /// The system is unusable.
+    Emergency,
+}
+
+impl LogLevel {
+    const ALL: [LogLevel; 8] = [
+        LogLevel::Debug,
+        LogLevel::Info,
+        LogLevel::Notice,
+        LogLevel::Warning,
+        LogLevel::Error,
+        LogLevel::Critical,
+        LogLevel::Alert,
+        LogLevel::Emergency,
+    ];
+
+    /// The level as MCP spells it: `"debug"`, `"info"`, … `"emergency"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Notice => "notice",
+            LogLevel::Warning => "warning",
+            LogLevel::Error => "error",
+            LogLevel::Critical => "critical",
+            LogLevel::Alert => "alert",
+            LogLevel::Emergency => "emergency",
+        }
+    }
+
+    fn from_index(index: u8) -> LogLevel {
+        LogLevel::ALL[usize::from(index).min(LogLevel::ALL.len() - 1)]
+    }
+}
+
+impl fmt::Display for LogLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The least severe level sent to a client that has not sent
+/// `logging/setLevel`.
+pub const DEFAULT_LOG_LEVEL: LogLevel = LogLevel::Info;
+
+/// The least severe level a session's client asked for (`logging/setLevel`).
+#[derive(Debug)]
+pub(crate) struct LogThreshold(AtomicU8);
+
+impl Default for LogThreshold {
+    fn default() -> Self {
+        LogThreshold(AtomicU8::new(DEFAULT_LOG_LEVEL as u8))
+    }
+}
+
+impl LogThreshold {
+    pub(crate) fn set(&self, level: LogLevel) {
+        self.0.store(level as u8, Ordering::Relaxed);
+    }
+
+    pub(crate) fn get(&self) -> LogLevel {
+        LogLevel::from_index(self.0.load(Ordering::Relaxed))
+    }
+}
+
+/// What a served tool can reach of the request that called it: progress
+/// notifications, log messages, the cancellation signal, and (with the
+/// `rmcp` feature) the client, for sampling and elicitation.
+///
+/// A `#[tool]` takes it as a parameter of type `ToolContext`. It is never
+/// captured in `attempted_query` and never appears in `inputSchema`: the
+/// tool set passes the context of each `tools/call`. Called from Rust, the
+/// tool takes a [`ToolContext::detached`] one, which sends nothing and is
+/// never cancelled.
+///
+/// Nothing is sent once the request is cancelled. Progress only goes
+/// forward: a value not above the last one sent for the request is not sent
+/// (MCP requires it to increase), and while a tool set retries a call
+/// locally each retry is reported as one step, with the attempt, the
+/// category, the reason and the delay in its message.
+///
+/// ```
+/// use tool_envelope::{tool, ErrorEnvelope};
+/// use tool_envelope::mcp::ToolContext;
+///
+/// /// Export every order of a customer, reporting progress.
+/// #[tool(read_only)]
+/// async fn export_orders(context: ToolContext, customer_id: String) -> Result<u32, ErrorEnvelope> {
+///     let pages = 4;
+///     for page in 1..=pages {
+///         if context.is_cancelled() {
+///             return Err(ErrorEnvelope::business("The export was cancelled."));
+///         }
+///         context.progress(f64::from(page), Some(f64::from(pages)), Some("exporting")).await;
+///     }
+///     context.info(format!("exported {pages} pages for {customer_id}")).await;
+///     Ok(pages)
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// // Called from Rust: a detached context, which sends nothing.
+/// assert_eq!(export_orders(ToolContext::detached(), "C-1".into()).await.unwrap(), 4);
+/// # }
+/// ```
+#[derive(Clone, Default)]
+pub struct ToolContext {
+    #[cfg(feature = "rmcp")]
+    live: Option<Arc<crate::mcp::rmcp::LiveRequest>>,
+}
+
+impl ToolContext {
+    /// A context of no request: it sends nothing and is never cancelled.
+    pub fn detached() -> Self {
+        ToolContext::default()
+    }
+
+    /// Whether the context belongs to a request from an MCP client.
+    pub fn is_detached(&self) -> bool {
+        #[cfg(feature = "rmcp")]
+        return self.live.is_none();
+        #[cfg(not(feature = "rmcp"))]
+        return true;
+    }
+
+    /// Whether the client cancelled the request. A tool that checks between
+    /// steps stops at the next one; one that awaits is stopped at its next
+    /// `.await` by the tool set in any case.
+    pub fn is_cancelled(&self) -> bool {
+        #[cfg(feature = "rmcp")]
+        return self
+            .live
+            .as_ref()
+            .is_some_and(|live| live.cancel.is_cancelled());
+        #[cfg(not(feature = "rmcp"))]
+        return false;
+    }
+
+    /// Completes when the client cancels the request; never, for a detached
+    /// context.
+    pub async fn cancelled(&self) {
+        #[cfg(feature = "rmcp")]
+        if let Some(live) = &self.live {
+            return live.cancel.cancelled().await;
+        }
+        std::future::pending::<()>().await;
+    }
+
+    /// Whether the client asked for progress (sent a `progressToken`).
+    pub fn wants_progress(&self) -> bool {
+        #[cfg(feature = "rmcp")]
+        return self
+            .live
+            .as_ref()
+            .is_some_and(|live| live.progress_token.is_some());
+        #[cfg(not(feature = "rmcp"))]
+        return false;
+    }
+
+    /// Sends a progress notification: `progress` so far, of `total` if
+    /// known, with an optional `message`. Returns whether it was sent: not
+    /// when the client asked for no progress, when the request was
+    /// cancelled, when `progress` is not finite or not above the last value
+    /// sent, or when the transport failed.
+    pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> bool {
+        #[cfg(feature = "rmcp")]
+        if let Some(live) = &self.live {
+            return live.progress(progress, total, message).await;
+        }
+        let _ = (progress, total, message);
+        false
+    }
+
+    /// Sends `data` (any JSON: a string, an object of fields) to the client
+    /// as a `notifications/message` at `level`, from a logger named after
+    /// the tool. Returns whether it was sent: not below the level the
+    /// client set with `logging/setLevel` ([`DEFAULT_LOG_LEVEL`] until it
+    /// does), after cancellation, when `data` does not serialize, or when
+    /// the transport failed.
+    pub async fn log(&self, level: LogLevel, data: impl Serialize) -> bool {
+        #[cfg(feature = "rmcp")]
+        if let Some(live) = &self.live {
+            return live.log(level, &data).await;
+        }
+        let _ = (level, data);
+        false
+    }
+
+    /// [`log`](Self::log) at `debug`, with a text message.
+    pub async fn debug(&self, message: impl fmt::Display) -> bool {
+        self.log(LogLevel::Debug, message.to_string()).await
+    }
+
+    /// [`log`](Self::log) at `info`, with a text message.
+    pub async fn info(&self, message: impl fmt::Display) -> bool {
+        self.log(LogLevel::Info, message.to_string()).await
+    }
+
+    /// [`log`](Self::log) at `warning`, with a text message.
+    pub async fn warning(&self, message: impl fmt::Display) -> bool {
+        self.log(LogLevel::Warning, message.to_string()).await
+    }
+
+    /// [`log`](Self::log) at `error`, with a text message.
+    pub async fn error(&self, message: impl fmt::Display) -> bool {
+        self.log(LogLevel::Error, message.to_string()).await
+    }
+
+    /// The client, for sampling (`create_message`) and elicitation
+    /// (`create_elicitation`, with rmcp's `elicitation` feature) where the
+    /// client supports them (see its capabilities in `peer_info()`);
+    /// `None` for a detached context.
+    #[cfg(feature = "rmcp")]
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+    pub fn peer(&self) -> Option<&rmcp::Peer<rmcp::RoleServer>> {
+        self.live.as_ref().map(|live| &live.peer)
+    }
+
+    /// The context of a request.
+    #[cfg(feature = "rmcp")]
+    pub(crate) fn live(live: crate::mcp::rmcp::LiveRequest) -> Self {
+        ToolContext {
+            live: Some(Arc::new(live)),
+        }
+    }
+
+    /// Reports a local retry as one progress step.
+    #[cfg(feature = "tokio")]
+    pub(crate) async fn retrying(&self, notice: &crate::retry::RetryNotice) {
+        #[cfg(feature = "rmcp")]
+        if let Some(live) = &self.live {
+            live.retrying(notice).await;
+        }
+        #[cfg(not(feature = "rmcp"))]
+        let _ = notice;
+    }
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("detached", &self.is_detached())
+            .field("cancelled", &self.is_cancelled())
+            .field("wants_progress", &self.wants_progress())
+            .finish()
+    }
+}
