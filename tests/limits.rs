@@ -154,7 +154,9 @@ fn gathers_control(items: usize, gathered: Partial<String>) -> Result<(), ErrorE
 async fn a_large_part_under_its_own_cap_still_fits_the_reply_cap() {
     let cap = 64 * 1024;
     for retrying in [false, true] {
-        let mut tools = ToolSet::new().tool::<gathers_control>().max_result_bytes(cap);
+        let mut tools = ToolSet::new()
+            .tool::<gathers_control>()
+            .max_result_bytes(cap);
         if retrying {
             tools = tools.retry(RetryPolicy::default().constant(std::time::Duration::ZERO));
         }
@@ -163,7 +165,11 @@ async fn a_large_part_under_its_own_cap_still_fits_the_reply_cap() {
             .await
             .unwrap();
         let sent = serde_json::to_string(&result).unwrap();
-        assert!(sent.len() <= cap, "a {} byte result under a {cap} byte cap", sent.len());
+        assert!(
+            sent.len() <= cap,
+            "a {} byte result under a {cap} byte cap",
+            sent.len()
+        );
         let envelope = result.envelope().unwrap();
         let partial = envelope.partial_results().unwrap().as_array().unwrap();
         assert!(
@@ -171,7 +177,12 @@ async fn a_large_part_under_its_own_cap_still_fits_the_reply_cap() {
             "the partial results are cut to fit, not dropped: {} items",
             partial.len()
         );
-        assert!(partial.last().unwrap()["_truncated"]["droppedItems"].as_u64().unwrap() > 0);
+        assert!(
+            partial.last().unwrap()["_truncated"]["droppedItems"]
+                .as_u64()
+                .unwrap()
+                > 0
+        );
     }
 }
 

@@ -123,15 +123,13 @@ impl EnvelopeLimits {
     /// actually large, whatever their caps were.
     pub(crate) fn fitted_to(self, envelope: &crate::envelope::Fields) -> Self {
         let value_len = |value: &Option<Value>| value.as_ref().map_or(0, json_len);
-        let texts = std::iter::once(envelope.message.as_str())
-            .chain(envelope.alternatives.iter().map(String::as_str))
-            .chain(
-                envelope
-                    .violations
-                    .iter()
-                    .flat_map(|violation| [violation.field.as_str(), violation.description.as_str()]),
-            )
-            .chain(envelope.tool.as_deref());
+        let texts =
+            std::iter::once(envelope.message.as_str())
+                .chain(envelope.alternatives.iter().map(String::as_str))
+                .chain(envelope.violations.iter().flat_map(|violation| {
+                    [violation.field.as_str(), violation.description.as_str()]
+                }))
+                .chain(envelope.tool.as_deref());
         let longest_text = texts.map(escaped_len).max().unwrap_or(0);
         EnvelopeLimits {
             attempted_query_bytes: self

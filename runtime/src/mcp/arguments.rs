@@ -261,14 +261,19 @@ pub type ToJson<T> = fn(T, &ToolInfo) -> crate::ToolResult<Success>;
 
 /// The future of one served call of a synchronous tool, already finished.
 /// One type for every tool, so its code is generated once.
-pub fn json_ready<'a>(result: crate::ToolResult<Success>) -> BoxFuture<'a, crate::ToolResult<Success>> {
+pub fn json_ready<'a>(
+    result: crate::ToolResult<Success>,
+) -> BoxFuture<'a, crate::ToolResult<Success>> {
     Box::pin(std::future::ready(result))
 }
 
 /// The future of one served call of an async tool: its run, and the success
 /// as JSON. A named future, not an `async` block, so that each tool compiles
 /// the least code.
-pub fn json_of<'a, T, F>(run: F, tool: &'static ToolInfo) -> BoxFuture<'a, crate::ToolResult<Success>>
+pub fn json_of<'a, T, F>(
+    run: F,
+    tool: &'static ToolInfo,
+) -> BoxFuture<'a, crate::ToolResult<Success>>
 where
     T: Output,
     F: Future<Output = crate::ToolResult<T>> + Send + 'a,

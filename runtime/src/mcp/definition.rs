@@ -224,7 +224,10 @@ fn output_schema(success: fn(&mut SchemaGenerator) -> Schema) -> (Map<String, Va
 
 /// The root of an output schema: `success` (whose `$ref`s point into
 /// `definitions`) or the compact envelope.
-pub(crate) fn success_or_envelope(success: Value, definitions: Map<String, Value>) -> Map<String, Value> {
+pub(crate) fn success_or_envelope(
+    success: Value,
+    definitions: Map<String, Value>,
+) -> Map<String, Value> {
     let mut schema = Map::new();
     schema.insert("$schema".to_owned(), JSON_SCHEMA_2020_12.into());
     schema.insert("type".to_owned(), "object".into());

@@ -19,8 +19,8 @@ pub(crate) mod toolset;
 pub(crate) mod violations;
 
 pub use crate::catalog::{DescribeFailures, FailureMode};
-pub use definition::{FAILURE_MODES_META_KEY, ToolAnnotations, ToolDefinition};
 pub use context::{DEFAULT_LOG_LEVEL, LogLevel, ToolContext};
+pub use definition::{FAILURE_MODES_META_KEY, ToolAnnotations, ToolDefinition};
 pub use reply::{Contents, EmbeddedResource, ProtocolError, ReplyContent, ToolReply};
 pub use toolset::{DEFAULT_MAX_RESULT_BYTES, ServableTool, ToolProvider, ToolSet};
 

@@ -116,7 +116,11 @@ pub(crate) struct LiveRequest {
 }
 
 impl LiveRequest {
-    fn new(context: &RequestContext<RoleServer>, tool: &str, threshold: &Arc<LogThreshold>) -> Self {
+    fn new(
+        context: &RequestContext<RoleServer>,
+        tool: &str,
+        threshold: &Arc<LogThreshold>,
+    ) -> Self {
         LiveRequest {
             cancel: context.ct.clone(),
             peer: context.peer.clone(),
@@ -127,7 +131,12 @@ impl LiveRequest {
         }
     }
 
-    pub(crate) async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> bool {
+    pub(crate) async fn progress(
+        &self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> bool {
         let Some(token) = &self.progress_token else {
             return false;
         };
@@ -187,7 +196,8 @@ impl LiveRequest {
         let Ok(data) = crate::json::strict::to_value(data) else {
             return false;
         };
-        let param = LoggingMessageNotificationParam::new(level.into(), data).with_logger(&self.logger);
+        let param =
+            LoggingMessageNotificationParam::new(level.into(), data).with_logger(&self.logger);
         // Logging is deprecated in MCP's newest revision, and what most
         // clients still show; sent where the client negotiated it.
         #[allow(deprecated)]
@@ -376,10 +386,7 @@ impl HttpOptions {
     /// refused (403). Requests without an `Origin` header, from programs
     /// rather than browsers, pass.
     #[must_use]
-    pub fn allowed_origins(
-        mut self,
-        origins: impl IntoIterator<Item = impl Into<String>>,
-    ) -> Self {
+    pub fn allowed_origins(mut self, origins: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.config = self.config.with_allowed_origins(origins);
         self
     }
@@ -452,7 +459,8 @@ impl ToolSet {
     ///     }
     /// }
     ///
-    /// #[tool_handler]
+    /// // Serve the router in the field: `#[tool_handler]` alone serves `Self::tool_router()`.
+    /// #[tool_handler(router = self.tool_router)]
     /// impl ServerHandler for Server {}
     ///
     /// let tools = ToolSet::new().tool::<lookup_orders>();
@@ -467,15 +475,18 @@ impl ToolSet {
         let mut router = ToolRouter::new();
         for definition in self.list() {
             let tools = self.clone();
-            let route = ToolRoute::new_dyn(to_rmcp_tool(definition), move |call: ToolCallContext<'_, S>| {
-                let tools = tools.clone();
-                Box::pin(async move {
-                    let arguments = call.arguments.map_or(Value::Null, Value::Object);
-                    tools
-                        .call_in_request(&call.name, arguments, &call.request_context)
-                        .await
-                }) as crate::mcp::state::BoxFuture<'_, _>
-            });
+            let route = ToolRoute::new_dyn(
+                to_rmcp_tool(definition),
+                move |call: ToolCallContext<'_, S>| {
+                    let tools = tools.clone();
+                    Box::pin(async move {
+                        let arguments = call.arguments.map_or(Value::Null, Value::Object);
+                        tools
+                            .call_in_request(&call.name, arguments, &call.request_context)
+                            .await
+                    }) as crate::mcp::state::BoxFuture<'_, _>
+                },
+            );
             router.add_route(route);
         }
         router
@@ -524,8 +535,7 @@ impl ToolSet {
     ///
     /// If serving fails.
     pub async fn serve_http(self, listener: tokio::net::TcpListener) -> io::Result<()> {
-        self.serve_http_with(listener, HttpOptions::default())
-            .await
+        self.serve_http_with(listener, HttpOptions::default()).await
     }
 
     /// [`serve_http`](Self::serve_http), served as `options` say.
@@ -582,6 +592,10 @@ impl IntoCallToolResult for Escalation {
 /// TypeScript SDK) check `structuredContent` against it even when `isError`
 /// is true.
 ///
+/// rmcp's `#[tool_handler]` serves `Self::tool_router()` unless told
+/// otherwise: keep the fixed router in a field and serve that one, with
+/// `#[tool_handler(router = self.tool_router)]`.
+///
 /// ```
 /// use rmcp::handler::server::router::tool::ToolRouter;
 /// use rmcp::handler::server::wrapper::{Json, Parameters};
@@ -609,7 +623,8 @@ impl IntoCallToolResult for Escalation {
 ///     }
 /// }
 ///
-/// #[tool_handler]
+/// // Serve the router in the field, not a fresh `Self::tool_router()`.
+/// #[tool_handler(router = self.tool_router)]
 /// impl ServerHandler for Orders {}
 ///
 /// let orders = Orders { tool_router: admit_envelopes(Orders::tool_router()) };

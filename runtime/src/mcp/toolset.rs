@@ -14,7 +14,9 @@ use crate::escalation::Escalation;
 use crate::guard::Guards;
 use crate::json::depth::{MAX_DEPTH, deeper_than, dismantle, too_deep_marker};
 use crate::limits::EnvelopeLimits;
+use crate::mcp::arguments::Success;
 use crate::mcp::arguments::invalid_arguments;
+use crate::mcp::context::{LogLevel, LogThreshold, ToolContext};
 use crate::mcp::definition::ToolDefinition;
 use crate::mcp::reply::{ProtocolError, ToolReply};
 use crate::mcp::state::{BoxFuture, CallState};
@@ -24,8 +26,6 @@ use crate::reasons;
 use crate::redact::text::scrub;
 #[cfg(feature = "tokio")]
 use crate::retry::{RetryNotice, RetryPolicy, TokioSleeper};
-use crate::mcp::arguments::Success;
-use crate::mcp::context::{LogLevel, LogThreshold, ToolContext};
 use futures_util::future::{Either, select};
 use std::pin::pin;
 
@@ -495,7 +495,12 @@ impl ToolSet {
     /// A success: the value as `structuredContent` and its JSON as text, or
     /// the content blocks as they are; when that is over
     /// `max_result_bytes`, the envelope that says so.
-    fn success(&self, entry: &Entry, success: Success, arguments: &Map<String, Value>) -> ToolReply {
+    fn success(
+        &self,
+        entry: &Entry,
+        success: Success,
+        arguments: &Map<String, Value>,
+    ) -> ToolReply {
         let (reply, size) = match success {
             Success::Json(value) => {
                 let structured = entry.definition.structured(value);
