@@ -9,8 +9,8 @@ this file. The server is started over stdio and must behave as
 examples/mcp_server.rs describes:
 
 * tools/list lists the five example tools, each with an inputSchema (a 2020-12
-  object schema) and an outputSchema (anyOf the success schema and
-  #/$defs/ErrorEnvelope);
+  object schema) and an outputSchema (anyOf the success schema and the
+  compact ErrorEnvelope schema, under 500 bytes);
 * successful calls return is_error False with the expected structured_content;
 * failing calls return is_error True, an error envelope in structured_content
   and the same JSON as the first text block;
@@ -191,8 +191,14 @@ async def check_server(session: ClientSession, checks: Checks) -> None:
             check(out.get("type") == "object", f"outputSchema root type is {out.get('type')!r}")
             branches = out.get("anyOf")
             check(isinstance(branches, list) and len(branches) == 2, f"outputSchema anyOf is {branches!r}")
-            check({"$ref": "#/$defs/ErrorEnvelope"} in branches, "outputSchema anyOf lacks #/$defs/ErrorEnvelope")
-            check("ErrorEnvelope" in out.get("$defs", {}), "outputSchema has no $defs/ErrorEnvelope")
+            envelope = branches[1]
+            check(envelope.get("title") == "ErrorEnvelope", f"outputSchema's second branch is {envelope!r}")
+            check(
+                envelope.get("required") == list(ENVELOPE_REQUIRED),
+                f"the envelope branch requires {envelope.get('required')!r}",
+            )
+            size = len(json.dumps(envelope, separators=(",", ":")))
+            check(size <= 500, f"the envelope branch is {size} bytes, over 500")
             Draft202012Validator.check_schema(inp)
             Draft202012Validator.check_schema(out)
 

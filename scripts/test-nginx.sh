@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Stateless scale-out behind a real load balancer: nginx (Debian's package,
+# installed here with apt-get when missing) round-robins across two replicas
+# of the example server, each serving Streamable HTTP with `--stateless`, and
+# the official MCP Python SDK makes 1,000 calls through it, every answer
+# checked (scripts/mcp_python_nginx.py). Both replicas must have answered.
+#
+# Usage: scripts/test-nginx.sh MCP_SERVER_BINARY
+#
+# The replicas accept the Host name nginx forwards (`tools.internal`, with
+# `--allowed-host`), as a deployment behind a proxy would.
+set -euo pipefail
+
+if [[ $# -ne 1 ]]; then
+    echo "usage: $0 MCP_SERVER_BINARY" >&2
+    exit 2
+fi
+server="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+nginx_bin="$(command -v nginx || true)"
+[[ -z "$nginx_bin" && -x /usr/sbin/nginx ]] && nginx_bin=/usr/sbin/nginx
+if [[ -z "$nginx_bin" ]]; then
+    echo "==> installing nginx (Debian package)"
+    sudo=""
+    [[ "$(id -u)" -ne 0 ]] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nginx >/dev/null
+    nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
+fi
+"$nginx_bin" -v
+
+# shellcheck source=scripts/python-env.sh
+source "$script_dir/python-env.sh"
+
+work="$(mktemp -d)"
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Starts replica $1, its log in $work/replica-$1.log.
+start_replica() {
+    "$server" --http 127.0.0.1:0 --stateless --allowed-host tools.internal \
+        >/dev/null 2>"$work/replica-$1.log" &
+    pids+=("$!")
+}
+
+# Prints the address replica $1 (process $2) is bound to, once it is.
+replica_address() {
+    local log="$work/replica-$1.log" address=""
+    for _ in $(seq 1 100); do
+        address="$(grep -o '127.0.0.1:[0-9]*' "$log" | head -1 || true)"
+        [[ -n "$address" ]] && break
+        kill -0 "$2" 2>/dev/null || { cat "$log" >&2; echo "replica $1 exited" >&2; return 1; }
+        sleep 0.1
+    done
+    [[ -n "$address" ]] || { cat "$log" >&2; echo "replica $1 did not start" >&2; return 1; }
+    echo "$address"
+}
+start_replica 1
+start_replica 2
+first="$(replica_address 1 "${pids[0]}")"
+second="$(replica_address 2 "${pids[1]}")"
+port="$("$venv_python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+echo "==> replicas at $first and $second; nginx at 127.0.0.1:$port"
+
+mkdir -p "$work/tmp"
+cat >"$work/nginx.conf" <<CONF
+daemon off;
+worker_processes 1;
+pid $work/nginx.pid;
+error_log stderr warn;
+events { worker_connections 256; }
+http {
+    log_format upstream '\$upstream_addr \$status \$request_method';
+    access_log $work/access.log upstream;
+    client_body_temp_path $work/tmp/body;
+    proxy_temp_path $work/tmp/proxy;
+    fastcgi_temp_path $work/tmp/fastcgi;
+    uwsgi_temp_path $work/tmp/uwsgi;
+    scgi_temp_path $work/tmp/scgi;
+    upstream mcp_replicas {
+        server $first;
+        server $second;
+        keepalive 16;
+    }
+    server {
+        listen 127.0.0.1:$port;
+        location /mcp {
+            proxy_pass http://mcp_replicas;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host tools.internal;
+            proxy_buffering off;
+            proxy_request_buffering off;
+            proxy_read_timeout 300s;
+        }
+    }
+}
+CONF
+"$nginx_bin" -t -q -c "$work/nginx.conf" -p "$work"
+"$nginx_bin" -c "$work/nginx.conf" -p "$work" </dev/null >/dev/null &
+pids+=("$!")
+for _ in $(seq 1 100); do
+    (: >"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+    sleep 0.1
+done
+
+echo "==> 1,000 calls through nginx with the Python SDK"
+"$venv_python" -O "$script_dir/mcp_python_nginx.py" "http://127.0.0.1:$port/mcp" 1000
+
+# Every request was answered by a replica, and both took their share.
+"$venv_python" - "$work/access.log" "$first" "$second" <<'PY'
+import collections, sys
+log, *replicas = sys.argv[1:]
+counts = collections.Counter()
+statuses = collections.Counter()
+for line in open(log):
+    upstream, status, method = line.split()[:3]
+    if upstream == "-":
+        print(f"answered by nginx itself: {method} {status}")
+    counts[upstream] += 1
+    statuses[status] += 1
+print(f"requests per replica: {dict(counts)}; statuses: {dict(statuses)}")
+for replica in replicas:
+    if counts[replica] < 300:
+        sys.exit(f"replica {replica} answered {counts[replica]} requests: not round-robin")
+if set(statuses) - {"200", "202", "405"}:
+    sys.exit(f"unexpected statuses through nginx: {dict(statuses)}")
+PY
+echo "nginx: passed"
