@@ -4,8 +4,9 @@
 //! - **This crate's tools** are free `#[tool]` functions in a [`ToolSet`]: the
 //!   suite's fixtures (text, an error, image, audio, embedded resources, mixed
 //!   content, logging, progress, sampling, elicitation, a JSON Schema 2020-12
-//!   input). Their failures are error envelopes; the request reaches them as a
-//!   [`ToolContext`].
+//!   input), and `slow_count` / `stopped_early`, with which a client checks
+//!   that a cancelled call stops. Their failures are error envelopes; the
+//!   request reaches them as a [`ToolContext`].
 //! - **rmcp's own tools** live in a `#[tool_router]` block on [`Server`]:
 //!   `lookup_order` returns `Result<Json<Order>, ErrorEnvelope>`, and
 //!   [`admit_envelopes`] lets the envelope into its output schema. The two
@@ -25,6 +26,7 @@
 
 use std::collections::HashSet;
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -270,6 +272,46 @@ fn json_schema_2020_12_tool(
     Ok(format!("{name:?} at {address:?}"))
 }
 
+/// How many `slow_count` calls were stopped before they finished.
+static STOPPED_EARLY: AtomicU64 = AtomicU64::new(0);
+
+/// Counts `STOPPED_EARLY` up unless the count finished.
+struct Unfinished(bool);
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if self.0 {
+            STOPPED_EARLY.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Counts to `to`, one step every 20 ms, reporting each step as progress.
+/// Cancel it, and it stops at its next step.
+#[tool(read_only)]
+async fn slow_count(
+    context: ToolContext,
+    /// Where to stop.
+    to: u32,
+) -> Result<u32, ErrorEnvelope> {
+    let mut unfinished = Unfinished(true);
+    for step in 1..=to {
+        context
+            .progress(f64::from(step), Some(f64::from(to)), None)
+            .await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    unfinished.0 = false;
+    Ok(to)
+}
+
+/// How many `slow_count` calls this server stopped before they finished:
+/// what a client that cancels one can check.
+#[tool(read_only)]
+fn stopped_early() -> Result<u64, ErrorEnvelope> {
+    Ok(STOPPED_EARLY.load(Ordering::SeqCst))
+}
+
 /// The client that called a tool, to make requests of it.
 fn client(context: &ToolContext) -> Result<&Peer<RoleServer>, ErrorEnvelope> {
     context.peer().ok_or_else(|| {
@@ -327,6 +369,8 @@ fn tools() -> ToolSet {
         .tool::<test_elicitation_sep1034_defaults>()
         .tool::<test_elicitation_sep1330_enums>()
         .tool::<json_schema_2020_12_tool>()
+        .tool::<slow_count>()
+        .tool::<stopped_early>()
 }
 
 // ---------------------------------------------------------------------------

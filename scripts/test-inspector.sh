@@ -3,7 +3,11 @@
 # an independent client that validates structuredContent against each tool's
 # outputSchema with Ajv 2020-12, for errors as well as successes.
 #
-# Usage: scripts/test-inspector.sh SERVER_BINARY
+# Usage: scripts/test-inspector.sh SERVER_BINARY [full]
+#
+# Without `full`, the checks of examples/mcp_server; with it, those of
+# examples/full_server: rmcp's own tool returning envelopes its outputSchema
+# admits, rich content, and this crate's tools composed into that server.
 #
 # Node and the Inspector are installed from the npm registry into
 # ${TOOL_ENVELOPE_CACHE:-<repository>/target/ci-cache}/node and reused between runs.
@@ -38,11 +42,12 @@ die() {
     exit 1
 }
 
-if [[ $# -ne 1 ]]; then
-    echo "usage: $0 SERVER_BINARY" >&2
+if [[ $# -lt 1 || $# -gt 2 || ( $# -eq 2 && "$2" != "full" ) ]]; then
+    echo "usage: $0 SERVER_BINARY [full]" >&2
     exit 2
 fi
 server="$1"
+suite="${2:-example}"
 [[ -x "$server" ]] || { echo "error: server binary '$server' does not exist or is not executable" >&2; exit 2; }
 server="$(cd "$(dirname "$server")" && pwd)/$(basename "$server")"
 
@@ -152,6 +157,17 @@ elif mode == "success":
         sys.exit(f"result has no structuredContent object: {json.dumps(result)}")
     if arg is not None and sc != json.loads(arg):
         sys.exit(f"structuredContent is {json.dumps(sc, sort_keys=True)}, expected {arg}")
+elif mode == "includes":
+    names = {t.get("name") for t in result.get("tools") or []}
+    missing = sorted(set(arg.split(",")) - names)
+    if missing:
+        sys.exit(f"tools/list lacks {missing}: {sorted(names)}")
+elif mode == "content":
+    if result.get("isError") is True:
+        sys.exit(f"isError is true: {json.dumps(result)}")
+    kinds = [block.get("type") for block in result.get("content") or []]
+    if kinds != arg.split(","):
+        sys.exit(f"content blocks are {kinds}, expected {arg.split(',')}")
 else:
     sys.exit(f"unknown check mode {mode!r}")
 PY
@@ -199,16 +215,6 @@ expect_json() {
     fi
 }
 
-# --- checks --------------------------------------------------------------------
-
-name="tools/list: exit 0, the 5 tools with their schemas"
-inspect --method tools/list
-if [[ $rc -eq 0 ]]; then
-    expect_json "$name" tools "lookup_orders,stock_level,process_refund,read_payroll,research"
-else
-    fail "$name" "$(describe_rc "$rc"), expected exit 0"
-fi
-
 # call_tool TOOL ARGS_JSON: one tools/call through the Inspector.
 call_tool() {
     inspect --method tools/call --tool-name "$1" --tool-args-json "$2"
@@ -237,6 +243,49 @@ expect_success() {
     fi
 }
 
+# expect_content TOOL ARGS_JSON TYPES: a success made of these content blocks.
+expect_content() {
+    local name="tools/call $1 $2: exit 0, content $3"
+    call_tool "$1" "$2"
+    if [[ $rc -eq 0 ]]; then
+        expect_json "$name" content "$3"
+    else
+        fail "$name" "$(describe_rc "$rc"), expected exit 0"
+    fi
+}
+
+# --- checks --------------------------------------------------------------------
+
+if [[ "$suite" == "full" ]]; then
+    name="tools/list: exit 0, rmcp's own tool next to this crate's"
+    inspect --method tools/list
+    if [[ $rc -eq 0 ]]; then
+        expect_json "$name" includes "lookup_order,test_image_content,test_tool_with_progress,slow_count"
+    else
+        fail "$name" "$(describe_rc "$rc"), expected exit 0"
+    fi
+    # rmcp's own tool: its envelopes match the outputSchema admit_envelopes made.
+    expect_error lookup_order '{"order_id":"O-99"}' business
+    expect_error lookup_order '{"order_id":"77"}' validation
+    expect_success lookup_order '{"order_id":"O-77"}'
+    # Rich content, and a failure among rich tools that stays an envelope.
+    expect_content test_image_content '{}' image
+    expect_content test_audio_content '{}' audio
+    expect_content test_embedded_resource '{}' resource
+    expect_content test_multiple_content_types '{}' text,image,resource
+    expect_error test_error_handling '{}' business
+    # The request context: progress and logs are sent, the result arrives.
+    expect_content test_tool_with_progress '{}' text
+    expect_content test_tool_with_logging '{}' text
+else
+name="tools/list: exit 0, the 5 tools with their schemas"
+inspect --method tools/list
+if [[ $rc -eq 0 ]]; then
+    expect_json "$name" tools "lookup_orders,stock_level,process_refund,read_payroll,research"
+else
+    fail "$name" "$(describe_rc "$rc"), expected exit 0"
+fi
+
 expect_error lookup_orders '{"customer_id":"C-4821"}' transient
 expect_error process_refund '{"order":"O-77","amount":620}' business
 expect_error read_payroll '{"dept":"ENG"}' permission
@@ -251,6 +300,7 @@ expect_error research '{"topic":"EU AI Act timelines"}' transient
 expect_success lookup_orders '{"customer_id":"C-0000"}' '{"isError":false,"empty":true,"matches":0}'
 expect_success process_refund '{"order":"O-78","amount":300}'
 expect_success stock_level '{"sku":"SKU-1"}' '{"result":35}'
+fi
 
 # --- summary -------------------------------------------------------------------
 
