@@ -9,29 +9,25 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// Builds the example MCP server once and returns its path.
 pub fn server_binary() -> &'static PathBuf {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let status = Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "--quiet",
-                "--example",
-                "mcp_server",
-                "--features",
-                "rmcp",
-            ])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building the example failed");
-        // A test runs from <target>/<profile>/deps/; the example is in <target>/<profile>/examples/.
-        let exe = std::env::current_exe().unwrap();
-        let profile_dir = exe.parent().unwrap().parent().unwrap();
-        let binary = profile_dir
-            .join("examples")
-            .join(format!("mcp_server{}", std::env::consts::EXE_SUFFIX));
-        assert!(binary.exists(), "{} was not built", binary.display());
-        binary
-    })
+    BINARY.get_or_init(|| example_binary("mcp_server"))
+}
+
+/// Builds the example `name` (with the `rmcp` feature) and returns its path.
+pub fn example_binary(name: &str) -> PathBuf {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "--example", name, "--features", "rmcp"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "building the example {name} failed");
+    // A test runs from <target>/<profile>/deps/; the example is in <target>/<profile>/examples/.
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().unwrap().parent().unwrap();
+    let binary = profile_dir
+        .join("examples")
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    assert!(binary.exists(), "{} was not built", binary.display());
+    binary
 }
 
 /// A writer that keeps everything written to it, for a `tracing` subscriber.
