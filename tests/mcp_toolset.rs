@@ -815,3 +815,72 @@ async fn a_result_that_cannot_be_serialized_is_an_envelope_with_every_pillar() {
     assert_eq!(envelope.attempted_query(), Some(&json!({"path": "/tmp/x"})));
     assert_eq!(envelope.partial_results(), Some(&json!(["/tmp/x"])));
 }
+
+/// Fails with every pillar and every optional key.
+#[tool(read_only)]
+fn everything(gathered: tool_envelope::Partial<u32>) -> Result<(), ErrorEnvelope> {
+    gathered.push(1);
+    Err(ErrorEnvelope::transient("The search backend timed out.")
+        .with_alternative("Narrow the query")
+        .with_reason("BACKEND_TIMEOUT")
+        .with_retry_after(Duration::from_millis(250))
+        .with_violations(vec![tool_envelope::Violation::new("q", "too broad")]))
+}
+
+/// The keys of a JSON object's text, in the order they are written.
+fn keys_in_order(text: &str) -> Vec<String> {
+    let mut keys = Vec::new();
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    struct Keys<'a>(&'a mut Vec<String>);
+    impl<'de> serde::de::Visitor<'de> for Keys<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<String>()? {
+                map.next_value::<serde::de::IgnoredAny>()?;
+                self.0.push(key);
+            }
+            Ok(())
+        }
+    }
+    serde::Deserializer::deserialize_map(&mut deserializer, Keys(&mut keys)).unwrap();
+    keys
+}
+
+#[tokio::test]
+async fn the_text_block_leads_with_the_pillars_in_the_wire_formats_order() {
+    let wire_order = [
+        "isError",
+        "errorCategory",
+        "isRetryable",
+        "message",
+        "attempted_query",
+        "partial_results",
+        "alternatives",
+        "reason",
+        "retryAfterMs",
+        "violations",
+        "tool",
+        "escalation",
+    ];
+    for tools in [
+        ToolSet::new().tool::<everything>(),
+        ToolSet::new()
+            .tool::<everything>()
+            .retry(RetryPolicy::default().constant(Duration::ZERO)),
+    ] {
+        let reply = tools.call("everything", json!({})).await.unwrap();
+        let keys = keys_in_order(reply.text().unwrap());
+        let expected: Vec<&str> = wire_order
+            .iter()
+            .copied()
+            .filter(|key| keys.iter().any(|k| k == key))
+            .collect();
+        assert_eq!(keys, expected);
+        assert!(keys.len() >= 11, "{keys:?}");
+        let text: Value = serde_json::from_str(reply.text().unwrap()).unwrap();
+        assert_eq!(Some(&text), reply.structured_content.as_ref());
+    }
+}

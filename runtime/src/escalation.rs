@@ -226,6 +226,15 @@ impl Escalation {
             .expect("an escalation serializes")
     }
 
+    /// [`to_wire`](Self::to_wire) as compact JSON text, keys in the wire
+    /// format's order.
+    pub(crate) fn to_wire_text(&self, limits: &EnvelopeLimits) -> String {
+        let mut text = Vec::new();
+        self.wire(limits, &mut serde_json::Serializer::new(&mut text))
+            .expect("an escalation serializes");
+        String::from_utf8(text).expect("JSON is UTF-8")
+    }
+
     fn wire<S: Serializer>(
         &self,
         limits: &EnvelopeLimits,

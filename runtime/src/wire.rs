@@ -55,6 +55,14 @@ impl ErrorEnvelope {
         serde_json::to_value(Outgoing::new(&self.fields, limits))
             .expect("an outgoing envelope serializes")
     }
+
+    /// [`to_wire`](Self::to_wire) as compact JSON text, its keys in the
+    /// order of the wire format (`isError`, `errorCategory`, `isRetryable`,
+    /// `message`, …) — a `Value` would sort them.
+    pub(crate) fn to_wire_text(&self, limits: &EnvelopeLimits) -> String {
+        serde_json::to_string(&Outgoing::new(&self.fields, limits))
+            .expect("an outgoing envelope serializes")
+    }
 }
 
 impl Serialize for Outgoing<'_> {

@@ -578,8 +578,7 @@ impl ToolSet {
 
 /// The reply of a failed call, as rmcp sends it: `isError`, the envelope as
 /// `structuredContent`, and its JSON as a text block.
-fn failed_result(structured: Value) -> Result<CallToolResponse, ErrorData> {
-    let text = structured.to_string();
+fn failed_result(structured: Value, text: String) -> Result<CallToolResponse, ErrorData> {
     let mut result = rmcp::model::CallToolResult::error(vec![ContentBlock::text(text)]);
     result.structured_content = Some(structured);
     Ok(result.into())
@@ -594,7 +593,8 @@ fn failed_result(structured: Value) -> Result<CallToolResponse, ErrorData> {
 /// the tool's schema to admit the envelope: see [`admit_envelopes`].
 impl IntoCallToolResult for ErrorEnvelope {
     fn into_call_tool_result(self) -> Result<CallToolResponse, ErrorData> {
-        failed_result(self.to_wire(&EnvelopeLimits::default()))
+        let limits = EnvelopeLimits::default();
+        failed_result(self.to_wire(&limits), self.to_wire_text(&limits))
     }
 }
 
@@ -603,7 +603,8 @@ impl IntoCallToolResult for ErrorEnvelope {
 /// [`ErrorEnvelope`]: the envelope and why it escalated.
 impl IntoCallToolResult for Escalation {
     fn into_call_tool_result(self) -> Result<CallToolResponse, ErrorData> {
-        failed_result(self.to_wire(&EnvelopeLimits::default()))
+        let limits = EnvelopeLimits::default();
+        failed_result(self.to_wire(&limits), self.to_wire_text(&limits))
     }
 }
 

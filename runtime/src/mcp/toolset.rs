@@ -596,7 +596,7 @@ impl ToolSet {
         let cap = self.inner.max_result_bytes;
         let mut limits = self.inner.limits;
         let mut structured = failure.to_wire(&limits);
-        let mut text = structured.to_string();
+        let mut text = failure.to_wire_text(&limits);
         // The first round lowers each cap to the size of its part, so that
         // a large part under a generous cap shrinks too; each round then
         // shrinks the caps in proportion. At the floors an envelope is a few
@@ -611,11 +611,11 @@ impl ToolSet {
             }
             limits = limits.scaled(cap, size.saturating_add(size / 8));
             structured = failure.to_wire(&limits);
-            text = structured.to_string();
+            text = failure.to_wire_text(&limits);
         }
         if reply_size(&text) > cap {
             structured = failure.to_wire(&EnvelopeLimits::floors());
-            text = structured.to_string();
+            text = failure.to_wire_text(&EnvelopeLimits::floors());
         }
         ToolReply::structured(structured, text, true)
     }
@@ -715,6 +715,14 @@ impl Failure {
         match self {
             Failure::Envelope(envelope) => envelope.to_wire(limits),
             Failure::Escalated(escalation) => escalation.to_wire(limits),
+        }
+    }
+
+    /// The JSON text of the failure, keys in the wire format's order.
+    fn to_wire_text(&self, limits: &EnvelopeLimits) -> String {
+        match self {
+            Failure::Envelope(envelope) => envelope.to_wire_text(limits),
+            Failure::Escalated(escalation) => escalation.to_wire_text(limits),
         }
     }
 }
