@@ -1,7 +1,8 @@
 //! Figure 3 of BENCHMARKS.md: `tools/call` end to end over stdio, 10,000
 //! sequential calls from one rmcp client, for the same trivial tool served by
 //! rmcp's own macros and by tool-envelope's `ToolSet` on rmcp — for a tool
-//! that succeeds and for one that fails.
+//! that succeeds and for one that fails; and, in rmcp's own server, a failing
+//! tool that returns a `String` against one that returns an error envelope.
 //!
 //! `cargo bench --bench dispatch --features rmcp`
 //! (builds `benches/servers` in release mode first).
@@ -91,5 +92,27 @@ fn main() {
         }
         group.finish();
     }
+    // One rmcp server, one failing tool written two ways: a `String` error
+    // (rmcp's text result) and an error envelope (this crate's
+    // `IntoCallToolResult`, with `admit_envelopes` on the router).
+    let mut group = criterion.benchmark_group("dispatch_rmcp_native_fail");
+    group.sampling_mode(SamplingMode::Flat);
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(20));
+    group.throughput(Throughput::Elements(CALLS));
+    let client = runtime.block_on(connect(&servers[0].1));
+    for (name, tool) in [("string_error", "fail"), ("envelope", "fail_envelope")] {
+        group.bench_function(name, |b| {
+            b.iter_custom(|iterations| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iterations {
+                    total += runtime.block_on(calls(&client, tool, true));
+                }
+                total
+            })
+        });
+    }
+    runtime.block_on(client.cancel()).unwrap();
+    group.finish();
     criterion.final_summary();
 }

@@ -5,6 +5,9 @@
 # the official MCP Python SDK makes 1,000 calls through it, every answer
 # checked (scripts/mcp_python_nginx.py). Both replicas must have answered.
 #
+# Then this crate's client makes 1,000 calls through it while one replica is
+# killed halfway (tests/mcp_client_servers.rs, ignored by `cargo test`).
+#
 # Usage: scripts/test-nginx.sh MCP_SERVER_BINARY
 #
 # The replicas accept the Host name nginx forwards (`tools.internal`, with
@@ -84,8 +87,10 @@ http {
     uwsgi_temp_path $work/tmp/uwsgi;
     scgi_temp_path $work/tmp/scgi;
     upstream mcp_replicas {
-        server $first;
-        server $second;
+        # Never taken out of rotation: after the kill, every other request
+        # still goes to the dead replica.
+        server $first max_fails=0;
+        server $second max_fails=0;
         keepalive 16;
     }
     server {
@@ -98,6 +103,11 @@ http {
             proxy_buffering off;
             proxy_request_buffering off;
             proxy_read_timeout 300s;
+            # A request to a dead replica fails rather than moving on to the
+            # other: what in-flight calls see when a replica dies, and what
+            # the client's recovery is tested on. (nginx's default passes a
+            # refused connection to the next replica, which hides the death.)
+            proxy_next_upstream off;
         }
     }
 }
@@ -132,4 +142,10 @@ for replica in replicas:
 if set(statuses) - {"200", "202", "405"}:
     sys.exit(f"unexpected statuses through nginx: {dict(statuses)}")
 PY
+# The Rust client, 1,000 calls, one replica killed halfway: safe calls
+# recover on the other replica, refunds escalate, every call is accounted for.
+echo "==> 1,000 calls with McpClient; replica $first killed halfway"
+(cd "$script_dir/.." &&
+    TOOL_ENVELOPE_NGINX_URL="http://127.0.0.1:$port/mcp" TOOL_ENVELOPE_REPLICA_PID="${pids[0]}" \
+        cargo test --quiet --all-features --test mcp_client_servers -- --ignored --nocapture a_thousand_calls)
 echo "nginx: passed"

@@ -1,7 +1,11 @@
-// The README is the crate's documentation. Its examples serve over MCP, so
-// they are tested as doctests with the `rmcp` feature (the README's test
-// command, `--all-features`); without it they are documentation only.
-#![cfg_attr(any(feature = "rmcp", not(doctest)), doc = include_str!("../README.md"))]
+// The README is the crate's documentation. Its examples serve and call over
+// MCP, so they are tested as doctests with the `rmcp` and `client` features
+// (the README's test command, `--all-features`); without them they are
+// documentation only.
+#![cfg_attr(
+    any(all(feature = "rmcp", feature = "client"), not(doctest)),
+    doc = include_str!("../README.md")
+)]
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 #![cfg_attr(tool_envelope_docsrs, feature(doc_cfg))]

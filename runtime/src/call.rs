@@ -545,8 +545,14 @@ pub(crate) fn complete(
             Some(reasons::HUMAN_REQUESTED | reasons::POLICY_GAP)
         ) {
             envelope.fields.retryable = false;
-        } else if envelope.idempotent() == Some(false) && !envelope.not_applied() {
-            envelope.withhold_retry(tool.name.clone());
+        } else if envelope.idempotent() == Some(false) {
+            if !envelope.not_applied() {
+                envelope.withhold_retry(tool.name.clone());
+            } else if envelope.fields.reason.is_none() {
+                // On the wire, what tells a caller that repeating this call,
+                // of a tool that is not idempotent, is safe.
+                envelope.fields.reason = Some(Cow::Borrowed(reasons::NOT_APPLIED));
+            }
         }
     }
     envelope

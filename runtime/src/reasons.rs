@@ -29,6 +29,20 @@ pub const UNREADABLE_ARGUMENT: &str = "UNREADABLE_ARGUMENT";
 pub const MAY_HAVE_TAKEN_EFFECT: &str = "MAY_HAVE_TAKEN_EFFECT";
 /// The arguments could not be used: wrong types, missing or unknown keys.
 pub const INVALID_ARGUMENTS: &str = "INVALID_ARGUMENTS";
+/// The call failed before it had any effect, so repeating it is safe even
+/// though the tool is not idempotent: a server sends it with a transient
+/// failure of such a tool whose error said so (when the error gave no reason
+/// of its own), and a client that reads it repeats the call. A client also
+/// gives it to a call it knows never reached the server.
+pub const NOT_APPLIED: &str = "NOT_APPLIED";
+/// The connection to an MCP server broke while a call was on its way: the
+/// call may or may not have reached the tool.
+pub const CONNECTION_LOST: &str = "CONNECTION_LOST";
+/// An MCP server's reply was not one MCP defines, or could not be read.
+pub const UNEXPECTED_REPLY: &str = "UNEXPECTED_REPLY";
+/// An MCP server answered with an HTTP status: the status follows, as in
+/// `HTTP_503`, `HTTP_429`, `HTTP_401`.
+pub const HTTP_STATUS_PREFIX: &str = "HTTP_";
 /// An argument JSON cannot carry (a NaN, an infinity, a value whose
 /// `Serialize` fails) reached a tool with a guard, which could not judge it.
 pub const UNREPRESENTABLE_ARGUMENT: &str = "UNREPRESENTABLE_ARGUMENT";

@@ -9,6 +9,8 @@
 
 pub(crate) mod arguments;
 pub(crate) mod checks;
+#[cfg(feature = "client")]
+pub mod client;
 pub(crate) mod context;
 pub(crate) mod definition;
 pub(crate) mod reply;

@@ -43,6 +43,12 @@ fn to_rmcp_tool(definition: &ToolDefinition) -> Tool {
     serde_json::from_value(value).expect("a definition is a valid MCP tool")
 }
 
+/// The rmcp shape of every definition, made once per tool set: a stateless
+/// server makes a server per request, and lists or routes with these.
+fn rmcp_tools(tools: &ToolSet) -> &[Tool] {
+    tools.rmcp_tools(|definitions| definitions.iter().map(to_rmcp_tool).collect())
+}
+
 /// The rmcp shape of a block; text is not serialized again.
 fn to_rmcp_block(block: ReplyContent) -> ContentBlock {
     match block {
@@ -239,13 +245,14 @@ impl ServerHandler for ToolSet {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(
-            self.list().iter().map(to_rmcp_tool).collect(),
-        ))
+        Ok(ListToolsResult::with_all_items(rmcp_tools(self).to_vec()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.get(name).map(to_rmcp_tool)
+        rmcp_tools(self)
+            .iter()
+            .find(|tool| tool.name == name)
+            .cloned()
     }
 
     async fn call_tool(
@@ -501,20 +508,17 @@ impl ToolSet {
     /// `logging/setLevel` forwards it to [`ToolSet::set_log_level`].
     pub fn router<S: Send + Sync + 'static>(&self) -> ToolRouter<S> {
         let mut router = ToolRouter::new();
-        for definition in self.list() {
+        for tool in rmcp_tools(self) {
             let tools = self.clone();
-            let route = ToolRoute::new_dyn(
-                to_rmcp_tool(definition),
-                move |call: ToolCallContext<'_, S>| {
-                    let tools = tools.clone();
-                    Box::pin(async move {
-                        let arguments = call.arguments.map_or(Value::Null, Value::Object);
-                        tools
-                            .call_in_request(&call.name, arguments, &call.request_context)
-                            .await
-                    }) as crate::mcp::state::BoxFuture<'_, _>
-                },
-            );
+            let route = ToolRoute::new_dyn(tool.clone(), move |call: ToolCallContext<'_, S>| {
+                let tools = tools.clone();
+                Box::pin(async move {
+                    let arguments = call.arguments.map_or(Value::Null, Value::Object);
+                    tools
+                        .call_in_request(&call.name, arguments, &call.request_context)
+                        .await
+                }) as crate::mcp::state::BoxFuture<'_, _>
+            });
             router.add_route(route);
         }
         router

@@ -136,6 +136,9 @@ struct Inner {
     mask_internal: Option<Cow<'static, str>>,
     max_result_bytes: usize,
     limits: EnvelopeLimits,
+    /// The definitions in rmcp's shape, made once.
+    #[cfg(feature = "rmcp")]
+    rmcp_tools: std::sync::OnceLock<Vec<rmcp::model::Tool>>,
 }
 
 /// The default cap on a result's JSON, its text copy included: well under
@@ -159,6 +162,8 @@ impl Default for Inner {
             mask_internal: None,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             limits: EnvelopeLimits::default(),
+            #[cfg(feature = "rmcp")]
+            rmcp_tools: std::sync::OnceLock::new(),
         }
     }
 }
@@ -222,6 +227,10 @@ impl ToolSet {
             "a tool named `{}` is already in this tool set",
             definition.name
         );
+        #[cfg(feature = "rmcp")]
+        {
+            inner.rmcp_tools = std::sync::OnceLock::new();
+        }
         inner
             .index
             .insert(definition.name.clone(), inner.entries.len());
@@ -388,6 +397,17 @@ impl ToolSet {
     /// The least severe level of the log messages sent to the client.
     pub fn log_level(&self) -> LogLevel {
         self.log_threshold.get()
+    }
+
+    /// The definitions in rmcp's shape, made on first use.
+    #[cfg(feature = "rmcp")]
+    pub(crate) fn rmcp_tools(
+        &self,
+        convert: impl FnOnce(&[ToolDefinition]) -> Vec<rmcp::model::Tool>,
+    ) -> &[rmcp::model::Tool] {
+        self.inner
+            .rmcp_tools
+            .get_or_init(|| convert(&self.inner.definitions))
     }
 
     #[cfg(feature = "rmcp")]

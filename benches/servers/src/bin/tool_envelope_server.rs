@@ -1,9 +1,13 @@
 //! The same trivial tools, written with tool-envelope's `#[tool]` and served
 //! by its `ToolSet` on rmcp.
+//!
+//! Over stdio by default; `--http ADDR` serves stateless Streamable HTTP.
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use schemars::JsonSchema;
 use serde::Serialize;
-use tool_envelope::mcp::ToolSet;
+use tool_envelope::mcp::{HttpOptions, ToolSet};
 use tool_envelope::{ErrorEnvelope, tool};
 
 /// The result.
@@ -31,12 +35,35 @@ async fn fail(
     Err(ErrorEnvelope::transient(format!("could not echo {text}")))
 }
 
+static MIXED: AtomicU64 = AtomicU64::new(0);
+
+/// Echoes three calls in four; the fourth fails.
+#[tool(read_only)]
+async fn mixed(
+    /// The text to echo.
+    text: String,
+) -> Result<Echoed, ErrorEnvelope> {
+    if MIXED.fetch_add(1, Ordering::Relaxed) % 4 == 3 {
+        return Err(ErrorEnvelope::transient(format!("could not echo {text}")));
+    }
+    Ok(Echoed { text })
+}
+
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
-    ToolSet::new()
+    let tools = ToolSet::new()
         .server_info("tool-envelope", "0")
         .tool::<echo>()
         .tool::<fail>()
-        .serve_stdio()
-        .await
+        .tool::<mixed>();
+    let mut args = std::env::args().skip(1);
+    if let (Some(flag), Some(address)) = (args.next(), args.next()) {
+        assert_eq!(flag, "--http", "usage: tool_envelope_server [--http ADDR]");
+        let listener = tokio::net::TcpListener::bind(address).await?;
+        eprintln!("listening on http://{}/mcp", listener.local_addr()?);
+        return tools
+            .serve_http_with(listener, HttpOptions::new().stateless())
+            .await;
+    }
+    tools.serve_stdio().await
 }

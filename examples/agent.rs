@@ -1,0 +1,134 @@
+//! An agent-side harness with no model: it calls the example server's tools
+//! over MCP, recovers locally what is safe to repeat, prints each routing
+//! decision, and ends with a coordinator's report — DESIGN.md's scenarios,
+//! seen from the caller.
+//!
+//! ```sh
+//! cargo build --example mcp_server --features rmcp
+//! cargo run --example agent --features client -- target/debug/examples/mcp_server
+//! ```
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tool_envelope::coordinator::Coordinator;
+use tool_envelope::mcp::client::McpClient;
+use tool_envelope::retry::{Outcome, RetryPolicy};
+
+/// The calls the agent makes: what it wants, which tool, with what.
+const CALLS: &[(&str, &str, &str)] = &[
+    (
+        "orders of a new customer",
+        "lookup_orders",
+        r#"{"customer_id": "C-0000"}"#,
+    ),
+    (
+        "orders of C-1001",
+        "lookup_orders",
+        r#"{"customer_id": "C-1001"}"#,
+    ),
+    (
+        "orders while the DB is down",
+        "lookup_orders",
+        r#"{"customer_id": "C-4821"}"#,
+    ),
+    ("stock of SKU-1", "stock_level", r#"{"sku": "SKU-1"}"#),
+    (
+        "a $620 refund",
+        "process_refund",
+        r#"{"order": "O-77", "amount": 620}"#,
+    ),
+    ("the ENG payroll", "read_payroll", r#"{"dept": "ENG"}"#),
+    (
+        "research on the EU AI Act",
+        "research",
+        r#"{"topic": "EU AI Act"}"#,
+    ),
+];
+
+/// What the agent does with an outcome.
+fn route(outcome: &Outcome<Value>) -> String {
+    match &outcome.result {
+        Ok(value) if value["empty"] == true => "an empty answer is an answer: nothing found".into(),
+        Ok(_) if outcome.stats.attempts > 1 => {
+            format!(
+                "recovered locally after {} attempts",
+                outcome.stats.attempts
+            )
+        }
+        Ok(_) => "answered".into(),
+        Err(escalation) => {
+            let envelope = &escalation.envelope;
+            let mut line = format!(
+                "escalated ({}) after {} attempt(s): {} — {}",
+                escalation.reason,
+                escalation.attempts,
+                envelope.category(),
+                envelope.message()
+            );
+            if let Some(partial) = envelope.partial_results().and_then(Value::as_array) {
+                line.push_str(&format!("; {} partial results kept", partial.len()));
+            }
+            if let Some(next) = envelope.alternatives().first() {
+                line.push_str(&format!("; next: {next}"));
+            }
+            line
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let server = std::env::args().nth(1).ok_or(
+        "usage: agent PATH_TO_MCP_SERVER (cargo build --example mcp_server --features rmcp)",
+    )?;
+    let client = McpClient::spawn(move || tokio::process::Command::new(&server)).await?;
+    let policy = RetryPolicy::default()
+        .max_attempts(3)
+        .exponential(Duration::from_millis(20), Duration::from_millis(200));
+
+    for (want, tool, arguments) in CALLS {
+        let arguments: Value = serde_json::from_str(arguments)?;
+        let outcome = policy.retry(|| client.call(tool, arguments.clone())).await;
+        println!("{want:<28} {tool:<15} → {}", route(&outcome));
+    }
+
+    // The coordinator: every branch runs; what could not be done is a gap.
+    let report = Coordinator::new()
+        .branch(
+            "orders",
+            policy.retry(|| client.call("lookup_orders", json!({"customer_id": "C-1001"}))),
+        )
+        .branch(
+            "stock",
+            policy.retry(|| client.call("stock_level", json!({"sku": "SKU-7"}))),
+        )
+        .branch(
+            "payroll",
+            policy.retry(|| client.call("read_payroll", json!({"dept": "ENG"}))),
+        )
+        .branch(
+            "research",
+            policy.retry(|| client.call("research", json!({"topic": "EU AI Act"}))),
+        )
+        .run()
+        .await;
+    println!(
+        "\ncoordinator: {} completed, {} gaps",
+        report.completed.len(),
+        report.gaps.len()
+    );
+    for completed in &report.completed {
+        println!("  done  {}", completed.branch);
+    }
+    for gap in &report.gaps {
+        println!(
+            "  gap   {}: {} ({}), tried {}",
+            gap.branch,
+            gap.envelope().message(),
+            gap.escalation.reason,
+            gap.envelope().attempted_query().unwrap_or(&Value::Null)
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The client against servers nobody here wrote: installs FastMCP (PyPI,
+# pinned, into the Python SDK's virtual environment) and
+# @modelcontextprotocol/server-everything (npm, pinned, run on the system's
+# Node 20), then runs the ignored tests of tests/mcp_client_servers.rs that
+# need them: classification of their failures, progress, and one coordinator
+# across FastMCP, server-everything and this crate's example server with one
+# of them killed mid-run.
+#
+#   scripts/test-client-servers.sh
+set -euo pipefail
+
+readonly FASTMCP_VERSION="4.2.3"
+readonly EVERYTHING_VERSION="2026.8.31"
+
+script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$script_dir/.." && pwd)"
+cache="${TOOL_ENVELOPE_CACHE:-$root/target/ci-cache}"
+
+# shellcheck source=scripts/python-env.sh
+source "$script_dir/python-env.sh"
+echo "==> installing fastmcp==$FASTMCP_VERSION"
+"$venv_python" -m pip install --quiet "fastmcp==$FASTMCP_VERSION"
+# fastmcp pins its own mcp: the same 2.3.0 the Python SDK checks use.
+"$venv_python" -c 'from importlib.metadata import version; print("fastmcp", version("fastmcp"), "mcp", version("mcp"))'
+
+prefix="$cache/everything"
+everything="$prefix/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+installed="$(node -p 'require(process.argv[1]).version' "$prefix/node_modules/@modelcontextprotocol/server-everything/package.json" 2>/dev/null || true)"
+if [[ "$installed" != "$EVERYTHING_VERSION" ]]; then
+    echo "==> installing @modelcontextprotocol/server-everything@$EVERYTHING_VERSION"
+    mkdir -p "$prefix"
+    npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error \
+        "@modelcontextprotocol/server-everything@$EVERYTHING_VERSION"
+fi
+[[ -f "$everything" ]] || { echo "error: server-everything not found at $everything" >&2; exit 1; }
+echo "==> node $(node --version), server-everything $EVERYTHING_VERSION"
+
+cd "$root"
+TOOL_ENVELOPE_FASTMCP="$venv_python" \
+TOOL_ENVELOPE_NODE="$(command -v node)" \
+TOOL_ENVELOPE_EVERYTHING="$everything" \
+    cargo test --quiet --all-features --test mcp_client_servers -- --ignored \
+        fastmcp server_everything one_coordinator

@@ -1,0 +1,445 @@
+//! The calling side: `McpClient` against this crate's example server (a
+//! child process on stdio) and against an rmcp server in this process (over
+//! Streamable HTTP) whose tools return what other servers send — retryable
+//! failures of tools that are not safe to repeat, human requests, progress.
+#![cfg(all(feature = "rmcp", feature = "client"))]
+
+mod common;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::{ServerHandler, tool_handler, tool_router};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use tool_envelope::coordinator::Coordinator;
+use tool_envelope::guard::{Blocked, Guards, ToolCall};
+use tool_envelope::mcp::client::{ClientOptions, McpClient, Progress};
+use tool_envelope::mcp::{HttpOptions, ToolContext, ToolSet, admit_envelopes};
+use tool_envelope::retry::RetryPolicy;
+use tool_envelope::{ErrorCategory, ErrorEnvelope, EscalationReason, Found, reasons, tool};
+
+use common::server_binary;
+
+/// The example server, over stdio.
+async fn example() -> McpClient {
+    let binary = server_binary().clone();
+    McpClient::spawn(move || tokio::process::Command::new(&binary))
+        .await
+        .expect("the example server starts")
+}
+
+fn quick() -> RetryPolicy {
+    RetryPolicy::default().constant(Duration::from_millis(1))
+}
+
+#[derive(Debug, Deserialize, Serialize, PartialEq)]
+struct Order {
+    id: String,
+    status: String,
+    total: u64,
+}
+
+#[tokio::test]
+async fn a_remote_tool_returns_its_value_or_its_envelope() {
+    let client = example().await;
+    let tools = client.tools().await.unwrap();
+    let lookup = tools
+        .iter()
+        .find(|tool| tool.name == "lookup_orders")
+        .unwrap();
+    assert!(lookup.annotations.read_only_hint && lookup.is_safe_to_repeat());
+    assert!(
+        lookup.failure_modes.is_some(),
+        "the server publishes how it can fail"
+    );
+    let refund = tools
+        .iter()
+        .find(|tool| tool.name == "process_refund")
+        .unwrap();
+    assert!(!refund.is_safe_to_repeat());
+
+    // A value, typed.
+    let found: Found<Order> = client
+        .call_as("lookup_orders", json!({"customer_id": "C-1001"}))
+        .await
+        .unwrap();
+    assert_eq!(found.matches(), 2);
+    // An empty answer is an answer.
+    let none: Found<Order> = client
+        .call_as("lookup_orders", json!({"customer_id": "C-0000"}))
+        .await
+        .unwrap();
+    assert!(none.is_empty());
+    // A wrapped value that is not an object.
+    let stock: u32 = client
+        .call_as("stock_level", json!({"sku": "SKU-1"}))
+        .await
+        .unwrap();
+    assert_eq!(stock, 35);
+
+    // The server's envelope, typed.
+    let denied = client
+        .call("read_payroll", json!({"dept": "ENG"}))
+        .await
+        .unwrap_err();
+    assert_eq!(denied.category(), ErrorCategory::Permission);
+    assert!(!denied.is_retryable());
+    assert_eq!(denied.tool(), Some("read_payroll"));
+    assert_eq!(denied.attempted_query(), Some(&json!({"dept": "ENG"})));
+    assert_eq!(denied.alternatives().len(), 2);
+    // Partial results come back with the failure.
+    let research = client
+        .call("research", json!({"topic": "EU AI Act"}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        research
+            .partial_results()
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len(),
+        6
+    );
+
+    // Bad arguments: the server's validation envelope. An unknown tool: -32602, validation.
+    let invalid = client
+        .call("lookup_orders", json!({"customer_id": 42}))
+        .await
+        .unwrap_err();
+    assert_eq!(invalid.category(), ErrorCategory::Validation);
+    assert_eq!(invalid.violations()[0].field, "customer_id");
+    let unknown = client.call("nope", json!({"x": 1})).await.unwrap_err();
+    assert_eq!(unknown.category(), ErrorCategory::Validation);
+    assert_eq!(unknown.tool(), Some("nope"));
+    assert_eq!(unknown.attempted_query(), Some(&json!({"x": 1})));
+}
+
+/// Blocks refunds over $500 in the agent, before anything is sent.
+fn refund_cap(call: &ToolCall) -> Result<(), Blocked> {
+    let amount: u64 = call.require("amount")?;
+    if amount > 500 {
+        return Err(Blocked::new(format!("Refund of ${amount} needs a human"))
+            .with_reason("AGENT_REFUND_CAP"));
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn client_side_guards_block_before_anything_is_sent() {
+    let binary = server_binary().clone();
+    let client = ClientOptions::new()
+        .guards(Guards::new().for_tool("process_refund", refund_cap))
+        .spawn(move || tokio::process::Command::new(&binary))
+        .await
+        .unwrap();
+    let sent = client.sent();
+    let blocked = client
+        .call("process_refund", json!({"order": "O-77", "amount": 900}))
+        .await
+        .unwrap_err();
+    assert_eq!(blocked.category(), ErrorCategory::Business);
+    assert_eq!(blocked.reason(), Some("AGENT_REFUND_CAP"));
+    assert_eq!(client.sent(), sent, "nothing left the process");
+    let refunded = client
+        .call("process_refund", json!({"order": "O-78", "amount": 40}))
+        .await
+        .unwrap();
+    assert_eq!(refunded, json!({"result": "Refunded $40 on O-78"}));
+    assert_eq!(client.sent(), sent + 1);
+}
+
+#[tokio::test]
+async fn a_dead_child_is_restarted_before_the_retry_of_a_safe_call() {
+    let dir = std::env::temp_dir().join(format!("tool-envelope-client-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pid_file = dir.join("pid");
+    let binary = server_binary().clone();
+    let pid_path = pid_file.clone();
+    // The child writes its pid, so that the test can kill it.
+    let client = McpClient::spawn(move || {
+        let mut command = tokio::process::Command::new("sh");
+        command.arg("-c").arg(format!(
+            "echo $$ > '{}'; exec '{}'",
+            pid_path.display(),
+            binary.display()
+        ));
+        command
+    })
+    .await
+    .unwrap();
+    assert_eq!(client.connections(), 1);
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+
+    // The first attempt finds the connection dead; the retry of this
+    // read-only call runs on a new child.
+    let outcome = quick()
+        .retry(|| client.call("lookup_orders", json!({"customer_id": "C-1001"})))
+        .await;
+    let value = outcome.result.expect("recovered locally");
+    assert_eq!(value["matches"], 2);
+    assert_eq!(client.connections(), 2);
+    assert!(outcome.stats.attempts >= 1);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+// ---------------------------------------------------------------------------
+// An rmcp server in this process, sending what other servers send.
+
+static CHARGES: AtomicU32 = AtomicU32::new(0);
+static UNAPPLIED: AtomicU32 = AtomicU32::new(0);
+static QUOTES: AtomicU32 = AtomicU32::new(0);
+static TURNS: AtomicU32 = AtomicU32::new(0);
+static ESCALATED: AtomicU32 = AtomicU32::new(0);
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct Amount {
+    /// The amount, in dollars: never read, only charged.
+    #[allow(dead_code)]
+    amount: u64,
+}
+
+#[derive(Serialize, schemars::JsonSchema)]
+struct Receipt {
+    id: String,
+}
+
+/// Reports three steps of progress.
+#[tool(read_only)]
+async fn export(context: ToolContext) -> Result<u32, ErrorEnvelope> {
+    for step in 1..=3 {
+        context
+            .progress(f64::from(step), Some(3.0), Some("exporting"))
+            .await;
+    }
+    Ok(3)
+}
+
+#[derive(Clone)]
+struct Remote {
+    tool_router: ToolRouter<Self>,
+}
+
+#[tool_router]
+impl Remote {
+    /// Charges a card. Not idempotent; its gateway times out, and it says
+    /// "retryable" as a naive server would.
+    #[rmcp::tool]
+    async fn charge(
+        &self,
+        Parameters(_): Parameters<Amount>,
+    ) -> Result<Json<Receipt>, ErrorEnvelope> {
+        CHARGES.fetch_add(1, Ordering::SeqCst);
+        Err(ErrorEnvelope::transient("The payment gateway timed out"))
+    }
+
+    /// Charges a card; the gateway refused the connection, so nothing happened.
+    #[rmcp::tool]
+    async fn charge_refused(
+        &self,
+        Parameters(_): Parameters<Amount>,
+    ) -> Result<Json<Receipt>, ErrorEnvelope> {
+        if UNAPPLIED.fetch_add(1, Ordering::SeqCst) < 2 {
+            return Err(
+                ErrorEnvelope::transient("The gateway refused the connection")
+                    .with_reason(reasons::NOT_APPLIED),
+            );
+        }
+        Ok(Json(Receipt { id: "R-1".into() }))
+    }
+
+    /// Reads a quote: idempotent, and flaky.
+    #[rmcp::tool(annotations(idempotent_hint = true))]
+    async fn quote(&self) -> Result<Json<Receipt>, ErrorEnvelope> {
+        QUOTES.fetch_add(1, Ordering::SeqCst);
+        Err(ErrorEnvelope::transient("The quote service is down"))
+    }
+
+    /// A chat turn whose user asked for a human.
+    #[rmcp::tool(annotations(read_only_hint = true))]
+    async fn chat_turn(&self) -> Result<String, ErrorEnvelope> {
+        TURNS.fetch_add(1, Ordering::SeqCst);
+        Err(ErrorEnvelope::transient("CRM timed out").with_reason(reasons::HUMAN_REQUESTED))
+    }
+
+    /// A read-only look-up the server already retried to exhaustion.
+    #[rmcp::tool(annotations(read_only_hint = true))]
+    async fn retried(&self) -> Result<String, tool_envelope::Escalation> {
+        ESCALATED.fetch_add(1, Ordering::SeqCst);
+        Err(RetryPolicy::default()
+            .constant(Duration::ZERO)
+            .retry(|| async { Err::<(), _>(ErrorEnvelope::transient("down")) })
+            .await
+            .result
+            .unwrap_err())
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Remote {}
+
+/// The remote server, over stateless Streamable HTTP; its URL.
+async fn remote() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let tools = ToolSet::new().tool::<export>();
+    tokio::spawn(async move {
+        HttpOptions::new()
+            .stateless()
+            .serve(listener, move || Remote {
+                tool_router: admit_envelopes(Remote::tool_router()) + tools.router(),
+            })
+            .await
+    });
+    url
+}
+
+#[tokio::test]
+async fn a_naive_retryable_failure_of_an_unsafe_tool_is_not_repeated() {
+    let client = McpClient::connect(remote().await).await.unwrap();
+    let outcome = quick()
+        .retry(|| client.call("charge", json!({"amount": 300})))
+        .await;
+    let escalation = outcome.result.unwrap_err();
+    assert_eq!(
+        CHARGES.load(Ordering::SeqCst),
+        1,
+        "a charge is never repeated"
+    );
+    assert_eq!(escalation.reason, EscalationReason::NonRetryable);
+    assert!(!escalation.envelope.is_retryable());
+    assert_eq!(
+        escalation.envelope.reason(),
+        Some(reasons::MAY_HAVE_TAKEN_EFFECT)
+    );
+    assert_eq!(
+        escalation.envelope.attempted_query(),
+        Some(&json!({"amount": 300}))
+    );
+}
+
+#[tokio::test]
+async fn a_failure_that_says_not_applied_is_repeated_even_for_an_unsafe_tool() {
+    let client = McpClient::connect(remote().await).await.unwrap();
+    let outcome = quick()
+        .retry(|| client.call("charge_refused", json!({"amount": 300})))
+        .await;
+    assert_eq!(outcome.result.unwrap(), json!({"id": "R-1"}));
+    assert_eq!(UNAPPLIED.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn a_safe_tool_is_retried_to_the_cap() {
+    let client = McpClient::connect(remote().await).await.unwrap();
+    let outcome = quick().retry(|| client.call("quote", json!({}))).await;
+    assert_eq!(
+        outcome.result.unwrap_err().reason,
+        EscalationReason::RetriesExhausted
+    );
+    assert_eq!(QUOTES.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn a_human_request_and_a_server_escalation_are_not_retried() {
+    let client = McpClient::connect(remote().await).await.unwrap();
+    let outcome = quick().retry(|| client.call("chat_turn", json!({}))).await;
+    assert_eq!(
+        outcome.result.unwrap_err().reason,
+        EscalationReason::HumanRequested
+    );
+    assert_eq!(TURNS.load(Ordering::SeqCst), 1);
+
+    let outcome = quick().retry(|| client.call("retried", json!({}))).await;
+    let escalation = outcome.result.unwrap_err();
+    assert_eq!(
+        ESCALATED.load(Ordering::SeqCst),
+        1,
+        "retries happen at one layer"
+    );
+    assert!(!escalation.envelope.is_retryable());
+}
+
+#[tokio::test]
+async fn progress_reaches_the_callback() {
+    let client = McpClient::connect(remote().await).await.unwrap();
+    let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
+    let record = Arc::clone(&seen);
+    let value = client
+        .call_with_progress("export", json!({}), move |progress| {
+            record.lock().unwrap().push(progress)
+        })
+        .await
+        .unwrap();
+    assert_eq!(value, json!({"result": 3}));
+    // Notifications are handled in tasks of their own: wait for the three.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while seen.lock().unwrap().len() < 3 && tokio::time::Instant::now() < deadline {
+        tokio::task::yield_now().await;
+    }
+    let mut steps: Vec<f64> = seen.lock().unwrap().iter().map(|p| p.progress).collect();
+    steps.sort_by(f64::total_cmp);
+    assert_eq!(steps, [1.0, 2.0, 3.0]);
+}
+
+#[tokio::test]
+async fn unreachable_servers_and_timeouts_are_transient() {
+    // Nothing listens there: the call was never sent.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    drop(listener);
+    let refused = McpClient::connect(url).await.unwrap_err();
+    assert_eq!(refused.category(), ErrorCategory::Transient);
+    assert_eq!(refused.reason(), Some(reasons::NOT_APPLIED));
+
+    // A call that outlives the client's timeout.
+    let binary = server_binary().clone();
+    let client = ClientOptions::new()
+        .timeout(Duration::from_millis(1))
+        .spawn(move || tokio::process::Command::new(&binary))
+        .await
+        .unwrap();
+    let late = client
+        .call("lookup_orders", json!({"customer_id": "C-4821"}))
+        .await
+        .unwrap_err();
+    assert_eq!(late.category(), ErrorCategory::Transient);
+    assert_eq!(late.reason(), Some(reasons::TIMEOUT));
+    assert!(late.is_retryable(), "a read-only look-up is safe to repeat");
+}
+
+#[tokio::test]
+async fn one_coordinator_across_servers() {
+    let example = example().await;
+    let remote = McpClient::connect(remote().await).await.unwrap();
+    let report = Coordinator::new()
+        .branch(
+            "orders",
+            quick().retry(|| example.call("lookup_orders", json!({"customer_id": "C-1001"}))),
+        )
+        .branch(
+            "payroll",
+            quick().retry(|| example.call("read_payroll", json!({"dept": "ENG"}))),
+        )
+        .branch("export", quick().retry(|| remote.call("export", json!({}))))
+        .run()
+        .await;
+    assert_eq!(report.completed.len(), 2);
+    assert_eq!(report.gaps.len(), 1);
+    assert_eq!(report.gaps[0].branch, "payroll");
+    assert_eq!(
+        report.gaps[0].envelope().attempted_query(),
+        Some(&json!({"dept": "ENG"}))
+    );
+}

@@ -1,0 +1,377 @@
+//! The client against servers nobody here wrote: a Python server on FastMCP
+//! and the reference server `@modelcontextprotocol/server-everything`, next to
+//! this crate's example server; one coordinator across all three with one
+//! server killed mid-run; and 1,000 calls through nginx with a replica killed
+//! halfway.
+//!
+//! They need Python, Node and nginx, so they are ignored by `cargo test`;
+//! `scripts/test-client-servers.sh` and `scripts/test-nginx.sh` install those
+//! and run them, passing where things are through the environment:
+//!
+//! - `TOOL_ENVELOPE_FASTMCP`: a Python with `fastmcp` installed;
+//! - `TOOL_ENVELOPE_EVERYTHING`: server-everything's `dist/index.js`, and
+//!   `TOOL_ENVELOPE_NODE`: the `node` to run it with;
+//! - `TOOL_ENVELOPE_NGINX_URL` and `TOOL_ENVELOPE_REPLICA_PID`: the load
+//!   balancer, and the replica to kill.
+#![cfg(all(feature = "rmcp", feature = "client"))]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::json;
+use tool_envelope::coordinator::Coordinator;
+use tool_envelope::mcp::client::{ClientOptions, McpClient};
+use tool_envelope::retry::RetryPolicy;
+use tool_envelope::{ErrorCategory, reasons};
+
+use common::server_binary;
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: run scripts/test-client-servers.sh or scripts/test-nginx.sh")
+    })
+}
+
+fn fastmcp_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/fastmcp_server.py")
+}
+
+/// A command that writes the pid of the process it execs into `pid_file`.
+fn with_pid_file(pid_file: &Path, program: &str, args: &[String]) -> tokio::process::Command {
+    let mut line = format!("echo $$ > '{}'; exec '{program}'", pid_file.display());
+    for arg in args {
+        line.push_str(&format!(" '{arg}'"));
+    }
+    let mut command = tokio::process::Command::new("sh");
+    command.arg("-c").arg(line);
+    command
+}
+
+async fn fastmcp(options: ClientOptions) -> McpClient {
+    let python = env("TOOL_ENVELOPE_FASTMCP");
+    let script = fastmcp_script();
+    options
+        .spawn(move || {
+            let mut command = tokio::process::Command::new(&python);
+            // Its tracebacks of the failures the tests provoke, on purpose.
+            command.arg(&script).stderr(std::process::Stdio::null());
+            command
+        })
+        .await
+        .expect("the FastMCP server starts")
+}
+
+async fn everything() -> McpClient {
+    let node = env("TOOL_ENVELOPE_NODE");
+    let server = env("TOOL_ENVELOPE_EVERYTHING");
+    McpClient::spawn(move || {
+        let mut command = tokio::process::Command::new(&node);
+        command.arg(&server).arg("stdio");
+        command
+    })
+    .await
+    .expect("server-everything starts")
+}
+
+fn quick() -> RetryPolicy {
+    RetryPolicy::default().constant(Duration::from_millis(10))
+}
+
+#[tokio::test]
+#[ignore = "needs FastMCP: scripts/test-client-servers.sh"]
+async fn fastmcp_failures_are_classified() {
+    let client = fastmcp(ClientOptions::new().timeout(Duration::from_secs(2))).await;
+
+    // A ToolError: plain text, so `other`, not retryable, its text the message.
+    let refused = client
+        .call("tool_error", json!({"reason": "no"}))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.category(), ErrorCategory::Other);
+    assert!(!refused.is_retryable());
+    assert_eq!(refused.message(), "tool refused: no");
+    assert_eq!(refused.tool(), Some("tool_error"));
+    assert_eq!(refused.attempted_query(), Some(&json!({"reason": "no"})));
+    // An unexpected exception, and the server's own timeout: plain text too.
+    let crashed = client
+        .call("value_error", json!({"x": 7}))
+        .await
+        .unwrap_err();
+    assert_eq!(crashed.category(), ErrorCategory::Other);
+    assert!(crashed.message().contains("internal detail x=7"));
+    let timed_out = client.call("slow_timeout", json!({})).await.unwrap_err();
+    assert_eq!(timed_out.category(), ErrorCategory::Other);
+    assert!(
+        timed_out.message().contains("timed out"),
+        "{}",
+        timed_out.message()
+    );
+    // Our timeout: transient, and retryable since the tool is read-only.
+    let late = client
+        .call("slow", json!({"seconds": 5}))
+        .await
+        .unwrap_err();
+    assert_eq!(late.category(), ErrorCategory::Transient);
+    assert_eq!(late.reason(), Some(reasons::TIMEOUT));
+    assert!(late.is_retryable());
+    // The same on a tool that writes: not retryable.
+    let late_write = client
+        .call("slow_write", json!({"seconds": 5}))
+        .await
+        .unwrap_err();
+    assert_eq!(late_write.category(), ErrorCategory::Transient);
+    assert!(!late_write.is_retryable());
+    assert_eq!(late_write.reason(), Some(reasons::MAY_HAVE_TAKEN_EFFECT));
+
+    // An empty result is a result; a wrapped value reads as itself.
+    let empty: Vec<String> = client.call_as("empty_list", json!({})).await.unwrap();
+    assert!(empty.is_empty());
+    let sum: i64 = client
+        .call_as("add", json!({"a": 2, "b": 3}))
+        .await
+        .unwrap();
+    assert_eq!(sum, 5);
+    // FastMCP answers an unknown tool with an isError text, not -32602.
+    let unknown = client.call("nope", json!({})).await.unwrap_err();
+    assert_eq!(unknown.category(), ErrorCategory::Other);
+
+    // Progress reaches the callback.
+    let steps = Arc::new(AtomicU64::new(0));
+    let counted = Arc::clone(&steps);
+    let done = client
+        .call_with_progress("slow", json!({"seconds": 0.3}), move |_| {
+            counted.fetch_add(1, Ordering::SeqCst);
+        })
+        .await
+        .unwrap();
+    assert_eq!(done, json!({"result": "done"}));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while steps.load(Ordering::SeqCst) < 3 && tokio::time::Instant::now() < deadline {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(steps.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+#[ignore = "needs server-everything: scripts/test-client-servers.sh"]
+async fn server_everything_results_are_classified() {
+    let client = everything().await;
+    let tools = client.tools().await.unwrap();
+    let sum = tools.iter().find(|tool| tool.name == "get-sum").unwrap();
+    assert!(sum.is_safe_to_repeat());
+
+    let text = client
+        .call("get-sum", json!({"a": 2, "b": 3}))
+        .await
+        .unwrap();
+    assert_eq!(text, json!("The sum of 2 and 3 is 5."));
+    let structured = client
+        .call("get-structured-content", json!({"location": "Chicago"}))
+        .await
+        .unwrap();
+    assert!(structured.is_object(), "{structured}");
+    // Its argument errors are isError texts: `other`, the text kept.
+    let invalid = client.call("get-sum", json!({"a": "x"})).await.unwrap_err();
+    assert_eq!(invalid.category(), ErrorCategory::Other);
+    assert!(
+        invalid.message().contains("Invalid arguments"),
+        "{}",
+        invalid.message()
+    );
+    assert_eq!(invalid.attempted_query(), Some(&json!({"a": "x"})));
+    // Progress, one notification per step.
+    let steps = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&steps);
+    client
+        .call_with_progress(
+            "trigger-long-running-operation",
+            json!({"duration": 0.3, "steps": 3}),
+            move |progress| seen.lock().unwrap().push(progress.progress),
+        )
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while steps.lock().unwrap().len() < 3 && tokio::time::Instant::now() < deadline {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(steps.lock().unwrap().len(), 3);
+}
+
+#[tokio::test]
+#[ignore = "needs FastMCP and server-everything: scripts/test-client-servers.sh"]
+async fn one_coordinator_across_three_servers_one_killed_mid_run() {
+    let binary = server_binary().clone();
+    let ours = McpClient::spawn(move || tokio::process::Command::new(&binary))
+        .await
+        .unwrap();
+    let reference = everything().await;
+    let dir =
+        std::env::temp_dir().join(format!("tool-envelope-coordinator-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pid_file = dir.join("fastmcp.pid");
+    let python = env("TOOL_ENVELOPE_FASTMCP");
+    let script = fastmcp_script().display().to_string();
+    let pids = pid_file.clone();
+    let doomed =
+        McpClient::spawn(move || with_pid_file(&pids, &python, std::slice::from_ref(&script)))
+            .await
+            .unwrap();
+
+    // The FastMCP server dies while its call runs: the call writes, so it
+    // is not repeated, and its branch is a gap with its context.
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+    let killed = Arc::new(Mutex::new(false));
+    let kill_once = Arc::clone(&killed);
+    let report = Coordinator::new()
+        .branch(
+            "orders",
+            quick().retry(|| ours.call("lookup_orders", json!({"customer_id": "C-1001"}))),
+        )
+        .branch(
+            "sum",
+            quick().retry(|| reference.call("get-sum", json!({"a": 20, "b": 22}))),
+        )
+        .branch(
+            "ledger",
+            quick().retry(|| {
+                let pid = pid.clone();
+                let kill_once = Arc::clone(&kill_once);
+                doomed.call_with_progress("slow_write", json!({"seconds": 30}), move |_| {
+                    let mut killed = kill_once.lock().unwrap();
+                    if !*killed {
+                        *killed = true;
+                        let _ = std::process::Command::new("kill")
+                            .args(["-9", &pid])
+                            .status();
+                    }
+                })
+            }),
+        )
+        .run()
+        .await;
+    assert!(*killed.lock().unwrap(), "the server was killed mid-call");
+    let branches: Vec<&str> = report.completed.iter().map(|c| c.branch.as_str()).collect();
+    assert_eq!(branches, ["orders", "sum"]);
+    assert_eq!(
+        report.completed[1].value,
+        json!("The sum of 20 and 22 is 42.")
+    );
+    assert_eq!(report.gaps.len(), 1);
+    let gap = &report.gaps[0];
+    assert_eq!(gap.branch, "ledger");
+    assert_eq!(gap.envelope().category(), ErrorCategory::Transient);
+    assert_eq!(
+        gap.envelope().reason(),
+        Some(reasons::MAY_HAVE_TAKEN_EFFECT)
+    );
+    assert_eq!(gap.envelope().tool(), Some("slow_write"));
+    assert_eq!(
+        gap.envelope().attempted_query(),
+        Some(&json!({"seconds": 30}))
+    );
+    assert_eq!(gap.escalation.attempts, 1);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[tokio::test]
+#[ignore = "needs nginx and two replicas: scripts/test-nginx.sh"]
+async fn a_thousand_calls_through_nginx_with_a_replica_killed_halfway() {
+    const CALLS: u64 = 1_000;
+    let client = ClientOptions::new()
+        .timeout(Duration::from_secs(30))
+        .connect(env("TOOL_ENVELOPE_NGINX_URL"))
+        .await
+        .unwrap();
+    let policy = RetryPolicy::default()
+        .max_attempts(3)
+        .constant(Duration::from_millis(5));
+    let tally = Tally::default();
+    // Two safe look-ups, then an unsafe refund, and again.
+    let call = |index: u64| {
+        let (tool, arguments) = if index % 3 != 2 {
+            ("lookup_orders", json!({"customer_id": "C-1001"}))
+        } else {
+            (
+                "process_refund",
+                json!({"order": format!("O-{index}"), "amount": 40}),
+            )
+        };
+        let (client, policy, tally) = (&client, &policy, &tally);
+        async move {
+            let outcome = policy.retry(|| client.call(tool, arguments.clone())).await;
+            tally.count(tool, outcome.result.as_ref().err(), outcome.stats.attempts);
+        }
+    };
+    // The first half ten at a time, both replicas up.
+    futures_util::future::join_all((0..10).map(|worker| async move {
+        for index in (worker..CALLS / 2).step_by(10) {
+            call(index).await;
+        }
+    }))
+    .await;
+    let replica = env("TOOL_ENVELOPE_REPLICA_PID");
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &replica])
+        .status();
+    assert!(killed.unwrap().success(), "the replica was killed");
+    // The second half one at a time: nginx sends every other request to the
+    // dead replica, and its 502 reaches the client.
+    for index in CALLS / 2..CALLS {
+        call(index).await;
+    }
+    let tally = tally.0.into_inner().unwrap();
+    println!("{tally:?}, of {CALLS}");
+    assert_eq!(
+        tally.succeeded + tally.escalated,
+        CALLS,
+        "every call is accounted for"
+    );
+    assert!(
+        tally.recovered > 0,
+        "safe calls that met the dead replica recovered locally"
+    );
+    assert!(tally.escalated > 0, "unsafe calls that met it escalated");
+    assert_eq!(
+        tally.escalated, tally.refunds_escalated,
+        "no safe call escalated"
+    );
+}
+
+/// What became of the calls.
+#[derive(Debug, Default)]
+struct Counts {
+    succeeded: u64,
+    recovered: u64,
+    escalated: u64,
+    refunds_escalated: u64,
+}
+
+#[derive(Default)]
+struct Tally(Mutex<Counts>);
+
+impl Tally {
+    fn count(&self, tool: &str, escalation: Option<&tool_envelope::Escalation>, attempts: u32) {
+        let mut counts = self.0.lock().unwrap();
+        match escalation {
+            None => {
+                counts.succeeded += 1;
+                counts.recovered += u64::from(attempts > 1);
+            }
+            Some(escalation) => {
+                counts.escalated += 1;
+                if tool == "process_refund" {
+                    counts.refunds_escalated += 1;
+                    assert_eq!(escalation.attempts, 1, "a refund is never repeated");
+                    assert!(!escalation.envelope.is_retryable());
+                }
+            }
+        }
+    }
+}
