@@ -228,6 +228,9 @@ impl ClientOptions {
     }
 }
 
+/// A server's tools by name, each shared with the calls that use it.
+type Catalog = HashMap<String, Arc<RemoteTool>>;
+
 /// A live rmcp session.
 struct Connection {
     service: RunningService<RoleClient, Handler>,
@@ -269,7 +272,7 @@ struct Shared {
     options: ClientOptions,
     progress: ProgressRoutes,
     connection: AsyncMutex<Option<Arc<Connection>>>,
-    tools: Mutex<Option<Arc<HashMap<String, RemoteTool>>>>,
+    tools: Mutex<Option<Arc<Catalog>>>,
     sent: AtomicU64,
     connections: AtomicU64,
 }
@@ -389,7 +392,7 @@ impl McpClient {
     /// A classified envelope if the server cannot be reached.
     pub async fn tools(&self) -> Result<Vec<RemoteTool>, ErrorEnvelope> {
         let tools = self.catalog().await?;
-        let mut tools: Vec<RemoteTool> = tools.values().cloned().collect();
+        let mut tools: Vec<RemoteTool> = tools.values().map(|tool| (**tool).clone()).collect();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(tools)
     }
@@ -400,10 +403,10 @@ impl McpClient {
     ///
     /// A classified envelope if the server cannot be reached.
     pub async fn tool(&self, name: &str) -> Result<Option<RemoteTool>, ErrorEnvelope> {
-        Ok(self.catalog().await?.get(name).cloned())
+        Ok(self.catalog().await?.get(name).map(|tool| (**tool).clone()))
     }
 
-    async fn catalog(&self) -> Result<Arc<HashMap<String, RemoteTool>>, ErrorEnvelope> {
+    async fn catalog(&self) -> Result<Arc<Catalog>, ErrorEnvelope> {
         let connection = self.connection().await?;
         if let Some(tools) = self
             .shared
@@ -424,9 +427,9 @@ impl McpClient {
                 .with_reason(reasons::TIMEOUT)
         })?
         .map_err(|error| classify_error(&error, true))?;
-        let tools: HashMap<String, RemoteTool> = listed
+        let tools: Catalog = listed
             .iter()
-            .map(|tool| (tool.name.to_string(), RemoteTool::from_rmcp(tool)))
+            .map(|tool| (tool.name.to_string(), Arc::new(RemoteTool::from_rmcp(tool))))
             .collect();
         let tools = Arc::new(tools);
         *self
@@ -546,7 +549,7 @@ impl McpClient {
             Ok(handle) => handle,
             Err(error) => {
                 let envelope = classify_error(&error, true);
-                return Err(self.finish(envelope, name, &arguments, tool.as_ref(), true));
+                return Err(self.finish(envelope, name, &arguments, tool.as_deref(), true));
             }
         };
         self.shared.sent.fetch_add(1, Ordering::Relaxed);
@@ -572,7 +575,7 @@ impl McpClient {
             .with_reason(reasons::UNEXPECTED_REPLY)),
             Err(error) => Err(classify_error(&error, false)),
         };
-        outcome.map_err(|envelope| self.finish(envelope, name, &arguments, tool.as_ref(), false))
+        outcome.map_err(|envelope| self.finish(envelope, name, &arguments, tool.as_deref(), false))
     }
 
     /// What every failure carries: the tool, the arguments sent (secrets
@@ -642,9 +645,10 @@ fn read_result(result: CallToolResult, name: &str) -> Result<Value, ErrorEnvelop
     let envelope = result
         .structured_content
         .as_ref()
-        .and_then(|structured| read_envelope(structured.clone()))
+        .and_then(read_envelope)
         .or_else(|| {
-            text.and_then(|text| serde_json::from_str(text).ok())
+            text.and_then(|text| serde_json::from_str::<Value>(text).ok())
+                .as_ref()
                 .and_then(read_envelope)
         });
     if let Some(envelope) = envelope {
@@ -661,8 +665,8 @@ fn read_result(result: CallToolResult, name: &str) -> Result<Value, ErrorEnvelop
 }
 
 /// An envelope, if `value` is one.
-fn read_envelope(value: Value) -> Option<ErrorEnvelope> {
-    serde_json::from_value(value).ok()
+fn read_envelope(value: &Value) -> Option<ErrorEnvelope> {
+    <ErrorEnvelope as serde::Deserialize>::deserialize(value).ok()
 }
 
 /// The envelope of a failure rmcp reports: a protocol error, a timeout, a
