@@ -13,6 +13,9 @@ pub(crate) mod checks;
 pub mod client;
 pub(crate) mod context;
 pub(crate) mod definition;
+#[cfg(feature = "rmcp")]
+pub(crate) mod live;
+pub(crate) mod log;
 pub(crate) mod reply;
 #[cfg(feature = "rmcp")]
 pub(crate) mod rmcp;

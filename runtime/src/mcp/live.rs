@@ -1,0 +1,155 @@
+//! The live side of a [`ToolContext`](crate::mcp::ToolContext): one
+//! `tools/call` request of an rmcp session — its cancellation, its client,
+//! its progress token — and MCP's log levels in rmcp's shape.
+//!
+//! rmcp marks logging deprecated: MCP's 2026-07-28 revision drops it. The
+//! clients in use today negotiate 2025-11-25, where it is how a server talks
+//! to its user.
+#![allow(deprecated)]
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
+};
+use rmcp::service::RequestContext;
+use rmcp::{Peer, RoleServer};
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use crate::mcp::log::{LogLevel, LogThreshold};
+use crate::retry::RetryNotice;
+
+impl From<LoggingLevel> for LogLevel {
+    fn from(level: LoggingLevel) -> Self {
+        match level {
+            LoggingLevel::Debug => LogLevel::Debug,
+            LoggingLevel::Info => LogLevel::Info,
+            LoggingLevel::Notice => LogLevel::Notice,
+            LoggingLevel::Warning => LogLevel::Warning,
+            LoggingLevel::Error => LogLevel::Error,
+            LoggingLevel::Critical => LogLevel::Critical,
+            LoggingLevel::Alert => LogLevel::Alert,
+            LoggingLevel::Emergency => LogLevel::Emergency,
+        }
+    }
+}
+
+impl From<LogLevel> for LoggingLevel {
+    fn from(level: LogLevel) -> Self {
+        match level {
+            LogLevel::Debug => LoggingLevel::Debug,
+            LogLevel::Info => LoggingLevel::Info,
+            LogLevel::Notice => LoggingLevel::Notice,
+            LogLevel::Warning => LoggingLevel::Warning,
+            LogLevel::Error => LoggingLevel::Error,
+            LogLevel::Critical => LoggingLevel::Critical,
+            LogLevel::Alert => LoggingLevel::Alert,
+            LogLevel::Emergency => LoggingLevel::Emergency,
+        }
+    }
+}
+
+/// The live side of a [`ToolContext`]: one `tools/call` request.
+pub(crate) struct LiveRequest {
+    pub(crate) cancel: CancellationToken,
+    pub(crate) peer: Peer<RoleServer>,
+    pub(crate) progress_token: Option<ProgressToken>,
+    /// The logger name of the request's messages: the tool's name.
+    logger: String,
+    threshold: Arc<LogThreshold>,
+    /// The last progress sent; held while sending, so that notifications go
+    /// out in order.
+    last_progress: Mutex<Option<f64>>,
+}
+
+impl LiveRequest {
+    pub(crate) fn new(
+        context: &RequestContext<RoleServer>,
+        tool: &str,
+        threshold: &Arc<LogThreshold>,
+    ) -> Self {
+        LiveRequest {
+            cancel: context.ct.clone(),
+            peer: context.peer.clone(),
+            progress_token: context.meta.get_progress_token(),
+            logger: tool.to_owned(),
+            threshold: Arc::clone(threshold),
+            last_progress: Mutex::new(None),
+        }
+    }
+
+    pub(crate) async fn progress(
+        &self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> bool {
+        let Some(token) = &self.progress_token else {
+            return false;
+        };
+        if !progress.is_finite() || total.is_some_and(|total| !total.is_finite()) {
+            return false;
+        }
+        let mut last = self.last_progress.lock().await;
+        if last.is_some_and(|last| progress <= last) || self.cancel.is_cancelled() {
+            return false;
+        }
+        let mut param = ProgressNotificationParam::new(token.clone(), progress);
+        if let Some(total) = total {
+            param = param.with_total(total);
+        }
+        if let Some(message) = message {
+            param = param.with_message(message);
+        }
+        let sent = self.peer.notify_progress(param).await.is_ok();
+        if sent {
+            *last = Some(progress);
+        }
+        sent
+    }
+
+    /// A local retry, as one step of progress: the step after the last one
+    /// sent, with the attempt, the category, the reason and the delay.
+    pub(crate) async fn retrying(&self, notice: &RetryNotice) {
+        let Some(token) = &self.progress_token else {
+            return;
+        };
+        let mut last = self.last_progress.lock().await;
+        if self.cancel.is_cancelled() {
+            return;
+        }
+        let progress = last.map_or(f64::from(notice.attempt), |last| last.floor() + 1.0);
+        let reason = notice
+            .reason
+            .as_deref()
+            .map_or_else(String::new, |reason| format!(", {reason}"));
+        let message = format!(
+            "attempt {} of {} failed ({}{reason}); retrying in {} ms",
+            notice.attempt,
+            notice.max_attempts,
+            notice.category,
+            notice.delay.as_millis()
+        );
+        let param = ProgressNotificationParam::new(token.clone(), progress).with_message(message);
+        if self.peer.notify_progress(param).await.is_ok() {
+            *last = Some(progress);
+        }
+    }
+
+    pub(crate) async fn log(&self, level: LogLevel, data: &impl serde::Serialize) -> bool {
+        if level < self.threshold.get() || self.cancel.is_cancelled() {
+            return false;
+        }
+        let Ok(data) = crate::json::strict::to_value(data) else {
+            return false;
+        };
+        let param =
+            LoggingMessageNotificationParam::new(level.into(), data).with_logger(&self.logger);
+        // Logging is deprecated in MCP's newest revision, and what most
+        // clients still show; sent where the client negotiated it.
+        #[allow(deprecated)]
+        let sent = self.peer.notify_logging_message(param).await;
+        sent.is_ok()
+    }
+}
