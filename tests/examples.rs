@@ -163,3 +163,47 @@ async fn the_composed_example_serves_both_worlds_over_http() {
     );
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+#[cfg(feature = "client")]
+async fn the_agent_example_routes_each_outcome() {
+    let server = example_binary("mcp_server");
+    let agent = example_binary("agent");
+    let output = tokio::process::Command::new(agent)
+        .arg(server)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let printed = String::from_utf8(output.stdout).unwrap();
+    let line = |want: &str| {
+        printed
+            .lines()
+            .find(|line| line.starts_with(want))
+            .unwrap_or_else(|| panic!("no line for {want:?} in:\n{printed}"))
+            .to_owned()
+    };
+    assert!(
+        line("orders of a new customer").ends_with("an empty answer is an answer: nothing found")
+    );
+    assert!(line("orders of C-1001").ends_with("answered"));
+    // The server retried the timeout itself and escalated: not again here.
+    assert!(
+        line("orders while the DB is down")
+            .contains("escalated (non_retryable) after 1 attempt(s): transient")
+    );
+    assert!(
+        line("a $620 refund").contains("escalated (non_retryable) after 1 attempt(s): business")
+    );
+    assert!(line("the ENG payroll").contains("permission — Access denied to payroll table"));
+    assert!(line("research on the EU AI Act").contains("6 partial results kept"));
+    assert!(
+        printed.contains("coordinator: 2 completed, 2 gaps"),
+        "{printed}"
+    );
+    assert!(printed.contains("gap   payroll: Access denied to payroll table (non_retryable), tried {\"dept\":\"ENG\"}"), "{printed}");
+}

@@ -443,3 +443,82 @@ async fn one_coordinator_across_servers() {
         Some(&json!({"dept": "ENG"}))
     );
 }
+
+/// A server that speaks just enough MCP over HTTP to initialize and list one
+/// read-only tool, and answers each call of it with the HTTP status its
+/// `status` argument names: what proxies and gateways send.
+async fn statuses() -> String {
+    use axum::http::{HeaderMap, StatusCode, header};
+    use axum::response::IntoResponse;
+
+    async fn mcp(body: axum::Json<serde_json::Value>) -> axum::response::Response {
+        let id = body.get("id").cloned();
+        let method = body["method"].as_str().unwrap_or_default();
+        let Some(id) = id else {
+            return StatusCode::ACCEPTED.into_response();
+        };
+        let result = match method {
+            "initialize" => json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "statuses", "version": "0"}
+            }),
+            "tools/list" => json!({"tools": [{
+                "name": "lookup",
+                "inputSchema": {"type": "object"},
+                "annotations": {"readOnlyHint": true}
+            }]}),
+            _ => {
+                let status = body["params"]["arguments"]["status"]
+                    .as_u64()
+                    .unwrap_or(500) as u16;
+                let mut headers = HeaderMap::new();
+                if status == 429 {
+                    headers.insert(header::RETRY_AFTER, "7".parse().unwrap());
+                }
+                if status == 401 {
+                    headers.insert(
+                        header::WWW_AUTHENTICATE,
+                        "Bearer realm=\"tools\"".parse().unwrap(),
+                    );
+                }
+                let status = StatusCode::from_u16(status).unwrap();
+                return (status, headers, "the gateway says no").into_response();
+            }
+        };
+        axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
+    }
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let app = axum::Router::new().route(
+        "/mcp",
+        axum::routing::post(mcp).get(|| async { StatusCode::METHOD_NOT_ALLOWED }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+#[tokio::test]
+async fn http_statuses_are_classified() {
+    let client = McpClient::connect(statuses().await).await.unwrap();
+    let call = |status: u16| client.call("lookup", json!({"status": status}));
+
+    let limited = call(429).await.unwrap_err();
+    assert_eq!(limited.category(), ErrorCategory::Transient);
+    assert_eq!(limited.reason(), Some("HTTP_429"));
+    assert_eq!(limited.retry_after(), Some(Duration::from_secs(7)));
+    assert!(limited.is_retryable());
+    for status in [500, 502, 503] {
+        let down = call(status).await.unwrap_err();
+        assert_eq!(down.category(), ErrorCategory::Transient, "{status}");
+        assert_eq!(down.reason(), Some(format!("HTTP_{status}").as_str()));
+        assert!(down.is_retryable(), "a read-only call: safe to repeat");
+        assert_eq!(down.attempted_query(), Some(&json!({"status": status})));
+    }
+    for status in [401, 403] {
+        let denied = call(status).await.unwrap_err();
+        assert_eq!(denied.category(), ErrorCategory::Permission, "{status}");
+        assert!(!denied.is_retryable());
+    }
+}

@@ -12,10 +12,11 @@ pub fn server_binary() -> &'static PathBuf {
     BINARY.get_or_init(|| example_binary("mcp_server"))
 }
 
-/// Builds the example `name` (with the `rmcp` feature) and returns its path.
+/// Builds the example `name` (with every feature, as the tests that drive
+/// it are built) and returns its path.
 pub fn example_binary(name: &str) -> PathBuf {
     let status = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "--example", name, "--features", "rmcp"])
+        .args(["build", "--quiet", "--example", name, "--all-features"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .status()
         .expect("cargo runs");

@@ -67,7 +67,8 @@ pub struct RemoteTool {
     /// How it can fail, when its server publishes it
     /// (`_meta["tool-envelope/failureModes"]`).
     pub failure_modes: Option<Value>,
-    secrets: Arc<SecretPaths>,
+    /// Where its arguments hold secrets, when its schema lists them.
+    secrets: Option<Arc<SecretPaths>>,
 }
 
 impl RemoteTool {
@@ -86,7 +87,11 @@ impl RemoteTool {
                 idempotent_hint: hint(|a| a.idempotent_hint, false),
                 open_world_hint: hint(|a| a.open_world_hint, true),
             },
-            secrets: Arc::new(SecretPaths::from_schema(&input_schema, &[])),
+            // A schema that lists no properties says nothing of secrets.
+            secrets: input_schema
+                .get("properties")
+                .is_some_and(Value::is_object)
+                .then(|| Arc::new(SecretPaths::from_schema(&input_schema, &[]))),
             input_schema,
             output_schema: tool.output_schema.as_ref().map(|schema| (**schema).clone()),
             failure_modes: tool
@@ -231,6 +236,12 @@ impl ClientOptions {
 /// A server's tools by name, each shared with the calls that use it.
 type Catalog = HashMap<String, Arc<RemoteTool>>;
 
+/// A `tools/list`, and the number of the connection it came on.
+struct Known {
+    connection: u64,
+    tools: Arc<Catalog>,
+}
+
 /// A live rmcp session.
 struct Connection {
     service: RunningService<RoleClient, Handler>,
@@ -272,7 +283,8 @@ struct Shared {
     options: ClientOptions,
     progress: ProgressRoutes,
     connection: AsyncMutex<Option<Arc<Connection>>>,
-    tools: Mutex<Option<Arc<Catalog>>>,
+    /// The last `tools/list`, and the connection it came from.
+    tools: Mutex<Option<Known>>,
     sent: AtomicU64,
     connections: AtomicU64,
 }
@@ -321,6 +333,8 @@ impl McpClient {
             }),
         };
         client.connection().await?;
+        // The annotations decide what is safe to repeat: known from the start.
+        let _ = client.catalog().await;
         Ok(client)
     }
 
@@ -375,11 +389,6 @@ impl McpClient {
             .set_response_cache_config(rmcp::ClientCacheConfig::disabled())
             .await;
         self.shared.connections.fetch_add(1, Ordering::Relaxed);
-        *self
-            .shared
-            .tools
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = None;
         let connection = Arc::new(Connection { service });
         *slot = Some(Arc::clone(&connection));
         Ok(connection)
@@ -406,16 +415,19 @@ impl McpClient {
         Ok(self.catalog().await?.get(name).map(|tool| (**tool).clone()))
     }
 
+    /// The tools of the current connection, listed once per connection.
     async fn catalog(&self) -> Result<Arc<Catalog>, ErrorEnvelope> {
         let connection = self.connection().await?;
-        if let Some(tools) = self
+        let number = self.connections();
+        if let Some(known) = self
             .shared
             .tools
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .as_ref()
+            .filter(|known| known.connection == number)
         {
-            return Ok(Arc::clone(tools));
+            return Ok(Arc::clone(&known.tools));
         }
         let listed = tokio::time::timeout(
             self.shared.options.timeout.max(LIST_TIMEOUT),
@@ -436,8 +448,26 @@ impl McpClient {
             .shared
             .tools
             .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&tools));
+            .unwrap_or_else(PoisonError::into_inner) = Some(Known {
+            connection: number,
+            tools: Arc::clone(&tools),
+        });
         Ok(tools)
+    }
+
+    /// The tool called `name` as last listed: by this connection, or, when
+    /// the server cannot list its tools now, by an earlier one.
+    async fn known_tool(&self, name: &str) -> Option<Arc<RemoteTool>> {
+        match self.catalog().await {
+            Ok(tools) => tools.get(name).cloned(),
+            Err(_) => self
+                .shared
+                .tools
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_ref()
+                .and_then(|known| known.tools.get(name).cloned()),
+        }
     }
 
     /// Calls the tool `name` with `arguments` (a JSON object, or `null` for
@@ -531,11 +561,7 @@ impl McpClient {
             Ok(connection) => connection,
             Err(envelope) => return Err(self.finish(envelope, name, &arguments, None, true)),
         };
-        let tool = self
-            .catalog()
-            .await
-            .ok()
-            .and_then(|tools| tools.get(name).cloned());
+        let tool = self.known_tool(name).await;
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(
             CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.clone()),
         ));
@@ -593,8 +619,11 @@ impl McpClient {
         }
         if envelope.fields.attempted_query.is_none() {
             let shown = match tool {
-                Some(tool) => Value::Object(tool.secrets.mask(arguments).into_owned()),
-                None => Value::Object(arguments.clone()),
+                Some(RemoteTool {
+                    secrets: Some(secrets),
+                    ..
+                }) => Value::Object(secrets.mask(arguments).into_owned()),
+                _ => Value::Object(arguments.clone()),
             };
             envelope.fields.attempted_query = Some(shown);
         }
