@@ -1,11 +1,18 @@
-//! Serving tools over the Model Context Protocol.
+//! The Model Context Protocol: serving tools, and calling them.
 //!
 //! Every `#[tool]` carries its MCP definition — name, description from the
 //! doc comment, `inputSchema` from the parameters, `outputSchema` from the
 //! success type, annotations, and the ways it can fail — and a free function
 //! with owned arguments can be served as it is. A [`ToolSet`] lists the tools
 //! and dispatches `tools/call`; with the `rmcp` feature it is an rmcp
-//! `ServerHandler`, served over stdio or Streamable HTTP.
+//! `ServerHandler`, served over stdio or Streamable HTTP ([`HttpOptions`]),
+//! or merged into a server of your own ([`ToolSet::router`]). A tool may take
+//! the request's [`ToolContext`] (progress, log messages, cancellation, the
+//! client) and return rich [`Contents`]. rmcp's own `#[tool]`s may return an
+//! `ErrorEnvelope`, with [`admit_envelopes`] on their router.
+//!
+//! With the `client` feature, [`client::McpClient`] calls the tools of any MCP
+//! server like local tools.
 
 pub(crate) mod arguments;
 pub(crate) mod checks;
