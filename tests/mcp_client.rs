@@ -522,3 +522,62 @@ async fn http_statuses_are_classified() {
         assert!(!denied.is_retryable());
     }
 }
+
+/// A server on a runtime of its own, so that stopping it really stops it:
+/// its connections and sessions go with the runtime.
+fn server_on_its_own_runtime(listener: std::net::TcpListener) -> tokio::runtime::Runtime {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.spawn(async move {
+        listener.set_nonblocking(true).unwrap();
+        let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+        ToolSet::new().tool::<export>().serve_http(listener).await
+    });
+    runtime
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_http_server_is_reached_again() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let first = server_on_its_own_runtime(listener);
+    let client = McpClient::connect(format!("http://{address}/mcp"))
+        .await
+        .unwrap();
+    assert_eq!(
+        client.call("export", json!({})).await.unwrap(),
+        json!({"result": 3})
+    );
+
+    // The server goes away, with its sessions, and comes back on the same port:
+    // the session is initialized again (by rmcp's transport, on the 404 of the
+    // unknown session: the request never ran, so repeating it is safe).
+    tokio::task::spawn_blocking(move || first.shutdown_timeout(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    let second = server_on_its_own_runtime(std::net::TcpListener::bind(address).unwrap());
+    assert_eq!(
+        client.call("export", json!({})).await.unwrap(),
+        json!({"result": 3})
+    );
+
+    // While nothing listens, a call is a transient failure that was not sent;
+    // once the server is back, the next attempt reaches it.
+    tokio::task::spawn_blocking(move || second.shutdown_timeout(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    let down = client.call("export", json!({})).await.unwrap_err();
+    assert_eq!(down.category(), ErrorCategory::Transient);
+    assert!(down.is_retryable(), "{down}");
+    let third = server_on_its_own_runtime(std::net::TcpListener::bind(address).unwrap());
+    assert_eq!(
+        client.call("export", json!({})).await.unwrap(),
+        json!({"result": 3})
+    );
+    tokio::task::spawn_blocking(move || third.shutdown_timeout(Duration::from_secs(10)))
+        .await
+        .unwrap();
+}

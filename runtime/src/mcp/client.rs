@@ -223,6 +223,8 @@ impl ClientOptions {
     }
 
     /// Connects to the Streamable HTTP endpoint at `url` (`http://host/mcp`).
+    /// Plain HTTP only: no TLS backend is built in, so an `https://` URL
+    /// fails to connect.
     ///
     /// # Errors
     ///
