@@ -194,6 +194,8 @@ async fn charge(
 
 const API_KEY: &str = "sk_live_API_KEY_4f9a";
 const SESSION: &str = "sess_SESSION_TOKEN_77c1";
+/// The value of a key no tool declares.
+const UNDECLARED: &str = "tok_UNDECLARED_77c1e0";
 
 #[test]
 fn a_secret_appears_in_no_output_at_all() {
@@ -264,6 +266,19 @@ fn a_secret_appears_in_no_output_at_all() {
             .await
             .unwrap();
         outputs.push(format!("{direct_set:?}"));
+
+        // A key the tool does not declare: named in `violations`, its value
+        // nowhere, neither in the reply nor in the logs.
+        let undeclared = json!({"amount": 10, "api_key": API_KEY, "session_token": SESSION, "apiToken": UNDECLARED});
+        let result = call(&client, "charge", undeclared.clone()).await;
+        assert!(
+            envelope(&result)
+                .violations()
+                .iter()
+                .any(|violation| violation.field == "apiToken")
+        );
+        outputs.push(serde_json::to_string(&result).unwrap());
+        outputs.push(format!("{:?}", tools.call("charge", undeclared).await.unwrap()));
         client.cancel().await.unwrap();
     });
     outputs.push(logs.text());
@@ -277,6 +292,10 @@ fn a_secret_appears_in_no_output_at_all() {
         assert!(
             !output.contains(SESSION),
             "the session token leaked: {output}"
+        );
+        assert!(
+            !output.contains(UNDECLARED),
+            "an undeclared key's value leaked: {output}"
         );
     }
 }

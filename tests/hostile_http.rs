@@ -3,7 +3,9 @@
 //! A body that is not a JSON-RPC message — invalid UTF-8, JSON nested 10,000
 //! deep, text that is not JSON — gets a clear HTTP error, a body over rmcp's
 //! limit gets `413`, and the server keeps serving: the next `initialize`
-//! succeeds and a `tools/call` on its session gets its envelope.
+//! succeeds and a `tools/call` on its session gets its envelope. `HttpOptions`
+//! decide who is served: loopback `Host` names by default, the listed names
+//! and origins otherwise, and bodies up to the limit set.
 #![cfg(feature = "rmcp")]
 
 #[path = "../examples/mcp_server/tools.rs"]
@@ -17,6 +19,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tool_envelope::mcp::HttpOptions;
 
 /// An HTTP answer: the status, the headers' text and the body.
 struct Answer {
@@ -46,17 +49,23 @@ async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T {
 /// One `POST /mcp` with `body`, on a connection of its own; reads the answer
 /// until the server closes the connection, within [`EXCHANGE`].
 async fn post(address: SocketAddr, body: &[u8], session: Option<&str>) -> Answer {
-    bounded("POST /mcp", post_unbounded(address, body, session)).await
-}
-
-async fn post_unbounded(address: SocketAddr, body: &[u8], session: Option<&str>) -> Answer {
-    let mut stream = TcpStream::connect(address).await.unwrap();
     let session = session.map_or(String::new(), |id| {
         format!("Mcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-11-25\r\n")
     });
+    post_with(address, body, &format!("Host: localhost\r\n{session}")).await
+}
+
+/// One `POST /mcp` with `body` and the header lines `headers` (each ending
+/// in CRLF, `Host` included).
+async fn post_with(address: SocketAddr, body: &[u8], headers: &str) -> Answer {
+    bounded("POST /mcp", post_unbounded(address, body, headers)).await
+}
+
+async fn post_unbounded(address: SocketAddr, body: &[u8], headers: &str) -> Answer {
+    let mut stream = TcpStream::connect(address).await.unwrap();
     let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\n{session}Content-Length: {}\r\n\
+        "POST /mcp HTTP/1.1\r\n{headers}Content-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
          Connection: close\r\n\r\n",
         body.len()
     );
@@ -174,4 +183,87 @@ async fn a_body_over_the_limit_is_refused_and_the_next_call_gets_its_envelope() 
     let result = &message(&answer)["result"];
     assert_eq!(result["isError"], true, "{result}");
     assert_eq!(result["structuredContent"]["errorCategory"], "validation");
+}
+
+/// Serves the example's tools as `options` say, on a free local port.
+async fn serve_with(options: HttpOptions) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(example::tools().serve_http_with(listener, options));
+    address
+}
+
+/// A `tools/call` of `lookup_orders` with no session: a stateless server
+/// answers it with the tool's result.
+fn call_body(customer_id: &str) -> Vec<u8> {
+    json!({
+        "jsonrpc": "2.0", "id": 11, "method": "tools/call",
+        "params": {"name": "lookup_orders", "arguments": {"customer_id": customer_id}}
+    })
+    .to_string()
+    .into_bytes()
+}
+
+const STATELESS: &str = "MCP-Protocol-Version: 2025-11-25\r\n";
+
+#[tokio::test]
+async fn the_http_options_decide_who_is_served_and_how_much() {
+    // The default: loopback `Host` names only, against DNS rebinding.
+    let address = serve().await;
+    let request = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "hostile", "version": "0"}}
+    })
+    .to_string();
+    let rebound = post_with(address, request.as_bytes(), "Host: attacker.example\r\n").await;
+    assert_eq!(rebound.status, 403, "{}\n{}", rebound.head, rebound.body);
+    let local = post_with(address, request.as_bytes(), "Host: 127.0.0.1\r\n").await;
+    assert_eq!(local.status, 200, "{}\n{}", local.head, local.body);
+
+    // Stateless, behind a proxy that reaches it as `tools.internal`, for one
+    // browser origin, with a 4 KiB body limit.
+    let address = serve_with(
+        HttpOptions::new()
+            .stateless()
+            .allowed_hosts(["tools.internal"])
+            .allowed_origins(["https://app.example.com"])
+            .max_body_bytes(4096),
+    )
+    .await;
+    let host = format!("Host: tools.internal\r\n{STATELESS}");
+    // No session needed: any replica answers any request.
+    let answer = post_with(address, &call_body("C-4821"), &host).await;
+    assert_eq!(answer.status, 200, "{}\n{}", answer.head, answer.body);
+    assert!(message(&answer)["result"]["structuredContent"].is_object());
+    // A name not on the list is refused, loopback included now.
+    for refused in ["Host: localhost\r\n", "Host: attacker.example\r\n"] {
+        let answer = post_with(
+            address,
+            &call_body("C-4821"),
+            &format!("{refused}{STATELESS}"),
+        )
+        .await;
+        assert_eq!(
+            answer.status, 403,
+            "{refused}: {}\n{}",
+            answer.head, answer.body
+        );
+    }
+    // The listed origin passes, another is refused; a program sends none.
+    let from_app = format!("{host}Origin: https://app.example.com\r\n");
+    assert_eq!(
+        post_with(address, &call_body("C-4821"), &from_app)
+            .await
+            .status,
+        200
+    );
+    let from_elsewhere = format!("{host}Origin: https://attacker.example\r\n");
+    let answer = post_with(address, &call_body("C-4821"), &from_elsewhere).await;
+    assert_eq!(answer.status, 403, "{}\n{}", answer.head, answer.body);
+    // A body over the limit is refused before it is read whole; one under it is served.
+    let answer = post_with(address, &call_body(&"C".repeat(5000)), &host).await;
+    assert_eq!(answer.status, 413, "{}\n{}", answer.head, answer.body);
+    let answer = post_with(address, &call_body(&"C".repeat(3000)), &host).await;
+    assert_eq!(answer.status, 200, "{}\n{}", answer.head, answer.body);
 }

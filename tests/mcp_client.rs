@@ -203,6 +203,7 @@ static UNAPPLIED: AtomicU32 = AtomicU32::new(0);
 static QUOTES: AtomicU32 = AtomicU32::new(0);
 static TURNS: AtomicU32 = AtomicU32::new(0);
 static ESCALATED: AtomicU32 = AtomicU32::new(0);
+static THROTTLED: AtomicU32 = AtomicU32::new(0);
 
 #[derive(Deserialize, schemars::JsonSchema)]
 struct Amount {
@@ -225,6 +226,18 @@ async fn export(context: ToolContext) -> Result<u32, ErrorEnvelope> {
             .await;
     }
     Ok(3)
+}
+
+/// Transfers money; the bank throttled the first two requests before doing
+/// anything, and the author says so, with a reason of their own.
+#[tool(destructive)]
+async fn transfer(amount: u64) -> Result<String, ErrorEnvelope> {
+    if THROTTLED.fetch_add(1, Ordering::SeqCst) < 2 {
+        return Err(ErrorEnvelope::transient("the bank throttled the request")
+            .with_reason("RATE_LIMITED")
+            .with_not_applied(true));
+    }
+    Ok(format!("moved {amount}"))
 }
 
 #[derive(Clone)]
@@ -294,7 +307,7 @@ impl ServerHandler for Remote {}
 async fn remote() -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let tools = ToolSet::new().tool::<export>();
+    let tools = ToolSet::new().tool::<export>().tool::<transfer>();
     tokio::spawn(async move {
         HttpOptions::new()
             .stateless()
@@ -338,6 +351,18 @@ async fn a_failure_that_says_not_applied_is_repeated_even_for_an_unsafe_tool() {
         .await;
     assert_eq!(outcome.result.unwrap(), json!({"id": "R-1"}));
     assert_eq!(UNAPPLIED.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn both_ends_agree_that_a_call_not_applied_is_safe_to_repeat() {
+    // The server's `#[tool]` says "not applied" with a reason of its own; the
+    // wire carries NOT_APPLIED, which the client decides by.
+    let client = McpClient::connect(remote().await).await.unwrap();
+    let outcome = quick()
+        .retry(|| client.call("transfer", json!({"amount": 300})))
+        .await;
+    assert_eq!(outcome.result.unwrap(), json!({"result": "moved 300"}));
+    assert_eq!(THROTTLED.load(Ordering::SeqCst), 3);
 }
 
 #[tokio::test]

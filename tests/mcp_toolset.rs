@@ -554,6 +554,44 @@ async fn under_a_retry_policy_failures_come_back_as_escalations_with_every_parti
     );
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_call_refused_before_the_body_reports_no_run_whatever_refused_it() {
+    let tools = ToolSet::new()
+        .tool::<research>()
+        .retry(RetryPolicy::default().constant(Duration::from_millis(10)))
+        .guards(Guards::new().for_tool("research", |call: &ToolCall| {
+            if call.arguments.get("topic") == Some(&json!("forbidden")) {
+                return Err(Blocked::new("not this topic"));
+            }
+            Ok(())
+        }));
+    for (arguments, reason) in [
+        // Wrong type, missing key, undeclared key: refused while decoding.
+        (json!({"topic": 7, "quota": 6}), "non_retryable"),
+        (json!({"quota": 6}), "non_retryable"),
+        (
+            json!({"topic": "EU AI Act", "quota": 6, "extra": 1}),
+            "non_retryable",
+        ),
+        // Refused by a guard.
+        (
+            json!({"topic": "forbidden", "quota": 6}),
+            "blocked_by_guard",
+        ),
+    ] {
+        let result = tools.call("research", arguments.clone()).await.unwrap();
+        let structured = result.structured_content.unwrap();
+        assert_eq!(
+            structured["escalation"]["reason"], reason,
+            "{arguments}: {structured}"
+        );
+        assert_eq!(
+            structured["escalation"]["attempts"], 0,
+            "{arguments}: the tool never ran"
+        );
+    }
+}
+
 /// Shared state: a connection pool, say.
 struct Inventory {
     stock: Vec<(String, u32)>,

@@ -743,3 +743,89 @@ fn escalation_json_is_an_envelope_with_an_escalation_object() {
     let back: tool_envelope::Escalation = serde_json::from_value(value).unwrap();
     assert_eq!(back.reason, EscalationReason::RetriesExhausted);
 }
+
+/// Refunds an order; the payments API refused it before doing anything, and
+/// the author says so, with a reason of their own.
+#[tool(destructive, skip(calls))]
+async fn refund_throttled(calls: Arc<AtomicU32>) -> Result<(), ErrorEnvelope> {
+    calls.fetch_add(1, Ordering::SeqCst);
+    Err(
+        ErrorEnvelope::transient("payments API throttled the request")
+            .with_reason("RATE_LIMITED")
+            .with_not_applied(true),
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn not_applied_goes_on_the_wire_as_the_reason_callers_decide_by() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let envelope = refund_throttled(calls.clone()).await.unwrap_err();
+    // A caller elsewhere reads only the wire: the reason that makes this
+    // failure of a tool that is not idempotent safe to repeat is sent.
+    let wire = serde_json::to_value(&envelope).unwrap();
+    assert_eq!(wire["isRetryable"], json!(true));
+    assert_eq!(wire["reason"], json!(tool_envelope::reasons::NOT_APPLIED));
+    let outcome = steady(10).retry(|| refund_throttled(calls.clone())).await;
+    assert_eq!(calls.load(Ordering::SeqCst), 1 + 3);
+    assert_eq!(
+        outcome.result.unwrap_err().reason,
+        EscalationReason::RetriesExhausted
+    );
+}
+
+/// A chat turn whose CRM timed out just as the customer asked for a human.
+#[tool(read_only, skip(calls))]
+async fn chat_turn(
+    message: String,
+    calls: Arc<AtomicU32>,
+    reason: &'static str,
+) -> Result<String, ErrorEnvelope> {
+    calls.fetch_add(1, Ordering::SeqCst);
+    let _ = message;
+    Err(ErrorEnvelope::transient("CRM timed out").with_reason(reason))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_human_request_or_a_policy_gap_escalates_at_once_whatever_the_category() {
+    for (reason, expected) in [
+        (
+            tool_envelope::reasons::HUMAN_REQUESTED,
+            EscalationReason::HumanRequested,
+        ),
+        (
+            tool_envelope::reasons::POLICY_GAP,
+            EscalationReason::PolicyGap,
+        ),
+    ] {
+        let calls = Arc::new(AtomicU32::new(0));
+        let outcome = steady(10)
+            .retry(|| chat_turn("get me a human".into(), calls.clone(), reason))
+            .await;
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "{reason}");
+        let escalation = outcome.result.unwrap_err();
+        assert_eq!(escalation.reason, expected);
+        assert_eq!(escalation.attempts, 1);
+        assert!(!escalation.envelope.is_retryable());
+
+        // Built by hand, outside any `#[tool]`: never retryable either,
+        // whatever `with_retryable` said, and sent so.
+        let by_hand = ErrorEnvelope::transient("CRM timed out")
+            .with_retryable(true)
+            .with_reason(reason);
+        assert!(!by_hand.is_retryable(), "{reason}");
+        assert_eq!(
+            serde_json::to_value(&by_hand).unwrap()["isRetryable"],
+            json!(false)
+        );
+        let calls = AtomicU32::new(0);
+        let outcome = steady(10)
+            .retry(|| {
+                calls.fetch_add(1, Ordering::SeqCst);
+                let envelope = by_hand.clone();
+                async move { Err::<(), _>(envelope) }
+            })
+            .await;
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        assert_eq!(outcome.result.unwrap_err().reason, expected);
+    }
+}

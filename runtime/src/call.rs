@@ -505,7 +505,8 @@ fn finish<T, E: ToolError>(
 ///
 /// `isRetryable: true` leaves a tool only when repeating the same call is
 /// safe: the tool is idempotent (every tool on the path is), or its error
-/// says the call was not applied. Otherwise a retryable failure is sent as
+/// says the call was not applied, which is then its reason on the wire,
+/// [`NOT_APPLIED`](reasons::NOT_APPLIED), in place of any other. Otherwise a retryable failure is sent as
 /// not retryable, with the reason [`MAY_HAVE_TAKEN_EFFECT`](reasons::MAY_HAVE_TAKEN_EFFECT)
 /// and a next move that says what to check — so no caller, ours or one
 /// running "retry while `isRetryable`", repeats a refund. An explicit human
@@ -540,18 +541,16 @@ pub(crate) fn complete(
     }
     // The one retry decision.
     if envelope.fields.retryable {
-        if matches!(
-            envelope.fields.reason.as_deref(),
-            Some(reasons::HUMAN_REQUESTED | reasons::POLICY_GAP)
-        ) {
+        if reasons::never_retried(envelope.fields.reason.as_deref()) {
             envelope.fields.retryable = false;
         } else if envelope.idempotent() == Some(false) {
-            if !envelope.not_applied() {
-                envelope.withhold_retry(tool.name.clone());
-            } else if envelope.fields.reason.is_none() {
+            if envelope.not_applied() {
                 // On the wire, what tells a caller that repeating this call,
-                // of a tool that is not idempotent, is safe.
+                // of a tool that is not idempotent, is safe: the reason
+                // callers (ours included) decide by, in place of any other.
                 envelope.fields.reason = Some(Cow::Borrowed(reasons::NOT_APPLIED));
+            } else {
+                envelope.withhold_retry(tool.name.clone());
             }
         }
     }

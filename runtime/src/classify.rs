@@ -202,7 +202,7 @@ impl ToolError for ErrorEnvelope {
     }
 
     fn is_retryable(&self) -> bool {
-        self.fields.retryable
+        ErrorEnvelope::is_retryable(self)
     }
 
     fn alternatives(&self) -> Vec<String> {
@@ -384,7 +384,7 @@ impl ToolError for anyhow::Error {
 
     fn is_retryable(&self) -> bool {
         match self.downcast_ref::<ErrorEnvelope>() {
-            Some(envelope) => envelope.fields.retryable,
+            Some(envelope) => envelope.is_retryable(),
             None => self.category().is_retryable_by_default(),
         }
     }

@@ -206,8 +206,12 @@ impl ErrorEnvelope {
     /// `isRetryable`: whether the same call may succeed if repeated. A
     /// `#[tool]` that is not idempotent says `false` unless its error says
     /// the call was not applied; see [`crate::reasons::MAY_HAVE_TAKEN_EFFECT`].
+    /// Always `false` with the reason [`HUMAN_REQUESTED`](crate::reasons::HUMAN_REQUESTED)
+    /// or [`POLICY_GAP`](crate::reasons::POLICY_GAP), whatever
+    /// [`with_retryable`](Self::with_retryable) set: such a failure is never
+    /// retried, and is sent so.
     pub fn is_retryable(&self) -> bool {
-        self.fields.retryable
+        self.fields.retryable && !crate::reasons::never_retried(self.reason())
     }
 
     /// `message`: one human-readable sentence.

@@ -58,3 +58,9 @@ pub const DEADLINE_EXCEEDED: &str = "DEADLINE_EXCEEDED";
 pub const UNSERIALIZABLE_RESULT: &str = "UNSERIALIZABLE_RESULT";
 /// The tool's result was larger than the server sends.
 pub const RESULT_TOO_LARGE: &str = "RESULT_TOO_LARGE";
+
+/// Whether a failure with this reason is never retried, whatever its
+/// category and `isRetryable` say: an explicit human request, a policy gap.
+pub(crate) fn never_retried(reason: Option<&str>) -> bool {
+    matches!(reason, Some(HUMAN_REQUESTED | POLICY_GAP))
+}

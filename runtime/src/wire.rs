@@ -162,7 +162,7 @@ impl<'a> Outgoing<'a> {
         let tool = data.tool.as_deref().map(text);
         Outgoing {
             data,
-            retryable: data.retryable,
+            retryable: data.retryable && !crate::reasons::never_retried(data.reason.as_deref()),
             message,
             attempted_query,
             partial_results,

@@ -636,10 +636,7 @@ impl McpClient {
             || envelope.fields.reason.as_deref() == Some(reasons::NOT_APPLIED);
         let safe = tool.is_some_and(RemoteTool::is_safe_to_repeat);
         if envelope.fields.retryable {
-            if matches!(
-                envelope.fields.reason.as_deref(),
-                Some(reasons::HUMAN_REQUESTED | reasons::POLICY_GAP)
-            ) {
+            if reasons::never_retried(envelope.fields.reason.as_deref()) {
                 envelope.fields.retryable = false;
             } else if !safe && !not_applied {
                 envelope.withhold_retry(Cow::Owned(name.to_owned()));

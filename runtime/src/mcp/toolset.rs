@@ -80,7 +80,7 @@ impl<S> fmt::Debug for MethodTool<S> {
 )]
 pub trait ServableTool: 'static {
     #[doc(hidden)]
-    const TOOL: crate::__private::FreeTool;
+    const TOOL: FreeTool;
 }
 
 /// A type whose methods are tools: `#[tools]` on its `impl` block implements
@@ -88,7 +88,7 @@ pub trait ServableTool: 'static {
 /// Its contents are generated; there is nothing to call on it.
 pub trait ToolProvider: Send + Sync + 'static {
     #[doc(hidden)]
-    fn __tools() -> Vec<crate::__private::MethodTool<Self>>
+    fn __tools() -> Vec<MethodTool<Self>>
     where
         Self: Sized;
 }

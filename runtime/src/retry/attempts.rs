@@ -209,7 +209,7 @@ impl<'p> Attempts<'p> {
         let mut record = AttemptRecord {
             attempt,
             category: envelope.fields.category,
-            retryable: envelope.fields.retryable,
+            retryable: envelope.is_retryable(),
             message: String::new(),
             gathered,
             delay: next.as_ref().ok().copied(),
