@@ -1,7 +1,9 @@
 //! An agent-side harness with no model: it calls the example server's tools
 //! over MCP, recovers locally what is safe to repeat, prints each routing
-//! decision, and ends with a coordinator's report — DESIGN.md's scenarios,
-//! seen from the caller.
+//! decision, and ends with a coordinator's report — the scenarios of the
+//! README's wire format, seen from the caller. The server runs with
+//! `--no-retry`, so every transient fault reaches the agent, whose loop
+//! decides.
 //!
 //! ```sh
 //! cargo build --example mcp_server --features rmcp
@@ -82,7 +84,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = std::env::args().nth(1).ok_or(
         "usage: agent PATH_TO_MCP_SERVER (cargo build --example mcp_server --features rmcp)",
     )?;
-    let client = McpClient::spawn(move || tokio::process::Command::new(&server)).await?;
+    let client = McpClient::spawn(move || {
+        let mut command = tokio::process::Command::new(&server);
+        command.arg("--no-retry"); // recovery is the agent's
+        command
+    })
+    .await?;
     let policy = RetryPolicy::default()
         .max_attempts(3)
         .exponential(Duration::from_millis(20), Duration::from_millis(200));

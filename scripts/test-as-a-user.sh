@@ -2,7 +2,7 @@
 # The README, tried as a newcomer tries it: a fresh binary crate whose
 # Cargo.toml takes the README's dependency lines (the path pointing at this
 # checkout) and whose src/main.rs is the README's quickstart, pasted as it is.
-# It must build and run, print the envelope the README shows, and its
+# It must build and run, print exactly the envelope the README shows, and its
 # `cargo doc` must show the tool's signature as `-> ToolResult<Found<String>>`.
 #
 #   scripts/test-as-a-user.sh
@@ -33,8 +33,18 @@ cd "$crate"
 echo "==> cargo run (the README's quickstart as src/main.rs)"
 output=$(CARGO_TARGET_DIR="$work/target" cargo run --quiet)
 echo "$output"
-grep -q '"errorCategory": "transient"' <<<"$output" || { echo "error: the envelope was not printed" >&2; exit 1; }
-grep -q '"tool": "lookup_orders"' <<<"$output" || { echo "error: the envelope does not name its tool" >&2; exit 1; }
+# What it prints is, byte for byte, the first `json` block after it ("It prints:").
+expected=$(python3 - "$root/README.md" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+print(next(body for lang, body in re.findall(r"```(\w+)\n(.*?)```", text, re.S) if lang == "json"), end="")
+PY
+)
+if [ "$output" != "$expected" ]; then
+    echo "error: the quickstart does not print what the README shows" >&2
+    diff <(echo "$expected") <(echo "$output") >&2 || true
+    exit 1
+fi
 
 echo "==> cargo doc: the tool's signature as the user reads it"
 CARGO_TARGET_DIR="$work/target" cargo doc --quiet --no-deps --document-private-items

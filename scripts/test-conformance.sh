@@ -53,15 +53,18 @@ done
 [ -n "$url" ] || { cat "$log"; echo "the server did not start"; exit 1; }
 echo "server at $url"
 
+# A hung server or suite fails the run instead of stalling it.
+limit=${TOOL_ENVELOPE_CONFORMANCE_TIMEOUT:-600}
+
 failed=0
 echo
 echo "== the active suite, against the baseline"
-"$node" "$suite" server --url "$url" --expected-failures "$root/conformance/expected-failures.yml" || failed=1
+timeout "$limit" "$node" "$suite" server --url "$url" --expected-failures "$root/conformance/expected-failures.yml" || failed=1
 
 for scenario in server-initialize ping tools-list tools-call-simple-text tools-call-error json-schema-2020-12; do
     echo
     echo "== $scenario"
-    "$node" "$suite" server --url "$url" --scenario "$scenario" || failed=1
+    timeout "$limit" "$node" "$suite" server --url "$url" --scenario "$scenario" || failed=1
 done
 
 if [ "$failed" -ne 0 ]; then

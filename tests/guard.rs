@@ -191,3 +191,36 @@ fn a_human_request_and_a_policy_gap_are_explicit_triggers() {
         EscalationReason::PolicyGap
     );
 }
+
+/// Refund an order whose amount is optional: the guard must see one.
+#[tool(guard = refund_cap)]
+fn refund_maybe(order: String, amount: Option<u64>) -> Result<String, ErrorEnvelope> {
+    REFUNDS_RUN.set(REFUNDS_RUN.get() + 1);
+    Ok(format!("refunded {amount:?} on {order}"))
+}
+
+#[test]
+fn a_guard_that_cannot_read_what_it_guards_blocks_the_call() {
+    let before = REFUNDS_RUN.get();
+    let envelope = refund_maybe("O-80".into(), None).unwrap_err();
+    assert_eq!(envelope.category(), ErrorCategory::Business);
+    assert_eq!(
+        envelope.reason(),
+        Some(tool_envelope::reasons::UNREADABLE_ARGUMENT)
+    );
+    assert!(
+        envelope
+            .message()
+            .contains("could not read the argument `amount` (it does not have the type"),
+        "{}",
+        envelope.message()
+    );
+    assert_eq!(REFUNDS_RUN.get(), before, "the body never ran");
+    assert!(refund_maybe("O-81".into(), Some(40)).is_ok());
+    assert!(refund_maybe("O-82".into(), Some(620)).is_err());
+
+    // Missing altogether: blocked too.
+    let arguments = serde_json::Map::new();
+    let blocked = refund_cap(&ToolCall::new("refund_maybe", &arguments)).unwrap_err();
+    assert!(blocked.to_string().contains("(it is missing)"), "{blocked}");
+}

@@ -14,12 +14,12 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::{ServerHandler, tool_handler, tool_router};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{Value, json};
 use tool_envelope::coordinator::Coordinator;
 use tool_envelope::guard::{Blocked, Guards, ToolCall};
 use tool_envelope::mcp::client::{ClientOptions, McpClient, Progress};
 use tool_envelope::mcp::{HttpOptions, ToolContext, ToolSet, admit_envelopes};
-use tool_envelope::retry::RetryPolicy;
+use tool_envelope::retry::{RetryBudget, RetryPolicy};
 use tool_envelope::{ErrorCategory, ErrorEnvelope, EscalationReason, Found, reasons, tool};
 
 use common::server_binary;
@@ -204,6 +204,9 @@ static QUOTES: AtomicU32 = AtomicU32::new(0);
 static TURNS: AtomicU32 = AtomicU32::new(0);
 static ESCALATED: AtomicU32 = AtomicU32::new(0);
 static THROTTLED: AtomicU32 = AtomicU32::new(0);
+static PINGS: AtomicU32 = AtomicU32::new(0);
+/// How many times a client resumed an event stream of the fake gateway.
+static RESUMED: AtomicU32 = AtomicU32::new(0);
 
 #[derive(Deserialize, schemars::JsonSchema)]
 struct Amount {
@@ -278,6 +281,13 @@ impl Remote {
     async fn quote(&self) -> Result<Json<Receipt>, ErrorEnvelope> {
         QUOTES.fetch_add(1, Ordering::SeqCst);
         Err(ErrorEnvelope::transient("The quote service is down"))
+    }
+
+    /// Pings a dependency that is down: idempotent.
+    #[rmcp::tool(annotations(idempotent_hint = true))]
+    async fn ping(&self) -> Result<String, ErrorEnvelope> {
+        PINGS.fetch_add(1, Ordering::SeqCst);
+        Err(ErrorEnvelope::transient("The dependency is down"))
     }
 
     /// A chat turn whose user asked for a human.
@@ -374,6 +384,27 @@ async fn a_safe_tool_is_retried_to_the_cap() {
         EscalationReason::RetriesExhausted
     );
     assert_eq!(QUOTES.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn a_retry_budget_is_shared_by_remote_calls() {
+    let client = McpClient::connect(remote().await).await.unwrap();
+    let budget = RetryBudget::new(4.0);
+    let policy = quick().max_attempts(5).budget(&budget);
+    let mut reasons = Vec::new();
+    for _ in 0..10 {
+        let outcome = policy.retry(|| client.call("ping", json!({}))).await;
+        reasons.push(outcome.result.unwrap_err().reason);
+    }
+    // Each failure takes a token; a retry needs more than half of the 4. The
+    // first loop: 4 → 3, retried, 3 → 2, stopped. Each later loop: one call.
+    assert_eq!(PINGS.load(Ordering::SeqCst), 2 + 9);
+    assert!(
+        reasons
+            .iter()
+            .all(|reason| *reason == EscalationReason::RetryBudgetExhausted),
+        "{reasons:?}"
+    );
 }
 
 #[tokio::test]
@@ -492,7 +523,58 @@ async fn statuses() -> String {
                 "name": "lookup",
                 "inputSchema": {"type": "object"},
                 "annotations": {"readOnlyHint": true}
+            }, {
+                "name": "login",
+                "inputSchema": {"type": "object", "properties": {
+                    "user": {"type": "string"},
+                    "token": {"type": "string", "writeOnly": true}
+                }}
             }]}),
+            _ if body["params"]["arguments"]["reply"].is_string() => {
+                // A reply that is not a tool result.
+                let reply = match body["params"]["arguments"]["reply"].as_str() {
+                    Some("internal") => json!({"jsonrpc": "2.0", "id": id,
+                        "error": {"code": -32603, "message": "internal error"}}),
+                    Some("not_found") => json!({"jsonrpc": "2.0", "id": id,
+                        "error": {"code": -32601, "message": "method not found"}}),
+                    Some("long_text") => json!({"jsonrpc": "2.0", "id": id, "result": {
+                        "isError": true,
+                        "content": [{"type": "text", "text": "x".repeat(100_000)}]}}),
+                    Some("deep") => {
+                        // Deeper than the client walks, within serde_json's
+                        // recursion limit (a deeper reply does not parse).
+                        let mut deep = json!("bottom");
+                        for _ in 0..120 {
+                            deep = json!([deep]);
+                        }
+                        json!({"jsonrpc": "2.0", "id": id, "result": {
+                            "isError": true,
+                            "content": [{"type": "text", "text": "failed"}],
+                            "structuredContent": {
+                                "isError": true, "errorCategory": "transient",
+                                "isRetryable": true, "message": "failed",
+                                "partial_results": deep}}})
+                    }
+                    Some("broken_stream") => {
+                        // An event stream that ends before the answer: the
+                        // client resumes it with GET, a bounded number of times.
+                        return (
+                            [(header::CONTENT_TYPE, "text/event-stream")],
+                            "id: e1\nretry: 0\ndata: \n\n",
+                        )
+                            .into_response();
+                    }
+                    _ => json!({"jsonrpc": "2.0", "id": id, "result": {"content": 42}}),
+                };
+                return axum::Json(reply).into_response();
+            }
+            _ if body["params"]["arguments"]["garbage"] == true => {
+                return (
+                    [(header::CONTENT_TYPE, "application/json")],
+                    "{\"jsonrpc\": \"2.0\", \"id\": ",
+                )
+                    .into_response();
+            }
             _ => {
                 let status = body["params"]["arguments"]["status"]
                     .as_u64()
@@ -518,7 +600,14 @@ async fn statuses() -> String {
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let app = axum::Router::new().route(
         "/mcp",
-        axum::routing::post(mcp).get(|| async { StatusCode::METHOD_NOT_ALLOWED }),
+        axum::routing::post(mcp).get(|| async {
+            RESUMED.fetch_add(1, Ordering::SeqCst);
+            (
+                [(header::CONTENT_TYPE, "text/event-stream")],
+                "id: e2\nretry: 0\ndata: \n\n",
+            )
+                .into_response()
+        }),
     );
     tokio::spawn(async move { axum::serve(listener, app).await });
     url
@@ -545,6 +634,27 @@ async fn http_statuses_are_classified() {
         let denied = call(status).await.unwrap_err();
         assert_eq!(denied.category(), ErrorCategory::Permission, "{status}");
         assert!(!denied.is_retryable());
+    }
+}
+
+#[tokio::test]
+async fn protocol_errors_and_unreadable_replies_are_other() {
+    let client = McpClient::connect(statuses().await).await.unwrap();
+    for (arguments, says) in [
+        (json!({"reply": "internal"}), "error -32603: internal error"),
+        (
+            json!({"reply": "not_found"}),
+            "error -32601: method not found",
+        ),
+        (json!({"reply": "not_a_result"}), "a result of another kind"),
+        (json!({"garbage": true}), "reply could not be read"),
+    ] {
+        let failed = client.call("lookup", arguments.clone()).await.unwrap_err();
+        assert_eq!(failed.category(), ErrorCategory::Other, "{arguments}");
+        assert!(!failed.is_retryable(), "{arguments}");
+        assert!(failed.message().contains(says), "{}", failed.message());
+        assert_eq!(failed.tool(), Some("lookup"));
+        assert_eq!(failed.attempted_query(), Some(&arguments));
     }
 }
 
@@ -605,4 +715,59 @@ async fn a_restarted_http_server_is_reached_again() {
     tokio::task::spawn_blocking(move || third.shutdown_timeout(Duration::from_secs(10)))
         .await
         .unwrap();
+}
+
+#[tokio::test]
+async fn what_a_server_sends_is_bounded() {
+    let client = ClientOptions::new()
+        .timeout(Duration::from_secs(2))
+        .connect(statuses().await)
+        .await
+        .unwrap();
+    // A plain-text failure keeps at most 4 KiB of its text as the message.
+    let long = client
+        .call("lookup", json!({"reply": "long_text"}))
+        .await
+        .unwrap_err();
+    assert!(long.message().len() <= 4096, "{}", long.message().len());
+    assert!(long.message().starts_with("xxxx"));
+    // No value deeper than 100 levels is walked or kept.
+    let deep = client
+        .call("lookup", json!({"reply": "deep"}))
+        .await
+        .unwrap_err();
+    fn depth(value: &Value) -> usize {
+        match value {
+            Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+            Value::Object(fields) => 1 + fields.values().map(depth).max().unwrap_or(0),
+            _ => 0,
+        }
+    }
+    let kept = deep.partial_results().unwrap();
+    assert!(depth(kept) <= 101, "{}", depth(kept));
+    // A stream that keeps ending before the answer: rmcp resumes it (per
+    // SEP-1699 a graceful end may be resumed without limit, at the pace the
+    // server sets), and the call's timeout ends the call.
+    let broken = client
+        .call("lookup", json!({"reply": "broken_stream"}))
+        .await
+        .unwrap_err();
+    // A failure the client describes itself (here an HTTP 500) shows the
+    // arguments sent, masked where the tool's schema says `writeOnly` and
+    // where a key is not declared.
+    let login = client
+        .call(
+            "login",
+            json!({"user": "ops", "token": "tok_SECRET", "apiKey": "sk_SECRET", "status": 500}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(login.category(), ErrorCategory::Transient);
+    let shown = login.attempted_query().unwrap();
+    assert_eq!(shown["user"], "ops");
+    assert!(!shown.to_string().contains("SECRET"), "{shown}");
+    assert!(!format!("{login} {login:?}").contains("SECRET"));
+    assert!(RESUMED.load(Ordering::SeqCst) > 0, "the stream was resumed");
+    assert_eq!(broken.category(), ErrorCategory::Transient);
+    assert_eq!(broken.reason(), Some(reasons::TIMEOUT));
 }

@@ -342,6 +342,17 @@ async fn a_thousand_calls_through_nginx_with_a_replica_killed_halfway() {
         tally.escalated, tally.refunds_escalated,
         "no safe call escalated"
     );
+    // What was sent is what the loops account for, and each refund went out
+    // once: none was repeated, under the loop or inside the client.
+    assert_eq!(
+        client.sent(),
+        tally.attempts,
+        "no request the loops do not know of"
+    );
+    assert_eq!(
+        tally.refund_attempts,
+        (0..CALLS).filter(|i| i % 3 == 2).count() as u64
+    );
 }
 
 /// What became of the calls.
@@ -351,6 +362,10 @@ struct Counts {
     recovered: u64,
     escalated: u64,
     refunds_escalated: u64,
+    /// Requests sent, every attempt of every call.
+    attempts: u64,
+    /// Requests sent for refunds.
+    refund_attempts: u64,
 }
 
 #[derive(Default)]
@@ -359,6 +374,10 @@ struct Tally(Mutex<Counts>);
 impl Tally {
     fn count(&self, tool: &str, escalation: Option<&tool_envelope::Escalation>, attempts: u32) {
         let mut counts = self.0.lock().unwrap();
+        counts.attempts += u64::from(attempts);
+        if tool == "process_refund" {
+            counts.refund_attempts += u64::from(attempts);
+        }
         match escalation {
             None => {
                 counts.succeeded += 1;

@@ -544,6 +544,7 @@ async fn under_a_retry_policy_failures_come_back_as_escalations_with_every_parti
     let structured = result.structured_content.unwrap();
     assert_eq!(structured["escalation"]["reason"], "retries_exhausted");
     assert_eq!(structured["escalation"]["attempts"], 3);
+    assert_eq!(structured["isRetryable"], false, "escalated: not again");
     assert_eq!(structured["partial_results"].as_array().unwrap().len(), 6);
     let schema: Value =
         serde_json::from_str(include_str!("../schema/error-envelope.schema.json")).unwrap();

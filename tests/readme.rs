@@ -1,7 +1,7 @@
 //! The README's MCP examples are programs in `examples/`: the first two
 //! `rust,no_run` blocks of the README, formatted by rustfmt, are the example
 //! files they name, below their doc comment. The README compiles them as doctests; the examples
-//! run them (tests/examples.rs).
+//! run them (tests/examples.rs). SECURITY.md names only tests that exist.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -65,4 +65,37 @@ fn the_readme_mcp_examples_are_the_example_programs() {
             "the README's block and examples/{name}.rs differ: copy the block, run `cargo fmt`"
         );
     }
+}
+
+/// Every test SECURITY.md names (`tests/x.rs::name`, `runtime/src/x.rs::name`)
+/// exists, and so does every file it names: a promise never points at a test
+/// that was renamed or removed.
+#[test]
+fn security_md_names_only_tests_that_exist() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let text = std::fs::read_to_string(format!("{root}/SECURITY.md")).unwrap();
+    let mut named = 0;
+    for reference in text.split('`').skip(1).step_by(2) {
+        let (path, test) = match reference.split_once("::") {
+            Some((path, test)) => (path, Some(test)),
+            None => (reference, None),
+        };
+        let is_file = ["tests/", "runtime/src/", "scripts/"]
+            .iter()
+            .any(|dir| path.starts_with(dir))
+            && path.contains('.');
+        if !is_file {
+            continue;
+        }
+        let source = std::fs::read_to_string(format!("{root}/{path}"))
+            .unwrap_or_else(|_| panic!("SECURITY.md names {path}, which does not exist"));
+        if let Some(test) = test {
+            assert!(
+                source.contains(&format!("fn {test}(")),
+                "SECURITY.md names {path}::{test}, which does not exist"
+            );
+            named += 1;
+        }
+    }
+    assert!(named > 30, "only {named} tests found: the parser is broken");
 }

@@ -740,6 +740,9 @@ fn escalation_json_is_an_envelope_with_an_escalation_object() {
     assert_eq!(value["escalation"]["reason"], "retries_exhausted");
     assert_eq!(value["escalation"]["attempts"], 3);
     assert_eq!(value["errorCategory"], "transient");
+    // The layer that escalated retried what it could: no caller runs its
+    // loop again on top.
+    assert_eq!(value["isRetryable"], false);
     let back: tool_envelope::Escalation = serde_json::from_value(value).unwrap();
     assert_eq!(back.reason, EscalationReason::RetriesExhausted);
 }

@@ -483,6 +483,29 @@ mod with_anyhow {
         assert_eq!(envelope.category(), ErrorCategory::Permission);
         assert_eq!(envelope.tool(), Some("load"));
     }
+
+    /// Parse a page number and a port, with context.
+    #[tool]
+    pub fn parse(page: String, address: String) -> anyhow::Result<u32> {
+        let page: u32 = page.parse().context("reading the page number")?;
+        let _: std::net::SocketAddr = address.parse().context("reading the address")?;
+        Ok(page)
+    }
+
+    #[test]
+    fn a_parse_error_inside_anyhow_is_validation_as_on_its_own() {
+        let envelope = parse("seven".into(), "127.0.0.1:80".into()).unwrap_err();
+        assert_eq!(envelope.category(), ErrorCategory::Validation);
+        assert_eq!(envelope.reason(), Some("INVALID_INTEGER"));
+        assert!(
+            envelope.message().starts_with("reading the page number: "),
+            "{}",
+            envelope.message()
+        );
+        let envelope = parse("7".into(), "nowhere".into()).unwrap_err();
+        assert_eq!(envelope.category(), ErrorCategory::Validation);
+        assert_eq!(envelope.reason(), Some("INVALID_ADDRESS"));
+    }
 }
 
 /// Waits on a dependency that never answers, gathering what it can first.

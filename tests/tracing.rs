@@ -47,6 +47,10 @@ fn one_event_per_retry_and_one_per_escalation() {
         !text.contains("SECRET"),
         "a redacted argument never reaches an event"
     );
+    assert!(
+        !text.contains("ACME"),
+        "nor does any other argument: {text}"
+    );
 }
 
 /// Fails with an internal detail, retryably.

@@ -13,6 +13,8 @@
 //! `--http 127.0.0.1:PORT` (port 0 picks one; the address is printed on
 //! stderr). Behind a load balancer, add `--stateless` (any replica answers
 //! any request) and `--allowed-host NAME` for each name clients reach it by.
+//! With `--no-retry`, nothing is retried here: every failure is answered as it
+//! happened, and recovery is left to the caller (as `examples/agent.rs` does).
 //!
 //! ```sh
 //! cargo run --example mcp_server --features rmcp
@@ -23,29 +25,35 @@
 mod tools;
 
 use tool_envelope::mcp::HttpOptions;
-use tools::tools;
+use tools::{tools, tools_without_retry};
 
-const USAGE: &str = "usage: mcp_server [--http HOST:PORT [--stateless] [--allowed-host NAME]...]";
+const USAGE: &str =
+    "usage: mcp_server [--no-retry] [--http HOST:PORT [--stateless] [--allowed-host NAME]...]";
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);
-    let Some(flag) = args.next() else {
-        return tools().serve_stdio().await;
-    };
-    let address = match (flag.as_str(), args.next()) {
-        ("--http", Some(address)) => address,
-        _ => usage(),
-    };
+    let mut http = None;
+    let mut retry = true;
     let mut options = HttpOptions::new();
     let mut hosts = Vec::new();
     while let Some(flag) = args.next() {
         match flag.as_str() {
+            "--http" => http = Some(args.next().unwrap_or_else(|| usage())),
+            "--no-retry" => retry = false,
             "--stateless" => options = options.stateless(),
             "--allowed-host" => hosts.push(args.next().unwrap_or_else(|| usage())),
             _ => usage(),
         }
     }
+    let tools = if retry {
+        tools()
+    } else {
+        tools_without_retry()
+    };
+    let Some(address) = http else {
+        return tools.serve_stdio().await;
+    };
     if !hosts.is_empty() {
         // Loopback stays allowed: the health checks and tests on the host itself.
         hosts.extend(["localhost", "127.0.0.1", "::1"].map(String::from));
@@ -53,7 +61,7 @@ async fn main() -> std::io::Result<()> {
     }
     let listener = tokio::net::TcpListener::bind(&address).await?;
     eprintln!("listening on http://{}/mcp", listener.local_addr()?);
-    tools().serve_http_with(listener, options).await
+    tools.serve_http_with(listener, options).await
 }
 
 fn usage() -> ! {

@@ -85,7 +85,8 @@ impl Orders {
 static STOCK_CALLS: AtomicU64 = AtomicU64::new(0);
 
 /// Read the stock level of a SKU. The inventory service drops every other
-/// request; the server retries it locally, so callers never see the blip.
+/// request; the server retries it locally, so callers never see the blip
+/// (unless it leaves recovery to them: `--no-retry`).
 #[tool(read_only)]
 fn stock_level(
     /// The stock-keeping unit.
@@ -184,8 +185,20 @@ async fn research(
     Ok(sources.to_vec())
 }
 
-/// The example's tool set.
+/// The example's tool set, recovering transient faults locally before it
+/// answers.
 pub fn tools() -> ToolSet {
+    tools_without_retry().retry(
+        RetryPolicy::default()
+            .max_attempts(3)
+            .constant(Duration::from_millis(20))
+            .stop_after_no_progress(2),
+    )
+}
+
+/// The example's tool set, leaving recovery to its callers: every failure is
+/// answered as it happened.
+pub fn tools_without_retry() -> ToolSet {
     let orders = Orders {
         by_customer: HashMap::from([(
             "C-1001".to_owned(),
@@ -210,10 +223,4 @@ pub fn tools() -> ToolSet {
         .tool::<process_refund>()
         .tool::<read_payroll>()
         .tool::<research>()
-        .retry(
-            RetryPolicy::default()
-                .max_attempts(3)
-                .constant(Duration::from_millis(20))
-                .stop_after_no_progress(2),
-        )
 }

@@ -347,7 +347,21 @@ macro_rules! validation_errors {
                 foreign(envelope_of(self))
             }
         }
-    )*};
+    )*
+
+        /// The reason of a standard parse error inside an `anyhow::Error`,
+        /// through any context: such an error is `validation`, as it is on
+        /// its own.
+        #[cfg(feature = "anyhow")]
+        fn parse_error_reason(error: &anyhow::Error) -> Option<&'static str> {
+            $(
+                if error.downcast_ref::<$ty>().is_some() {
+                    return Some($reason);
+                }
+            )*
+            None
+        }
+    };
 }
 
 validation_errors! {
@@ -363,9 +377,11 @@ validation_errors! {
 
 /// With the `anyhow` feature, an `anyhow::Error` is classified by the error
 /// it wraps, through any `.context(...)`: an [`ErrorEnvelope`] passes
-/// through unchanged; an [`io::Error`] and a `serde_json::Error` are
+/// through unchanged; an [`io::Error`], a `serde_json::Error` and the
+/// standard library's parse errors (`ParseIntError` and the like) are
 /// classified as they are on their own (a timed-out connection is
-/// `transient`, with the kind as its reason); anything else is `other`. The
+/// `transient`, with the kind as its reason; a bad integer is `validation`);
+/// anything else is `other`. The
 /// message is the whole context chain (`"loading orders: connection reset"`).
 #[cfg(feature = "anyhow")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "anyhow")))]
@@ -375,7 +391,9 @@ impl ToolError for anyhow::Error {
             envelope.fields.category
         } else if let Some(io) = self.downcast_ref::<io::Error>() {
             io.category()
-        } else if self.downcast_ref::<serde_json::Error>().is_some() {
+        } else if self.downcast_ref::<serde_json::Error>().is_some()
+            || parse_error_reason(self).is_some()
+        {
             ErrorCategory::Validation
         } else {
             ErrorCategory::Other
@@ -397,7 +415,7 @@ impl ToolError for anyhow::Error {
         } else if let Some(json) = self.downcast_ref::<serde_json::Error>() {
             json.reason()
         } else {
-            None
+            parse_error_reason(self).map(Cow::Borrowed)
         }
     }
 
