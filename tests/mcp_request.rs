@@ -14,8 +14,9 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, CreateMessageRequestParams, CreateMessageResult,
-    LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, Role,
-    SamplingMessage, SetLevelRequestParams,
+    ElicitRequestParams, ElicitResult, ElicitationAction, LoggingLevel,
+    LoggingMessageNotificationParam, ProgressNotificationParam, Role, SamplingMessage,
+    SetLevelRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService};
 use rmcp::{ClientHandler, ErrorData, ServerHandler, ServiceExt, tool_handler, tool_router};
@@ -108,6 +109,32 @@ async fn ask(context: ToolContext, question: String) -> Result<String, ErrorEnve
         .unwrap_or_default())
 }
 
+/// Asks the client's user for a name (elicitation).
+#[tool(read_only)]
+async fn ask_name(context: ToolContext) -> Result<String, ErrorEnvelope> {
+    let peer = context
+        .peer()
+        .ok_or_else(|| ErrorEnvelope::business("no client to ask"))?;
+    let request: ElicitRequestParams = serde_json::from_value(json!({
+        "mode": "form",
+        "message": "Who is asking?",
+        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
+    }))
+    .unwrap();
+    let answer = peer
+        .create_elicitation(request)
+        .await
+        .map_err(|error| ErrorEnvelope::transient(format!("elicitation failed: {error}")))?;
+    match answer.action {
+        ElicitationAction::Accept => Ok(answer.content.unwrap_or_default()["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()),
+        _ => Err(ErrorEnvelope::business("the user declined to answer")
+            .with_reason(tool_envelope::reasons::HUMAN_REQUESTED)),
+    }
+}
+
 /// A chart: text, an image and a link.
 #[tool(read_only)]
 fn chart(customer_id: String) -> Result<Contents, ErrorEnvelope> {
@@ -188,6 +215,22 @@ impl ClientHandler for Recorder {
             "test-model".to_owned(),
         ))
     }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        match request {
+            ElicitRequestParams::FormElicitationParams { message, .. }
+                if message == "Who is asking?" =>
+            {
+                Ok(ElicitResult::new(ElicitationAction::Accept)
+                    .with_content(json!({"name": "Ada"})))
+            }
+            _ => Ok(ElicitResult::new(ElicitationAction::Decline)),
+        }
+    }
 }
 
 /// A client connected in-process to `server`.
@@ -237,6 +280,7 @@ fn tools() -> ToolSet {
         .tool::<chatty>()
         .tool::<waits>()
         .tool::<ask>()
+        .tool::<ask_name>()
         .tool::<chart>()
 }
 
@@ -395,6 +439,16 @@ async fn the_peer_reaches_the_client_for_sampling() {
     );
     // Without a client, the tool says so in an envelope.
     let reply = tools().call("ask", json!({"question": "?"})).await.unwrap();
+    assert_eq!(reply.envelope().unwrap().message(), "no client to ask");
+}
+
+#[tokio::test]
+async fn the_peer_reaches_the_client_for_elicitation() {
+    let (client, _) = connect(tools()).await;
+    let result = call(&client, "ask_name", json!({})).await;
+    assert_eq!(structured(&result), json!({"result": "Ada"}));
+    // Without a client, the tool says so in an envelope.
+    let reply = tools().call("ask_name", json!({})).await.unwrap();
     assert_eq!(reply.envelope().unwrap().message(), "no client to ask");
 }
 
