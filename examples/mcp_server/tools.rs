@@ -85,8 +85,7 @@ impl Orders {
 static STOCK_CALLS: AtomicU64 = AtomicU64::new(0);
 
 /// Read the stock level of a SKU. The inventory service drops every other
-/// request; the server retries it locally, so callers never see the blip
-/// (unless it leaves recovery to them: `--no-retry`).
+/// request; the server retries it locally, so callers never see the blip.
 #[tool(read_only)]
 fn stock_level(
     /// The stock-keeping unit.
