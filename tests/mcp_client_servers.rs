@@ -342,16 +342,20 @@ async fn a_thousand_calls_through_nginx_with_a_replica_killed_halfway() {
         tally.escalated, tally.refunds_escalated,
         "no safe call escalated"
     );
-    // What was sent is what the loops account for, and each refund went out
-    // once: none was repeated, under the loop or inside the client.
-    assert_eq!(
+    // Nothing was sent that the loops do not account for (an attempt that
+    // found the connection closed is not sent at all), so nothing was
+    // repeated inside the client; and every refund loop, the successful ones
+    // included, made exactly one attempt.
+    assert!(
+        client.sent() <= tally.attempts,
+        "{} requests sent for {} attempts",
         client.sent(),
-        tally.attempts,
-        "no request the loops do not know of"
+        tally.attempts
     );
     assert_eq!(
         tally.refund_attempts,
-        (0..CALLS).filter(|i| i % 3 == 2).count() as u64
+        (0..CALLS).filter(|i| i % 3 == 2).count() as u64,
+        "a refund is sent once"
     );
 }
 
