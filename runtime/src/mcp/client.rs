@@ -38,6 +38,7 @@ use crate::guard::Guards;
 use crate::json::depth::bounded;
 use crate::limits::text_for_wire;
 use crate::mcp::definition::ToolAnnotations;
+use crate::mcp::paced::PacedClient;
 use crate::reasons;
 use crate::redact::schema::SecretPaths;
 
@@ -224,7 +225,9 @@ impl ClientOptions {
 
     /// Connects to the Streamable HTTP endpoint at `url` (`http://host/mcp`).
     /// Plain HTTP only: no TLS backend is built in, so an `https://` URL
-    /// fails to connect.
+    /// fails to connect. Redirects are not followed. An event stream that
+    /// ends before the answer is resumed at most every 100 ms, and not after
+    /// 10 resumptions in a row that brought nothing (SECURITY.md).
     ///
     /// # Errors
     ///
@@ -382,7 +385,10 @@ impl McpClient {
                 backoff.base_duration = Duration::from_millis(100);
                 config.retry_config = Arc::new(backoff);
                 handler
-                    .serve(StreamableHttpClientTransport::from_config(config))
+                    .serve(StreamableHttpClientTransport::with_client(
+                        PacedClient::new(),
+                        config,
+                    ))
                     .await
             }
         }

@@ -23,6 +23,8 @@ pub(crate) mod definition;
 #[cfg(feature = "rmcp")]
 pub(crate) mod live;
 pub(crate) mod log;
+#[cfg(feature = "client")]
+pub(crate) mod paced;
 pub(crate) mod reply;
 #[cfg(feature = "rmcp")]
 pub(crate) mod rmcp;

@@ -1,0 +1,252 @@
+//! rmcp's HTTP client with the resumption of event streams bounded.
+//!
+//! An event stream that ends before it delivered the answer is resumed by
+//! rmcp (a `GET` with `Last-Event-ID`). SEP-1699 lets a graceful end be
+//! resumed without limit, at the pace the server's `retry:` field sets, so a
+//! server that ends every stream at once, with `retry: 0`, makes a client
+//! resume as fast as the network allows until the call times out — measured:
+//! 2,700 requests in 5 s. This client spaces resumptions at least
+//! [`MIN_INTERVAL`] apart and refuses the next one after [`MAX_QUIET`] in a
+//! row that brought no message, so the call fails instead of spinning.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::ClientJsonRpcMessage;
+use rmcp::transport::streamable_http_client::{
+    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
+};
+use sse_stream::Sse;
+use tokio::time::Instant;
+
+/// The fewest time between two resumptions of event streams.
+pub(crate) const MIN_INTERVAL: Duration = Duration::from_millis(100);
+
+/// How many resumptions in a row may bring no message before the next is
+/// refused.
+pub(crate) const MAX_QUIET: u32 = 10;
+
+/// rmcp's reqwest client, resuming event streams with care. Clones share
+/// their count.
+#[derive(Clone)]
+pub(crate) struct PacedClient {
+    inner: reqwest::Client,
+    state: Arc<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Resumptions since a stream last delivered a message.
+    quiet: AtomicU32,
+    /// When the next resumption may go out.
+    next: Mutex<Option<Instant>>,
+}
+
+impl State {
+    /// A stream delivered something: the resumptions before it were useful.
+    fn heard(&self) {
+        self.quiet.store(0, Ordering::Relaxed);
+    }
+}
+
+impl PacedClient {
+    /// As rmcp's own default: no idle connections kept (they stall on
+    /// delayed ACKs), and no redirect followed (rmcp's default follows only
+    /// same-origin 307/308; following none is stricter).
+    pub(crate) fn new() -> Self {
+        let inner = reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap_or_default();
+        PacedClient {
+            inner,
+            state: Arc::default(),
+        }
+    }
+}
+
+/// `stream`, noting each event that carries data.
+fn watched<T: 'static + Send>(
+    stream: BoxStream<'static, Result<T, SseError>>,
+    state: Arc<State>,
+    has_data: fn(&T) -> bool,
+) -> BoxStream<'static, Result<T, SseError>> {
+    stream
+        .inspect(move |item| {
+            if item.as_ref().is_ok_and(has_data) {
+                state.heard();
+            }
+        })
+        .boxed()
+}
+
+impl StreamableHttpClient for PacedClient {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            StreamableHttpResponseLimits::default(),
+        )
+        .await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let mut limits = StreamableHttpResponseLimits::default();
+        limits.max_sse_event_size = max_sse_event_size;
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            limits,
+        )
+        .await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let response = self
+            .inner
+            .post_message_with_response_limits(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                limits,
+            )
+            .await?;
+        Ok(match response {
+            StreamableHttpPostResponse::Json(message, session) => {
+                self.state.heard();
+                StreamableHttpPostResponse::Json(message, session)
+            }
+            StreamableHttpPostResponse::Sse(stream, session) => StreamableHttpPostResponse::Sse(
+                watched(stream, Arc::clone(&self.state), |sse| {
+                    sse.data
+                        .as_deref()
+                        .is_some_and(|data| !data.trim().is_empty())
+                }),
+                session,
+            ),
+            other => other,
+        })
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), StreamableHttpError<Self::Error>> {
+        self.inner
+            .delete_session(uri, session_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
+        self.get_stream_with_max_sse_event_size(
+            uri,
+            session_id,
+            last_event_id,
+            auth_header,
+            custom_headers,
+            StreamableHttpResponseLimits::default().max_sse_event_size,
+        )
+        .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
+        if last_event_id.is_some() {
+            // A resumption: refused after too many quiet ones, paced otherwise.
+            let quiet = self.state.quiet.fetch_add(1, Ordering::Relaxed) + 1;
+            if quiet > MAX_QUIET {
+                return Err(StreamableHttpError::UnexpectedServerResponse(
+                    format!(
+                        "the server ended its event stream {MAX_QUIET} times in a row without a message"
+                    )
+                    .into(),
+                ));
+            }
+            let wait = {
+                let mut next = self
+                    .state
+                    .next
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                let now = Instant::now();
+                let at = next.map_or(now, |next| next.max(now));
+                *next = Some(at + MIN_INTERVAL);
+                at - now
+            };
+            tokio::time::sleep(wait).await;
+        }
+        let stream = self
+            .inner
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await?;
+        Ok(watched(stream, Arc::clone(&self.state), |sse| {
+            sse.data
+                .as_deref()
+                .is_some_and(|data| !data.trim().is_empty())
+        }))
+    }
+}
