@@ -816,6 +816,9 @@ async fn a_human_request_or_a_policy_gap_escalates_at_once_whatever_the_category
             .with_retryable(true)
             .with_reason(reason);
         assert!(!by_hand.is_retryable(), "{reason}");
+        let read_back: ErrorEnvelope =
+            serde_json::from_value(serde_json::to_value(&by_hand).unwrap()).unwrap();
+        assert_eq!(read_back, by_hand, "what is read back is what was sent");
         assert_eq!(
             serde_json::to_value(&by_hand).unwrap()["isRetryable"],
             json!(false)

@@ -539,19 +539,16 @@ pub(crate) fn complete(
     if passed_through && envelope.not_applied() {
         envelope.set_not_applied(false);
     }
-    // The one retry decision.
-    if envelope.fields.retryable {
-        if reasons::never_retried(envelope.fields.reason.as_deref()) {
-            envelope.fields.retryable = false;
-        } else if envelope.idempotent() == Some(false) {
-            if envelope.not_applied() {
-                // On the wire, what tells a caller that repeating this call,
-                // of a tool that is not idempotent, is safe: the reason
-                // callers (ours included) decide by, in place of any other.
-                envelope.fields.reason = Some(Cow::Borrowed(reasons::NOT_APPLIED));
-            } else {
-                envelope.withhold_retry(tool.name.clone());
-            }
+    // The one retry decision (a human request or a policy gap is never
+    // retryable: `is_retryable` says so already).
+    if envelope.is_retryable() && envelope.idempotent() == Some(false) {
+        if envelope.not_applied() {
+            // On the wire, what tells a caller that repeating this call,
+            // of a tool that is not idempotent, is safe: the reason
+            // callers (ours included) decide by, in place of any other.
+            envelope.fields.reason = Some(Cow::Borrowed(reasons::NOT_APPLIED));
+        } else {
+            envelope.withhold_retry(tool.name.clone());
         }
     }
     envelope

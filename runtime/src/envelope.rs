@@ -524,7 +524,7 @@ impl<'de> Deserialize<'de> for ErrorEnvelope {
 impl PartialEq for ErrorEnvelope {
     fn eq(&self, other: &Self) -> bool {
         self.fields.category == other.fields.category
-            && self.fields.retryable == other.fields.retryable
+            && self.is_retryable() == other.is_retryable()
             && self.fields.message == other.fields.message
             && self.fields.attempted_query == other.fields.attempted_query
             && self.fields.partial_results == other.fields.partial_results
@@ -541,7 +541,7 @@ impl fmt::Debug for ErrorEnvelope {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("ErrorEnvelope");
         d.field("category", &self.fields.category)
-            .field("retryable", &self.fields.retryable)
+            .field("retryable", &self.is_retryable())
             .field("message", &self.fields.message);
         if let Some(query) = &self.fields.attempted_query {
             d.field("attempted_query", query);

@@ -641,12 +641,8 @@ impl McpClient {
             || envelope.not_applied()
             || envelope.fields.reason.as_deref() == Some(reasons::NOT_APPLIED);
         let safe = tool.is_some_and(RemoteTool::is_safe_to_repeat);
-        if envelope.fields.retryable {
-            if reasons::never_retried(envelope.fields.reason.as_deref()) {
-                envelope.fields.retryable = false;
-            } else if !safe && !not_applied {
-                envelope.withhold_retry(Cow::Owned(name.to_owned()));
-            }
+        if envelope.is_retryable() && !safe && !not_applied {
+            envelope.withhold_retry(Cow::Owned(name.to_owned()));
         }
         envelope
     }

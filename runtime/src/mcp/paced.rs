@@ -72,15 +72,15 @@ impl PacedClient {
     }
 }
 
-/// `stream`, noting each event that carries data.
-fn watched<T: 'static + Send>(
-    stream: BoxStream<'static, Result<T, SseError>>,
+/// `stream`, noting each event that carries a message.
+fn watched(
+    stream: BoxStream<'static, Result<Sse, SseError>>,
     state: Arc<State>,
-    has_data: fn(&T) -> bool,
-) -> BoxStream<'static, Result<T, SseError>> {
+) -> BoxStream<'static, Result<Sse, SseError>> {
     stream
-        .inspect(move |item| {
-            if item.as_ref().is_ok_and(has_data) {
+        .inspect(move |event| {
+            let message = event.as_ref().ok().and_then(|sse| sse.data.as_deref());
+            if message.is_some_and(|data| !data.trim().is_empty()) {
                 state.heard();
             }
         })
@@ -156,14 +156,9 @@ impl StreamableHttpClient for PacedClient {
                 self.state.heard();
                 StreamableHttpPostResponse::Json(message, session)
             }
-            StreamableHttpPostResponse::Sse(stream, session) => StreamableHttpPostResponse::Sse(
-                watched(stream, Arc::clone(&self.state), |sse| {
-                    sse.data
-                        .as_deref()
-                        .is_some_and(|data| !data.trim().is_empty())
-                }),
-                session,
-            ),
+            StreamableHttpPostResponse::Sse(stream, session) => {
+                StreamableHttpPostResponse::Sse(watched(stream, Arc::clone(&self.state)), session)
+            }
             other => other,
         })
     }
@@ -243,10 +238,6 @@ impl StreamableHttpClient for PacedClient {
                 max_sse_event_size,
             )
             .await?;
-        Ok(watched(stream, Arc::clone(&self.state), |sse| {
-            sse.data
-                .as_deref()
-                .is_some_and(|data| !data.trim().is_empty())
-        }))
+        Ok(watched(stream, Arc::clone(&self.state)))
     }
 }
