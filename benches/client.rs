@@ -5,75 +5,34 @@
 //!
 //! `cargo bench --features rmcp,client --bench client`
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
+
 use std::time::{Duration, Instant};
 
-use criterion::{Criterion, SamplingMode, Throughput};
-use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::TokioChildProcess;
+use common::{CALLS, bench_servers, calls, connect, group};
+use criterion::Criterion;
 use serde_json::json;
 use tool_envelope::mcp::client::McpClient;
-
-const CALLS: u64 = 10_000;
-
-fn server() -> PathBuf {
-    let status = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--quiet",
-            "--release",
-            "-p",
-            "tool-envelope-bench-servers",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "building the bench servers failed");
-    let exe = std::env::current_exe().unwrap();
-    exe.parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("tool_envelope_server")
-}
-
-async fn bare(binary: &PathBuf) -> RunningService<RoleClient, ()> {
-    let transport =
-        TokioChildProcess::new(tokio::process::Command::new(binary)).expect("the server starts");
-    ().serve(transport).await.expect("the server initializes")
-}
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let binary = server();
+    let binary = bench_servers().join("tool_envelope_server");
     let arguments = json!({"text": "C-4821"});
     let mut criterion = Criterion::default().configure_from_args();
     for (tool, fails) in [("echo", false), ("fail", true)] {
-        let mut group = criterion.benchmark_group(format!("client_{tool}"));
-        group.sampling_mode(SamplingMode::Flat);
-        group.sample_size(10);
-        group.measurement_time(Duration::from_secs(20));
-        group.throughput(Throughput::Elements(CALLS));
+        let mut group = group(&mut criterion, &format!("client_{tool}"));
 
-        let rmcp = runtime.block_on(bare(&binary));
+        let rmcp = runtime.block_on(connect(&binary));
         group.bench_function("bare_rmcp", |b| {
             b.iter_custom(|iterations| {
-                runtime.block_on(async {
-                    let start = Instant::now();
-                    for _ in 0..iterations * CALLS {
-                        let request = CallToolRequestParams::new(tool)
-                            .with_arguments(arguments.as_object().unwrap().clone());
-                        let result = rmcp.call_tool(request).await.expect("a result");
-                        assert_eq!(result.is_error, Some(fails));
-                    }
-                    start.elapsed()
-                })
+                let mut total = Duration::ZERO;
+                for _ in 0..iterations {
+                    total += runtime.block_on(calls(&rmcp, tool, fails));
+                }
+                total
             })
         });
         runtime.block_on(rmcp.cancel()).unwrap();

@@ -7,76 +7,26 @@
 //! `cargo bench --bench dispatch --features rmcp`
 //! (builds `benches/servers` in release mode first).
 
-use std::path::PathBuf;
-use std::process::Command;
-use std::time::{Duration, Instant};
+mod common;
 
-use criterion::{Criterion, SamplingMode, Throughput};
-use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::TokioChildProcess;
-use serde_json::json;
+use std::time::Duration;
 
-const CALLS: u64 = 10_000;
-
-/// Builds the two servers and returns their paths.
-fn servers() -> [(&'static str, PathBuf); 2] {
-    let status = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--quiet",
-            "--release",
-            "-p",
-            "tool-envelope-bench-servers",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "building the bench servers failed");
-    let exe = std::env::current_exe().unwrap();
-    let release = exe.parent().unwrap().parent().unwrap();
-    [
-        ("rmcp_macros", release.join("rmcp_macros_server")),
-        ("tool_envelope", release.join("tool_envelope_server")),
-    ]
-}
-
-async fn connect(binary: &PathBuf) -> RunningService<RoleClient, ()> {
-    let transport =
-        TokioChildProcess::new(tokio::process::Command::new(binary)).expect("the server starts");
-    ().serve(transport).await.expect("the server initializes")
-}
-
-/// `CALLS` sequential calls of `tool`; checks every answer's `isError`.
-async fn calls(
-    client: &RunningService<RoleClient, ()>,
-    tool: &'static str,
-    is_error: bool,
-) -> Duration {
-    let arguments = json!({"text": "C-4821"}).as_object().unwrap().clone();
-    let start = Instant::now();
-    for _ in 0..CALLS {
-        let request = CallToolRequestParams::new(tool).with_arguments(arguments.clone());
-        let result = client.call_tool(request).await.expect("a result");
-        assert_eq!(result.is_error, Some(is_error));
-    }
-    start.elapsed()
-}
+use common::{bench_servers, calls, connect, group};
+use criterion::Criterion;
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let servers = servers();
+    let release = bench_servers();
+    let servers = [
+        ("rmcp_macros", release.join("rmcp_macros_server")),
+        ("tool_envelope", release.join("tool_envelope_server")),
+    ];
     let mut criterion = Criterion::default().configure_from_args();
     for (tool, is_error) in [("echo", false), ("fail", true)] {
-        let mut group = criterion.benchmark_group(format!("dispatch_{tool}"));
-        group.sampling_mode(SamplingMode::Flat);
-        group.sample_size(10);
-        group.measurement_time(Duration::from_secs(20));
-        group.throughput(Throughput::Elements(CALLS));
+        let mut group = group(&mut criterion, &format!("dispatch_{tool}"));
         for (name, binary) in &servers {
             let client = runtime.block_on(connect(binary));
             group.bench_function(*name, |b| {
@@ -95,11 +45,7 @@ fn main() {
     // One rmcp server, one failing tool written two ways: a `String` error
     // (rmcp's text result) and an error envelope (this crate's
     // `IntoCallToolResult`, with `admit_envelopes` on the router).
-    let mut group = criterion.benchmark_group("dispatch_rmcp_native_fail");
-    group.sampling_mode(SamplingMode::Flat);
-    group.sample_size(10);
-    group.measurement_time(Duration::from_secs(20));
-    group.throughput(Throughput::Elements(CALLS));
+    let mut group = group(&mut criterion, "dispatch_rmcp_native_fail");
     let client = runtime.block_on(connect(&servers[0].1));
     for (name, tool) in [("string_error", "fail"), ("envelope", "fail_envelope")] {
         group.bench_function(name, |b| {

@@ -17,7 +17,6 @@ error.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections import Counter
@@ -26,29 +25,19 @@ from typing import Any
 import anyio
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult
+
+from mcp_python_client import assert_text_mirrors_structured, check
 
 CONCURRENCY = 10
 OVERALL_TIMEOUT_SECONDS = 300.0
-
-
-class WrongAnswer(Exception):
-    """A call answered something other than what the example server promises."""
-
-
-def check(condition: object, message: str) -> None:
-    """A check that holds under `python -O` too."""
-    if not condition:
-        raise WrongAnswer(message)
 
 
 def structured(result: CallToolResult) -> dict[str, Any]:
     """The structured content, and its text copy checked against it."""
     content = result.structured_content
     check(isinstance(content, dict), f"no structured content: {result!r}")
-    text = result.content[0]
-    check(isinstance(text, TextContent), f"the first block is not text: {text!r}")
-    check(json.loads(text.text) == content, "the text block does not mirror structuredContent")
+    assert_text_mirrors_structured(result)
     return content
 
 
@@ -125,7 +114,7 @@ async def run(url: str, calls: int) -> int:
                     try:
                         expect(result)
                         answered[name] += 1
-                    except (WrongAnswer, KeyError, TypeError) as error:
+                    except (AssertionError, KeyError, TypeError) as error:
                         wrong.append(f"call {index} ({name} {arguments}): {error!r}")
 
             async with anyio.create_task_group() as group:

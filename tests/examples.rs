@@ -9,31 +9,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, LoggingLevel, LoggingMessageNotificationParam,
-    ProgressNotificationParam, SetLevelRequestParams,
+    LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, SetLevelRequestParams,
 };
-use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::service::{NotificationContext, RoleClient};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 
-use common::example_binary;
-
-async fn call<H: ClientHandler>(
-    client: &RunningService<RoleClient, H>,
-    tool: &str,
-    arguments: Value,
-) -> CallToolResult {
-    let mut request = CallToolRequestParams::new(tool.to_owned());
-    if let Value::Object(arguments) = arguments {
-        request = request.with_arguments(arguments);
-    }
-    tokio::time::timeout(Duration::from_secs(30), client.call_tool(request))
-        .await
-        .expect("the server answers")
-        .expect("a result")
-}
+use common::{call, example_binary};
 
 #[tokio::test]
 async fn the_rmcp_native_example_returns_envelopes_its_schema_admits() {

@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::model::CallToolResult;
 use rmcp::service::{RoleClient, RunningService};
 use serde_json::{Value, json};
 use tool_envelope::mcp::ToolSet;
@@ -18,7 +18,7 @@ use tool_envelope::{
 };
 use tracing_subscriber::layer::SubscriberExt;
 
-use common::Captured;
+use common::{Captured, call};
 
 /// Divides, and panics on zero.
 #[tool(read_only)]
@@ -71,19 +71,6 @@ async fn serve(tools: ToolSet) -> RunningService<RoleClient, ()> {
         }
     });
     ().serve(client_io).await.expect("the client initializes")
-}
-
-async fn call(
-    client: &RunningService<RoleClient, ()>,
-    tool: &str,
-    arguments: Value,
-) -> CallToolResult {
-    let request = CallToolRequestParams::new(tool.to_owned())
-        .with_arguments(arguments.as_object().unwrap().clone());
-    tokio::time::timeout(Duration::from_secs(30), client.call_tool(request))
-        .await
-        .expect("the server answers")
-        .expect("a result, not a protocol error")
 }
 
 fn envelope(result: &CallToolResult) -> ErrorEnvelope {

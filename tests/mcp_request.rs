@@ -1,10 +1,12 @@
 //! What a tool sees of the request that called it, through rmcp's own client
 //! in the same process: progress (its own, and one step per local retry),
-//! log messages under `logging/setLevel`, cancellation, sampling through the
+//! log messages under `logging/setLevel`, cancellation, sampling and elicitation through the
 //! client peer, rich content, and a tool set composed into an rmcp server
 //! next to rmcp's own `#[tool]`s.
 #![cfg(feature = "rmcp")]
 #![allow(deprecated)] // MCP logging and sampling: deprecated by rmcp, current in 2025-11-25.
+
+mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -25,6 +27,8 @@ use tokio::sync::Notify;
 use tool_envelope::mcp::{Contents, ToolContext, ToolSet, admit_envelopes};
 use tool_envelope::retry::RetryPolicy;
 use tool_envelope::{ErrorEnvelope, Found, tool};
+
+use common::call;
 
 /// Reports `steps` steps of progress, then says how many were sent.
 #[tool(read_only)]
@@ -250,21 +254,6 @@ async fn connect<S: ServerHandler>(server: S) -> (RunningService<RoleClient, Rec
         .await
         .expect("the client initializes");
     (client, recorder)
-}
-
-async fn call(
-    client: &RunningService<RoleClient, Recorder>,
-    tool: &str,
-    arguments: Value,
-) -> CallToolResult {
-    let mut request = CallToolRequestParams::new(tool.to_owned());
-    if let Value::Object(arguments) = arguments {
-        request = request.with_arguments(arguments);
-    }
-    tokio::time::timeout(Duration::from_secs(30), client.call_tool(request))
-        .await
-        .expect("the server answers")
-        .expect("a result")
 }
 
 fn structured(result: &CallToolResult) -> Value {

@@ -5,16 +5,14 @@
 
 mod common;
 
-use std::time::Duration;
-
-use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorCode, Tool};
+use rmcp::model::{CallToolResult, ErrorCode, Tool};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ServiceError, ServiceExt};
 use serde_json::{Value, json};
 use tool_envelope::ErrorEnvelope;
 
-use common::server_binary;
+use common::{call_tool as call, server_binary};
 
 async fn connect() -> RunningService<RoleClient, ()> {
     let command = tokio::process::Command::new(server_binary());
@@ -24,20 +22,6 @@ async fn connect() -> RunningService<RoleClient, ()> {
         .set_response_cache_config(rmcp::ClientCacheConfig::disabled())
         .await;
     client
-}
-
-async fn call(
-    client: &RunningService<RoleClient, ()>,
-    tool: &str,
-    arguments: Value,
-) -> Result<CallToolResult, ServiceError> {
-    let mut request = CallToolRequestParams::new(tool.to_owned());
-    if let Value::Object(arguments) = arguments {
-        request = request.with_arguments(arguments);
-    }
-    tokio::time::timeout(Duration::from_secs(30), client.call_tool(request))
-        .await
-        .expect("the server answers")
 }
 
 /// The envelope of a failed call: `isError`, the envelope as

@@ -125,6 +125,33 @@ fn any_category() -> impl Strategy<Value = ErrorCategory> {
     prop::sample::select(ErrorCategory::ALL.to_vec())
 }
 
+/// `envelope` with each optional field that is `Some`.
+fn with_optional(
+    mut envelope: ErrorEnvelope,
+    query: Option<Value>,
+    partial: Option<Value>,
+    reason: Option<String>,
+    retry_after_ms: Option<u64>,
+    tool: Option<String>,
+) -> ErrorEnvelope {
+    if let Some(query) = query {
+        envelope = envelope.with_attempted_query(query);
+    }
+    if let Some(partial) = partial {
+        envelope = envelope.with_partial_results(partial);
+    }
+    if let Some(reason) = reason {
+        envelope = envelope.with_reason(reason);
+    }
+    if let Some(delay) = retry_after_ms {
+        envelope = envelope.with_retry_after(Duration::from_millis(delay));
+    }
+    if let Some(tool) = tool {
+        envelope = envelope.with_tool(tool);
+    }
+    envelope
+}
+
 /// Any envelope within the default size limits.
 fn any_envelope() -> impl Strategy<Value = ErrorEnvelope> {
     (
@@ -160,26 +187,11 @@ fn any_envelope() -> impl Strategy<Value = ErrorEnvelope> {
                 violations,
                 tool,
             )| {
-                let mut envelope = ErrorEnvelope::new(category, message)
+                let envelope = ErrorEnvelope::new(category, message)
                     .with_retryable(retryable)
                     .with_alternatives(alternatives)
                     .with_violations(violations.into_iter().map(|(f, d)| Violation::new(f, d)));
-                if let Some(query) = query {
-                    envelope = envelope.with_attempted_query(query);
-                }
-                if let Some(partial) = partial {
-                    envelope = envelope.with_partial_results(partial);
-                }
-                if let Some(reason) = reason {
-                    envelope = envelope.with_reason(reason);
-                }
-                if let Some(delay) = retry_after {
-                    envelope = envelope.with_retry_after(Duration::from_millis(delay));
-                }
-                if let Some(tool) = tool {
-                    envelope = envelope.with_tool(tool);
-                }
-                envelope
+                with_optional(envelope, query, partial, reason, retry_after, tool)
             },
         )
 }
@@ -220,23 +232,11 @@ fn any_fields() -> impl Strategy<Value = ErrorEnvelope> {
                 violations,
                 tool,
             )| {
-                let mut envelope = ErrorEnvelope::new(category, message)
+                let envelope = ErrorEnvelope::new(category, message)
                     .with_retryable(retryable)
                     .with_alternatives(alternatives)
                     .with_violations(violations.into_iter().map(|(f, d)| Violation::new(f, d)));
-                if let Some(query) = query {
-                    envelope = envelope.with_attempted_query(query);
-                }
-                if let Some(partial) = partial {
-                    envelope = envelope.with_partial_results(partial);
-                }
-                if let Some(reason) = reason {
-                    envelope = envelope.with_reason(reason);
-                }
-                if let Some(tool) = tool {
-                    envelope = envelope.with_tool(tool);
-                }
-                envelope
+                with_optional(envelope, query, partial, reason, None, tool)
             },
         )
 }

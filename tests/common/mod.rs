@@ -5,6 +5,12 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use rmcp::ClientHandler;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService, ServiceError};
+use serde_json::Value;
 
 /// Builds the example MCP server once and returns its path.
 pub fn server_binary() -> &'static PathBuf {
@@ -61,4 +67,32 @@ impl Write for Captured {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
+}
+
+/// A `tools/call` through an rmcp client, bounded by 30 s: a hung server
+/// fails the test instead of stalling it. `arguments` other than an object
+/// are not sent.
+pub async fn call_tool<H: ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    tool: &str,
+    arguments: Value,
+) -> Result<CallToolResult, ServiceError> {
+    let mut request = CallToolRequestParams::new(tool.to_owned());
+    if let Value::Object(arguments) = arguments {
+        request = request.with_arguments(arguments);
+    }
+    tokio::time::timeout(Duration::from_secs(30), client.call_tool(request))
+        .await
+        .expect("the server answers")
+}
+
+/// [`call_tool`], answered with a result (not a protocol error).
+pub async fn call<H: ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    tool: &str,
+    arguments: Value,
+) -> CallToolResult {
+    call_tool(client, tool, arguments)
+        .await
+        .expect("a result, not a protocol error")
 }
