@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # The client against servers nobody here wrote: installs FastMCP (PyPI,
-# pinned, into the Python SDK's virtual environment) and
-# @modelcontextprotocol/server-everything (npm, pinned, run on the system's
-# Node 20), then runs the ignored tests of tests/mcp_client_servers.rs that
-# need them: classification of their failures, progress, and one coordinator
-# across FastMCP, server-everything and this crate's example server with one
-# of them killed mid-run.
+# pinned, into the Python SDK's virtual environment, which serves
+# scripts/mcp_python_server.py on the SDK's own MCPServer too),
+# @modelcontextprotocol/server-everything (npm, pinned, on the TypeScript SDK
+# v1) and the TypeScript SDK v2 (npm, pinned, serving
+# scripts/ts_v2_server.mjs), all run on the system's Node 20; then runs the
+# ignored tests of tests/mcp_client_servers.rs that need them: classification
+# of their failures (argument errors, a refused protocol version), secrets
+# their texts quote, progress, and one coordinator across FastMCP,
+# server-everything and this crate's example server with one of them killed
+# mid-run.
 #
 #   scripts/test-client-servers.sh
 set -euo pipefail
 
 readonly FASTMCP_VERSION="4.2.3"
 readonly EVERYTHING_VERSION="2026.8.31"
+readonly TS_V2_VERSION="2.4.0"
+readonly ZOD_VERSION="4.6.7"
 
 script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$script_dir/.." && pwd)"
@@ -36,9 +42,22 @@ fi
 [[ -f "$everything" ]] || { echo "error: server-everything not found at $everything" >&2; exit 1; }
 echo "==> node $(node --version), server-everything $EVERYTHING_VERSION"
 
+ts_v2="$cache/ts-v2"
+installed="$(node -p 'require(process.argv[1]).version' "$ts_v2/node_modules/@modelcontextprotocol/server/package.json" 2>/dev/null || true)"
+if [[ "$installed" != "$TS_V2_VERSION" ]]; then
+    echo "==> installing @modelcontextprotocol/server@$TS_V2_VERSION"
+    mkdir -p "$ts_v2"
+    npm install --prefix "$ts_v2" --no-audit --no-fund --loglevel=error \
+        "@modelcontextprotocol/server@$TS_V2_VERSION" "zod@$ZOD_VERSION"
+fi
+# An ES module finds its packages next to itself.
+cp "$script_dir/ts_v2_server.mjs" "$ts_v2/ts_v2_server.mjs"
+echo "==> @modelcontextprotocol/server $TS_V2_VERSION"
+
 cd "$root"
 TOOL_ENVELOPE_FASTMCP="$venv_python" \
 TOOL_ENVELOPE_NODE="$(command -v node)" \
 TOOL_ENVELOPE_EVERYTHING="$everything" \
+TOOL_ENVELOPE_TS_V2="$ts_v2/ts_v2_server.mjs" \
     cargo test --quiet --all-features --test mcp_client_servers -- --ignored \
-        fastmcp server_everything one_coordinator
+        fastmcp server_everything python_sdk typescript_v2 one_coordinator

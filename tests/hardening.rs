@@ -457,3 +457,61 @@ async fn arguments_nested_100_000_deep_get_a_validation_envelope_without_overflo
         .unwrap();
     assert_eq!(result.structured_content, Some(json!({"result": 2})));
 }
+
+/// An upstream's credentials, whose author overrode the token's schema:
+/// `#[schemars(with = "String")]` drops the `writeOnly` mark a `Secret` writes.
+#[derive(Debug, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+struct Upstream {
+    url: String,
+    #[schemars(with = "String")]
+    token: Secret<String>,
+}
+
+/// Syncs with an upstream, which rejects the token; the tool's own message
+/// quotes it, as careless code does.
+#[tool(read_only)]
+fn sync_upstream(upstream: Upstream) -> Result<(), ErrorEnvelope> {
+    Err(ErrorEnvelope::permission(format!(
+        "{} rejected the token {}",
+        upstream.url,
+        upstream.token.expose()
+    )))
+}
+
+const UPSTREAM_TOKEN: &str = "ghp_UPSTREAM_4471";
+
+#[tokio::test]
+async fn a_secret_whose_schema_was_overridden_is_masked_by_its_value() {
+    let tools = ToolSet::new().tool::<sync_upstream>();
+    // The schema no longer says it is a secret…
+    let schema = serde_json::to_value(&tools.get("sync_upstream").unwrap().input_schema).unwrap();
+    assert_eq!(
+        schema["$defs"]["Upstream"]["properties"]["token"],
+        json!({"type": "string"}),
+        "{schema}"
+    );
+    // …but the value it was sent as is masked everywhere, on every path.
+    let arguments = json!({"upstream": {"url": "https://git.example", "token": UPSTREAM_TOKEN}});
+    let reply = tools
+        .call("sync_upstream", arguments.clone())
+        .await
+        .unwrap();
+    let client = serve(ToolSet::new().tool::<sync_upstream>()).await;
+    let result = call(&client, "sync_upstream", arguments).await;
+    client.cancel().await.unwrap();
+    let served = envelope(&result);
+    assert_eq!(
+        served.attempted_query(),
+        Some(&json!({"upstream": {"url": "https://git.example", "token": "[redacted]"}}))
+    );
+    assert_eq!(
+        served.message(),
+        "https://git.example rejected the token [redacted]"
+    );
+    for output in [
+        serde_json::to_string(&reply).unwrap(),
+        serde_json::to_string(&result).unwrap(),
+    ] {
+        assert!(!output.contains(UPSTREAM_TOKEN), "leaked: {output}");
+    }
+}

@@ -267,3 +267,41 @@ async fn the_http_options_decide_who_is_served_and_how_much() {
     let answer = post_with(address, &call_body(&"C".repeat(3000)), &host).await;
     assert_eq!(answer.status, 200, "{}\n{}", answer.head, answer.body);
 }
+
+#[tokio::test]
+async fn an_origin_is_its_scheme_host_and_port() {
+    let address = serve_with(HttpOptions::new().stateless().allowed_origins([
+        "https://app.example.com",
+        "http://localhost",
+        "http://127.0.0.1:*",
+    ]))
+    .await;
+    let status = |origin: &'static str| async move {
+        let headers = format!("Host: localhost\r\n{STATELESS}Origin: {origin}\r\n");
+        post_with(address, &call_body("C-4821"), &headers)
+            .await
+            .status
+    };
+    // The port an entry leaves out is its scheme's own, written or not.
+    for origin in [
+        "https://app.example.com",
+        "https://app.example.com:443",
+        "http://localhost",
+        "http://localhost:80",
+    ] {
+        assert_eq!(status(origin).await, 200, "{origin}");
+    }
+    // Another port is another origin; so is another scheme.
+    for origin in [
+        "https://app.example.com:8443",
+        "http://app.example.com",
+        "http://localhost:6666",
+        "https://localhost",
+    ] {
+        assert_eq!(status(origin).await, 403, "{origin}");
+    }
+    // A port wildcard, written out, takes any port.
+    for origin in ["http://127.0.0.1", "http://127.0.0.1:6666"] {
+        assert_eq!(status(origin).await, 200, "{origin}");
+    }
+}

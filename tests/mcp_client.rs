@@ -290,6 +290,12 @@ impl Remote {
         Err(ErrorEnvelope::transient("The dependency is down"))
     }
 
+    /// A read-only look-up whose database never answers.
+    #[rmcp::tool(annotations(read_only_hint = true))]
+    async fn stuck(&self) -> Result<String, ErrorEnvelope> {
+        std::future::pending().await
+    }
+
     /// A chat turn whose user asked for a human.
     #[rmcp::tool(annotations(read_only_hint = true))]
     async fn chat_turn(&self) -> Result<String, ErrorEnvelope> {
@@ -459,17 +465,14 @@ async fn unreachable_servers_and_timeouts_are_transient() {
     assert_eq!(refused.category(), ErrorCategory::Transient);
     assert_eq!(refused.reason(), Some(reasons::NOT_APPLIED));
 
-    // A call that outlives the client's timeout.
-    let binary = server_binary().clone();
+    // A call that outlives the client's timeout (the tool list, which the
+    // timeout bounds too, comes in time).
     let client = ClientOptions::new()
-        .timeout(Duration::from_millis(1))
-        .spawn(move || tokio::process::Command::new(&binary))
+        .timeout(Duration::from_secs(1))
+        .connect(remote().await)
         .await
         .unwrap();
-    let late = client
-        .call("lookup_orders", json!({"customer_id": "C-4821"}))
-        .await
-        .unwrap_err();
+    let late = client.call("stuck", json!({})).await.unwrap_err();
     assert_eq!(late.category(), ErrorCategory::Transient);
     assert_eq!(late.reason(), Some(reasons::TIMEOUT));
     assert!(late.is_retryable(), "a read-only look-up is safe to repeat");

@@ -1,14 +1,17 @@
-//! The client against servers nobody here wrote: a Python server on FastMCP
-//! and the reference server `@modelcontextprotocol/server-everything`, next to
-//! this crate's example server; one coordinator across all three with one
-//! server killed mid-run; and 1,000 calls through nginx with a replica killed
-//! halfway.
+//! The client against servers nobody here wrote: a Python server on FastMCP,
+//! one on the official Python SDK's `MCPServer`, one on the TypeScript SDK v2
+//! and the reference server `@modelcontextprotocol/server-everything` (on the
+//! TypeScript SDK v1), next to this crate's example server; one coordinator
+//! across three with one server killed mid-run; and 1,000 calls through nginx
+//! with a replica killed halfway.
 //!
 //! They need Python, Node and nginx, so they are ignored by `cargo test`;
 //! `scripts/test-client-servers.sh` and `scripts/test-nginx.sh` install those
 //! and run them, passing where things are through the environment:
 //!
-//! - `TOOL_ENVELOPE_FASTMCP`: a Python with `fastmcp` installed;
+//! - `TOOL_ENVELOPE_FASTMCP`: a Python with `fastmcp` and `mcp` installed;
+//! - `TOOL_ENVELOPE_TS_V2`: `ts_v2_server.mjs`, next to the `node_modules`
+//!   that hold the TypeScript SDK v2;
 //! - `TOOL_ENVELOPE_EVERYTHING`: server-everything's `dist/index.js`, and
 //!   `TOOL_ENVELOPE_NODE`: the `node` to run it with;
 //! - `TOOL_ENVELOPE_NGINX_URL` and `TOOL_ENVELOPE_REPLICA_PID`: the load
@@ -77,6 +80,15 @@ async fn everything() -> McpClient {
     .expect("server-everything starts")
 }
 
+/// The fields a failure's violations name.
+fn fields(envelope: &tool_envelope::ErrorEnvelope) -> Vec<&str> {
+    envelope
+        .violations()
+        .iter()
+        .map(|violation| violation.field.as_str())
+        .collect()
+}
+
 fn quick() -> RetryPolicy {
     RetryPolicy::default().constant(Duration::from_millis(10))
 }
@@ -135,9 +147,15 @@ async fn fastmcp_failures_are_classified() {
         .await
         .unwrap();
     assert_eq!(sum, 5);
-    // FastMCP answers an unknown tool with an isError text, not -32602.
+    // FastMCP answers bad arguments and an unknown tool with isError texts,
+    // not -32602: read as the validation failures they are.
     let unknown = client.call("nope", json!({})).await.unwrap_err();
-    assert_eq!(unknown.category(), ErrorCategory::Other);
+    assert_eq!(unknown.category(), ErrorCategory::Validation);
+    assert_eq!(unknown.reason(), Some(reasons::INVALID_ARGUMENTS));
+    let invalid = client.call("add", json!({"a": "x"})).await.unwrap_err();
+    assert_eq!(invalid.category(), ErrorCategory::Validation);
+    assert_eq!(fields(&invalid), ["a", "b"], "{invalid:?}");
+    assert!(!invalid.is_retryable());
 
     // Progress reaches the callback.
     let steps = Arc::new(AtomicU64::new(0));
@@ -174,15 +192,15 @@ async fn server_everything_results_are_classified() {
         .await
         .unwrap();
     assert!(structured.is_object(), "{structured}");
-    // Its argument errors are isError texts: `other`, the text kept.
+    // Its argument errors are isError texts (`MCP error -32602: …`): read
+    // as validation failures, a violation for each field named.
     let invalid = client.call("get-sum", json!({"a": "x"})).await.unwrap_err();
-    assert_eq!(invalid.category(), ErrorCategory::Other);
-    assert!(
-        invalid.message().contains("Invalid arguments"),
-        "{}",
-        invalid.message()
-    );
+    assert_eq!(invalid.category(), ErrorCategory::Validation);
+    assert_eq!(invalid.reason(), Some(reasons::INVALID_ARGUMENTS));
+    assert_eq!(fields(&invalid), ["a", "b"], "{invalid:?}");
     assert_eq!(invalid.attempted_query(), Some(&json!({"a": "x"})));
+    let unknown = client.call("nope", json!({})).await.unwrap_err();
+    assert_eq!(unknown.category(), ErrorCategory::Validation);
     // Progress, one notification per step.
     let steps = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&steps);
@@ -199,6 +217,100 @@ async fn server_everything_results_are_classified() {
         tokio::task::yield_now().await;
     }
     assert_eq!(steps.lock().unwrap().len(), 3);
+}
+
+#[tokio::test]
+#[ignore = "needs the Python SDK: scripts/test-client-servers.sh"]
+async fn python_sdk_failures_are_classified_and_no_secret_comes_back() {
+    let python = env("TOOL_ENVELOPE_FASTMCP");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/mcp_python_server.py");
+    let client = McpClient::spawn(move || {
+        let mut command = tokio::process::Command::new(&python);
+        command.arg(&script).stderr(std::process::Stdio::null());
+        command
+    })
+    .await
+    .expect("the Python SDK server starts");
+    let login = client.tool("login").await.unwrap().unwrap();
+    assert_eq!(
+        login.input_schema["properties"]["password"]["writeOnly"],
+        true
+    );
+
+    // pydantic's text quotes the rejected input: the violations do not.
+    let invalid = client
+        .call("login", json!({"password": 31_337_421}))
+        .await
+        .unwrap_err();
+    assert_eq!(invalid.category(), ErrorCategory::Validation);
+    assert_eq!(fields(&invalid), ["username", "password"], "{invalid:?}");
+    // The tool's own text quotes the password it was sent.
+    let rejected = client
+        .call(
+            "login",
+            json!({"username": "ops", "password": "hunter2-SECRET"}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(rejected.category(), ErrorCategory::Other);
+    assert_eq!(
+        rejected.message(),
+        "Error executing tool login: the directory rejected ops with password [redacted]"
+    );
+    for failed in [&invalid, &rejected] {
+        let shown = format!("{} {failed:?}", serde_json::to_string(failed).unwrap());
+        assert!(!shown.contains("31337421"), "{shown}");
+        assert!(!shown.contains("hunter2-SECRET"), "{shown}");
+    }
+    assert_eq!(
+        rejected.attempted_query(),
+        Some(&json!({"username": "ops", "password": "[redacted]"}))
+    );
+    let unknown = client.call("nope", json!({})).await.unwrap_err();
+    assert_eq!(unknown.category(), ErrorCategory::Validation);
+    let sum = client.call("add", json!({"a": 2, "b": 3})).await.unwrap();
+    assert_eq!(sum, json!({"result": 5}));
+}
+
+#[tokio::test]
+#[ignore = "needs the TypeScript SDK v2: scripts/test-client-servers.sh"]
+async fn typescript_v2_failures_are_classified() {
+    let node = env("TOOL_ENVELOPE_NODE");
+    let script = env("TOOL_ENVELOPE_TS_V2");
+    let server = |mode: &'static str| {
+        let (node, script) = (node.clone(), script.clone());
+        move || {
+            let mut command = tokio::process::Command::new(&node);
+            command.arg(&script).arg(mode);
+            command
+        }
+    };
+    // Serving 2026-07-28 only, it refuses this client's 2025-11-25
+    // handshake: not something repeating fixes.
+    let refused = McpClient::spawn(server("reject")).await.unwrap_err();
+    assert_eq!(refused.category(), ErrorCategory::Other);
+    assert!(!refused.is_retryable());
+    assert_eq!(
+        refused.reason(),
+        Some(reasons::UNSUPPORTED_PROTOCOL_VERSION)
+    );
+    assert!(
+        refused.message().contains("2026-07-28"),
+        "{}",
+        refused.message()
+    );
+
+    let client = McpClient::spawn(server("serve")).await.unwrap();
+    let sum = client.call("add", json!({"a": 2, "b": 3})).await.unwrap();
+    assert_eq!(sum, json!(5));
+    let invalid = client
+        .call("add", json!({"a": "x", "opts": {"tags": [1]}}))
+        .await
+        .unwrap_err();
+    assert_eq!(invalid.category(), ErrorCategory::Validation);
+    assert_eq!(fields(&invalid), ["a", "b", "opts.tags[0]"], "{invalid:?}");
+    let unknown = client.call("nope", json!({})).await.unwrap_err();
+    assert_eq!(unknown.category(), ErrorCategory::Validation);
 }
 
 #[tokio::test]

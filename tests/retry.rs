@@ -790,16 +790,22 @@ async fn chat_turn(
 
 #[tokio::test(start_paused = true)]
 async fn a_human_request_or_a_policy_gap_escalates_at_once_whatever_the_category() {
+    use tool_envelope::reasons::{HUMAN_REQUESTED, POLICY_GAP};
+    // A reason is one value however it is spelled: normalized where it is set.
     for (reason, expected) in [
-        (
-            tool_envelope::reasons::HUMAN_REQUESTED,
-            EscalationReason::HumanRequested,
-        ),
-        (
-            tool_envelope::reasons::POLICY_GAP,
-            EscalationReason::PolicyGap,
-        ),
+        (HUMAN_REQUESTED, EscalationReason::HumanRequested),
+        ("human_requested", EscalationReason::HumanRequested),
+        ("human requested", EscalationReason::HumanRequested),
+        ("humanRequested", EscalationReason::HumanRequested),
+        ("HUMAN_REQUESTED ", EscalationReason::HumanRequested),
+        (POLICY_GAP, EscalationReason::PolicyGap),
+        ("policyGap", EscalationReason::PolicyGap),
+        ("policy-gap", EscalationReason::PolicyGap),
     ] {
+        let normalized = match expected {
+            EscalationReason::HumanRequested => HUMAN_REQUESTED,
+            _ => POLICY_GAP,
+        };
         let calls = Arc::new(AtomicU32::new(0));
         let outcome = steady(10)
             .retry(|| chat_turn("get me a human".into(), calls.clone(), reason))
@@ -816,6 +822,7 @@ async fn a_human_request_or_a_policy_gap_escalates_at_once_whatever_the_category
             .with_retryable(true)
             .with_reason(reason);
         assert!(!by_hand.is_retryable(), "{reason}");
+        assert_eq!(by_hand.reason(), Some(normalized), "{reason}");
         let read_back: ErrorEnvelope =
             serde_json::from_value(serde_json::to_value(&by_hand).unwrap()).unwrap();
         assert_eq!(read_back, by_hand, "what is read back is what was sent");

@@ -21,7 +21,7 @@ use crate::json::depth::bounded;
 use crate::panic::panic_message;
 use crate::partial::{Partial, merge};
 use crate::reasons;
-use crate::redact::schema::SecretPaths;
+use crate::redact::arguments::ArgumentMask;
 
 use crate::envelope::ToolResult;
 
@@ -123,8 +123,9 @@ pub enum Query<'a> {
     Captured(Capture),
     /// The JSON arguments of an MCP `tools/call`, as received: not serialized
     /// again. Wherever they are shown, the secrets the tool's input schema
-    /// marks are masked at any depth, and so are keys it does not declare.
-    Arguments(&'a Map<String, Value>, &'a SecretPaths),
+    /// marks are masked at any depth, and so are keys it does not declare
+    /// and the values the call's `Secret`s were sent as.
+    Arguments(&'a Map<String, Value>, ArgumentMask<'a>),
 }
 
 impl Query<'_> {
@@ -140,7 +141,7 @@ impl Query<'_> {
                 Value::Object(arguments) => arguments,
                 _ => unreachable!("a capture is always a JSON object"),
             },
-            Query::Arguments(arguments, secrets) => secrets.mask(arguments).into_owned(),
+            Query::Arguments(arguments, mask) => mask.apply(arguments).into_owned(),
         }
     }
 }
@@ -254,7 +255,7 @@ pub fn check_guard<'q, G: Guard + ?Sized>(
     }
     // A guard sees what `attempted_query` shows: secrets masked.
     let arguments: Cow<'_, Map<String, Value>> = match &query {
-        Query::Arguments(arguments, secrets) => secrets.mask(arguments),
+        Query::Arguments(arguments, mask) => mask.apply(arguments),
         Query::Captured(capture) => match capture.to_value() {
             Value::Object(arguments) => Cow::Owned(arguments),
             _ => unreachable!("a capture is always a JSON object"),
@@ -471,7 +472,7 @@ fn expired<P: PartialSource>(
 fn timed_out(tool: &str, limit: std::time::Duration) -> ErrorEnvelope {
     ErrorEnvelope::transient(format!(
         "tool `{tool}` did not finish within {} ms and was stopped",
-        crate::envelope::duration_to_ms(limit)
+        crate::json::millis::duration_to_ms(limit)
     ))
     .with_reason(reasons::TIMEOUT)
 }

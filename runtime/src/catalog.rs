@@ -49,10 +49,11 @@ impl FailureMode {
         self
     }
 
-    /// Sets the machine code.
+    /// Sets the machine code, normalized into UPPER_SNAKE_CASE as every
+    /// reason is ([`crate::reasons`]).
     #[must_use]
     pub fn with_reason(mut self, reason: impl Into<Cow<'static, str>>) -> Self {
-        self.reason = Some(reason.into());
+        self.reason = crate::reasons::normalize(reason.into());
         self
     }
 

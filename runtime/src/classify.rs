@@ -156,7 +156,7 @@ pub fn envelope_of<E: ToolError>(error: E) -> ErrorEnvelope {
         .with_retryable(error.is_retryable())
         .with_not_applied(error.not_applied());
     envelope.fields.alternatives = error.alternatives();
-    envelope.fields.reason = error.reason();
+    envelope.set_reason(error.reason());
     envelope.fields.retry_after = error.retry_after();
     envelope.fields.violations = error.violations();
     envelope.fields.partial_results = error.partial_results();
@@ -267,7 +267,7 @@ impl ToolError for io::Error {
     }
 
     fn reason(&self) -> Option<Cow<'static, str>> {
-        Some(Cow::Owned(upper_snake(&format!("{:?}", self.kind()))))
+        crate::reasons::normalize(Cow::Owned(format!("{:?}", self.kind())))
     }
 
     fn as_error(&self) -> Option<&(dyn StdError + 'static)> {
@@ -277,18 +277,6 @@ impl ToolError for io::Error {
     fn into_envelope(self) -> ErrorEnvelope {
         foreign(envelope_of(self))
     }
-}
-
-/// `CamelCase` → `CAMEL_CASE`.
-fn upper_snake(camel: &str) -> String {
-    let mut out = String::with_capacity(camel.len() + 4);
-    for (i, c) in camel.chars().enumerate() {
-        if c.is_ascii_uppercase() && i > 0 {
-            out.push('_');
-        }
-        out.push(c.to_ascii_uppercase());
-    }
-    out
 }
 
 /// Malformed or mistyped JSON is a `validation` error; the position of the
@@ -428,7 +416,7 @@ impl ToolError for anyhow::Error {
             Ok(envelope) => envelope,
             Err(error) => {
                 let mut envelope = ErrorEnvelope::new(error.category(), format!("{error:#}"));
-                envelope.fields.reason = error.reason();
+                envelope.set_reason(error.reason());
                 envelope.set_origin(Origin(Arc::new(Original(error))));
                 foreign(envelope)
             }

@@ -12,6 +12,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::category::ErrorCategory;
+use crate::escalation::record::Escalated;
+use crate::json::millis::duration_to_ms;
+use crate::redact::values::Masker;
 
 /// The message of an envelope whose tool gave none, or only blanks.
 pub(crate) const NO_MESSAGE: &str = ErrorEnvelope::NO_MESSAGE;
@@ -90,8 +93,21 @@ pub(crate) struct Fields {
     pub(crate) violations: Vec<Violation>,
     /// `tool`: the name of the tool that failed.
     pub(crate) tool: Option<Cow<'static, str>>,
+    /// `escalation`: the sender escalated this failure (read from the wire).
+    pub(crate) escalated: Option<Box<Escalated>>,
     /// Off the wire: the original error, the call's retry safety.
     meta: Meta,
+}
+
+impl Fields {
+    /// `isRetryable` as every reader reads it: what was set, unless the
+    /// reason is one that is never retried (a human request, a policy gap)
+    /// or the failure was escalated already. The one place that says it.
+    pub(crate) fn is_retryable(&self) -> bool {
+        self.retryable
+            && !crate::reasons::never_retried(self.reason.as_deref())
+            && self.escalated.is_none()
+    }
 }
 
 /// What an envelope knows about its call that does not go on the wire.
@@ -165,6 +181,7 @@ impl ErrorEnvelope {
                 retry_after: None,
                 violations: Vec::new(),
                 tool: None,
+                escalated: None,
                 meta: Meta::default(),
             }),
         }
@@ -210,8 +227,11 @@ impl ErrorEnvelope {
     /// or [`POLICY_GAP`](crate::reasons::POLICY_GAP), whatever
     /// [`with_retryable`](Self::with_retryable) set: such a failure is never
     /// retried, and is sent so.
+    ///
+    /// Always `false` too for an envelope that was [escalated](Self::escalation)
+    /// by the layer that sent it: an escalation ends a loop.
     pub fn is_retryable(&self) -> bool {
-        self.fields.retryable && !crate::reasons::never_retried(self.reason())
+        self.fields.is_retryable()
     }
 
     /// `message`: one human-readable sentence.
@@ -238,7 +258,7 @@ impl ErrorEnvelope {
     }
 
     /// `reason`: a stable machine code in UPPER_SNAKE_CASE (as AIP-193's
-    /// `ErrorInfo.reason`); see [`crate::reasons`].
+    /// `ErrorInfo.reason`), normalized when it was set; see [`crate::reasons`].
     pub fn reason(&self) -> Option<&str> {
         self.fields.reason.as_deref()
     }
@@ -256,6 +276,13 @@ impl ErrorEnvelope {
     /// `tool`: the name of the tool that failed.
     pub fn tool(&self) -> Option<&str> {
         self.fields.tool.as_deref()
+    }
+
+    /// `escalation`: how the layer that sent this envelope escalated it,
+    /// when it was read from the wire with an `escalation` object. Such an
+    /// envelope is never retryable, and it is sent on with the object.
+    pub fn escalation(&self) -> Option<&Escalated> {
+        self.fields.escalated.as_deref()
     }
 
     /// Overrides `isRetryable`.
@@ -299,11 +326,29 @@ impl ErrorEnvelope {
         self
     }
 
-    /// Sets the machine `reason` code, UPPER_SNAKE_CASE by convention (`"DB_TIMEOUT"`).
+    /// Sets the machine `reason` code, rewritten into UPPER_SNAKE_CASE here,
+    /// once: `"db timeout"` and `"dbTimeout"` are both `"DB_TIMEOUT"`, and
+    /// every rule — a human request is never retried — reads that form. A
+    /// reason with no ASCII letter to start a code with sets none. See
+    /// [`crate::reasons`].
+    ///
+    /// ```
+    /// use tool_envelope::{reasons, ErrorEnvelope};
+    ///
+    /// let envelope = ErrorEnvelope::transient("CRM timed out").with_reason("human requested");
+    /// assert_eq!(envelope.reason(), Some(reasons::HUMAN_REQUESTED));
+    /// assert!(!envelope.is_retryable());
+    /// ```
     #[must_use]
     pub fn with_reason(mut self, reason: impl Into<Cow<'static, str>>) -> Self {
-        self.fields.reason = Some(reason.into());
+        self.set_reason(Some(reason.into()));
         self
+    }
+
+    /// Sets the reason, normalized ([`crate::reasons`]): the one way a
+    /// reason enters an envelope.
+    pub(crate) fn set_reason(&mut self, reason: Option<Cow<'static, str>>) {
+        self.fields.reason = reason.and_then(crate::reasons::normalize);
     }
 
     /// Sets the `retryAfterMs` hint.
@@ -423,6 +468,45 @@ impl ErrorEnvelope {
         self.fields.meta.blocked
     }
 
+    /// Rewrites every text a reader of the envelope sees — the message, the
+    /// alternatives, the violations — through `rewrite`, which borrows what
+    /// it leaves as it is.
+    pub(crate) fn rewrite_texts(&mut self, rewrite: &dyn Fn(&str) -> Cow<'_, str>) {
+        fn apply(text: &mut String, rewrite: &dyn Fn(&str) -> Cow<'_, str>) {
+            if let Cow::Owned(rewritten) = rewrite(text) {
+                *text = rewritten;
+            }
+        }
+        let fields = &mut *self.fields;
+        apply(&mut fields.message, rewrite);
+        for alternative in &mut fields.alternatives {
+            apply(alternative, rewrite);
+        }
+        for violation in &mut fields.violations {
+            apply(&mut violation.field, rewrite);
+            apply(&mut violation.description, rewrite);
+        }
+    }
+
+    /// Masks the secret values of the call everywhere in the envelope: its
+    /// texts, its attempted query, its partial results, the detail of the
+    /// escalation it came with.
+    pub(crate) fn mask_values(&mut self, masker: &Masker) {
+        self.rewrite_texts(&|text| masker.text(text));
+        let fields = &mut *self.fields;
+        for value in [&mut fields.attempted_query, &mut fields.partial_results]
+            .into_iter()
+            .flatten()
+        {
+            masker.value(value);
+        }
+        if let Some(detail) = fields.escalated.as_mut().and_then(|e| e.detail.as_mut())
+            && let Cow::Owned(masked) = masker.text(detail)
+        {
+            *detail = masked;
+        }
+    }
+
     /// The original error, if it is of type `E`.
     ///
     /// ```
@@ -461,12 +545,6 @@ pub(crate) fn count(value: Option<&Value>) -> usize {
     }
 }
 
-/// Milliseconds, rounded up so that a sub-millisecond hint never reads as "now".
-pub(crate) fn duration_to_ms(delay: Duration) -> u64 {
-    let ms = delay.as_millis() + u128::from(!delay.subsec_nanos().is_multiple_of(1_000_000));
-    u64::try_from(ms).unwrap_or(u64::MAX)
-}
-
 /// The wire shape, as read. Unknown keys are ignored.
 #[derive(Deserialize)]
 struct Wire {
@@ -491,6 +569,8 @@ struct Wire {
     violations: Option<Vec<Violation>>,
     #[serde(default)]
     tool: Option<String>,
+    #[serde(default)]
+    escalation: Option<Value>,
 }
 
 impl<'de> Deserialize<'de> for ErrorEnvelope {
@@ -509,10 +589,15 @@ impl<'de> Deserialize<'de> for ErrorEnvelope {
                 attempted_query: wire.attempted_query,
                 partial_results: wire.partial_results,
                 alternatives: wire.alternatives.unwrap_or_default(),
-                reason: wire.reason.map(Cow::Owned),
+                reason: wire
+                    .reason
+                    .and_then(|reason| crate::reasons::normalize(Cow::Owned(reason))),
                 retry_after: wire.retry_after_ms.map(Duration::from_millis),
                 violations: wire.violations.unwrap_or_default(),
                 tool: wire.tool.map(Cow::Owned),
+                escalated: wire
+                    .escalation
+                    .map(|escalation| Box::new(Escalated::read(&escalation))),
                 meta: Meta::default(),
             }),
         })
@@ -534,6 +619,7 @@ impl PartialEq for ErrorEnvelope {
                 == other.fields.retry_after.map(duration_to_ms)
             && self.fields.violations == other.fields.violations
             && self.fields.tool == other.fields.tool
+            && self.fields.escalated == other.fields.escalated
     }
 }
 
@@ -563,6 +649,9 @@ impl fmt::Debug for ErrorEnvelope {
         }
         if let Some(tool) = &self.fields.tool {
             d.field("tool", tool);
+        }
+        if let Some(escalated) = &self.fields.escalated {
+            d.field("escalation", escalated);
         }
         if let Some(origin) = &self.fields.meta.origin {
             d.field("source", &origin.0.as_error());

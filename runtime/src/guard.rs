@@ -111,10 +111,14 @@ impl Blocked {
         self
     }
 
-    /// Sets a machine `reason` (UPPER_SNAKE_CASE); `BLOCKED_BY_GUARD` by default.
+    /// Sets a machine `reason`, normalized into UPPER_SNAKE_CASE as every
+    /// reason is ([`crate::reasons`]); `BLOCKED_BY_GUARD` by default, and
+    /// when `reason` has no letter to make a code of.
     #[must_use]
     pub fn with_reason(mut self, reason: impl Into<Cow<'static, str>>) -> Self {
-        self.reason = reason.into();
+        if let Some(reason) = reasons::normalize(reason.into()) {
+            self.reason = reason;
+        }
         self
     }
 }

@@ -40,7 +40,7 @@ pub mod __private;
 pub use category::{ErrorCategory, UnknownCategory};
 pub use classify::ToolError;
 pub use envelope::{ErrorEnvelope, ToolResult, Violation};
-pub use escalation::{Escalation, EscalationReason};
+pub use escalation::{Escalated, Escalation, EscalationReason};
 pub use found::Found;
 pub use json::depth::MAX_DEPTH;
 pub use limits::EnvelopeLimits;

@@ -2,6 +2,12 @@
 //! caller does: stable machine codes in UPPER_SNAKE_CASE, as AIP-193's
 //! `ErrorInfo.reason`.
 //!
+//! A reason is one value however it is spelled: wherever one is set — by
+//! [`ErrorEnvelope::with_reason`](crate::ErrorEnvelope::with_reason), a
+//! `ToolError`, a guard, an envelope read from the wire — it is rewritten
+//! into UPPER_SNAKE_CASE there, once (`"human requested"`, `"humanRequested"`,
+//! `"human-requested "` → `"HUMAN_REQUESTED"`), and every rule reads that form.
+//!
 //! A tool raises [`HUMAN_REQUESTED`] or [`POLICY_GAP`] itself; whatever the
 //! category, such a failure is sent with `isRetryable: false` and escalates
 //! at once, never retried:
@@ -13,6 +19,8 @@
 //!     .with_reason(reasons::HUMAN_REQUESTED);
 //! # let _ = envelope;
 //! ```
+
+use std::borrow::Cow;
 
 /// The user explicitly asked for a human: escalate at once, don't try again.
 pub const HUMAN_REQUESTED: &str = "HUMAN_REQUESTED";
@@ -38,6 +46,10 @@ pub const NOT_APPLIED: &str = "NOT_APPLIED";
 /// The connection to an MCP server broke while a call was on its way: the
 /// call may or may not have reached the tool.
 pub const CONNECTION_LOST: &str = "CONNECTION_LOST";
+/// An MCP server does not speak the protocol version the client asked
+/// for: repeating the call does not change that. The message says what the
+/// server supports.
+pub const UNSUPPORTED_PROTOCOL_VERSION: &str = "UNSUPPORTED_PROTOCOL_VERSION";
 /// An MCP server's reply was not one MCP defines, or could not be read.
 pub const UNEXPECTED_REPLY: &str = "UNEXPECTED_REPLY";
 /// An MCP server answered with an HTTP status: the status follows, as in
@@ -61,6 +73,93 @@ pub const RESULT_TOO_LARGE: &str = "RESULT_TOO_LARGE";
 
 /// Whether a failure with this reason is never retried, whatever its
 /// category and `isRetryable` say: an explicit human request, a policy gap.
+/// `reason` is a normalized one ([`normalize`]).
 pub(crate) fn never_retried(reason: Option<&str>) -> bool {
     matches!(reason, Some(HUMAN_REQUESTED | POLICY_GAP))
+}
+
+/// `reason` in UPPER_SNAKE_CASE, the one form every rule reads: itself
+/// when it already is (borrowed, as the constants here are), else
+/// rewritten — `"rateLimited"`, `"rate-limited"`, `" rate limited! "` →
+/// `"RATE_LIMITED"`, `"TimedOut"` → `"TIMED_OUT"`. Leading characters that
+/// cannot start a code (digits, symbols) are dropped; `None` when no ASCII
+/// letter is left to start one.
+pub(crate) fn normalize(reason: Cow<'static, str>) -> Option<Cow<'static, str>> {
+    if is_code(&reason) {
+        return Some(reason);
+    }
+    let mut code = String::with_capacity(reason.len() + 4);
+    let mut previous_lower = false;
+    for c in reason.chars() {
+        if c.is_ascii_alphanumeric() {
+            if code.is_empty() && !c.is_ascii_alphabetic() {
+                continue;
+            }
+            if c.is_ascii_uppercase() && previous_lower {
+                code.push('_');
+            }
+            code.push(c.to_ascii_uppercase());
+            previous_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        } else {
+            if !code.is_empty() && !code.ends_with('_') {
+                code.push('_');
+            }
+            previous_lower = false;
+        }
+    }
+    while code.ends_with('_') {
+        code.pop();
+    }
+    (!code.is_empty()).then_some(Cow::Owned(code))
+}
+
+/// Whether `text` is a code already: `^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$`.
+pub(crate) fn is_code(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.first().is_some_and(u8::is_ascii_uppercase)
+        && !bytes.ends_with(b"_")
+        && !text.contains("__")
+        && bytes
+            .iter()
+            .all(|&b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_become_upper_snake_case_once() {
+        for (reason, code) in [
+            ("RATE_LIMITED", Some("RATE_LIMITED")),
+            ("rateLimited", Some("RATE_LIMITED")),
+            ("rate-limited", Some("RATE_LIMITED")),
+            ("  rate limited!! ", Some("RATE_LIMITED")),
+            ("TimedOut", Some("TIMED_OUT")),
+            ("human_requested", Some(HUMAN_REQUESTED)),
+            ("human requested", Some(HUMAN_REQUESTED)),
+            ("HUMAN_REQUESTED ", Some(HUMAN_REQUESTED)),
+            ("policyGap", Some(POLICY_GAP)),
+            ("HTTP429", Some("HTTP429")),
+            ("429 too many", Some("TOO_MANY")),
+            ("E__X_", Some("E_X")),
+            ("", None),
+            ("42", None),
+            ("ошибка", None),
+        ] {
+            let normalized = normalize(Cow::Owned(reason.to_owned()));
+            assert_eq!(normalized.as_deref(), code, "{reason:?}");
+            if let Some(code) = code {
+                assert!(is_code(code));
+                assert_eq!(
+                    normalize(Cow::Owned(code.to_owned())).as_deref(),
+                    Some(code)
+                );
+            }
+        }
+        assert!(matches!(
+            normalize(Cow::Borrowed(NOT_APPLIED)),
+            Some(Cow::Borrowed(_))
+        ));
+    }
 }

@@ -12,8 +12,8 @@
 //!   its JSON text, and a `null` one is left out;
 //! - `partial_results` that are neither an array nor an object are sent as a
 //!   one-item array (`null` as `[]`);
-//! - a `reason` that is not UPPER_SNAKE_CASE is rewritten into it
-//!   (`"rate limited"` → `"RATE_LIMITED"`), or left out if nothing is left;
+//! - a `reason` is UPPER_SNAKE_CASE already: it was normalized where it was
+//!   set ([`crate::reasons`]); one longer than the text limit is cut;
 //! - an `attempted_query` or `partial_results` nested deeper than
 //!   [`MAX_DEPTH`](crate::json::depth::MAX_DEPTH) is sent as a marker saying so;
 //! - everything that grows is trimmed to its limit with a marker.
@@ -25,6 +25,7 @@ use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
 
 use crate::envelope::{ErrorEnvelope, Fields, NO_MESSAGE, Violation};
+use crate::escalation::record;
 use crate::json::depth::{MAX_DEPTH, deeper_than, too_deep_marker};
 use crate::limits::{EnvelopeLimits, partial_for_wire, query_for_wire, text_for_wire};
 
@@ -86,7 +87,7 @@ fn shallow(value: &Value) -> Cow<'_, Value> {
 pub(crate) struct Outgoing<'a> {
     data: &'a Fields,
     /// `isRetryable` as sent.
-    pub(crate) retryable: bool,
+    retryable: bool,
     message: Cow<'a, str>,
     attempted_query: Option<Cow<'a, Value>>,
     partial_results: Option<Cow<'a, Value>>,
@@ -94,6 +95,9 @@ pub(crate) struct Outgoing<'a> {
     reason: Option<Cow<'a, str>>,
     violations: Cow<'a, [Violation]>,
     tool: Option<Cow<'a, str>>,
+    escalation: Option<record::Wire<'a>>,
+    /// The text limit the fields were bounded by.
+    text_bytes: usize,
 }
 
 impl<'a> Outgoing<'a> {
@@ -148,9 +152,9 @@ impl<'a> Outgoing<'a> {
             |violation| Violation::new(text(&violation.field), text(&violation.description)),
             |more| Violation::new("_truncated", format!("{more} more violations were dropped")),
         );
-        let reason = data.reason.as_deref().and_then(reason_code).map(|code| {
+        let reason = data.reason.as_deref().map(|code| {
             if code.len() <= limits.text_bytes {
-                return code;
+                return Cow::Borrowed(code);
             }
             // A code is ASCII, so it can be cut anywhere; it must not end on `_`.
             let mut code = code[..limits.text_bytes.max(1)].to_owned();
@@ -160,9 +164,15 @@ impl<'a> Outgoing<'a> {
             Cow::Owned(code)
         });
         let tool = data.tool.as_deref().map(text);
+        let escalation = data.escalated.as_deref().map(|escalated| record::Wire {
+            reason: escalated.reason,
+            attempts: escalated.attempts,
+            elapsed_ms: crate::json::millis::duration_to_ms(escalated.elapsed),
+            detail: escalated.detail.as_deref().map(text),
+        });
         Outgoing {
             data,
-            retryable: data.retryable && !crate::reasons::never_retried(data.reason.as_deref()),
+            retryable: data.is_retryable(),
             message,
             attempted_query,
             partial_results,
@@ -170,7 +180,21 @@ impl<'a> Outgoing<'a> {
             reason,
             violations,
             tool,
+            escalation,
+            text_bytes: limits.text_bytes,
         }
+    }
+
+    /// Sends the failure as escalated by `escalation`, in place of any
+    /// escalation the envelope came with: not retryable.
+    pub(crate) fn escalate(&mut self, mut escalation: record::Wire<'a>) {
+        let cap = self.text_bytes;
+        escalation.detail = escalation.detail.map(|detail| match detail {
+            Cow::Borrowed(detail) => text_for_wire(detail, cap),
+            Cow::Owned(detail) => Cow::Owned(text_for_wire(&detail, cap).into_owned()),
+        });
+        self.escalation = Some(escalation);
+        self.retryable = false;
     }
 
     /// How many keys [`write`](Self::write) writes.
@@ -182,6 +206,7 @@ impl<'a> Outgoing<'a> {
             + usize::from(self.data.retry_after.is_some())
             + usize::from(!self.violations.is_empty())
             + usize::from(self.tool.is_some())
+            + usize::from(self.escalation.is_some())
     }
 
     /// Writes the keys, in the order of the wire format.
@@ -203,13 +228,16 @@ impl<'a> Outgoing<'a> {
             map.serialize_entry("reason", reason)?;
         }
         if let Some(delay) = self.data.retry_after {
-            map.serialize_entry("retryAfterMs", &crate::envelope::duration_to_ms(delay))?;
+            map.serialize_entry("retryAfterMs", &crate::json::millis::duration_to_ms(delay))?;
         }
         if !self.violations.is_empty() {
             map.serialize_entry("violations", &self.violations)?;
         }
         if let Some(tool) = &self.tool {
             map.serialize_entry("tool", tool)?;
+        }
+        if let Some(escalation) = &self.escalation {
+            map.serialize_entry("escalation", escalation)?;
         }
         Ok(())
     }
@@ -277,73 +305,4 @@ fn bounded<'a, T: Clone>(
     let mut kept: Vec<T> = items[..keep].iter().map(each).collect();
     kept.push(more(items.len() - keep));
     Cow::Owned(kept)
-}
-
-/// `reason` in UPPER_SNAKE_CASE: itself when it already is, else rewritten
-/// (`"rateLimited"`, `"rate-limited"`, `"rate limited"` → `"RATE_LIMITED"`);
-/// `None` when it holds no ASCII letter to start a code with.
-pub(crate) fn reason_code(reason: &str) -> Option<Cow<'_, str>> {
-    if is_upper_snake(reason) {
-        return Some(Cow::Borrowed(reason));
-    }
-    let mut code = String::with_capacity(reason.len());
-    let mut previous_lower = false;
-    for c in reason.chars() {
-        if c.is_ascii_alphanumeric() {
-            if code.is_empty() && !c.is_ascii_alphabetic() {
-                continue;
-            }
-            if c.is_ascii_uppercase() && previous_lower {
-                code.push('_');
-            }
-            code.push(c.to_ascii_uppercase());
-            previous_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
-        } else {
-            if !code.is_empty() && !code.ends_with('_') {
-                code.push('_');
-            }
-            previous_lower = false;
-        }
-    }
-    while code.ends_with('_') {
-        code.pop();
-    }
-    (!code.is_empty()).then_some(Cow::Owned(code))
-}
-
-/// Whether `text` matches `^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$`.
-fn is_upper_snake(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    bytes.first().is_some_and(u8::is_ascii_uppercase)
-        && !bytes.ends_with(b"_")
-        && !text.contains("__")
-        && bytes
-            .iter()
-            .all(|&b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reasons_become_upper_snake_case() {
-        for (reason, code) in [
-            ("RATE_LIMITED", Some("RATE_LIMITED")),
-            ("rateLimited", Some("RATE_LIMITED")),
-            ("rate-limited", Some("RATE_LIMITED")),
-            ("  rate limited!! ", Some("RATE_LIMITED")),
-            ("HTTP429", Some("HTTP429")),
-            ("429 too many", Some("TOO_MANY")),
-            ("E__X_", Some("E_X")),
-            ("", None),
-            ("42", None),
-            ("ошибка", None),
-        ] {
-            assert_eq!(reason_code(reason).as_deref(), code, "{reason:?}");
-            if let Some(code) = code {
-                assert!(is_upper_snake(code));
-            }
-        }
-    }
 }

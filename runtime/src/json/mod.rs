@@ -3,4 +3,6 @@
 //! panic or a recursion escape.
 
 pub(crate) mod depth;
+pub(crate) mod millis;
+pub(crate) mod pointer;
 pub(crate) mod strict;

@@ -13,8 +13,9 @@ use serde_json::{Map, Value};
 use crate::call::{Query, ToolInfo, complete, verdict};
 use crate::envelope::{ErrorEnvelope, Violation};
 use crate::mcp::state::{BoxFuture, CallState};
-use crate::mcp::violations::violations;
+use crate::mcp::violations::{summary, violations};
 use crate::redact::schema::steps;
+use crate::redact::secret::noting;
 
 /// A parameter type a served tool can take: deserialized from the client's
 /// JSON and described by a JSON Schema.
@@ -64,6 +65,8 @@ pub struct Decoder<'a> {
     tool: &'a ToolInfo,
     context: &'a CallState,
     violations: Vec<Violation>,
+    /// The values the `Secret`s decoded so far were sent as.
+    noted: Vec<Value>,
 }
 
 impl<'a> Decoder<'a> {
@@ -78,17 +81,24 @@ impl<'a> Decoder<'a> {
             tool,
             context,
             violations: Vec::new(),
+            noted: Vec::new(),
         }
     }
 
     /// The argument `name`, or `None` after recording why it is unusable.
     /// The problem of a value that may hold a secret never quotes it.
     pub fn arg<A: Arg>(&mut self, name: &'static str) -> Option<A> {
-        match A::decode(self.arguments.get(name)) {
+        let (decoded, noted) = noting(|| A::decode(self.arguments.get(name)));
+        self.noted.extend(noted);
+        match decoded {
             Ok(value) => Some(value),
             Err((path, description)) => {
                 let secret = self.arguments.contains_key(name)
-                    && self.context.secrets().may_hold_secret(name, &steps(&path));
+                    && self
+                        .context
+                        .mask()
+                        .paths()
+                        .may_hold_secret(name, &steps(&path));
                 let description = if secret {
                     "the value does not have the expected type (the value is redacted)".to_owned()
                 } else {
@@ -111,6 +121,7 @@ impl<'a> Decoder<'a> {
     /// name every offending field path: serde stops at the first problem of
     /// each argument, the input schema finds the others.
     pub fn finish(mut self, expected: &[&str]) -> Result<(), ErrorEnvelope> {
+        self.context.note_secrets(std::mem::take(&mut self.noted));
         for name in self.arguments.keys() {
             if !expected.contains(&name.as_str()) {
                 let description = if expected.is_empty() {
@@ -154,7 +165,7 @@ impl Decoder<'_> {
         let Some(guards) = self.context.guards() else {
             return Ok(());
         };
-        let shown = self.context.secrets().mask(self.arguments);
+        let shown = self.context.mask().apply(self.arguments);
         let name = &self.tool.name;
         verdict(name, || guards.check(name, &shown)).map_err(|envelope| {
             let shown = Value::Object(shown.into_owned());
@@ -173,15 +184,7 @@ pub(crate) fn invalid_arguments(
     violations: Vec<Violation>,
     query: Query<'_>,
 ) -> ErrorEnvelope {
-    let first = &violations[0];
-    let mut message = format!(
-        "Invalid arguments for `{}`: `{}` {}",
-        tool.name, first.field, first.description
-    );
-    if violations.len() > 1 {
-        message.push_str(&format!(" (and {} more)", violations.len() - 1));
-    }
-    let mut envelope = ErrorEnvelope::validation(message)
+    let mut envelope = ErrorEnvelope::validation(summary(&tool.name, &violations))
         .with_reason(crate::reasons::INVALID_ARGUMENTS)
         .with_alternative("Correct the arguments to match the tool's inputSchema and call again");
     envelope.fields.violations = violations;

@@ -243,13 +243,21 @@ impl HttpOptions {
         self
     }
 
-    /// The browser origins (`https://app.example.com`, `http://localhost:*`)
-    /// whose requests are accepted; a request from any other `Origin` is
-    /// refused (403). Requests without an `Origin` header, from programs
-    /// rather than browsers, pass.
+    /// The browser origins whose requests are accepted; a request from any
+    /// other `Origin` is refused (403). Requests without an `Origin` header,
+    /// from programs rather than browsers, pass.
+    ///
+    /// An origin is its scheme, host and port, and all three must match.
+    /// An entry without a port means the scheme's own (`https://app.example.com`
+    /// is `https://app.example.com:443`, so `https://app.example.com:8443`
+    /// is another origin); a port wildcard is written out:
+    /// `http://localhost:*`. (rmcp's own config reads a port-less entry as
+    /// any port; these options never give it one.)
     #[must_use]
     pub fn allowed_origins(mut self, origins: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        self.config = self.config.with_allowed_origins(origins);
+        self.config = self
+            .config
+            .with_allowed_origins(origins.into_iter().map(|origin| with_port(origin.into())));
         self
     }
 
@@ -301,6 +309,29 @@ impl HttpOptions {
         let router = axum::Router::new().nest_service("/mcp", self.service(new_server));
         axum::serve(listener, router).await
     }
+}
+
+/// `origin` with its port written out: an `http` or `https` origin without
+/// one gets its scheme's (80, 443). Anything else — a port or a `:*`
+/// already, `null`, another scheme, text that is not an origin — as given.
+fn with_port(origin: String) -> String {
+    let trimmed = origin.trim().trim_end_matches('/');
+    if trimmed.ends_with(":*") {
+        return origin;
+    }
+    let Ok(uri) = axum::http::Uri::try_from(trimmed) else {
+        return origin;
+    };
+    let (Some(scheme), Some(authority)) = (uri.scheme_str(), uri.authority()) else {
+        return origin;
+    };
+    let port = match scheme.to_ascii_lowercase().as_str() {
+        _ if authority.port().is_some() => return origin,
+        "http" => 80,
+        "https" => 443,
+        _ => return origin,
+    };
+    format!("{scheme}://{}:{port}", authority.host())
 }
 
 impl From<StreamableHttpServerConfig> for HttpOptions {
@@ -578,4 +609,28 @@ fn is_enveloped(schema: &Map<String, Value>) -> bool {
                 .iter()
                 .any(|branch| branch.get("title") == Some(&Value::from("ErrorEnvelope")))
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_port;
+
+    #[test]
+    fn an_allowed_origin_gets_its_schemes_port() {
+        for (given, sent) in [
+            ("https://app.example.com", "https://app.example.com:443"),
+            ("http://localhost", "http://localhost:80"),
+            ("http://localhost/", "http://localhost:80"),
+            ("http://[::1]", "http://[::1]:80"),
+            (
+                "https://app.example.com:8443",
+                "https://app.example.com:8443",
+            ),
+            ("http://localhost:*", "http://localhost:*"),
+            ("null", "null"),
+            ("chrome-extension://abcdef", "chrome-extension://abcdef"),
+        ] {
+            assert_eq!(with_port(given.to_owned()), sent, "{given}");
+        }
+    }
 }

@@ -4,7 +4,7 @@ use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use serde_json::{Map, Value};
 
@@ -14,7 +14,7 @@ use crate::json::depth::dismantle;
 use crate::mcp::checks::ArgumentChecks;
 use crate::mcp::context::ToolContext;
 use crate::partial::Partial;
-use crate::redact::schema::SecretPaths;
+use crate::redact::arguments::ArgumentMask;
 
 /// A boxed future, as served calls return them.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -24,6 +24,8 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// shares. Created by the tool set for each call.
 pub struct CallState {
     partial: Mutex<Option<Collector>>,
+    /// The values the call's `Secret`s were sent as.
+    noted: OnceLock<Vec<Value>>,
     checks: Arc<ArgumentChecks>,
     guards: Option<Arc<Guards>>,
     context: ToolContext,
@@ -46,6 +48,7 @@ impl CallState {
     ) -> Self {
         CallState {
             partial: Mutex::new(None),
+            noted: OnceLock::new(),
             checks: Arc::clone(checks),
             guards: (!guards.is_empty()).then(|| Arc::clone(guards)),
             context,
@@ -96,12 +99,24 @@ impl CallState {
     /// The query of an attempt: the arguments as received, to be shown with
     /// their secrets and unknown keys masked.
     pub fn query<'a>(&'a self, arguments: &'a Map<String, Value>) -> Query<'a> {
-        Query::Arguments(arguments, &self.checks.secrets)
+        Query::Arguments(arguments, self.mask())
     }
 
-    /// Where the tool's arguments hold secrets.
-    pub(crate) fn secrets(&self) -> &SecretPaths {
-        &self.checks.secrets
+    /// How the call's arguments are masked wherever they are shown: by the
+    /// tool's schema, and by the values its `Secret`s were sent as.
+    pub(crate) fn mask(&self) -> ArgumentMask<'_> {
+        ArgumentMask::new(
+            &self.checks.secrets,
+            self.noted.get().map_or(&[], Vec::as_slice),
+        )
+    }
+
+    /// Keeps the values the call's `Secret`s were sent as, from its first
+    /// decoding (every attempt decodes the same arguments).
+    pub(crate) fn note_secrets(&self, noted: Vec<Value>) {
+        if !noted.is_empty() {
+            let _ = self.noted.set(noted);
+        }
     }
 
     /// The tool's input schema, when the call comes through a tool set.

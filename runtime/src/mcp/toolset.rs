@@ -24,7 +24,9 @@ use crate::mcp::state::{BoxFuture, CallState};
 use crate::mcp::violations::kind;
 use crate::panic::catch_unwind_future;
 use crate::reasons;
+use crate::redact::arguments::ArgumentMask;
 use crate::redact::text::scrub;
+use crate::redact::values::SecretValues;
 #[cfg(feature = "tokio")]
 use crate::retry::{RetryNotice, RetryPolicy, TokioSleeper};
 use futures_util::future::{Either, select};
@@ -458,7 +460,8 @@ impl ToolSet {
         };
         let entry = &self.inner.entries[index];
         let definition = &entry.definition;
-        let secrets = &definition.checks.secrets;
+        // Before decoding, no `Secret` has been sent: the schema says it all.
+        let mask = ArgumentMask::new(&definition.checks.secrets, &[]);
         if deeper_than(&arguments, MAX_DEPTH) {
             let envelope = too_deep(entry, arguments);
             return Ok(self.failure(entry, Failure::refused(envelope)));
@@ -475,7 +478,7 @@ impl ToolSet {
                 let mut envelope = invalid_arguments(
                     &entry.info,
                     vec![violation],
-                    Query::Arguments(&Map::new(), secrets),
+                    Query::Arguments(&Map::new(), mask),
                 );
                 envelope.fields.attempted_query = Some(Value::String(format!(
                     "[arguments sent as {}, not an object: not shown]",
@@ -508,8 +511,11 @@ impl ToolSet {
             }
         };
         Ok(match outcome {
-            Ok(success) => self.success(entry, success, &arguments),
-            Err(failure) => self.failure(entry, failure),
+            Ok(success) => self.success(entry, success, &arguments, &state),
+            Err(mut failure) => {
+                failure.mask_values(&state.mask().values(&arguments));
+                self.failure(entry, failure)
+            }
         })
     }
 
@@ -521,6 +527,7 @@ impl ToolSet {
         entry: &Entry,
         success: Success,
         arguments: &Map<String, Value>,
+        state: &CallState,
     ) -> ToolReply {
         let (reply, size) = match success {
             Success::Json(value) => {
@@ -536,7 +543,8 @@ impl ToolSet {
             }
         };
         if size > self.inner.max_result_bytes {
-            let envelope = too_large(entry, size, self.inner.max_result_bytes, arguments);
+            let query = state.query(arguments);
+            let envelope = too_large(entry, size, self.inner.max_result_bytes, query);
             return self.failure(entry, Failure::Envelope(envelope));
         }
         reply
@@ -676,6 +684,22 @@ impl Failure {
         }
     }
 
+    /// With the call's secret values masked wherever they turn up: a
+    /// message or violation that quotes one, an attempted query, partial
+    /// results, the escalation's detail.
+    fn mask_values(&mut self, values: &SecretValues) {
+        let Some(masker) = values.masker() else {
+            return;
+        };
+        if let Failure::Escalated(escalation) = self
+            && let Some(detail) = &mut escalation.detail
+            && let Cow::Owned(masked) = masker.text(detail)
+        {
+            *detail = masked;
+        }
+        self.envelope_mut().mask_values(&masker);
+    }
+
     fn envelope(&self) -> &ErrorEnvelope {
         match self {
             Failure::Envelope(envelope) => envelope,
@@ -770,12 +794,7 @@ fn fill(
 
 /// The envelope of a result too large to send: not retryable — the same call
 /// gives the same result — and the way out is a narrower call.
-fn too_large(
-    entry: &Entry,
-    size: usize,
-    cap: usize,
-    arguments: &Map<String, Value>,
-) -> ErrorEnvelope {
+fn too_large(entry: &Entry, size: usize, cap: usize, query: Query<'_>) -> ErrorEnvelope {
     let envelope = ErrorEnvelope::other(format!(
         "the result of `{}` is {size} bytes with its text copy, over the {cap}-byte limit of this server",
         entry.info.name
@@ -784,7 +803,6 @@ fn too_large(
     .with_alternative(
         "Call again with narrower arguments: tighter filters, a lower limit, a smaller page",
     );
-    let query = Query::Arguments(arguments, &entry.definition.checks.secrets);
     complete(envelope, &entry.info, || query.into_value(), &())
 }
 
@@ -808,9 +826,8 @@ fn too_deep(entry: &Entry, arguments: Value) -> ErrorEnvelope {
         }
         _ => violations.push(Violation::new("arguments", description)),
     }
-    let secrets = &entry.definition.checks.secrets;
-    let mut envelope =
-        invalid_arguments(&entry.info, violations, Query::Arguments(&shown, secrets));
+    let mask = ArgumentMask::new(&entry.definition.checks.secrets, &[]);
+    let mut envelope = invalid_arguments(&entry.info, violations, Query::Arguments(&shown, mask));
     if !arguments.is_object() {
         envelope.fields.attempted_query = Some(too_deep_marker());
     }

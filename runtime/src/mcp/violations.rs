@@ -7,14 +7,15 @@
 //! the input schema lists the rest: every offending field path, up to a cap.
 //! It reads the part of JSON Schema 2020-12 that `schemars` writes (`type`,
 //! `properties`, `required`, `additionalProperties`, `items`,
-//! `prefixItems`, `enum`, `const`, `anyOf`/`oneOf`/`allOf`, `$ref` into
-//! `$defs`, numeric and length bounds) and ignores the rest, so it can only
+//! `prefixItems`, `enum`, `const`, `anyOf`/`oneOf`/`allOf`, local `$ref`s
+//! (`$defs`, `definitions`, any pointer), numeric and length bounds) and ignores the rest, so it can only
 //! miss a violation, never invent one. Its descriptions never quote a value.
 
 use serde_json::{Map, Value};
 
 use crate::envelope::Violation;
 use crate::json::depth::MAX_DEPTH;
+use crate::json::pointer::resolve;
 
 /// The violations of `arguments` against the object schema `input_schema`,
 /// at most `cap` of them, with field paths as `serde_path_to_error` writes
@@ -24,19 +25,34 @@ pub(crate) fn violations(
     arguments: &Map<String, Value>,
     cap: usize,
 ) -> Vec<Violation> {
+    let root = Value::Object(input_schema.clone());
     let mut walk = Walk {
-        definitions: input_schema.get("$defs").and_then(Value::as_object),
+        root: &root,
         found: Vec::new(),
         cap,
     };
-    let root = Value::Object(input_schema.clone());
     let arguments = Value::Object(arguments.clone());
     walk.check(&root, &arguments, &mut String::new(), 0);
     walk.found
 }
 
+/// The message of a `validation` failure of the arguments of `tool`: its
+/// first violation, and how many more there are. `violations` is not empty.
+pub(crate) fn summary(tool: &str, violations: &[Violation]) -> String {
+    let first = &violations[0];
+    let mut message = format!(
+        "Invalid arguments for `{tool}`: `{}` {}",
+        first.field, first.description
+    );
+    if violations.len() > 1 {
+        message.push_str(&format!(" (and {} more)", violations.len() - 1));
+    }
+    message
+}
+
 struct Walk<'s> {
-    definitions: Option<&'s Map<String, Value>>,
+    /// The whole input schema, which local `$ref`s point into.
+    root: &'s Value,
     found: Vec<Violation>,
     cap: usize,
 }
@@ -55,7 +71,7 @@ impl Walk<'_> {
     /// Whether `value` is valid against `schema` (as far as this walk reads it).
     fn accepts(&self, schema: &Value, value: &Value, depth: usize) -> bool {
         let mut probe = Walk {
-            definitions: self.definitions,
+            root: self.root,
             found: Vec::new(),
             cap: 1,
         };
@@ -78,8 +94,7 @@ impl Walk<'_> {
         if let Some(target) = schema
             .get("$ref")
             .and_then(Value::as_str)
-            .and_then(|reference| reference.strip_prefix("#/$defs/"))
-            .and_then(|name| self.definitions?.get(name))
+            .and_then(|reference| resolve(self.root, reference))
         {
             self.check(target, value, path, depth + 1);
         }
@@ -147,8 +162,7 @@ impl Walk<'_> {
         let schema = match schema
             .get("$ref")
             .and_then(Value::as_str)
-            .and_then(|reference| reference.strip_prefix("#/$defs/"))
-            .and_then(|name| self.definitions?.get(name))
+            .and_then(|reference| resolve(self.root, reference))
         {
             Some(target) => target,
             None => schema,

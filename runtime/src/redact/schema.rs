@@ -3,15 +3,20 @@
 //!
 //! A `Secret<T>` marks its schema `writeOnly`. Wherever that mark is — a
 //! parameter, a field of a struct four `Option`s down, the values of a map,
-//! the items of a list, one variant of an enum — the value a client sent
-//! there is replaced by `"[redacted]"` before anything shows the arguments:
-//! `attempted_query`, a guard, a violation, a log line. Keys the tool does
-//! not declare are never shown either: their values could be anything.
+//! the items of a list, one variant of an enum, behind a `$ref` to `$defs`,
+//! to draft-07's `definitions` or to any other place of the schema — the
+//! value a client sent there is replaced by `"[redacted]"` before anything
+//! shows the arguments: `attempted_query`, a guard, a violation, a log line.
+//! Keys the tool does not declare are never shown either: their values could
+//! be anything. Nor is a value whose schema is a `$ref` this walk cannot
+//! follow (to another document, to an `$anchor`, to nothing): what it says
+//! is unknown, so it is treated as a secret.
 
 use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
+use crate::json::pointer::resolve;
 use crate::redact::REDACTED;
 
 /// A node of the secret map: a place in the arguments.
@@ -55,13 +60,13 @@ pub(crate) enum Step<'a> {
 
 impl SecretPaths {
     /// The secrets of the arguments described by `input_schema` (an object
-    /// schema with `properties` and `$defs`), and the parameters in `redacted`,
-    /// which are secrets whole.
+    /// schema with `properties`, and what its `$ref`s point at), and the
+    /// parameters in `redacted`, which are secrets whole.
     pub(crate) fn from_schema(input_schema: &Map<String, Value>, redacted: &[&str]) -> Self {
-        let definitions = input_schema.get("$defs").and_then(Value::as_object);
+        let root = Value::Object(input_schema.clone());
         let mut builder = Builder {
             nodes: Vec::new(),
-            definitions,
+            root: &root,
             defined: Vec::new(),
         };
         let mut params = Vec::new();
@@ -221,10 +226,11 @@ impl SecretPaths {
     }
 }
 
-/// Builds nodes from schemas, one per `$defs` entry however often it is used.
+/// Builds nodes from schemas, one per `$ref` target however often it is used.
 struct Builder<'s> {
     nodes: Vec<Node>,
-    definitions: Option<&'s Map<String, Value>>,
+    /// The whole input schema, which local `$ref`s point into.
+    root: &'s Value,
     defined: Vec<(&'s str, NodeId)>,
 }
 
@@ -287,28 +293,36 @@ impl<'s> Builder<'s> {
                 node.branches.push(branch);
             }
         }
-        if let Some(reference) = fields.get("$ref").and_then(Value::as_str)
-            && let Some(target) = self.reference(reference)
-        {
+        if let Some(reference) = fields.get("$ref").and_then(Value::as_str) {
+            let target = self.reference(reference);
             node.branches.push(target);
         }
         self.nodes[id] = node;
         id
     }
 
-    /// The node of `#/$defs/Name`, built once.
-    fn reference(&mut self, reference: &str) -> Option<NodeId> {
-        let name = reference.strip_prefix("#/$defs/")?;
-        if let Some((_, id)) = self.defined.iter().find(|(defined, _)| *defined == name) {
-            return Some(*id);
+    /// The node of what `reference` points at, built once; a secret when
+    /// it points where this walk cannot follow.
+    fn reference(&mut self, reference: &'s str) -> NodeId {
+        if let Some((_, id)) = self
+            .defined
+            .iter()
+            .find(|(defined, _)| *defined == reference)
+        {
+            return *id;
         }
-        let (name, schema) = self.definitions?.get_key_value(name)?;
+        let Some(schema) = resolve(self.root, reference) else {
+            return self.push(Node {
+                secret: true,
+                ..Node::default()
+            });
+        };
         // Registered before it is built, so that a recursive type refers to itself.
         let id = self.push(Node::default());
-        self.defined.push((name.as_str(), id));
+        self.defined.push((reference, id));
         let built = self.node(schema);
         self.nodes[id].branches.push(built);
-        Some(id)
+        id
     }
 }
 
@@ -491,6 +505,47 @@ mod tests {
         for secret in ["k1", "k2", "t1", "t2", "p1", "s1", "s2", "s3", "n1"] {
             assert!(!masked.to_string().contains(secret), "{secret} in {masked}");
         }
+    }
+
+    #[test]
+    fn every_local_reference_is_followed_and_a_foreign_one_is_a_secret() {
+        // draft-07 `definitions`, a pointer into `properties`, the root.
+        let schema = schema(json!({
+            "type": "object",
+            "properties": {
+                "creds": {"$ref": "#/definitions/Creds"},
+                "backup": {"$ref": "#/properties/creds"},
+                "remote": {"$ref": "https://example.com/schemas/creds.json"},
+                "tree": {"type": "object", "properties": {
+                    "key": {"type": "string", "writeOnly": true},
+                    "child": {"$ref": "#/properties/tree"}
+                }},
+                "user": {"type": "string"}
+            },
+            "definitions": {"Creds": {"type": "object", "properties": {
+                "password": {"type": "string", "writeOnly": true},
+                "login": {"type": "string"}
+            }}}
+        }));
+        let secrets = SecretPaths::from_schema(&schema, &[]);
+        let arguments = json!({
+            "creds": {"password": "p1", "login": "ops"},
+            "backup": {"password": "p2"},
+            "remote": {"anything": "p3"},
+            "tree": {"key": "p4", "child": {"key": "p5"}},
+            "user": "ada"
+        });
+        let masked = Value::Object(secrets.mask(arguments.as_object().unwrap()).into_owned());
+        assert_eq!(
+            masked,
+            json!({
+                "creds": {"password": "[redacted]", "login": "ops"},
+                "backup": {"password": "[redacted]"},
+                "remote": "[redacted]",
+                "tree": {"key": "[redacted]", "child": {"key": "[redacted]"}},
+                "user": "ada"
+            })
+        );
     }
 
     #[test]

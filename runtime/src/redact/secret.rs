@@ -1,6 +1,7 @@
 //! Secrets: values that are redacted wherever they are captured.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::fmt;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
@@ -78,10 +79,52 @@ impl<T> Serialize for Secret<T> {
 }
 
 /// From the plain value, as a client sends it.
+///
+/// While a tool set decodes the arguments of a call, the value as the client
+/// sent it is noted too, so that the call's failure masks it wherever it
+/// turns up — in `attempted_query`, a message, a violation — whatever the
+/// schema says of its place: a `#[schemars(with = "String")]` over a
+/// `Secret` takes its `writeOnly` mark away, not its masking.
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Secret<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        T::deserialize(deserializer).map(Secret)
+        if !NOTED.with(|noted| noted.borrow().is_some()) {
+            return T::deserialize(deserializer).map(Secret);
+        }
+        let sent = serde_json::Value::deserialize(deserializer)?;
+        NOTED.with(|noted| {
+            if let Some(noted) = noted.borrow_mut().as_mut() {
+                noted.push(sent.clone());
+            }
+        });
+        T::deserialize(sent)
+            .map(Secret)
+            .map_err(serde::de::Error::custom)
     }
+}
+
+thread_local! {
+    /// The values every `Secret` decoded on this thread was sent as, while
+    /// [`noting`] runs.
+    static NOTED: RefCell<Option<Vec<serde_json::Value>>> = const { RefCell::new(None) };
+}
+
+/// Runs `decode` — the decoding of arguments from JSON — and returns, with
+/// its result, the value each `Secret` it decoded was sent as.
+/// A panic in `decode` ends the noting too.
+pub(crate) fn noting<R>(decode: impl FnOnce() -> R) -> (R, Vec<serde_json::Value>) {
+    /// Puts back what was noted before, however `decode` ends.
+    struct Scope(Option<Vec<serde_json::Value>>);
+    impl Drop for Scope {
+        fn drop(&mut self) {
+            let outer = self.0.take();
+            NOTED.with(|noted| *noted.borrow_mut() = outer);
+        }
+    }
+    let scope = Scope(NOTED.with(|noted| noted.borrow_mut().replace(Vec::new())));
+    let result = decode();
+    let noted = NOTED.with(|noted| noted.borrow_mut().take());
+    drop(scope);
+    (result, noted.unwrap_or_default())
 }
 
 /// The schema of the plain value, marked `writeOnly`.

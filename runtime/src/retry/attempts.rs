@@ -6,8 +6,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::category::ErrorCategory;
-use crate::envelope::{ErrorEnvelope, duration_to_ms};
+use crate::envelope::ErrorEnvelope;
 use crate::escalation::{Escalation, EscalationReason};
+use crate::json::millis::duration_to_ms;
 use crate::partial::{count, merge};
 use crate::retry::backoff::Delays;
 use crate::retry::policy::{RetryAction, RetryEvent, RetryPolicy};
@@ -267,7 +268,7 @@ impl<'p> Attempts<'p> {
             // once, whatever the category says.
             return Err((reason, None));
         }
-        if !envelope.fields.retryable {
+        if !envelope.is_retryable() {
             let detail = envelope.withheld_by().map(|tool| {
                 format!(
                     "not retried: `{tool}` is not declared idempotent and its error does not say that the \

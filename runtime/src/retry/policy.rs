@@ -186,7 +186,7 @@ impl RetryPolicy {
                 tool = event.tool.unwrap_or("unnamed"),
                 attempt = event.attempt,
                 category = event.category.as_str(),
-                delay_ms = crate::envelope::duration_to_ms(delay),
+                delay_ms = crate::json::millis::duration_to_ms(delay),
                 "tool failed, retrying"
             ),
             RetryAction::Escalate { reason } => tracing::error!(

@@ -1,5 +1,7 @@
 //! Escalation: what goes upward when a failure cannot be recovered locally.
 
+pub(crate) mod record;
+
 use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
@@ -8,57 +10,25 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::envelope::{ErrorEnvelope, duration_to_ms};
-use crate::limits::{EnvelopeLimits, text_for_wire};
+pub use record::{Escalated, EscalationReason};
+
+use crate::envelope::ErrorEnvelope;
+use crate::json::millis::duration_to_ms;
+use crate::limits::EnvelopeLimits;
 use crate::reasons;
 use crate::wire::Outgoing;
 
-/// Why a failure went upward. Every trigger is objective: nothing here is a
-/// sentiment or a self-reported confidence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum EscalationReason {
-    /// The error said repeating the call would not help (`isRetryable: false`),
-    /// or the tool is not safe to repeat.
-    NonRetryable,
-    /// Every attempt the policy allows failed.
-    RetriesExhausted,
-    /// The overall deadline would be crossed.
-    DeadlineExceeded,
-    /// Consecutive attempts gathered nothing new.
-    NoProgress,
-    /// The shared retry budget is spent: the dependency looks down.
-    RetryBudgetExhausted,
-    /// A deterministic guard blocked the call before it ran.
-    BlockedByGuard,
-    /// Someone explicitly asked for a human.
-    HumanRequested,
-    /// No rule covers the case.
-    PolicyGap,
-}
-
 impl EscalationReason {
-    /// The snake_case wire name (`"retries_exhausted"`).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            EscalationReason::NonRetryable => "non_retryable",
-            EscalationReason::RetriesExhausted => "retries_exhausted",
-            EscalationReason::DeadlineExceeded => "deadline_exceeded",
-            EscalationReason::NoProgress => "no_progress",
-            EscalationReason::RetryBudgetExhausted => "retry_budget_exhausted",
-            EscalationReason::BlockedByGuard => "blocked_by_guard",
-            EscalationReason::HumanRequested => "human_requested",
-            EscalationReason::PolicyGap => "policy_gap",
-        }
-    }
-
     /// The reason a failure that is not retried escalates with: blocked by a
-    /// guard, a human request or a policy gap when the envelope says so,
+    /// guard, a human request or a policy gap when the envelope says so, the
+    /// sender's own reason when it arrived [escalated](ErrorEnvelope::escalation),
     /// otherwise [`NonRetryable`](Self::NonRetryable).
     pub fn of_final(envelope: &ErrorEnvelope) -> Self {
         if envelope.was_blocked() {
             return EscalationReason::BlockedByGuard;
+        }
+        if let Some(escalated) = envelope.escalation() {
+            return escalated.reason;
         }
         match envelope.fields.reason.as_deref() {
             Some(reasons::HUMAN_REQUESTED) => EscalationReason::HumanRequested,
@@ -66,12 +36,6 @@ impl EscalationReason {
             Some(reasons::BLOCKED_BY_GUARD) => EscalationReason::BlockedByGuard,
             _ => EscalationReason::NonRetryable,
         }
-    }
-}
-
-impl fmt::Display for EscalationReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -145,7 +109,7 @@ impl Escalation {
     /// attempts are 1, or 0 when the call was refused before the tool ran.
     pub fn from_envelope(envelope: ErrorEnvelope) -> Self {
         let reason = match EscalationReason::of_final(&envelope) {
-            EscalationReason::NonRetryable if envelope.fields.retryable => {
+            EscalationReason::NonRetryable if envelope.is_retryable() => {
                 EscalationReason::RetriesExhausted
             }
             reason => reason,
@@ -201,17 +165,6 @@ impl std::error::Error for Escalation {
     }
 }
 
-/// The `escalation` object on the wire.
-#[derive(Serialize)]
-struct Wire<'a> {
-    reason: EscalationReason,
-    attempts: u32,
-    #[serde(rename = "elapsedMs")]
-    elapsed_ms: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    detail: Option<Cow<'a, str>>,
-}
-
 /// Under the default [`EnvelopeLimits`]; [`to_wire`](Escalation::to_wire) takes others.
 impl Serialize for Escalation {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -242,22 +195,16 @@ impl Escalation {
     ) -> Result<S::Ok, S::Error> {
         let limits = limits.floored();
         let mut outgoing = Outgoing::new(&self.envelope.fields, &limits);
-        // Escalated: whatever could be retried was, at the layer that escalated.
-        outgoing.retryable = false;
-        let mut map = serializer.serialize_map(Some(outgoing.len() + 1))?;
+        // This escalation, in place of any the envelope arrived with: it is
+        // the last word on the loop. Escalated, the failure is not retryable.
+        outgoing.escalate(record::Wire {
+            reason: self.reason,
+            attempts: self.attempts,
+            elapsed_ms: duration_to_ms(self.elapsed),
+            detail: self.detail.as_deref().map(Cow::Borrowed),
+        });
+        let mut map = serializer.serialize_map(Some(outgoing.len()))?;
         outgoing.write(&mut map)?;
-        map.serialize_entry(
-            "escalation",
-            &Wire {
-                reason: self.reason,
-                attempts: self.attempts,
-                elapsed_ms: duration_to_ms(self.elapsed),
-                detail: self
-                    .detail
-                    .as_deref()
-                    .map(|detail| text_for_wire(detail, limits.text_bytes)),
-            },
-        )?;
         map.end()
     }
 }
@@ -279,7 +226,9 @@ impl<'de> Deserialize<'de> for Escalation {
             .get("escalation")
             .ok_or_else(|| serde::de::Error::missing_field("escalation"))?;
         let info = Info::deserialize(info).map_err(serde::de::Error::custom)?;
-        let envelope = ErrorEnvelope::deserialize(value).map_err(serde::de::Error::custom)?;
+        let mut envelope = ErrorEnvelope::deserialize(value).map_err(serde::de::Error::custom)?;
+        // The object is this escalation's own, not one its envelope came with.
+        envelope.fields.escalated = None;
         Ok(Escalation {
             reason: info.reason,
             envelope,

@@ -15,99 +15,33 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ContentBlock,
-    ProgressNotificationParam, ProgressToken, ServerResult, Tool,
+    CallToolRequest, CallToolRequestParams, ClientRequest, ProgressNotificationParam,
+    ProgressToken, ServerResult,
 };
-use rmcp::service::{
-    NotificationContext, PeerRequestOptions, RoleClient, RunningService, ServiceError,
-};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RoleClient, RunningService};
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
-use rmcp::transport::streamable_http_client::{
-    StreamableHttpClientTransportConfig, StreamableHttpError,
-};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceExt};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
-use tokio::sync::Mutex as AsyncMutex;
+use tokio::sync::{Mutex as AsyncMutex, OnceCell};
 
-use crate::category::ErrorCategory;
 use crate::classify::ToolError;
 use crate::envelope::ErrorEnvelope;
 use crate::guard::Guards;
 use crate::json::depth::bounded;
 use crate::limits::text_for_wire;
-use crate::mcp::definition::ToolAnnotations;
 use crate::mcp::paced::PacedClient;
 use crate::reasons;
-use crate::redact::schema::SecretPaths;
+use crate::redact::values::SecretValues;
+use tools::Catalog;
 
-/// The least time `tools/list` is given, whatever the calls' timeout: the
-/// annotations it brings decide what is safe to repeat.
-const LIST_TIMEOUT: Duration = Duration::from_secs(30);
+mod failure;
+mod sdk_errors;
+mod tools;
 
-/// The most bytes of a server's text kept in an envelope's message.
-const MAX_MESSAGE_BYTES: usize = 4 * 1024;
-
-/// A tool of a remote server, as its `tools/list` describes it.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct RemoteTool {
-    /// The tool's name.
-    pub name: String,
-    /// What it does.
-    pub description: Option<String>,
-    /// Its annotations, MCP's defaults where the server gave none
-    /// (`readOnlyHint` false, `destructiveHint` true, `idempotentHint`
-    /// false, `openWorldHint` true).
-    pub annotations: ToolAnnotations,
-    /// JSON Schema of its arguments.
-    pub input_schema: Map<String, Value>,
-    /// JSON Schema of its structured content, if it declares one.
-    pub output_schema: Option<Map<String, Value>>,
-    /// How it can fail, when its server publishes it
-    /// (`_meta["tool-envelope/failureModes"]`).
-    pub failure_modes: Option<Value>,
-    /// Where its arguments hold secrets, when its schema lists them.
-    secrets: Option<Arc<SecretPaths>>,
-}
-
-impl RemoteTool {
-    fn from_rmcp(tool: &Tool) -> Self {
-        let annotations = tool.annotations.as_ref();
-        let hint = |read: fn(&rmcp::model::ToolAnnotations) -> Option<bool>, default: bool| {
-            annotations.and_then(read).unwrap_or(default)
-        };
-        let input_schema = (*tool.input_schema).clone();
-        RemoteTool {
-            name: tool.name.to_string(),
-            description: tool.description.as_ref().map(|text| text.to_string()),
-            annotations: ToolAnnotations {
-                read_only_hint: hint(|a| a.read_only_hint, false),
-                destructive_hint: hint(|a| a.destructive_hint, true),
-                idempotent_hint: hint(|a| a.idempotent_hint, false),
-                open_world_hint: hint(|a| a.open_world_hint, true),
-            },
-            // A schema that lists no properties says nothing of secrets.
-            secrets: input_schema
-                .get("properties")
-                .is_some_and(Value::is_object)
-                .then(|| Arc::new(SecretPaths::from_schema(&input_schema, &[]))),
-            input_schema,
-            output_schema: tool.output_schema.as_ref().map(|schema| (**schema).clone()),
-            failure_modes: tool
-                .meta
-                .as_ref()
-                .and_then(|meta| meta.0.get(crate::mcp::FAILURE_MODES_META_KEY).cloned()),
-        }
-    }
-
-    /// Whether repeating a call of this tool is safe, as its annotations say:
-    /// it is read-only or idempotent.
-    pub fn is_safe_to_repeat(&self) -> bool {
-        self.annotations.read_only_hint || self.annotations.idempotent_hint
-    }
-}
+pub use tools::RemoteTool;
 
 /// A progress notification of a call.
 #[derive(Debug, Clone, PartialEq)]
@@ -194,7 +128,10 @@ impl ClientOptions {
     }
 
     /// How long one call may take; then it is cancelled (the server is
-    /// told) and fails as `transient`, reason `TIMEOUT`.
+    /// told) and fails as `transient`, reason `TIMEOUT`. The tool list
+    /// (`tools/list`, every page of it) gets as long: a server that does not
+    /// list its tools in time is called without their annotations, as if no
+    /// tool were safe to repeat, and is not asked again on that connection.
     #[must_use]
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
@@ -238,35 +175,38 @@ impl ClientOptions {
     }
 }
 
-/// A server's tools by name, each shared with the calls that use it.
-type Catalog = HashMap<String, Arc<RemoteTool>>;
-
-/// A `tools/list`, and the number of the connection it came on.
-struct Known {
-    connection: u64,
-    tools: Arc<Catalog>,
-}
-
-/// A live rmcp session.
+/// A live rmcp session, and its server's tools as listed on it: once,
+/// however many calls wait for the list, and never again on this
+/// connection, whether the listing succeeded or not.
 struct Connection {
     service: RunningService<RoleClient, Handler>,
+    tools: OnceCell<Result<Arc<Catalog>, ErrorEnvelope>>,
 }
 
 /// An MCP server's tools, called like local `#[tool]`s: a call returns the
 /// tool's value, or an [`ErrorEnvelope`] — the server's own when it sends
-/// one, a classified one otherwise — with `attempted_query` the arguments
-/// sent (secrets masked) and `tool` the tool's name.
+/// one, a classified one otherwise.
 ///
 /// | what came back | the envelope |
 /// |---|---|
 /// | `isError` with an envelope (`structuredContent`, or a JSON text block) | the server's envelope |
-/// | `isError` with plain text | `other`, not retryable, the text as its message |
+/// | `isError` with the argument error of a common SDK (TypeScript v1 and v2, the Python SDK, FastMCP) | `validation`, reason `INVALID_ARGUMENTS`, a violation per field named |
+/// | `isError` with other plain text | `other`, not retryable, the text as its message |
 /// | JSON-RPC `-32602` (unknown tool, bad params) | `validation` |
+/// | a handshake refused for its protocol version (`-32022`) | `other`, not retryable, reason `UNSUPPORTED_PROTOCOL_VERSION` |
 /// | any other JSON-RPC error, an unreadable reply | `other` |
 /// | no answer in time | `transient`, reason `TIMEOUT` |
 /// | the connection closed, refused or reset | `transient`, reason `CONNECTION_LOST` (or `NOT_APPLIED` when nothing was sent) |
 /// | HTTP 5xx, HTTP 429 | `transient`, reason `HTTP_503`…, `retryAfterMs` from `Retry-After` |
 /// | HTTP 401, 403 | `permission` |
+///
+/// Whatever the server says, a failure names the tool that was called
+/// (`tool`), and its `attempted_query` — the server's account of the
+/// arguments, or the arguments sent — holds no secret the tool's schema
+/// marks `writeOnly` and no value of a key it does not declare; no secret
+/// value that was sent appears in its message, alternatives or violations.
+/// An envelope the server sent [escalated](ErrorEnvelope::escalation) keeps
+/// its `escalation` and is never retryable.
 ///
 /// The one retry decision applies on this side too: a failure is retryable
 /// only if the server said so *and* repeating the call is safe — the tool's
@@ -288,8 +228,8 @@ struct Shared {
     options: ClientOptions,
     progress: ProgressRoutes,
     connection: AsyncMutex<Option<Arc<Connection>>>,
-    /// The last `tools/list`, and the connection it came from.
-    tools: Mutex<Option<Known>>,
+    /// The last `tools/list` that succeeded, on any connection.
+    listed: Mutex<Option<Arc<Catalog>>>,
     sent: AtomicU64,
     connections: AtomicU64,
 }
@@ -332,14 +272,14 @@ impl McpClient {
                 options,
                 progress: ProgressRoutes::default(),
                 connection: AsyncMutex::new(None),
-                tools: Mutex::new(None),
+                listed: Mutex::new(None),
                 sent: AtomicU64::new(0),
                 connections: AtomicU64::new(0),
             }),
         };
-        client.connection().await?;
+        let connection = client.connection().await?;
         // The annotations decide what is safe to repeat: known from the start.
-        let _ = client.catalog().await;
+        let _ = client.catalog(&connection).await;
         Ok(client)
     }
 
@@ -373,7 +313,7 @@ impl McpClient {
         let service = match &self.shared.endpoint {
             Endpoint::Stdio(command) => {
                 let transport = TokioChildProcess::new(command()).map_err(|error| {
-                    not_sent(format!("could not start the MCP server: {error}"))
+                    failure::not_sent(format!("could not start the MCP server: {error}"))
                 })?;
                 handler.serve(transport).await
             }
@@ -392,23 +332,30 @@ impl McpClient {
                     .await
             }
         }
-        .map_err(|error| not_sent(format!("the MCP server did not initialize: {error}")))?;
+        .map_err(|error| failure::classify_initialize(&error))?;
         service
             .set_response_cache_config(rmcp::ClientCacheConfig::disabled())
             .await;
         self.shared.connections.fetch_add(1, Ordering::Relaxed);
-        let connection = Arc::new(Connection { service });
+        let connection = Arc::new(Connection {
+            service,
+            tools: OnceCell::new(),
+        });
         *slot = Some(Arc::clone(&connection));
         Ok(connection)
     }
 
-    /// The server's tools (`tools/list`), fetched once per connection.
+    /// The server's tools (`tools/list`), listed once per connection
+    /// within the client's timeout. A server that pages on without end is
+    /// listed as far as a repeated cursor, 100 pages or 10,000 tools.
     ///
     /// # Errors
     ///
-    /// A classified envelope if the server cannot be reached.
+    /// A classified envelope if the server cannot be reached or does not
+    /// list its tools in time.
     pub async fn tools(&self) -> Result<Vec<RemoteTool>, ErrorEnvelope> {
-        let tools = self.catalog().await?;
+        let connection = self.connection().await?;
+        let tools = self.catalog(&connection).await?;
         let mut tools: Vec<RemoteTool> = tools.values().map(|tool| (**tool).clone()).collect();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(tools)
@@ -418,63 +365,46 @@ impl McpClient {
     ///
     /// # Errors
     ///
-    /// A classified envelope if the server cannot be reached.
+    /// As [`tools`](Self::tools).
     pub async fn tool(&self, name: &str) -> Result<Option<RemoteTool>, ErrorEnvelope> {
-        Ok(self.catalog().await?.get(name).map(|tool| (**tool).clone()))
-    }
-
-    /// The tools of the current connection, listed once per connection.
-    async fn catalog(&self) -> Result<Arc<Catalog>, ErrorEnvelope> {
         let connection = self.connection().await?;
-        let number = self.connections();
-        if let Some(known) = self
-            .shared
-            .tools
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .filter(|known| known.connection == number)
-        {
-            return Ok(Arc::clone(&known.tools));
-        }
-        let listed = tokio::time::timeout(
-            self.shared.options.timeout.max(LIST_TIMEOUT),
-            connection.service.peer().list_all_tools(),
-        )
-        .await
-        .map_err(|_| {
-            ErrorEnvelope::transient("the MCP server did not list its tools in time")
-                .with_reason(reasons::TIMEOUT)
-        })?
-        .map_err(|error| classify_error(&error, true))?;
-        let tools: Catalog = listed
-            .iter()
-            .map(|tool| (tool.name.to_string(), Arc::new(RemoteTool::from_rmcp(tool))))
-            .collect();
-        let tools = Arc::new(tools);
-        *self
-            .shared
-            .tools
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(Known {
-            connection: number,
-            tools: Arc::clone(&tools),
-        });
-        Ok(tools)
+        Ok(self
+            .catalog(&connection)
+            .await?
+            .get(name)
+            .map(|tool| (**tool).clone()))
     }
 
-    /// The tool called `name` as last listed: by this connection, or, when
-    /// the server cannot list its tools now, by an earlier one.
-    async fn known_tool(&self, name: &str) -> Option<Arc<RemoteTool>> {
-        match self.catalog().await {
+    /// The tools of `connection`, listed on it once.
+    async fn catalog(&self, connection: &Connection) -> Result<Arc<Catalog>, ErrorEnvelope> {
+        connection
+            .tools
+            .get_or_init(|| async {
+                let peer = connection.service.peer();
+                let tools = Arc::new(tools::list(peer, self.shared.options.timeout).await?);
+                *self
+                    .shared
+                    .listed
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&tools));
+                Ok(tools)
+            })
+            .await
+            .clone()
+    }
+
+    /// The tool called `name` as last listed: by `connection`, or, when the
+    /// server could not list its tools on it, by an earlier one.
+    async fn known_tool(&self, connection: &Connection, name: &str) -> Option<Arc<RemoteTool>> {
+        match self.catalog(connection).await {
             Ok(tools) => tools.get(name).cloned(),
             Err(_) => self
                 .shared
-                .tools
+                .listed
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .as_ref()
-                .and_then(|known| known.tools.get(name).cloned()),
+                .and_then(|tools| tools.get(name).cloned()),
         }
     }
 
@@ -569,7 +499,7 @@ impl McpClient {
             Ok(connection) => connection,
             Err(envelope) => return Err(self.finish(envelope, name, &arguments, None, true)),
         };
-        let tool = self.known_tool(name).await;
+        let tool = self.known_tool(&connection, name).await;
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(
             CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.clone()),
         ));
@@ -582,7 +512,7 @@ impl McpClient {
         {
             Ok(handle) => handle,
             Err(error) => {
-                let envelope = classify_error(&error, true);
+                let envelope = failure::classify_error(&error, true);
                 return Err(self.finish(envelope, name, &arguments, tool.as_deref(), true));
             }
         };
@@ -601,19 +531,22 @@ impl McpClient {
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&token);
         let outcome = match response {
-            Ok(ServerResult::CallToolResult(result)) => read_result(result, name),
+            Ok(ServerResult::CallToolResult(result)) => failure::read_result(result, name),
             Ok(other) => Err(ErrorEnvelope::other(format!(
                 "the MCP server answered `tools/call` of `{name}` with a result of another kind: {}",
                 text_for_wire(&format!("{other:?}"), 256)
             ))
             .with_reason(reasons::UNEXPECTED_REPLY)),
-            Err(error) => Err(classify_error(&error, false)),
+            Err(error) => Err(failure::classify_error(&error, false)),
         };
         outcome.map_err(|envelope| self.finish(envelope, name, &arguments, tool.as_deref(), false))
     }
 
-    /// What every failure carries: the tool, the arguments sent (secrets
-    /// and undeclared keys masked), and the one retry decision.
+    /// What every failure carries, whatever the server said: the tool that
+    /// was called, the arguments (the server's account of them, or the
+    /// arguments sent) with every secret the tool's schema marks and every
+    /// value of an undeclared key masked, no secret value that was sent in
+    /// any of its texts, and the one retry decision.
     fn finish(
         &self,
         mut envelope: ErrorEnvelope,
@@ -622,163 +555,35 @@ impl McpClient {
         tool: Option<&RemoteTool>,
         not_sent: bool,
     ) -> ErrorEnvelope {
-        if envelope.fields.tool.is_none() {
-            envelope.fields.tool = Some(Cow::Owned(name.to_owned()));
+        envelope.fields.tool = Some(Cow::Owned(name.to_owned()));
+        let secrets = tool.and_then(RemoteTool::secrets);
+        let shown = match secrets {
+            Some(secrets) => secrets.mask(arguments),
+            None => Cow::Borrowed(arguments),
+        };
+        let mut values = SecretValues::default();
+        if let Cow::Owned(masked) = &shown {
+            values.add_hidden(arguments, masked);
         }
-        if envelope.fields.attempted_query.is_none() {
-            let shown = match tool {
-                Some(RemoteTool {
-                    secrets: Some(secrets),
-                    ..
-                }) => Value::Object(secrets.mask(arguments).into_owned()),
-                _ => Value::Object(arguments.clone()),
-            };
-            envelope.fields.attempted_query = Some(shown);
-        }
-        envelope.fields.attempted_query = envelope.fields.attempted_query.take().map(bounded);
+        let query = match (envelope.fields.attempted_query.take(), secrets) {
+            (None, _) => Value::Object(shown.into_owned()),
+            // A server's own account of the arguments: masked as the arguments are.
+            (Some(Value::Object(theirs)), Some(secrets)) => {
+                Value::Object(secrets.mask(&theirs).into_owned())
+            }
+            (Some(theirs), _) => theirs,
+        };
+        envelope.fields.attempted_query = Some(bounded(query));
         envelope.fields.partial_results = envelope.fields.partial_results.take().map(bounded);
-        let not_applied = not_sent
-            || envelope.not_applied()
-            || envelope.fields.reason.as_deref() == Some(reasons::NOT_APPLIED);
+        if let Some(masker) = values.masker() {
+            envelope.mask_values(&masker);
+        }
+        let not_applied =
+            not_sent || envelope.not_applied() || envelope.reason() == Some(reasons::NOT_APPLIED);
         let safe = tool.is_some_and(RemoteTool::is_safe_to_repeat);
         if envelope.is_retryable() && !safe && !not_applied {
             envelope.withhold_retry(Cow::Owned(name.to_owned()));
         }
         envelope
     }
-}
-
-/// A failure before anything was sent: repeating the call is safe.
-fn not_sent(message: String) -> ErrorEnvelope {
-    ErrorEnvelope::transient(text_for_wire(&message, MAX_MESSAGE_BYTES).into_owned())
-        .with_reason(reasons::NOT_APPLIED)
-}
-
-/// A tool's reply: its value, or its failure as an envelope.
-fn read_result(result: CallToolResult, name: &str) -> Result<Value, ErrorEnvelope> {
-    let text = result.content.iter().find_map(|block| match block {
-        ContentBlock::Text(text) => Some(text.text.as_str()),
-        _ => None,
-    });
-    if result.is_error != Some(true) {
-        if let Some(structured) = result.structured_content {
-            return Ok(structured);
-        }
-        return Ok(match (text, result.content.len()) {
-            (Some(text), 1) => {
-                serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
-            }
-            _ => serde_json::to_value(&result.content).unwrap_or(Value::Null),
-        });
-    }
-    // An envelope, in the structured content or as a JSON text block.
-    let envelope = result
-        .structured_content
-        .as_ref()
-        .and_then(read_envelope)
-        .or_else(|| {
-            text.and_then(|text| serde_json::from_str::<Value>(text).ok())
-                .as_ref()
-                .and_then(read_envelope)
-        });
-    if let Some(envelope) = envelope {
-        return Err(envelope);
-    }
-    let message = match text {
-        Some(text) if !text.trim().is_empty() => text.to_owned(),
-        _ => format!("the tool `{name}` failed without saying why"),
-    };
-    let mut envelope =
-        ErrorEnvelope::other(text_for_wire(&message, MAX_MESSAGE_BYTES).into_owned());
-    envelope.set_foreign();
-    Err(envelope)
-}
-
-/// An envelope, if `value` is one.
-fn read_envelope(value: &Value) -> Option<ErrorEnvelope> {
-    <ErrorEnvelope as serde::Deserialize>::deserialize(value).ok()
-}
-
-/// The envelope of a failure rmcp reports: a protocol error, a timeout, a
-/// broken connection, an HTTP status. `before_sending` says whether the
-/// request had not been sent yet.
-fn classify_error(error: &ServiceError, before_sending: bool) -> ErrorEnvelope {
-    let text = |message: String| text_for_wire(&message, MAX_MESSAGE_BYTES).into_owned();
-    match error {
-        ServiceError::McpError(data) if data.code.0 == -32602 => {
-            ErrorEnvelope::validation(text(data.message.to_string()))
-                .with_reason(reasons::INVALID_ARGUMENTS)
-        }
-        ServiceError::McpError(data) => ErrorEnvelope::other(text(format!(
-            "the MCP server answered with error {}: {}",
-            data.code.0, data.message
-        ))),
-        ServiceError::Timeout { timeout } => ErrorEnvelope::transient(format!(
-            "the MCP server did not answer within {} ms; the call was cancelled",
-            timeout.as_millis()
-        ))
-        .with_reason(reasons::TIMEOUT),
-        ServiceError::TransportSend(send) => match send
-            .error
-            .downcast_ref::<StreamableHttpError<reqwest::Error>>()
-        {
-            Some(StreamableHttpError::HttpStatus(status)) => {
-                http_status(status.status, status.retry_after.as_deref())
-            }
-            Some(StreamableHttpError::AuthRequired(_)) => http_status(401, None),
-            Some(StreamableHttpError::InsufficientScope(_)) => http_status(403, None),
-            Some(StreamableHttpError::UnexpectedServerResponse(message)) => {
-                match message
-                    .strip_prefix("HTTP ")
-                    .and_then(|rest| rest.get(..3))
-                    .and_then(|code| code.parse().ok())
-                {
-                    Some(status) => http_status(status, None),
-                    None => ErrorEnvelope::other(text(format!(
-                        "the MCP server's reply could not be read: {message}"
-                    )))
-                    .with_reason(reasons::UNEXPECTED_REPLY),
-                }
-            }
-            Some(StreamableHttpError::Client(client)) if client.is_connect() => {
-                not_sent(format!("could not reach the MCP server: {client}"))
-            }
-            _ if before_sending => not_sent(format!("could not send to the MCP server: {send}")),
-            _ => ErrorEnvelope::transient(text(format!(
-                "the connection to the MCP server broke: {send}"
-            )))
-            .with_reason(reasons::CONNECTION_LOST),
-        },
-        ServiceError::TransportClosed if before_sending => {
-            not_sent("the connection to the MCP server is closed".to_owned())
-        }
-        ServiceError::TransportClosed => {
-            ErrorEnvelope::transient("the connection to the MCP server closed before it answered")
-                .with_reason(reasons::CONNECTION_LOST)
-        }
-        other => ErrorEnvelope::other(text(format!("the MCP call failed: {other}")))
-            .with_reason(reasons::UNEXPECTED_REPLY),
-    }
-}
-
-/// The envelope of an HTTP status: 5xx and 429 `transient` (with the server's
-/// `Retry-After`, in seconds), 401 and 403 `permission`, the rest `other`.
-fn http_status(status: u16, retry_after: Option<&str>) -> ErrorEnvelope {
-    let reason = format!("{}{status}", reasons::HTTP_STATUS_PREFIX);
-    let message = format!("the MCP server answered HTTP {status}");
-    let category = match status {
-        429 | 500..=599 => ErrorCategory::Transient,
-        401 | 403 => ErrorCategory::Permission,
-        _ => ErrorCategory::Other,
-    };
-    let mut envelope = ErrorEnvelope::new(category, message).with_reason(reason);
-    if let Some(seconds) = retry_after.and_then(|value| value.trim().parse::<u64>().ok()) {
-        envelope = envelope.with_retry_after(Duration::from_secs(seconds));
-    }
-    if status == 429 {
-        // Refused before it ran: safe to repeat once the server allows.
-        envelope.set_not_applied(true);
-        envelope = envelope.with_alternative("Wait for the server's rate limit, then call again");
-    }
-    envelope
 }

@@ -1,0 +1,123 @@
+//! The `escalation` object on the wire: why a failure went upward, after how
+//! many attempts and how long. Written by an [`Escalation`](super::Escalation);
+//! read back, and kept, by an envelope that crossed the wire escalated.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Why a failure went upward. Every trigger is objective: nothing here is a
+/// sentiment or a self-reported confidence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum EscalationReason {
+    /// The error said repeating the call would not help (`isRetryable: false`),
+    /// or the tool is not safe to repeat.
+    NonRetryable,
+    /// Every attempt the policy allows failed.
+    RetriesExhausted,
+    /// The overall deadline would be crossed.
+    DeadlineExceeded,
+    /// Consecutive attempts gathered nothing new.
+    NoProgress,
+    /// The shared retry budget is spent: the dependency looks down.
+    RetryBudgetExhausted,
+    /// A deterministic guard blocked the call before it ran.
+    BlockedByGuard,
+    /// Someone explicitly asked for a human.
+    HumanRequested,
+    /// No rule covers the case.
+    PolicyGap,
+}
+
+impl EscalationReason {
+    /// The snake_case wire name (`"retries_exhausted"`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EscalationReason::NonRetryable => "non_retryable",
+            EscalationReason::RetriesExhausted => "retries_exhausted",
+            EscalationReason::DeadlineExceeded => "deadline_exceeded",
+            EscalationReason::NoProgress => "no_progress",
+            EscalationReason::RetryBudgetExhausted => "retry_budget_exhausted",
+            EscalationReason::BlockedByGuard => "blocked_by_guard",
+            EscalationReason::HumanRequested => "human_requested",
+            EscalationReason::PolicyGap => "policy_gap",
+        }
+    }
+}
+
+impl fmt::Display for EscalationReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How the layer that sent an envelope escalated it: the `escalation`
+/// object of an envelope read from the wire, kept by
+/// [`ErrorEnvelope::escalation`](crate::ErrorEnvelope::escalation).
+///
+/// An escalation is the end of a loop: whoever escalated has retried what
+/// it could, so an envelope that carries one is never retryable, whatever
+/// its `isRetryable` says, and it is sent on with its `escalation` object.
+///
+/// ```
+/// use tool_envelope::{ErrorEnvelope, EscalationReason};
+///
+/// let envelope: ErrorEnvelope = serde_json::from_value(serde_json::json!({
+///     "isError": true, "errorCategory": "transient", "isRetryable": true,
+///     "message": "orders DB down",
+///     "escalation": {"reason": "retries_exhausted", "attempts": 3, "elapsedMs": 900}
+/// })).unwrap();
+/// let escalated = envelope.escalation().unwrap();
+/// assert_eq!(escalated.reason, EscalationReason::RetriesExhausted);
+/// assert_eq!(escalated.attempts, 3);
+/// assert!(!envelope.is_retryable());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Escalated {
+    /// Why it went upward; [`NonRetryable`](EscalationReason::NonRetryable)
+    /// when the sender named no reason this crate knows.
+    pub reason: EscalationReason,
+    /// How many times the tool ran, as the sender counted.
+    pub attempts: u32,
+    /// How long the sender tried.
+    pub elapsed: Duration,
+    /// The sender's sentence on the decision.
+    pub detail: Option<String>,
+}
+
+impl Escalated {
+    /// The record in `value`, an `escalation` object as a sender wrote it:
+    /// whatever it holds, an escalation (what a field does not say reads as
+    /// nothing: no reason this crate knows, 0 attempts, no time).
+    pub(crate) fn read(value: &Value) -> Self {
+        let field = |key: &str| value.get(key);
+        Escalated {
+            reason: field("reason")
+                .and_then(|reason| EscalationReason::deserialize(reason).ok())
+                .unwrap_or(EscalationReason::NonRetryable),
+            attempts: field("attempts")
+                .and_then(Value::as_u64)
+                .map_or(0, |attempts| u32::try_from(attempts).unwrap_or(u32::MAX)),
+            elapsed: Duration::from_millis(field("elapsedMs").and_then(Value::as_u64).unwrap_or(0)),
+            detail: field("detail").and_then(Value::as_str).map(str::to_owned),
+        }
+    }
+}
+
+/// The `escalation` object as it is written, for an [`Escalated`] record
+/// and an [`Escalation`](super::Escalation) alike.
+#[derive(Serialize)]
+pub(crate) struct Wire<'a> {
+    pub(crate) reason: EscalationReason,
+    pub(crate) attempts: u32,
+    #[serde(rename = "elapsedMs")]
+    pub(crate) elapsed_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) detail: Option<Cow<'a, str>>,
+}

@@ -1,0 +1,250 @@
+//! How a remote failure becomes an envelope: a tool's `isError` result (the
+//! server's own envelope, or the text of another SDK), a JSON-RPC error, a
+//! refused handshake, a broken transport, an HTTP status.
+
+use std::time::Duration;
+
+use rmcp::model::{CallToolResult, ContentBlock, ErrorData};
+use rmcp::service::{ClientInitializeError, ServiceError};
+use rmcp::transport::DynamicTransportError;
+use rmcp::transport::streamable_http_client::StreamableHttpError;
+use serde_json::Value;
+
+use crate::category::ErrorCategory;
+use crate::envelope::ErrorEnvelope;
+use crate::limits::text_for_wire;
+use crate::mcp::client::sdk_errors;
+use crate::reasons;
+
+/// The most bytes of a server's text kept in an envelope's message.
+pub(crate) const MAX_MESSAGE_BYTES: usize = 4 * 1024;
+
+/// `message`, bounded as every server text is.
+fn text(message: String) -> String {
+    text_for_wire(&message, MAX_MESSAGE_BYTES).into_owned()
+}
+
+/// A failure before anything was sent: repeating the call is safe.
+pub(crate) fn not_sent(message: String) -> ErrorEnvelope {
+    ErrorEnvelope::transient(text(message)).with_reason(reasons::NOT_APPLIED)
+}
+
+/// A tool's reply: its value, or its failure as an envelope.
+pub(crate) fn read_result(result: CallToolResult, name: &str) -> Result<Value, ErrorEnvelope> {
+    let text_block = result.content.iter().find_map(|block| match block {
+        ContentBlock::Text(text) => Some(text.text.as_str()),
+        _ => None,
+    });
+    if result.is_error != Some(true) {
+        if let Some(structured) = result.structured_content {
+            return Ok(structured);
+        }
+        return Ok(match (text_block, result.content.len()) {
+            (Some(text), 1) => {
+                serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
+            }
+            _ => serde_json::to_value(&result.content).unwrap_or(Value::Null),
+        });
+    }
+    // An envelope, in the structured content or as a JSON text block.
+    let envelope = result
+        .structured_content
+        .as_ref()
+        .and_then(read_envelope)
+        .or_else(|| {
+            text_block
+                .and_then(|text| serde_json::from_str::<Value>(text).ok())
+                .as_ref()
+                .and_then(read_envelope)
+        });
+    if let Some(envelope) = envelope {
+        return Err(envelope);
+    }
+    let message = match text_block {
+        Some(text) if !text.trim().is_empty() => text,
+        _ => {
+            return Err(foreign(format!(
+                "the tool `{name}` failed without saying why"
+            )));
+        }
+    };
+    // The argument errors of the common SDKs, in the text they send them as.
+    if let Some(envelope) = sdk_errors::recognize(message, name) {
+        return Err(envelope);
+    }
+    Err(foreign(message.to_owned()))
+}
+
+/// A failure told in a server's own words: `other`, not retryable.
+fn foreign(message: String) -> ErrorEnvelope {
+    let mut envelope = ErrorEnvelope::other(text(message));
+    envelope.set_foreign();
+    envelope
+}
+
+/// An envelope, if `value` is one.
+fn read_envelope(value: &Value) -> Option<ErrorEnvelope> {
+    <ErrorEnvelope as serde::Deserialize>::deserialize(value).ok()
+}
+
+/// The envelope of a failure rmcp reports: a protocol error, a timeout, a
+/// broken connection, an HTTP status. `before_sending` says whether the
+/// request had not been sent yet.
+pub(crate) fn classify_error(error: &ServiceError, before_sending: bool) -> ErrorEnvelope {
+    match error {
+        ServiceError::McpError(data) => json_rpc(data),
+        ServiceError::Timeout { timeout } => ErrorEnvelope::transient(format!(
+            "the MCP server did not answer within {} ms; the call was cancelled",
+            timeout.as_millis()
+        ))
+        .with_reason(reasons::TIMEOUT),
+        ServiceError::TransportSend(send) => transport(send, before_sending),
+        ServiceError::TransportClosed if before_sending => {
+            not_sent("the connection to the MCP server is closed".to_owned())
+        }
+        ServiceError::TransportClosed => {
+            ErrorEnvelope::transient("the connection to the MCP server closed before it answered")
+                .with_reason(reasons::CONNECTION_LOST)
+        }
+        other => ErrorEnvelope::other(text(format!("the MCP call failed: {other}")))
+            .with_reason(reasons::UNEXPECTED_REPLY),
+    }
+}
+
+/// The envelope of a handshake that failed. Nothing was called, so what a
+/// broken transport did is safe to repeat; what the server refused — a
+/// protocol version it does not speak, any other JSON-RPC error — repeating
+/// does not change.
+pub(crate) fn classify_initialize(error: &ClientInitializeError) -> ErrorEnvelope {
+    match error {
+        ClientInitializeError::JsonRpcError(data) => json_rpc(data),
+        ClientInitializeError::NoCompatibleProtocolVersion {
+            client_supported,
+            server_supported,
+        } => unsupported_version(
+            &client_supported
+                .iter()
+                .map(|version| version.to_string())
+                .collect::<Vec<_>>(),
+            &server_supported
+                .iter()
+                .map(|version| version.to_string())
+                .collect::<Vec<_>>(),
+        ),
+        ClientInitializeError::TransportError { error, .. } => transport(error, true),
+        ClientInitializeError::ConnectionClosed(_) => not_sent(format!(
+            "the MCP server closed the connection before it initialized: {error}"
+        )),
+        other => ErrorEnvelope::other(text(format!("the MCP server did not initialize: {other}")))
+            .with_reason(reasons::UNEXPECTED_REPLY),
+    }
+}
+
+/// The envelope of a JSON-RPC error: `-32602` (unknown tool, bad params)
+/// is `validation`, `-32022` a protocol version the server does not speak,
+/// any other `other`. None is retryable: the server answered, and the same
+/// request gets the same answer.
+fn json_rpc(data: &ErrorData) -> ErrorEnvelope {
+    match data.code.0 {
+        -32602 => ErrorEnvelope::validation(text(data.message.to_string()))
+            .with_reason(reasons::INVALID_ARGUMENTS),
+        -32022 => {
+            let versions = |key: &str| -> Vec<String> {
+                let listed = data.data.as_ref().and_then(|data| data.get(key));
+                match listed {
+                    Some(Value::Array(items)) => items
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect(),
+                    Some(Value::String(one)) => vec![one.clone()],
+                    _ => Vec::new(),
+                }
+            };
+            unsupported_version(&versions("requested"), &versions("supported"))
+        }
+        code => ErrorEnvelope::other(text(format!(
+            "the MCP server answered with error {code}: {}",
+            data.message
+        ))),
+    }
+}
+
+/// A server that does not speak the protocol versions the client asked for:
+/// `other`, not retryable, saying what the server supports.
+fn unsupported_version(asked: &[String], supported: &[String]) -> ErrorEnvelope {
+    let list = |versions: &[String]| match versions {
+        [] => "none it named".to_owned(),
+        versions => versions.join(", "),
+    };
+    let asked = match asked {
+        [] => String::new(),
+        asked => format!(" {}", list(asked)),
+    };
+    ErrorEnvelope::other(text(format!(
+        "the MCP server does not speak the protocol version{asked} this client asked for; it supports {}",
+        list(supported)
+    )))
+    .with_reason(reasons::UNSUPPORTED_PROTOCOL_VERSION)
+    .with_alternative(
+        "Call this server with a client that speaks one of the versions it supports",
+    )
+}
+
+/// The envelope of a transport that failed: an HTTP status, a connection
+/// refused (nothing sent), or broken while the request was on its way.
+fn transport(error: &DynamicTransportError, before_sending: bool) -> ErrorEnvelope {
+    match error
+        .error
+        .downcast_ref::<StreamableHttpError<reqwest::Error>>()
+    {
+        Some(StreamableHttpError::HttpStatus(status)) => {
+            http_status(status.status, status.retry_after.as_deref())
+        }
+        Some(StreamableHttpError::AuthRequired(_)) => http_status(401, None),
+        Some(StreamableHttpError::InsufficientScope(_)) => http_status(403, None),
+        Some(StreamableHttpError::UnexpectedServerResponse(message)) => {
+            match message
+                .strip_prefix("HTTP ")
+                .and_then(|rest| rest.get(..3))
+                .and_then(|code| code.parse().ok())
+            {
+                Some(status) => http_status(status, None),
+                None => ErrorEnvelope::other(text(format!(
+                    "the MCP server's reply could not be read: {message}"
+                )))
+                .with_reason(reasons::UNEXPECTED_REPLY),
+            }
+        }
+        Some(StreamableHttpError::Client(client)) if client.is_connect() => {
+            not_sent(format!("could not reach the MCP server: {client}"))
+        }
+        _ if before_sending => not_sent(format!("could not send to the MCP server: {error}")),
+        _ => ErrorEnvelope::transient(text(format!(
+            "the connection to the MCP server broke: {error}"
+        )))
+        .with_reason(reasons::CONNECTION_LOST),
+    }
+}
+
+/// The envelope of an HTTP status: 5xx and 429 `transient` (with the server's
+/// `Retry-After`, in seconds), 401 and 403 `permission`, the rest `other`.
+fn http_status(status: u16, retry_after: Option<&str>) -> ErrorEnvelope {
+    let reason = format!("{}{status}", reasons::HTTP_STATUS_PREFIX);
+    let message = format!("the MCP server answered HTTP {status}");
+    let category = match status {
+        429 | 500..=599 => ErrorCategory::Transient,
+        401 | 403 => ErrorCategory::Permission,
+        _ => ErrorCategory::Other,
+    };
+    let mut envelope = ErrorEnvelope::new(category, message).with_reason(reason);
+    if let Some(seconds) = retry_after.and_then(|value| value.trim().parse::<u64>().ok()) {
+        envelope = envelope.with_retry_after(Duration::from_secs(seconds));
+    }
+    if status == 429 {
+        // Refused before it ran: safe to repeat once the server allows.
+        envelope.set_not_applied(true);
+        envelope = envelope.with_alternative("Wait for the server's rate limit, then call again");
+    }
+    envelope
+}

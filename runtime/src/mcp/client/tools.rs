@@ -1,0 +1,157 @@
+//! A server's tools, as its `tools/list` describes them: listed once per
+//! connection, within the client's timeout, and within bounds a hostile
+//! server cannot move — a repeated cursor, or more pages or tools than any
+//! server has, ends the listing with what it gathered.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{PaginatedRequestParams, Tool};
+use rmcp::service::{Peer, RoleClient};
+use serde_json::{Map, Value};
+
+use crate::envelope::ErrorEnvelope;
+use crate::mcp::client::failure;
+use crate::mcp::definition::ToolAnnotations;
+use crate::reasons;
+use crate::redact::schema::SecretPaths;
+
+/// The most pages of one `tools/list` the client asks for.
+pub(crate) const MAX_PAGES: usize = 100;
+
+/// The most tools the client keeps of one server.
+pub(crate) const MAX_TOOLS: usize = 10_000;
+
+/// A tool of a remote server, as its `tools/list` describes it.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RemoteTool {
+    /// The tool's name.
+    pub name: String,
+    /// What it does.
+    pub description: Option<String>,
+    /// Its annotations, MCP's defaults where the server gave none
+    /// (`readOnlyHint` false, `destructiveHint` true, `idempotentHint`
+    /// false, `openWorldHint` true).
+    pub annotations: ToolAnnotations,
+    /// JSON Schema of its arguments.
+    pub input_schema: Map<String, Value>,
+    /// JSON Schema of its structured content, if it declares one.
+    pub output_schema: Option<Map<String, Value>>,
+    /// How it can fail, when its server publishes it
+    /// (`_meta["tool-envelope/failureModes"]`).
+    pub failure_modes: Option<Value>,
+    /// Where its arguments hold secrets, when its schema lists them.
+    secrets: Option<Arc<SecretPaths>>,
+}
+
+impl RemoteTool {
+    fn from_rmcp(tool: &Tool) -> Self {
+        let annotations = tool.annotations.as_ref();
+        let hint = |read: fn(&rmcp::model::ToolAnnotations) -> Option<bool>, default: bool| {
+            annotations.and_then(read).unwrap_or(default)
+        };
+        let input_schema = (*tool.input_schema).clone();
+        RemoteTool {
+            name: tool.name.to_string(),
+            description: tool.description.as_ref().map(|text| text.to_string()),
+            annotations: ToolAnnotations {
+                read_only_hint: hint(|a| a.read_only_hint, false),
+                destructive_hint: hint(|a| a.destructive_hint, true),
+                idempotent_hint: hint(|a| a.idempotent_hint, false),
+                open_world_hint: hint(|a| a.open_world_hint, true),
+            },
+            // A schema that lists no properties says nothing of secrets.
+            secrets: input_schema
+                .get("properties")
+                .is_some_and(Value::is_object)
+                .then(|| Arc::new(SecretPaths::from_schema(&input_schema, &[]))),
+            input_schema,
+            output_schema: tool.output_schema.as_ref().map(|schema| (**schema).clone()),
+            failure_modes: tool
+                .meta
+                .as_ref()
+                .and_then(|meta| meta.0.get(crate::mcp::FAILURE_MODES_META_KEY).cloned()),
+        }
+    }
+
+    /// Whether repeating a call of this tool is safe, as its annotations say:
+    /// it is read-only or idempotent.
+    pub fn is_safe_to_repeat(&self) -> bool {
+        self.annotations.read_only_hint || self.annotations.idempotent_hint
+    }
+
+    /// Where its arguments hold secrets, when its schema says.
+    pub(crate) fn secrets(&self) -> Option<&SecretPaths> {
+        self.secrets.as_deref()
+    }
+}
+
+/// A server's tools by name, each shared with the calls that use it.
+pub(crate) type Catalog = HashMap<String, Arc<RemoteTool>>;
+
+/// Lists the server's tools, page by page, in at most `timeout` for the
+/// whole listing. A cursor the server gave before, more than [`MAX_PAGES`]
+/// pages or more than [`MAX_TOOLS`] tools end it with the tools gathered:
+/// a tool not listed is one the client knows nothing of, so a call of it
+/// is treated as unsafe to repeat.
+///
+/// # Errors
+///
+/// The envelope of a listing that does not finish in time (`transient`,
+/// `TIMEOUT`) or that the server refuses.
+pub(crate) async fn list(
+    peer: &Peer<RoleClient>,
+    timeout: Duration,
+) -> Result<Catalog, ErrorEnvelope> {
+    tokio::time::timeout(timeout, pages(peer))
+        .await
+        .map_err(|_| {
+            ErrorEnvelope::transient(format!(
+                "the MCP server did not list its tools within {} ms",
+                timeout.as_millis()
+            ))
+            .with_reason(reasons::TIMEOUT)
+        })?
+}
+
+async fn pages(peer: &Peer<RoleClient>) -> Result<Catalog, ErrorEnvelope> {
+    let mut tools = Catalog::new();
+    let mut cursors: Vec<String> = Vec::new();
+    let mut cursor = None;
+    for _ in 0..MAX_PAGES {
+        let page = peer
+            .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+            .await
+            .map_err(|error| failure::classify_error(&error, true))?;
+        for tool in &page.tools {
+            if tools.len() == MAX_TOOLS {
+                cut(format!("it lists more than {MAX_TOOLS} tools"));
+                return Ok(tools);
+            }
+            tools.insert(tool.name.to_string(), Arc::new(RemoteTool::from_rmcp(tool)));
+        }
+        match page.next_cursor {
+            None => return Ok(tools),
+            Some(next) if cursors.contains(&next) => {
+                cut("it gave a cursor it had given before".to_owned());
+                return Ok(tools);
+            }
+            Some(next) => {
+                cursors.push(next.clone());
+                cursor = Some(next);
+            }
+        }
+    }
+    cut(format!("it pages past {MAX_PAGES} pages"));
+    Ok(tools)
+}
+
+/// Reports a listing the client ended before the server did.
+fn cut(why: String) {
+    tracing::warn!(
+        why = why.as_str(),
+        "stopped listing the MCP server's tools; the tools not listed are treated as unsafe to repeat"
+    );
+}

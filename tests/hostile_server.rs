@@ -1,0 +1,526 @@
+//! A server nobody should trust, against `McpClient`: what it can make the
+//! client hold or wait for, what it can make the client show, and what it
+//! can make the client retry. Each server is a fake that speaks just enough
+//! Streamable HTTP to initialize, list its tools and answer calls — the way
+//! an attacker would write one — and counts what it was asked.
+#![cfg(feature = "client")]
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tool_envelope::mcp::client::{ClientOptions, McpClient};
+use tool_envelope::retry::RetryPolicy;
+use tool_envelope::{ErrorCategory, EscalationReason, reasons};
+
+/// What the fake answers a request with.
+enum Reply {
+    /// A JSON-RPC result.
+    Result(Value),
+    /// A JSON-RPC error: code, message, data.
+    Error(i64, &'static str, Value),
+    /// Nothing, ever.
+    Hang,
+}
+
+type Answer = Arc<dyn Fn(&str, &Value) -> Reply + Send + Sync>;
+
+/// A fake MCP server on a free local port: `answer` says what each request
+/// (`initialize` aside, which it answers as a 2025-11-25 server unless
+/// `answer` says otherwise) gets. Its URL, and how many requests of each
+/// method it was sent.
+struct Fake {
+    url: String,
+    seen: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Fake {
+    async fn start(answer: impl Fn(&str, &Value) -> Reply + Send + Sync + 'static) -> Self {
+        use axum::http::StatusCode;
+        use axum::response::IntoResponse;
+
+        let answer: Answer = Arc::new(answer);
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let handler = {
+            let seen = Arc::clone(&seen);
+            move |body: axum::Json<Value>| -> Pin<Box<dyn Future<Output = axum::response::Response> + Send>> {
+                let answer = Arc::clone(&answer);
+                let seen = Arc::clone(&seen);
+                Box::pin(async move {
+                    let method = body["method"].as_str().unwrap_or_default().to_owned();
+                    seen.lock().unwrap().push(method.clone());
+                    let Some(id) = body.get("id").cloned() else {
+                        return StatusCode::ACCEPTED.into_response();
+                    };
+                    let params = body.get("params").cloned().unwrap_or(Value::Null);
+                    let reply = match (method.as_str(), answer(&method, &params)) {
+                        ("initialize", Reply::Result(Value::Null)) => Reply::Result(json!({
+                            "protocolVersion": "2025-11-25",
+                            "capabilities": {"tools": {}},
+                            "serverInfo": {"name": "hostile", "version": "0"}
+                        })),
+                        (_, reply) => reply,
+                    };
+                    let message = match reply {
+                        Reply::Result(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+                        Reply::Error(code, message, data) => json!({"jsonrpc": "2.0", "id": id,
+                            "error": {"code": code, "message": message, "data": data}}),
+                        Reply::Hang => std::future::pending().await,
+                    };
+                    axum::Json(message).into_response()
+                })
+            }
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let app = axum::Router::new().route("/mcp", axum::routing::post(handler));
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Fake { url, seen }
+    }
+
+    /// How many requests of `method` the server was sent.
+    fn sent(&self, method: &str) -> usize {
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|m| *m == method)
+            .count()
+    }
+}
+
+/// What a test may take at most: a client that hangs fails the test rather
+/// than stalling it. Every test here finishes in well under a second when
+/// the client keeps its bounds.
+async fn watchdog<T>(what: &str, future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(20), future)
+        .await
+        .unwrap_or_else(|_| panic!("{what} took more than 20 s"))
+}
+
+/// A tool result with `isError` and `structured` as its envelope.
+fn envelope_result(structured: Value) -> Reply {
+    Reply::Result(json!({
+        "isError": true,
+        "content": [{"type": "text", "text": structured.to_string()}],
+        "structuredContent": structured
+    }))
+}
+
+/// A tool result with `isError` and `text`.
+fn text_result(text: &str) -> Reply {
+    Reply::Result(json!({"isError": true, "content": [{"type": "text", "text": text}]}))
+}
+
+/// `count` tools named `prefix0`, `prefix1`…, read-only.
+fn tools(prefix: &str, count: usize) -> Vec<Value> {
+    (0..count)
+        .map(|n| {
+            json!({"name": format!("{prefix}{n}"), "inputSchema": {"type": "object"},
+                   "annotations": {"readOnlyHint": true}})
+        })
+        .collect()
+}
+
+// ---- what a server can make the client hold or wait for ----
+
+#[tokio::test]
+async fn a_server_that_pages_tools_list_forever_is_listed_once_within_bounds() {
+    // The same cursor on every page: the second page ends the listing.
+    let again = Fake::start(|method, _| match method {
+        "tools/list" => Reply::Result(json!({"tools": tools("t", 2_000), "nextCursor": "again"})),
+        "tools/call" => Reply::Result(json!({"content": [{"type": "text", "text": "ok"}]})),
+        _ => Reply::Result(Value::Null),
+    })
+    .await;
+    let client = watchdog("connect", McpClient::connect(&again.url))
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        watchdog("a call", client.call("t1", json!({})))
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        again.sent("tools/list"),
+        2,
+        "listed once: a repeated cursor ends it"
+    );
+    assert_eq!(client.tools().await.unwrap().len(), 2_000);
+    let known = client.tool("t1").await.unwrap().unwrap();
+    assert!(known.is_safe_to_repeat(), "what was listed is kept");
+
+    // A new cursor on every page, and new tools: 10,000 tools at most.
+    let page = Arc::new(AtomicUsize::new(0));
+    let fresh = Fake::start({
+        let page = Arc::clone(&page);
+        move |method, _| match method {
+            "tools/list" => {
+                let n = page.fetch_add(1, Ordering::SeqCst);
+                Reply::Result(json!({"tools": tools(&format!("p{n}_"), 2_000),
+                                     "nextCursor": format!("page-{n}")}))
+            }
+            _ => Reply::Result(Value::Null),
+        }
+    })
+    .await;
+    let client = watchdog("connect", McpClient::connect(&fresh.url))
+        .await
+        .unwrap();
+    assert_eq!(
+        fresh.sent("tools/list"),
+        6,
+        "the sixth page passes 10,000 tools"
+    );
+    assert_eq!(client.tools().await.unwrap().len(), 10_000);
+
+    // New cursors and empty pages: 100 pages at most.
+    let page = Arc::new(AtomicUsize::new(0));
+    let empty = Fake::start({
+        let page = Arc::clone(&page);
+        move |method, _| match method {
+            "tools/list" => Reply::Result(json!({"tools": [],
+                "nextCursor": format!("page-{}", page.fetch_add(1, Ordering::SeqCst))})),
+            _ => Reply::Result(Value::Null),
+        }
+    })
+    .await;
+    watchdog("connect", McpClient::connect(&empty.url))
+        .await
+        .unwrap();
+    assert_eq!(empty.sent("tools/list"), 100);
+}
+
+#[tokio::test]
+async fn a_server_that_never_lists_its_tools_costs_one_timeout() {
+    let silent = Fake::start(|method, _| match method {
+        "tools/list" => Reply::Hang,
+        "tools/call" => Reply::Result(json!({"content": [{"type": "text", "text": "ok"}]})),
+        _ => Reply::Result(Value::Null),
+    })
+    .await;
+    let client = watchdog(
+        "connect with a 300 ms timeout",
+        ClientOptions::new()
+            .timeout(Duration::from_millis(300))
+            .connect(&silent.url),
+    )
+    .await
+    .expect("connects without the tool list");
+    for _ in 0..3 {
+        let value = watchdog("a call", client.call("lookup", json!({})))
+            .await
+            .unwrap();
+        assert_eq!(value, json!("ok"));
+    }
+    assert_eq!(
+        silent.sent("tools/list"),
+        1,
+        "not asked again on this connection"
+    );
+    let unlisted = watchdog("tools()", client.tools()).await.unwrap_err();
+    assert_eq!(unlisted.reason(), Some(reasons::TIMEOUT));
+    assert_eq!(silent.sent("tools/list"), 1);
+}
+
+// ---- what a server can make the client show ----
+
+/// A `login` tool whose password is `writeOnly`, reached through draft-07's
+/// `#/definitions/`, as zod-to-json-schema writes it.
+fn login_tool() -> Value {
+    json!({"tools": [{
+        "name": "login",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "user": {"type": "string"},
+                "creds": {"$ref": "#/definitions/Creds"}
+            },
+            "definitions": {"Creds": {"type": "object", "properties": {
+                "password": {"type": "string", "writeOnly": true}
+            }}}
+        },
+        "annotations": {"readOnlyHint": true}
+    }]})
+}
+
+fn assert_no_secret(envelope: &tool_envelope::ErrorEnvelope) {
+    let shown = format!(
+        "{} {envelope:?} {envelope}",
+        serde_json::to_string(envelope).unwrap()
+    );
+    for secret in ["hunter2", "sk_live_42", "31337"] {
+        assert!(!shown.contains(secret), "{secret} in {shown}");
+    }
+}
+
+#[tokio::test]
+async fn a_secret_behind_a_definitions_ref_is_masked() {
+    let server = Fake::start(|method, _| match method {
+        "tools/list" => Reply::Result(login_tool()),
+        "tools/call" => text_result("the directory is down"),
+        _ => Reply::Result(Value::Null),
+    })
+    .await;
+    let client = McpClient::connect(&server.url).await.unwrap();
+    let failed = client
+        .call(
+            "login",
+            json!({"user": "ops", "creds": {"password": "hunter2"}}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        failed.attempted_query(),
+        Some(&json!({"user": "ops", "creds": {"password": "[redacted]"}}))
+    );
+    assert_no_secret(&failed);
+}
+
+#[tokio::test]
+async fn whatever_a_server_echoes_no_secret_it_was_sent_comes_back() {
+    // The server quotes the arguments it received everywhere it can.
+    let server = Fake::start(|method, params| match method {
+        "tools/list" => Reply::Result(login_tool()),
+        "tools/call" => {
+            let arguments = params["arguments"].clone();
+            let password = arguments["creds"]["password"].to_string();
+            envelope_result(json!({
+                "isError": true, "errorCategory": "validation", "isRetryable": false,
+                "message": format!("password {password} rejected for {}", arguments["user"]),
+                "attempted_query": arguments,
+                "alternatives": [format!("try a password other than {password}")],
+                "violations": [{"field": "creds.password",
+                                "description": format!("{password} is too short")}],
+                "partial_results": [{"tried": arguments["creds"]["password"]}]
+            }))
+        }
+        _ => Reply::Result(Value::Null),
+    })
+    .await;
+    let client = McpClient::connect(&server.url).await.unwrap();
+    for password in [json!("hunter2"), json!(31337)] {
+        let failed = client
+            .call(
+                "login",
+                json!({"user": "ops", "creds": {"password": password}, "apiKey": "sk_live_42"}),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(
+            failed.attempted_query(),
+            Some(
+                &json!({"user": "ops", "creds": {"password": "[redacted]"}, "apiKey": "[redacted]"})
+            )
+        );
+        assert!(
+            failed.message().contains("[redacted]"),
+            "{}",
+            failed.message()
+        );
+        assert_no_secret(&failed);
+    }
+    // A server's text that quotes a secret as the Python SDK's validation does.
+    let python = Fake::start(|method, params| match method {
+        "tools/list" => Reply::Result(login_tool()),
+        "tools/call" => {
+            let arguments = params["arguments"].to_string().replace('"', "'");
+            Reply::Result(json!({"isError": true, "content": [{"type": "text", "text": format!(
+                "Error executing tool login: 1 validation error for loginArguments\ncreds\n  Field required [type=missing, input_value={arguments}, input_type=dict]"
+            )}]}))
+        }
+        _ => Reply::Result(Value::Null),
+    })
+    .await;
+    let client = McpClient::connect(&python.url).await.unwrap();
+    let failed = client
+        .call(
+            "login",
+            json!({"user": "ops", "creds": {"password": "hunter2"}}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(failed.category(), ErrorCategory::Validation);
+    assert_no_secret(&failed);
+}
+
+#[tokio::test]
+async fn a_failure_names_the_tool_that_was_called() {
+    let server = Fake::start(|method, _| match method {
+        "tools/call" => envelope_result(json!({
+            "isError": true, "errorCategory": "business", "isRetryable": false,
+            "message": "declined", "tool": "transfer_funds"
+        })),
+        _ => Reply::Result(Value::Null),
+    })
+    .await;
+    let client = McpClient::connect(&server.url).await.unwrap();
+    let failed = client
+        .call("charge", json!({"amount": 5}))
+        .await
+        .unwrap_err();
+    assert_eq!(failed.tool(), Some("charge"));
+}
+
+// ---- what a server can make the client retry ----
+
+/// A read-only tool (so its failures may be retried) that fails with `envelope`.
+async fn read_only_failing_with(envelope: Value) -> Fake {
+    Fake::start(move |method, _| match method {
+        "tools/list" => Reply::Result(json!({"tools": tools("lookup", 1)})),
+        "tools/call" => envelope_result(envelope.clone()),
+        _ => Reply::Result(Value::Null),
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_human_request_however_spelled_is_not_retried() {
+    for spelling in [
+        "human_requested",
+        "human requested",
+        "humanRequested",
+        "HUMAN_REQUESTED ",
+        "policyGap",
+    ] {
+        let server = read_only_failing_with(json!({
+            "isError": true, "errorCategory": "transient", "isRetryable": true,
+            "message": "CRM timed out", "reason": spelling
+        }))
+        .await;
+        let client = McpClient::connect(&server.url).await.unwrap();
+        let outcome = RetryPolicy::default()
+            .constant(Duration::from_millis(1))
+            .retry(|| client.call("lookup0", json!({})))
+            .await;
+        let escalation = outcome.result.unwrap_err();
+        assert!(
+            matches!(
+                escalation.reason,
+                EscalationReason::HumanRequested | EscalationReason::PolicyGap
+            ),
+            "{spelling}: {:?}",
+            escalation.reason
+        );
+        assert_eq!(server.sent("tools/call"), 1, "{spelling}: called once");
+    }
+}
+
+#[tokio::test]
+async fn a_server_escalation_is_kept_and_never_retried() {
+    let server = read_only_failing_with(json!({
+        "isError": true, "errorCategory": "transient", "isRetryable": true,
+        "message": "orders DB down",
+        "escalation": {"reason": "retries_exhausted", "attempts": 3, "elapsedMs": 900}
+    }))
+    .await;
+    let client = McpClient::connect(&server.url).await.unwrap();
+    let failed = client.call("lookup0", json!({})).await.unwrap_err();
+    assert!(!failed.is_retryable());
+    let escalated = failed.escalation().expect("the escalation is kept");
+    assert_eq!(escalated.reason, EscalationReason::RetriesExhausted);
+    assert_eq!(escalated.attempts, 3);
+    let sent = serde_json::to_value(&failed).unwrap();
+    assert_eq!(sent["isRetryable"], false);
+    assert_eq!(sent["escalation"]["reason"], "retries_exhausted");
+
+    let outcome = RetryPolicy::default()
+        .constant(Duration::from_millis(1))
+        .retry(|| client.call("lookup0", json!({})))
+        .await;
+    let escalation = outcome.result.unwrap_err();
+    assert_eq!(escalation.reason, EscalationReason::RetriesExhausted);
+    assert_eq!(
+        server.sent("tools/call"),
+        2,
+        "one call above, one in the loop"
+    );
+    // An escalation that is not even an object still ends the loop.
+    let odd = read_only_failing_with(json!({
+        "isError": true, "errorCategory": "transient", "isRetryable": true,
+        "message": "down", "escalation": "yes"
+    }))
+    .await;
+    let client = McpClient::connect(&odd.url).await.unwrap();
+    assert!(
+        !client
+            .call("lookup0", json!({}))
+            .await
+            .unwrap_err()
+            .is_retryable()
+    );
+}
+
+// ---- what other servers say ----
+
+#[tokio::test]
+async fn a_refused_protocol_version_is_not_retryable() {
+    let modern_only = Fake::start(|method, _| match method {
+        "initialize" => Reply::Error(
+            -32022,
+            "Unsupported protocol version: 2025-11-25",
+            json!({"supported": ["2026-07-28"], "requested": "2025-11-25"}),
+        ),
+        _ => Reply::Result(Value::Null),
+    })
+    .await;
+    let refused = McpClient::connect(&modern_only.url).await.unwrap_err();
+    assert_eq!(refused.category(), ErrorCategory::Other);
+    assert!(!refused.is_retryable());
+    assert_eq!(
+        refused.reason(),
+        Some(reasons::UNSUPPORTED_PROTOCOL_VERSION)
+    );
+    assert!(
+        refused.message().contains("2026-07-28"),
+        "{}",
+        refused.message()
+    );
+}
+
+#[tokio::test]
+async fn argument_errors_of_the_common_sdks_are_validation() {
+    for (text, fields) in [
+        // TypeScript SDK v1 (and server-everything, filesystem, memory).
+        (
+            "MCP error -32602: Input validation error: Invalid arguments for tool add: Invalid input: expected number, received string at a\nInvalid input: expected number, received undefined at b",
+            vec!["a", "b"],
+        ),
+        ("MCP error -32602: Tool add not found", vec![]),
+        // TypeScript SDK v2.
+        (
+            "Input validation error: Invalid arguments for tool add: opts.tags.0: Invalid input: expected string, received number",
+            vec!["opts.tags[0]"],
+        ),
+        // The Python SDK's MCPServer, and FastMCP.
+        (
+            "Error executing tool add: 1 validation error for addArguments\na\n  Input should be a valid integer [type=int_parsing, input_value='x', input_type=str]",
+            vec!["a"],
+        ),
+        (
+            "1 validation error for call[add]\nb\n  Missing required argument [type=missing_argument, input_value={'a': 1}, input_type=dict]",
+            vec!["b"],
+        ),
+        ("Unknown tool: 'add'", vec![]),
+    ] {
+        let server = Fake::start(move |method, _| match method {
+            "tools/call" => text_result(text),
+            _ => Reply::Result(Value::Null),
+        })
+        .await;
+        let client = McpClient::connect(&server.url).await.unwrap();
+        let failed = client.call("add", json!({"a": "x"})).await.unwrap_err();
+        assert_eq!(failed.category(), ErrorCategory::Validation, "{text}");
+        assert_eq!(failed.reason(), Some(reasons::INVALID_ARGUMENTS), "{text}");
+        assert!(!failed.is_retryable());
+        let named: Vec<&str> = failed
+            .violations()
+            .iter()
+            .map(|v| v.field.as_str())
+            .collect();
+        assert_eq!(named, fields, "{text}");
+    }
+}
