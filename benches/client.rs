@@ -7,6 +7,7 @@
 
 mod common;
 
+use std::future::IntoFuture;
 use std::time::{Duration, Instant};
 
 use common::{CALLS, bench_servers, calls, connect, group};
@@ -39,9 +40,7 @@ fn main() {
 
         let path = binary.clone();
         let client = runtime
-            .block_on(McpClient::spawn(move || {
-                tokio::process::Command::new(&path)
-            }))
+            .block_on(McpClient::spawn(move || tokio::process::Command::new(&path)).into_future())
             .expect("the server starts");
         group.bench_function("mcp_client", |b| {
             b.iter_custom(|iterations| {

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tool_envelope::{ErrorCategory, ErrorEnvelope, Found, ToolError, Violation};
+use tool_envelope::{ErrorCategory, ErrorEnvelope, Found, ToolError, Violation, keys};
 
 fn fixtures(dir: &str) -> Vec<(PathBuf, Value)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -62,27 +62,42 @@ fn committed_schema_is_a_valid_2020_12_schema() {
     jsonschema::meta::validate(&schema).expect("valid against the 2020-12 meta-schema");
 }
 
+/// The one place the spellings are written out here: the wire format's, as
+/// the design fixes them. Every other test reads `keys`.
+#[test]
+fn the_key_table_spells_the_wire_format() {
+    assert_eq!(
+        keys::ALL,
+        [
+            "isError",
+            "errorCategory",
+            "isRetryable",
+            "message",
+            "attempted_query",
+            "partial_results",
+            "alternatives",
+            "reason",
+            "retryAfterMs",
+            "violations",
+            "tool",
+            "escalation",
+        ]
+    );
+    assert_eq!(
+        keys::REQUIRED,
+        ["isError", "errorCategory", "isRetryable", "message"]
+    );
+}
+
 #[test]
 fn schema_requires_only_what_is_always_present() {
     let schema = committed_schema();
-    assert_eq!(
-        schema["required"],
-        json!(["isError", "errorCategory", "isRetryable", "message"])
-    );
-    for optional in [
-        "attempted_query",
-        "partial_results",
-        "alternatives",
-        "reason",
-        "retryAfterMs",
-        "violations",
-        "tool",
-    ] {
-        assert!(
-            schema["properties"][optional].is_object(),
-            "{optional} is described"
-        );
+    assert_eq!(schema["required"], json!(keys::REQUIRED));
+    for key in keys::ALL {
+        assert!(schema["properties"][key].is_object(), "{key} is described");
     }
+    let described: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(described.len(), keys::ALL.len(), "{described:?}");
 }
 
 #[test]

@@ -32,7 +32,7 @@ struct Answer {
 async fn serve() -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    tokio::spawn(example::tools().serve_http(listener));
+    tokio::spawn(HttpOptions::new().serve(listener, example::tools()));
     address
 }
 
@@ -189,7 +189,7 @@ async fn a_body_over_the_limit_is_refused_and_the_next_call_gets_its_envelope() 
 async fn serve_with(options: HttpOptions) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    tokio::spawn(example::tools().serve_http_with(listener, options));
+    tokio::spawn(options.serve(listener, example::tools()));
     address
 }
 

@@ -5,14 +5,14 @@
 //! an attacker would write one — and counts what it was asked.
 #![cfg(feature = "client")]
 
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tool_envelope::mcp::client::{ClientOptions, McpClient};
+use tool_envelope::mcp::client::McpClient;
 use tool_envelope::retry::RetryPolicy;
 use tool_envelope::{ErrorCategory, EscalationReason, reasons};
 
@@ -95,7 +95,7 @@ impl Fake {
 /// What a test may take at most: a client that hangs fails the test rather
 /// than stalling it. Every test here finishes in well under a second when
 /// the client keeps its bounds.
-async fn watchdog<T>(what: &str, future: impl Future<Output = T>) -> T {
+async fn watchdog<T>(what: &str, future: impl IntoFuture<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(20), future)
         .await
         .unwrap_or_else(|_| panic!("{what} took more than 20 s"))
@@ -204,9 +204,7 @@ async fn a_server_that_never_lists_its_tools_costs_one_timeout() {
     .await;
     let client = watchdog(
         "connect with a 300 ms timeout",
-        ClientOptions::new()
-            .timeout(Duration::from_millis(300))
-            .connect(&silent.url),
+        McpClient::connect(&silent.url).timeout(Duration::from_millis(300)),
     )
     .await
     .expect("connects without the tool list");

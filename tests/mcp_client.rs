@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tool_envelope::coordinator::Coordinator;
 use tool_envelope::guard::{Blocked, Guards, ToolCall};
-use tool_envelope::mcp::client::{ClientOptions, McpClient, Progress};
+use tool_envelope::mcp::client::{McpClient, Progress};
 use tool_envelope::mcp::{HttpOptions, ToolContext, ToolSet, admit_envelopes};
 use tool_envelope::retry::{RetryBudget, RetryPolicy};
 use tool_envelope::{ErrorCategory, ErrorEnvelope, EscalationReason, Found, reasons, tool};
@@ -132,9 +132,8 @@ fn refund_cap(call: &ToolCall) -> Result<(), Blocked> {
 #[tokio::test]
 async fn client_side_guards_block_before_anything_is_sent() {
     let binary = server_binary().clone();
-    let client = ClientOptions::new()
+    let client = McpClient::spawn(move || tokio::process::Command::new(&binary))
         .guards(Guards::new().for_tool("process_refund", refund_cap))
-        .spawn(move || tokio::process::Command::new(&binary))
         .await
         .unwrap();
     let sent = client.sent();
@@ -467,9 +466,8 @@ async fn unreachable_servers_and_timeouts_are_transient() {
 
     // A call that outlives the client's timeout (the tool list, which the
     // timeout bounds too, comes in time).
-    let client = ClientOptions::new()
+    let client = McpClient::connect(remote().await)
         .timeout(Duration::from_secs(1))
-        .connect(remote().await)
         .await
         .unwrap();
     let late = client.call("stuck", json!({})).await.unwrap_err();
@@ -672,7 +670,8 @@ fn server_on_its_own_runtime(listener: std::net::TcpListener) -> tokio::runtime:
     runtime.spawn(async move {
         listener.set_nonblocking(true).unwrap();
         let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-        ToolSet::new().tool::<export>().serve_http(listener).await
+        let tools = ToolSet::new().tool::<export>();
+        HttpOptions::new().serve(listener, tools).await
     });
     runtime
 }
@@ -722,9 +721,8 @@ async fn a_restarted_http_server_is_reached_again() {
 
 #[tokio::test]
 async fn what_a_server_sends_is_bounded() {
-    let client = ClientOptions::new()
+    let client = McpClient::connect(statuses().await)
         .timeout(Duration::from_secs(2))
-        .connect(statuses().await)
         .await
         .unwrap();
     // A plain-text failure keeps at most 4 KiB of its text as the message.

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use tool_envelope::coordinator::Coordinator;
-use tool_envelope::mcp::client::{ClientOptions, McpClient};
+use tool_envelope::mcp::client::McpClient;
 use tool_envelope::retry::RetryPolicy;
 use tool_envelope::{ErrorCategory, reasons};
 
@@ -54,18 +54,18 @@ fn with_pid_file(pid_file: &Path, program: &str, args: &[String]) -> tokio::proc
     command
 }
 
-async fn fastmcp(options: ClientOptions) -> McpClient {
+async fn fastmcp(timeout: Duration) -> McpClient {
     let python = env("TOOL_ENVELOPE_FASTMCP");
     let script = fastmcp_script();
-    options
-        .spawn(move || {
-            let mut command = tokio::process::Command::new(&python);
-            // Its tracebacks of the failures the tests provoke, on purpose.
-            command.arg(&script).stderr(std::process::Stdio::null());
-            command
-        })
-        .await
-        .expect("the FastMCP server starts")
+    McpClient::spawn(move || {
+        let mut command = tokio::process::Command::new(&python);
+        // Its tracebacks of the failures the tests provoke, on purpose.
+        command.arg(&script).stderr(std::process::Stdio::null());
+        command
+    })
+    .timeout(timeout)
+    .await
+    .expect("the FastMCP server starts")
 }
 
 async fn everything() -> McpClient {
@@ -96,7 +96,7 @@ fn quick() -> RetryPolicy {
 #[tokio::test]
 #[ignore = "needs FastMCP: scripts/test-client-servers.sh"]
 async fn fastmcp_failures_are_classified() {
-    let client = fastmcp(ClientOptions::new().timeout(Duration::from_secs(2))).await;
+    let client = fastmcp(Duration::from_secs(2)).await;
 
     // A ToolError: plain text, so `other`, not retryable, its text the message.
     let refused = client
@@ -396,9 +396,8 @@ async fn one_coordinator_across_three_servers_one_killed_mid_run() {
 #[ignore = "needs nginx and two replicas: scripts/test-nginx.sh"]
 async fn a_thousand_calls_through_nginx_with_a_replica_killed_halfway() {
     const CALLS: u64 = 1_000;
-    let client = ClientOptions::new()
+    let client = McpClient::connect(env("TOOL_ENVELOPE_NGINX_URL"))
         .timeout(Duration::from_secs(30))
-        .connect(env("TOOL_ENVELOPE_NGINX_URL"))
         .await
         .unwrap();
     let policy = RetryPolicy::default()

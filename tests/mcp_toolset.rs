@@ -636,7 +636,7 @@ async fn an_impl_block_serves_methods_that_share_state() {
         lookups: AtomicU32::new(0),
     });
     let tools = ToolSet::new()
-        .provider_arc(Arc::clone(&inventory))
+        .provider::<Inventory>(Arc::clone(&inventory))
         .tool::<lookup_orders>();
     let names: Vec<&str> = tools.list().iter().map(|d| d.name.as_str()).collect();
     assert_eq!(names, ["stock_of", "inventory.list", "lookup_orders"]);
@@ -890,20 +890,7 @@ fn keys_in_order(text: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn the_text_block_leads_with_the_pillars_in_the_wire_formats_order() {
-    let wire_order = [
-        "isError",
-        "errorCategory",
-        "isRetryable",
-        "message",
-        "attempted_query",
-        "partial_results",
-        "alternatives",
-        "reason",
-        "retryAfterMs",
-        "violations",
-        "tool",
-        "escalation",
-    ];
+    let wire_order = tool_envelope::keys::ALL;
     for tools in [
         ToolSet::new().tool::<everything>(),
         ToolSet::new()

@@ -61,7 +61,7 @@ async fn main() -> std::io::Result<()> {
     }
     let listener = tokio::net::TcpListener::bind(&address).await?;
     eprintln!("listening on http://{}/mcp", listener.local_addr()?);
-    tools.serve_http_with(listener, options).await
+    options.serve(listener, tools).await
 }
 
 fn usage() -> ! {

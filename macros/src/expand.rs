@@ -163,11 +163,22 @@ fn info_const(attr: &ToolAttr, tool: &ToolFn, name: &Ident) -> TokenStream {
     let title = attr.title.as_ref().map(|title| quote!(.with_title(#title)));
     let text = description(attr, tool);
     let flag = |flag: &Option<crate::attr::Flag>, default: bool| flag.map_or(default, |f| f.value);
-    let flags = u8::from(flag(&attr.read_only, false))
-        | u8::from(flag(&attr.destructive, true)) << 1
-        | u8::from(attr.is_idempotent()) << 2
-        | u8::from(flag(&attr.open_world, true)) << 3
-        | u8::from(attr.describe_failures) << 4;
+    // Named, as the runtime names them: `ToolInfo::READ_ONLY | ToolInfo::IDEMPOTENT`.
+    let flags: Vec<TokenStream> = [
+        (flag(&attr.read_only, false), quote!(READ_ONLY)),
+        (flag(&attr.destructive, true), quote!(DESTRUCTIVE)),
+        (attr.is_idempotent(), quote!(IDEMPOTENT)),
+        (flag(&attr.open_world, true), quote!(OPEN_WORLD)),
+        (attr.describe_failures, quote!(DESCRIBE_FAILURES)),
+    ]
+    .into_iter()
+    .filter(|(set, _)| *set)
+    .map(|(_, name)| quote!(::tool_envelope::__private::ToolInfo::#name))
+    .collect();
+    let flags = match flags.is_empty() {
+        true => quote!(0),
+        false => quote!(#(#flags)|*),
+    };
     let redacted = redacted_keys(attr, tool);
     let (timeout, needs_tokio) = match &attr.timeout {
         Some((ms, lit)) => (
@@ -179,7 +190,6 @@ fn info_const(attr: &ToolAttr, tool: &ToolFn, name: &Ident) -> TokenStream {
         None => (None, None),
     };
     let cfgs = carried(&tool.item.attrs, CFG);
-    let flags = proc_macro2::Literal::u8_unsuffixed(flags);
     quote! {
         #(#cfgs)*
         #[doc(hidden)]
@@ -208,7 +218,7 @@ fn capture(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
         match role(attr, param) {
             // Named in the turbofish, the type is where a missing
             // `Serialize` is reported; `impl Trait` cannot be named there.
-            Role::Captured if !mentions_impl(param.ty) => {
+            Role::Captured if !param.impl_trait => {
                 let ty = param.ty;
                 quote_spanned!(param.ty.span()=> #writer.arg::<#ty>(#key, &#ident);)
             }
@@ -220,18 +230,6 @@ fn capture(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
     quote! {
         ::tool_envelope::__private::captured(&mut |#writer| { #(#captures)* })
     }
-}
-
-/// Whether `ty` contains an `impl Trait`.
-fn mentions_impl(ty: &syn::Type) -> bool {
-    fn walk(tokens: TokenStream) -> bool {
-        tokens.into_iter().any(|token| match token {
-            proc_macro2::TokenTree::Ident(ident) => ident == "impl",
-            proc_macro2::TokenTree::Group(group) => walk(group.stream()),
-            _ => false,
-        })
-    }
-    walk(quote!(#ty))
 }
 
 /// The body of the call, once `locals.query` holds the query and

@@ -2,8 +2,8 @@
 
 use syn::ext::IdentExt;
 use syn::{
-    Attribute, FnArg, GenericArgument, Ident, Pat, PathArguments, Receiver, ReceiverKind,
-    ReturnType, Safety, Type, TypePath,
+    Attribute, FnArg, GenericArgument, Ident, Pat, PathArguments, PathSegment, Receiver,
+    ReceiverKind, ReturnType, Safety, Type, TypePath,
 };
 
 use crate::ctxt::Ctxt;
@@ -35,6 +35,9 @@ pub struct Param<'a> {
     /// Whether the parameter is the request's `ToolContext` (matched by the
     /// last path segment), which the tool set passes and a client never sends.
     pub context: bool,
+    /// Whether its type mentions `impl Trait`, which cannot be named in a
+    /// turbofish.
+    pub impl_trait: bool,
 }
 
 /// Removes the doc comments of the parameters — rustc rejects them — and
@@ -159,6 +162,7 @@ impl<'a> ToolFn<'a> {
                         partial_item: partial_item(&typed.ty),
                         secret: last_segment_is(&typed.ty, "Secret"),
                         context: last_segment_is(&typed.ty, CONTEXT),
+                        impl_trait: contains_impl_trait(&typed.ty),
                         docs: param_docs,
                     });
                 }
@@ -190,13 +194,7 @@ impl<'a> ToolFn<'a> {
 /// `Some(T)` if `ty` is `Partial<T>` (matched by the last path segment, so
 /// `tool_envelope::Partial<T>` works too).
 fn partial_item(ty: &Type) -> Option<&Type> {
-    let Type::Path(TypePath {
-        qself: None, path, ..
-    }) = peel(ty)
-    else {
-        return None;
-    };
-    let segment = path.segments.last()?;
+    let segment = last_segment(ty)?;
     if segment.ident != "Partial" {
         return None;
     }
@@ -209,10 +207,20 @@ fn partial_item(ty: &Type) -> Option<&Type> {
     }
 }
 
+/// The last segment of `ty`'s path (`Secret<T>` of `tool_envelope::Secret<T>`):
+/// how a type the macro knows is recognized, whatever path names it.
+fn last_segment(ty: &Type) -> Option<&PathSegment> {
+    match peel(ty) {
+        Type::Path(TypePath {
+            qself: None, path, ..
+        }) => path.segments.last(),
+        _ => None,
+    }
+}
+
 /// Whether the last segment of `ty`'s path is `name` (`Secret`, `tool_envelope::Secret<T>`).
 fn last_segment_is(ty: &Type, name: &str) -> bool {
-    matches!(peel(ty), Type::Path(TypePath { qself: None, path, .. })
-        if path.segments.last().is_some_and(|segment| segment.ident == name))
+    last_segment(ty).is_some_and(|segment| segment.ident == name)
 }
 
 /// The type name of the request's context parameter.
@@ -350,13 +358,7 @@ pub fn ok_type(ty: &Type) -> Option<&Type> {
 
 /// The type arguments of a return type written `...Result<...>`.
 fn result_args(ty: &Type) -> Option<Vec<&Type>> {
-    let Type::Path(TypePath {
-        qself: None, path, ..
-    }) = peel(ty)
-    else {
-        return None;
-    };
-    let segment = path.segments.last()?;
+    let segment = last_segment(ty)?;
     if segment.ident != "Result" {
         return None;
     }

@@ -154,12 +154,12 @@ fn foreign(mut envelope: ErrorEnvelope) -> ErrorEnvelope {
 pub fn envelope_of<E: ToolError>(error: E) -> ErrorEnvelope {
     let mut envelope = ErrorEnvelope::new(error.category(), error.to_string())
         .with_retryable(error.is_retryable())
-        .with_not_applied(error.not_applied());
-    envelope.fields.alternatives = error.alternatives();
+        .with_not_applied(error.not_applied())
+        .with_alternatives(error.alternatives())
+        .with_violations(error.violations());
     envelope.set_reason(error.reason());
-    envelope.fields.retry_after = error.retry_after();
-    envelope.fields.violations = error.violations();
-    envelope.fields.partial_results = error.partial_results();
+    envelope.set_retry_after(error.retry_after());
+    envelope.set_partial_results(error.partial_results());
     envelope.set_origin(Origin(Arc::new(Original(error))));
     envelope
 }
@@ -198,7 +198,7 @@ impl<E: fmt::Display + fmt::Debug> StdError for Original<E> {}
 /// returns its envelope with `?` keeps every pillar the inner tool reported.
 impl ToolError for ErrorEnvelope {
     fn category(&self) -> ErrorCategory {
-        self.fields.category
+        ErrorEnvelope::category(self)
     }
 
     fn is_retryable(&self) -> bool {
@@ -206,23 +206,23 @@ impl ToolError for ErrorEnvelope {
     }
 
     fn alternatives(&self) -> Vec<String> {
-        self.fields.alternatives.clone()
+        ErrorEnvelope::alternatives(self).to_vec()
     }
 
     fn reason(&self) -> Option<Cow<'static, str>> {
-        self.fields.reason.clone()
+        self.reason_code()
     }
 
     fn retry_after(&self) -> Option<Duration> {
-        self.fields.retry_after
+        ErrorEnvelope::retry_after(self)
     }
 
     fn violations(&self) -> Vec<Violation> {
-        self.fields.violations.clone()
+        ErrorEnvelope::violations(self).to_vec()
     }
 
     fn partial_results(&self) -> Option<Value> {
-        self.fields.partial_results.clone()
+        ErrorEnvelope::partial_results(self).cloned()
     }
 
     fn not_applied(&self) -> bool {
@@ -376,7 +376,7 @@ validation_errors! {
 impl ToolError for anyhow::Error {
     fn category(&self) -> ErrorCategory {
         if let Some(envelope) = self.downcast_ref::<ErrorEnvelope>() {
-            envelope.fields.category
+            envelope.category()
         } else if let Some(io) = self.downcast_ref::<io::Error>() {
             io.category()
         } else if self.downcast_ref::<serde_json::Error>().is_some()
@@ -397,7 +397,7 @@ impl ToolError for anyhow::Error {
 
     fn reason(&self) -> Option<Cow<'static, str>> {
         if let Some(envelope) = self.downcast_ref::<ErrorEnvelope>() {
-            envelope.fields.reason.clone()
+            envelope.reason_code()
         } else if let Some(io) = self.downcast_ref::<io::Error>() {
             io.reason()
         } else if let Some(json) = self.downcast_ref::<serde_json::Error>() {

@@ -239,8 +239,8 @@ impl<T> fmt::Display for Report<T> {
                 f,
                 "\n- gap `{}`: {} [{}, {}",
                 one_line(&gap.branch),
-                one_line(&envelope.fields.message),
-                envelope.fields.category,
+                one_line(envelope.message()),
+                envelope.category(),
                 gap.escalation.reason
             )?;
             if gap.escalation.reason != EscalationReason::BlockedByGuard {
@@ -256,16 +256,15 @@ impl<T> fmt::Display for Report<T> {
                 )?;
             }
             f.write_str("]")?;
-            if envelope.fields.partial_results.is_some() {
+            if envelope.partial_results().is_some() {
                 write!(f, "; {} partial results kept", envelope.partial_count())?;
             }
-            if let Some(query) = &envelope.fields.attempted_query {
+            if let Some(query) = envelope.attempted_query() {
                 write!(f, "; attempted {query}")?;
             }
-            if !envelope.fields.alternatives.is_empty() {
+            if !envelope.alternatives().is_empty() {
                 let next: Vec<_> = envelope
-                    .fields
-                    .alternatives
+                    .alternatives()
                     .iter()
                     .map(|a| one_line(a))
                     .collect();

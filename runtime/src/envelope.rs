@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::category::ErrorCategory;
 use crate::escalation::record::Escalated;
 use crate::json::millis::duration_to_ms;
+use crate::keys;
 use crate::redact::values::Masker;
 
 /// The message of an envelope whose tool gave none, or only blanks.
@@ -30,10 +31,10 @@ pub type ToolResult<T> = Result<T, ErrorEnvelope>;
 /// 4. **alternatives** — [`alternatives`](Self::alternatives), concrete next moves.
 ///
 /// It serializes to the wire format of `schema/error-envelope.schema.json`, with the
-/// key spellings fixed by the seed (`isError`, `errorCategory`, `isRetryable`,
+/// key spellings of [`crate::keys`] (`isError`, `errorCategory`, `isRetryable`,
 /// `message`, `attempted_query`, `partial_results`, `alternatives`, `reason`,
-/// `retryAfterMs`, `violations`, `tool`). Optional keys are omitted when there is
-/// nothing to say; readers ignore keys they do not know.
+/// `retryAfterMs`, `violations`, `tool`, `escalation`). Optional keys are omitted
+/// when there is nothing to say; readers ignore keys they do not know.
 ///
 /// The error it was made from stays reachable — [`std::error::Error::source`] and
 /// [`downcast_ref`](Self::downcast_ref) — without ever being serialized.
@@ -65,49 +66,42 @@ pub type ToolResult<T> = Result<T, ErrorEnvelope>;
 /// An `ErrorEnvelope` is one pointer wide, so that `Result<T, ErrorEnvelope>`
 /// costs a successful call nothing. Read it with its getters; build it with
 /// its `with_*` methods.
+///
+/// Its fields are this file's alone: everything else reads them through the
+/// getters and changes them through the few methods below, so that each rule
+/// about them — the retry flag, a reason's spelling — is written once.
 #[derive(Clone)]
 pub struct ErrorEnvelope {
-    pub(crate) fields: Box<Fields>,
+    fields: Box<Fields>,
 }
 
 /// The fields of an envelope.
 #[derive(Clone)]
-pub(crate) struct Fields {
+struct Fields {
     /// `errorCategory`: the failure type.
-    pub(crate) category: ErrorCategory,
-    /// `isRetryable`: may the same call succeed if repeated.
-    pub(crate) retryable: bool,
+    category: ErrorCategory,
+    /// `isRetryable` as set; [`ErrorEnvelope::is_retryable`] is what is read.
+    retryable: bool,
     /// `message`: one human-readable sentence.
-    pub(crate) message: String,
+    message: String,
     /// `attempted_query`: the captured arguments (an object) or a query string.
-    pub(crate) attempted_query: Option<Value>,
+    attempted_query: Option<Value>,
     /// `partial_results`: what was gathered before the failure.
-    pub(crate) partial_results: Option<Value>,
+    partial_results: Option<Value>,
     /// `alternatives`: concrete next moves.
-    pub(crate) alternatives: Vec<String>,
-    /// `reason`: a stable machine code.
-    pub(crate) reason: Option<Cow<'static, str>>,
+    alternatives: Vec<String>,
+    /// `reason`: a stable machine code, normalized.
+    reason: Option<Cow<'static, str>>,
     /// `retryAfterMs`: the server's hint for when to try again.
-    pub(crate) retry_after: Option<Duration>,
+    retry_after: Option<Duration>,
     /// `violations`: field-level detail.
-    pub(crate) violations: Vec<Violation>,
+    violations: Vec<Violation>,
     /// `tool`: the name of the tool that failed.
-    pub(crate) tool: Option<Cow<'static, str>>,
+    tool: Option<Cow<'static, str>>,
     /// `escalation`: the sender escalated this failure (read from the wire).
-    pub(crate) escalated: Option<Box<Escalated>>,
+    escalated: Option<Box<Escalated>>,
     /// Off the wire: the original error, the call's retry safety.
     meta: Meta,
-}
-
-impl Fields {
-    /// `isRetryable` as every reader reads it: what was set, unless the
-    /// reason is one that is never retried (a human request, a policy gap)
-    /// or the failure was escalated already. The one place that says it.
-    pub(crate) fn is_retryable(&self) -> bool {
-        self.retryable
-            && !crate::reasons::never_retried(self.reason.as_deref())
-            && self.escalated.is_none()
-    }
 }
 
 /// What an envelope knows about its call that does not go on the wire.
@@ -123,11 +117,17 @@ struct Meta {
     /// standard library error, an `anyhow` chain, a panic — and may quote
     /// internals: masked by a tool set's `mask_internal_errors`.
     foreign: bool,
-    /// The call was refused before the tool ran: blocked by a guard, or its
-    /// arguments could not be used.
-    refused: bool,
-    /// A guard blocked the call.
-    blocked: bool,
+    /// Why the call was refused before the tool ran, if it was.
+    refused: Option<Refusal>,
+}
+
+/// Why a call was refused before its tool ran.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Refusal {
+    /// Its arguments could not be used.
+    Unusable,
+    /// A guard blocked it.
+    Blocked,
 }
 
 /// One offending field of a rejected input (AIP-193's `BadRequest.FieldViolation`).
@@ -231,7 +231,10 @@ impl ErrorEnvelope {
     /// Always `false` too for an envelope that was [escalated](Self::escalation)
     /// by the layer that sent it: an escalation ends a loop.
     pub fn is_retryable(&self) -> bool {
-        self.fields.is_retryable()
+        let fields = &self.fields;
+        fields.retryable
+            && !crate::reasons::never_retried(fields.reason.as_deref())
+            && fields.escalated.is_none()
     }
 
     /// `message`: one human-readable sentence.
@@ -346,9 +349,14 @@ impl ErrorEnvelope {
     }
 
     /// Sets the reason, normalized ([`crate::reasons`]): the one way a
-    /// reason enters an envelope.
+    /// reason enters an envelope. [`NOT_APPLIED`](crate::reasons::NOT_APPLIED)
+    /// says what [`with_not_applied`](Self::with_not_applied) says.
     pub(crate) fn set_reason(&mut self, reason: Option<Cow<'static, str>>) {
-        self.fields.reason = reason.and_then(crate::reasons::normalize);
+        let reason = reason.and_then(crate::reasons::normalize);
+        if reason.as_deref() == Some(crate::reasons::NOT_APPLIED) {
+            self.fields.meta.not_applied = true;
+        }
+        self.fields.reason = reason;
     }
 
     /// Sets the `retryAfterMs` hint.
@@ -383,7 +391,9 @@ impl ErrorEnvelope {
     /// other side, so repeating the call cannot apply it twice. Only the
     /// tool's author knows this — a refused connection says nothing of what
     /// the tool did before it — and it is the one way a failure of a tool
-    /// that is not idempotent keeps `isRetryable: true`. Not serialized.
+    /// that is not idempotent keeps `isRetryable: true`. On the wire it is
+    /// the reason [`NOT_APPLIED`](crate::reasons::NOT_APPLIED), which says
+    /// the same when it is set or read.
     #[must_use]
     pub fn with_not_applied(mut self, not_applied: bool) -> Self {
         self.fields.meta.not_applied = not_applied;
@@ -427,10 +437,6 @@ impl ErrorEnvelope {
         self.fields.meta.withheld = Some(tool);
     }
 
-    pub(crate) fn set_not_applied(&mut self, not_applied: bool) {
-        self.fields.meta.not_applied = not_applied;
-    }
-
     pub(crate) fn set_origin(&mut self, origin: Origin) {
         self.fields.meta.origin = Some(origin);
     }
@@ -447,25 +453,89 @@ impl ErrorEnvelope {
         self.fields.meta.foreign
     }
 
-    /// Marks the call as refused before the tool ran.
-    pub(crate) fn set_refused(&mut self) {
-        self.fields.meta.refused = true;
+    /// Marks the call as refused before the tool ran, and why.
+    pub(crate) fn set_refused(&mut self, refusal: Refusal) {
+        self.fields.meta.refused = Some(refusal);
     }
 
     /// Whether the call was refused before the tool ran, so that it ran 0 times.
     pub(crate) fn was_refused(&self) -> bool {
-        self.fields.meta.refused
-    }
-
-    /// Marks the call as blocked by a guard (and so refused).
-    pub(crate) fn set_blocked(&mut self) {
-        self.fields.meta.blocked = true;
-        self.fields.meta.refused = true;
+        self.fields.meta.refused.is_some()
     }
 
     /// Whether a guard blocked the call.
     pub(crate) fn was_blocked(&self) -> bool {
-        self.fields.meta.blocked
+        self.fields.meta.refused == Some(Refusal::Blocked)
+    }
+
+    /// Sets the tool that failed.
+    pub(crate) fn set_tool(&mut self, tool: Cow<'static, str>) {
+        self.fields.tool = Some(tool);
+    }
+
+    /// Takes the attempted query out, to put back what it becomes.
+    pub(crate) fn take_attempted_query(&mut self) -> Option<Value> {
+        self.fields.attempted_query.take()
+    }
+
+    /// Sets `attempted_query`, or takes it away.
+    pub(crate) fn set_attempted_query(&mut self, query: Option<Value>) {
+        self.fields.attempted_query = query;
+    }
+
+    /// Takes the partial results out, to put back what they become.
+    pub(crate) fn take_partial_results(&mut self) -> Option<Value> {
+        self.fields.partial_results.take()
+    }
+
+    /// Sets `partial_results`, or takes them away.
+    pub(crate) fn set_partial_results(&mut self, partial: Option<Value>) {
+        self.fields.partial_results = partial;
+    }
+
+    /// Sets `retryAfterMs`, or takes it away.
+    pub(crate) fn set_retry_after(&mut self, delay: Option<Duration>) {
+        self.fields.retry_after = delay;
+    }
+
+    /// Replaces the message (a tool set that masks internal errors).
+    pub(crate) fn set_message(&mut self, message: String) {
+        self.fields.message = message;
+    }
+
+    /// The violations, to rewrite in place.
+    pub(crate) fn violations_mut(&mut self) -> &mut [Violation] {
+        &mut self.fields.violations
+    }
+
+    /// Takes the message out, leaving an empty one: for a reader that keeps
+    /// the text and drops the envelope.
+    pub(crate) fn take_message(&mut self) -> String {
+        std::mem::take(&mut self.fields.message)
+    }
+
+    /// The reason as it is held: borrowed for the constants of
+    /// [`crate::reasons`], for a caller that keeps it.
+    pub(crate) fn reason_code(&self) -> Option<Cow<'static, str>> {
+        self.fields.reason.clone()
+    }
+
+    /// Forgets the `escalation` object the envelope was read with: an
+    /// [`Escalation`](crate::Escalation) read back holds it itself.
+    pub(crate) fn forget_escalation(&mut self) {
+        self.fields.escalated = None;
+    }
+
+    /// Puts back the fields as they would be sent ([`EnvelopeLimits::apply`](crate::EnvelopeLimits::apply)).
+    pub(crate) fn set_sent(&mut self, sent: Sent) {
+        let fields = &mut *self.fields;
+        fields.message = sent.message;
+        fields.attempted_query = sent.attempted_query;
+        fields.partial_results = sent.partial_results;
+        fields.alternatives = sent.alternatives;
+        fields.reason = sent.reason;
+        fields.violations = sent.violations;
+        fields.tool = sent.tool;
     }
 
     /// Rewrites every text a reader of the envelope sees — the message, the
@@ -534,6 +604,17 @@ impl ErrorEnvelope {
     }
 }
 
+/// The fields of an envelope as they are sent, to put back into it.
+pub(crate) struct Sent {
+    pub(crate) message: String,
+    pub(crate) attempted_query: Option<Value>,
+    pub(crate) partial_results: Option<Value>,
+    pub(crate) alternatives: Vec<String>,
+    pub(crate) reason: Option<Cow<'static, str>>,
+    pub(crate) violations: Vec<Violation>,
+    pub(crate) tool: Option<Cow<'static, str>>,
+}
+
 /// The number of partial results in `value`: an array's items, an object's
 /// fields, one for anything else, none for nothing.
 pub(crate) fn count(value: Option<&Value>) -> usize {
@@ -545,62 +626,134 @@ pub(crate) fn count(value: Option<&Value>) -> usize {
     }
 }
 
-/// The wire shape, as read. Unknown keys are ignored.
-#[derive(Deserialize)]
-struct Wire {
-    #[serde(rename = "isError")]
-    is_error: bool,
-    #[serde(rename = "errorCategory")]
-    category: ErrorCategory,
-    #[serde(rename = "isRetryable")]
-    retryable: bool,
-    message: String,
-    #[serde(default)]
-    attempted_query: Option<Value>,
-    #[serde(default)]
-    partial_results: Option<Value>,
-    #[serde(default)]
-    alternatives: Option<Vec<String>>,
-    #[serde(default)]
-    reason: Option<String>,
-    #[serde(rename = "retryAfterMs", default)]
-    retry_after_ms: Option<u64>,
-    #[serde(default)]
-    violations: Option<Vec<Violation>>,
-    #[serde(default)]
-    tool: Option<String>,
-    #[serde(default)]
-    escalation: Option<Value>,
-}
-
+/// Reads the wire format, its keys spelled as [`crate::keys`] says; keys it
+/// does not know are ignored, and a key given twice is refused. A success
+/// payload (`isError: false`) is not an envelope.
 impl<'de> Deserialize<'de> for ErrorEnvelope {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let wire = Wire::deserialize(deserializer)?;
-        if !wire.is_error {
+        deserializer.deserialize_map(EnvelopeVisitor)
+    }
+}
+
+/// A key of the wire format, or one to skip.
+enum Key {
+    IsError,
+    Category,
+    Retryable,
+    Message,
+    AttemptedQuery,
+    PartialResults,
+    Alternatives,
+    Reason,
+    RetryAfterMs,
+    Violations,
+    Tool,
+    Escalation,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl de::Visitor<'_> for KeyVisitor {
+            type Value = Key;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key of an error envelope")
+            }
+
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
+                Ok(match key {
+                    keys::IS_ERROR => Key::IsError,
+                    keys::ERROR_CATEGORY => Key::Category,
+                    keys::IS_RETRYABLE => Key::Retryable,
+                    keys::MESSAGE => Key::Message,
+                    keys::ATTEMPTED_QUERY => Key::AttemptedQuery,
+                    keys::PARTIAL_RESULTS => Key::PartialResults,
+                    keys::ALTERNATIVES => Key::Alternatives,
+                    keys::REASON => Key::Reason,
+                    keys::RETRY_AFTER_MS => Key::RetryAfterMs,
+                    keys::VIOLATIONS => Key::Violations,
+                    keys::TOOL => Key::Tool,
+                    keys::ESCALATION => Key::Escalation,
+                    _ => Key::Other,
+                })
+            }
+        }
+        deserializer.deserialize_identifier(KeyVisitor)
+    }
+}
+
+struct EnvelopeVisitor;
+
+impl<'de> de::Visitor<'de> for EnvelopeVisitor {
+    type Value = ErrorEnvelope;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(
+            "an error envelope: an object with isError, errorCategory, isRetryable and message",
+        )
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<ErrorEnvelope, A::Error> {
+        /// Takes the value of `key` into `slot`, once.
+        fn once<'de, A: de::MapAccess<'de>, T: Deserialize<'de>>(
+            map: &mut A,
+            slot: &mut Option<T>,
+            key: &'static str,
+        ) -> Result<(), A::Error> {
+            if slot.is_some() {
+                return Err(de::Error::duplicate_field(key));
+            }
+            *slot = Some(map.next_value()?);
+            Ok(())
+        }
+        let (mut is_error, mut category, mut retryable, mut message) = (None, None, None, None);
+        let (mut attempted_query, mut partial_results, mut alternatives) = (None, None, None);
+        let (mut reason, mut retry_after_ms, mut violations) = (None, None, None);
+        let (mut tool, mut escalation) = (None, None);
+        while let Some(key) = map.next_key::<Key>()? {
+            match key {
+                Key::IsError => once(&mut map, &mut is_error, keys::IS_ERROR)?,
+                Key::Category => once(&mut map, &mut category, keys::ERROR_CATEGORY)?,
+                Key::Retryable => once(&mut map, &mut retryable, keys::IS_RETRYABLE)?,
+                Key::Message => once(&mut map, &mut message, keys::MESSAGE)?,
+                Key::AttemptedQuery => once(&mut map, &mut attempted_query, keys::ATTEMPTED_QUERY)?,
+                Key::PartialResults => once(&mut map, &mut partial_results, keys::PARTIAL_RESULTS)?,
+                Key::Alternatives => once(&mut map, &mut alternatives, keys::ALTERNATIVES)?,
+                Key::Reason => once(&mut map, &mut reason, keys::REASON)?,
+                Key::RetryAfterMs => once(&mut map, &mut retry_after_ms, keys::RETRY_AFTER_MS)?,
+                Key::Violations => once(&mut map, &mut violations, keys::VIOLATIONS)?,
+                Key::Tool => once(&mut map, &mut tool, keys::TOOL)?,
+                Key::Escalation => once(&mut map, &mut escalation, keys::ESCALATION)?,
+                Key::Other => {
+                    map.next_value::<de::IgnoredAny>()?;
+                }
+            }
+        }
+        let missing = de::Error::missing_field;
+        if !is_error.ok_or_else(|| missing(keys::IS_ERROR))? {
             return Err(de::Error::custom(
                 "`isError` is false: this is a success payload, not an error envelope",
             ));
         }
-        Ok(ErrorEnvelope {
-            fields: Box::new(Fields {
-                category: wire.category,
-                retryable: wire.retryable,
-                message: wire.message,
-                attempted_query: wire.attempted_query,
-                partial_results: wire.partial_results,
-                alternatives: wire.alternatives.unwrap_or_default(),
-                reason: wire
-                    .reason
-                    .and_then(|reason| crate::reasons::normalize(Cow::Owned(reason))),
-                retry_after: wire.retry_after_ms.map(Duration::from_millis),
-                violations: wire.violations.unwrap_or_default(),
-                tool: wire.tool.map(Cow::Owned),
-                escalated: wire
-                    .escalation
-                    .map(|escalation| Box::new(Escalated::read(&escalation))),
-                meta: Meta::default(),
-            }),
-        })
+        let category: ErrorCategory = category.ok_or_else(|| missing(keys::ERROR_CATEGORY))?;
+        let mut envelope = ErrorEnvelope::new(category, String::new());
+        let fields = &mut *envelope.fields;
+        fields.retryable = retryable.ok_or_else(|| missing(keys::IS_RETRYABLE))?;
+        fields.message = message.ok_or_else(|| missing(keys::MESSAGE))?;
+        // `null` reads as absent, as a derived reader's `Option` does.
+        fields.attempted_query = attempted_query.flatten();
+        fields.partial_results = partial_results.flatten();
+        fields.alternatives = alternatives.flatten().unwrap_or_default();
+        fields.retry_after = retry_after_ms.flatten().map(Duration::from_millis);
+        fields.violations = violations.flatten().unwrap_or_default();
+        fields.tool = tool.flatten().map(Cow::Owned);
+        fields.escalated = escalation
+            .flatten()
+            .map(|escalation: Value| Box::new(Escalated::read(&escalation)));
+        envelope.set_reason(reason.flatten().map(Cow::Owned));
+        Ok(envelope)
     }
 }
 

@@ -154,7 +154,7 @@ impl ToolError for Blocked {
 
     fn into_envelope(self) -> crate::ErrorEnvelope {
         let mut envelope = crate::classify::envelope_of(self);
-        envelope.set_blocked();
+        envelope.set_refused(crate::envelope::Refusal::Blocked);
         envelope
     }
 }

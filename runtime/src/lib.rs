@@ -9,9 +9,8 @@
 #![cfg_attr(tool_envelope_docsrs, feature(doc_cfg))]
 
 // Alphabetical, as rustfmt keeps them. No module imports from a module that
-// imports it: the `use crate::` graph has no cycle.
-mod call;
-mod capture;
+// imports it: the `use crate::` graph has no cycle. What a user meets is
+// here; what the macros' generated code needs is under `private/`.
 mod catalog;
 mod category;
 mod classify;
@@ -20,22 +19,23 @@ mod envelope;
 mod escalation;
 mod found;
 pub mod guard;
-mod hints;
 mod json;
+pub mod keys;
 mod limits;
 pub mod mcp;
 mod panic;
 mod partial;
-mod probe;
+mod private;
+mod query;
 pub mod reasons;
 mod redact;
 pub mod retry;
 mod schema;
+mod settle;
 mod wire;
 
 #[doc(hidden)]
-#[path = "private.rs"]
-pub mod __private;
+pub use private::api as __private;
 
 pub use category::{ErrorCategory, UnknownCategory};
 pub use classify::ToolError;

@@ -121,27 +121,30 @@ impl EnvelopeLimits {
     /// These limits lowered to what `envelope` holds: no cap above the size
     /// of the part it bounds. Scaling from here shrinks the parts that are
     /// actually large, whatever their caps were.
-    pub(crate) fn fitted_to(self, envelope: &crate::envelope::Fields) -> Self {
-        let value_len = |value: &Option<Value>| value.as_ref().map_or(0, json_len);
+    pub(crate) fn fitted_to(self, envelope: &crate::envelope::ErrorEnvelope) -> Self {
+        let value_len = |value: Option<&Value>| value.map_or(0, json_len);
         let texts =
-            std::iter::once(envelope.message.as_str())
-                .chain(envelope.alternatives.iter().map(String::as_str))
-                .chain(envelope.violations.iter().flat_map(|violation| {
+            std::iter::once(envelope.message())
+                .chain(envelope.alternatives().iter().map(String::as_str))
+                .chain(envelope.violations().iter().flat_map(|violation| {
                     [violation.field.as_str(), violation.description.as_str()]
                 }))
-                .chain(envelope.tool.as_deref());
+                .chain(envelope.tool());
         let longest_text = texts.map(escaped_len).max().unwrap_or(0);
         EnvelopeLimits {
             attempted_query_bytes: self
                 .attempted_query_bytes
-                .min(value_len(&envelope.attempted_query)),
+                .min(value_len(envelope.attempted_query())),
             partial_results_bytes: self
                 .partial_results_bytes
-                .min(value_len(&envelope.partial_results)),
+                .min(value_len(envelope.partial_results())),
             text_bytes: self.text_bytes.min(longest_text),
-            list_items: self
-                .list_items
-                .min(envelope.alternatives.len().max(envelope.violations.len())),
+            list_items: self.list_items.min(
+                envelope
+                    .alternatives()
+                    .len()
+                    .max(envelope.violations().len()),
+            ),
         }
         .floored()
     }
@@ -307,9 +310,9 @@ fn within_bound(value: &Value, budget: &mut usize) -> bool {
         Value::Array(items) => {
             take(budget, items.len() + 2) && items.iter().all(|item| within_bound(item, budget))
         }
-        Value::Object(fields) => {
-            take(budget, fields.len() * 2 + 2)
-                && fields.iter().all(|(key, item)| {
+        Value::Object(members) => {
+            take(budget, members.len() * 2 + 2)
+                && members.iter().all(|(key, item)| {
                     take(budget, string_bound(key)) && within_bound(item, budget)
                 })
         }
@@ -341,7 +344,7 @@ pub(crate) fn json_len<T: Serialize + ?Sized>(value: &T) -> usize {
     counter.written
 }
 
-/// Over the cap, partial results keep their first items (or fields) that fit,
+/// Over the cap, partial results keep their first items (or object members) that fit,
 /// and a `_truncated` marker says how many were dropped: with how many bytes
 /// and of how many in all when there is room, the count alone when there is not.
 fn trim_partial(partial: &mut Value, cap: usize) {
@@ -381,8 +384,8 @@ fn trim_partial(partial: &mut Value, cap: usize) {
                 short(dropped.len())
             });
         }
-        Value::Object(fields) => {
-            let total_fields = fields.len();
+        Value::Object(members) => {
+            let total_fields = members.len();
             let full = |dropped: usize, bytes: usize| json!({ "droppedFields": dropped, "droppedBytes": bytes, "totalFields": total_fields });
             let short = |dropped: usize| json!({ "droppedFields": dropped });
             let marker_len = |marker: &Value| json_len("_truncated") + 1 + json_len(marker) + 3;
@@ -394,7 +397,7 @@ fn trim_partial(partial: &mut Value, cap: usize) {
             let mut kept = Map::new();
             let mut dropped = 0;
             let mut dropped_bytes = 0;
-            for (key, value) in std::mem::take(fields) {
+            for (key, value) in std::mem::take(members) {
                 let size = json_len(&key) + json_len(&value) + 2;
                 if used + size <= room {
                     used += size;
@@ -412,7 +415,7 @@ fn trim_partial(partial: &mut Value, cap: usize) {
                     short(dropped)
                 },
             );
-            *fields = kept;
+            *members = kept;
         }
         _ => {}
     }
@@ -460,14 +463,14 @@ mod tests {
         let text = "x\n".repeat(5000);
         let query = json!({"q": "y".repeat(5000)});
         let items = json!((0..500).map(|i| json!({"id": i})).collect::<Vec<_>>());
-        let fields = Value::Object((0..500).map(|i| (format!("k{i}"), json!(i))).collect());
+        let members = Value::Object((0..500).map(|i| (format!("k{i}"), json!(i))).collect());
         for cap in [0, 1, 2, 3, 4, 8, 16, 32, 40, 50, 64, 80, 100, 128, 200, 500] {
             let cut = text_for_wire(&text, cap);
             assert!(escaped_len(&cut) <= cap, "text under {cap}: {cut:?}");
             if cap >= MIN_VALUE_BYTES {
                 let trimmed = query_for_wire(&query, cap);
                 assert!(json_len(&*trimmed) <= cap, "query under {cap}: {trimmed}");
-                for partial in [&items, &fields] {
+                for partial in [&items, &members] {
                     let trimmed = partial_for_wire(partial, cap);
                     assert!(json_len(&*trimmed) <= cap, "partial under {cap}: {trimmed}");
                     assert!(trimmed.to_string().contains("_truncated"), "{trimmed}");

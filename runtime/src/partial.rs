@@ -188,9 +188,9 @@ pub(crate) fn merge(gathered: Option<Value>, latest: Option<Value>) -> Option<Va
     match (gathered, latest) {
         (None, latest) => latest,
         (gathered, None) => gathered,
-        (Some(Value::Object(mut fields)), Some(Value::Object(latest))) => {
-            fields.extend(latest);
-            Some(Value::Object(fields))
+        (Some(Value::Object(mut members)), Some(Value::Object(latest))) => {
+            members.extend(latest);
+            Some(Value::Object(members))
         }
         (Some(gathered), Some(latest)) => {
             let mut items = as_items(gathered);

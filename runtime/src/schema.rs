@@ -12,95 +12,91 @@ use serde_json::Value;
 
 use crate::category::ErrorCategory;
 use crate::envelope::ErrorEnvelope;
+use crate::escalation::EscalationReason;
 
-/// The schema's body, shared by the root document and by [`JsonSchema`].
+/// The schema's body, shared by the root document and by [`JsonSchema`]:
+/// its keys from [`crate::keys`], its enums from the types they name.
 fn envelope_schema() -> Value {
+    use crate::keys::{self, escalation, violation};
     let categories: Vec<&str> = ErrorCategory::ALL.iter().map(|c| c.as_str()).collect();
+    let escalation_reasons: Vec<&str> = EscalationReason::ALL
+        .iter()
+        .map(|reason| reason.as_str())
+        .collect();
     serde_json::json!({
         "title": "ErrorEnvelope",
         "description": "A structured tool failure: failure type (errorCategory, isRetryable), attempted query, partial results and alternatives.",
         "type": "object",
         "properties": {
-            "isError": {
+            (keys::IS_ERROR): {
                 "description": "Always true: marks a failure.",
                 "const": true
             },
-            "errorCategory": {
+            (keys::ERROR_CATEGORY): {
                 "description": "The failure type.",
                 "enum": categories
             },
-            "isRetryable": {
+            (keys::IS_RETRYABLE): {
                 "description": "Whether the same call may succeed if repeated.",
                 "type": "boolean"
             },
-            "message": {
+            (keys::MESSAGE): {
                 "description": "One human-readable sentence.",
                 "type": "string",
                 "minLength": 1
             },
-            "attempted_query": {
+            (keys::ATTEMPTED_QUERY): {
                 "description": "What was tried: the captured arguments, or a query string.",
                 "type": ["object", "string"]
             },
-            "partial_results": {
+            (keys::PARTIAL_RESULTS): {
                 "description": "What was gathered before the failure.",
                 "type": ["array", "object"]
             },
-            "alternatives": {
+            (keys::ALTERNATIVES): {
                 "description": "Concrete next moves.",
                 "type": "array",
                 "items": { "type": "string" }
             },
-            "reason": {
+            (keys::REASON): {
                 "description": "A stable machine code in UPPER_SNAKE_CASE.",
                 "type": "string",
                 "pattern": "^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$"
             },
-            "retryAfterMs": {
+            (keys::RETRY_AFTER_MS): {
                 "description": "The server's hint for the next attempt, in milliseconds.",
                 "type": "integer",
                 "minimum": 0
             },
-            "violations": {
+            (keys::VIOLATIONS): {
                 "description": "Field-level detail of a rejected input.",
                 "type": "array",
                 "items": {
                     "type": "object",
                     "properties": {
-                        "field": { "type": "string" },
-                        "description": { "type": "string" }
+                        (violation::FIELD): { "type": "string" },
+                        (violation::DESCRIPTION): { "type": "string" }
                     },
-                    "required": ["field", "description"]
+                    "required": [violation::FIELD, violation::DESCRIPTION]
                 }
             },
-            "tool": {
+            (keys::TOOL): {
                 "description": "The tool that failed.",
                 "type": "string"
             },
-            "escalation": {
+            (keys::ESCALATION): {
                 "description": "Present when the failure was escalated: why, after how many attempts and how long.",
                 "type": "object",
                 "properties": {
-                    "reason": {
-                        "enum": [
-                            "non_retryable",
-                            "retries_exhausted",
-                            "deadline_exceeded",
-                            "no_progress",
-                            "retry_budget_exhausted",
-                            "blocked_by_guard",
-                            "human_requested",
-                            "policy_gap"
-                        ]
-                    },
-                    "attempts": { "type": "integer", "minimum": 0 },
-                    "elapsedMs": { "type": "integer", "minimum": 0 },
-                    "detail": { "type": "string" }
+                    (escalation::REASON): { "enum": escalation_reasons },
+                    (escalation::ATTEMPTS): { "type": "integer", "minimum": 0 },
+                    (escalation::ELAPSED_MS): { "type": "integer", "minimum": 0 },
+                    (escalation::DETAIL): { "type": "string" }
                 },
-                "required": ["reason", "attempts", "elapsedMs"]
+                "required": [escalation::REASON, escalation::ATTEMPTS, escalation::ELAPSED_MS]
             }
         },
-        "required": ["isError", "errorCategory", "isRetryable", "message"]
+        "required": keys::REQUIRED
     })
 }
 

@@ -2,10 +2,10 @@
 //! and valid against `schema/error-envelope.schema.json` whatever the tool
 //! put in it.
 //!
-//! The fields of an envelope are public, so a tool can write anything into
-//! them: an empty message, a number as the attempted query, a reason in lower
-//! case, a ten-megabyte error text. Serialization never fails on any of it and
-//! never emits an envelope a caller's validator would reject:
+//! A tool can write anything into an envelope: an empty message, a number as
+//! the attempted query, a ten-megabyte error text. Serialization never fails
+//! on any of it and never emits an envelope a caller's validator would
+//! reject. The keys are spelled as [`crate::keys`] says, in its order:
 //!
 //! - an empty `message` reads "The tool failed without a message.";
 //! - an `attempted_query` that is neither an object nor a string is sent as
@@ -24,19 +24,21 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
 
-use crate::envelope::{ErrorEnvelope, Fields, NO_MESSAGE, Violation};
+use crate::category::ErrorCategory;
+use crate::envelope::{ErrorEnvelope, NO_MESSAGE, Sent, Violation};
 use crate::escalation::record;
 use crate::json::depth::{MAX_DEPTH, deeper_than, too_deep_marker};
+use crate::keys;
 use crate::limits::{EnvelopeLimits, partial_for_wire, query_for_wire, text_for_wire};
 
 /// Serializes to the wire format under the default [`EnvelopeLimits`]:
 /// oversized values go out trimmed with a marker, and whatever the fields
-/// hold, the JSON is valid against the envelope's schema (an empty message,
-/// a lower-case reason, a number as the attempted query are each sent in a
-/// valid form). [`to_wire`](ErrorEnvelope::to_wire) takes other limits.
+/// hold, the JSON is valid against the envelope's schema (an empty message
+/// or a number as the attempted query are each sent in a valid form).
+/// [`to_wire`](ErrorEnvelope::to_wire) takes other limits.
 impl Serialize for ErrorEnvelope {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        Outgoing::new(&self.fields, &EnvelopeLimits::default()).serialize(serializer)
+        Outgoing::new(self, &EnvelopeLimits::default()).serialize(serializer)
     }
 }
 
@@ -53,15 +55,14 @@ impl ErrorEnvelope {
     /// assert_eq!(envelope.message().len(), 10_000, "the envelope keeps everything");
     /// ```
     pub fn to_wire(&self, limits: &EnvelopeLimits) -> Value {
-        serde_json::to_value(Outgoing::new(&self.fields, limits))
-            .expect("an outgoing envelope serializes")
+        serde_json::to_value(Outgoing::new(self, limits)).expect("an outgoing envelope serializes")
     }
 
     /// [`to_wire`](Self::to_wire) as compact JSON text, its keys in the
     /// order of the wire format (`isError`, `errorCategory`, `isRetryable`,
     /// `message`, …) — a `Value` would sort them.
     pub(crate) fn to_wire_text(&self, limits: &EnvelopeLimits) -> String {
-        serde_json::to_string(&Outgoing::new(&self.fields, limits))
+        serde_json::to_string(&Outgoing::new(self, limits))
             .expect("an outgoing envelope serializes")
     }
 }
@@ -85,7 +86,7 @@ fn shallow(value: &Value) -> Cow<'_, Value> {
 
 /// The fields of an envelope, as they are sent.
 pub(crate) struct Outgoing<'a> {
-    data: &'a Fields,
+    category: ErrorCategory,
     /// `isRetryable` as sent.
     retryable: bool,
     message: Cow<'a, str>,
@@ -95,39 +96,38 @@ pub(crate) struct Outgoing<'a> {
     reason: Option<Cow<'a, str>>,
     violations: Cow<'a, [Violation]>,
     tool: Option<Cow<'a, str>>,
+    retry_after_ms: Option<u64>,
     escalation: Option<record::Wire<'a>>,
     /// The text limit the fields were bounded by.
     text_bytes: usize,
 }
 
 impl<'a> Outgoing<'a> {
-    /// `data` as it is sent under `limits`; borrowed wherever nothing changes.
-    pub(crate) fn new(data: &'a Fields, limits: &EnvelopeLimits) -> Self {
+    /// `envelope` as it is sent under `limits`; borrowed wherever nothing changes.
+    pub(crate) fn new(envelope: &'a ErrorEnvelope, limits: &EnvelopeLimits) -> Self {
         let limits = &limits.floored();
         let text = |text: &'a str| text_for_wire(text, limits.text_bytes);
-        let message = if data.message.trim().is_empty() {
+        let message = if envelope.message().trim().is_empty() {
             Cow::Borrowed(NO_MESSAGE)
         } else {
-            text(&data.message)
+            text(envelope.message())
         };
         let cap = limits.attempted_query_bytes;
-        let attempted_query =
-            data.attempted_query
-                .as_ref()
-                .and_then(|query| match shallow(query) {
-                    Cow::Borrowed(Value::Null) => None,
-                    Cow::Borrowed(query @ (Value::Object(_) | Value::String(_))) => {
-                        Some(query_for_wire(query, cap))
-                    }
-                    Cow::Owned(marker) => Some(Cow::Owned(marker)),
-                    query => Some(Cow::Owned(
-                        query_for_wire(&Value::String(query.to_string()), cap).into_owned(),
-                    )),
-                });
+        let attempted_query = envelope
+            .attempted_query()
+            .and_then(|query| match shallow(query) {
+                Cow::Borrowed(Value::Null) => None,
+                Cow::Borrowed(query @ (Value::Object(_) | Value::String(_))) => {
+                    Some(query_for_wire(query, cap))
+                }
+                Cow::Owned(marker) => Some(Cow::Owned(marker)),
+                query => Some(Cow::Owned(
+                    query_for_wire(&Value::String(query.to_string()), cap).into_owned(),
+                )),
+            });
         let cap = limits.partial_results_bytes;
-        let partial_results = data
-            .partial_results
-            .as_ref()
+        let partial_results = envelope
+            .partial_results()
             .map(|partial| match shallow(partial) {
                 Cow::Borrowed(partial @ (Value::Array(_) | Value::Object(_))) => {
                     partial_for_wire(partial, cap)
@@ -139,20 +139,20 @@ impl<'a> Outgoing<'a> {
             });
         let short = |text: &str| crate::limits::escaped_len(text) <= limits.text_bytes;
         let alternatives = bounded(
-            &data.alternatives,
+            envelope.alternatives(),
             limits.list_items,
             |alternative| short(alternative),
             |alternative| text(alternative).into_owned(),
             |more| format!("… and {more} more alternatives"),
         );
         let violations = bounded(
-            &data.violations,
+            envelope.violations(),
             limits.list_items,
             |violation| short(&violation.field) && short(&violation.description),
             |violation| Violation::new(text(&violation.field), text(&violation.description)),
             |more| Violation::new("_truncated", format!("{more} more violations were dropped")),
         );
-        let reason = data.reason.as_deref().map(|code| {
+        let reason = envelope.reason().map(|code| {
             if code.len() <= limits.text_bytes {
                 return Cow::Borrowed(code);
             }
@@ -163,16 +163,16 @@ impl<'a> Outgoing<'a> {
             }
             Cow::Owned(code)
         });
-        let tool = data.tool.as_deref().map(text);
-        let escalation = data.escalated.as_deref().map(|escalated| record::Wire {
+        let tool = envelope.tool().map(text);
+        let escalation = envelope.escalation().map(|escalated| record::Wire {
             reason: escalated.reason,
             attempts: escalated.attempts,
             elapsed_ms: crate::json::millis::duration_to_ms(escalated.elapsed),
             detail: escalated.detail.as_deref().map(text),
         });
         Outgoing {
-            data,
-            retryable: data.is_retryable(),
+            category: envelope.category(),
+            retryable: envelope.is_retryable(),
             message,
             attempted_query,
             partial_results,
@@ -180,6 +180,9 @@ impl<'a> Outgoing<'a> {
             reason,
             violations,
             tool,
+            retry_after_ms: envelope
+                .retry_after()
+                .map(crate::json::millis::duration_to_ms),
             escalation,
             text_bytes: limits.text_bytes,
         }
@@ -203,7 +206,7 @@ impl<'a> Outgoing<'a> {
             + usize::from(self.partial_results.is_some())
             + usize::from(!self.alternatives.is_empty())
             + usize::from(self.reason.is_some())
-            + usize::from(self.data.retry_after.is_some())
+            + usize::from(self.retry_after_ms.is_some())
             + usize::from(!self.violations.is_empty())
             + usize::from(self.tool.is_some())
             + usize::from(self.escalation.is_some())
@@ -211,33 +214,33 @@ impl<'a> Outgoing<'a> {
 
     /// Writes the keys, in the order of the wire format.
     pub(crate) fn write<M: SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
-        map.serialize_entry("isError", &true)?;
-        map.serialize_entry("errorCategory", &self.data.category)?;
-        map.serialize_entry("isRetryable", &self.retryable)?;
-        map.serialize_entry("message", &self.message)?;
+        map.serialize_entry(keys::IS_ERROR, &true)?;
+        map.serialize_entry(keys::ERROR_CATEGORY, &self.category)?;
+        map.serialize_entry(keys::IS_RETRYABLE, &self.retryable)?;
+        map.serialize_entry(keys::MESSAGE, &self.message)?;
         if let Some(query) = &self.attempted_query {
-            map.serialize_entry("attempted_query", query)?;
+            map.serialize_entry(keys::ATTEMPTED_QUERY, query)?;
         }
         if let Some(partial) = &self.partial_results {
-            map.serialize_entry("partial_results", partial)?;
+            map.serialize_entry(keys::PARTIAL_RESULTS, partial)?;
         }
         if !self.alternatives.is_empty() {
-            map.serialize_entry("alternatives", &self.alternatives)?;
+            map.serialize_entry(keys::ALTERNATIVES, &self.alternatives)?;
         }
         if let Some(reason) = &self.reason {
-            map.serialize_entry("reason", reason)?;
+            map.serialize_entry(keys::REASON, reason)?;
         }
-        if let Some(delay) = self.data.retry_after {
-            map.serialize_entry("retryAfterMs", &crate::json::millis::duration_to_ms(delay))?;
+        if let Some(delay) = &self.retry_after_ms {
+            map.serialize_entry(keys::RETRY_AFTER_MS, delay)?;
         }
         if !self.violations.is_empty() {
-            map.serialize_entry("violations", &self.violations)?;
+            map.serialize_entry(keys::VIOLATIONS, &self.violations)?;
         }
         if let Some(tool) = &self.tool {
-            map.serialize_entry("tool", tool)?;
+            map.serialize_entry(keys::TOOL, tool)?;
         }
         if let Some(escalation) = &self.escalation {
-            map.serialize_entry("escalation", escalation)?;
+            map.serialize_entry(keys::ESCALATION, escalation)?;
         }
         Ok(())
     }
@@ -256,31 +259,14 @@ impl<'a> Outgoing<'a> {
     }
 }
 
-/// The fields of an envelope as sent, to write back into it.
-struct Sent {
-    message: String,
-    attempted_query: Option<Value>,
-    partial_results: Option<Value>,
-    alternatives: Vec<String>,
-    reason: Option<Cow<'static, str>>,
-    violations: Vec<Violation>,
-    tool: Option<Cow<'static, str>>,
-}
-
 impl EnvelopeLimits {
     /// Makes `envelope` what it would be on the wire under these limits, in
     /// place: trimmed to them, and valid against the schema whatever its
-    /// fields held (an empty message, a lower-case reason…). Serializing an
-    /// envelope applies limits without changing it.
+    /// fields held (an empty message…). Serializing an envelope applies
+    /// limits without changing it.
     pub fn apply(&self, envelope: &mut ErrorEnvelope) {
-        let sent = Outgoing::new(&envelope.fields, self).into_owned();
-        envelope.fields.message = sent.message;
-        envelope.fields.attempted_query = sent.attempted_query;
-        envelope.fields.partial_results = sent.partial_results;
-        envelope.fields.alternatives = sent.alternatives;
-        envelope.fields.reason = sent.reason;
-        envelope.fields.violations = sent.violations;
-        envelope.fields.tool = sent.tool;
+        let sent = Outgoing::new(envelope, self).into_owned();
+        envelope.set_sent(sent);
     }
 }
 

@@ -14,6 +14,7 @@ pub use record::{Escalated, EscalationReason};
 
 use crate::envelope::ErrorEnvelope;
 use crate::json::millis::duration_to_ms;
+use crate::keys;
 use crate::limits::EnvelopeLimits;
 use crate::reasons;
 use crate::wire::Outgoing;
@@ -30,7 +31,7 @@ impl EscalationReason {
         if let Some(escalated) = envelope.escalation() {
             return escalated.reason;
         }
-        match envelope.fields.reason.as_deref() {
+        match envelope.reason() {
             Some(reasons::HUMAN_REQUESTED) => EscalationReason::HumanRequested,
             Some(reasons::POLICY_GAP) => EscalationReason::PolicyGap,
             Some(reasons::BLOCKED_BY_GUARD) => EscalationReason::BlockedByGuard,
@@ -135,23 +136,23 @@ impl Escalation {
 
     /// The captured arguments of the failed call.
     pub fn attempted_query(&self) -> Option<&Value> {
-        self.envelope.fields.attempted_query.as_ref()
+        self.envelope.attempted_query()
     }
 
     /// Everything gathered before the failure.
     pub fn partial_results(&self) -> Option<&Value> {
-        self.envelope.fields.partial_results.as_ref()
+        self.envelope.partial_results()
     }
 
     /// The next moves the tool suggested.
     pub fn alternatives(&self) -> &[String] {
-        &self.envelope.fields.alternatives
+        self.envelope.alternatives()
     }
 }
 
 impl fmt::Display for Escalation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({}", self.envelope.fields.message, self.reason)?;
+        write!(f, "{} ({}", self.envelope.message(), self.reason)?;
         if self.attempts > 1 {
             write!(f, " after {} attempts", self.attempts)?;
         }
@@ -194,7 +195,7 @@ impl Escalation {
         serializer: S,
     ) -> Result<S::Ok, S::Error> {
         let limits = limits.floored();
-        let mut outgoing = Outgoing::new(&self.envelope.fields, &limits);
+        let mut outgoing = Outgoing::new(&self.envelope, &limits);
         // This escalation, in place of any the envelope arrived with: it is
         // the last word on the loop. Escalated, the failure is not retryable.
         outgoing.escalate(record::Wire {
@@ -209,32 +210,38 @@ impl Escalation {
     }
 }
 
-/// Reads an escalation back: the envelope's keys and its `escalation` object.
+/// Reads an escalation back: the envelope's keys and its `escalation` object,
+/// whose `reason`, `attempts` and `elapsedMs` are required.
 impl<'de> Deserialize<'de> for Escalation {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        struct Info {
-            reason: EscalationReason,
-            attempts: u32,
-            #[serde(rename = "elapsedMs")]
-            elapsed_ms: u64,
-            #[serde(default)]
-            detail: Option<String>,
-        }
+        use serde::de::Error;
         let value = Value::deserialize(deserializer)?;
         let info = value
-            .get("escalation")
-            .ok_or_else(|| serde::de::Error::missing_field("escalation"))?;
-        let info = Info::deserialize(info).map_err(serde::de::Error::custom)?;
-        let mut envelope = ErrorEnvelope::deserialize(value).map_err(serde::de::Error::custom)?;
+            .get(keys::ESCALATION)
+            .ok_or_else(|| D::Error::missing_field(keys::ESCALATION))?;
+        fn read<'v, T: Deserialize<'v>, E: Error>(
+            info: &'v Value,
+            key: &'static str,
+        ) -> Result<T, E> {
+            let value = info.get(key).ok_or_else(|| E::missing_field(key))?;
+            T::deserialize(value).map_err(E::custom)
+        }
+        let reason = read(info, keys::escalation::REASON)?;
+        let attempts = read(info, keys::escalation::ATTEMPTS)?;
+        let elapsed_ms: u64 = read(info, keys::escalation::ELAPSED_MS)?;
+        let detail = match info.get(keys::escalation::DETAIL) {
+            None | Some(Value::Null) => None,
+            Some(_) => Some(read(info, keys::escalation::DETAIL)?),
+        };
+        let mut envelope = ErrorEnvelope::deserialize(value).map_err(D::Error::custom)?;
         // The object is this escalation's own, not one its envelope came with.
-        envelope.fields.escalated = None;
+        envelope.forget_escalation();
         Ok(Escalation {
-            reason: info.reason,
+            reason,
             envelope,
-            attempts: info.attempts,
-            elapsed: Duration::from_millis(info.elapsed_ms),
-            detail: info.detail,
+            attempts,
+            elapsed: Duration::from_millis(elapsed_ms),
+            detail,
         })
     }
 }

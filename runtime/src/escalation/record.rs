@@ -6,8 +6,11 @@ use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
+use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::keys::escalation as keys;
 
 /// Why a failure went upward. Every trigger is objective: nothing here is a
 /// sentiment or a self-reported confidence.
@@ -35,6 +38,18 @@ pub enum EscalationReason {
 }
 
 impl EscalationReason {
+    /// Every reason, for the schema's list.
+    pub(crate) const ALL: [EscalationReason; 8] = [
+        EscalationReason::NonRetryable,
+        EscalationReason::RetriesExhausted,
+        EscalationReason::DeadlineExceeded,
+        EscalationReason::NoProgress,
+        EscalationReason::RetryBudgetExhausted,
+        EscalationReason::BlockedByGuard,
+        EscalationReason::HumanRequested,
+        EscalationReason::PolicyGap,
+    ];
+
     /// The snake_case wire name (`"retries_exhausted"`).
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -98,26 +113,40 @@ impl Escalated {
     pub(crate) fn read(value: &Value) -> Self {
         let field = |key: &str| value.get(key);
         Escalated {
-            reason: field("reason")
+            reason: field(keys::REASON)
                 .and_then(|reason| EscalationReason::deserialize(reason).ok())
                 .unwrap_or(EscalationReason::NonRetryable),
-            attempts: field("attempts")
+            attempts: field(keys::ATTEMPTS)
                 .and_then(Value::as_u64)
                 .map_or(0, |attempts| u32::try_from(attempts).unwrap_or(u32::MAX)),
-            elapsed: Duration::from_millis(field("elapsedMs").and_then(Value::as_u64).unwrap_or(0)),
-            detail: field("detail").and_then(Value::as_str).map(str::to_owned),
+            elapsed: Duration::from_millis(
+                field(keys::ELAPSED_MS).and_then(Value::as_u64).unwrap_or(0),
+            ),
+            detail: field(keys::DETAIL)
+                .and_then(Value::as_str)
+                .map(str::to_owned),
         }
     }
 }
 
 /// The `escalation` object as it is written, for an [`Escalated`] record
 /// and an [`Escalation`](super::Escalation) alike.
-#[derive(Serialize)]
 pub(crate) struct Wire<'a> {
     pub(crate) reason: EscalationReason,
     pub(crate) attempts: u32,
-    #[serde(rename = "elapsedMs")]
     pub(crate) elapsed_ms: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) detail: Option<Cow<'a, str>>,
+}
+
+impl Serialize for Wire<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(3 + usize::from(self.detail.is_some())))?;
+        map.serialize_entry(keys::REASON, &self.reason)?;
+        map.serialize_entry(keys::ATTEMPTS, &self.attempts)?;
+        map.serialize_entry(keys::ELAPSED_MS, &self.elapsed_ms)?;
+        if let Some(detail) = &self.detail {
+            map.serialize_entry(keys::DETAIL, detail)?;
+        }
+        map.end()
+    }
 }

@@ -19,7 +19,7 @@ pub(crate) fn deeper_than(value: &Value, limit: usize) -> bool {
     let deeper = |child: &Value| limit == 0 || deeper_than(child, limit - 1);
     match value {
         Value::Array(items) => limit == 0 || items.iter().any(deeper),
-        Value::Object(fields) => limit == 0 || fields.values().any(deeper),
+        Value::Object(members) => limit == 0 || members.values().any(deeper),
         _ => false,
     }
 }
@@ -31,7 +31,7 @@ pub(crate) fn dismantle(value: Value) {
     while let Some(value) = stack.pop() {
         match value {
             Value::Array(items) => stack.extend(items),
-            Value::Object(fields) => stack.extend(fields.into_iter().map(|(_, value)| value)),
+            Value::Object(members) => stack.extend(members.into_iter().map(|(_, value)| value)),
             _ => {}
         }
     }

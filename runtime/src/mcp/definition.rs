@@ -8,11 +8,12 @@ use serde_json::{Map, Value, json};
 
 use std::sync::Arc;
 
-use crate::call::ToolInfo;
 use crate::catalog::{FailureMode, summary};
 use crate::envelope::ErrorEnvelope;
-use crate::mcp::arguments::Arg;
+use crate::keys;
 use crate::mcp::checks::ArgumentChecks;
+use crate::private::arguments::Arg;
+use crate::private::call::ToolInfo;
 
 /// The JSON Schema dialect of every schema here.
 pub(crate) const JSON_SCHEMA_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -45,7 +46,7 @@ pub struct ToolDefinition {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Map<String, Value>>,
     /// Hints about the tool's behaviour. Clients must not trust them blindly.
-    pub annotations: ToolAnnotations,
+    pub annotations: ToolHints,
     /// Extra metadata: the tool's failure modes.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Map<String, Value>>,
@@ -58,11 +59,15 @@ pub struct ToolDefinition {
     pub(crate) checks: Arc<ArgumentChecks>,
 }
 
-/// MCP tool annotations.
+/// A tool's hints, which MCP calls its `annotations`: what it does to its
+/// environment, as the tool says. Hints only — a client must not trust them
+/// blindly — though this crate's client decides by them what is safe to
+/// repeat. (Named apart from rmcp's `ToolAnnotations`, which holds the same
+/// hints as options.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct ToolAnnotations {
+pub struct ToolHints {
     /// The tool does not modify its environment.
     pub read_only_hint: bool,
     /// The tool may perform destructive updates (meaningful when not read-only).
@@ -157,7 +162,7 @@ pub fn definition(
         description,
         input_schema,
         output_schema,
-        annotations: ToolAnnotations {
+        annotations: ToolHints {
             read_only_hint: meta.read_only,
             destructive_hint: meta.destructive && !meta.read_only,
             idempotent_hint: meta.idempotent,
@@ -257,12 +262,12 @@ pub(crate) fn compact_envelope_schema() -> Value {
         "$comment": ErrorEnvelope::SCHEMA_ID,
         "type": "object",
         "properties": {
-            "isError": { "const": true },
-            "errorCategory": { "enum": categories },
-            "isRetryable": { "type": "boolean" },
-            "message": { "type": "string" }
+            (keys::IS_ERROR): { "const": true },
+            (keys::ERROR_CATEGORY): { "enum": categories },
+            (keys::IS_RETRYABLE): { "type": "boolean" },
+            (keys::MESSAGE): { "type": "string" }
         },
-        "required": ["isError", "errorCategory", "isRetryable", "message"]
+        "required": keys::REQUIRED
     })
 }
 

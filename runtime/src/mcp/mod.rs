@@ -14,7 +14,6 @@
 //! With the `client` feature, [`client::McpClient`] calls the tools of any MCP
 //! server like local tools.
 
-pub(crate) mod arguments;
 pub(crate) mod checks;
 #[cfg(feature = "client")]
 pub mod client;
@@ -23,21 +22,18 @@ pub(crate) mod definition;
 #[cfg(feature = "rmcp")]
 pub(crate) mod live;
 pub(crate) mod log;
-#[cfg(feature = "client")]
-pub(crate) mod paced;
 pub(crate) mod reply;
 #[cfg(feature = "rmcp")]
 pub(crate) mod rmcp;
-pub(crate) mod state;
 pub(crate) mod toolset;
 pub(crate) mod violations;
 
 pub use crate::catalog::{DescribeFailures, FailureMode};
 pub use context::{DEFAULT_LOG_LEVEL, LogLevel, ToolContext};
-pub use definition::{FAILURE_MODES_META_KEY, ToolAnnotations, ToolDefinition};
-pub use reply::{Contents, EmbeddedResource, ProtocolError, ReplyContent, ToolReply};
+pub use definition::{FAILURE_MODES_META_KEY, ToolDefinition, ToolHints};
+pub use reply::{Contents, EmbeddedContents, ProtocolError, ReplyContent, ToolReply};
 pub use toolset::{DEFAULT_MAX_RESULT_BYTES, ServableTool, ToolProvider, ToolSet};
 
 #[cfg(feature = "rmcp")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
-pub use self::rmcp::{HttpOptions, admit_envelopes, output_schema};
+pub use self::rmcp::{HttpOptions, NewServer, admit_envelopes, output_schema};

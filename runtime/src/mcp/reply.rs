@@ -99,7 +99,7 @@ pub enum ReplyContent {
     #[serde(rename = "resource")]
     Resource {
         /// The resource.
-        resource: EmbeddedResource,
+        resource: EmbeddedContents,
     },
     /// A link to a resource the client can read (`resources/read`).
     #[serde(rename = "resource_link", rename_all = "camelCase")]
@@ -117,11 +117,12 @@ pub enum ReplyContent {
     },
 }
 
-/// The contents of an embedded resource: text or a base64 blob.
+/// The contents of an embedded resource: text or a base64 blob. (MCP's
+/// `EmbeddedResource` is the block that holds them: [`ReplyContent::Resource`].)
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct EmbeddedResource {
+pub struct EmbeddedContents {
     /// The resource's URI.
     pub uri: String,
     /// Its MIME type.
@@ -276,7 +277,7 @@ impl Contents {
         text: impl Into<String>,
     ) -> Self {
         self.block(ReplyContent::Resource {
-            resource: EmbeddedResource {
+            resource: EmbeddedContents {
                 uri: uri.into(),
                 mime_type: Some(mime_type.into()),
                 text: Some(text.into()),
@@ -294,7 +295,7 @@ impl Contents {
         bytes: impl AsRef<[u8]>,
     ) -> Self {
         self.block(ReplyContent::Resource {
-            resource: EmbeddedResource {
+            resource: EmbeddedContents {
                 uri: uri.into(),
                 mime_type: Some(mime_type.into()),
                 text: None,

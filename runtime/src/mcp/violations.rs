@@ -131,7 +131,7 @@ impl Walk<'_> {
         match value {
             Value::Number(number) => self.number(schema, number, path),
             Value::String(text) => self.string(schema, text, path),
-            Value::Object(fields) => self.object(schema, fields, path, depth),
+            Value::Object(members) => self.object(schema, members, path, depth),
             Value::Array(items) => self.array(schema, items, path, depth),
             _ => {}
         }
@@ -215,14 +215,14 @@ impl Walk<'_> {
     fn object(
         &mut self,
         schema: &Map<String, Value>,
-        fields: &Map<String, Value>,
+        members: &Map<String, Value>,
         path: &mut String,
         depth: usize,
     ) {
         let properties = schema.get("properties").and_then(Value::as_object);
         if let Some(Value::Array(required)) = schema.get("required") {
             for name in required.iter().filter_map(Value::as_str) {
-                if !fields.contains_key(name) {
+                if !members.contains_key(name) {
                     let at = path.len();
                     push_key(path, name);
                     self.push(path, "is required but missing".to_owned());
@@ -230,7 +230,7 @@ impl Walk<'_> {
                 }
             }
         }
-        for (name, child) in fields {
+        for (name, child) in members {
             let at = path.len();
             push_key(path, name);
             match properties.and_then(|properties| properties.get(name)) {
@@ -371,19 +371,19 @@ mod tests {
     }
 
     /// The fields named, sorted: the order of an object's members is the map's.
-    fn fields(arguments: Value) -> Vec<String> {
-        let mut fields: Vec<String> = violations(&schema(), arguments.as_object().unwrap(), 64)
+    fn named(arguments: Value) -> Vec<String> {
+        let mut members: Vec<String> = violations(&schema(), arguments.as_object().unwrap(), 64)
             .into_iter()
             .map(|v| v.field)
             .collect();
-        fields.sort();
-        fields
+        members.sort();
+        members
     }
 
     #[test]
     fn every_bad_field_of_a_struct_is_named() {
         assert_eq!(
-            fields(json!({"filters": {"status": "pending", "since": 7, "min_total": "lots"}})),
+            named(json!({"filters": {"status": "pending", "since": 7, "min_total": "lots"}})),
             ["filters.min_total", "filters.since", "filters.status"]
         );
     }
@@ -391,7 +391,7 @@ mod tests {
     #[test]
     fn nested_options_lists_missing_and_unknown_fields() {
         assert_eq!(
-            fields(json!({
+            named(json!({
                 "filters": {"status": "open", "owner": {"id": "x"}},
                 "limit": 300,
                 "tags": ["a", 2, "c", false],
@@ -399,8 +399,8 @@ mod tests {
             })),
             ["bogus", "filters.owner.id", "limit", "tags[1]", "tags[3]"]
         );
-        assert_eq!(fields(json!({})), ["filters"]);
-        assert!(fields(json!({"filters": {"status": "closed"}, "limit": null})).is_empty());
+        assert_eq!(named(json!({})), ["filters"]);
+        assert!(named(json!({"filters": {"status": "closed"}, "limit": null})).is_empty());
     }
 
     #[test]

@@ -47,6 +47,9 @@ pub struct SecretPaths {
     /// Every declared parameter, with the node of its schema when a secret is inside.
     params: Vec<(String, Option<NodeId>)>,
     nodes: Vec<Node>,
+    /// Whether a key not declared is shown: the schema says nothing of the
+    /// arguments (it lists no properties, or there is none).
+    open: bool,
 }
 
 /// One step of a path into the arguments.
@@ -59,6 +62,15 @@ pub(crate) enum Step<'a> {
 }
 
 impl SecretPaths {
+    /// Arguments of which nothing is known to be secret, keys not declared
+    /// included: a remote tool whose schema lists no properties.
+    #[cfg_attr(not(feature = "client"), allow(dead_code))]
+    pub(crate) const OPEN: SecretPaths = SecretPaths {
+        params: Vec::new(),
+        nodes: Vec::new(),
+        open: true,
+    };
+
     /// The secrets of the arguments described by `input_schema` (an object
     /// schema with `properties`, and what its `$ref`s point at), and the
     /// parameters in `redacted`, which are secrets whole.
@@ -99,14 +111,22 @@ impl SecretPaths {
                 *node = None;
             }
         }
-        SecretPaths { params, nodes }
+        SecretPaths {
+            params,
+            nodes,
+            open: false,
+        }
     }
 
+    /// The parameter `name`: `Some(node)` when declared (the node of its
+    /// schema when a secret is inside), `None` when not — unless the
+    /// schema is open, which declares everything.
     fn param(&self, name: &str) -> Option<Option<NodeId>> {
         self.params
             .iter()
             .find(|(param, _)| param == name)
             .map(|(_, node)| *node)
+            .or(self.open.then_some(None))
     }
 
     /// `arguments` as they may be shown: every secret replaced by
@@ -155,8 +175,8 @@ impl SecretPaths {
             self.mask_at(value, branch, seen);
         }
         match value {
-            Value::Object(fields) => {
-                for (key, child) in fields.iter_mut() {
+            Value::Object(members) => {
+                for (key, child) in members.iter_mut() {
                     if let Some(target) = self.member(data, key) {
                         self.mask_value(child, target);
                     }
@@ -242,14 +262,14 @@ impl<'s> Builder<'s> {
 
     fn node(&mut self, schema: &'s Value) -> NodeId {
         let id = self.push(Node::default());
-        let Value::Object(fields) = schema else {
+        let Value::Object(members) = schema else {
             return id;
         };
         let mut node = Node {
-            secret: fields.get("writeOnly") == Some(&Value::Bool(true)),
+            secret: members.get("writeOnly") == Some(&Value::Bool(true)),
             ..Node::default()
         };
-        if let Some(Value::Object(properties)) = fields.get("properties") {
+        if let Some(Value::Object(properties)) = members.get("properties") {
             for (name, schema) in properties {
                 let child = self.node(schema);
                 node.properties.push((name.clone(), child));
@@ -258,10 +278,10 @@ impl<'s> Builder<'s> {
         // Members not named: `additionalProperties`, and any pattern (a key
         // may match one; masking it whether or not it does is the safe side).
         let mut others = Vec::new();
-        if let Some(schema @ Value::Object(_)) = fields.get("additionalProperties") {
+        if let Some(schema @ Value::Object(_)) = members.get("additionalProperties") {
             others.push(self.node(schema));
         }
-        if let Some(Value::Object(patterns)) = fields.get("patternProperties") {
+        if let Some(Value::Object(patterns)) = members.get("patternProperties") {
             for schema in patterns.values() {
                 let other = self.node(schema);
                 others.push(other);
@@ -273,14 +293,14 @@ impl<'s> Builder<'s> {
                 ..Node::default()
             }));
         }
-        if let Some(items @ Value::Object(_)) = fields.get("items") {
+        if let Some(items @ Value::Object(_)) = members.get("items") {
             node.items = Some(self.node(items));
         }
-        if let Some(Value::Array(prefix)) = fields.get("prefixItems") {
+        if let Some(Value::Array(prefix)) = members.get("prefixItems") {
             node.prefix = prefix.iter().map(|schema| self.node(schema)).collect();
         }
         for key in ["anyOf", "oneOf", "allOf"] {
-            if let Some(Value::Array(branches)) = fields.get(key) {
+            if let Some(Value::Array(branches)) = members.get(key) {
                 for schema in branches {
                     let branch = self.node(schema);
                     node.branches.push(branch);
@@ -288,12 +308,12 @@ impl<'s> Builder<'s> {
             }
         }
         for key in ["if", "then", "else", "not"] {
-            if let Some(schema @ Value::Object(_)) = fields.get(key) {
+            if let Some(schema @ Value::Object(_)) = members.get(key) {
                 let branch = self.node(schema);
                 node.branches.push(branch);
             }
         }
-        if let Some(reference) = fields.get("$ref").and_then(Value::as_str) {
+        if let Some(reference) = members.get("$ref").and_then(Value::as_str) {
             let target = self.reference(reference);
             node.branches.push(target);
         }

@@ -37,7 +37,7 @@ impl SecretValues {
                 Value::String(text) => self.add_text(text.clone()),
                 Value::Number(number) => self.add_text(number.to_string()),
                 Value::Array(items) => pending.extend(items),
-                Value::Object(fields) => pending.extend(fields.values()),
+                Value::Object(members) => pending.extend(members.values()),
                 Value::Bool(_) | Value::Null => {}
             }
         }
@@ -160,17 +160,17 @@ impl Masker {
                     }
                 }
                 Value::Array(items) => pending.extend(items.iter_mut()),
-                Value::Object(fields) => {
-                    if fields
+                Value::Object(members) => {
+                    if members
                         .keys()
                         .any(|key| matches!(self.text(key), Cow::Owned(_)))
                     {
-                        *fields = std::mem::take(fields)
+                        *members = std::mem::take(members)
                             .into_iter()
                             .map(|(key, value)| (self.text(&key).into_owned(), value))
                             .collect();
                     }
-                    pending.extend(fields.values_mut());
+                    pending.extend(members.values_mut());
                 }
                 Value::Bool(_) | Value::Null => {}
             }

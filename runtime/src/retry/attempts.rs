@@ -144,7 +144,7 @@ impl<'p> Attempts<'p> {
             None => ErrorEnvelope::transient(message.clone()).with_reason("DEADLINE_EXCEEDED"),
         };
         if let Some(gathered) = &self.gathered {
-            envelope.fields.partial_results = Some(gathered.clone());
+            envelope.set_partial_results(Some(gathered.clone()));
         }
         self.stats.history.push(AttemptRecord {
             attempt: self.stats.attempts,
@@ -156,11 +156,11 @@ impl<'p> Attempts<'p> {
         });
         self.stats.elapsed = now.saturating_duration_since(self.started);
         self.policy.emit(&RetryEvent {
-            tool: envelope.fields.tool.as_deref(),
+            tool: envelope.tool(),
             attempt: self.stats.attempts,
             category: ErrorCategory::Transient,
             message: &message,
-            reason: envelope.fields.reason.as_deref(),
+            reason: envelope.reason(),
             action: RetryAction::Escalate {
                 reason: EscalationReason::DeadlineExceeded,
             },
@@ -183,9 +183,10 @@ impl<'p> Attempts<'p> {
 
         let before = count(self.gathered.as_ref());
         // Only a tool that gathers partial results can make progress, or stall.
-        let gathers = envelope.fields.partial_results.is_some();
-        self.gathered = merge(self.gathered.take(), envelope.fields.partial_results.take());
-        envelope.fields.partial_results = self.gathered.clone();
+        let latest = envelope.take_partial_results();
+        let gathers = latest.is_some();
+        self.gathered = merge(self.gathered.take(), latest);
+        envelope.set_partial_results(self.gathered.clone());
         let gathered = count(self.gathered.as_ref());
         if gathers {
             self.stalled = if gathered > before {
@@ -197,11 +198,11 @@ impl<'p> Attempts<'p> {
 
         let next = self.decide(&envelope, attempt, elapsed);
         self.policy.emit(&RetryEvent {
-            tool: envelope.fields.tool.as_deref(),
+            tool: envelope.tool(),
             attempt,
-            category: envelope.fields.category,
-            message: &envelope.fields.message,
-            reason: envelope.fields.reason.as_deref(),
+            category: envelope.category(),
+            message: envelope.message(),
+            reason: envelope.reason(),
             action: match &next {
                 Ok(delay) => RetryAction::Retry { delay: *delay },
                 Err((reason, _)) => RetryAction::Escalate { reason: *reason },
@@ -209,7 +210,7 @@ impl<'p> Attempts<'p> {
         });
         let mut record = AttemptRecord {
             attempt,
-            category: envelope.fields.category,
+            category: envelope.category(),
             retryable: envelope.is_retryable(),
             message: String::new(),
             gathered,
@@ -220,23 +221,23 @@ impl<'p> Attempts<'p> {
                 let notice = RetryNotice {
                     attempt,
                     max_attempts: self.policy.max_attempts,
-                    category: envelope.fields.category,
-                    reason: envelope.fields.reason.clone(),
+                    category: envelope.category(),
+                    reason: envelope.reason_code(),
                     delay,
                 };
                 if self.policy.deadline.is_some() {
                     // Kept, to escalate with if the next attempt is cut off.
-                    record.message = envelope.fields.message.clone();
+                    record.message = envelope.message().to_owned();
                     self.last = Some(envelope);
                 } else {
                     // Nothing else needs this envelope: its message moves into the history.
-                    record.message = std::mem::take(&mut envelope.fields.message);
+                    record.message = envelope.take_message();
                 }
                 self.stats.history.push(record);
                 Next::Retry(notice)
             }
             Err((reason, detail)) => {
-                record.message = envelope.fields.message.clone();
+                record.message = envelope.message().to_owned();
                 self.stats.history.push(record);
                 // A call refused before the tool ran — blocked by a guard, its
                 // arguments unusable — does not count as a run.
@@ -313,7 +314,7 @@ impl<'p> Attempts<'p> {
                 )),
             ));
         };
-        let delay = match envelope.fields.retry_after {
+        let delay = match envelope.retry_after() {
             Some(hint) => hint.min(policy.max_retry_after),
             None => scheduled,
         };

@@ -61,9 +61,7 @@ async fn main() -> std::io::Result<()> {
         assert_eq!(flag, "--http", "usage: tool_envelope_server [--http ADDR]");
         let listener = tokio::net::TcpListener::bind(address).await?;
         eprintln!("listening on http://{}/mcp", listener.local_addr()?);
-        return tools
-            .serve_http_with(listener, HttpOptions::new().stateless())
-            .await;
+        return HttpOptions::new().stateless().serve(listener, tools).await;
     }
     tools.serve_stdio().await
 }

@@ -243,8 +243,9 @@ fn http_status(status: u16, retry_after: Option<&str>) -> ErrorEnvelope {
     }
     if status == 429 {
         // Refused before it ran: safe to repeat once the server allows.
-        envelope.set_not_applied(true);
-        envelope = envelope.with_alternative("Wait for the server's rate limit, then call again");
+        envelope = envelope
+            .with_not_applied(true)
+            .with_alternative("Wait for the server's rate limit, then call again");
     }
     envelope
 }

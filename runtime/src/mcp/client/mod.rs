@@ -6,182 +6,36 @@
 //! rmcp's client carries the protocol; this module reads envelopes out of
 //! results, classifies the failures that are not envelopes, decides what is
 //! safe to repeat, and repairs a broken connection before the next call.
+//!
+//! - `connection`: reaching the server, and reaching it again;
+//! - `tools`: its tools, as listed, within bounds;
+//! - `call`: one call, guarded, timed and settled;
+//! - `failure`, `sdk_errors`: what a failure that is not an envelope is;
+//! - `paced`: rmcp's HTTP client, resuming event streams with care.
 
-use std::borrow::Cow;
-use std::collections::HashMap;
-use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientRequest, ProgressNotificationParam,
-    ProgressToken, ServerResult,
-};
-use rmcp::service::{NotificationContext, PeerRequestOptions, RoleClient, RunningService};
-use rmcp::transport::common::client_side_sse::ExponentialBackoff;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, ServiceExt};
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
-use tokio::sync::{Mutex as AsyncMutex, OnceCell};
+use serde_json::Value;
 
-use crate::classify::ToolError;
 use crate::envelope::ErrorEnvelope;
 use crate::guard::Guards;
-use crate::json::depth::bounded;
-use crate::limits::text_for_wire;
-use crate::mcp::paced::PacedClient;
 use crate::reasons;
-use crate::redact::values::SecretValues;
-use tools::Catalog;
 
+mod call;
+mod connection;
 mod failure;
+mod paced;
 mod sdk_errors;
 mod tools;
 
+pub use connection::Progress;
 pub use tools::RemoteTool;
 
-/// A progress notification of a call.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct Progress {
-    /// The progress so far.
-    pub progress: f64,
-    /// The total, if the server knows it.
-    pub total: Option<f64>,
-    /// What the server says it is doing.
-    pub message: Option<String>,
-}
-
-type ProgressCallback = Arc<dyn Fn(Progress) + Send + Sync>;
-type ProgressRoutes = Arc<Mutex<HashMap<ProgressToken, ProgressCallback>>>;
-
-/// The client side of a connection: routes progress notifications to the
-/// call they belong to.
-#[derive(Clone, Default)]
-struct Handler {
-    progress: ProgressRoutes,
-}
-
-impl ClientHandler for Handler {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _: NotificationContext<RoleClient>,
-    ) {
-        let callback = self
-            .progress
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&params.progress_token)
-            .cloned();
-        if let Some(callback) = callback {
-            callback(Progress {
-                progress: params.progress,
-                total: params.total,
-                message: params.message,
-            });
-        }
-    }
-}
-
-/// How a client reaches its server, again after a broken connection.
-#[derive(Clone)]
-enum Endpoint {
-    Stdio(Arc<dyn Fn() -> tokio::process::Command + Send + Sync>),
-    Http(Arc<str>),
-}
-
-impl fmt::Debug for Endpoint {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Endpoint::Stdio(_) => f.write_str("stdio"),
-            Endpoint::Http(url) => write!(f, "{url}"),
-        }
-    }
-}
-
-/// How a client calls: its timeout, and the guards checked before anything
-/// is sent. Build one, then [`spawn`](Self::spawn) a server or
-/// [`connect`](Self::connect) to one.
-#[derive(Debug, Clone)]
-pub struct ClientOptions {
-    timeout: Duration,
-    guards: Arc<Guards>,
-}
-
-impl Default for ClientOptions {
-    fn default() -> Self {
-        ClientOptions {
-            timeout: Duration::from_secs(60),
-            guards: Arc::new(Guards::default()),
-        }
-    }
-}
-
-impl ClientOptions {
-    /// The defaults: a 60-second timeout per call, no guards.
-    pub fn new() -> Self {
-        ClientOptions::default()
-    }
-
-    /// How long one call may take; then it is cancelled (the server is
-    /// told) and fails as `transient`, reason `TIMEOUT`. The tool list
-    /// (`tools/list`, every page of it) gets as long: a server that does not
-    /// list its tools in time is called without their annotations, as if no
-    /// tool were safe to repeat, and is not asked again on that connection.
-    #[must_use]
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// Guards checked on each call's arguments before anything is sent: a
-    /// blocked call never leaves the process.
-    #[must_use]
-    pub fn guards(mut self, guards: Guards) -> Self {
-        self.guards = Arc::new(guards);
-        self
-    }
-
-    /// Starts the server `command` makes as a child process and talks MCP
-    /// to it over stdio. After the child dies, the next call starts a new
-    /// one from `command`.
-    ///
-    /// # Errors
-    ///
-    /// A `transient` envelope if the child does not start or initialize.
-    pub async fn spawn(
-        self,
-        command: impl Fn() -> tokio::process::Command + Send + Sync + 'static,
-    ) -> Result<McpClient, ErrorEnvelope> {
-        McpClient::start(Endpoint::Stdio(Arc::new(command)), self).await
-    }
-
-    /// Connects to the Streamable HTTP endpoint at `url` (`http://host/mcp`).
-    /// Plain HTTP only: no TLS backend is built in, so an `https://` URL
-    /// fails to connect. Redirects are not followed. An event stream that
-    /// ends before the answer is resumed at most every 100 ms, and not after
-    /// 10 resumptions in a row that brought nothing (SECURITY.md).
-    ///
-    /// # Errors
-    ///
-    /// A classified envelope if the server cannot be reached or does not
-    /// initialize.
-    pub async fn connect(self, url: impl Into<String>) -> Result<McpClient, ErrorEnvelope> {
-        McpClient::start(Endpoint::Http(url.into().into()), self).await
-    }
-}
-
-/// A live rmcp session, and its server's tools as listed on it: once,
-/// however many calls wait for the list, and never again on this
-/// connection, whether the listing succeeded or not.
-struct Connection {
-    service: RunningService<RoleClient, Handler>,
-    tools: OnceCell<Result<Arc<Catalog>, ErrorEnvelope>>,
-}
+use connection::{Endpoint, Link, Options};
 
 /// An MCP server's tools, called like local `#[tool]`s: a call returns the
 /// tool's value, or an [`ErrorEnvelope`] — the server's own when it sends
@@ -220,129 +74,66 @@ struct Connection {
 /// Cheap to clone: clones share the connection.
 #[derive(Clone)]
 pub struct McpClient {
-    shared: Arc<Shared>,
+    link: Arc<Link>,
 }
 
-struct Shared {
-    endpoint: Endpoint,
-    options: ClientOptions,
-    progress: ProgressRoutes,
-    connection: AsyncMutex<Option<Arc<Connection>>>,
-    /// The last `tools/list` that succeeded, on any connection.
-    listed: Mutex<Option<Arc<Catalog>>>,
-    sent: AtomicU64,
-    connections: AtomicU64,
-}
-
-impl fmt::Debug for McpClient {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("McpClient")
-            .field("endpoint", &self.shared.endpoint)
-            .field("sent", &self.sent())
-            .finish_non_exhaustive()
+impl std::fmt::Debug for McpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.link.fmt(f)
     }
 }
 
 impl McpClient {
-    /// [`ClientOptions::spawn`] with the default options.
+    /// A client of the server `command` makes, started as a child process
+    /// that talks MCP over stdio; after the child dies, the next call
+    /// starts a new one from `command`. Set its options, then `.await` it:
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), tool_envelope::ErrorEnvelope> {
+    /// use std::time::Duration;
+    /// use tool_envelope::mcp::client::McpClient;
+    ///
+    /// let orders = McpClient::spawn(|| tokio::process::Command::new("orders-server"))
+    ///     .timeout(Duration::from_secs(10))
+    ///     .await?;
+    /// # let _ = orders; Ok(()) }
+    /// ```
     ///
     /// # Errors
     ///
-    /// A `transient` envelope if the child does not start or initialize.
-    pub async fn spawn(
-        command: impl Fn() -> tokio::process::Command + Send + Sync + 'static,
-    ) -> Result<Self, ErrorEnvelope> {
-        ClientOptions::default().spawn(command).await
+    /// Awaited, a `transient` envelope if the child does not start or
+    /// initialize; a refused handshake as [`McpClient`] says.
+    pub fn spawn(command: impl Fn() -> tokio::process::Command + Send + Sync + 'static) -> Connect {
+        Connect::new(Endpoint::Stdio(Arc::new(command)))
     }
 
-    /// [`ClientOptions::connect`] with the default options.
+    /// A client of the Streamable HTTP endpoint at `url` (`http://host/mcp`).
+    /// Set its options, then `.await` it. Plain HTTP only: no TLS backend is
+    /// built in, so an `https://` URL fails to connect. Redirects are not
+    /// followed. An event stream that ends before the answer is resumed at
+    /// most every 100 ms, and not after 10 resumptions in a row that brought
+    /// nothing (SECURITY.md).
     ///
     /// # Errors
     ///
-    /// A classified envelope if the server cannot be reached or does not
-    /// initialize.
-    pub async fn connect(url: impl Into<String>) -> Result<Self, ErrorEnvelope> {
-        ClientOptions::default().connect(url).await
-    }
-
-    async fn start(endpoint: Endpoint, options: ClientOptions) -> Result<Self, ErrorEnvelope> {
-        let client = McpClient {
-            shared: Arc::new(Shared {
-                endpoint,
-                options,
-                progress: ProgressRoutes::default(),
-                connection: AsyncMutex::new(None),
-                listed: Mutex::new(None),
-                sent: AtomicU64::new(0),
-                connections: AtomicU64::new(0),
-            }),
-        };
-        let connection = client.connection().await?;
-        // The annotations decide what is safe to repeat: known from the start.
-        let _ = client.catalog(&connection).await;
-        Ok(client)
+    /// Awaited, a classified envelope if the server cannot be reached or
+    /// does not initialize.
+    pub fn connect(url: impl Into<String>) -> Connect {
+        Connect::new(Endpoint::Http(url.into().into()))
     }
 
     /// How many `tools/call` requests this client has sent, over every
     /// connection it made.
     pub fn sent(&self) -> u64 {
-        self.shared.sent.load(Ordering::Relaxed)
+        self.link.sent()
     }
 
-    /// How many connections this client has made: 1, plus one per repair.
+    /// How many connections this client has made: 1, plus one each time it
+    /// found the last one broken and made another (a child restarted). A
+    /// session rmcp opens again by itself on the same connection, as after
+    /// an HTTP server's restart, is not counted.
     pub fn connections(&self) -> u64 {
-        self.shared.connections.load(Ordering::Relaxed)
-    }
-
-    /// The live connection, made anew if there is none or it broke: the
-    /// child restarted, the HTTP session initialized again.
-    async fn connection(&self) -> Result<Arc<Connection>, ErrorEnvelope> {
-        let mut slot = self.shared.connection.lock().await;
-        if let Some(connection) = slot.as_ref()
-            && !connection.service.peer().is_transport_closed()
-        {
-            return Ok(Arc::clone(connection));
-        }
-        if let Some(old) = slot.take() {
-            // Whatever it was doing is over; its child, if any, is reaped on drop.
-            drop(old);
-        }
-        let handler = Handler {
-            progress: Arc::clone(&self.shared.progress),
-        };
-        let service = match &self.shared.endpoint {
-            Endpoint::Stdio(command) => {
-                let transport = TokioChildProcess::new(command()).map_err(|error| {
-                    failure::not_sent(format!("could not start the MCP server: {error}"))
-                })?;
-                handler.serve(transport).await
-            }
-            Endpoint::Http(url) => {
-                let mut config = StreamableHttpClientTransportConfig::with_uri(Arc::clone(url));
-                // rmcp resumes a broken SSE stream for ever by default.
-                let mut backoff = ExponentialBackoff::default();
-                backoff.max_times = Some(3);
-                backoff.base_duration = Duration::from_millis(100);
-                config.retry_config = Arc::new(backoff);
-                handler
-                    .serve(StreamableHttpClientTransport::with_client(
-                        PacedClient::new(),
-                        config,
-                    ))
-                    .await
-            }
-        }
-        .map_err(|error| failure::classify_initialize(&error))?;
-        service
-            .set_response_cache_config(rmcp::ClientCacheConfig::disabled())
-            .await;
-        self.shared.connections.fetch_add(1, Ordering::Relaxed);
-        let connection = Arc::new(Connection {
-            service,
-            tools: OnceCell::new(),
-        });
-        *slot = Some(Arc::clone(&connection));
-        Ok(connection)
+        self.link.connections()
     }
 
     /// The server's tools (`tools/list`), listed once per connection
@@ -354,8 +145,8 @@ impl McpClient {
     /// A classified envelope if the server cannot be reached or does not
     /// list its tools in time.
     pub async fn tools(&self) -> Result<Vec<RemoteTool>, ErrorEnvelope> {
-        let connection = self.connection().await?;
-        let tools = self.catalog(&connection).await?;
+        let connection = self.link.connection().await?;
+        let tools = self.link.catalog(&connection).await?;
         let mut tools: Vec<RemoteTool> = tools.values().map(|tool| (**tool).clone()).collect();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(tools)
@@ -367,45 +158,13 @@ impl McpClient {
     ///
     /// As [`tools`](Self::tools).
     pub async fn tool(&self, name: &str) -> Result<Option<RemoteTool>, ErrorEnvelope> {
-        let connection = self.connection().await?;
+        let connection = self.link.connection().await?;
         Ok(self
+            .link
             .catalog(&connection)
             .await?
             .get(name)
             .map(|tool| (**tool).clone()))
-    }
-
-    /// The tools of `connection`, listed on it once.
-    async fn catalog(&self, connection: &Connection) -> Result<Arc<Catalog>, ErrorEnvelope> {
-        connection
-            .tools
-            .get_or_init(|| async {
-                let peer = connection.service.peer();
-                let tools = Arc::new(tools::list(peer, self.shared.options.timeout).await?);
-                *self
-                    .shared
-                    .listed
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&tools));
-                Ok(tools)
-            })
-            .await
-            .clone()
-    }
-
-    /// The tool called `name` as last listed: by `connection`, or, when the
-    /// server could not list its tools on it, by an earlier one.
-    async fn known_tool(&self, connection: &Connection, name: &str) -> Option<Arc<RemoteTool>> {
-        match self.catalog(connection).await {
-            Ok(tools) => tools.get(name).cloned(),
-            Err(_) => self
-                .shared
-                .listed
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .as_ref()
-                .and_then(|tools| tools.get(name).cloned()),
-        }
     }
 
     /// Calls the tool `name` with `arguments` (a JSON object, or `null` for
@@ -418,7 +177,7 @@ impl McpClient {
     /// The envelope of the failure, never retryable unless repeating the
     /// call is safe.
     pub async fn call(&self, name: &str, arguments: Value) -> Result<Value, ErrorEnvelope> {
-        self.call_inner(name, arguments, None).await
+        call::call(&self.link, name, arguments, None).await
     }
 
     /// [`call`](Self::call), with each progress notification of the call
@@ -434,8 +193,7 @@ impl McpClient {
         arguments: Value,
         on_progress: impl Fn(Progress) + Send + Sync + 'static,
     ) -> Result<Value, ErrorEnvelope> {
-        self.call_inner(name, arguments, Some(Arc::new(on_progress)))
-            .await
+        call::call(&self.link, name, arguments, Some(Arc::new(on_progress))).await
     }
 
     /// [`call`](Self::call), the value decoded as `T` — from the structured
@@ -453,137 +211,86 @@ impl McpClient {
     ) -> Result<T, ErrorEnvelope> {
         let value = self.call(name, arguments.clone()).await?;
         let unwrapped = match &value {
-            Value::Object(fields) if fields.len() == 1 => fields.get("result").cloned(),
+            Value::Object(members) if members.len() == 1 => members.get("result").cloned(),
             _ => None,
         };
-        match serde_json::from_value::<T>(value) {
-            Ok(decoded) => Ok(decoded),
-            Err(error) => unwrapped
-                .and_then(|inner| serde_json::from_value::<T>(inner).ok())
-                .ok_or_else(|| {
-                    ErrorEnvelope::other(format!(
-                        "the result of `{name}` is not a {}: {error}",
-                        std::any::type_name::<T>()
-                    ))
-                    .with_reason(reasons::UNEXPECTED_REPLY)
-                    .with_tool(name.to_owned())
-                    .with_attempted_query(arguments)
-                }),
+        let error = match serde_json::from_value::<T>(value) {
+            Ok(decoded) => return Ok(decoded),
+            Err(error) => error,
+        };
+        if let Some(decoded) = unwrapped.and_then(|inner| serde_json::from_value::<T>(inner).ok()) {
+            return Ok(decoded);
         }
-    }
-
-    async fn call_inner(
-        &self,
-        name: &str,
-        arguments: Value,
-        on_progress: Option<ProgressCallback>,
-    ) -> Result<Value, ErrorEnvelope> {
+        let envelope = ErrorEnvelope::other(format!(
+            "the result of `{name}` is not a {}: {error}",
+            std::any::type_name::<T>()
+        ))
+        .with_reason(reasons::UNEXPECTED_REPLY);
         let arguments = match arguments {
             Value::Object(arguments) => arguments,
-            Value::Null => Map::new(),
-            other => {
-                let envelope = ErrorEnvelope::validation(format!(
-                    "the arguments of `{name}` must be a JSON object, not {}",
-                    crate::mcp::violations::kind(&other)
-                ))
-                .with_reason(reasons::INVALID_ARGUMENTS);
-                return Err(self.finish(envelope, name, &Map::new(), None, true));
-            }
+            _ => serde_json::Map::new(),
         };
-        if let Err(blocked) = self.shared.options.guards.check(name, &arguments) {
-            let mut envelope = blocked.into_envelope();
-            envelope.set_refused();
-            return Err(self.finish(envelope, name, &arguments, None, true));
+        let connection = self.link.connection().await;
+        let tool = match &connection {
+            Ok(connection) => self.link.known_tool(connection, name).await,
+            Err(_) => None,
+        };
+        Err(call::finish(
+            envelope,
+            name,
+            &arguments,
+            tool.as_deref(),
+            true,
+        ))
+    }
+}
+
+/// A client to be made: its options set, then `.await`ed
+/// ([`McpClient::spawn`], [`McpClient::connect`]).
+#[derive(Debug)]
+#[must_use = "a client is made when it is awaited"]
+pub struct Connect {
+    endpoint: Endpoint,
+    options: Options,
+}
+
+impl Connect {
+    fn new(endpoint: Endpoint) -> Self {
+        Connect {
+            endpoint,
+            options: Options::default(),
         }
-        let connection = match self.connection().await {
-            Ok(connection) => connection,
-            Err(envelope) => return Err(self.finish(envelope, name, &arguments, None, true)),
-        };
-        let tool = self.known_tool(&connection, name).await;
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(
-            CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.clone()),
-        ));
-        let options = PeerRequestOptions::with_timeout(self.shared.options.timeout);
-        let handle = match connection
-            .service
-            .peer()
-            .send_cancellable_request(request, options)
-            .await
-        {
-            Ok(handle) => handle,
-            Err(error) => {
-                let envelope = failure::classify_error(&error, true);
-                return Err(self.finish(envelope, name, &arguments, tool.as_deref(), true));
-            }
-        };
-        self.shared.sent.fetch_add(1, Ordering::Relaxed);
-        let token = handle.progress_token.clone();
-        let routes = &self.shared.progress;
-        if let Some(callback) = on_progress {
-            routes
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(token.clone(), callback);
-        }
-        let response = handle.await_response().await;
-        routes
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&token);
-        let outcome = match response {
-            Ok(ServerResult::CallToolResult(result)) => failure::read_result(result, name),
-            Ok(other) => Err(ErrorEnvelope::other(format!(
-                "the MCP server answered `tools/call` of `{name}` with a result of another kind: {}",
-                text_for_wire(&format!("{other:?}"), 256)
-            ))
-            .with_reason(reasons::UNEXPECTED_REPLY)),
-            Err(error) => Err(failure::classify_error(&error, false)),
-        };
-        outcome.map_err(|envelope| self.finish(envelope, name, &arguments, tool.as_deref(), false))
     }
 
-    /// What every failure carries, whatever the server said: the tool that
-    /// was called, the arguments (the server's account of them, or the
-    /// arguments sent) with every secret the tool's schema marks and every
-    /// value of an undeclared key masked, no secret value that was sent in
-    /// any of its texts, and the one retry decision.
-    fn finish(
-        &self,
-        mut envelope: ErrorEnvelope,
-        name: &str,
-        arguments: &Map<String, Value>,
-        tool: Option<&RemoteTool>,
-        not_sent: bool,
-    ) -> ErrorEnvelope {
-        envelope.fields.tool = Some(Cow::Owned(name.to_owned()));
-        let secrets = tool.and_then(RemoteTool::secrets);
-        let shown = match secrets {
-            Some(secrets) => secrets.mask(arguments),
-            None => Cow::Borrowed(arguments),
-        };
-        let mut values = SecretValues::default();
-        if let Cow::Owned(masked) = &shown {
-            values.add_hidden(arguments, masked);
-        }
-        let query = match (envelope.fields.attempted_query.take(), secrets) {
-            (None, _) => Value::Object(shown.into_owned()),
-            // A server's own account of the arguments: masked as the arguments are.
-            (Some(Value::Object(theirs)), Some(secrets)) => {
-                Value::Object(secrets.mask(&theirs).into_owned())
-            }
-            (Some(theirs), _) => theirs,
-        };
-        envelope.fields.attempted_query = Some(bounded(query));
-        envelope.fields.partial_results = envelope.fields.partial_results.take().map(bounded);
-        if let Some(masker) = values.masker() {
-            envelope.mask_values(&masker);
-        }
-        let not_applied =
-            not_sent || envelope.not_applied() || envelope.reason() == Some(reasons::NOT_APPLIED);
-        let safe = tool.is_some_and(RemoteTool::is_safe_to_repeat);
-        if envelope.is_retryable() && !safe && !not_applied {
-            envelope.withhold_retry(Cow::Owned(name.to_owned()));
-        }
-        envelope
+    /// How long one call may take (60 s unless set); then it is cancelled
+    /// (the server is told) and fails as `transient`, reason `TIMEOUT`. The
+    /// tool list (`tools/list`, every page of it) gets as long: a server
+    /// that does not list its tools in time is called without their
+    /// annotations, as if no tool were safe to repeat, and is not asked
+    /// again on that connection.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.options.timeout = timeout;
+        self
+    }
+
+    /// Guards checked on each call's arguments before anything is sent: a
+    /// blocked call never leaves the process.
+    pub fn guards(mut self, guards: Guards) -> Self {
+        self.options.guards = Arc::new(guards);
+        self
+    }
+}
+
+impl IntoFuture for Connect {
+    type Output = Result<McpClient, ErrorEnvelope>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let link = Link::open(self.endpoint, self.options).await?;
+            Ok(McpClient {
+                link: Arc::new(link),
+            })
+        })
     }
 }

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::envelope::ErrorEnvelope;
 use crate::mcp::client::failure;
-use crate::mcp::definition::ToolAnnotations;
+use crate::mcp::definition::ToolHints;
 use crate::reasons;
 use crate::redact::schema::SecretPaths;
 
@@ -34,7 +34,7 @@ pub struct RemoteTool {
     /// Its annotations, MCP's defaults where the server gave none
     /// (`readOnlyHint` false, `destructiveHint` true, `idempotentHint`
     /// false, `openWorldHint` true).
-    pub annotations: ToolAnnotations,
+    pub annotations: ToolHints,
     /// JSON Schema of its arguments.
     pub input_schema: Map<String, Value>,
     /// JSON Schema of its structured content, if it declares one.
@@ -42,8 +42,9 @@ pub struct RemoteTool {
     /// How it can fail, when its server publishes it
     /// (`_meta["tool-envelope/failureModes"]`).
     pub failure_modes: Option<Value>,
-    /// Where its arguments hold secrets, when its schema lists them.
-    secrets: Option<Arc<SecretPaths>>,
+    /// Where its arguments hold secrets; nowhere known when its schema lists
+    /// no properties.
+    secrets: Arc<SecretPaths>,
 }
 
 impl RemoteTool {
@@ -56,17 +57,17 @@ impl RemoteTool {
         RemoteTool {
             name: tool.name.to_string(),
             description: tool.description.as_ref().map(|text| text.to_string()),
-            annotations: ToolAnnotations {
+            annotations: ToolHints {
                 read_only_hint: hint(|a| a.read_only_hint, false),
                 destructive_hint: hint(|a| a.destructive_hint, true),
                 idempotent_hint: hint(|a| a.idempotent_hint, false),
                 open_world_hint: hint(|a| a.open_world_hint, true),
             },
             // A schema that lists no properties says nothing of secrets.
-            secrets: input_schema
-                .get("properties")
-                .is_some_and(Value::is_object)
-                .then(|| Arc::new(SecretPaths::from_schema(&input_schema, &[]))),
+            secrets: Arc::new(match input_schema.get("properties") {
+                Some(Value::Object(_)) => SecretPaths::from_schema(&input_schema, &[]),
+                _ => SecretPaths::OPEN,
+            }),
             input_schema,
             output_schema: tool.output_schema.as_ref().map(|schema| (**schema).clone()),
             failure_modes: tool
@@ -82,9 +83,9 @@ impl RemoteTool {
         self.annotations.read_only_hint || self.annotations.idempotent_hint
     }
 
-    /// Where its arguments hold secrets, when its schema says.
-    pub(crate) fn secrets(&self) -> Option<&SecretPaths> {
-        self.secrets.as_deref()
+    /// Where its arguments hold secrets.
+    pub(crate) fn secrets(&self) -> &SecretPaths {
+        &self.secrets
     }
 }
 

@@ -12,22 +12,19 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::capture::Capture;
 use crate::category::ErrorCategory;
 use crate::classify::{ToolError, caught_envelope};
-use crate::envelope::{ErrorEnvelope, Violation};
+use crate::envelope::{ErrorEnvelope, Refusal, ToolResult, Violation};
 use crate::guard::{Blocked, Guard, ToolCall};
-use crate::json::depth::bounded;
 use crate::panic::panic_message;
-use crate::partial::{Partial, merge};
+use crate::partial::Partial;
+use crate::query::Query;
 use crate::reasons;
-use crate::redact::arguments::ArgumentMask;
-
-use crate::envelope::ToolResult;
+use crate::settle::{Facts, Source, settle};
 
 /// What `#[tool]` knows about a tool at compile time: one static per tool,
 /// read when it runs and when its MCP definition is built.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ToolInfo {
     /// The tool's name, as it appears in the envelope's `tool`.
     pub name: Cow<'static, str>,
@@ -98,6 +95,16 @@ impl ToolInfo {
         self
     }
 
+    /// What the call knows of itself when it fails, to settle its envelope.
+    pub(crate) fn facts(&self) -> Facts {
+        Facts {
+            tool: self.name.clone(),
+            safe_to_repeat: self.idempotent,
+            sent: true,
+            source: Source::Local,
+        }
+    }
+
     /// What a tool set knows of a tool it serves: its name and retry safety.
     pub(crate) fn served(name: String, idempotent: bool) -> Self {
         ToolInfo {
@@ -115,40 +122,11 @@ impl ToolInfo {
     }
 }
 
-/// Where a call's `attempted_query` comes from.
-#[derive(Debug)]
-pub enum Query<'a> {
-    /// The typed arguments, serialized by the `#[tool]` function before its
-    /// body ran; redacted parameters were never serialized.
-    Captured(Capture),
-    /// The JSON arguments of an MCP `tools/call`, as received: not serialized
-    /// again. Wherever they are shown, the secrets the tool's input schema
-    /// marks are masked at any depth, and so are keys it does not declare
-    /// and the values the call's `Secret`s were sent as.
-    Arguments(&'a Map<String, Value>, ArgumentMask<'a>),
-}
-
-impl Query<'_> {
-    /// The arguments as a JSON value, secrets masked.
-    pub(crate) fn into_value(self) -> Value {
-        Value::Object(self.into_object())
-    }
-
-    /// The arguments as a JSON object, secrets masked.
-    pub(crate) fn into_object(self) -> Map<String, Value> {
-        match self {
-            Query::Captured(capture) => match capture.to_value() {
-                Value::Object(arguments) => arguments,
-                _ => unreachable!("a capture is always a JSON object"),
-            },
-            Query::Arguments(arguments, mask) => mask.apply(arguments).into_owned(),
-        }
-    }
-}
-
 /// The query of a direct call: the typed arguments `write` captures.
-pub fn captured(write: &mut dyn FnMut(&mut crate::capture::CaptureWriter<'_>)) -> Query<'static> {
-    Query::Captured(crate::capture::capture(write))
+pub fn captured(
+    write: &mut dyn FnMut(&mut crate::private::capture::CaptureWriter<'_>),
+) -> Query<'static> {
+    Query::Captured(crate::private::capture::capture(write))
 }
 
 /// A type a `#[tool]` function may return: a `Result`.
@@ -251,26 +229,26 @@ pub fn check_guard<'q, G: Guard + ?Sized>(
         && !capture.unrepresentable().is_empty()
     {
         let envelope = unrepresentable(&tool.name, capture.unrepresentable().to_vec());
-        return Err(complete(envelope, tool, || query.into_value(), &()));
+        return Err(settle(envelope, &tool.facts(), query, || None));
     }
-    // A guard sees what `attempted_query` shows: secrets masked.
-    let arguments: Cow<'_, Map<String, Value>> = match &query {
-        Query::Arguments(arguments, mask) => mask.apply(arguments),
-        Query::Captured(capture) => match capture.to_value() {
-            Value::Object(arguments) => Cow::Owned(arguments),
-            _ => unreachable!("a capture is always a JSON object"),
-        },
+    let judged = {
+        // A guard sees what `attempted_query` shows: secrets masked.
+        let arguments: Cow<'_, Map<String, Value>> = match &query {
+            Query::Arguments(arguments, mask) => mask.apply(arguments),
+            Query::Captured(capture) => match capture.to_value() {
+                Value::Object(arguments) => Cow::Owned(arguments),
+                _ => unreachable!("a capture is always a JSON object"),
+            },
+        };
+        let call = ToolCall {
+            tool: &tool.name,
+            arguments: &arguments,
+        };
+        verdict(&tool.name, || guard.check(&call))
     };
-    let call = ToolCall {
-        tool: &tool.name,
-        arguments: &arguments,
-    };
-    match verdict(&tool.name, || guard.check(&call)) {
+    match judged {
         Ok(()) => Ok(query),
-        Err(envelope) => {
-            let arguments = Value::Object(arguments.into_owned());
-            Err(complete(envelope, tool, || arguments, &()))
-        }
+        Err(envelope) => Err(settle(envelope, &tool.facts(), query, || None)),
     }
 }
 
@@ -283,9 +261,9 @@ fn unrepresentable(tool: &str, violations: Vec<Violation>) -> ErrorEnvelope {
         names.join("`, `")
     ))
     .with_reason(reasons::UNREPRESENTABLE_ARGUMENT)
-    .with_alternative("Call again with finite numbers and values that serialize to JSON");
-    envelope.fields.violations = violations;
-    envelope.set_refused();
+    .with_alternative("Call again with finite numbers and values that serialize to JSON")
+    .with_violations(violations);
+    envelope.set_refused(Refusal::Unusable);
     envelope
 }
 
@@ -306,7 +284,7 @@ pub(crate) fn verdict(
             ))
             .with_reason(reasons::GUARD_PANIC);
             envelope.set_foreign();
-            envelope.set_blocked();
+            envelope.set_refused(Refusal::Blocked);
             Err(envelope)
         }
     }
@@ -462,7 +440,9 @@ fn expired<P: PartialSource>(
     }
     let (tool, query, partial) = rest.take()?;
     let envelope = timed_out(&tool.name, limit);
-    Some(complete(envelope, tool, || query.into_value(), &partial))
+    Some(settle(envelope, &tool.facts(), query, || {
+        partial.partial_json()
+    }))
 }
 
 /// The envelope of a tool that ran out of time: `transient`, since a later
@@ -492,67 +472,9 @@ fn finish<T, E: ToolError>(
         Ok(Err(error)) => caught_envelope(error),
         Err(panic) => panicked(&tool.name, panic.as_ref()),
     };
-    Err(complete(envelope, tool, || query.into_value(), partial))
-}
-
-/// Fills in what the tool knows and the error did not say, and makes the
-/// one retry decision every caller reads.
-///
-/// An envelope from another tool (it names its tool already) keeps its own
-/// tool and query, and gains this tool's partial results, merged with its
-/// own: nothing gathered is lost. Its retry safety becomes this tool's: safe
-/// to repeat only if both are, and "not applied" no longer holds, since this
-/// tool may have acted before the inner one failed.
-///
-/// `isRetryable: true` leaves a tool only when repeating the same call is
-/// safe: the tool is idempotent (every tool on the path is), or its error
-/// says the call was not applied, which is then its reason on the wire,
-/// [`NOT_APPLIED`](reasons::NOT_APPLIED), in place of any other. Otherwise a retryable failure is sent as
-/// not retryable, with the reason [`MAY_HAVE_TAKEN_EFFECT`](reasons::MAY_HAVE_TAKEN_EFFECT)
-/// and a next move that says what to check — so no caller, ours or one
-/// running "retry while `isRetryable`", repeats a refund. An explicit human
-/// request or a policy gap is never retryable.
-pub(crate) fn complete(
-    mut envelope: ErrorEnvelope,
-    tool: &ToolInfo,
-    query: impl FnOnce() -> Value,
-    partial: &dyn PartialSource,
-) -> ErrorEnvelope {
-    let passed_through = envelope.fields.tool.is_some();
-    if !passed_through {
-        envelope.fields.tool = Some(tool.name.clone());
-    }
-    if envelope.fields.attempted_query.is_none() {
-        envelope.fields.attempted_query = Some(query());
-    }
-    if envelope.fields.partial_results.is_none() {
-        envelope.fields.partial_results = partial.partial_json();
-    } else if passed_through {
-        // Another tool's partial results join what this one gathered.
-        let inner = envelope.fields.partial_results.take();
-        envelope.fields.partial_results = merge(partial.partial_json(), inner);
-    }
-    // Whatever the tool wrote into them, nothing downstream walks a value
-    // deeper than the stack takes.
-    envelope.fields.attempted_query = envelope.fields.attempted_query.take().map(bounded);
-    envelope.fields.partial_results = envelope.fields.partial_results.take().map(bounded);
-    envelope.record_tool(tool.idempotent);
-    if passed_through && envelope.not_applied() {
-        envelope.set_not_applied(false);
-    }
-    // The one retry decision (a human request or a policy gap is never
-    // retryable: `is_retryable` says so already).
-    if envelope.is_retryable() && envelope.idempotent() == Some(false) {
-        if envelope.not_applied() {
-            // On the wire, what tells a caller that repeating this call,
-            // of a tool that is not idempotent, is safe: the reason
-            // callers (ours included) decide by, in place of any other.
-            envelope.fields.reason = Some(Cow::Borrowed(reasons::NOT_APPLIED));
-        } else {
-            envelope.withhold_retry(tool.name.clone());
-        }
-    }
-    envelope
+    Err(settle(envelope, &tool.facts(), query, || {
+        partial.partial_json()
+    }))
 }
 
 /// The envelope of a panic: `other`, not retryable, naming the panic.

@@ -10,12 +10,15 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::call::{Query, ToolInfo, complete, verdict};
+use crate::envelope::Refusal;
 use crate::envelope::{ErrorEnvelope, Violation};
-use crate::mcp::state::{BoxFuture, CallState};
 use crate::mcp::violations::{summary, violations};
+use crate::private::call::{ToolInfo, verdict};
+use crate::private::state::{BoxFuture, CallState};
+use crate::query::Query;
 use crate::redact::schema::steps;
 use crate::redact::secret::noting;
+use crate::settle::settle;
 
 /// A parameter type a served tool can take: deserialized from the client's
 /// JSON and described by a JSON Schema.
@@ -165,11 +168,14 @@ impl Decoder<'_> {
         let Some(guards) = self.context.guards() else {
             return Ok(());
         };
-        let shown = self.context.mask().apply(self.arguments);
-        let name = &self.tool.name;
-        verdict(name, || guards.check(name, &shown)).map_err(|envelope| {
-            let shown = Value::Object(shown.into_owned());
-            complete(envelope, self.tool, || shown, &())
+        let judged = {
+            let shown = self.context.mask().apply(self.arguments);
+            let name = &self.tool.name;
+            verdict(name, || guards.check(name, &shown))
+        };
+        judged.map_err(|envelope| {
+            let query = self.context.query(self.arguments);
+            settle(envelope, &self.tool.facts(), query, || None)
         })
     }
 }
@@ -186,10 +192,10 @@ pub(crate) fn invalid_arguments(
 ) -> ErrorEnvelope {
     let mut envelope = ErrorEnvelope::validation(summary(&tool.name, &violations))
         .with_reason(crate::reasons::INVALID_ARGUMENTS)
-        .with_alternative("Correct the arguments to match the tool's inputSchema and call again");
-    envelope.fields.violations = violations;
-    envelope.set_refused();
-    complete(envelope, tool, || query.into_value(), &())
+        .with_alternative("Correct the arguments to match the tool's inputSchema and call again")
+        .with_violations(violations);
+    envelope.set_refused(Refusal::Unusable);
+    settle(envelope, &tool.facts(), query, || None)
 }
 
 /// What a served tool's success is sent as: its JSON, or content blocks.
@@ -242,20 +248,18 @@ fn dispose(value: Box<dyn std::any::Any>) {
 
 /// A result JSON cannot carry — its `Serialize` fails or panics, it nests
 /// deeper than [`MAX_DEPTH`](crate::MAX_DEPTH), it holds a NaN — is an
-/// `other` failure, not retryable: the same call gives the same result.
+/// `other` failure, not retryable: the same call gives the same result. The
+/// tool set settles it, as every failure the call did not settle itself.
 fn unserializable(
     value: Result<Value, crate::json::strict::Problem>,
     tool: &ToolInfo,
 ) -> crate::ToolResult<Value> {
     value.map_err(|problem| {
-        let mut envelope = crate::ErrorEnvelope::other(format!(
+        crate::ErrorEnvelope::other(format!(
             "the result of `{}` cannot be sent: {problem}",
             tool.name
         ))
         .with_reason(crate::reasons::UNSERIALIZABLE_RESULT)
-        .with_tool(tool.name.clone());
-        envelope.record_tool(tool.idempotent);
-        envelope
     })
 }
 

@@ -8,12 +8,13 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use serde_json::{Map, Value};
 
-use crate::call::{PartialHandle, Query};
 use crate::guard::Guards;
 use crate::json::depth::dismantle;
 use crate::mcp::checks::ArgumentChecks;
 use crate::mcp::context::ToolContext;
 use crate::partial::Partial;
+use crate::private::call::PartialHandle;
+use crate::query::Query;
 use crate::redact::arguments::ArgumentMask;
 
 /// A boxed future, as served calls return them.

@@ -1,0 +1,18 @@
+//! The tool set on rmcp, the official Rust MCP SDK: rmcp owns the protocol
+//! and the transports; this module maps tools, requests and results across,
+//! and lets envelopes into servers written with rmcp's own macros.
+//!
+//! rmcp marks logging deprecated: MCP's 2026-07-28 revision drops it. The
+//! clients in use today (the Python and TypeScript SDKs, the Inspector, the
+//! conformance suite) negotiate 2025-11-25, where `logging/setLevel` and
+//! `notifications/message` are how a server talks to its user, so they are
+//! served here.
+#![allow(deprecated)]
+
+mod convert;
+mod handler;
+mod http;
+mod own_tools;
+
+pub use http::{HttpOptions, NewServer};
+pub use own_tools::{admit_envelopes, output_schema};

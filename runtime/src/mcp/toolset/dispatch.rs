@@ -1,0 +1,278 @@
+//! One call through a tool set: the tool found, its arguments checked, its
+//! attempts run (under the set's retry policy), and its success or failure
+//! made into the reply.
+
+use super::ToolSet;
+use super::entry::Entry;
+use super::failure::{Failure, reply_size};
+
+use serde_json::{Map, Value};
+
+use crate::envelope::{ErrorEnvelope, Violation};
+#[cfg(feature = "tokio")]
+use crate::escalation::Escalation;
+use crate::json::depth::{MAX_DEPTH, deeper_than, dismantle, too_deep_marker};
+use crate::mcp::context::ToolContext;
+use crate::mcp::reply::{ProtocolError, ToolReply};
+use crate::mcp::violations::kind;
+use crate::panic::catch_unwind_future;
+use crate::private::arguments::{Success, invalid_arguments};
+use crate::private::call::panicked;
+use crate::private::state::CallState;
+use crate::query::Query;
+use crate::reasons;
+use crate::redact::arguments::ArgumentMask;
+#[cfg(feature = "tokio")]
+use crate::retry::{RetryNotice, TokioSleeper};
+use crate::settle::settle;
+use futures_util::future::{Either, select};
+use std::pin::pin;
+
+impl ToolSet {
+    /// Calls the tool `name` with `arguments` (a JSON object, or `null` for
+    /// none) and returns MCP's `ToolReply`; the tool gets a detached
+    /// [`ToolContext`]. See [`call_with`](Self::call_with).
+    ///
+    /// - success: the value as `structuredContent` and its JSON as text; a
+    ///   valid empty look-up stays a success;
+    /// - failure: `isError: true` and the envelope (or, under a retry policy,
+    ///   the escalation) as `structuredContent` and text;
+    /// - arguments that do not decode, that are not an object, or that nest
+    ///   deeper than [`MAX_DEPTH`]: a `validation` envelope naming each
+    ///   offending field, with the arguments as received — secrets and keys
+    ///   the tool does not declare masked;
+    /// - a blocked call: the guard's `business` envelope; the tool never runs;
+    /// - a panic anywhere in the call: an `other` envelope that keeps the
+    ///   arguments and the partial results gathered;
+    /// - an unknown tool: `Err`, a JSON-RPC `-32602` protocol error.
+    pub async fn call(&self, name: &str, arguments: Value) -> Result<ToolReply, ProtocolError> {
+        self.call_with(name, arguments, ToolContext::detached())
+            .await
+    }
+
+    /// [`call`](Self::call), in the request `context`: the tool gets it if
+    /// it takes a [`ToolContext`], local retries are reported to it as
+    /// progress, and once it is cancelled the call stops at its next
+    /// `.await` — no retry follows, and the answer is `Err`, a
+    /// [`ProtocolError::REQUEST_CANCELLED`] that is never sent (a cancelled
+    /// MCP request gets no reply).
+    pub async fn call_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        context: ToolContext,
+    ) -> Result<ToolReply, ProtocolError> {
+        let Some(&index) = self.inner.index.get(name) else {
+            dismantle(arguments);
+            return Err(ProtocolError::unknown_tool(
+                name,
+                self.inner.definitions.iter().map(|d| d.name.clone()),
+            ));
+        };
+        let entry = &self.inner.entries[index];
+        let definition = &entry.definition;
+        // Before decoding, no `Secret` has been sent: the schema says it all.
+        let mask = ArgumentMask::new(&definition.checks.secrets, &[]);
+        if deeper_than(&arguments, MAX_DEPTH) {
+            let envelope = too_deep(entry, arguments);
+            return Ok(self.failure(entry, Failure::Envelope(envelope)));
+        }
+        let arguments = match arguments {
+            Value::Object(arguments) => arguments,
+            Value::Null => Map::new(),
+            other => {
+                // Not an object: what it was, never its content.
+                let violation = Violation::new(
+                    "arguments",
+                    format!("expected a JSON object, got {}", kind(&other)),
+                );
+                let mut envelope = invalid_arguments(
+                    &entry.info,
+                    vec![violation],
+                    Query::Arguments(&Map::new(), mask),
+                );
+                envelope.set_attempted_query(Some(Value::String(format!(
+                    "[arguments sent as {}, not an object: not shown]",
+                    kind(&other)
+                ))));
+                return Ok(self.failure(entry, Failure::Envelope(envelope)));
+            }
+        };
+        let state = CallState::new(&definition.checks, &self.inner.guards, context);
+        // Whatever panics — the decoding, a `Serialize`, the set itself —
+        // answers with an envelope that keeps what the call knows: a request
+        // is never left without a reply.
+        let work = catch_unwind_future(self.attempts(entry, &arguments, &state));
+        let finished = match state.context_ref().is_detached() {
+            true => work.await,
+            false => {
+                let cancelled = state.context_ref().cancelled();
+                match select(pin!(work), pin!(cancelled)).await {
+                    Either::Left((finished, _)) => finished,
+                    Either::Right(((), _)) => return Err(ProtocolError::cancelled(name)),
+                }
+            }
+        };
+        let outcome = match finished {
+            Ok(outcome) => outcome,
+            Err(panic) => {
+                let envelope = panicked(&entry.info.name, panic.as_ref());
+                Err(Failure::Envelope(settle_here(
+                    envelope, entry, &arguments, &state,
+                )))
+            }
+        };
+        Ok(match outcome {
+            Ok(success) => self.success(entry, success, &arguments, &state),
+            Err(failure) => self.failure(entry, failure),
+        })
+    }
+
+    /// A success: the value as `structuredContent` and its JSON as text, or
+    /// the content blocks as they are; when that is over
+    /// `max_result_bytes`, the envelope that says so.
+    fn success(
+        &self,
+        entry: &Entry,
+        success: Success,
+        arguments: &Map<String, Value>,
+        state: &CallState,
+    ) -> ToolReply {
+        let (reply, size) = match success {
+            Success::Json(value) => {
+                let structured = entry.definition.structured(value);
+                let text = structured.to_string();
+                let size = reply_size(&text);
+                (ToolReply::structured(structured, text, false), size)
+            }
+            Success::Contents(contents) => {
+                let reply = ToolReply::contents(contents);
+                let size = serde_json::to_vec(&reply).map_or(usize::MAX, |json| json.len());
+                (reply, size)
+            }
+        };
+        if size > self.inner.max_result_bytes {
+            let query = state.query(arguments);
+            let envelope = too_large(entry, size, self.inner.max_result_bytes, query);
+            return self.failure(entry, Failure::Envelope(envelope));
+        }
+        reply
+    }
+
+    #[cfg(feature = "tokio")]
+    async fn attempts(
+        &self,
+        entry: &Entry,
+        arguments: &Map<String, Value>,
+        context: &CallState,
+    ) -> Result<Success, Failure> {
+        let Some(policy) = &self.inner.retry else {
+            return self.attempt(entry, arguments, context).await;
+        };
+        let report = |notice: RetryNotice| {
+            let context = context.context_ref();
+            async move { context.retrying(&notice).await }
+        };
+        let escalation = match policy
+            .retry_observed(
+                &TokioSleeper,
+                || entry.call.call(arguments, context),
+                report,
+            )
+            .await
+            .result
+        {
+            Ok(value) => return Ok(value),
+            Err(escalation) => escalation,
+        };
+        let envelope = settle_here(escalation.envelope, entry, arguments, context);
+        Err(Failure::Escalated(Escalation {
+            envelope,
+            ..escalation
+        }))
+    }
+
+    #[cfg(not(feature = "tokio"))]
+    async fn attempts(
+        &self,
+        entry: &Entry,
+        arguments: &Map<String, Value>,
+        context: &CallState,
+    ) -> Result<Success, Failure> {
+        self.attempt(entry, arguments, context).await
+    }
+
+    /// One attempt, its failure as an envelope.
+    async fn attempt(
+        &self,
+        entry: &Entry,
+        arguments: &Map<String, Value>,
+        context: &CallState,
+    ) -> Result<Success, Failure> {
+        entry
+            .call
+            .call(arguments, context)
+            .await
+            .map_err(|envelope| Failure::Envelope(settle_here(envelope, entry, arguments, context)))
+    }
+}
+
+/// A failure the call did not settle itself — a panic in the set, an
+/// attempt cut off by the deadline, a result that would not serialize —
+/// settled with what the call knows: which tool, which arguments, everything
+/// its collector gathered. One the call settled is left as it is.
+fn settle_here(
+    envelope: ErrorEnvelope,
+    entry: &Entry,
+    arguments: &Map<String, Value>,
+    state: &CallState,
+) -> ErrorEnvelope {
+    if envelope.tool().is_some() {
+        return envelope;
+    }
+    let query = state.query(arguments);
+    settle(envelope, &entry.info.facts(), query, || state.gathered())
+}
+
+/// The envelope of a result too large to send: not retryable — the same call
+/// gives the same result — and the way out is a narrower call.
+fn too_large(entry: &Entry, size: usize, cap: usize, query: Query<'_>) -> ErrorEnvelope {
+    let envelope = ErrorEnvelope::other(format!(
+        "the result of `{}` is {size} bytes with its text copy, over the {cap}-byte limit of this server",
+        entry.info.name
+    ))
+    .with_reason(reasons::RESULT_TOO_LARGE)
+    .with_alternative(
+        "Call again with narrower arguments: tighter filters, a lower limit, a smaller page",
+    );
+    settle(envelope, &entry.info.facts(), query, || None)
+}
+
+/// The validation envelope of arguments nested too deep: each offending
+/// field named, and kept in `attempted_query` as a marker — the rest as sent,
+/// secrets masked.
+fn too_deep(entry: &Entry, arguments: Value) -> ErrorEnvelope {
+    let description = format!("is nested more than {MAX_DEPTH} levels deep");
+    let mut violations = Vec::new();
+    let mut shown = Map::new();
+    match &arguments {
+        Value::Object(fields) => {
+            for (key, value) in fields {
+                if deeper_than(value, MAX_DEPTH - 1) {
+                    violations.push(Violation::new(key.clone(), description.clone()));
+                    shown.insert(key.clone(), too_deep_marker());
+                } else {
+                    shown.insert(key.clone(), value.clone());
+                }
+            }
+        }
+        _ => violations.push(Violation::new("arguments", description)),
+    }
+    let mask = ArgumentMask::new(&entry.definition.checks.secrets, &[]);
+    let mut envelope = invalid_arguments(&entry.info, violations, Query::Arguments(&shown, mask));
+    if !arguments.is_object() {
+        envelope.set_attempted_query(Some(too_deep_marker()));
+    }
+    dismantle(arguments);
+    envelope
+}

@@ -1,0 +1,148 @@
+//! A failed call, shaped to be sent: masked as the set says, within its
+//! limits, and within `max_result_bytes` with its text copy.
+
+use super::ToolSet;
+use super::entry::Entry;
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use crate::category::ErrorCategory;
+use crate::envelope::ErrorEnvelope;
+use crate::escalation::Escalation;
+use crate::limits::EnvelopeLimits;
+use crate::mcp::reply::ToolReply;
+use crate::redact::text::scrub;
+
+impl ToolSet {
+    /// The failed result: masked if the set says so, and sent within the
+    /// set's limits and within `max_result_bytes`, its text copy included.
+    pub(super) fn failure(&self, entry: &Entry, failure: Failure) -> ToolReply {
+        // Under a retry policy every failure is an escalation, even one that
+        // never reached the tool.
+        #[cfg(feature = "tokio")]
+        let failure = match self.inner.retry.is_some() {
+            true => failure.escalated(),
+            false => failure,
+        };
+        let failure = match &self.inner.mask_internal {
+            Some(text) => failure.masked(&entry.definition.name, text),
+            None => failure,
+        };
+        // The result carries the JSON twice: as structured content and as text.
+        let cap = self.inner.max_result_bytes;
+        let mut limits = self.inner.limits;
+        let mut structured = failure.to_wire(&limits);
+        let mut text = failure.to_wire_text(&limits);
+        // The first round lowers each cap to the size of its part, so that
+        // a large part under a generous cap shrinks too; each round then
+        // shrinks the caps in proportion. At the floors an envelope is a few
+        // KB, well within the smallest cap: they are the last resort.
+        for round in 0..8 {
+            let size = reply_size(&text);
+            if size <= cap {
+                return ToolReply::structured(structured, text, true);
+            }
+            if round == 0 {
+                limits = limits.fitted_to(failure.envelope());
+            }
+            limits = limits.scaled(cap, size.saturating_add(size / 8));
+            structured = failure.to_wire(&limits);
+            text = failure.to_wire_text(&limits);
+        }
+        if reply_size(&text) > cap {
+            structured = failure.to_wire(&EnvelopeLimits::floors());
+            text = failure.to_wire_text(&EnvelopeLimits::floors());
+        }
+        ToolReply::structured(structured, text, true)
+    }
+}
+
+/// The size of a result carrying `text` — the compact JSON of its structured
+/// content — as sent: the structured content, the text copy, escaped inside
+/// its JSON string, and the keys around them.
+pub(super) fn reply_size(text: &str) -> usize {
+    /// `{"content":[{"type":"text","text":""}],"structuredContent":,"isError":false}` and room.
+    const AROUND: usize = 128;
+    text.len()
+        .saturating_add(crate::limits::escaped_len(text))
+        .saturating_add(AROUND)
+}
+
+/// How a call failed, kept typed until it is sent.
+#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+pub(super) enum Failure {
+    Envelope(ErrorEnvelope),
+    Escalated(Escalation),
+}
+
+impl Failure {
+    /// As an escalation.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    fn escalated(self) -> Self {
+        match self {
+            Failure::Envelope(envelope) => Failure::Escalated(Escalation::from_envelope(envelope)),
+            escalated => escalated,
+        }
+    }
+
+    fn envelope(&self) -> &ErrorEnvelope {
+        match self {
+            Failure::Envelope(envelope) => envelope,
+            Failure::Escalated(escalation) => &escalation.envelope,
+        }
+    }
+
+    fn envelope_mut(&mut self) -> &mut ErrorEnvelope {
+        match self {
+            Failure::Envelope(envelope) => envelope,
+            Failure::Escalated(escalation) => &mut escalation.envelope,
+        }
+    }
+
+    /// With what an internal error may say masked; see
+    /// [`ToolSet::mask_internal_errors`].
+    fn masked(mut self, tool: &str, text: &str) -> Self {
+        if let Failure::Escalated(escalation) = &mut self
+            && let Some(detail) = &mut escalation.detail
+            && let Cow::Owned(scrubbed) = scrub(detail)
+        {
+            *detail = scrubbed;
+        }
+        let envelope = self.envelope_mut();
+        envelope.rewrite_texts(&|text| scrub(text));
+        if envelope.category() == ErrorCategory::Other || envelope.is_foreign() {
+            #[cfg(feature = "tracing")]
+            tracing::error!(
+                tool,
+                message = envelope.message(),
+                "internal tool error, masked in the result"
+            );
+            #[cfg(not(feature = "tracing"))]
+            let _ = tool;
+            envelope.set_message(text.to_owned());
+        }
+        if envelope.is_foreign() {
+            // A foreign error's violations are its own text.
+            for violation in envelope.violations_mut() {
+                violation.description = text.to_owned();
+            }
+        }
+        self
+    }
+
+    fn to_wire(&self, limits: &EnvelopeLimits) -> Value {
+        match self {
+            Failure::Envelope(envelope) => envelope.to_wire(limits),
+            Failure::Escalated(escalation) => escalation.to_wire(limits),
+        }
+    }
+
+    /// The JSON text of the failure, keys in the wire format's order.
+    fn to_wire_text(&self, limits: &EnvelopeLimits) -> String {
+        match self {
+            Failure::Envelope(envelope) => envelope.to_wire_text(limits),
+            Failure::Escalated(escalation) => escalation.to_wire_text(limits),
+        }
+    }
+}

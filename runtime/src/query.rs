@@ -1,0 +1,58 @@
+//! The attempted query of a call — what was tried — as it may be shown: the
+//! typed arguments a `#[tool]` captured, or the JSON arguments of an MCP call
+//! with their secrets masked.
+
+use serde_json::{Map, Value};
+
+use crate::private::capture::Capture;
+use crate::redact::arguments::ArgumentMask;
+use crate::redact::values::SecretValues;
+
+/// Where a call's `attempted_query` comes from.
+#[derive(Debug)]
+pub enum Query<'a> {
+    /// The typed arguments, serialized by the `#[tool]` function before its
+    /// body ran; redacted parameters were never serialized.
+    Captured(Capture),
+    /// The JSON arguments of an MCP `tools/call`, as received: not serialized
+    /// again. Wherever they are shown, the secrets the tool's input schema
+    /// marks are masked at any depth, and so are keys it does not declare
+    /// and the values the call's `Secret`s were sent as.
+    Arguments(&'a Map<String, Value>, ArgumentMask<'a>),
+}
+
+impl Query<'_> {
+    /// The arguments as a JSON value, secrets masked.
+    pub(crate) fn into_value(self) -> Value {
+        Value::Object(self.into_object())
+    }
+
+    /// The arguments as a JSON object, secrets masked.
+    pub(crate) fn into_object(self) -> Map<String, Value> {
+        match self {
+            Query::Captured(capture) => match capture.to_value() {
+                Value::Object(arguments) => arguments,
+                _ => unreachable!("a capture is always a JSON object"),
+            },
+            Query::Arguments(arguments, mask) => mask.apply(arguments).into_owned(),
+        }
+    }
+
+    /// `account`, an account of these arguments that someone else wrote (a
+    /// server's `attempted_query`), masked as the arguments are.
+    pub(crate) fn mask_account(&self, account: Map<String, Value>) -> Map<String, Value> {
+        match self {
+            Query::Captured(_) => account,
+            Query::Arguments(_, mask) => mask.apply(&account).into_owned(),
+        }
+    }
+
+    /// The secret values these arguments were sent with; none for a capture,
+    /// which never serialized one.
+    pub(crate) fn secret_values(&self) -> SecretValues {
+        match self {
+            Query::Captured(_) => SecretValues::default(),
+            Query::Arguments(arguments, mask) => mask.values(arguments),
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! Settling a failure: what every failed call's envelope carries when it
+//! leaves the call, decided in one place for every path — a `#[tool]`
+//! called directly, a call served by a tool set, a remote tool called
+//! through the client.
+//!
+//! 1. **The tool.** The one called. An envelope that another tool of this
+//!    process settled already — a tool this one called, whose failure it
+//!    passed on — keeps that tool's name and query: they say where the
+//!    failure happened. A server's envelope names the tool that was called,
+//!    whatever the server wrote.
+//! 2. **The query**, when the envelope has none: the arguments, secrets
+//!    masked. A server's own account of them is masked as they are.
+//! 3. **The partial results**, when the envelope has none: what the call
+//!    gathered. An envelope passed on keeps its own, joined to the outer
+//!    tool's, so that nothing gathered is lost.
+//! 4. **Bounds.** No value deeper than [`MAX_DEPTH`](crate::MAX_DEPTH).
+//! 5. **Secrets by value.** The values the call was sent as secrets appear in
+//!    none of the envelope's texts and values.
+//! 6. **The one retry decision.** `isRetryable: true` leaves only when
+//!    repeating the same call is safe: every tool on its path is idempotent
+//!    (or, remote, its annotations say read-only or idempotent), or the call
+//!    was not applied — then the reason on the wire is
+//!    [`NOT_APPLIED`](reasons::NOT_APPLIED), what callers decide by.
+//!    Otherwise a retryable failure leaves as not retryable, with the reason
+//!    [`MAY_HAVE_TAKEN_EFFECT`](reasons::MAY_HAVE_TAKEN_EFFECT) and a next
+//!    move that says what to check — so no caller, ours or one running
+//!    "retry while `isRetryable`", repeats a refund. A human request, a
+//!    policy gap and an escalation are never retryable
+//!    ([`ErrorEnvelope::is_retryable`] says so).
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use crate::envelope::ErrorEnvelope;
+use crate::json::depth::bounded;
+use crate::partial::merge;
+use crate::query::Query;
+use crate::reasons;
+
+/// Whose envelope a failure is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// Made in this process: by the tool, by a tool it called, by this crate.
+    Local,
+    /// Read from a server's reply, which nothing here vouches for.
+    Remote,
+}
+
+/// What a call knows of itself when it fails.
+#[derive(Debug, Clone)]
+pub(crate) struct Facts {
+    /// The tool that was called.
+    pub(crate) tool: Cow<'static, str>,
+    /// Whether repeating the call is safe: the tool is idempotent or
+    /// read-only (a remote one's annotations say so).
+    pub(crate) safe_to_repeat: bool,
+    /// Whether the request may have reached the tool; `false` when it
+    /// certainly did not (it was never sent), which makes repeating it safe.
+    pub(crate) sent: bool,
+    /// Whose envelope it is.
+    pub(crate) source: Source,
+}
+
+/// Settles `envelope`, the failure of the call `facts` describes: see the
+/// module's documentation. `query` is the call's arguments; `gathered` what
+/// its `Partial` collector holds, read only if the envelope needs it.
+pub(crate) fn settle(
+    mut envelope: ErrorEnvelope,
+    facts: &Facts,
+    query: Query<'_>,
+    gathered: impl FnOnce() -> Option<Value>,
+) -> ErrorEnvelope {
+    let passed_on = facts.source == Source::Local && envelope.tool().is_some();
+    if !passed_on {
+        envelope.set_tool(facts.tool.clone());
+    }
+    let masker = query.secret_values().masker();
+    let shown = match envelope.take_attempted_query() {
+        None => query.into_value(),
+        Some(Value::Object(account)) if facts.source == Source::Remote => {
+            Value::Object(query.mask_account(account))
+        }
+        Some(kept) => kept,
+    };
+    envelope.set_attempted_query(Some(bounded(shown)));
+    let partial = match envelope.take_partial_results() {
+        None => gathered(),
+        Some(inner) if passed_on => merge(gathered(), Some(inner)),
+        Some(kept) => Some(kept),
+    };
+    envelope.set_partial_results(partial.map(bounded));
+    if let Some(masker) = masker {
+        envelope.mask_values(&masker);
+    }
+    decide(envelope, facts, passed_on)
+}
+
+/// The one retry decision.
+fn decide(mut envelope: ErrorEnvelope, facts: &Facts, passed_on: bool) -> ErrorEnvelope {
+    envelope.record_tool(facts.safe_to_repeat);
+    if passed_on {
+        // This tool may have acted before the one it called failed.
+        envelope = envelope.with_not_applied(false);
+    }
+    if !facts.sent {
+        envelope = envelope.with_not_applied(true);
+    }
+    if envelope.is_retryable() && envelope.idempotent() == Some(false) {
+        if envelope.not_applied() {
+            envelope.set_reason(Some(Cow::Borrowed(reasons::NOT_APPLIED)));
+        } else {
+            envelope.withhold_retry(facts.tool.clone());
+        }
+    }
+    envelope
+}
