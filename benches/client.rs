@@ -34,7 +34,7 @@ fn main() {
                     total += runtime.block_on(calls(&rmcp, tool, fails));
                 }
                 total
-            })
+            });
         });
         runtime.block_on(rmcp.cancel()).unwrap();
 
@@ -52,7 +52,7 @@ fn main() {
                     }
                     start.elapsed()
                 })
-            })
+            });
         });
         group.finish();
     }

@@ -36,7 +36,7 @@ fn main() {
                         total += runtime.block_on(calls(&client, tool, is_error));
                     }
                     total
-                })
+                });
             });
             runtime.block_on(client.cancel()).unwrap();
         }
@@ -55,7 +55,7 @@ fn main() {
                     total += runtime.block_on(calls(&client, tool, true));
                 }
                 total
-            })
+            });
         });
     }
     runtime.block_on(client.cancel()).unwrap();

@@ -55,10 +55,10 @@ fn main() {
     let mut group = criterion.benchmark_group("fan_out_1000_branches_10pct_failing");
     group.throughput(Throughput::Elements(BRANCHES));
     group.bench_function("coordinator", |b| {
-        b.iter(|| runtime.block_on(coordinated()))
+        b.iter(|| runtime.block_on(coordinated()));
     });
     group.bench_function("join_all_by_hand", |b| {
-        b.iter(|| runtime.block_on(by_hand()))
+        b.iter(|| runtime.block_on(by_hand()));
     });
     group.finish();
     criterion.final_summary();

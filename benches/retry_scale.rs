@@ -199,14 +199,14 @@ fn main() {
             (0..iterations)
                 .map(|_| runtime.block_on(burst(&policy)))
                 .sum()
-        })
+        });
     });
     group.bench_function("hand_written_sleep_loop", |b| {
         b.iter_custom(|iterations| {
             (0..iterations)
                 .map(|_| runtime.block_on(burst_by_hand()))
                 .sum()
-        })
+        });
     });
     group.finish();
     criterion.final_summary();

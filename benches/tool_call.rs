@@ -179,7 +179,7 @@ fn success_path(c: &mut Criterion) {
                 black_box(7),
                 black_box(Mode::Fast),
             )
-        })
+        });
     });
     group.bench_function("tool_macro", |b| {
         b.iter(|| {
@@ -188,7 +188,7 @@ fn success_path(c: &mut Criterion) {
                 black_box(7),
                 black_box(Mode::Fast),
             )
-        })
+        });
     });
     group.bench_function("hand_written", |b| {
         b.iter(|| {
@@ -197,7 +197,7 @@ fn success_path(c: &mut Criterion) {
                 black_box(7),
                 black_box(Mode::Fast),
             )
-        })
+        });
     });
     group.finish();
 }
@@ -213,7 +213,7 @@ fn error_path(c: &mut Criterion) {
             )
             .unwrap_err();
             serde_json::to_string(&envelope).unwrap()
-        })
+        });
     });
     group.bench_function("hand_written_json", |b| {
         b.iter(|| {
@@ -224,7 +224,7 @@ fn error_path(c: &mut Criterion) {
             )
             .unwrap_err();
             serde_json::to_string(&envelope).unwrap()
-        })
+        });
     });
     group.finish();
 }

@@ -1,4 +1,4 @@
-//! The seed's scenarios, end to end: each tool is an ordinary function with
+//! Five failures an agent's tools meet, end to end: each tool is an ordinary function with
 //! `#[tool]`, and each failure comes back as an envelope a caller can route on.
 //!
 //! Run it with `cargo run --example quickstart`.

@@ -1,4 +1,4 @@
-//! The adversarial pass of the hardening issue, one test per broken promise,
+//! An adversarial pass over the crate, one test per promise an attacker tried to break,
 //! each written the way a user or an attacker would trigger it: secrets at
 //! any depth and under any key, no repeat after a side effect, guards that
 //! fail closed, panics and depth contained, extreme settings, sizes as sent,

@@ -1,4 +1,4 @@
-//! The wire format: the seed's fixtures, the committed schema, and the keys.
+//! The wire format: the fixtures of the design, the committed schema, and the keys.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -101,7 +101,7 @@ fn schema_requires_only_what_is_always_present() {
 }
 
 #[test]
-fn every_seed_envelope_deserializes_validates_and_round_trips() {
+fn every_fixture_envelope_deserializes_validates_and_round_trips() {
     let validator = validator();
     for (path, value) in fixtures("envelopes") {
         let errors: Vec<String> = validator
@@ -121,7 +121,7 @@ fn every_seed_envelope_deserializes_validates_and_round_trips() {
 }
 
 #[test]
-fn the_invalid_seeds_are_rejected_by_the_schema_and_by_deserialization() {
+fn the_invalid_fixtures_are_rejected_by_the_schema_and_by_deserialization() {
     let validator = validator();
     for (path, value) in fixtures("invalid") {
         assert!(
@@ -153,7 +153,7 @@ fn an_empty_lookup_is_a_success_not_an_error() {
 }
 
 #[test]
-fn keys_are_spelled_as_in_the_seed() {
+fn keys_are_spelled_as_in_the_fixtures() {
     let envelope = ErrorEnvelope::transient("Orders service returned 503")
         .with_attempted_query(json!({"endpoint": "GET /orders"}))
         .with_partial_results(json!([]))
@@ -182,9 +182,9 @@ fn keys_are_spelled_as_in_the_seed() {
         "violations",
         "tool",
     ];
-    expected.sort();
+    expected.sort_unstable();
     let mut keys = keys;
-    keys.sort();
+    keys.sort_unstable();
     assert_eq!(keys, expected);
     assert_eq!(value["retryAfterMs"], 1500);
     assert!(validator().is_valid(&value));

@@ -1,5 +1,5 @@
-//! Replays the seed corpora of the fuzz targets (fuzz/corpus/toolset_call and
-//! fuzz/corpus/tool_output) through the same checks the fuzzer runs, so that
+//! Replays the seed corpora of the fuzz targets (`fuzz/corpus/toolset_call` and
+//! `fuzz/corpus/tool_output`) through the same checks the fuzzer runs, so that
 //! CI exercises them without nightly.
 
 #[path = "../fuzz/src/lib.rs"]

@@ -15,7 +15,7 @@ thread_local! {
     static REFUNDS_RUN: Cell<u32> = const { Cell::new(0) };
 }
 
-/// The seed's policy: refunds above $500 are routed to a human.
+/// The refund policy: refunds above $500 are routed to a human.
 fn refund_cap(call: &ToolCall) -> Result<(), Blocked> {
     let amount: u64 = call.require("amount")?;
     if amount > 500 {
@@ -93,7 +93,10 @@ struct MaxRows(u64);
 
 impl Guard for MaxRows {
     fn check(&self, call: &ToolCall<'_>) -> Result<(), Blocked> {
-        let rows = call.arg("rows").and_then(|r| r.as_u64()).unwrap_or(0);
+        let rows = call
+            .arg("rows")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
         if rows > self.0 {
             return Err(Blocked::new(format!(
                 "{} may read at most {} rows, not {rows}",

@@ -246,7 +246,9 @@ fn total(live: &[isize]) -> isize {
 
 /// The rounds on a runtime of their own, one test at a time.
 fn measure_alone(leak: bool) -> Vec<isize> {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     LEAK.store(leak, Ordering::Relaxed);
     let live = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -439,7 +439,7 @@ async fn progress_reaches_the_callback() {
     let record = Arc::clone(&seen);
     let value = client
         .call_with_progress("export", json!({}), move |progress| {
-            record.lock().unwrap().push(progress)
+            record.lock().unwrap().push(progress);
         })
         .await
         .unwrap();

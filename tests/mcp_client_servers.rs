@@ -1,4 +1,4 @@
-//! The client against servers nobody here wrote: a Python server on FastMCP,
+//! The client against servers nobody here wrote: a Python server on `FastMCP`,
 //! one on the official Python SDK's `MCPServer`, one on the TypeScript SDK v2
 //! and the reference server `@modelcontextprotocol/server-everything` (on the
 //! TypeScript SDK v1), next to this crate's example server; one coordinator

@@ -63,7 +63,7 @@ async fn lists_every_tool_with_valid_schemas() {
     let client = connect().await;
     let tools = client.list_all_tools().await.unwrap();
     let mut names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
-    names.sort();
+    names.sort_unstable();
     assert_eq!(
         names,
         [

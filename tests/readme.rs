@@ -1,6 +1,6 @@
-//! The README's MCP examples are programs in `examples/`: the first two
-//! `rust,no_run` blocks of the README, formatted by rustfmt, are the example
-//! files they name, below their doc comment. The README compiles them as doctests; the examples
+//! The README's MCP server is a program in `examples/`: the first
+//! `rust,no_run` block of the README, formatted by rustfmt, is the example
+//! file it names, below its doc comment. The README compiles them as doctests; the examples
 //! run them (tests/examples.rs). SECURITY.md names only tests that exist.
 
 use std::io::Write;
@@ -55,10 +55,10 @@ fn the_readme_mcp_examples_are_the_example_programs() {
     let blocks = no_run_blocks();
     assert_eq!(
         blocks.len(),
-        3,
-        "the rmcp-native and the composition examples, then the client's (no example: it needs a server)"
+        2,
+        "the rmcp-native example, then the client's (no example: it needs a server)"
     );
-    for (block, name) in blocks.iter().zip(["rmcp_native", "composed"]) {
+    for (block, name) in blocks.iter().zip(["rmcp_native"]) {
         assert_eq!(
             rustfmt(block),
             example_code(name),

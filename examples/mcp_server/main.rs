@@ -1,4 +1,4 @@
-//! The seed's tools, served to any MCP client through rmcp:
+//! The example's tools, served to any MCP client through rmcp:
 //!
 //! - `lookup_orders`: a valid empty result for `C-0000`, a transient timeout
 //!   for `C-4821` (retried locally, then escalated);

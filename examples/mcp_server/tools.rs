@@ -1,4 +1,4 @@
-//! The seed's tools: shared by the example server, the hostile-input tests,
+//! The example's tools — orders, stock, refunds, payroll, research — shared by the example server, the hostile-input tests,
 //! the property tests and the fuzz target, so that they all exercise the
 //! tools a user would actually serve.
 
@@ -67,7 +67,7 @@ impl Orders {
             return Err(OrdersError::BadCustomerId(customer_id));
         }
         if customer_id == "C-4821" {
-            // The seed's case: the database does not answer.
+            // The orders database does not answer.
             return Err(OrdersError::Timeout(5));
         }
         let orders = self

@@ -1,5 +1,5 @@
 //! Collects every error of one macro invocation, so that they are all reported
-//! together (serde_derive's `Ctxt`).
+//! together (`serde_derive`'s `Ctxt`).
 
 use std::fmt::Display;
 

@@ -4,6 +4,9 @@
 //! Each entry point is parse → validate → expand; every error is collected and
 //! reported together, and on error the original item is emitted next to them.
 
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
 use proc_macro::TokenStream;
 
 mod attr;

@@ -49,7 +49,7 @@ impl FailureMode {
         self
     }
 
-    /// Sets the machine code, normalized into UPPER_SNAKE_CASE as every
+    /// Sets the machine code, normalized into `UPPER_SNAKE_CASE` as every
     /// reason is ([`crate::reasons`]).
     #[must_use]
     pub fn with_reason(mut self, reason: impl Into<Cow<'static, str>>) -> Self {

@@ -1,5 +1,54 @@
 //! The coordinator: many branches, each recovering locally; one failed branch
 //! never aborts the others, and partial data is never presented as complete.
+//!
+//! [`Coordinator`] runs branches concurrently. One failed branch — even a
+//! panicking one — never aborts the others. The [`Report`] lists the
+//! completed branches and the gaps, each gap with its attempted query,
+//! partial results, category and alternatives; `is_complete()` is false
+//! whenever a gap exists, and its `Display` names one gap per line.
+//!
+//! ```
+//! use std::time::Duration;
+//! use tool_envelope::coordinator::Coordinator;
+//! use tool_envelope::retry::RetryPolicy;
+//! use tool_envelope::{tool, ErrorEnvelope, Partial};
+//!
+//! /// Fetch ten sources on a topic; the provider allows `quota`.
+//! #[tool(read_only)]
+//! async fn research(topic: String, quota: usize, found: Partial<String>) -> Result<Vec<String>, ErrorEnvelope> {
+//!     for i in found.len()..10 {
+//!         if i == quota {
+//!             return Err(ErrorEnvelope::transient(format!("Provider rate-limited after {i} sources"))
+//!                 .with_alternative("Continue with the sources gathered, flagged as partial"));
+//!         }
+//!         found.push(format!("{topic} {i}"));
+//!     }
+//!     Ok(found.to_vec())
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let policy = RetryPolicy::default().constant(Duration::from_millis(20));
+//! let (eu, us) = (Partial::new(), Partial::new());
+//! let report = Coordinator::new()
+//!     .branch("eu-ai-act", policy.retry(|| research("EU AI Act".into(), 6, eu.clone())))
+//!     .branch("us-orders", policy.retry(|| research("US orders".into(), 100, us.clone())))
+//!     .run()
+//!     .await;
+//!
+//! assert!(!report.is_complete()); // partial data is never presented as complete
+//! assert_eq!(report.completed[0].branch, "us-orders");
+//! assert_eq!(report.gaps[0].envelope().partial_count(), 6);
+//! assert_eq!(report.to_string(), "1 of 2 branches complete; 1 gap:\n\
+//!     - gap `eu-ai-act`: Provider rate-limited after 6 sources [transient, retries_exhausted after 3 attempts]; \
+//!     6 partial results kept; attempted {\"quota\":6,\"topic\":\"EU AI Act\"}; \
+//!     next: Continue with the sources gathered, flagged as partial");
+//! # }
+//! ```
+//!
+//! The branches are futures polled together on the caller's task (as
+//! `join_all` would), so a branch that blocks its thread holds up the
+//! others: make blocking work `async` or move it to `spawn_blocking`.
 
 use std::borrow::Cow;
 use std::fmt;

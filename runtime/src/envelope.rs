@@ -1,4 +1,10 @@
 //! The error envelope: the whole bridge between a failed tool and its caller.
+//!
+//! Longer than the crate's other files, on purpose: the envelope's fields
+//! are private to this file (as anyhow keeps `ErrorImpl`'s), so every method
+//! that reads or changes them is here — the getters and builders, and the few
+//! crate methods the settling, masking and wire code call. Writing and
+//! reading the wire format live in `wire/`, through these methods.
 
 use std::any::Any;
 use std::borrow::Cow;
@@ -7,14 +13,12 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::category::ErrorCategory;
 use crate::escalation::record::Escalated;
 use crate::json::millis::duration_to_ms;
-use crate::keys;
 use crate::redact::values::Masker;
 
 /// The message of an envelope whose tool gave none, or only blanks.
@@ -260,7 +264,7 @@ impl ErrorEnvelope {
         &self.fields.alternatives
     }
 
-    /// `reason`: a stable machine code in UPPER_SNAKE_CASE (as AIP-193's
+    /// `reason`: a stable machine code in `UPPER_SNAKE_CASE` (as AIP-193's
     /// `ErrorInfo.reason`), normalized when it was set; see [`crate::reasons`].
     pub fn reason(&self) -> Option<&str> {
         self.fields.reason.as_deref()
@@ -329,7 +333,7 @@ impl ErrorEnvelope {
         self
     }
 
-    /// Sets the machine `reason` code, rewritten into UPPER_SNAKE_CASE here,
+    /// Sets the machine `reason` code, rewritten into `UPPER_SNAKE_CASE` here,
     /// once: `"db timeout"` and `"dbTimeout"` are both `"DB_TIMEOUT"`, and
     /// every rule — a human request is never retried — reads that form. A
     /// reason with no ASCII letter to start a code with sets none. See
@@ -520,6 +524,11 @@ impl ErrorEnvelope {
         self.fields.reason.clone()
     }
 
+    /// Sets the `escalation` object the envelope was read with.
+    pub(crate) fn set_escalated(&mut self, escalated: Escalated) {
+        self.fields.escalated = Some(Box::new(escalated));
+    }
+
     /// Forgets the `escalation` object the envelope was read with: an
     /// [`Escalation`](crate::Escalation) read back holds it itself.
     pub(crate) fn forget_escalation(&mut self) {
@@ -623,137 +632,6 @@ pub(crate) fn count(value: Option<&Value>) -> usize {
         Some(Value::Object(fields)) => fields.len(),
         Some(Value::Null) | None => 0,
         Some(_) => 1,
-    }
-}
-
-/// Reads the wire format, its keys spelled as [`crate::keys`] says; keys it
-/// does not know are ignored, and a key given twice is refused. A success
-/// payload (`isError: false`) is not an envelope.
-impl<'de> Deserialize<'de> for ErrorEnvelope {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(EnvelopeVisitor)
-    }
-}
-
-/// A key of the wire format, or one to skip.
-enum Key {
-    IsError,
-    Category,
-    Retryable,
-    Message,
-    AttemptedQuery,
-    PartialResults,
-    Alternatives,
-    Reason,
-    RetryAfterMs,
-    Violations,
-    Tool,
-    Escalation,
-    Other,
-}
-
-impl<'de> Deserialize<'de> for Key {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl de::Visitor<'_> for KeyVisitor {
-            type Value = Key;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a key of an error envelope")
-            }
-
-            fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
-                Ok(match key {
-                    keys::IS_ERROR => Key::IsError,
-                    keys::ERROR_CATEGORY => Key::Category,
-                    keys::IS_RETRYABLE => Key::Retryable,
-                    keys::MESSAGE => Key::Message,
-                    keys::ATTEMPTED_QUERY => Key::AttemptedQuery,
-                    keys::PARTIAL_RESULTS => Key::PartialResults,
-                    keys::ALTERNATIVES => Key::Alternatives,
-                    keys::REASON => Key::Reason,
-                    keys::RETRY_AFTER_MS => Key::RetryAfterMs,
-                    keys::VIOLATIONS => Key::Violations,
-                    keys::TOOL => Key::Tool,
-                    keys::ESCALATION => Key::Escalation,
-                    _ => Key::Other,
-                })
-            }
-        }
-        deserializer.deserialize_identifier(KeyVisitor)
-    }
-}
-
-struct EnvelopeVisitor;
-
-impl<'de> de::Visitor<'de> for EnvelopeVisitor {
-    type Value = ErrorEnvelope;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(
-            "an error envelope: an object with isError, errorCategory, isRetryable and message",
-        )
-    }
-
-    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<ErrorEnvelope, A::Error> {
-        /// Takes the value of `key` into `slot`, once.
-        fn once<'de, A: de::MapAccess<'de>, T: Deserialize<'de>>(
-            map: &mut A,
-            slot: &mut Option<T>,
-            key: &'static str,
-        ) -> Result<(), A::Error> {
-            if slot.is_some() {
-                return Err(de::Error::duplicate_field(key));
-            }
-            *slot = Some(map.next_value()?);
-            Ok(())
-        }
-        let (mut is_error, mut category, mut retryable, mut message) = (None, None, None, None);
-        let (mut attempted_query, mut partial_results, mut alternatives) = (None, None, None);
-        let (mut reason, mut retry_after_ms, mut violations) = (None, None, None);
-        let (mut tool, mut escalation) = (None, None);
-        while let Some(key) = map.next_key::<Key>()? {
-            match key {
-                Key::IsError => once(&mut map, &mut is_error, keys::IS_ERROR)?,
-                Key::Category => once(&mut map, &mut category, keys::ERROR_CATEGORY)?,
-                Key::Retryable => once(&mut map, &mut retryable, keys::IS_RETRYABLE)?,
-                Key::Message => once(&mut map, &mut message, keys::MESSAGE)?,
-                Key::AttemptedQuery => once(&mut map, &mut attempted_query, keys::ATTEMPTED_QUERY)?,
-                Key::PartialResults => once(&mut map, &mut partial_results, keys::PARTIAL_RESULTS)?,
-                Key::Alternatives => once(&mut map, &mut alternatives, keys::ALTERNATIVES)?,
-                Key::Reason => once(&mut map, &mut reason, keys::REASON)?,
-                Key::RetryAfterMs => once(&mut map, &mut retry_after_ms, keys::RETRY_AFTER_MS)?,
-                Key::Violations => once(&mut map, &mut violations, keys::VIOLATIONS)?,
-                Key::Tool => once(&mut map, &mut tool, keys::TOOL)?,
-                Key::Escalation => once(&mut map, &mut escalation, keys::ESCALATION)?,
-                Key::Other => {
-                    map.next_value::<de::IgnoredAny>()?;
-                }
-            }
-        }
-        let missing = de::Error::missing_field;
-        if !is_error.ok_or_else(|| missing(keys::IS_ERROR))? {
-            return Err(de::Error::custom(
-                "`isError` is false: this is a success payload, not an error envelope",
-            ));
-        }
-        let category: ErrorCategory = category.ok_or_else(|| missing(keys::ERROR_CATEGORY))?;
-        let mut envelope = ErrorEnvelope::new(category, String::new());
-        let fields = &mut *envelope.fields;
-        fields.retryable = retryable.ok_or_else(|| missing(keys::IS_RETRYABLE))?;
-        fields.message = message.ok_or_else(|| missing(keys::MESSAGE))?;
-        // `null` reads as absent, as a derived reader's `Option` does.
-        fields.attempted_query = attempted_query.flatten();
-        fields.partial_results = partial_results.flatten();
-        fields.alternatives = alternatives.flatten().unwrap_or_default();
-        fields.retry_after = retry_after_ms.flatten().map(Duration::from_millis);
-        fields.violations = violations.flatten().unwrap_or_default();
-        fields.tool = tool.flatten().map(Cow::Owned);
-        fields.escalated = escalation
-            .flatten()
-            .map(|escalation: Value| Box::new(Escalated::read(&escalation)));
-        envelope.set_reason(reason.flatten().map(Cow::Owned));
-        Ok(envelope)
     }
 }
 

@@ -5,6 +5,42 @@
 //! either lets the call through or blocks it. A blocked call never runs the
 //! tool: it fails with a `business` envelope whose message and alternatives
 //! come from the guard, and escalates as "blocked by a guard".
+//!
+//! Guards fail closed: [`ToolCall::require`] reads an argument or blocks the
+//! call, a guard that panics blocks it, and a call whose arguments JSON
+//! cannot carry (a NaN, an infinity) is refused before the guard could
+//! misread it. [`Guards`] holds guards for a set of tools (a
+//! [`ToolSet`](crate::mcp::ToolSet), a client): for every tool, or for one by
+//! name.
+//!
+//! ```
+//! use tool_envelope::guard::{Blocked, ToolCall};
+//! use tool_envelope::{tool, ErrorCategory, ErrorEnvelope};
+//!
+//! /// Refunds above $500 are routed to a human. An amount it cannot read blocks the call.
+//! fn refund_cap(call: &ToolCall) -> Result<(), Blocked> {
+//!     let amount: f64 = call.require("amount")?;
+//!     if amount > 500.0 {
+//!         return Err(Blocked::new(format!("Refund of ${amount} exceeds the $500 policy cap"))
+//!             .with_alternative("Escalate to a human for approval"));
+//!     }
+//!     Ok(())
+//! }
+//!
+//! /// Refund an order.
+//! #[tool(destructive, guard = refund_cap)]
+//! fn process_refund(order: String, amount: f64) -> Result<String, ErrorEnvelope> {
+//!     Ok(format!("refunded ${amount} on {order}"))
+//! }
+//!
+//! assert!(process_refund("O-78".into(), 300.0).is_ok());
+//! let blocked = process_refund("O-77".into(), 620.0).unwrap_err();
+//! assert_eq!(blocked.category(), ErrorCategory::Business);
+//! assert_eq!(blocked.alternatives(), ["Escalate to a human for approval"]);
+//! // JSON cannot carry an infinity: the guard is never asked, the refund never runs.
+//! let refused = process_refund("O-79".into(), f64::INFINITY).unwrap_err();
+//! assert_eq!(refused.category(), ErrorCategory::Validation);
+//! ```
 
 use std::borrow::Cow;
 use std::fmt;
@@ -55,6 +91,11 @@ impl<'a> ToolCall<'a> {
     /// assert!(check(serde_json::json!({"amount": "[redacted]"})).is_err(), "unreadable: blocked");
     /// assert!(check(serde_json::json!({})).is_err(), "missing: blocked");
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// A block, reason `UNREADABLE_ARGUMENT`, when the argument is missing
+    /// or is not a `T`.
     pub fn require<T: DeserializeOwned>(&self, name: &str) -> Result<T, Blocked> {
         let unreadable = |why: &str| {
             Blocked::new(format!(
@@ -111,7 +152,7 @@ impl Blocked {
         self
     }
 
-    /// Sets a machine `reason`, normalized into UPPER_SNAKE_CASE as every
+    /// Sets a machine `reason`, normalized into `UPPER_SNAKE_CASE` as every
     /// reason is ([`crate::reasons`]); `BLOCKED_BY_GUARD` by default, and
     /// when `reason` has no letter to make a code of.
     #[must_use]
@@ -194,6 +235,10 @@ impl ToolError for Blocked {
 )]
 pub trait Guard: Send + Sync {
     /// `Ok` lets the call run; `Err` blocks it.
+    ///
+    /// # Errors
+    ///
+    /// The block, which the caller reads: why, and what to do instead.
     fn check(&self, call: &ToolCall<'_>) -> Result<(), Blocked>;
 }
 
@@ -267,6 +312,10 @@ impl Guards {
     }
 
     /// Runs the guards that apply to `tool`.
+    ///
+    /// # Errors
+    ///
+    /// The first block of a guard that applies.
     pub fn check(&self, tool: &str, arguments: &Map<String, Value>) -> Result<(), Blocked> {
         let call = ToolCall { tool, arguments };
         self.entries

@@ -27,7 +27,7 @@ pub const ATTEMPTED_QUERY: &str = "attempted_query";
 pub const PARTIAL_RESULTS: &str = "partial_results";
 /// Concrete next moves.
 pub const ALTERNATIVES: &str = "alternatives";
-/// A stable machine code in UPPER_SNAKE_CASE.
+/// A stable machine code in `UPPER_SNAKE_CASE`.
 pub const REASON: &str = "reason";
 /// The server's hint for the next attempt, in milliseconds.
 pub const RETRY_AFTER_MS: &str = "retryAfterMs";

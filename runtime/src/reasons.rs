@@ -1,11 +1,11 @@
 //! The `reason` codes this crate writes, and those that change what a
-//! caller does: stable machine codes in UPPER_SNAKE_CASE, as AIP-193's
+//! caller does: stable machine codes in `UPPER_SNAKE_CASE`, as AIP-193's
 //! `ErrorInfo.reason`.
 //!
 //! A reason is one value however it is spelled: wherever one is set — by
 //! [`ErrorEnvelope::with_reason`](crate::ErrorEnvelope::with_reason), a
 //! `ToolError`, a guard, an envelope read from the wire — it is rewritten
-//! into UPPER_SNAKE_CASE there, once (`"human requested"`, `"humanRequested"`,
+//! into `UPPER_SNAKE_CASE` there, once (`"human requested"`, `"humanRequested"`,
 //! `"human-requested "` → `"HUMAN_REQUESTED"`), and every rule reads that form.
 //!
 //! A tool raises [`HUMAN_REQUESTED`] or [`POLICY_GAP`] itself; whatever the
@@ -13,11 +13,27 @@
 //! at once, never retried:
 //!
 //! ```
-//! use tool_envelope::{reasons, ErrorEnvelope};
+//! use tool_envelope::{reasons, retry::RetryPolicy, tool, ErrorEnvelope, EscalationReason};
 //!
-//! let envelope = ErrorEnvelope::business("The customer asked for a human agent")
-//!     .with_reason(reasons::HUMAN_REQUESTED);
-//! # let _ = envelope;
+//! /// One turn of a support chat.
+//! #[tool(read_only)]
+//! fn chat_turn(message: String) -> Result<String, ErrorEnvelope> {
+//!     if message.contains("human") {
+//!         return Err(ErrorEnvelope::business("The customer asked for a human agent")
+//!             .with_reason(reasons::HUMAN_REQUESTED)
+//!             .with_alternative("Hand the conversation to the support queue"));
+//!     }
+//!     Err(ErrorEnvelope::business("No policy covers a refund for a gift card")
+//!         .with_reason(reasons::POLICY_GAP))
+//! }
+//!
+//! let policy = RetryPolicy::default();
+//! let outcome = policy.retry_blocking(|| chat_turn("get me a human".into()));
+//! assert_eq!(outcome.result.unwrap_err().reason, EscalationReason::HumanRequested);
+//! assert_eq!(outcome.stats.attempts, 1);
+//!
+//! let outcome = policy.retry_blocking(|| chat_turn("refund my gift card".into()));
+//! assert_eq!(outcome.result.unwrap_err().reason, EscalationReason::PolicyGap);
 //! ```
 
 use std::borrow::Cow;
@@ -78,7 +94,7 @@ pub(crate) fn never_retried(reason: Option<&str>) -> bool {
     matches!(reason, Some(HUMAN_REQUESTED | POLICY_GAP))
 }
 
-/// `reason` in UPPER_SNAKE_CASE, the one form every rule reads: itself
+/// `reason` in `UPPER_SNAKE_CASE`, the one form every rule reads: itself
 /// when it already is (borrowed, as the constants here are), else
 /// rewritten — `"rateLimited"`, `"rate-limited"`, `" rate limited! "` →
 /// `"RATE_LIMITED"`, `"TimedOut"` → `"TIMED_OUT"`. Leading characters that

@@ -31,7 +31,7 @@ pub(super) struct Case<'a> {
 }
 
 impl Case<'_> {
-    /// How the case is named in an error: `variant `Timeout``, `this struct`.
+    /// How the case is named in an error: ``variant `Timeout` ``, `this struct`.
     pub(super) fn what(&self) -> String {
         match self.variant {
             Some(ident) => format!("variant `{ident}`"),

@@ -42,7 +42,7 @@ pub(super) fn parse_case_key(
         category if CATEGORIES.contains(&category) => {
             match &case.category {
                 Some((first, _)) if first == category => {
-                    cx.error_spanned_by(&meta.path, format!("`{category}` is given twice"))
+                    cx.error_spanned_by(&meta.path, format!("`{category}` is given twice"));
                 }
                 Some((first, _)) => cx.error_spanned_by(
                     &meta.path,

@@ -258,7 +258,7 @@ pub(super) fn expand(input: &DeriveInput, cases: &[Case]) -> TokenStream {
         let retryable = case.retryable.unwrap_or(name == "transient");
         let reason = case.reason.as_ref().map(|lit| quote!(.with_reason(#lit)));
         let message = case.message.as_ref().map(|text| quote!(.with_message(#text)));
-        let alternatives = case.alternatives.iter().map(|template| template.text());
+        let alternatives = case.alternatives.iter().map(super::super::fmt::Template::text);
         quote! {
             modes.push(
                 ::tool_envelope::__private::FailureMode::new(#category)

@@ -50,7 +50,7 @@ impl EscalationReason {
         EscalationReason::PolicyGap,
     ];
 
-    /// The snake_case wire name (`"retries_exhausted"`).
+    /// The `snake_case` wire name (`"retries_exhausted"`).
     pub const fn as_str(self) -> &'static str {
         match self {
             EscalationReason::NonRetryable => "non_retryable",

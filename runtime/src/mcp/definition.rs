@@ -292,10 +292,11 @@ mod tests {
 
     #[test]
     fn objects_are_not_wrapped_and_the_rest_is() {
-        let (schema, wrap) = output_schema(|g| g.subschema_for::<crate::Found<u32>>());
+        let (schema, wrap) =
+            output_schema(schemars::SchemaGenerator::subschema_for::<crate::Found<u32>>);
         assert!(!wrap);
         assert_eq!(schema["type"], "object");
-        let (schema, wrap) = output_schema(|g| g.subschema_for::<Vec<String>>());
+        let (schema, wrap) = output_schema(schemars::SchemaGenerator::subschema_for::<Vec<String>>);
         assert!(wrap);
         assert_eq!(schema["anyOf"][0]["required"], json!(["result"]));
         assert_eq!(schema["anyOf"][1]["title"], "ErrorEnvelope");

@@ -13,6 +13,107 @@
 //!
 //! With the `client` feature, [`client::McpClient`] calls the tools of any MCP
 //! server like local tools.
+//!
+//! # The definition
+//!
+//! The name is checked at compile time against `^[A-Za-z0-9_.-]{1,64}$`; the
+//! doc comment is the `description`; the `inputSchema` (JSON Schema 2020-12)
+//! is generated with schemars from the parameters — a parameter's doc comment
+//! is its description, `Option`s are optional, skipped, `Partial` and
+//! `ToolContext` parameters never appear; the `outputSchema` comes from the
+//! success type when it implements `JsonSchema`, and admits the error
+//! envelope too, so that a client that validates `structuredContent` even on
+//! errors never rejects one; the annotations are `read_only`,
+//! `destructive`, `idempotent`, `open_world`. Beyond any MCP SDK, the
+//! definition says in advance how the tool can fail: with
+//! `#[derive(ToolError)]`, its categories, reasons and alternatives are in
+//! the tool's `_meta` ([`FAILURE_MODES_META_KEY`]), and
+//! `#[tool(describe_failures)]` adds a one-line summary to the description.
+//!
+//! # A tool set
+//!
+//! Guards ([`ToolSet::guards`]) run once the arguments decoded, and a retry
+//! policy ([`ToolSet::retry`]) recovers transient faults inside the server;
+//! what cannot be recovered comes back as an escalation. Calls through the
+//! set take `attempted_query` from the JSON arguments as received — the
+//! typed arguments are never serialized again — with every secret masked at
+//! any depth and the value of every key the tool does not declare masked
+//! (the key is shown, so the violation can name it).
+//! [`ToolSet::mask_internal_errors`] hides what an internal error may say.
+//! A synchronous tool runs on the server's async runtime thread: keep it
+//! short, or write it as an `async fn` that awaits its I/O.
+//!
+//! A server of your own can take the set's tools as an rmcp router
+//! ([`ToolSet::router`], merged with `#[tool_router]`'s: see
+//! `examples/composed.rs`), or delegate: a `ToolSet` is a `ServerHandler`,
+//! so a hand-written `call_tool` or `list_tools` can call the set's own.
+//! `examples/full_server.rs` adds prompts, resources and completion, and
+//! passes every scenario of the MCP conformance suite.
+//!
+//! # The request context
+//!
+//! A tool may take a [`ToolContext`] parameter: never captured, never in the
+//! `inputSchema`; a caller in Rust passes [`ToolContext::detached`], which
+//! sends nothing. Through it the tool reports progress (when the client sent
+//! a `progressToken`; values only go forward), sends log messages (under the
+//! client's `logging/setLevel`, `info` until it sets one), observes
+//! cancellation, and reaches the client for sampling and elicitation
+//! (`peer`). A cancelled call is stopped at its next `.await`, no retry
+//! follows, and nothing more is sent for it. While [`ToolSet::retry`]
+//! recovers locally, a client that asked for progress gets one notification
+//! per retry: `attempt 1 of 3 failed (transient, RATE_LIMITED); retrying in
+//! 250 ms`.
+//!
+//! # Rich results
+//!
+//! A success may be [`Contents`]: text, images, audio, embedded resources and
+//! resource links in any mix, with `_meta` and optional structured content.
+//! Failures stay envelopes.
+//!
+//! ```
+//! use tool_envelope::{tool, ErrorEnvelope, mcp::Contents};
+//!
+//! /// Render a customer's order history as a chart.
+//! #[tool(read_only)]
+//! fn order_chart(customer_id: String) -> Result<Contents, ErrorEnvelope> {
+//!     let png: Vec<u8> = vec![0x89, b'P', b'N', b'G'];
+//!     Ok(Contents::new()
+//!         .text(format!("Orders of {customer_id}, by month"))
+//!         .image(png, "image/png")
+//!         .resource_link(format!("orders://{customer_id}/history"), "history"))
+//! }
+//! # let _ = order_chart;
+//! ```
+//!
+//! # Over HTTP, and N replicas
+//!
+//! [`HttpOptions`] serves Streamable HTTP at `/mcp` (`serve`), or gives the
+//! service to mount in an axum router (`service`), for a tool set or any
+//! rmcp server. The defaults suit a developer's machine: sessions in memory,
+//! only loopback `Host` headers (a defence against DNS rebinding), rmcp's
+//! body limit. `allowed_hosts` *replaces* the loopback names: list them too
+//! if a local health check calls the service. To run N replicas behind a
+//! load balancer:
+//!
+//! - serve `HttpOptions::new().stateless()`: no session, so any replica
+//!   answers any request, and round-robin works;
+//! - list the names clients reach the service by with `allowed_hosts` (or
+//!   pass the proxy's `Host` through and list that), and browser origins
+//!   with `allowed_origins` (scheme, host and port, compared in full); cap
+//!   bodies with `max_body_bytes`;
+//! - in the proxy, turn buffering off (`proxy_buffering off;`) so that
+//!   progress and log messages stream, and raise the read timeout above your
+//!   longest call. nginx passes a request whose connection a dead replica
+//!   refused on to the next one (`proxy_next_upstream error`, its default),
+//!   which is safe: nothing was sent. A request in flight when a replica
+//!   dies comes back as a 502, which this crate's client treats as
+//!   `transient` and retries only when the tool is safe to repeat.
+//!
+//! Stateless, a tool cannot make requests of the client (sampling,
+//! elicitation) and `logging/setLevel` lasts one request. A deployment that
+//! needs those keeps sessions and routes each client to one replica (a
+//! consistent hash on a header the client sets; not on `Mcp-Session-Id`,
+//! which `initialize` does not carry).
 
 pub(crate) mod checks;
 #[cfg(feature = "client")]

@@ -3,6 +3,8 @@
 //! the state a served call keeps across attempts, and the autoref probes.
 //! None of it is API: the generated code reaches it through [`api`], which
 //! the crate's root re-exports as the hidden `__private`.
+// Not API: the `# Errors` of these functions are the generated code's concern.
+#![allow(clippy::missing_errors_doc)]
 
 pub mod api;
 pub(crate) mod arguments;

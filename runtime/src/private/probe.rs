@@ -35,7 +35,7 @@ pub trait ViaSchema {
 
 impl<T: schemars::JsonSchema> ViaSchema for SchemaProbe<T> {
     fn output_schema(&self) -> Option<SchemaFn> {
-        Some(|generator| generator.subschema_for::<T>())
+        Some(schemars::SchemaGenerator::subschema_for::<T>)
     }
 }
 

@@ -3,6 +3,75 @@
 //! A transient fault is retried where it happened, with bounded attempts and
 //! backoff, so that the caller never sees a blip; anything that cannot be
 //! recovered ends the loop as an [`Escalation`] carrying its context.
+//!
+//! A [`RetryPolicy`] is built once and reused. The stop signal is the
+//! envelope: a success returns at once, `isRetryable: false` stops at once
+//! (the tool runs exactly once), a valid empty result is a success and is
+//! never retried. The attempt cap (3 by default) is a backstop. Whatever
+//! cannot be recovered ends as an [`Escalation`] — an envelope with an
+//! `escalation` object: the reason, the attempts, the elapsed time —
+//! carrying every partial result gathered across the attempts.
+//!
+//! ```
+//! use std::time::Duration;
+//! use tool_envelope::retry::{RetryBudget, RetryPolicy};
+//! use tool_envelope::{tool, ErrorEnvelope, EscalationReason, Partial};
+//!
+//! /// Fetch ten sources; the provider gives out after six.
+//! #[tool(read_only)]
+//! async fn research(topic: String, sources: Partial<String>) -> Result<Vec<String>, ErrorEnvelope> {
+//!     for i in sources.len()..10 {
+//!         if i == 6 {
+//!             return Err(ErrorEnvelope::transient("Provider rate-limited after 6 sources"));
+//!         }
+//!         sources.push(format!("{topic}: source {}", i + 1));
+//!     }
+//!     Ok(sources.to_vec())
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let budget = RetryBudget::new(100.0); // shared by every loop of the workflow
+//! let policy = RetryPolicy::default()
+//!     .max_attempts(3)
+//!     .exponential(Duration::from_millis(100), Duration::from_secs(2))
+//!     .deadline(Duration::from_secs(10))
+//!     .budget(&budget);
+//!
+//! let sources = Partial::new(); // handed to every attempt: each resumes where the last stopped
+//! let outcome = policy.retry(|| research("EU AI Act".into(), sources.clone())).await;
+//!
+//! let escalation = outcome.result.unwrap_err();
+//! assert_eq!(escalation.reason, EscalationReason::RetriesExhausted);
+//! assert_eq!(escalation.envelope.partial_count(), 6); // nothing gathered is lost
+//! assert_eq!(outcome.stats.attempts, 3);
+//! # }
+//! ```
+//!
+//! - **Backoff**: exponential with full jitter by default, constant, or any
+//!   `IntoIterator<Item = Duration>` ([`Backoff::from_iter`]). Jitter never
+//!   pushes a delay past the maximum. A `retryAfterMs` hint replaces the
+//!   delay, clamped to `max_retry_after`.
+//! - **Deadline** spanning all attempts: a delay that would cross it is not
+//!   slept, and an async attempt still running at the deadline is dropped.
+//! - **No progress**: `stop_after_no_progress(n)` ends the loop after `n`
+//!   consecutive attempts that gathered nothing new.
+//! - **Retry budget**: a token bucket shared by many loops (gRPC retry
+//!   throttling): when a dependency is down, retries across the workflow
+//!   stop. Non-retryable failures never drain it.
+//! - **Statistics** on every outcome: attempts, time slept, and each failed
+//!   attempt's category, message and chosen delay. `on_event` hooks every
+//!   decision; the `tracing` feature emits an event per retry and per
+//!   escalation.
+//! - `retry` runs on tokio (its paused clock makes tests exact), `retry_with`
+//!   takes any [`Sleeper`], and `retry_blocking` needs no runtime at all.
+//! - Extreme settings saturate: a huge budget never runs out, a delay of
+//!   `Duration::MAX` under a deadline escalates `deadline_exceeded`.
+//!
+//! Escalation reasons are objective: non-retryable error, retries exhausted,
+//! deadline exceeded, no progress, retry budget exhausted, blocked by a
+//! guard, explicit human request, policy gap. Nothing escalates on sentiment
+//! or a self-reported confidence.
 
 mod attempts;
 mod backoff;
@@ -42,6 +111,10 @@ pub struct Outcome<T> {
 
 impl<T> Outcome<T> {
     /// The value or the escalation, without the statistics.
+    ///
+    /// # Errors
+    ///
+    /// The escalation, when the loop gave up.
     pub fn into_result(self) -> Result<T, Escalation> {
         self.result
     }

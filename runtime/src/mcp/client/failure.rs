@@ -124,11 +124,11 @@ pub(crate) fn classify_initialize(error: &ClientInitializeError) -> ErrorEnvelop
         } => unsupported_version(
             &client_supported
                 .iter()
-                .map(|version| version.to_string())
+                .map(std::string::ToString::to_string)
                 .collect::<Vec<_>>(),
             &server_supported
                 .iter()
-                .map(|version| version.to_string())
+                .map(std::string::ToString::to_string)
                 .collect::<Vec<_>>(),
         ),
         ClientInitializeError::TransportError { error, .. } => transport(error, true),

@@ -44,7 +44,7 @@ use connection::{Endpoint, Link, Options};
 /// | what came back | the envelope |
 /// |---|---|
 /// | `isError` with an envelope (`structuredContent`, or a JSON text block) | the server's envelope |
-/// | `isError` with the argument error of a common SDK (TypeScript v1 and v2, the Python SDK, FastMCP) | `validation`, reason `INVALID_ARGUMENTS`, a violation per field named |
+/// | `isError` with the argument error of a common SDK (TypeScript v1 and v2, the Python SDK, `FastMCP`) | `validation`, reason `INVALID_ARGUMENTS`, a violation per field named |
 /// | `isError` with other plain text | `other`, not retryable, the text as its message |
 /// | JSON-RPC `-32602` (unknown tool, bad params) | `validation` |
 /// | a handshake refused for its protocol version (`-32022`) | `other`, not retryable, reason `UNSUPPORTED_PROTOCOL_VERSION` |

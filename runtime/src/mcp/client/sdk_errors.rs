@@ -10,8 +10,8 @@
 //! | TypeScript v1, unknown tool | `MCP error -32602: Tool T not found` (or `disabled`) |
 //! | TypeScript v2 (`@modelcontextprotocol/server`) | `Input validation error: Invalid arguments for tool T: <path>: <message>, <path>: <message>` |
 //! | Python SDK (`MCPServer`) | `Error executing tool T: N validation errors for TArguments`, then pydantic's blocks |
-//! | FastMCP | `N validation errors for call[T]`, then pydantic's blocks |
-//! | Python SDK, FastMCP, unknown tool | `Unknown tool: T` (FastMCP quotes it: `'T'`) |
+//! | `FastMCP` | `N validation errors for call[T]`, then pydantic's blocks |
+//! | Python SDK, `FastMCP`, unknown tool | `Unknown tool: T` (`FastMCP` quotes it: `'T'`) |
 //!
 //! Any other `MCP error -32602: …` text is `validation` too, as the same
 //! code sent as a JSON-RPC error is. Field paths are written as this crate
@@ -142,7 +142,7 @@ fn comma_issues(text: &str) -> Vec<Violation> {
 
 /// pydantic's `ValidationError` text for the arguments of `name`: its
 /// header names the model the SDK built for them (`nameArguments` in the
-/// Python SDK, `call[name]` in FastMCP), then one block per error — the
+/// Python SDK, `call[name]` in `FastMCP`), then one block per error — the
 /// field's location, then the message, indented.
 fn pydantic_errors(text: &str, name: &str) -> Option<Vec<Violation>> {
     let mut lines = text.lines();

@@ -56,7 +56,10 @@ impl RemoteTool {
         let input_schema = (*tool.input_schema).clone();
         RemoteTool {
             name: tool.name.to_string(),
-            description: tool.description.as_ref().map(|text| text.to_string()),
+            description: tool
+                .description
+                .as_ref()
+                .map(std::string::ToString::to_string),
             annotations: ToolHints {
                 read_only_hint: hint(|a| a.read_only_hint, false),
                 destructive_hint: hint(|a| a.destructive_hint, true),

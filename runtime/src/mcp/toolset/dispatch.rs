@@ -45,6 +45,11 @@ impl ToolSet {
     /// - a panic anywhere in the call: an `other` envelope that keeps the
     ///   arguments and the partial results gathered;
     /// - an unknown tool: `Err`, a JSON-RPC `-32602` protocol error.
+    ///
+    /// # Errors
+    ///
+    /// A protocol error for an unknown tool; every failure of a tool is a
+    /// reply.
     pub async fn call(&self, name: &str, arguments: Value) -> Result<ToolReply, ProtocolError> {
         self.call_with(name, arguments, ToolContext::detached())
             .await
@@ -56,6 +61,11 @@ impl ToolSet {
     /// `.await` — no retry follows, and the answer is `Err`, a
     /// [`ProtocolError::REQUEST_CANCELLED`] that is never sent (a cancelled
     /// MCP request gets no reply).
+    ///
+    /// # Errors
+    ///
+    /// As [`call`](Self::call), and [`ProtocolError::REQUEST_CANCELLED`]
+    /// once the request is cancelled.
     pub async fn call_with(
         &self,
         name: &str,

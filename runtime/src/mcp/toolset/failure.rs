@@ -82,7 +82,7 @@ impl Failure {
     fn escalated(self) -> Self {
         match self {
             Failure::Envelope(envelope) => Failure::Escalated(Escalation::from_envelope(envelope)),
-            escalated => escalated,
+            escalated @ Failure::Escalated(_) => escalated,
         }
     }
 

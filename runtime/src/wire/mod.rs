@@ -12,11 +12,13 @@
 //!   its JSON text, and a `null` one is left out;
 //! - `partial_results` that are neither an array nor an object are sent as a
 //!   one-item array (`null` as `[]`);
-//! - a `reason` is UPPER_SNAKE_CASE already: it was normalized where it was
+//! - a `reason` is `UPPER_SNAKE_CASE` already: it was normalized where it was
 //!   set ([`crate::reasons`]); one longer than the text limit is cut;
 //! - an `attempted_query` or `partial_results` nested deeper than
 //!   [`MAX_DEPTH`](crate::json::depth::MAX_DEPTH) is sent as a marker saying so;
 //! - everything that grows is trimmed to its limit with a marker.
+
+mod read;
 
 use std::borrow::Cow;
 

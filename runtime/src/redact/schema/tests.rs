@@ -1,0 +1,177 @@
+//! Tests of `schema`.
+
+use super::*;
+use serde_json::json;
+
+fn schema(value: Value) -> Map<String, Value> {
+    value.as_object().unwrap().clone()
+}
+
+/// `config: Config { upstream: Option<Upstream { auth: Option<Auth {
+/// basic: Option<Basic { user, password: Secret<String> }> }> }> }`, as
+/// schemars writes it.
+fn nested_config() -> Map<String, Value> {
+    schema(json!({
+        "type": "object",
+        "properties": {
+            "config": {"$ref": "#/$defs/Config"},
+            "dept": {"type": "string"}
+        },
+        "$defs": {
+            "Config": {"type": "object", "properties": {"upstream": {"anyOf": [{"$ref": "#/$defs/Upstream"}, {"type": "null"}]}}},
+            "Upstream": {"type": "object", "properties": {"auth": {"anyOf": [{"$ref": "#/$defs/Auth"}, {"type": "null"}]}}},
+            "Auth": {"type": "object", "properties": {"basic": {"anyOf": [{"$ref": "#/$defs/Basic"}, {"type": "null"}]}}},
+            "Basic": {"type": "object", "properties": {
+                "user": {"type": "string"},
+                "password": {"type": "string", "writeOnly": true}
+            }}
+        }
+    }))
+}
+
+#[test]
+fn a_secret_four_options_deep_is_masked() {
+    let secrets = SecretPaths::from_schema(&nested_config(), &[]);
+    let arguments = json!({
+        "dept": "ENG",
+        "config": {"upstream": {"auth": {"basic": {"user": "ops", "password": "hunter2"}}}}
+    });
+    let masked = secrets.mask(arguments.as_object().unwrap());
+    assert_eq!(
+        Value::Object(masked.into_owned()),
+        json!({
+            "dept": "ENG",
+            "config": {"upstream": {"auth": {"basic": {"user": "ops", "password": "[redacted]"}}}}
+        })
+    );
+    assert!(matches!(secrets.param("config"), Some(Some(_))));
+    assert!(matches!(secrets.param("dept"), Some(None)));
+}
+
+#[test]
+fn a_secret_of_the_wrong_type_is_masked_too() {
+    let secrets = SecretPaths::from_schema(&nested_config(), &[]);
+    let arguments =
+        json!({"config": {"upstream": {"auth": {"basic": {"password": {"nested": "hunter2"}}}}}});
+    let masked = Value::Object(secrets.mask(arguments.as_object().unwrap()).into_owned());
+    assert!(!masked.to_string().contains("hunter2"), "{masked}");
+    assert!(secrets.may_hold_secret("config", &steps("upstream.auth.basic.password")));
+    assert!(secrets.may_hold_secret("config", &steps("/upstream/auth")));
+    assert!(!secrets.may_hold_secret("config", &steps("upstream.auth.basic.user")));
+    assert!(!secrets.may_hold_secret("dept", &[]));
+    assert!(secrets.may_hold_secret("apiKey", &[]), "undeclared");
+}
+
+#[test]
+fn undeclared_keys_are_never_shown() {
+    let secrets = SecretPaths::from_schema(&nested_config(), &[]);
+    let arguments = json!({"dept": "ENG", "apiKey": "hunter2"});
+    let masked = secrets.mask(arguments.as_object().unwrap());
+    assert_eq!(
+        Value::Object(masked.into_owned()),
+        json!({"dept": "ENG", "apiKey": "[redacted]"})
+    );
+    let clean = json!({"dept": "ENG"});
+    assert!(matches!(
+        secrets.mask(clean.as_object().unwrap()),
+        Cow::Borrowed(_)
+    ));
+}
+
+#[test]
+fn maps_lists_enums_and_recursive_types() {
+    let schema = schema(json!({
+        "type": "object",
+        "properties": {
+            "keys": {"type": "object", "additionalProperties": {"type": "string", "writeOnly": true}},
+            "tokens": {"type": "array", "items": {"type": "string", "writeOnly": true}},
+            "login": {"oneOf": [
+                {"type": "object", "properties": {"Password": {"type": "string", "writeOnly": true}}},
+                {"type": "object", "properties": {"Anonymous": {"type": "null"}}}
+            ]},
+            "tree": {"$ref": "#/$defs/Tree"},
+            "named": {"type": "string"}
+        },
+        "$defs": {
+            "Tree": {"type": "object", "properties": {
+                "secret": {"type": "string", "writeOnly": true},
+                "children": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}
+            }}
+        }
+    }));
+    let secrets = SecretPaths::from_schema(&schema, &["named"]);
+    let arguments = json!({
+        "keys": {"a": "k1", "b": "k2"},
+        "tokens": ["t1", "t2"],
+        "login": {"Password": "p1"},
+        "tree": {"secret": "s1", "children": [{"secret": "s2", "children": [{"secret": "s3"}]}]},
+        "named": "n1"
+    });
+    let masked = Value::Object(secrets.mask(arguments.as_object().unwrap()).into_owned());
+    for secret in ["k1", "k2", "t1", "t2", "p1", "s1", "s2", "s3", "n1"] {
+        assert!(!masked.to_string().contains(secret), "{secret} in {masked}");
+    }
+}
+
+#[test]
+fn every_local_reference_is_followed_and_a_foreign_one_is_a_secret() {
+    // draft-07 `definitions`, a pointer into `properties`, the root.
+    let schema = schema(json!({
+        "type": "object",
+        "properties": {
+            "creds": {"$ref": "#/definitions/Creds"},
+            "backup": {"$ref": "#/properties/creds"},
+            "remote": {"$ref": "https://example.com/schemas/creds.json"},
+            "tree": {"type": "object", "properties": {
+                "key": {"type": "string", "writeOnly": true},
+                "child": {"$ref": "#/properties/tree"}
+            }},
+            "user": {"type": "string"}
+        },
+        "definitions": {"Creds": {"type": "object", "properties": {
+            "password": {"type": "string", "writeOnly": true},
+            "login": {"type": "string"}
+        }}}
+    }));
+    let secrets = SecretPaths::from_schema(&schema, &[]);
+    let arguments = json!({
+        "creds": {"password": "p1", "login": "ops"},
+        "backup": {"password": "p2"},
+        "remote": {"anything": "p3"},
+        "tree": {"key": "p4", "child": {"key": "p5"}},
+        "user": "ada"
+    });
+    let masked = Value::Object(secrets.mask(arguments.as_object().unwrap()).into_owned());
+    assert_eq!(
+        masked,
+        json!({
+            "creds": {"password": "[redacted]", "login": "ops"},
+            "backup": {"password": "[redacted]"},
+            "remote": "[redacted]",
+            "tree": {"key": "[redacted]", "child": {"key": "[redacted]"}},
+            "user": "ada"
+        })
+    );
+}
+
+#[test]
+fn paths_in_both_notations() {
+    assert_eq!(
+        steps("filters.status[2].x"),
+        [
+            Step::Key("filters".into()),
+            Step::Key("status".into()),
+            Step::Index(2),
+            Step::Key("x".into())
+        ]
+    );
+    assert_eq!(
+        steps("/filters/2/a~1b"),
+        [
+            Step::Key("filters".into()),
+            Step::Index(2),
+            Step::Key("a/b".into())
+        ]
+    );
+    assert!(steps("").is_empty());
+}
