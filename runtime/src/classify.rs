@@ -154,9 +154,9 @@ fn foreign(mut envelope: ErrorEnvelope) -> ErrorEnvelope {
 pub fn envelope_of<E: ToolError>(error: E) -> ErrorEnvelope {
     let mut envelope = ErrorEnvelope::new(error.category(), error.to_string())
         .with_retryable(error.is_retryable())
-        .with_not_applied(error.not_applied())
-        .with_alternatives(error.alternatives())
-        .with_violations(error.violations());
+        .with_not_applied(error.not_applied());
+    envelope.set_alternatives(error.alternatives());
+    envelope.set_violations(error.violations());
     envelope.set_reason(error.reason());
     envelope.set_retry_after(error.retry_after());
     envelope.set_partial_results(error.partial_results());

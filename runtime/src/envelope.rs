@@ -497,6 +497,16 @@ impl ErrorEnvelope {
         self.fields.partial_results = partial;
     }
 
+    /// Sets the alternatives, in place of any (moved in, not copied).
+    pub(crate) fn set_alternatives(&mut self, alternatives: Vec<String>) {
+        self.fields.alternatives = alternatives;
+    }
+
+    /// Sets the violations, in place of any (moved in, not copied).
+    pub(crate) fn set_violations(&mut self, violations: Vec<Violation>) {
+        self.fields.violations = violations;
+    }
+
     /// Sets `retryAfterMs`, or takes it away.
     pub(crate) fn set_retry_after(&mut self, delay: Option<Duration>) {
         self.fields.retry_after = delay;

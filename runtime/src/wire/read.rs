@@ -137,9 +137,9 @@ impl<'de> de::Visitor<'de> for EnvelopeVisitor {
         let category = category.ok_or_else(|| missing(keys::ERROR_CATEGORY))?;
         let message = message.ok_or_else(|| missing(keys::MESSAGE))?;
         let mut envelope = ErrorEnvelope::new(category, message)
-            .with_retryable(retryable.ok_or_else(|| missing(keys::IS_RETRYABLE))?)
-            .with_alternatives(alternatives.flatten().unwrap_or_default())
-            .with_violations(violations.flatten().unwrap_or_default());
+            .with_retryable(retryable.ok_or_else(|| missing(keys::IS_RETRYABLE))?);
+        envelope.set_alternatives(alternatives.flatten().unwrap_or_default());
+        envelope.set_violations(violations.flatten().unwrap_or_default());
         envelope.set_attempted_query(attempted_query.flatten());
         envelope.set_partial_results(partial_results.flatten());
         envelope.set_retry_after(retry_after_ms.flatten().map(Duration::from_millis));

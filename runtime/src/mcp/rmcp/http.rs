@@ -58,7 +58,8 @@ impl HttpOptions {
     }
 
     /// The `Host` names (`example.com`) or authorities (`example.com:8443`)
-    /// requests may carry, instead of loopback only.
+    /// requests may carry, *instead of* loopback: a local health check that
+    /// calls `localhost` gets 403 unless `localhost` is listed too.
     #[must_use]
     pub fn allowed_hosts(mut self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.config = self.config.with_allowed_hosts(hosts);
