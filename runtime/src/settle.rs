@@ -65,11 +65,14 @@ pub(crate) struct Facts {
 /// Settles `envelope`, the failure of the call `facts` describes: see the
 /// module's documentation. `query` is the call's arguments; `gathered` what
 /// its `Partial` collector holds, read only if the envelope needs it.
+///
+/// Not generic, so that its code is generated once for every tool, not
+/// once per tool.
 pub(crate) fn settle(
     mut envelope: ErrorEnvelope,
     facts: &Facts,
     query: Query<'_>,
-    gathered: impl FnOnce() -> Option<Value>,
+    gathered: &dyn Fn() -> Option<Value>,
 ) -> ErrorEnvelope {
     let passed_on = facts.source == Source::Local && envelope.tool().is_some();
     if !passed_on {

@@ -175,7 +175,7 @@ impl Decoder<'_> {
         };
         judged.map_err(|envelope| {
             let query = self.context.query(self.arguments);
-            settle(envelope, &self.tool.facts(), query, || None)
+            settle(envelope, &self.tool.facts(), query, &|| None)
         })
     }
 }
@@ -195,7 +195,7 @@ pub(crate) fn invalid_arguments(
         .with_alternative("Correct the arguments to match the tool's inputSchema and call again")
         .with_violations(violations);
     envelope.set_refused(Refusal::Unusable);
-    settle(envelope, &tool.facts(), query, || None)
+    settle(envelope, &tool.facts(), query, &|| None)
 }
 
 /// What a served tool's success is sent as: its JSON, or content blocks.

@@ -229,7 +229,7 @@ pub fn check_guard<'q, G: Guard + ?Sized>(
         && !capture.unrepresentable().is_empty()
     {
         let envelope = unrepresentable(&tool.name, capture.unrepresentable().to_vec());
-        return Err(settle(envelope, &tool.facts(), query, || None));
+        return Err(settle(envelope, &tool.facts(), query, &|| None));
     }
     let judged = {
         // A guard sees what `attempted_query` shows: secrets masked.
@@ -248,7 +248,7 @@ pub fn check_guard<'q, G: Guard + ?Sized>(
     };
     match judged {
         Ok(()) => Ok(query),
-        Err(envelope) => Err(settle(envelope, &tool.facts(), query, || None)),
+        Err(envelope) => Err(settle(envelope, &tool.facts(), query, &|| None)),
     }
 }
 
@@ -440,7 +440,7 @@ fn expired<P: PartialSource>(
     }
     let (tool, query, partial) = rest.take()?;
     let envelope = timed_out(&tool.name, limit);
-    Some(settle(envelope, &tool.facts(), query, || {
+    Some(settle(envelope, &tool.facts(), query, &|| {
         partial.partial_json()
     }))
 }
@@ -472,7 +472,7 @@ fn finish<T, E: ToolError>(
         Ok(Err(error)) => caught_envelope(error),
         Err(panic) => panicked(&tool.name, panic.as_ref()),
     };
-    Err(settle(envelope, &tool.facts(), query, || {
+    Err(settle(envelope, &tool.facts(), query, &|| {
         partial.partial_json()
     }))
 }

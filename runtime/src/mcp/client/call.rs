@@ -105,5 +105,5 @@ pub(crate) fn finish(
     static UNKNOWN: SecretPaths = SecretPaths::OPEN;
     let secrets = tool.map_or(&UNKNOWN, RemoteTool::secrets);
     let query = Query::Arguments(arguments, ArgumentMask::new(secrets, &[]));
-    settle(envelope, &facts, query, || None)
+    settle(envelope, &facts, query, &|| None)
 }

@@ -241,7 +241,7 @@ fn settle_here(
         return envelope;
     }
     let query = state.query(arguments);
-    settle(envelope, &entry.info.facts(), query, || state.gathered())
+    settle(envelope, &entry.info.facts(), query, &|| state.gathered())
 }
 
 /// The envelope of a result too large to send: not retryable — the same call
@@ -255,7 +255,7 @@ fn too_large(entry: &Entry, size: usize, cap: usize, query: Query<'_>) -> ErrorE
     .with_alternative(
         "Call again with narrower arguments: tighter filters, a lower limit, a smaller page",
     );
-    settle(envelope, &entry.info.facts(), query, || None)
+    settle(envelope, &entry.info.facts(), query, &|| None)
 }
 
 /// The validation envelope of arguments nested too deep: each offending
