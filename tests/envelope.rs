@@ -259,3 +259,102 @@ fn envelopes_made_from_errors_validate() {
     assert!(validator().is_valid(&value), "{value}");
     assert_eq!(value["reason"], "TIMED_OUT");
 }
+
+/// The derive checks a `reason`'s spelling at compile time, with a check of
+/// its own (a proc-macro crate cannot call the runtime). Its table of
+/// spellings is read here and held to what the runtime does: a code is what
+/// `with_reason` keeps as it is; anything else it rewrites or drops.
+#[test]
+fn the_derive_and_the_runtime_agree_on_what_a_reason_code_is() {
+    let source = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("macros/src/tool_error/attr.rs"),
+    )
+    .unwrap();
+    let table = &source[source.find("const SPELLINGS").expect("the derive's table")..];
+    let table = &table[..table.find("];").unwrap()];
+    let mut checked = 0;
+    for line in table
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("(\""))
+    {
+        let (spelling, verdict) = line
+            .trim_start_matches("(\"")
+            .trim_end_matches("),")
+            .split_once("\", ")
+            .unwrap();
+        let code = verdict == "true";
+        let kept = ErrorEnvelope::other("x")
+            .with_reason(spelling.to_owned())
+            .reason()
+            == Some(spelling);
+        assert_eq!(kept, code, "{spelling:?}");
+        checked += 1;
+    }
+    assert!(checked >= 10, "the table was read: {checked} spellings");
+}
+
+#[test]
+fn not_applied_and_its_reason_never_disagree() {
+    use tool_envelope::reasons;
+    // Set by the reason, taken back by the flag: the reason goes with it.
+    let envelope = ErrorEnvelope::transient("refused").with_reason(reasons::NOT_APPLIED);
+    assert!(envelope.not_applied());
+    let taken_back = envelope.with_not_applied(false);
+    assert!(!taken_back.not_applied());
+    assert_eq!(taken_back.reason(), None);
+    // Another reason stays.
+    let other = ErrorEnvelope::transient("refused")
+        .with_reason("DB_DOWN")
+        .with_not_applied(false);
+    assert_eq!(other.reason(), Some("DB_DOWN"));
+}
+
+#[test]
+fn a_reason_with_nothing_to_make_a_code_of_is_ignored_everywhere() {
+    use tool_envelope::guard::Blocked;
+    use tool_envelope::mcp::FailureMode;
+    let envelope = ErrorEnvelope::transient("x")
+        .with_reason("DB_DOWN")
+        .with_reason("!!! 42");
+    assert_eq!(envelope.reason(), Some("DB_DOWN"));
+    let blocked = Blocked::new("over the cap")
+        .with_reason("OVER_CAP")
+        .with_reason("!!!");
+    assert_eq!(blocked.into_envelope().reason(), Some("OVER_CAP"));
+    let mode = FailureMode::new(ErrorCategory::Business)
+        .with_reason("OVER_CAP")
+        .with_reason("");
+    assert_eq!(mode.reason.as_deref(), Some("OVER_CAP"));
+}
+
+#[test]
+fn an_optional_key_that_is_not_what_the_format_says_is_read_as_absent() {
+    let envelope: ErrorEnvelope = serde_json::from_value(json!({
+        "isError": true, "errorCategory": "transient", "isRetryable": true,
+        "message": "busy", "retryAfterMs": 1500.0, "alternatives": "x",
+        "violations": [1, 2], "tool": 7, "reason": ["R"]
+    }))
+    .unwrap();
+    assert_eq!(
+        envelope.retry_after(),
+        Some(std::time::Duration::from_millis(1500))
+    );
+    assert!(envelope.alternatives().is_empty());
+    assert!(envelope.violations().is_empty());
+    assert_eq!(envelope.tool(), None);
+    assert_eq!(envelope.reason(), None);
+    // The required keys stay required, and a key given twice is refused.
+    assert!(
+        serde_json::from_value::<ErrorEnvelope>(json!({
+            "isError": true, "errorCategory": "transient", "isRetryable": "yes", "message": "m"
+        }))
+        .is_err()
+    );
+    assert!(
+        serde_json::from_str::<ErrorEnvelope>(
+            r#"{"isError": true, "errorCategory": "other", "isRetryable": false, "message": "a", "message": "b"}"#
+        )
+        .is_err()
+    );
+}

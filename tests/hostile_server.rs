@@ -224,7 +224,121 @@ async fn a_server_that_never_lists_its_tools_costs_one_timeout() {
     assert_eq!(silent.sent("tools/list"), 1);
 }
 
+#[tokio::test]
+async fn a_server_that_never_completes_the_handshake_costs_one_timeout() {
+    let mute = Fake::start(|method, _| match method {
+        "initialize" => Reply::Hang,
+        _ => Reply::Result(Value::Null),
+    })
+    .await;
+    let refused = watchdog(
+        "connect with a 300 ms timeout",
+        McpClient::connect(&mute.url).timeout(Duration::from_millis(300)),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(refused.category(), ErrorCategory::Transient);
+    assert_eq!(refused.reason(), Some(reasons::TIMEOUT));
+    assert!(refused.is_retryable(), "nothing was called");
+    assert_eq!(mute.sent("initialize"), 1);
+}
+
+#[tokio::test]
+async fn a_listing_is_bounded_in_bytes_and_in_the_length_of_its_cursors() {
+    // Every tool 64 KiB of description, 200 a page (12.5 MiB), a new cursor
+    // each page: the client keeps 16 MiB of tools, and asks for no third page.
+    let page = Arc::new(AtomicUsize::new(0));
+    let heavy = Fake::start({
+        let page = Arc::clone(&page);
+        move |method, _| match method {
+            "tools/list" => {
+                let n = page.fetch_add(1, Ordering::SeqCst);
+                let tools: Vec<Value> = tools(&format!("p{n}_"), 200)
+                    .into_iter()
+                    .map(|mut tool| {
+                        tool["description"] = json!("x".repeat(64 * 1024));
+                        tool
+                    })
+                    .collect();
+                Reply::Result(json!({"tools": tools, "nextCursor": format!("page-{n}")}))
+            }
+            _ => Reply::Result(Value::Null),
+        }
+    })
+    .await;
+    let client = watchdog("connect", McpClient::connect(&heavy.url))
+        .await
+        .unwrap();
+    let kept = client.tools().await.unwrap().len();
+    assert!((250..260).contains(&kept), "{kept} tools of 64 KiB kept");
+    assert_eq!(heavy.sent("tools/list"), 2);
+
+    // A cursor of 1 MiB is not sent back.
+    let long = Fake::start(|method, _| match method {
+        "tools/list" => {
+            Reply::Result(json!({"tools": tools("t", 3), "nextCursor": "c".repeat(1 << 20)}))
+        }
+        _ => Reply::Result(Value::Null),
+    })
+    .await;
+    let client = watchdog("connect", McpClient::connect(&long.url))
+        .await
+        .unwrap();
+    assert_eq!(client.tools().await.unwrap().len(), 3);
+    assert_eq!(long.sent("tools/list"), 1);
+}
+
 // ---- what a server can make the client show ----
+
+#[tokio::test]
+async fn a_tool_the_server_did_not_list_shows_none_of_its_arguments() {
+    // `login` is listed; `sign_in` is not, so no schema says where its
+    // secrets are: every value is masked, and every text sent is a secret.
+    let server = Fake::start(|method, params| match method {
+        "tools/list" => Reply::Result(login_tool()),
+        "tools/call" => {
+            let arguments = params["arguments"].clone();
+            envelope_result(json!({
+                "isError": true, "errorCategory": "validation", "isRetryable": false,
+                "message": format!("rejected: {arguments}"),
+                "attempted_query": arguments.to_string()
+            }))
+        }
+        _ => Reply::Result(Value::Null),
+    })
+    .await;
+    let client = McpClient::connect(&server.url).await.unwrap();
+    let failed = client
+        .call(
+            "sign_in",
+            json!({"user": "ops", "password": "hunter2", "apiKey": "sk_live_42"}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        failed.attempted_query(),
+        Some(&json!({"user": "[redacted]", "password": "[redacted]", "apiKey": "[redacted]"}))
+    );
+    assert_no_secret(&failed);
+}
+
+#[tokio::test]
+async fn one_odd_field_of_a_servers_envelope_does_not_lose_the_rest() {
+    let server = read_only_failing_with(json!({
+        "isError": true, "errorCategory": "transient", "isRetryable": true,
+        "message": "orders DB busy", "reason": "DB_BUSY",
+        "retryAfterMs": 1500.0, "alternatives": "use the replica", "tool": 7
+    }))
+    .await;
+    let client = McpClient::connect(&server.url).await.unwrap();
+    let failed = client.call("lookup0", json!({})).await.unwrap_err();
+    assert_eq!(failed.category(), ErrorCategory::Transient);
+    assert_eq!(failed.message(), "orders DB busy");
+    assert_eq!(failed.reason(), Some("DB_BUSY"));
+    assert_eq!(failed.retry_after(), Some(Duration::from_millis(1500)));
+    assert!(failed.alternatives().is_empty());
+    assert_eq!(failed.tool(), Some("lookup0"));
+}
 
 /// A `login` tool whose password is `writeOnly`, reached through draft-07's
 /// `#/definitions/`, as zod-to-json-schema writes it.

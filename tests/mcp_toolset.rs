@@ -72,6 +72,12 @@ fn lookup_orders(
     }
 }
 
+/// Re-price a customer's orders: not idempotent, failing as `lookup_orders` does.
+#[tool(describe_failures)]
+fn reprice_orders(customer_id: String) -> Result<u32, OrdersError> {
+    Err(OrdersError::Timeout(customer_id.len() as u64))
+}
+
 /// Refund an order.
 #[tool(destructive, redact(approval_token))]
 async fn process_refund(
@@ -135,6 +141,7 @@ fn tools() -> ToolSet {
         .tool::<process_refund>()
         .tool::<count_captures>()
         .tool::<research>()
+        .tool::<reprice_orders>()
 }
 
 fn validator(schema: &serde_json::Map<String, Value>) -> jsonschema::Validator {
@@ -236,6 +243,30 @@ fn the_definition_says_how_the_tool_can_fail() {
         tools.get("process_refund").unwrap().description,
         "Refund an order."
     );
+}
+
+#[tokio::test]
+async fn a_tool_not_safe_to_repeat_publishes_what_its_failures_will_say() {
+    // The same error type as `lookup_orders`, on a tool that is not
+    // idempotent: a timeout may have re-priced some orders, so its
+    // failure leaves as not retryable — and the definition says so first.
+    let tools = tools();
+    let definition = tools.get("reprice_orders").unwrap();
+    assert_eq!(definition.failure_modes().unwrap()[0]["isRetryable"], false);
+    assert!(
+        definition
+            .description
+            .ends_with("Can fail: transient (DB_TIMEOUT); validation (UNKNOWN_CUSTOMER)."),
+        "{}",
+        definition.description
+    );
+    let result = tools
+        .call("reprice_orders", json!({"customer_id": "C-4821"}))
+        .await
+        .unwrap();
+    let sent = result.structured_content.unwrap();
+    assert_eq!(sent["errorCategory"], "transient");
+    assert_eq!(sent["isRetryable"], false);
 }
 
 #[tokio::test]
@@ -686,6 +717,27 @@ async fn internal_errors_can_be_masked_but_never_the_category_or_retry_flag() {
         envelope.alternatives(),
         ["Escalate to the on-call engineer"]
     );
+
+    /// Passes on a failure another server escalated, its detail quoting
+    /// a connection string.
+    #[tool]
+    fn relay(input: String) -> Result<(), ErrorEnvelope> {
+        let _ = input;
+        Err(serde_json::from_value(json!({
+            "isError": true, "errorCategory": "transient", "isRetryable": false,
+            "message": "upstream gave up",
+            "escalation": {"reason": "retries_exhausted", "attempts": 3, "elapsedMs": 900,
+                           "detail": "postgres://admin:hunter2@db refused 3 times"}
+        }))
+        .unwrap())
+    }
+    let tools = ToolSet::new()
+        .tool::<relay>()
+        .mask_internal_errors("Internal error; it has been logged");
+    let result: ToolReply = tools.call("relay", json!({"input": "x"})).await.unwrap();
+    let text = serde_json::to_string(&result).unwrap();
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(text.contains("refused 3 times"), "{text}");
 }
 
 fn panicking_guard(call: &ToolCall) -> Result<(), Blocked> {

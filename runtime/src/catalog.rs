@@ -50,10 +50,13 @@ impl FailureMode {
     }
 
     /// Sets the machine code, normalized into `UPPER_SNAKE_CASE` as every
-    /// reason is ([`crate::reasons`]).
+    /// reason is ([`crate::reasons`]); one with no letter to make a code of
+    /// is ignored.
     #[must_use]
     pub fn with_reason(mut self, reason: impl Into<Cow<'static, str>>) -> Self {
-        self.reason = crate::reasons::normalize(reason.into());
+        if let Some(reason) = crate::reasons::normalize(reason.into()) {
+            self.reason = Some(reason);
+        }
         self
     }
 

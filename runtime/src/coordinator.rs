@@ -62,7 +62,7 @@ use serde::ser::{SerializeMap, SerializeStruct, Serializer};
 
 use crate::envelope::ErrorEnvelope;
 use crate::escalation::{Escalation, EscalationReason};
-use crate::panic::{catch_unwind_future, panic_message};
+use crate::panic::{catch_unwind_future, panicked};
 use crate::retry::{Outcome, RetryStats};
 
 /// What a branch ends with: a value, or the escalation of its failure.
@@ -182,11 +182,7 @@ impl<'a, T: Send + 'a> Coordinator<'a, T> {
                 }),
                 Ok((Err(escalation), _)) => report.gaps.push(Gap { branch, escalation }),
                 Err(panic) => {
-                    let envelope = ErrorEnvelope::other(format!(
-                        "branch `{branch}` panicked: {}",
-                        panic_message(panic.as_ref())
-                    ))
-                    .with_reason("PANIC");
+                    let envelope = panicked(&format!("branch `{branch}`"), panic.as_ref());
                     let escalation = Escalation::from_envelope(envelope);
                     report.gaps.push(Gap { branch, escalation });
                 }

@@ -336,7 +336,9 @@ impl ErrorEnvelope {
     /// Sets the machine `reason` code, rewritten into `UPPER_SNAKE_CASE` here,
     /// once: `"db timeout"` and `"dbTimeout"` are both `"DB_TIMEOUT"`, and
     /// every rule — a human request is never retried — reads that form. A
-    /// reason with no ASCII letter to start a code with sets none. See
+    /// reason with no ASCII letter to start a code with is ignored: the
+    /// envelope keeps the reason it had, as [`Blocked`](crate::guard::Blocked)
+    /// and [`FailureMode`](crate::mcp::FailureMode) do. See
     /// [`crate::reasons`].
     ///
     /// ```
@@ -355,12 +357,20 @@ impl ErrorEnvelope {
     /// Sets the reason, normalized ([`crate::reasons`]): the one way a
     /// reason enters an envelope. [`NOT_APPLIED`](crate::reasons::NOT_APPLIED)
     /// says what [`with_not_applied`](Self::with_not_applied) says.
+    /// `None` clears it; a reason with no letter to make a code of is no
+    /// reason and leaves the envelope's as it was.
     pub(crate) fn set_reason(&mut self, reason: Option<Cow<'static, str>>) {
-        let reason = reason.and_then(crate::reasons::normalize);
-        if reason.as_deref() == Some(crate::reasons::NOT_APPLIED) {
+        let Some(reason) = reason else {
+            self.fields.reason = None;
+            return;
+        };
+        let Some(reason) = crate::reasons::normalize(reason) else {
+            return;
+        };
+        if reason == crate::reasons::NOT_APPLIED {
             self.fields.meta.not_applied = true;
         }
-        self.fields.reason = reason;
+        self.fields.reason = Some(reason);
     }
 
     /// Sets the `retryAfterMs` hint.
@@ -398,9 +408,14 @@ impl ErrorEnvelope {
     /// that is not idempotent keeps `isRetryable: true`. On the wire it is
     /// the reason [`NOT_APPLIED`](crate::reasons::NOT_APPLIED), which says
     /// the same when it is set or read.
+    ///
+    /// `false` takes back a reason `NOT_APPLIED` too: the two never disagree.
     #[must_use]
     pub fn with_not_applied(mut self, not_applied: bool) -> Self {
         self.fields.meta.not_applied = not_applied;
+        if !not_applied && self.fields.reason.as_deref() == Some(crate::reasons::NOT_APPLIED) {
+            self.fields.reason = None;
+        }
         self
     }
 
@@ -421,6 +436,12 @@ impl ErrorEnvelope {
     /// could apply it twice, if that is why `isRetryable` is false.
     pub(crate) fn withheld_by(&self) -> Option<&str> {
         self.fields.meta.withheld.as_deref()
+    }
+
+    /// Whether a call of this process settled the envelope already
+    /// ([`crate::settle`]): it recorded the tool it failed in.
+    pub(crate) fn is_settled(&self) -> bool {
+        self.fields.meta.idempotent.is_some()
     }
 
     /// Records that the call passed through a tool, `idempotent` or not: it
@@ -552,14 +573,14 @@ impl ErrorEnvelope {
         fields.attempted_query = sent.attempted_query;
         fields.partial_results = sent.partial_results;
         fields.alternatives = sent.alternatives;
-        fields.reason = sent.reason;
         fields.violations = sent.violations;
         fields.tool = sent.tool;
+        self.set_reason(sent.reason);
     }
 
     /// Rewrites every text a reader of the envelope sees — the message, the
-    /// alternatives, the violations — through `rewrite`, which borrows what
-    /// it leaves as it is.
+    /// alternatives, the violations, the detail of the escalation it came
+    /// with — through `rewrite`, which borrows what it leaves as it is.
     pub(crate) fn rewrite_texts(&mut self, rewrite: &dyn Fn(&str) -> Cow<'_, str>) {
         fn apply(text: &mut String, rewrite: &dyn Fn(&str) -> Cow<'_, str>) {
             if let Cow::Owned(rewritten) = rewrite(text) {
@@ -575,11 +596,14 @@ impl ErrorEnvelope {
             apply(&mut violation.field, rewrite);
             apply(&mut violation.description, rewrite);
         }
+        if let Some(detail) = fields.escalated.as_mut().and_then(|e| e.detail.as_mut()) {
+            apply(detail, rewrite);
+        }
     }
 
     /// Masks the secret values of the call everywhere in the envelope: its
-    /// texts, its attempted query, its partial results, the detail of the
-    /// escalation it came with.
+    /// texts ([`rewrite_texts`](Self::rewrite_texts)), its attempted query,
+    /// its partial results.
     pub(crate) fn mask_values(&mut self, masker: &Masker) {
         self.rewrite_texts(&|text| masker.text(text));
         let fields = &mut *self.fields;
@@ -588,11 +612,6 @@ impl ErrorEnvelope {
             .flatten()
         {
             masker.value(value);
-        }
-        if let Some(detail) = fields.escalated.as_mut().and_then(|e| e.detail.as_mut())
-            && let Cow::Owned(masked) = masker.text(detail)
-        {
-            *detail = masked;
         }
     }
 

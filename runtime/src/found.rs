@@ -121,7 +121,7 @@ impl<T: Serialize> Serialize for Found<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let empty = self.results.is_empty();
         let mut map = serializer.serialize_map(Some(if empty { 3 } else { 4 }))?;
-        map.serialize_entry("isError", &false)?;
+        map.serialize_entry(crate::keys::IS_ERROR, &false)?;
         map.serialize_entry("empty", &empty)?;
         map.serialize_entry("matches", &self.results.len())?;
         if !empty {
@@ -133,7 +133,7 @@ impl<T: Serialize> Serialize for Found<T> {
 
 #[derive(Deserialize)]
 struct Wire<T> {
-    #[serde(rename = "isError")]
+    #[serde(rename = "isError")] // crate::keys::IS_ERROR; an attribute takes a literal
     is_error: bool,
     empty: bool,
     matches: usize,
@@ -176,12 +176,12 @@ impl<T: JsonSchema> JsonSchema for Found<T> {
             "description": "The result of a look-up that ran: `empty: true, matches: 0` is a valid answer, not an error.",
             "type": "object",
             "properties": {
-                "isError": { "const": false },
+                (crate::keys::IS_ERROR): { "const": false },
                 "empty": { "type": "boolean" },
                 "matches": { "type": "integer", "minimum": 0 },
                 "results": { "type": "array", "items": item }
             },
-            "required": ["isError", "empty", "matches"]
+            "required": [crate::keys::IS_ERROR, "empty", "matches"]
         })
     }
 }

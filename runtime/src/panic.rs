@@ -7,6 +7,10 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::pin;
 use std::task::Poll;
 
+use crate::category::ErrorCategory;
+use crate::envelope::ErrorEnvelope;
+use crate::reasons;
+
 /// Runs `future` to completion, turning a panic while polling it into `Err`.
 pub(crate) async fn catch_unwind_future<F: Future>(
     future: F,
@@ -29,4 +33,16 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> &str {
         .copied()
         .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("a non-string panic payload")
+}
+
+/// The envelope of a panic of `subject` (``"tool `refund`"``): `other`, not
+/// retryable, reason `PANIC`, its message one this crate did not write.
+pub(crate) fn panicked(subject: &str, payload: &(dyn Any + Send)) -> ErrorEnvelope {
+    let mut envelope = ErrorEnvelope::new(
+        ErrorCategory::Other,
+        format!("{subject} panicked: {}", panic_message(payload)),
+    )
+    .with_reason(reasons::PANIC);
+    envelope.set_foreign();
+    envelope
 }

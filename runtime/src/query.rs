@@ -22,28 +22,28 @@ pub enum Query<'a> {
 }
 
 impl Query<'_> {
-    /// The arguments as a JSON value, secrets masked.
+    /// The arguments as a JSON value, masked where the schema says. The
+    /// secret values are masked by the one who shows it, with every other
+    /// text of the failure ([`crate::settle`]).
     pub(crate) fn into_value(self) -> Value {
-        Value::Object(self.into_object())
-    }
-
-    /// The arguments as a JSON object, secrets masked.
-    pub(crate) fn into_object(self) -> Map<String, Value> {
         match self {
-            Query::Captured(capture) => match capture.to_value() {
-                Value::Object(arguments) => arguments,
-                _ => unreachable!("a capture is always a JSON object"),
-            },
-            Query::Arguments(arguments, mask) => mask.apply(arguments).into_owned(),
+            Query::Captured(capture) => capture.to_value(),
+            Query::Arguments(arguments, mask) => {
+                Value::Object(mask.paths().mask(arguments).into_owned())
+            }
         }
     }
 
     /// `account`, an account of these arguments that someone else wrote (a
-    /// server's `attempted_query`), masked as the arguments are.
+    /// server's `attempted_query`), masked where the schema says, as
+    /// [`into_value`](Self::into_value) masks the arguments.
     pub(crate) fn mask_account(&self, account: Map<String, Value>) -> Map<String, Value> {
         match self {
             Query::Captured(_) => account,
-            Query::Arguments(_, mask) => mask.apply(&account).into_owned(),
+            Query::Arguments(_, mask) => match mask.paths().mask(&account) {
+                std::borrow::Cow::Owned(masked) => masked,
+                std::borrow::Cow::Borrowed(_) => account,
+            },
         }
     }
 

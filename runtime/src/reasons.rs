@@ -54,10 +54,11 @@ pub const MAY_HAVE_TAKEN_EFFECT: &str = "MAY_HAVE_TAKEN_EFFECT";
 /// The arguments could not be used: wrong types, missing or unknown keys.
 pub const INVALID_ARGUMENTS: &str = "INVALID_ARGUMENTS";
 /// The call failed before it had any effect, so repeating it is safe even
-/// though the tool is not idempotent: a server sends it with a transient
-/// failure of such a tool whose error said so (when the error gave no reason
-/// of its own), and a client that reads it repeats the call. A client also
-/// gives it to a call it knows never reached the server.
+/// though the tool is not idempotent: a server sends it, in place of the
+/// error's own reason, with a retryable failure of such a tool whose error
+/// said so — it is what keeps that failure retryable — and a client that
+/// reads it repeats the call. A client also gives it to a call it knows
+/// never reached the server.
 pub const NOT_APPLIED: &str = "NOT_APPLIED";
 /// The connection to an MCP server broke while a call was on its way: the
 /// call may or may not have reached the tool.

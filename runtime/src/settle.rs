@@ -9,7 +9,9 @@
 //!    failure happened. A server's envelope names the tool that was called,
 //!    whatever the server wrote.
 //! 2. **The query**, when the envelope has none: the arguments, secrets
-//!    masked. A server's own account of them is masked as they are.
+//!    masked. A server's own account of them, an object, is masked as they
+//!    are; one of another shape, which no schema can mask, gives way to the
+//!    arguments sent.
 //! 3. **The partial results**, when the envelope has none: what the call
 //!    gathered. An envelope passed on keeps its own, joined to the outer
 //!    tool's, so that nothing gathered is lost.
@@ -74,7 +76,7 @@ pub(crate) fn settle(
     query: Query<'_>,
     gathered: &dyn Fn() -> Option<Value>,
 ) -> ErrorEnvelope {
-    let passed_on = facts.source == Source::Local && envelope.tool().is_some();
+    let passed_on = facts.source == Source::Local && envelope.is_settled();
     if !passed_on {
         envelope.set_tool(facts.tool.clone());
     }
@@ -84,6 +86,7 @@ pub(crate) fn settle(
         Some(Value::Object(account)) if facts.source == Source::Remote => {
             Value::Object(query.mask_account(account))
         }
+        Some(_) if facts.source == Source::Remote => query.into_value(),
         Some(kept) => kept,
     };
     envelope.set_attempted_query(Some(bounded(shown)));
@@ -97,6 +100,22 @@ pub(crate) fn settle(
         envelope.mask_values(&masker);
     }
     decide(envelope, facts, passed_on)
+}
+
+/// The retry decision below, for a failure described before any call
+/// (a tool's published failure modes): whether a failure that is
+/// `retryable` by itself, with `reason`, leaves a call of a tool that is
+/// `safe_to_repeat` (or not) retryable. A human request and a policy gap
+/// never are; a tool that is not safe to repeat keeps only the failures
+/// that say the call was not applied.
+pub(crate) fn leaves_retryable(
+    retryable: bool,
+    reason: Option<&str>,
+    safe_to_repeat: bool,
+) -> bool {
+    retryable
+        && !reasons::never_retried(reason)
+        && (safe_to_repeat || reason == Some(reasons::NOT_APPLIED))
 }
 
 /// The one retry decision.

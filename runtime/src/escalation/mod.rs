@@ -219,20 +219,12 @@ impl<'de> Deserialize<'de> for Escalation {
         let info = value
             .get(keys::ESCALATION)
             .ok_or_else(|| D::Error::missing_field(keys::ESCALATION))?;
-        fn read<'v, T: Deserialize<'v>, E: Error>(
-            info: &'v Value,
-            key: &'static str,
-        ) -> Result<T, E> {
-            let value = info.get(key).ok_or_else(|| E::missing_field(key))?;
-            T::deserialize(value).map_err(E::custom)
-        }
-        let reason = read(info, keys::escalation::REASON)?;
-        let attempts = read(info, keys::escalation::ATTEMPTS)?;
-        let elapsed_ms: u64 = read(info, keys::escalation::ELAPSED_MS)?;
-        let detail = match info.get(keys::escalation::DETAIL) {
-            None | Some(Value::Null) => None,
-            Some(_) => Some(read(info, keys::escalation::DETAIL)?),
-        };
+        let record::Escalated {
+            reason,
+            attempts,
+            elapsed,
+            detail,
+        } = record::Escalated::read_strict(info).map_err(D::Error::custom)?;
         let mut envelope = ErrorEnvelope::deserialize(value).map_err(D::Error::custom)?;
         // The object is this escalation's own, not one its envelope came with.
         envelope.forget_escalation();
@@ -240,7 +232,7 @@ impl<'de> Deserialize<'de> for Escalation {
             reason,
             envelope,
             attempts,
-            elapsed: Duration::from_millis(elapsed_ms),
+            elapsed,
             detail,
         })
     }

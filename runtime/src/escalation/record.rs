@@ -111,21 +111,49 @@ impl Escalated {
     /// whatever it holds, an escalation (what a field does not say reads as
     /// nothing: no reason this crate knows, 0 attempts, no time).
     pub(crate) fn read(value: &Value) -> Self {
-        let field = |key: &str| value.get(key);
-        Escalated {
-            reason: field(keys::REASON)
-                .and_then(|reason| EscalationReason::deserialize(reason).ok())
-                .unwrap_or(EscalationReason::NonRetryable),
-            attempts: field(keys::ATTEMPTS)
-                .and_then(Value::as_u64)
-                .map_or(0, |attempts| u32::try_from(attempts).unwrap_or(u32::MAX)),
-            elapsed: Duration::from_millis(
-                field(keys::ELAPSED_MS).and_then(Value::as_u64).unwrap_or(0),
-            ),
-            detail: field(keys::DETAIL)
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-        }
+        Self::parse(value, false).unwrap_or_else(|_| unreachable!("a lenient read never fails"))
+    }
+
+    /// The record in `value`, which must say what the format requires:
+    /// `reason`, `attempts` and `elapsedMs`, and a text as `detail` if any.
+    pub(crate) fn read_strict(value: &Value) -> Result<Self, String> {
+        Self::parse(value, true)
+    }
+
+    fn parse(value: &Value, strict: bool) -> Result<Self, String> {
+        let reason = field(value, keys::REASON, true, strict, |found| {
+            EscalationReason::deserialize(found).ok()
+        })?;
+        let attempts = field(value, keys::ATTEMPTS, true, strict, Value::as_u64)?;
+        let elapsed = field(value, keys::ELAPSED_MS, true, strict, Value::as_u64)?;
+        let detail = field(value, keys::DETAIL, false, strict, |found| {
+            found.as_str().map(str::to_owned)
+        })?;
+        Ok(Escalated {
+            reason: reason.unwrap_or(EscalationReason::NonRetryable),
+            attempts: attempts.map_or(0, |attempts| u32::try_from(attempts).unwrap_or(u32::MAX)),
+            elapsed: Duration::from_millis(elapsed.unwrap_or(0)),
+            detail,
+        })
+    }
+}
+
+/// The field `key` of an `escalation` object, `read`; `None` when it is
+/// absent (or `null`), or — read leniently — not what the format says.
+fn field<T>(
+    value: &Value,
+    key: &'static str,
+    required: bool,
+    strict: bool,
+    read: impl Fn(&Value) -> Option<T>,
+) -> Result<Option<T>, String> {
+    match value.get(key).filter(|found| !found.is_null()) {
+        None if required && strict => Err(format!("missing field `{key}`")),
+        None => Ok(None),
+        Some(found) => match read(found) {
+            None if strict => Err(format!("invalid `{key}`: {found}")),
+            read => Ok(read),
+        },
     }
 }
 

@@ -130,6 +130,22 @@ pub fn definition(
     output: Option<fn(&mut SchemaGenerator) -> Schema>,
     failures: Option<Vec<FailureMode>>,
 ) -> ToolDefinition {
+    // Published as a call of this tool would send them: a mode is retryable
+    // only if its failure would leave the call retryable.
+    let failures = failures.map(|modes| {
+        let safe_to_repeat = meta.facts().safe_to_repeat;
+        modes
+            .into_iter()
+            .map(|mode| {
+                let retryable = crate::settle::leaves_retryable(
+                    mode.retryable,
+                    mode.reason.as_deref(),
+                    safe_to_repeat,
+                );
+                mode.with_retryable(retryable)
+            })
+            .collect::<Vec<_>>()
+    });
     let mut description = meta.description.trim().to_owned();
     if meta.describe_failures
         && let Some(modes) = failures.as_deref().filter(|modes| !modes.is_empty())

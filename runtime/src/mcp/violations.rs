@@ -328,6 +328,23 @@ fn describe_type(types: &Value) -> String {
     }
 }
 
+/// The violation of arguments that are not a JSON object: what they were,
+/// never their content.
+pub(crate) fn not_an_object(arguments: &Value) -> Violation {
+    Violation::new(
+        "arguments",
+        format!("expected a JSON object, got {}", kind(arguments)),
+    )
+}
+
+/// What `attempted_query` shows of arguments that are not a JSON object.
+pub(crate) fn not_shown(arguments: &Value) -> Value {
+    Value::String(format!(
+        "[arguments sent as {}, not an object: not shown]",
+        kind(arguments)
+    ))
+}
+
 /// The JSON kind of `value`, with an article: what a description names.
 pub(crate) fn kind(value: &Value) -> &'static str {
     match value {

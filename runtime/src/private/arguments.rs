@@ -18,7 +18,7 @@ use crate::private::state::{BoxFuture, CallState};
 use crate::query::Query;
 use crate::redact::schema::steps;
 use crate::redact::secret::noting;
-use crate::settle::settle;
+use crate::settle::{Facts, settle};
 
 /// A parameter type a served tool can take: deserialized from the client's
 /// JSON and described by a JSON Schema.
@@ -154,7 +154,7 @@ impl<'a> Decoder<'a> {
             }
         }
         Err(invalid_arguments(
-            self.tool,
+            &self.tool.facts(),
             self.violations,
             self.context.query(self.arguments),
         ))
@@ -184,18 +184,26 @@ impl Decoder<'_> {
 /// ([`EnvelopeLimits::list_items`](crate::EnvelopeLimits::list_items)).
 const MAX_VIOLATIONS: usize = 256;
 
-/// The envelope of arguments that could not be used.
+/// The envelope of arguments that could not be used, settled.
 pub(crate) fn invalid_arguments(
-    tool: &ToolInfo,
+    facts: &Facts,
     violations: Vec<Violation>,
     query: Query<'_>,
 ) -> ErrorEnvelope {
-    let mut envelope = ErrorEnvelope::validation(summary(&tool.name, &violations))
+    let envelope = unusable_arguments(&facts.tool, violations);
+    settle(envelope, facts, query, &|| None)
+}
+
+/// The envelope of arguments of the tool `name` that could not be used,
+/// before it is settled: the call was refused before the tool ran, whether
+/// a tool set refused it or a client before sending it.
+pub(crate) fn unusable_arguments(name: &str, violations: Vec<Violation>) -> ErrorEnvelope {
+    let mut envelope = ErrorEnvelope::validation(summary(name, &violations))
         .with_reason(crate::reasons::INVALID_ARGUMENTS)
         .with_alternative("Correct the arguments to match the tool's inputSchema and call again")
         .with_violations(violations);
     envelope.set_refused(Refusal::Unusable);
-    settle(envelope, &tool.facts(), query, &|| None)
+    envelope
 }
 
 /// What a served tool's success is sent as: its JSON, or content blocks.
@@ -230,7 +238,9 @@ impl<T: serde::Serialize + 'static> Output for T {
     }
 }
 
-/// Content blocks are sent as they are.
+/// Content blocks are sent as they are. Support for generated code, hidden
+/// from the documentation as the rest of it is.
+#[doc(hidden)]
 impl Output for crate::mcp::reply::Contents {
     fn to_json(self, _: &ToolInfo) -> crate::ToolResult<Success> {
         Ok(Success::Contents(self))

@@ -12,11 +12,10 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::category::ErrorCategory;
 use crate::classify::{ToolError, caught_envelope};
 use crate::envelope::{ErrorEnvelope, Refusal, ToolResult, Violation};
 use crate::guard::{Blocked, Guard, ToolCall};
-use crate::panic::panic_message;
+use crate::panic::panicked;
 use crate::partial::Partial;
 use crate::query::Query;
 use crate::reasons;
@@ -102,22 +101,6 @@ impl ToolInfo {
             safe_to_repeat: self.idempotent,
             sent: true,
             source: Source::Local,
-        }
-    }
-
-    /// What a tool set knows of a tool it serves: its name and retry safety.
-    pub(crate) fn served(name: String, idempotent: bool) -> Self {
-        ToolInfo {
-            name: Cow::Owned(name),
-            title: None,
-            description: "",
-            read_only: false,
-            destructive: true,
-            idempotent,
-            open_world: true,
-            describe_failures: false,
-            redacted: &[],
-            timeout: None,
         }
     }
 }
@@ -278,12 +261,8 @@ pub(crate) fn verdict(
         Ok(Ok(())) => Ok(()),
         Ok(Err(blocked)) => Err(caught_envelope(blocked)),
         Err(panic) => {
-            let mut envelope = ErrorEnvelope::other(format!(
-                "the guard of tool `{tool}` panicked: {}",
-                panic_message(panic.as_ref())
-            ))
-            .with_reason(reasons::GUARD_PANIC);
-            envelope.set_foreign();
+            let mut envelope = panicked(&format!("the guard of tool `{tool}`"), panic.as_ref())
+                .with_reason(reasons::GUARD_PANIC);
             envelope.set_refused(Refusal::Blocked);
             Err(envelope)
         }
@@ -470,21 +449,9 @@ fn finish<T, E: ToolError>(
     let envelope = match outcome {
         Ok(Ok(value)) => return Ok(value),
         Ok(Err(error)) => caught_envelope(error),
-        Err(panic) => panicked(&tool.name, panic.as_ref()),
+        Err(panic) => panicked(&format!("tool `{}`", tool.name), panic.as_ref()),
     };
     Err(settle(envelope, &tool.facts(), query, &|| {
         partial.partial_json()
     }))
-}
-
-/// The envelope of a panic: `other`, not retryable, naming the panic.
-pub(crate) fn panicked(tool: &str, payload: &(dyn Any + Send)) -> ErrorEnvelope {
-    let what = panic_message(payload);
-    let mut envelope = ErrorEnvelope::new(
-        ErrorCategory::Other,
-        format!("tool `{tool}` panicked: {what}"),
-    )
-    .with_reason(reasons::PANIC);
-    envelope.set_foreign();
-    envelope
 }

@@ -50,9 +50,7 @@ impl<'a> ArgumentMask<'a> {
     /// hides, and those the `Secret`s were sent as.
     pub(crate) fn values(&self, arguments: &Map<String, Value>) -> SecretValues {
         let mut values = self.noted_values();
-        if let Cow::Owned(masked) = self.paths.mask(arguments) {
-            values.add_hidden(arguments, &masked);
-        }
+        self.paths.add_values(arguments, &mut values);
         values
     }
 

@@ -13,11 +13,16 @@
 //! is unknown, so it is treated as a secret.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
 use crate::json::pointer::resolve;
 use crate::redact::REDACTED;
+use crate::redact::values::SecretValues;
+
+mod path;
+pub(crate) use path::{Step, steps};
 
 /// A node of the secret map: a place in the arguments.
 type NodeId = usize;
@@ -47,18 +52,25 @@ pub struct SecretPaths {
     /// Every declared parameter, with the node of its schema when a secret is inside.
     params: Vec<(String, Option<NodeId>)>,
     nodes: Vec<Node>,
-    /// Whether a key not declared is shown: the schema says nothing of the
-    /// arguments (it lists no properties, or there is none).
-    open: bool,
+    /// What is known of a key not declared.
+    others: Others,
+    /// Whether the values sent under keys not declared are secret values
+    /// too: a remote tool's, which its server may echo.
+    search_undeclared: bool,
 }
 
-/// One step of a path into the arguments.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Step<'a> {
-    /// An object member.
-    Key(Cow<'a, str>),
-    /// An array item.
-    Index(usize),
+/// What a schema says of the keys it does not declare.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Others {
+    /// Nothing of them is known: their values are never shown.
+    #[default]
+    Hidden,
+    /// The schema lists no properties: it says nothing of the arguments,
+    /// and every key is shown.
+    Shown,
+    /// There is no schema (a remote tool its server did not list): every
+    /// value is hidden, and every text sent is a secret value.
+    Unknown,
 }
 
 impl SecretPaths {
@@ -68,7 +80,18 @@ impl SecretPaths {
     pub(crate) const OPEN: SecretPaths = SecretPaths {
         params: Vec::new(),
         nodes: Vec::new(),
-        open: true,
+        others: Others::Shown,
+        search_undeclared: false,
+    };
+
+    /// Arguments of a tool whose schema is not known: every value they hold
+    /// may be a secret.
+    #[cfg_attr(not(feature = "client"), allow(dead_code))]
+    pub(crate) const UNKNOWN: SecretPaths = SecretPaths {
+        params: Vec::new(),
+        nodes: Vec::new(),
+        others: Others::Unknown,
+        search_undeclared: false,
     };
 
     /// The secrets of the arguments described by `input_schema` (an object
@@ -79,7 +102,8 @@ impl SecretPaths {
         let mut builder = Builder {
             nodes: Vec::new(),
             root: &root,
-            defined: Vec::new(),
+            defined: HashMap::new(),
+            depth: 0,
         };
         let mut params = Vec::new();
         if let Some(Value::Object(properties)) = input_schema.get("properties") {
@@ -114,8 +138,17 @@ impl SecretPaths {
         SecretPaths {
             params,
             nodes,
-            open: false,
+            others: Others::Hidden,
+            search_undeclared: false,
         }
+    }
+
+    /// These paths, for a remote tool: a value sent under a key its schema
+    /// does not declare is a secret value too, since its server may quote it.
+    #[cfg_attr(not(feature = "client"), allow(dead_code))]
+    pub(crate) fn of_remote_tool(mut self) -> Self {
+        self.search_undeclared = true;
+        self
     }
 
     /// The parameter `name`: `Some(node)` when declared (the node of its
@@ -126,7 +159,30 @@ impl SecretPaths {
             .iter()
             .find(|(param, _)| param == name)
             .map(|(_, node)| *node)
-            .or(self.open.then_some(None))
+            .or((self.others == Others::Shown).then_some(None))
+    }
+
+    /// Adds to `values` the secret values sent in `arguments`: those at the
+    /// places the schema marks; when there is no schema, every string long
+    /// enough to be masked anywhere; for a remote tool, those sent under keys
+    /// its schema does not declare. A tool set does not search for the values
+    /// of keys its tool does not declare: it refuses such a call before the
+    /// tool runs, naming the key alone, and a client cannot make it build a
+    /// search for whatever it sends there.
+    pub(crate) fn add_values(&self, arguments: &Map<String, Value>, values: &mut SecretValues) {
+        for (key, value) in arguments {
+            match self.param(key) {
+                Some(None) => {}
+                Some(Some(node)) => {
+                    let mut masked = value.clone();
+                    self.mask_value(&mut masked, node);
+                    values.add_hidden(value, &masked);
+                }
+                None if self.others == Others::Unknown => values.add_long_strings(value),
+                None if self.search_undeclared => values.add(value),
+                None => {}
+            }
+        }
     }
 
     /// `arguments` as they may be shown: every secret replaced by
@@ -246,13 +302,23 @@ impl SecretPaths {
     }
 }
 
-/// Builds nodes from schemas, one per `$ref` target however often it is used.
+/// Builds nodes from schemas, one per `$ref` target however often, and
+/// however spelled, it is referred to.
 struct Builder<'s> {
     nodes: Vec<Node>,
     /// The whole input schema, which local `$ref`s point into.
     root: &'s Value,
-    defined: Vec<(&'s str, NodeId)>,
+    /// The node of each `$ref` target, by its place in `root`.
+    defined: HashMap<*const Value, NodeId>,
+    /// How many schemas deep the walk is, `$ref`s followed included.
+    depth: usize,
 }
+
+/// The deepest a walk follows a schema, through its `$ref`s; what lies
+/// deeper is treated as a secret. A value is never nested deeper than
+/// [`MAX_DEPTH`](crate::MAX_DEPTH), but a chain of `$ref`s can be as long as
+/// a server likes, and each link would take stack.
+const MAX_SCHEMA_DEPTH: usize = 256;
 
 impl<'s> Builder<'s> {
     fn push(&mut self, node: Node) -> NodeId {
@@ -261,6 +327,19 @@ impl<'s> Builder<'s> {
     }
 
     fn node(&mut self, schema: &'s Value) -> NodeId {
+        if self.depth == MAX_SCHEMA_DEPTH {
+            return self.push(Node {
+                secret: true,
+                ..Node::default()
+            });
+        }
+        self.depth += 1;
+        let id = self.node_within(schema);
+        self.depth -= 1;
+        id
+    }
+
+    fn node_within(&mut self, schema: &'s Value) -> NodeId {
         let id = self.push(Node::default());
         let Value::Object(members) = schema else {
             return id;
@@ -323,94 +402,59 @@ impl<'s> Builder<'s> {
 
     /// The node of what `reference` points at, built once; a secret when
     /// it points where this walk cannot follow.
-    fn reference(&mut self, reference: &'s str) -> NodeId {
-        if let Some((_, id)) = self
-            .defined
-            .iter()
-            .find(|(defined, _)| *defined == reference)
-        {
-            return *id;
-        }
+    fn reference(&mut self, reference: &str) -> NodeId {
         let Some(schema) = resolve(self.root, reference) else {
             return self.push(Node {
                 secret: true,
                 ..Node::default()
             });
         };
+        let place: *const Value = schema;
+        if let Some(&id) = self.defined.get(&place) {
+            return id;
+        }
         // Registered before it is built, so that a recursive type refers to itself.
         let id = self.push(Node::default());
-        self.defined.push((reference, id));
+        self.defined.insert(place, id);
         let built = self.node(schema);
         self.nodes[id].branches.push(built);
         id
     }
 }
 
-/// Marks every node from which a secret is reachable, to a fixed point
-/// (recursive types make the graph cyclic).
+/// Marks every node from which a secret is reachable: from each secret,
+/// back along the edges that lead to it, each node once (recursive types
+/// make the graph cyclic).
 fn mark_reachable(nodes: &mut [Node]) {
-    for node in nodes.iter_mut() {
+    let mut parents: Vec<Vec<NodeId>> = vec![Vec::new(); nodes.len()];
+    for (id, node) in nodes.iter().enumerate() {
+        for child in node
+            .properties
+            .iter()
+            .map(|(_, child)| *child)
+            .chain(node.additional)
+            .chain(node.items)
+            .chain(node.prefix.iter().copied())
+            .chain(node.branches.iter().copied())
+        {
+            parents[child].push(id);
+        }
+    }
+    let mut pending: Vec<NodeId> = Vec::new();
+    for (id, node) in nodes.iter_mut().enumerate() {
         node.holds_secret = node.secret;
+        if node.secret {
+            pending.push(id);
+        }
     }
-    loop {
-        let mut changed = false;
-        for id in 0..nodes.len() {
-            if nodes[id].holds_secret {
-                continue;
-            }
-            let node = &nodes[id];
-            let reaches = node
-                .properties
-                .iter()
-                .map(|(_, child)| *child)
-                .chain(node.additional)
-                .chain(node.items)
-                .chain(node.prefix.iter().copied())
-                .chain(node.branches.iter().copied())
-                .any(|child| nodes[child].holds_secret);
-            if reaches {
-                nodes[id].holds_secret = true;
-                changed = true;
+    while let Some(id) = pending.pop() {
+        for &parent in &parents[id] {
+            if !nodes[parent].holds_secret {
+                nodes[parent].holds_secret = true;
+                pending.push(parent);
             }
         }
-        if !changed {
-            return;
-        }
     }
-}
-
-/// The steps of a path as `serde_path_to_error` writes it (`a.b[2].c`) or
-/// as a JSON pointer (`/a/b/2/c`).
-pub(crate) fn steps(path: &str) -> Vec<Step<'_>> {
-    if let Some(pointer) = path.strip_prefix('/') {
-        return pointer
-            .split('/')
-            .map(|token| match token.parse::<usize>() {
-                Ok(index) => Step::Index(index),
-                Err(_) if token.contains('~') => {
-                    Step::Key(Cow::Owned(token.replace("~1", "/").replace("~0", "~")))
-                }
-                Err(_) => Step::Key(Cow::Borrowed(token)),
-            })
-            .collect();
-    }
-    let mut steps = Vec::new();
-    for part in path.split('.').filter(|part| !part.is_empty()) {
-        let (key, mut rest) = match part.find('[') {
-            Some(at) => (&part[..at], &part[at..]),
-            None => (part, ""),
-        };
-        if !key.is_empty() {
-            steps.push(Step::Key(Cow::Borrowed(key)));
-        }
-        while let Some(close) = rest.find(']') {
-            if let Ok(index) = rest[1..close].parse() {
-                steps.push(Step::Index(index));
-            }
-            rest = &rest[close + 1..];
-        }
-    }
-    steps
 }
 
 #[cfg(test)]

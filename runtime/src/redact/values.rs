@@ -1,72 +1,109 @@
 //! Secret values, wherever they turn up: a call knows the values that were
-//! sent where its tool's schema marks a secret, under keys the tool does not
-//! declare, and into a [`Secret`](crate::Secret); no text about the call may
-//! quote them. A server's message that echoes a rejected password, an
-//! `attempted_query` a server wrote with the arguments it received, a
-//! violation that quotes the value: each is masked by the values themselves,
-//! whatever the schema says of the place they turn up in.
+//! sent where its tool's schema marks a secret and into a
+//! [`Secret`](crate::Secret) — and, calling a remote tool, those sent under
+//! keys its schema does not declare, or every text it sent when it has no
+//! schema; no text about the call may quote them.
+//! A server's message that echoes a rejected password, an `attempted_query`
+//! a server wrote with the arguments it received, a violation that quotes
+//! the value: each is masked by the values themselves, whatever the schema
+//! says of the place they turn up in.
 //!
 //! A value of four characters or more is masked wherever it appears; a
 //! shorter one only where it stands as a word of its own (not inside a
 //! longer run of letters and digits), so that a one-letter secret does not
 //! take every such letter out of a message. Strings are searched for as
-//! they are and as JSON escapes them; numbers as JSON writes them.
+//! they are and as JSON escapes them; a number is masked where it is the
+//! number, or a word of a text.
+//!
+//! One call's secrets are bounded — the first [`MAX_VALUES`] texts,
+//! [`MAX_BYTES`] in all; texts past the bound are not searched for — so
+//! that a client cannot make a server build a search for half a million
+//! strings by sending them where a password goes (such a value does not
+//! decode into a `Secret`, and no message of this crate quotes it).
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 
 use aho_corasick::AhoCorasick;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::redact::REDACTED;
 
 /// Values shorter than this are masked only where they stand as a word.
 const ANYWHERE: usize = 4;
 
+/// The most texts one call searches for.
+pub(crate) const MAX_VALUES: usize = 1024;
+
+/// The most bytes of texts one call searches for.
+pub(crate) const MAX_BYTES: usize = 256 * 1024;
+
 /// The secret values of one call, as the texts to look for.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SecretValues {
     texts: Vec<String>,
+    known: HashSet<String>,
+    bytes: usize,
 }
 
 impl SecretValues {
     /// Every string and number inside `value` is secret.
     pub(crate) fn add(&mut self, value: &Value) {
+        self.walk(value, |_| true);
+    }
+
+    /// Every string inside `value` long enough to be masked wherever it
+    /// appears: what is sent to a tool whose schema says nothing of where
+    /// its secrets are.
+    pub(crate) fn add_long_strings(&mut self, value: &Value) {
+        self.walk(
+            value,
+            |text| matches!(text, Value::String(text) if text.chars().count() >= ANYWHERE),
+        );
+    }
+
+    fn walk(&mut self, value: &Value, wanted: impl Fn(&Value) -> bool) {
         let mut pending = vec![value];
         while let Some(value) = pending.pop() {
             match value {
-                Value::String(text) => self.add_text(text.clone()),
-                Value::Number(number) => self.add_text(number.to_string()),
+                Value::String(text) if wanted(value) => self.add_text(text.clone()),
+                Value::Number(number) if wanted(value) => self.add_text(number.to_string()),
                 Value::Array(items) => pending.extend(items),
                 Value::Object(members) => pending.extend(members.values()),
-                Value::Bool(_) | Value::Null => {}
+                _ => {}
             }
         }
     }
 
     fn add_text(&mut self, text: String) {
-        if text.is_empty() || text == REDACTED || self.texts.contains(&text) {
+        if text.is_empty() || text == REDACTED || self.known.contains(&text) {
             return;
         }
         // As a JSON text would quote it, if that differs.
         let escaped = serde_json::to_string(&text).expect("a string serializes");
         let escaped = &escaped[1..escaped.len() - 1];
-        if escaped != text && !self.texts.iter().any(|known| known == escaped) {
-            self.texts.push(escaped.to_owned());
+        if escaped != text {
+            self.push(escaped.to_owned());
         }
+        self.push(text);
+    }
+
+    fn push(&mut self, text: String) {
+        if self.texts.len() == MAX_VALUES
+            || self.bytes + text.len() > MAX_BYTES
+            || self.known.contains(&text)
+        {
+            return;
+        }
+        self.bytes += text.len();
+        self.known.insert(text.clone());
         self.texts.push(text);
     }
 
-    /// The values `masked` hides of `original`: wherever the masked
-    /// arguments hold `"[redacted]"` and the original ones something else.
-    pub(crate) fn add_hidden(
-        &mut self,
-        original: &Map<String, Value>,
-        masked: &Map<String, Value>,
-    ) {
-        let mut pending: Vec<(&Value, &Value)> = original
-            .iter()
-            .filter_map(|(key, value)| Some((value, masked.get(key)?)))
-            .collect();
+    /// The values `masked` hides of `original`: wherever the masked value
+    /// holds `"[redacted]"` and the original one something else.
+    pub(crate) fn add_hidden(&mut self, original: &Value, masked: &Value) {
+        let mut pending = vec![(original, masked)];
         while let Some((original, masked)) = pending.pop() {
             match (original, masked) {
                 (original, Value::String(text)) if text == REDACTED && original != masked => {
@@ -90,6 +127,7 @@ impl SecretValues {
         if self.texts.is_empty() {
             return None;
         }
+        // Bounded as they are, the texts always fit an automaton.
         let automaton = AhoCorasick::new(&self.texts).expect("the secret values fit an automaton");
         let short = self
             .texts
@@ -143,8 +181,16 @@ impl Masker {
         Cow::Owned(masked)
     }
 
+    /// Whether `text` is, whole, one of the secret values.
+    fn is_whole(&self, text: &str) -> bool {
+        self.automaton
+            .find_overlapping_iter(text)
+            .any(|found| found.start() == 0 && found.end() == text.len())
+    }
+
     /// Masks `value` in place: secret values inside its strings and keys,
-    /// and numbers that are one.
+    /// and numbers that are one (a number that merely holds one keeps its
+    /// type: `7.5` is not the secret `7`).
     pub(crate) fn value(&self, value: &mut Value) {
         let mut pending = vec![value];
         while let Some(value) = pending.pop() {
@@ -155,7 +201,7 @@ impl Masker {
                     }
                 }
                 Value::Number(number) => {
-                    if matches!(self.text(&number.to_string()), Cow::Owned(_)) {
+                    if self.is_whole(&number.to_string()) {
                         *value = Value::String(REDACTED.to_owned());
                     }
                 }
@@ -227,14 +273,15 @@ mod tests {
 
     #[test]
     fn values_keys_and_numbers_are_masked() {
-        let masker = masker(json!({"a": "hunter2", "b": 424242}));
+        let masker = masker(json!({"a": "hunter2", "b": 424242, "c": 7}));
         let mut value = json!({"password": "hunter2", "pin": 424242, "hunter2": true,
-            "note": ["said hunter2"], "other": 7});
+            "note": ["said hunter2"], "other": 8, "price": 7.5, "delta": -7, "seven": 7});
         masker.value(&mut value);
         assert_eq!(
             value,
             json!({"password": "[redacted]", "pin": "[redacted]", "[redacted]": true,
-                "note": ["said [redacted]"], "other": 7})
+                "note": ["said [redacted]"], "other": 8, "price": 7.5, "delta": -7,
+                "seven": "[redacted]"})
         );
     }
 
@@ -244,11 +291,32 @@ mod tests {
         let masked =
             json!({"user": "ops", "creds": {"password": "[redacted]"}, "apiKey": "[redacted]"});
         let mut secrets = SecretValues::default();
-        secrets.add_hidden(original.as_object().unwrap(), masked.as_object().unwrap());
+        secrets.add_hidden(&original, &masked);
         let masker = secrets.masker().unwrap();
         assert_eq!(
             masker.text("ops: hunter2 sk-1"),
             "ops: [redacted] [redacted]"
         );
+    }
+
+    #[test]
+    fn a_call_searches_for_a_bounded_number_of_values() {
+        // Half a million short strings where a password goes: the search
+        // holds the first MAX_VALUES, each added in constant time.
+        let many: Vec<Value> = (0..500_000).map(|i| json!(format!("v{i:06}"))).collect();
+        let mut secrets = SecretValues::default();
+        secrets.add(&Value::Array(many));
+        assert_eq!(secrets.texts.len(), MAX_VALUES);
+        assert!(secrets.masker().is_some());
+        let mut big = SecretValues::default();
+        big.add(&json!(["x".repeat(MAX_BYTES), "hunter2"]));
+        assert_eq!(big.texts, ["hunter2"]);
+    }
+
+    #[test]
+    fn an_unknown_schema_makes_every_long_string_sent_a_secret() {
+        let mut secrets = SecretValues::default();
+        secrets.add_long_strings(&json!({"user": "ops", "password": "hunter2", "n": 123_456}));
+        assert_eq!(secrets.texts, ["hunter2"]);
     }
 }

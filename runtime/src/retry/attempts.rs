@@ -141,7 +141,8 @@ impl<'p> Attempts<'p> {
         );
         let mut envelope = match self.last.take() {
             Some(last) => last,
-            None => ErrorEnvelope::transient(message.clone()).with_reason("DEADLINE_EXCEEDED"),
+            None => ErrorEnvelope::transient(message.clone())
+                .with_reason(crate::reasons::DEADLINE_EXCEEDED),
         };
         if let Some(gathered) = &self.gathered {
             envelope.set_partial_results(Some(gathered.clone()));
@@ -261,14 +262,8 @@ impl<'p> Attempts<'p> {
     ) -> Result<Duration, (EscalationReason, Option<String>)> {
         let policy = self.policy;
         let reason = EscalationReason::of_final(envelope);
-        if matches!(
-            reason,
-            EscalationReason::HumanRequested | EscalationReason::PolicyGap
-        ) {
-            // An explicit request for a human, or a case no rule covers: at
-            // once, whatever the category says.
-            return Err((reason, None));
-        }
+        // A human request and a policy gap are never retryable: they go up
+        // here, at once, whatever the category says.
         if !envelope.is_retryable() {
             let detail = envelope.withheld_by().map(|tool| {
                 format!(

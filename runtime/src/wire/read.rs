@@ -10,13 +10,17 @@ use serde::de::{self, Deserializer};
 use serde_json::Value;
 
 use crate::category::ErrorCategory;
-use crate::envelope::{ErrorEnvelope, Violation};
+use crate::envelope::ErrorEnvelope;
 use crate::escalation::record::Escalated;
 use crate::keys;
 
 /// Reads the wire format, its keys spelled as [`crate::keys`] says; keys it
-/// does not know are ignored, and a key given twice is refused. A success
-/// payload (`isError: false`) is not an envelope.
+/// does not know are ignored, and a key given twice is refused. The four
+/// required keys must be what the format says; an optional key that is not
+/// (`"retryAfterMs": "soon"`, `"alternatives": "x"`) is read as absent, so
+/// that one odd field of a server's envelope does not lose the rest of it.
+/// A whole number of milliseconds written as a float (`1500.0`) is read as
+/// that number. A success payload (`isError: false`) is not an envelope.
 impl<'de> Deserialize<'de> for ErrorEnvelope {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_map(EnvelopeVisitor)
@@ -103,11 +107,11 @@ impl<'de> de::Visitor<'de> for EnvelopeVisitor {
         let mut message: Option<String> = None;
         let mut attempted_query: Option<Option<Value>> = None;
         let mut partial_results: Option<Option<Value>> = None;
-        let mut alternatives: Option<Option<Vec<String>>> = None;
-        let mut reason: Option<Option<String>> = None;
-        let mut retry_after_ms: Option<Option<u64>> = None;
-        let mut violations: Option<Option<Vec<Violation>>> = None;
-        let mut tool: Option<Option<String>> = None;
+        let mut alternatives: Option<Value> = None;
+        let mut reason: Option<Value> = None;
+        let mut retry_after_ms: Option<Value> = None;
+        let mut violations: Option<Value> = None;
+        let mut tool: Option<Value> = None;
         let mut escalation: Option<Option<Value>> = None;
         while let Some(key) = map.next_key::<Key>()? {
             match key {
@@ -138,18 +142,36 @@ impl<'de> de::Visitor<'de> for EnvelopeVisitor {
         let message = message.ok_or_else(|| missing(keys::MESSAGE))?;
         let mut envelope = ErrorEnvelope::new(category, message)
             .with_retryable(retryable.ok_or_else(|| missing(keys::IS_RETRYABLE))?);
-        envelope.set_alternatives(alternatives.flatten().unwrap_or_default());
-        envelope.set_violations(violations.flatten().unwrap_or_default());
+        envelope.set_alternatives(optional(alternatives).unwrap_or_default());
+        envelope.set_violations(optional(violations).unwrap_or_default());
         envelope.set_attempted_query(attempted_query.flatten());
         envelope.set_partial_results(partial_results.flatten());
-        envelope.set_retry_after(retry_after_ms.flatten().map(Duration::from_millis));
-        if let Some(tool) = tool.flatten() {
+        envelope.set_retry_after(retry_after_ms.as_ref().and_then(millis));
+        if let Some(tool) = optional::<String>(tool) {
             envelope.set_tool(Cow::Owned(tool));
         }
         if let Some(escalation) = escalation.flatten() {
             envelope.set_escalated(Escalated::read(&escalation));
         }
-        envelope.set_reason(reason.flatten().map(Cow::Owned));
+        if let Some(reason) = optional::<String>(reason) {
+            envelope.set_reason(Some(Cow::Owned(reason)));
+        }
         Ok(envelope)
     }
+}
+
+/// An optional key's value, if it is what the format says.
+fn optional<T: serde::de::DeserializeOwned>(value: Option<Value>) -> Option<T> {
+    serde_json::from_value(value?).ok()
+}
+
+/// `retryAfterMs`: a whole number of milliseconds, as an integer or a float.
+fn millis(value: &Value) -> Option<Duration> {
+    if let Some(ms) = value.as_u64() {
+        return Some(Duration::from_millis(ms));
+    }
+    let ms = value.as_f64()?;
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    (ms.is_finite() && ms >= 0.0 && ms.fract() == 0.0 && ms <= u64::MAX as f64)
+        .then(|| Duration::from_millis(ms as u64))
 }

@@ -3,57 +3,92 @@
 //! timeout, the reply read, and every failure settled.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ServerResult};
 use rmcp::service::PeerRequestOptions;
 use serde_json::{Map, Value};
+use tokio::time::Instant;
 
 use crate::classify::ToolError;
-use crate::envelope::{ErrorEnvelope, Refusal};
+use crate::envelope::ErrorEnvelope;
 use crate::limits::text_for_wire;
 use crate::mcp::client::connection::{Link, ProgressCallback};
 use crate::mcp::client::failure;
 use crate::mcp::client::tools::RemoteTool;
+use crate::mcp::violations::{not_an_object, not_shown};
+use crate::private::arguments::unusable_arguments;
 use crate::query::Query;
 use crate::reasons;
 use crate::redact::arguments::ArgumentMask;
 use crate::redact::schema::SecretPaths;
 use crate::settle::{Facts, Source, settle};
 
+/// What a call that succeeded gives back: its value, and the tool as the
+/// connection listed it, if it did.
+pub(crate) struct Called {
+    pub(crate) value: Value,
+    pub(crate) tool: Option<Arc<RemoteTool>>,
+}
+
 /// Calls the tool `name` with `arguments` over `link`: its value, or its
-/// failure settled.
+/// failure settled. Reaching the server, listing its tools (once per
+/// connection) and the call itself share the client's timeout.
 pub(crate) async fn call(
     link: &Link,
     name: &str,
     arguments: Value,
     on_progress: Option<ProgressCallback>,
-) -> Result<Value, ErrorEnvelope> {
+) -> Result<Called, ErrorEnvelope> {
     let arguments = match arguments {
         Value::Object(arguments) => arguments,
         Value::Null => Map::new(),
         other => {
-            let envelope = ErrorEnvelope::validation(format!(
-                "the arguments of `{name}` must be a JSON object, not {}",
-                crate::mcp::violations::kind(&other)
-            ))
-            .with_reason(reasons::INVALID_ARGUMENTS);
-            return Err(finish(envelope, name, &Map::new(), None, false));
+            let envelope = unusable_arguments(name, vec![not_an_object(&other)]);
+            let mut envelope = finish(envelope, name, &Map::new(), None, false);
+            envelope.set_attempted_query(Some(not_shown(&other)));
+            return Err(envelope);
         }
     };
     if let Err(blocked) = link.options.guards.check(name, &arguments) {
-        let mut envelope = blocked.into_envelope();
-        envelope.set_refused(Refusal::Blocked);
-        return Err(finish(envelope, name, &arguments, None, false));
+        let tool = link.listed_tool(name);
+        let envelope = blocked.into_envelope();
+        return Err(finish(envelope, name, &arguments, tool.as_deref(), false));
     }
-    let connection = match link.connection().await {
-        Ok(connection) => connection,
-        Err(envelope) => return Err(finish(envelope, name, &arguments, None, false)),
+    let timeout = link.options.timeout;
+    let deadline = Instant::now() + timeout;
+    let timed_out = || {
+        failure::not_sent(format!(
+            "the MCP server could not be called within {} ms",
+            timeout.as_millis()
+        ))
+        .with_reason(reasons::TIMEOUT)
     };
-    let tool = link.known_tool(&connection, name).await;
+    let ready = tokio::time::timeout_at(deadline, async {
+        let connection = link.connection().await?;
+        let tool = link.known_tool(&connection, name).await;
+        Ok::<_, ErrorEnvelope>((connection, tool))
+    })
+    .await;
+    let (connection, tool) = match ready {
+        Ok(Ok(ready)) => ready,
+        Ok(Err(envelope)) => return Err(finish(envelope, name, &arguments, None, false)),
+        Err(_) => return Err(finish(timed_out(), name, &arguments, None, false)),
+    };
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(finish(
+            timed_out(),
+            name,
+            &arguments,
+            tool.as_deref(),
+            false,
+        ));
+    }
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(
         CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.clone()),
     ));
-    let options = PeerRequestOptions::with_timeout(link.options.timeout);
+    let options = PeerRequestOptions::with_timeout(left);
     let handle = match connection
         .peer()
         .send_cancellable_request(request, options)
@@ -79,7 +114,10 @@ pub(crate) async fn call(
         .with_reason(reasons::UNEXPECTED_REPLY)),
         Err(error) => Err(failure::classify_error(&error, false)),
     };
-    outcome.map_err(|envelope| finish(envelope, name, &arguments, tool.as_deref(), true))
+    match outcome {
+        Ok(value) => Ok(Called { value, tool }),
+        Err(envelope) => Err(finish(envelope, name, &arguments, tool.as_deref(), true)),
+    }
 }
 
 /// Settles a failure of the call of `name` with `arguments` (see
@@ -88,7 +126,10 @@ pub(crate) async fn call(
 /// arguments sent) with every secret the tool's schema marks and every
 /// value of an undeclared key masked, quotes no secret value that was
 /// sent, and carries the one retry decision — safe to repeat by the
-/// tool's annotations, or because nothing was `sent`.
+/// tool's annotations, or because nothing was `sent`. A tool the
+/// connection did not list (`tool` is `None`) has no schema to go by:
+/// every value of its arguments is masked, and every text sent that is
+/// long enough to be masked anywhere.
 pub(crate) fn finish(
     envelope: ErrorEnvelope,
     name: &str,
@@ -102,7 +143,7 @@ pub(crate) fn finish(
         sent,
         source: Source::Remote,
     };
-    static UNKNOWN: SecretPaths = SecretPaths::OPEN;
+    static UNKNOWN: SecretPaths = SecretPaths::UNKNOWN;
     let secrets = tool.map_or(&UNKNOWN, RemoteTool::secrets);
     let query = Query::Arguments(arguments, ArgumentMask::new(secrets, &[]));
     settle(envelope, &facts, query, &|| None)

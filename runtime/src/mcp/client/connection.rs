@@ -123,8 +123,6 @@ pub(crate) struct Link {
     pub(crate) options: Options,
     progress: ProgressRoutes,
     connection: AsyncMutex<Option<Arc<Connection>>>,
-    /// The last `tools/list` that succeeded, on any connection.
-    listed: Mutex<Option<Arc<Catalog>>>,
     sent: AtomicU64,
     connections: AtomicU64,
 }
@@ -150,7 +148,6 @@ impl Link {
             options,
             progress: ProgressRoutes::default(),
             connection: AsyncMutex::new(None),
-            listed: Mutex::new(None),
             sent: AtomicU64::new(0),
             connections: AtomicU64::new(0),
         };
@@ -176,30 +173,20 @@ impl Link {
     }
 
     /// Routes the progress notifications of `token` to `callback` while
-    /// `call` runs.
+    /// `call` runs ([`route`]).
     pub(crate) async fn routing<T>(
         &self,
         token: &ProgressToken,
         callback: Option<ProgressCallback>,
         call: impl Future<Output = T>,
     ) -> T {
-        let routes = &self.progress;
-        if let Some(callback) = callback {
-            routes
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(token.clone(), callback);
-        }
-        let outcome = call.await;
-        routes
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(token);
-        outcome
+        route(&self.progress, token, callback, call).await
     }
 
     /// The live connection, made anew if there is none or it broke: the
-    /// child restarted, the HTTP session initialized again.
+    /// child restarted, the HTTP session initialized again. The handshake
+    /// gets the client's timeout; a server that does not answer it in time
+    /// fails as `transient`, reason `TIMEOUT`, and its child is stopped.
     pub(crate) async fn connection(&self) -> Result<Arc<Connection>, ErrorEnvelope> {
         let mut slot = self.connection.lock().await;
         if let Some(connection) = slot.as_ref()
@@ -214,29 +201,39 @@ impl Link {
         let handler = Handler {
             progress: Arc::clone(&self.progress),
         };
-        let service = match &self.endpoint {
-            Endpoint::Stdio(command) => {
-                let transport = TokioChildProcess::new(command()).map_err(|error| {
-                    failure::not_sent(format!("could not start the MCP server: {error}"))
-                })?;
-                handler.serve(transport).await
+        let handshake = async {
+            match &self.endpoint {
+                Endpoint::Stdio(command) => {
+                    let transport = TokioChildProcess::new(command()).map_err(|error| {
+                        failure::not_sent(format!("could not start the MCP server: {error}"))
+                    })?;
+                    handler.serve(transport).await
+                }
+                Endpoint::Http(url) => {
+                    let mut config = StreamableHttpClientTransportConfig::with_uri(Arc::clone(url));
+                    // rmcp resumes a broken SSE stream for ever by default.
+                    let mut backoff = ExponentialBackoff::default();
+                    backoff.max_times = Some(3);
+                    backoff.base_duration = Duration::from_millis(100);
+                    config.retry_config = Arc::new(backoff);
+                    let client = PacedClient::new()?;
+                    handler
+                        .serve(StreamableHttpClientTransport::with_client(client, config))
+                        .await
+                }
             }
-            Endpoint::Http(url) => {
-                let mut config = StreamableHttpClientTransportConfig::with_uri(Arc::clone(url));
-                // rmcp resumes a broken SSE stream for ever by default.
-                let mut backoff = ExponentialBackoff::default();
-                backoff.max_times = Some(3);
-                backoff.base_duration = Duration::from_millis(100);
-                config.retry_config = Arc::new(backoff);
-                handler
-                    .serve(StreamableHttpClientTransport::with_client(
-                        PacedClient::new(),
-                        config,
-                    ))
-                    .await
-            }
-        }
-        .map_err(|error| failure::classify_initialize(&error))?;
+            .map_err(|error| failure::classify_initialize(&error))
+        };
+        let timeout = self.options.timeout;
+        let service = tokio::time::timeout(timeout, handshake)
+            .await
+            .map_err(|_| {
+                failure::not_sent(format!(
+                    "the MCP server did not complete the handshake within {} ms",
+                    timeout.as_millis()
+                ))
+                .with_reason(crate::reasons::TIMEOUT)
+            })??;
         service
             .set_response_cache_config(rmcp::ClientCacheConfig::disabled())
             .await;
@@ -257,30 +254,87 @@ impl Link {
         connection
             .tools
             .get_or_init(|| async {
-                let tools = Arc::new(tools::list(connection.peer(), self.options.timeout).await?);
-                *self.listed.lock().unwrap_or_else(PoisonError::into_inner) =
-                    Some(Arc::clone(&tools));
-                Ok(tools)
+                Ok(Arc::new(
+                    tools::list(connection.peer(), self.options.timeout).await?,
+                ))
             })
             .await
             .clone()
     }
 
-    /// The tool called `name` as last listed: by `connection`, or, when the
-    /// server could not list its tools on it, by an earlier one.
+    /// The tool called `name` as `connection` listed it: `None` when it did
+    /// not, or could not list its tools. What an earlier connection listed
+    /// says nothing of the server on this one, which may have restarted
+    /// with other tools.
     pub(crate) async fn known_tool(
         &self,
         connection: &Connection,
         name: &str,
     ) -> Option<Arc<RemoteTool>> {
-        match self.catalog(connection).await {
-            Ok(tools) => tools.get(name).cloned(),
-            Err(_) => self
-                .listed
+        self.catalog(connection).await.ok()?.get(name).cloned()
+    }
+
+    /// The tool called `name` as the live connection listed it, if it has
+    /// been listed — found without waiting, connecting or asking the server.
+    pub(crate) fn listed_tool(&self, name: &str) -> Option<Arc<RemoteTool>> {
+        let slot = self.connection.try_lock().ok()?;
+        let tools = slot.as_ref()?.tools.get()?.as_ref().ok()?;
+        tools.get(name).cloned()
+    }
+}
+
+/// Routes the progress notifications of `token` to `callback` while `call`
+/// runs, and not after: not even when the call is dropped before it ends.
+async fn route<T>(
+    routes: &ProgressRoutes,
+    token: &ProgressToken,
+    callback: Option<ProgressCallback>,
+    call: impl Future<Output = T>,
+) -> T {
+    /// Takes the route away however the call ends.
+    struct Route<'a> {
+        routes: &'a ProgressRoutes,
+        token: &'a ProgressToken,
+    }
+    impl Drop for Route<'_> {
+        fn drop(&mut self) {
+            self.routes
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .as_ref()
-                .and_then(|tools| tools.get(name).cloned()),
+                .remove(self.token);
         }
+    }
+    let Some(callback) = callback else {
+        return call.await;
+    };
+    routes
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(token.clone(), callback);
+    let _route = Route { routes, token };
+    call.await
+}
+
+#[cfg(test)]
+mod tests {
+    use futures_util::FutureExt;
+    use rmcp::model::NumberOrString;
+
+    use super::*;
+
+    #[test]
+    fn a_call_dropped_before_it_ends_takes_its_progress_route_with_it() {
+        let routes = ProgressRoutes::default();
+        let token = ProgressToken(NumberOrString::Number(7));
+        let callback: ProgressCallback = Arc::new(|_| {});
+        let running = route(
+            &routes,
+            &token,
+            Some(callback),
+            std::future::pending::<()>(),
+        );
+        // Polled once, then dropped: a call cancelled by its caller.
+        assert!(running.now_or_never().is_none());
+        assert!(routes.lock().unwrap().is_empty());
     }
 }

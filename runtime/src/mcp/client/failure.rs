@@ -68,11 +68,13 @@ pub(crate) fn read_result(result: CallToolResult, name: &str) -> Result<Value, E
             )));
         }
     };
-    // The argument errors of the common SDKs, in the text they send them as.
-    if let Some(envelope) = sdk_errors::recognize(message, name) {
+    // The argument errors of the common SDKs, in the text they send them
+    // as: read from the text as it is kept.
+    let message = text_for_wire(message, MAX_MESSAGE_BYTES);
+    if let Some(envelope) = sdk_errors::recognize(&message, name) {
         return Err(envelope);
     }
-    Err(foreign(message.to_owned()))
+    Err(foreign(message.into_owned()))
 }
 
 /// A failure told in a server's own words: `other`, not retryable.

@@ -59,12 +59,15 @@ use connection::{Endpoint, Link, Options};
 /// arguments, or the arguments sent — holds no secret the tool's schema
 /// marks `writeOnly` and no value of a key it does not declare; no secret
 /// value that was sent appears in its message, alternatives or violations.
+/// A tool the connection did not list has no schema to go by: none of its
+/// arguments is shown, and every text sent is kept out of what comes back.
 /// An envelope the server sent [escalated](ErrorEnvelope::escalation) keeps
 /// its `escalation` and is never retryable.
 ///
 /// The one retry decision applies on this side too: a failure is retryable
 /// only if the server said so *and* repeating the call is safe — the tool's
-/// annotations say `readOnlyHint` or `idempotentHint`, or the failure says
+/// annotations, as this connection listed them, say `readOnlyHint` or
+/// `idempotentHint`, or the failure says
 /// the call was not applied (reason `NOT_APPLIED`). Otherwise it comes back
 /// with `isRetryable: false` and the reason `MAY_HAVE_TAKEN_EFFECT`. So a
 /// [`RetryPolicy`](crate::retry::RetryPolicy) around [`call`](Self::call)
@@ -101,8 +104,9 @@ impl McpClient {
     ///
     /// # Errors
     ///
-    /// Awaited, a `transient` envelope if the child does not start or
-    /// initialize; a refused handshake as [`McpClient`] says.
+    /// Awaited, a `transient` envelope if the child does not start, or does
+    /// not complete the handshake within the timeout (reason `TIMEOUT`; the
+    /// child is stopped); a refused handshake as [`McpClient`] says.
     pub fn spawn(command: impl Fn() -> tokio::process::Command + Send + Sync + 'static) -> Connect {
         Connect::new(Endpoint::Stdio(Arc::new(command)))
     }
@@ -117,7 +121,8 @@ impl McpClient {
     /// # Errors
     ///
     /// Awaited, a classified envelope if the server cannot be reached or
-    /// does not initialize.
+    /// refuses the handshake; a `transient` one, reason `TIMEOUT`, if it does
+    /// not complete it within the timeout.
     pub fn connect(url: impl Into<String>) -> Connect {
         Connect::new(Endpoint::Http(url.into().into()))
     }
@@ -138,7 +143,8 @@ impl McpClient {
 
     /// The server's tools (`tools/list`), listed once per connection
     /// within the client's timeout. A server that pages on without end is
-    /// listed as far as a repeated cursor, 100 pages or 10,000 tools.
+    /// listed as far as a repeated cursor, a cursor over 4 KiB, 100 pages,
+    /// 10,000 tools or 16 MiB of tools.
     ///
     /// # Errors
     ///
@@ -177,7 +183,7 @@ impl McpClient {
     /// The envelope of the failure, never retryable unless repeating the
     /// call is safe.
     pub async fn call(&self, name: &str, arguments: Value) -> Result<Value, ErrorEnvelope> {
-        call::call(&self.link, name, arguments, None).await
+        Ok(call::call(&self.link, name, arguments, None).await?.value)
     }
 
     /// [`call`](Self::call), with each progress notification of the call
@@ -193,7 +199,11 @@ impl McpClient {
         arguments: Value,
         on_progress: impl Fn(Progress) + Send + Sync + 'static,
     ) -> Result<Value, ErrorEnvelope> {
-        call::call(&self.link, name, arguments, Some(Arc::new(on_progress))).await
+        Ok(
+            call::call(&self.link, name, arguments, Some(Arc::new(on_progress)))
+                .await?
+                .value,
+        )
     }
 
     /// [`call`](Self::call), the value decoded as `T` — from the structured
@@ -209,7 +219,8 @@ impl McpClient {
         name: &str,
         arguments: Value,
     ) -> Result<T, ErrorEnvelope> {
-        let value = self.call(name, arguments.clone()).await?;
+        let call::Called { value, tool } =
+            call::call(&self.link, name, arguments.clone(), None).await?;
         let unwrapped = match &value {
             Value::Object(members) if members.len() == 1 => members.get("result").cloned(),
             _ => None,
@@ -229,11 +240,6 @@ impl McpClient {
         let arguments = match arguments {
             Value::Object(arguments) => arguments,
             _ => serde_json::Map::new(),
-        };
-        let connection = self.link.connection().await;
-        let tool = match &connection {
-            Ok(connection) => self.link.known_tool(connection, name).await,
-            Err(_) => None,
         };
         Err(call::finish(
             envelope,
@@ -262,12 +268,15 @@ impl Connect {
         }
     }
 
-    /// How long one call may take (60 s unless set); then it is cancelled
-    /// (the server is told) and fails as `transient`, reason `TIMEOUT`. The
-    /// tool list (`tools/list`, every page of it) gets as long: a server
-    /// that does not list its tools in time is called without their
-    /// annotations, as if no tool were safe to repeat, and is not asked
-    /// again on that connection.
+    /// How long one call may take (60 s unless set), from the moment it is
+    /// made: reaching the server (the handshake, when the connection is
+    /// new), listing its tools (once per connection) and the call itself;
+    /// then it is cancelled (the server is told, if the call went out) and
+    /// fails as `transient`, reason `TIMEOUT`. Making the client, its
+    /// handshake and its listing get as long each. A server that does not
+    /// list its tools in time is called without their annotations and
+    /// schemas — no call of it is safe to repeat, and none of its arguments
+    /// is shown — and is not asked again on that connection.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.options.timeout = timeout;
         self

@@ -25,6 +25,9 @@ use rmcp::transport::streamable_http_client::{
 use sse_stream::Sse;
 use tokio::time::Instant;
 
+use crate::envelope::ErrorEnvelope;
+use crate::mcp::client::failure;
+
 /// The fewest time between two resumptions of event streams.
 pub(crate) const MIN_INTERVAL: Duration = Duration::from_millis(100);
 
@@ -59,16 +62,23 @@ impl PacedClient {
     /// As rmcp's own default: no idle connections kept (they stall on
     /// delayed ACKs), and no redirect followed (rmcp's default follows only
     /// same-origin 307/308; following none is stricter).
-    pub(crate) fn new() -> Self {
+    ///
+    /// # Errors
+    ///
+    /// The envelope of an HTTP client that could not be built — never one
+    /// built some other way, which could follow redirects.
+    pub(crate) fn new() -> Result<Self, ErrorEnvelope> {
         let inner = reqwest::Client::builder()
             .pool_max_idle_per_host(0)
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .unwrap_or_default();
-        PacedClient {
+            .map_err(|error| {
+                failure::not_sent(format!("could not build the HTTP client: {error}"))
+            })?;
+        Ok(PacedClient {
             inner,
             state: Arc::default(),
-        }
+        })
     }
 }
 

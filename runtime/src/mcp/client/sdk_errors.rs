@@ -29,7 +29,8 @@ use crate::reasons;
 const MAX_VIOLATIONS: usize = 256;
 
 /// The `validation` envelope of `text`, the `isError` text of a call of the
-/// tool `name`, if it is one of the argument errors above.
+/// tool `name`, if it is one of the argument errors above. `text` is
+/// bounded already: what it gives is no longer than it is.
 pub(crate) fn recognize(text: &str, name: &str) -> Option<ErrorEnvelope> {
     let text = text.trim();
     if let Some(rest) = text.strip_prefix("MCP error -32602: ") {
@@ -122,9 +123,11 @@ fn comma_issues(text: &str) -> Vec<Violation> {
     let mut from = 0;
     while let Some(at) = text[from..].find(", ") {
         let next = from + at + 2;
-        if let Some((path, _)) = text[next..].split_once(": ")
-            && is_path(path)
-        {
+        // A path is the run of path characters right after the `, `: each
+        // is read once, whatever the text holds.
+        let rest = &text[next..];
+        let end = rest.find(|c| !is_path_char(c)).unwrap_or(rest.len());
+        if is_path(&rest[..end]) && rest[end..].starts_with(": ") {
             starts.push(next);
         }
         from = next;
@@ -168,9 +171,7 @@ fn pydantic_errors(text: &str, name: &str) -> Option<Vec<Violation>> {
         }
         if let Some(message) = line.strip_prefix("  ") {
             // The bracket quotes the input: never copied.
-            let message = message
-                .rfind(" [type=")
-                .map_or(message, |at| &message[..at]);
+            let message = message.find(" [type=").map_or(message, |at| &message[..at]);
             violations.push(violation(&field(location.take().unwrap_or("")), message));
         } else {
             location = Some(line.trim());
@@ -182,11 +183,11 @@ fn pydantic_errors(text: &str, name: &str) -> Option<Vec<Violation>> {
 /// Whether `text` reads as a field path: names and indexes joined by `.`
 /// or in `[…]`, no spaces.
 fn is_path(text: &str) -> bool {
-    !text.is_empty()
-        && text.len() <= 256
-        && text
-            .chars()
-            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '[' | ']' | '$'))
+    !text.is_empty() && text.len() <= 256 && text.chars().all(is_path_char)
+}
+
+fn is_path_char(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '[' | ']' | '$')
 }
 
 /// A path as this crate writes it: `opts.tags.0` → `opts.tags[0]`.
@@ -321,6 +322,29 @@ mod tests {
         assert_eq!(fields(&fastmcp), [("b", "Missing required argument")]);
         assert!(recognize("Unknown tool: 'nope'", "nope").is_some());
         assert!(recognize("Unknown tool: nope", "nope").is_some());
+    }
+
+    #[test]
+    fn an_input_that_quotes_the_bracket_is_not_copied_either() {
+        let python = recognize(
+            "1 validation error for loginArguments\npassword\n  Input should be a valid string [type=string_type, input_value='x [type=y] hunter2', input_type=str]",
+            "login",
+        )
+        .unwrap();
+        assert_eq!(
+            fields(&python),
+            [("password", "Input should be a valid string")]
+        );
+    }
+
+    #[test]
+    fn a_text_of_many_commas_is_read_in_one_pass() {
+        // Each `, ` once, and the path after it once: a text of a million
+        // commas, none of them starting an issue, is one issue.
+        let text = format!("{INVALID_ARGUMENTS}add: a: bad{}", ", x".repeat(1_000_000));
+        let envelope = recognize(&text, "add").unwrap();
+        assert_eq!(envelope.violations().len(), 1);
+        assert_eq!(envelope.violations()[0].field, "a");
     }
 
     #[test]

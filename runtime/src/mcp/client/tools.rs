@@ -1,9 +1,11 @@
 //! A server's tools, as its `tools/list` describes them: listed once per
 //! connection, within the client's timeout, and within bounds a hostile
-//! server cannot move — a repeated cursor, or more pages or tools than any
-//! server has, ends the listing with what it gathered.
+//! server cannot move — a repeated cursor, a cursor longer than any server
+//! writes, or more pages, tools or bytes than any server has, ends the
+//! listing with what it gathered.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,6 +24,13 @@ pub(crate) const MAX_PAGES: usize = 100;
 
 /// The most tools the client keeps of one server.
 pub(crate) const MAX_TOOLS: usize = 10_000;
+
+/// The most bytes of tools the client keeps of one server: names,
+/// descriptions and schemas, as JSON.
+pub(crate) const MAX_BYTES: usize = 16 * 1024 * 1024;
+
+/// The longest cursor the client sends back.
+pub(crate) const MAX_CURSOR: usize = 4 * 1024;
 
 /// A tool of a remote server, as its `tools/list` describes it.
 #[derive(Debug, Clone)]
@@ -68,7 +77,9 @@ impl RemoteTool {
             },
             // A schema that lists no properties says nothing of secrets.
             secrets: Arc::new(match input_schema.get("properties") {
-                Some(Value::Object(_)) => SecretPaths::from_schema(&input_schema, &[]),
+                Some(Value::Object(_)) => {
+                    SecretPaths::from_schema(&input_schema, &[]).of_remote_tool()
+                }
                 _ => SecretPaths::OPEN,
             }),
             input_schema,
@@ -90,16 +101,45 @@ impl RemoteTool {
     pub(crate) fn secrets(&self) -> &SecretPaths {
         &self.secrets
     }
+
+    /// About how many bytes the client holds for it: its texts and schemas
+    /// as JSON.
+    fn size(&self) -> usize {
+        self.name.len()
+            + self.description.as_ref().map_or(0, String::len)
+            + json_len(&self.input_schema)
+            + self.output_schema.as_ref().map_or(0, json_len)
+            + self.failure_modes.as_ref().map_or(0, json_len)
+    }
+}
+
+/// How many bytes `value` takes as JSON, counted without writing them.
+fn json_len(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a JSON value into a counter cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 /// A server's tools by name, each shared with the calls that use it.
 pub(crate) type Catalog = HashMap<String, Arc<RemoteTool>>;
 
 /// Lists the server's tools, page by page, in at most `timeout` for the
-/// whole listing. A cursor the server gave before, more than [`MAX_PAGES`]
-/// pages or more than [`MAX_TOOLS`] tools end it with the tools gathered:
-/// a tool not listed is one the client knows nothing of, so a call of it
-/// is treated as unsafe to repeat.
+/// whole listing. A cursor the server gave before, one longer than
+/// [`MAX_CURSOR`], more than [`MAX_PAGES`] pages, [`MAX_TOOLS`] tools or
+/// [`MAX_BYTES`] of them end it with the tools gathered: a tool not listed
+/// is one the client knows nothing of, so a call of it is treated as
+/// unsafe to repeat, and none of its arguments is shown.
 ///
 /// # Errors
 ///
@@ -122,7 +162,10 @@ pub(crate) async fn list(
 
 async fn pages(peer: &Peer<RoleClient>) -> Result<Catalog, ErrorEnvelope> {
     let mut tools = Catalog::new();
-    let mut cursors: Vec<String> = Vec::new();
+    let mut bytes = 0;
+    // The cursors given so far, by keyed hash: a server's cursors are not kept.
+    let keys = RandomState::new();
+    let mut cursors: HashSet<u64> = HashSet::new();
     let mut cursor = None;
     for _ in 0..MAX_PAGES {
         let page = peer
@@ -134,18 +177,25 @@ async fn pages(peer: &Peer<RoleClient>) -> Result<Catalog, ErrorEnvelope> {
                 cut(format!("it lists more than {MAX_TOOLS} tools"));
                 return Ok(tools);
             }
-            tools.insert(tool.name.to_string(), Arc::new(RemoteTool::from_rmcp(tool)));
+            let tool = RemoteTool::from_rmcp(tool);
+            bytes += tool.size();
+            if bytes > MAX_BYTES {
+                cut(format!("its tools take more than {MAX_BYTES} bytes"));
+                return Ok(tools);
+            }
+            tools.insert(tool.name.clone(), Arc::new(tool));
         }
         match page.next_cursor {
             None => return Ok(tools),
-            Some(next) if cursors.contains(&next) => {
+            Some(next) if next.len() > MAX_CURSOR => {
+                cut(format!("it gave a cursor longer than {MAX_CURSOR} bytes"));
+                return Ok(tools);
+            }
+            Some(next) if !cursors.insert(keys.hash_one(&next)) => {
                 cut("it gave a cursor it had given before".to_owned());
                 return Ok(tools);
             }
-            Some(next) => {
-                cursors.push(next.clone());
-                cursor = Some(next);
-            }
+            Some(next) => cursor = Some(next),
         }
     }
     cut(format!("it pages past {MAX_PAGES} pages"));

@@ -172,27 +172,26 @@ impl<S: ServerHandler, F: Fn() -> S + Send + Sync + 'static> NewServer for F {
     }
 }
 
-/// `origin` with its port written out: an `http` or `https` origin without
-/// one gets its scheme's (80, 443). Anything else — a port or a `:*`
-/// already, `null`, another scheme, text that is not an origin — as given.
+/// `origin` as a browser sends it — no spaces around it, no `/` after it —
+/// with its port written out: an `http` or `https` origin without one gets
+/// its scheme's (80, 443). Anything else — a port or a `:*` already,
+/// `null`, another scheme, text that is not an origin — as given, trimmed.
 fn with_port(origin: String) -> String {
     let trimmed = origin.trim().trim_end_matches('/');
-    if trimmed.ends_with(":*") {
-        return origin;
-    }
-    let Ok(uri) = axum::http::Uri::try_from(trimmed) else {
-        return origin;
-    };
-    let (Some(scheme), Some(authority)) = (uri.scheme_str(), uri.authority()) else {
-        return origin;
-    };
-    let port = match scheme.to_ascii_lowercase().as_str() {
-        _ if authority.port().is_some() => return origin,
-        "http" => 80,
-        "https" => 443,
-        _ => return origin,
-    };
-    format!("{scheme}://{}:{port}", authority.host())
+    let port = (!trimmed.ends_with(":*"))
+        .then(|| axum::http::Uri::try_from(trimmed).ok())
+        .flatten()
+        .and_then(|uri| {
+            let (scheme, authority) = (uri.scheme_str()?, uri.authority()?);
+            let port = match scheme.to_ascii_lowercase().as_str() {
+                _ if authority.port().is_some() => return None,
+                "http" => 80,
+                "https" => 443,
+                _ => return None,
+            };
+            Some(format!("{scheme}://{}:{port}", authority.host()))
+        });
+    port.unwrap_or_else(|| trimmed.to_owned())
 }
 
 impl From<StreamableHttpServerConfig> for HttpOptions {
@@ -216,7 +215,12 @@ mod tests {
                 "https://app.example.com:8443",
                 "https://app.example.com:8443",
             ),
+            (
+                " https://app.example.com:8443/ ",
+                "https://app.example.com:8443",
+            ),
             ("http://localhost:*", "http://localhost:*"),
+            (" http://localhost:* ", "http://localhost:*"),
             ("null", "null"),
             ("chrome-extension://abcdef", "chrome-extension://abcdef"),
         ] {

@@ -14,10 +14,10 @@ use crate::escalation::Escalation;
 use crate::json::depth::{MAX_DEPTH, deeper_than, dismantle, too_deep_marker};
 use crate::mcp::context::ToolContext;
 use crate::mcp::reply::{ProtocolError, ToolReply};
-use crate::mcp::violations::kind;
+use crate::mcp::violations::{not_an_object, not_shown};
 use crate::panic::catch_unwind_future;
+use crate::panic::panicked;
 use crate::private::arguments::{Success, invalid_arguments};
-use crate::private::call::panicked;
 use crate::private::state::CallState;
 use crate::query::Query;
 use crate::reasons;
@@ -92,19 +92,12 @@ impl ToolSet {
             Value::Null => Map::new(),
             other => {
                 // Not an object: what it was, never its content.
-                let violation = Violation::new(
-                    "arguments",
-                    format!("expected a JSON object, got {}", kind(&other)),
-                );
                 let mut envelope = invalid_arguments(
-                    &entry.info,
-                    vec![violation],
+                    &entry.facts,
+                    vec![not_an_object(&other)],
                     Query::Arguments(&Map::new(), mask),
                 );
-                envelope.set_attempted_query(Some(Value::String(format!(
-                    "[arguments sent as {}, not an object: not shown]",
-                    kind(&other)
-                ))));
+                envelope.set_attempted_query(Some(not_shown(&other)));
                 return Ok(self.failure(entry, Failure::Envelope(envelope)));
             }
         };
@@ -126,7 +119,7 @@ impl ToolSet {
         let outcome = match finished {
             Ok(outcome) => outcome,
             Err(panic) => {
-                let envelope = panicked(&entry.info.name, panic.as_ref());
+                let envelope = panicked(&format!("tool `{}`", entry.facts.tool), panic.as_ref());
                 Err(Failure::Envelope(settle_here(
                     envelope, entry, &arguments, &state,
                 )))
@@ -237,11 +230,11 @@ fn settle_here(
     arguments: &Map<String, Value>,
     state: &CallState,
 ) -> ErrorEnvelope {
-    if envelope.tool().is_some() {
+    if envelope.is_settled() {
         return envelope;
     }
     let query = state.query(arguments);
-    settle(envelope, &entry.info.facts(), query, &|| state.gathered())
+    settle(envelope, &entry.facts, query, &|| state.gathered())
 }
 
 /// The envelope of a result too large to send: not retryable — the same call
@@ -249,13 +242,13 @@ fn settle_here(
 fn too_large(entry: &Entry, size: usize, cap: usize, query: Query<'_>) -> ErrorEnvelope {
     let envelope = ErrorEnvelope::other(format!(
         "the result of `{}` is {size} bytes with its text copy, over the {cap}-byte limit of this server",
-        entry.info.name
+        entry.facts.tool
     ))
     .with_reason(reasons::RESULT_TOO_LARGE)
     .with_alternative(
         "Call again with narrower arguments: tighter filters, a lower limit, a smaller page",
     );
-    settle(envelope, &entry.info.facts(), query, &|| None)
+    settle(envelope, &entry.facts, query, &|| None)
 }
 
 /// The validation envelope of arguments nested too deep: each offending
@@ -279,7 +272,7 @@ fn too_deep(entry: &Entry, arguments: Value) -> ErrorEnvelope {
         _ => violations.push(Violation::new("arguments", description)),
     }
     let mask = ArgumentMask::new(&entry.definition.checks.secrets, &[]);
-    let mut envelope = invalid_arguments(&entry.info, violations, Query::Arguments(&shown, mask));
+    let mut envelope = invalid_arguments(&entry.facts, violations, Query::Arguments(&shown, mask));
     if !arguments.is_object() {
         envelope.set_attempted_query(Some(too_deep_marker()));
     }

@@ -9,8 +9,8 @@ use serde_json::{Map, Value};
 use crate::envelope::ToolResult;
 use crate::mcp::definition::ToolDefinition;
 use crate::private::arguments::Success;
-use crate::private::call::ToolInfo;
 use crate::private::state::{BoxFuture, CallState};
+use crate::settle::Facts;
 
 /// One attempt of a free tool: the JSON arguments in, the success value as
 /// JSON (or the envelope) out.
@@ -83,7 +83,8 @@ pub(super) type SharedCall = dyn for<'a> Fn(&'a Map<String, Value>, &'a CallStat
 #[derive(Clone)]
 pub(super) struct Entry {
     pub(super) definition: ToolDefinition,
-    pub(super) info: ToolInfo,
+    /// What a failed call of it knows of itself.
+    pub(super) facts: Facts,
     pub(super) call: Dispatch,
 }
 

@@ -22,9 +22,9 @@ use crate::guard::Guards;
 use crate::limits::EnvelopeLimits;
 use crate::mcp::definition::ToolDefinition;
 use crate::mcp::log::{LogLevel, LogThreshold};
-use crate::private::call::ToolInfo;
 #[cfg(feature = "tokio")]
 use crate::retry::RetryPolicy;
+use crate::settle::{Facts, Source};
 
 #[derive(Clone)]
 struct Inner {
@@ -140,13 +140,15 @@ impl ToolSet {
             .index
             .insert(definition.name.clone(), inner.entries.len());
         inner.definitions.push(definition.clone());
-        let info = ToolInfo::served(
-            definition.name.clone(),
-            definition.annotations.idempotent_hint,
-        );
+        let facts = Facts {
+            tool: Cow::Owned(definition.name.clone()),
+            safe_to_repeat: definition.annotations.idempotent_hint,
+            sent: true,
+            source: Source::Local,
+        };
         inner.entries.push(Entry {
             definition,
-            info,
+            facts,
             call,
         });
         self

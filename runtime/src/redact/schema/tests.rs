@@ -175,3 +175,93 @@ fn paths_in_both_notations() {
     );
     assert!(steps("").is_empty());
 }
+
+#[test]
+fn a_target_is_built_once_however_its_refs_spell_it() {
+    // One big target, referred to under many spellings of its address.
+    let big: Map<String, Value> = (0..200)
+        .map(|i| (format!("f{i}"), json!({"type": "string"})))
+        .collect();
+    let spellings = ["#/$defs/A", "#/%24defs/A", "#/$defs/%41", "#/%24defs/%41"];
+    let properties: Map<String, Value> = (0..400)
+        .map(|i| (format!("p{i}"), json!({"$ref": spellings[i % 4]})))
+        .collect();
+    let paths = SecretPaths::from_schema(
+        &schema(json!({
+            "type": "object",
+            "properties": properties,
+            "$defs": {"A": {"type": "object", "properties": big}}
+        })),
+        &[],
+    );
+    // 400 parameters and their refs, and the target's 201 nodes once.
+    assert!(paths.nodes.len() < 1_100, "{} nodes", paths.nodes.len());
+}
+
+#[test]
+fn a_chain_of_refs_longer_than_the_walk_follows_is_a_secret() {
+    // A server's schema: each definition refers to the next, 10,000 long,
+    // the last one harmless. Followed link by link it would take the stack.
+    let mut defs = Map::new();
+    for i in 0..10_000 {
+        defs.insert(
+            format!("D{i}"),
+            json!({"$ref": format!("#/$defs/D{}", i + 1)}),
+        );
+    }
+    defs.insert("D10000".to_owned(), json!({"type": "string"}));
+    let paths = SecretPaths::from_schema(
+        &schema(json!({
+            "type": "object",
+            "properties": {"deep": {"$ref": "#/$defs/D0"}, "id": {"type": "string"}},
+            "$defs": defs
+        })),
+        &[],
+    );
+    let arguments = json!({"deep": "x", "id": "A-1"});
+    let masked = paths.mask(arguments.as_object().unwrap());
+    assert_eq!(
+        Value::Object(masked.into_owned()),
+        json!({"deep": "[redacted]", "id": "A-1"})
+    );
+}
+
+#[test]
+fn without_a_schema_every_value_is_hidden_and_every_long_text_is_secret() {
+    let arguments = json!({"user": "ops", "password": "hunter2", "n": 5});
+    let arguments = arguments.as_object().unwrap();
+    let masked = SecretPaths::UNKNOWN.mask(arguments);
+    assert_eq!(
+        Value::Object(masked.into_owned()),
+        json!({"user": "[redacted]", "password": "[redacted]", "n": "[redacted]"})
+    );
+    let mut values = SecretValues::default();
+    SecretPaths::UNKNOWN.add_values(arguments, &mut values);
+    let masker = values.masker().unwrap();
+    assert_eq!(masker.text("ops: hunter2 5"), "ops: [redacted] 5");
+}
+
+#[test]
+fn values_of_keys_not_declared_are_searched_for_only_for_a_remote_tool() {
+    let paths = SecretPaths::from_schema(
+        &schema(
+            json!({"type": "object", "properties": {"password": {"type": "string", "writeOnly": true}}}),
+        ),
+        &[],
+    );
+    let arguments = json!({"password": "hunter2", "extra": "a-long-value"});
+    let mut values = SecretValues::default();
+    paths.add_values(arguments.as_object().unwrap(), &mut values);
+    let masker = values.masker().unwrap();
+    assert_eq!(
+        masker.text("hunter2 a-long-value"),
+        "[redacted] a-long-value"
+    );
+    // A remote tool's server may quote them: there, they are searched for.
+    let mut values = SecretValues::default();
+    paths
+        .of_remote_tool()
+        .add_values(arguments.as_object().unwrap(), &mut values);
+    let masker = values.masker().unwrap();
+    assert_eq!(masker.text("hunter2 a-long-value"), "[redacted] [redacted]");
+}
