@@ -102,12 +102,12 @@ pub(crate) fn settle(
     decide(envelope, facts, passed_on)
 }
 
-/// The retry decision below, for a failure described before any call
-/// (a tool's published failure modes): whether a failure that is
-/// `retryable` by itself, with `reason`, leaves a call of a tool that is
-/// `safe_to_repeat` (or not) retryable. A human request and a policy gap
-/// never are; a tool that is not safe to repeat keeps only the failures
-/// that say the call was not applied.
+/// The one retry decision: whether a failure that is `retryable` by
+/// itself, with `reason`, leaves a call that is `safe_to_repeat` (or not)
+/// retryable. A human request and a policy gap never do; a call that is not
+/// safe to repeat keeps only the failures that say it was not applied.
+/// [`settle`] applies it to every failure; a tool's definition, to the
+/// failure modes it publishes, so that they say what its calls will send.
 pub(crate) fn leaves_retryable(
     retryable: bool,
     reason: Option<&str>,
@@ -118,7 +118,9 @@ pub(crate) fn leaves_retryable(
         && (safe_to_repeat || reason == Some(reasons::NOT_APPLIED))
 }
 
-/// The one retry decision.
+/// Records the call's facts on `envelope`, then applies
+/// [`leaves_retryable`]: a retryable failure it does not leave retryable is
+/// sent as not retryable, saying why.
 fn decide(mut envelope: ErrorEnvelope, facts: &Facts, passed_on: bool) -> ErrorEnvelope {
     envelope.record_tool(facts.safe_to_repeat);
     if passed_on {
@@ -128,12 +130,16 @@ fn decide(mut envelope: ErrorEnvelope, facts: &Facts, passed_on: bool) -> ErrorE
     if !facts.sent {
         envelope = envelope.with_not_applied(true);
     }
-    if envelope.is_retryable() && envelope.idempotent() == Some(false) {
-        if envelope.not_applied() {
-            envelope.set_reason(Some(Cow::Borrowed(reasons::NOT_APPLIED)));
-        } else {
-            envelope.withhold_retry(facts.tool.clone());
-        }
+    if !envelope.is_retryable() {
+        return envelope;
+    }
+    let safe_to_repeat = envelope.idempotent() != Some(false);
+    if !safe_to_repeat && envelope.not_applied() {
+        // What keeps it retryable, said where callers read it.
+        envelope.set_reason(Some(Cow::Borrowed(reasons::NOT_APPLIED)));
+    }
+    if !leaves_retryable(true, envelope.reason(), safe_to_repeat) {
+        envelope.withhold_retry(facts.tool.clone());
     }
     envelope
 }
