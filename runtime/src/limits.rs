@@ -334,14 +334,17 @@ fn take(budget: &mut usize, bytes: usize) -> bool {
     }
 }
 
-/// The size of `value` as compact JSON, without building the text.
+/// The size of `value` as compact JSON, without building the text;
+/// `usize::MAX` for a value whose `Serialize` fails, which no limit admits.
 pub(crate) fn json_len<T: Serialize + ?Sized>(value: &T) -> usize {
     let mut counter = Counter {
         written: 0,
         cap: usize::MAX,
     };
-    serde_json::to_writer(&mut counter, value).expect("counting cannot fail");
-    counter.written
+    match serde_json::to_writer(&mut counter, value) {
+        Ok(()) => counter.written,
+        Err(_) => usize::MAX,
+    }
 }
 
 /// Over the cap, partial results keep their first items (or object members) that fit,

@@ -64,6 +64,19 @@ pub(crate) struct Facts {
     pub(crate) source: Source,
 }
 
+impl Facts {
+    /// The facts of a call of the tool `tool` of this process, which was
+    /// made: `safe_to_repeat` when the tool is idempotent or read-only.
+    pub(crate) fn local(tool: Cow<'static, str>, safe_to_repeat: bool) -> Self {
+        Facts {
+            tool,
+            safe_to_repeat,
+            sent: true,
+            source: Source::Local,
+        }
+    }
+}
+
 /// Settles `envelope`, the failure of the call `facts` describes: see the
 /// module's documentation. `query` is the call's arguments; `gathered` what
 /// its `Partial` collector holds, read only if the envelope needs it.

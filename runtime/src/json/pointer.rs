@@ -16,32 +16,12 @@ pub(crate) fn resolve<'s>(root: &'s Value, reference: &str) -> Option<&'s Value>
         return None;
     }
     // A fragment is percent-encoded; a pointer escapes `~` and `/` itself,
-    // and `Value::pointer` undoes that.
-    root.pointer(&percent_decode(fragment)?)
-}
-
-/// `text` with its `%XX` escapes decoded; `None` if they do not make UTF-8.
-fn percent_decode(text: &str) -> Option<String> {
-    if !text.contains('%') {
-        return Some(text.to_owned());
-    }
-    let bytes = text.as_bytes();
-    let mut decoded = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |at: usize| bytes.get(at).and_then(|b| (*b as char).to_digit(16));
-        match (bytes[i], hex(i + 1), hex(i + 2)) {
-            (b'%', Some(high), Some(low)) => {
-                decoded.push((high * 16 + low) as u8);
-                i += 3;
-            }
-            (byte, _, _) => {
-                decoded.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(decoded).ok()
+    // and `Value::pointer` undoes that. Escapes that do not make UTF-8
+    // point at nothing.
+    let pointer = percent_encoding::percent_decode_str(fragment)
+        .decode_utf8()
+        .ok()?;
+    root.pointer(&pointer)
 }
 
 #[cfg(test)]
@@ -80,5 +60,7 @@ mod tests {
         assert_eq!(resolve(&root, "#/$defs/Missing"), None);
         assert_eq!(resolve(&root, "other.json#/$defs/New"), None);
         assert_eq!(resolve(&root, "#anchor"), None);
+        // Escapes that do not make UTF-8 point at nothing.
+        assert_eq!(resolve(&root, "#/$defs/%FF"), None);
     }
 }

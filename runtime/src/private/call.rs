@@ -19,7 +19,7 @@ use crate::panic::panicked;
 use crate::partial::Partial;
 use crate::query::Query;
 use crate::reasons;
-use crate::settle::{Facts, Source, settle};
+use crate::settle::{Facts, settle};
 
 /// What `#[tool]` knows about a tool at compile time: one static per tool,
 /// read when it runs and when its MCP definition is built.
@@ -96,12 +96,7 @@ impl ToolInfo {
 
     /// What the call knows of itself when it fails, to settle its envelope.
     pub(crate) fn facts(&self) -> Facts {
-        Facts {
-            tool: self.name.clone(),
-            safe_to_repeat: self.idempotent,
-            sent: true,
-            source: Source::Local,
-        }
+        Facts::local(self.name.clone(), self.idempotent)
     }
 }
 

@@ -77,9 +77,10 @@ pub(crate) fn read_result(result: CallToolResult, name: &str) -> Result<Value, E
     Err(foreign(message.into_owned()))
 }
 
-/// A failure told in a server's own words: `other`, not retryable.
+/// A failure told in a server's own words, `message` bounded already:
+/// `other`, not retryable.
 fn foreign(message: String) -> ErrorEnvelope {
-    let mut envelope = ErrorEnvelope::other(text(message));
+    let mut envelope = ErrorEnvelope::other(message);
     envelope.set_foreign();
     envelope
 }

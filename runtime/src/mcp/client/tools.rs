@@ -14,6 +14,7 @@ use rmcp::service::{Peer, RoleClient};
 use serde_json::{Map, Value};
 
 use crate::envelope::ErrorEnvelope;
+use crate::limits::json_len;
 use crate::mcp::client::failure;
 use crate::mcp::definition::ToolHints;
 use crate::reasons;
@@ -111,24 +112,6 @@ impl RemoteTool {
             + self.output_schema.as_ref().map_or(0, json_len)
             + self.failure_modes.as_ref().map_or(0, json_len)
     }
-}
-
-/// How many bytes `value` takes as JSON, counted without writing them.
-fn json_len(value: &impl serde::Serialize) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing a JSON value into a counter cannot fail.
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
 }
 
 /// A server's tools by name, each shared with the calls that use it.

@@ -12,11 +12,11 @@ use crate::envelope::{ErrorEnvelope, Violation};
 #[cfg(feature = "tokio")]
 use crate::escalation::Escalation;
 use crate::json::depth::{MAX_DEPTH, deeper_than, dismantle, too_deep_marker};
+use crate::limits::json_len;
 use crate::mcp::context::ToolContext;
 use crate::mcp::reply::{ProtocolError, ToolReply};
 use crate::mcp::violations::{not_an_object, not_shown};
-use crate::panic::catch_unwind_future;
-use crate::panic::panicked;
+use crate::panic::{catch_unwind_future, panicked};
 use crate::private::arguments::{Success, invalid_arguments};
 use crate::private::state::CallState;
 use crate::query::Query;
@@ -150,7 +150,7 @@ impl ToolSet {
             }
             Success::Contents(contents) => {
                 let reply = ToolReply::contents(contents);
-                let size = serde_json::to_vec(&reply).map_or(usize::MAX, |json| json.len());
+                let size = json_len(&reply);
                 (reply, size)
             }
         };

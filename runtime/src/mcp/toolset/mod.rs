@@ -24,7 +24,7 @@ use crate::mcp::definition::ToolDefinition;
 use crate::mcp::log::{LogLevel, LogThreshold};
 #[cfg(feature = "tokio")]
 use crate::retry::RetryPolicy;
-use crate::settle::{Facts, Source};
+use crate::settle::Facts;
 
 #[derive(Clone)]
 struct Inner {
@@ -140,12 +140,10 @@ impl ToolSet {
             .index
             .insert(definition.name.clone(), inner.entries.len());
         inner.definitions.push(definition.clone());
-        let facts = Facts {
-            tool: Cow::Owned(definition.name.clone()),
-            safe_to_repeat: definition.annotations.idempotent_hint,
-            sent: true,
-            source: Source::Local,
-        };
+        let facts = Facts::local(
+            Cow::Owned(definition.name.clone()),
+            definition.annotations.idempotent_hint,
+        );
         inner.entries.push(Entry {
             definition,
             facts,
