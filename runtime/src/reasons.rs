@@ -87,6 +87,12 @@ pub const DEADLINE_EXCEEDED: &str = "DEADLINE_EXCEEDED";
 pub const UNSERIALIZABLE_RESULT: &str = "UNSERIALIZABLE_RESULT";
 /// The tool's result was larger than the server sends.
 pub const RESULT_TOO_LARGE: &str = "RESULT_TOO_LARGE";
+/// A tool asked the MCP client for something (a form for its user, a
+/// completion from its model, its roots) that the client did not declare it
+/// can answer, or was called without a client.
+pub const CLIENT_CANNOT_ANSWER: &str = "CLIENT_CANNOT_ANSWER";
+/// A tool asked the MCP client, and the client's answer failed.
+pub const CLIENT_REQUEST_FAILED: &str = "CLIENT_REQUEST_FAILED";
 
 /// Whether a failure with this reason is never retried, whatever its
 /// category and `isRetryable` say: an explicit human request, a policy gap.

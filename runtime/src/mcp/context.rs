@@ -6,6 +6,11 @@ use std::fmt;
 use std::sync::Arc;
 
 use serde::Serialize;
+#[cfg(feature = "rmcp")]
+use serde_json::Value;
+
+#[cfg(feature = "rmcp")]
+use crate::mcp::ask::{Elicitation, Question};
 
 pub use crate::mcp::log::{DEFAULT_LOG_LEVEL, LogLevel};
 
@@ -162,6 +167,118 @@ impl ToolContext {
         self.live.as_ref().map(|live| &live.peer)
     }
 
+    /// What the client declared it can answer: `elicitation`, `sampling`,
+    /// `roots` (on 2026-07-28, from the request's own `_meta`); `None` for a
+    /// detached context, or a client that declared nothing.
+    #[cfg(feature = "rmcp")]
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+    pub fn client_capabilities(&self) -> Option<&rmcp::model::ClientCapabilities> {
+        self.live.as_ref()?.asking.capabilities()
+    }
+
+    /// Asks the client `question` and returns its answer as JSON: an
+    /// `ElicitResult`, a `CreateMessageResult` or a `ListRootsResult`. On
+    /// 2026-07-28 a question without an answer yet ends this round of the
+    /// call: see [`crate::mcp::ask`] for how the tool resumes.
+    ///
+    /// # Errors
+    ///
+    /// A `business` envelope, with reason `CLIENT_CANNOT_ANSWER`, for a
+    /// detached context or a question the client did not declare it can
+    /// answer; with reason `CLIENT_REQUEST_FAILED`, when the client's answer
+    /// failed.
+    #[cfg(feature = "rmcp")]
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+    pub async fn ask(&self, question: Question) -> Result<Value, crate::ErrorEnvelope> {
+        let mut answers = self.ask_all(vec![question]).await?;
+        Ok(answers.pop().expect("one answer per question"))
+    }
+
+    /// Asks the client every question at once — on 2026-07-28, in one
+    /// round — and returns the answers in order.
+    ///
+    /// # Errors
+    ///
+    /// As [`ask`](Self::ask).
+    #[cfg(feature = "rmcp")]
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+    pub async fn ask_all(
+        &self,
+        questions: Vec<Question>,
+    ) -> Result<Vec<Value>, crate::ErrorEnvelope> {
+        let Some(live) = &self.live else {
+            return Err(crate::mcp::ask::no_client());
+        };
+        live.asking.ask_all(&live.peer, &questions).await
+    }
+
+    /// Asks the user to fill in a form with the fields of `T` (from its
+    /// `JsonSchema`), under `key`, and decodes the answer.
+    ///
+    /// # Errors
+    ///
+    /// As [`ask`](Self::ask); a `validation` envelope when `T` is not a form
+    /// MCP allows, or when the answer does not decode into `T`.
+    #[cfg(feature = "rmcp")]
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+    pub async fn elicit<T: serde::de::DeserializeOwned + schemars::JsonSchema>(
+        &self,
+        key: &str,
+        message: impl Into<String>,
+    ) -> Result<Elicitation<T>, crate::ErrorEnvelope> {
+        let answer = self.ask(Question::elicit::<T>(key, message)?).await?;
+        crate::mcp::ask::elicitation(answer)
+    }
+
+    /// Asks the user to fill in the form `schema` (a JSON Schema object of
+    /// flat properties), under `key`; the answer is its fields.
+    ///
+    /// # Errors
+    ///
+    /// As [`elicit`](Self::elicit).
+    #[cfg(feature = "rmcp")]
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+    pub async fn elicit_form(
+        &self,
+        key: &str,
+        message: impl Into<String>,
+        schema: Value,
+    ) -> Result<Elicitation<serde_json::Map<String, Value>>, crate::ErrorEnvelope> {
+        let answer = self.ask(Question::form(key, message, schema)?).await?;
+        crate::mcp::ask::elicitation(answer)
+    }
+
+    /// Asks the client's model for a completion, under `key`.
+    ///
+    /// # Errors
+    ///
+    /// As [`ask`](Self::ask).
+    #[cfg(feature = "rmcp")]
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+    #[allow(deprecated)] // SEP-2577 deprecates sampling; both revisions define it.
+    pub async fn sample(
+        &self,
+        key: &str,
+        params: rmcp::model::CreateMessageRequestParams,
+    ) -> Result<rmcp::model::CreateMessageResult, crate::ErrorEnvelope> {
+        let answer = self.ask(Question::sample(key, params)).await?;
+        crate::mcp::ask::decoded(answer)
+    }
+
+    /// The client's roots, under `key`.
+    ///
+    /// # Errors
+    ///
+    /// As [`ask`](Self::ask).
+    #[cfg(feature = "rmcp")]
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+    #[allow(deprecated)] // SEP-2577 deprecates roots; both revisions define them.
+    pub async fn roots(&self, key: &str) -> Result<Vec<rmcp::model::Root>, crate::ErrorEnvelope> {
+        let answer = self.ask(Question::roots(key)).await?;
+        let roots: rmcp::model::ListRootsResult = crate::mcp::ask::decoded(answer)?;
+        Ok(roots.roots)
+    }
+
     /// The `progressToken` the client sent, if it asked for progress.
     #[cfg(feature = "rmcp")]
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
@@ -171,10 +288,8 @@ impl ToolContext {
 
     /// The context of a request.
     #[cfg(feature = "rmcp")]
-    pub(crate) fn live(live: crate::mcp::live::LiveRequest) -> Self {
-        ToolContext {
-            live: Some(Arc::new(live)),
-        }
+    pub(crate) fn live(live: Arc<crate::mcp::live::LiveRequest>) -> Self {
+        ToolContext { live: Some(live) }
     }
 
     /// Reports a local retry as one progress step.

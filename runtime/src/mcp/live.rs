@@ -18,6 +18,7 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::mcp::log::{LogLevel, LogThreshold};
+use crate::mcp::rounds::{Asking, has_rounds};
 use crate::retry::RetryNotice;
 
 impl From<LoggingLevel> for LogLevel {
@@ -58,6 +59,11 @@ pub(crate) struct LiveRequest {
     /// The logger name of the request's messages: the tool's name.
     logger: String,
     threshold: Arc<LogThreshold>,
+    /// On 2026-07-28, the level the request's `_meta` asked for: nothing is
+    /// logged without one.
+    request_level: Option<Option<LogLevel>>,
+    /// How the request asks its client.
+    pub(crate) asking: Asking,
     /// The last progress sent; held while sending, so that notifications go
     /// out in order.
     last_progress: Mutex<Option<f64>>,
@@ -68,14 +74,28 @@ impl LiveRequest {
         context: &RequestContext<RoleServer>,
         tool: &str,
         threshold: &Arc<LogThreshold>,
+        asking: Asking,
     ) -> Self {
+        let request_level =
+            has_rounds(context).then(|| context.meta.log_level().map(LogLevel::from));
         LiveRequest {
             cancel: context.ct.clone(),
             peer: context.peer.clone(),
             progress_token: context.meta.get_progress_token(),
             logger: tool.to_owned(),
             threshold: Arc::clone(threshold),
+            request_level,
+            asking,
             last_progress: Mutex::new(None),
+        }
+    }
+
+    /// The least severe level sent: on 2026-07-28 the request's own, and
+    /// none without one; before, the session's.
+    fn threshold(&self) -> Option<LogLevel> {
+        match self.request_level {
+            Some(level) => level,
+            None => Some(self.threshold.get()),
         }
     }
 
@@ -138,7 +158,10 @@ impl LiveRequest {
     }
 
     pub(crate) async fn log(&self, level: LogLevel, data: &impl serde::Serialize) -> bool {
-        if level < self.threshold.get() || self.cancel.is_cancelled() {
+        let Some(threshold) = self.threshold() else {
+            return false;
+        };
+        if level < threshold || self.cancel.is_cancelled() {
             return false;
         }
         let Ok(data) = crate::json::strict::to_value(data) else {

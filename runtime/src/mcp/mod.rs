@@ -47,7 +47,7 @@
 //! ([`ToolSet::router`], merged with `#[tool_router]`'s: see
 //! `examples/composed.rs`), or delegate: a `ToolSet` is a `ServerHandler`,
 //! so a hand-written `call_tool` or `list_tools` can call the set's own.
-//! `examples/full_server.rs` adds prompts, resources and completion, and
+//! `examples/full_server/` adds prompts, resources and completion, and
 //! passes every scenario of the MCP conformance suite.
 //!
 //! # The request context
@@ -115,6 +115,9 @@
 //! consistent hash on a header the client sets; not on `Mcp-Session-Id`,
 //! which `initialize` does not carry).
 
+#[cfg(feature = "rmcp")]
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+pub mod ask;
 pub(crate) mod checks;
 #[cfg(feature = "client")]
 pub mod client;
@@ -126,13 +129,23 @@ pub(crate) mod log;
 pub(crate) mod reply;
 #[cfg(feature = "rmcp")]
 pub(crate) mod rmcp;
+#[cfg(feature = "rmcp")]
+pub(crate) mod rounds;
 pub(crate) mod toolset;
 pub(crate) mod violations;
 
 pub use crate::catalog::{DescribeFailures, FailureMode};
+#[cfg(feature = "rmcp")]
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+pub use ask::{Elicitation, Question};
 pub use context::{DEFAULT_LOG_LEVEL, LogLevel, ToolContext};
 pub use definition::{FAILURE_MODES_META_KEY, ToolDefinition, ToolHints};
 pub use reply::{Contents, EmbeddedContents, ProtocolError, ReplyContent, ToolReply};
+#[cfg(feature = "rmcp")]
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+pub use rounds::DEFAULT_REQUEST_STATE_TTL;
+#[cfg(feature = "rmcp")]
+pub use toolset::DEFAULT_LIST_TTL;
 pub use toolset::{DEFAULT_MAX_RESULT_BYTES, ServableTool, ToolProvider, ToolSet};
 
 #[cfg(feature = "rmcp")]

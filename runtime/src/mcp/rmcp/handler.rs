@@ -14,9 +14,16 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
+use std::pin::pin;
+use std::sync::Arc;
+
+use futures_util::future::{Either, select};
+use rmcp::model::InputResponses;
+
 use crate::mcp::context::ToolContext;
 use crate::mcp::live::LiveRequest;
 use crate::mcp::rmcp::convert::{rmcp_tools, to_error_data, to_rmcp_result};
+use crate::mcp::rounds::{Asking, has_rounds};
 use crate::mcp::toolset::ToolSet;
 
 const INSTRUCTIONS: &str = "Tool failures come back as isError results whose structuredContent is an error envelope: \
@@ -50,9 +57,16 @@ impl ServerHandler for ToolSet {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(rmcp_tools(self).to_vec()))
+        let tools = ListToolsResult::with_all_items(rmcp_tools(self).to_vec());
+        // Cache hints are 2026-07-28's (SEP-2549); earlier revisions do not define them.
+        if !has_rounds(&context) {
+            return Ok(tools);
+        }
+        let (ttl, scope) = self.list_cache_hint();
+        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        Ok(tools.with_ttl_ms(ttl_ms).with_cache_scope(scope))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -68,7 +82,11 @@ impl ServerHandler for ToolSet {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
-        self.call_in_request(&request.name, arguments, &context)
+        let round = Round {
+            responses: request.input_responses,
+            state: request.request_state,
+        };
+        self.call_in_request(&request.name, arguments, &context, round)
             .await
     }
 
@@ -85,13 +103,33 @@ impl ServerHandler for ToolSet {
     /// params do not fit MCP's schema — `tools/call` with `arguments` that
     /// are not an object — is "invalid params" (`-32602`), saying what was
     /// wrong without echoing it; anything else is "method not found".
+    ///
+    /// On 2026-07-28, the methods that revision removed (`initialize`,
+    /// `ping`, `logging/setLevel`) are not found, whatever their params.
     async fn on_custom_request(
         &self,
         request: CustomRequest,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
-        Err(invalid_request(&request.method, request.params.as_ref()))
+        let removed = has_rounds(&context) && REMOVED.contains(&request.method.as_str());
+        Err(match removed {
+            true => not_found(&request.method),
+            false => invalid_request(&request.method, request.params.as_ref()),
+        })
     }
+}
+
+/// The methods MCP 2026-07-28 removed that a tool set answers before it.
+const REMOVED: &[&str] = &["initialize", "ping", "logging/setLevel"];
+
+/// The protocol error of a method this server does not have.
+fn not_found(method: &str) -> ErrorData {
+    let method = crate::limits::text_for_wire(method, 256);
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("unknown method `{method}`"),
+        None,
+    )
 }
 
 /// The protocol error of a request rmcp could not read.
@@ -104,12 +142,7 @@ fn invalid_request(method: &str, params: Option<&Value>) -> ErrorData {
         "logging/setLevel",
     ];
     if !KNOWN.contains(&method) {
-        let method = crate::limits::text_for_wire(method, 256);
-        return ErrorData::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            format!("unknown method `{method}`"),
-            None,
-        );
+        return not_found(method);
     }
     let arguments = params.and_then(|params| params.get("arguments"));
     let message = match arguments {
@@ -126,20 +159,52 @@ fn invalid_request(method: &str, params: Option<&Value>) -> ErrorData {
     ErrorData::new(ErrorCode::INVALID_PARAMS, message, None)
 }
 
+/// What a request carries from the round before it (2026-07-28).
+struct Round {
+    responses: Option<InputResponses>,
+    state: Option<String>,
+}
+
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
 impl ToolSet {
     /// Calls a tool for an rmcp request: the tool gets the request's
     /// context, and the result or protocol error comes back in rmcp's shape.
+    ///
+    /// On 2026-07-28, a question of the tool's without an answer yet stops
+    /// the call, which answers with the questions and a sealed state.
     async fn call_in_request(
         &self,
         name: &str,
         arguments: Value,
         context: &RequestContext<RoleServer>,
+        round: Round,
     ) -> Result<CallToolResponse, ErrorData> {
-        let live = ToolContext::live(LiveRequest::new(context, name, self.log_threshold()));
-        match self.call_with(name, arguments, live).await {
-            Ok(result) => Ok(to_rmcp_result(result).into()),
-            Err(error) => Err(to_error_data(error)),
+        let seal = self.seal();
+        let asking = Asking::open(
+            seal,
+            context,
+            name,
+            &arguments,
+            round.responses,
+            round.state,
+        )?;
+        let live = Arc::new(LiveRequest::new(
+            context,
+            name,
+            self.log_threshold(),
+            asking,
+        ));
+        let context = ToolContext::live(Arc::clone(&live));
+        // The arguments are kept to bind the next round's state to them.
+        let bound = live.asking.stops().then(|| arguments.clone());
+        let call = self.call_with(name, arguments, context);
+        match select(pin!(call), pin!(live.asking.stopped())).await {
+            Either::Left((Ok(result), _)) => Ok(to_rmcp_result(result).into()),
+            Either::Left((Err(error), _)) => Err(to_error_data(error)),
+            Either::Right(((), _)) => {
+                let arguments = bound.unwrap_or(Value::Null);
+                Ok(live.asking.answer(seal, name, &arguments)?.into())
+            }
         }
     }
 
@@ -194,8 +259,12 @@ impl ToolSet {
                 let tools = tools.clone();
                 Box::pin(async move {
                     let arguments = call.arguments.map_or(Value::Null, Value::Object);
+                    let round = Round {
+                        responses: call.input_responses,
+                        state: call.request_state,
+                    };
                     tools
-                        .call_in_request(&call.name, arguments, &call.request_context)
+                        .call_in_request(&call.name, arguments, &call.request_context, round)
                         .await
                 }) as crate::private::state::BoxFuture<'_, _>
             });

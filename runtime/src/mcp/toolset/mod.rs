@@ -42,7 +42,19 @@ struct Inner {
     /// The definitions in rmcp's shape, made once.
     #[cfg(feature = "rmcp")]
     rmcp_tools: std::sync::OnceLock<Vec<rmcp::model::Tool>>,
+    /// What `requestState` is sealed with.
+    #[cfg(feature = "rmcp")]
+    seal: Arc<crate::mcp::rounds::Seal>,
+    /// How long clients may cache `tools/list`, and who may.
+    #[cfg(feature = "rmcp")]
+    list_cache: (std::time::Duration, rmcp::model::CacheScope),
 }
+
+/// How long a client may cache a tool set's `tools/list` by default: the
+/// tools of a set do not change while it serves.
+#[cfg(feature = "rmcp")]
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+pub const DEFAULT_LIST_TTL: std::time::Duration = std::time::Duration::from_secs(10 * 60);
 
 /// The default cap on a result's JSON, its text copy included: well under
 /// the 16 MiB line that MCP clients read.
@@ -67,6 +79,10 @@ impl Default for Inner {
             limits: EnvelopeLimits::default(),
             #[cfg(feature = "rmcp")]
             rmcp_tools: std::sync::OnceLock::new(),
+            #[cfg(feature = "rmcp")]
+            seal: Arc::default(),
+            #[cfg(feature = "rmcp")]
+            list_cache: (DEFAULT_LIST_TTL, rmcp::model::CacheScope::Public),
         }
     }
 }
@@ -248,6 +264,41 @@ impl ToolSet {
         self
     }
 
+    /// The key `requestState` is sealed with (HMAC-SHA256, 32 bytes or
+    /// more), and how long a state stays valid
+    /// ([`DEFAULT_REQUEST_STATE_TTL`](crate::mcp::DEFAULT_REQUEST_STATE_TTL)
+    /// is a good start). On MCP 2026-07-28, a tool that asks the client
+    /// answers with its questions and a sealed state, and the client sends
+    /// both back: give every replica the same key, from your configuration,
+    /// and any of them resumes the call. Without one, each process makes a
+    /// random key, and only it can resume its calls. The state is signed,
+    /// not encrypted: it carries the client's answers, which the client
+    /// knows already.
+    ///
+    /// # Panics
+    ///
+    /// If `key` is shorter than 32 bytes.
+    #[cfg(feature = "rmcp")]
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+    #[must_use]
+    pub fn request_state_key(mut self, key: impl AsRef<[u8]>, ttl: std::time::Duration) -> Self {
+        let seal = crate::mcp::rounds::Seal::new(key.as_ref(), ttl)
+            .unwrap_or_else(|error| panic!("a request-state key: {error}"));
+        self.inner_mut().seal = Arc::new(seal);
+        self
+    }
+
+    /// How long clients may cache `tools/list` on MCP 2026-07-28, and who
+    /// may: [`DEFAULT_LIST_TTL`] and `Public` unless set — the tools of a
+    /// set are the same for every caller and do not change while it serves.
+    #[cfg(feature = "rmcp")]
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+    #[must_use]
+    pub fn list_cache(mut self, ttl: std::time::Duration, scope: rmcp::model::CacheScope) -> Self {
+        self.inner_mut().list_cache = (ttl, scope);
+        self
+    }
+
     /// The name this set reports, if set.
     pub fn name(&self) -> Option<&str> {
         self.inner.name.as_deref()
@@ -311,6 +362,16 @@ impl ToolSet {
     #[cfg(feature = "rmcp")]
     pub(crate) fn log_threshold(&self) -> &Arc<LogThreshold> {
         &self.log_threshold
+    }
+
+    #[cfg(feature = "rmcp")]
+    pub(crate) fn seal(&self) -> &crate::mcp::rounds::Seal {
+        &self.inner.seal
+    }
+
+    #[cfg(feature = "rmcp")]
+    pub(crate) fn list_cache_hint(&self) -> (std::time::Duration, rmcp::model::CacheScope) {
+        self.inner.list_cache
     }
 }
 

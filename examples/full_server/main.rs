@@ -34,26 +34,30 @@ use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::model::{
-    CompleteRequestParams, CompleteResult, CompletionInfo, ContentBlock, ElicitRequestParams,
-    Implementation, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
-    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference,
-    Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig,
-    SubscribeRequestParams, UnsubscribeRequestParams,
+    CompleteRequestParams, CompleteResult, CompletionInfo, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, PaginatedRequestParams, Prompt, PromptMessage, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Reference, Resource, ResourceContents,
+    ResourceTemplate, Role, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    SubscriptionFilter, UnsubscribeRequestParams,
 };
 // Sampling and logging are deprecated in rmcp (SEP-2577), not in 2025-11-25,
 // the version clients negotiate: they are served here.
+use rmcp::handler::server::prompt::PromptContext;
 #[allow(deprecated)]
 use rmcp::model::{CreateMessageRequestParams, SamplingMessage, SetLevelRequestParams};
-use rmcp::service::{RequestContext, ServiceError};
+use rmcp::service::RequestContext;
 use rmcp::{
-    ErrorData, Peer, RoleServer, ServerHandler, ServiceExt, prompt, prompt_handler, prompt_router,
-    tool_handler, tool_router,
+    ErrorData, RoleServer, ServerHandler, ServiceExt, prompt, prompt_router, tool_handler,
+    tool_router,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tool_envelope::mcp::{Contents, HttpOptions, ToolContext, ToolSet, admit_envelopes};
 use tool_envelope::{ErrorEnvelope, tool};
+
+mod rounds;
 
 /// A 1×1 red PNG.
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89\0\0\0\rIDATx\xdac\xfc\xcf\xc0\xf0\x1f\0\x05\x05\x02\0_\xc8\xf1\xd2\0\0\0\0IEND\xaeB`\x82";
@@ -156,10 +160,7 @@ async fn test_sampling(
     let text: String = {
         let request =
             CreateMessageRequestParams::new(vec![SamplingMessage::user_text(prompt)], 100);
-        let reply = client(&context)?
-            .create_message(request)
-            .await
-            .map_err(|error| client_failed("sampling", &error))?;
+        let reply = context.sample("sampling", request).await?;
         (reply.message.content.into_vec().iter())
             .filter_map(|block| block.as_text().map(|text| text.text.as_str()))
             .collect()
@@ -312,49 +313,23 @@ fn stopped_early() -> Result<u64, ErrorEnvelope> {
     Ok(STOPPED_EARLY.load(Ordering::SeqCst))
 }
 
-/// The client that called a tool, to make requests of it.
-fn client(context: &ToolContext) -> Result<&Peer<RoleServer>, ErrorEnvelope> {
-    context.peer().ok_or_else(|| {
-        ErrorEnvelope::business("This tool asks the MCP client, and was called without one.")
-            .with_reason("NO_CLIENT")
-    })
-}
-
-/// The envelope of a request the client refused or could not answer.
-fn client_failed(what: &str, error: &ServiceError) -> ErrorEnvelope {
-    ErrorEnvelope::business(format!(
-        "The client did not answer the {what} request: {error}"
-    ))
-    .with_reason("CLIENT_REQUEST_FAILED")
-    .with_alternative(format!("Call the tool from a client that supports {what}"))
-}
-
 /// Asks the client's user to fill in the form `schema` (a JSON Schema, written
-/// as JSON to match the suite's fixtures key for key; rmcp parses it into its
-/// typed `ElicitationSchema`), and returns `action=…, content=…`.
+/// as JSON to match the suite's fixtures key for key), and returns
+/// `action=…, content=…`.
 async fn elicit(
     context: &ToolContext,
     message: &str,
     schema: Value,
 ) -> Result<String, ErrorEnvelope> {
-    let request = json!({"mode": "form", "message": message, "requestedSchema": schema});
-    let params: ElicitRequestParams = serde_json::from_value(request).map_err(|error| {
-        ErrorEnvelope::other(format!("The form is not one MCP allows: {error}"))
-    })?;
-    let answer = client(context)?
-        .create_elicitation(params)
-        .await
-        .map_err(|error| client_failed("elicitation", &error))?;
-    let action = format!("{:?}", answer.action).to_lowercase();
-    Ok(format!(
-        "action={action}, content={}",
-        json!(answer.content)
-    ))
+    let answer = context.elicit_form("elicitation", message, schema).await?;
+    let action = answer.action();
+    let content = answer.accepted().map(Value::Object);
+    Ok(format!("action={action}, content={}", json!(content)))
 }
 
 /// The tool set: this crate's tools, shared by every session.
 fn tools() -> ToolSet {
-    ToolSet::new()
+    let tools = ToolSet::new()
         .server_info("tool-envelope-full-server", env!("CARGO_PKG_VERSION"))
         .tool::<test_simple_text>()
         .tool::<test_error_handling>()
@@ -370,7 +345,8 @@ fn tools() -> ToolSet {
         .tool::<test_elicitation_sep1330_enums>()
         .tool::<json_schema_2020_12_tool>()
         .tool::<slow_count>()
-        .tool::<stopped_early>()
+        .tool::<stopped_early>();
+    rounds::add_to(tools)
 }
 
 // ---------------------------------------------------------------------------
@@ -542,7 +518,6 @@ fn template_id(uri: &str) -> Option<&str> {
 }
 
 #[tool_handler(router = self.tool_router)]
-#[prompt_handler(router = self.prompt_router)]
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         // Logging is deprecated in rmcp (SEP-2577), not in 2025-11-25, which clients negotiate.
@@ -558,6 +533,42 @@ impl ServerHandler for Server {
         let name = self.tools.name().unwrap_or(env!("CARGO_PKG_NAME"));
         let version = self.tools.version().unwrap_or(env!("CARGO_PKG_VERSION"));
         ServerConfig::new(capabilities).with_server_info(Implementation::new(name, version))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let mut prompts = self.prompt_router.list_all();
+        prompts.push(Prompt::new(
+            rounds::PROMPT,
+            Some("A prompt that asks the user for context first"),
+            None,
+        ));
+        Ok(ListPromptsResult::with_all_items(prompts))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        if request.name == rounds::PROMPT {
+            return rounds::get_prompt(request.input_responses);
+        }
+        let prompt = PromptContext::new(self, request.name, request.arguments, context);
+        self.prompt_router.get_prompt(prompt).await
+    }
+
+    // Resource subscriptions on 2026-07-28: `subscriptions/listen`, for
+    // whatever the client asks of what this server advertises; nothing here
+    // changes, so the stream carries its acknowledgement.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
     }
 
     async fn list_resources(

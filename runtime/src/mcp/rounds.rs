@@ -1,0 +1,331 @@
+//! How a served call asks its client, on the revision the request speaks:
+//! a request to the client on 2025-11-25, rounds of `InputRequiredResult`
+//! on 2026-07-28 (SEP-2322, multi round-trip requests).
+//!
+//! On 2026-07-28 a question that has no answer yet stops the call: the
+//! tool's future is dropped, and the call answers with the questions and a
+//! sealed `requestState` that carries the answers so far. The next round
+//! opens the state (any replica with the same key can), takes the answers
+//! to the questions it asked, and runs the tool again.
+
+// Sampling and roots are deprecated by SEP-2577 in rmcp; both revisions a
+// server meets today still define them, and the clients in use answer them.
+#![allow(deprecated)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use rmcp::model::{
+    ClientCapabilities, CreateMessageResult, ElicitResult, InputRequest, InputRequests,
+    InputRequiredResult, InputResponses, ListRootsResult, ProtocolVersion, RequestStateCodec,
+    SealOptions,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, Peer, RoleServer};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tokio::sync::Notify;
+
+use crate::envelope::ErrorEnvelope;
+use crate::mcp::ask::{self, Kind, Question};
+
+/// How long a `requestState` stays valid by default: time for a person to
+/// read a form and answer it.
+pub const DEFAULT_REQUEST_STATE_TTL: Duration = Duration::from_secs(15 * 60);
+
+/// The key and lifetime `requestState` is sealed with.
+pub(crate) struct Seal {
+    codec: RequestStateCodec,
+    ttl: Duration,
+}
+
+impl Seal {
+    /// A seal with `key` (32 bytes or more).
+    pub(crate) fn new(key: &[u8], ttl: Duration) -> Result<Self, String> {
+        let codec = RequestStateCodec::try_new(key.to_vec()).map_err(|error| error.to_string())?;
+        Ok(Seal { codec, ttl })
+    }
+
+    /// A seal with a random key: states open only in this process.
+    pub(crate) fn random() -> Self {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).expect("the operating system gives random bytes");
+        Seal::new(&key, DEFAULT_REQUEST_STATE_TTL).expect("a 32-byte key")
+    }
+}
+
+impl Default for Seal {
+    fn default() -> Self {
+        Seal::random()
+    }
+}
+
+/// What a `requestState` carries: the keys the last round asked, and the
+/// answers of the rounds before it.
+#[derive(Serialize, Deserialize, Default)]
+struct State {
+    asked: Vec<String>,
+    answers: BTreeMap<String, Value>,
+}
+
+/// Why a call stopped before its tool finished.
+enum Stop {
+    /// Questions without answers yet: the next round's.
+    Input(InputRequests),
+    /// Questions the client did not declare it can answer.
+    Missing(Vec<Kind>),
+    /// An answer that is not one of the kind asked.
+    Invalid(String),
+}
+
+/// The asking side of one request.
+pub(crate) struct Asking {
+    rounds: bool,
+    capabilities: Option<ClientCapabilities>,
+    answers: HashMap<String, Value>,
+    stop: Mutex<Option<Stop>>,
+    stopped: Notify,
+}
+
+/// Whether `context`'s request speaks a revision with rounds (2026-07-28 or
+/// later), where a server may not make requests of the client.
+pub(crate) fn has_rounds(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
+}
+
+/// The bytes a state is bound to: the method, the tool and its arguments,
+/// so that a state cannot be replayed on another call.
+fn bound_to(tool: &str, arguments: &Value) -> Vec<u8> {
+    let mut bytes = b"tools/call\0".to_vec();
+    bytes.extend_from_slice(tool.as_bytes());
+    bytes.push(0);
+    bytes.extend_from_slice(&serde_json::to_vec(arguments).unwrap_or_default());
+    bytes
+}
+
+impl Asking {
+    /// The asking side of a request: on 2026-07-28, the answers its
+    /// `requestState` carries and those of its `inputResponses` that answer
+    /// what the last round asked.
+    ///
+    /// # Errors
+    ///
+    /// `-32602` for a `requestState` this server did not seal for this call,
+    /// or whose time is up.
+    pub(crate) fn open(
+        seal: &Seal,
+        context: &RequestContext<RoleServer>,
+        tool: &str,
+        arguments: &Value,
+        responses: Option<InputResponses>,
+        state: Option<String>,
+    ) -> Result<Self, ErrorData> {
+        let rounds = has_rounds(context);
+        let mut answers = HashMap::new();
+        if rounds && let Some(sealed) = state {
+            let state: State = seal
+                .codec
+                .open_json_with(&sealed, &bound_to(tool, arguments))
+                .map_err(|error| {
+                    ErrorData::invalid_params(
+                        format!(
+                            "requestState was refused: {error}; call the tool again without it"
+                        ),
+                        None,
+                    )
+                })?;
+            answers.extend(state.answers);
+            let mut responses = responses.unwrap_or_default();
+            for key in state.asked {
+                if let Some(answer) = responses.remove(&key) {
+                    answers.insert(key, answer);
+                }
+            }
+        }
+        Ok(Asking {
+            rounds,
+            capabilities: context.client_capabilities(),
+            answers,
+            stop: Mutex::new(None),
+            stopped: Notify::new(),
+        })
+    }
+
+    /// Whether a question can stop the call: on 2026-07-28.
+    pub(crate) fn stops(&self) -> bool {
+        self.rounds
+    }
+
+    /// What the client declared it can answer.
+    pub(crate) fn capabilities(&self) -> Option<&ClientCapabilities> {
+        self.capabilities.as_ref()
+    }
+
+    /// Whether the client declared it can answer `kind`.
+    pub(crate) fn can_answer(&self, kind: Kind) -> bool {
+        let Some(capabilities) = &self.capabilities else {
+            return false;
+        };
+        match kind {
+            Kind::Elicitation => capabilities.elicitation.is_some(),
+            Kind::Sampling => capabilities.sampling.is_some(),
+            Kind::Roots => capabilities.roots.is_some(),
+        }
+    }
+
+    /// Asks `questions`, and returns their answers in order, as JSON: an
+    /// `ElicitResult`, a `CreateMessageResult`, a `ListRootsResult`.
+    pub(crate) async fn ask_all(
+        &self,
+        peer: &Peer<RoleServer>,
+        questions: &[Question],
+    ) -> Result<Vec<Value>, ErrorEnvelope> {
+        let mut missing: Vec<Kind> = Vec::new();
+        for question in questions {
+            if !self.can_answer(question.kind()) && !missing.contains(&question.kind()) {
+                missing.push(question.kind());
+            }
+        }
+        if !self.rounds {
+            if !missing.is_empty() {
+                return Err(ask::cannot_answer(&missing));
+            }
+            let mut answers = Vec::with_capacity(questions.len());
+            for question in questions {
+                answers.push(request(peer, question).await?);
+            }
+            return Ok(answers);
+        }
+        if !missing.is_empty() {
+            return self.stop(Stop::Missing(missing)).await;
+        }
+        let mut answers = Vec::with_capacity(questions.len());
+        let mut unanswered = InputRequests::new();
+        for question in questions {
+            match self.answers.get(question.key()) {
+                Some(answer) => {
+                    if let Err(error) = check(question.kind(), answer) {
+                        let message = format!(
+                            "inputResponses[`{}`] is not the answer to a {} request: {error}",
+                            crate::limits::text_for_wire(question.key(), 128),
+                            question.kind().capability()
+                        );
+                        return self.stop(Stop::Invalid(message)).await;
+                    }
+                    answers.push(answer.clone());
+                }
+                None => {
+                    unanswered.insert(question.key().to_owned(), question.request().clone());
+                }
+            }
+        }
+        if !unanswered.is_empty() {
+            return self.stop(Stop::Input(unanswered)).await;
+        }
+        Ok(answers)
+    }
+
+    /// Stops the call (the first stop wins; later questions join its
+    /// round), and never returns: the call's future is dropped.
+    async fn stop<T>(&self, stop: Stop) -> T {
+        {
+            let mut slot = self.stop.lock().unwrap_or_else(PoisonError::into_inner);
+            match (&mut *slot, stop) {
+                (Some(Stop::Input(asked)), Stop::Input(more)) => asked.extend(more),
+                (Some(_), _) => {}
+                (None, stop) => *slot = Some(stop),
+            }
+        }
+        self.stopped.notify_one();
+        std::future::pending().await
+    }
+
+    /// Completes once a question stopped the call.
+    pub(crate) async fn stopped(&self) {
+        self.stopped.notified().await;
+    }
+
+    /// What the call answers once it stopped: the next round's questions
+    /// and sealed state, or the revision's error.
+    pub(crate) fn answer(
+        &self,
+        seal: &Seal,
+        tool: &str,
+        arguments: &Value,
+    ) -> Result<InputRequiredResult, ErrorData> {
+        let stop = self
+            .stop
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        match stop {
+            Some(Stop::Input(asked)) => {
+                let state = State {
+                    asked: asked.keys().cloned().collect(),
+                    answers: self.answers.clone().into_iter().collect(),
+                };
+                let bound = bound_to(tool, arguments);
+                let options = SealOptions::new().associated_data(&bound).ttl(seal.ttl);
+                let sealed = seal
+                    .codec
+                    .seal_json_with(&state, &options)
+                    .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+                Ok(InputRequiredResult::new(Some(asked), Some(sealed)))
+            }
+            Some(Stop::Missing(kinds)) => {
+                let mut required = Map::new();
+                for kind in kinds {
+                    required.insert(kind.capability().to_owned(), Value::Object(Map::new()));
+                }
+                let required: ClientCapabilities =
+                    serde_json::from_value(Value::Object(required)).unwrap_or_default();
+                Err(ErrorData::missing_required_client_capability(required))
+            }
+            Some(Stop::Invalid(message)) => Err(ErrorData::invalid_params(message, None)),
+            None => Err(ErrorData::internal_error(
+                "the call stopped for no reason",
+                None,
+            )),
+        }
+    }
+}
+
+/// Whether `answer` reads as the result of a `kind` request.
+fn check(kind: Kind, answer: &Value) -> Result<(), serde_json::Error> {
+    match kind {
+        Kind::Elicitation => ElicitResult::deserialize(answer).map(drop),
+        Kind::Sampling => CreateMessageResult::deserialize(answer).map(drop),
+        Kind::Roots => ListRootsResult::deserialize(answer).map(drop),
+    }
+}
+
+/// Asks `question` as a request to the client (2025-11-25 and before).
+async fn request(peer: &Peer<RoleServer>, question: &Question) -> Result<Value, ErrorEnvelope> {
+    let kind = question.kind();
+    let failed = |error: &dyn std::fmt::Display| ask::not_answered(kind, error);
+    match question.request() {
+        InputRequest::Elicitation(request) => peer
+            .create_elicitation(request.params.clone())
+            .await
+            .map_err(|error| failed(&error))
+            .and_then(|result| to_json(&result)),
+        InputRequest::CreateMessage(request) => peer
+            .create_message(request.params.clone())
+            .await
+            .map_err(|error| failed(&error))
+            .and_then(|result| to_json(&result)),
+        InputRequest::ListRoots(_) => peer
+            .list_roots()
+            .await
+            .map_err(|error| failed(&error))
+            .and_then(|result| to_json(&result)),
+        _ => Err(failed(&"this kind of request is not one this crate sends")),
+    }
+}
+
+fn to_json(value: &impl Serialize) -> Result<Value, ErrorEnvelope> {
+    serde_json::to_value(value).map_err(|error| ErrorEnvelope::other(error.to_string()))
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# A tool asks its client on both MCP revisions: the official Python SDK's
+# `Client` (auto: 2026-07-28; legacy: 2025-11-25) and FastMCP's client, both
+# pinned, against examples/full_server over stdio and Streamable HTTP. See
+# scripts/mcp_python_rounds.py for the checks.
+#
+#   scripts/test-rounds.sh FULL_SERVER_BINARY
+set -euo pipefail
+
+readonly FASTMCP_VERSION="4.2.3"
+
+server=${1:?usage: scripts/test-rounds.sh FULL_SERVER_BINARY}
+server="$(cd "$(dirname "$server")" && pwd)/$(basename "$server")"
+script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+# shellcheck source=scripts/python-env.sh
+source "$script_dir/python-env.sh"
+echo "==> installing fastmcp==$FASTMCP_VERSION"
+"$venv_python" -m pip install --quiet "fastmcp==$FASTMCP_VERSION"
+
+echo "==> running mcp_python_rounds.py against $server"
+# With -O, which strips `assert`: the checks must hold without it.
+exec "$venv_python" -O "$script_dir/mcp_python_rounds.py" "$server"

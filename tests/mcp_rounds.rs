@@ -1,0 +1,436 @@
+//! A tool asks its client — a form for the user, the client's model, its
+//! roots — through `ToolContext`, and gets its answer on both revisions:
+//! a request to the client on 2025-11-25, rounds of `InputRequiredResult`
+//! on 2026-07-28. The client is rmcp's own, in the same process, answering
+//! through its `ClientHandler` as an application would.
+#![cfg(feature = "rmcp")]
+#![allow(deprecated)] // Sampling and roots: deprecated by rmcp (SEP-2577), defined by both revisions.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientInfo,
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ErrorCode, Implementation, ListRootsResult, LoggingLevel,
+    LoggingMessageNotificationParam, ProtocolVersion, Role, Root, SamplingMessage,
+};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, NotificationContext, RequestContext, RoleClient,
+    RunningService,
+};
+use rmcp::{ClientHandler, ErrorData, ServiceExt};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tool_envelope::mcp::{Elicitation, Question, ToolContext, ToolSet};
+use tool_envelope::retry::RetryPolicy;
+use tool_envelope::{ErrorEnvelope, tool};
+
+/// A name the user gives.
+#[derive(Deserialize, JsonSchema)]
+struct Name {
+    /// The user's name.
+    name: String,
+}
+
+/// How often `welcome`'s body ran.
+static WELCOME_RUNS: AtomicU32 = AtomicU32::new(0);
+
+/// `greet`, counting its runs; called by one test only.
+#[tool(read_only)]
+async fn welcome(context: ToolContext) -> Result<String, ErrorEnvelope> {
+    WELCOME_RUNS.fetch_add(1, Ordering::SeqCst);
+    greet(context).await
+}
+
+/// Greets the user by the name they give; a decline is no error.
+#[tool(read_only)]
+async fn greet(context: ToolContext) -> Result<String, ErrorEnvelope> {
+    Ok(
+        match context
+            .elicit::<Name>("user_name", "What is your name?")
+            .await?
+        {
+            Elicitation::Accepted(Name { name }) => format!("Hello, {name}!"),
+            Elicitation::Declined => "declined".to_owned(),
+            Elicitation::Cancelled => "cancelled".to_owned(),
+        },
+    )
+}
+
+/// Asks the model and the roots in one go, then the user: two rounds on
+/// 2026-07-28.
+#[tool(read_only)]
+async fn survey(context: ToolContext) -> Result<Value, ErrorEnvelope> {
+    let prompt = CreateMessageRequestParams::new(vec![SamplingMessage::user_text("Capital?")], 10);
+    let first = context
+        .ask_all(vec![
+            Question::sample("capital", prompt),
+            Question::roots("roots"),
+        ])
+        .await?;
+    let name = context
+        .elicit::<Name>("user_name", "What is your name?")
+        .await?;
+    Ok(json!({
+        "model": first[0]["content"]["text"],
+        "roots": first[1]["roots"].as_array().map(Vec::len),
+        "name": name.accepted().map(|name| name.name),
+    }))
+}
+
+/// Logs at `info` and `debug`; says which were sent.
+#[tool(read_only)]
+async fn chatty(context: ToolContext) -> Result<Vec<bool>, ErrorEnvelope> {
+    Ok(vec![
+        context.info("started").await,
+        context.debug("detail").await,
+    ])
+}
+
+/// Asks, then fails with a transient fault every time.
+#[tool(read_only)]
+async fn ask_then_fail(context: ToolContext) -> Result<String, ErrorEnvelope> {
+    let name = context
+        .elicit::<Name>("user_name", "What is your name?")
+        .await?;
+    let _ = name;
+    Err(ErrorEnvelope::transient("the upstream is down").with_reason("UPSTREAM_DOWN"))
+}
+
+fn tools() -> ToolSet {
+    ToolSet::new()
+        .tool::<ask_then_fail>()
+        .retry(
+            RetryPolicy::default()
+                .max_attempts(3)
+                .constant(Duration::ZERO),
+        )
+        .tool::<greet>()
+        .tool::<welcome>()
+        .tool::<survey>()
+        .tool::<chatty>()
+        .request_state_key([7u8; 32], Duration::from_secs(60))
+}
+
+/// A client that answers: "Ada" to a form (or declines, when `decline`),
+/// "Paris" from its model, and one root.
+#[derive(Clone, Default)]
+struct Answers {
+    decline: bool,
+    capabilities: Option<ClientCapabilities>,
+    logs: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for Answers {
+    fn get_info(&self) -> ClientInfo {
+        let capabilities = self.capabilities.clone().unwrap_or_else(|| {
+            ClientCapabilities::builder()
+                .enable_elicitation()
+                .enable_sampling()
+                .enable_roots()
+                .build()
+        });
+        ClientInfo::new(capabilities, Implementation::new("answers", "1.0.0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        _: ElicitRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Ok(match self.decline {
+            true => ElicitResult::new(ElicitationAction::Decline),
+            false => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(json!({"name": "Ada"}))
+            }
+        })
+    }
+
+    async fn create_message(
+        &self,
+        _: CreateMessageRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        Ok(CreateMessageResult::new(
+            SamplingMessage::new(Role::Assistant, "Paris"),
+            "test-model".to_owned(),
+        ))
+    }
+
+    async fn list_roots(
+        &self,
+        _: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        Ok(ListRootsResult::new(vec![Root::new("file:///work")]))
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        self.logs.lock().unwrap().push(params.data.to_string());
+    }
+}
+
+/// The two revisions, as a client opens them.
+#[derive(Clone, Copy, Debug)]
+enum Revision {
+    /// 2025-11-25: `initialize`, then requests from the server.
+    Sessions,
+    /// 2026-07-28: `server/discover`, then rounds.
+    Rounds,
+}
+
+async fn connect(revision: Revision, client: Answers) -> RunningService<RoleClient, Answers> {
+    let (client_io, server_io) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        let running = tools().serve(server_io).await.expect("the server starts");
+        let _ = running.waiting().await;
+    });
+    match revision {
+        Revision::Sessions => client.serve(client_io).await,
+        Revision::Rounds => {
+            let lifecycle = ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            };
+            client.serve_with_lifecycle(client_io, lifecycle).await
+        }
+    }
+    .expect("the client connects")
+}
+
+async fn call_text(client: &RunningService<RoleClient, Answers>, name: &str) -> Value {
+    let result = client
+        .call_tool(CallToolRequestParams::new(name.to_owned()))
+        .await
+        .expect("the call answers");
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    // A value that is not an object is sent as `{"result": value}`.
+    result.structured_content.expect("structured content")["result"].take()
+}
+
+#[tokio::test]
+async fn a_tool_asks_the_user_on_both_revisions() {
+    for revision in [Revision::Sessions, Revision::Rounds] {
+        let client = connect(revision, Answers::default()).await;
+        let runs = WELCOME_RUNS.load(Ordering::SeqCst);
+        let greeting = call_text(&client, "welcome").await;
+        assert_eq!(greeting, json!("Hello, Ada!"), "{revision:?}");
+        // On 2026-07-28 the body runs once per round: once to ask, once with the answer.
+        let expected = match revision {
+            Revision::Sessions => 1,
+            Revision::Rounds => 2,
+        };
+        assert_eq!(
+            WELCOME_RUNS.load(Ordering::SeqCst) - runs,
+            expected,
+            "{revision:?}"
+        );
+
+        let declining = connect(
+            revision,
+            Answers {
+                decline: true,
+                ..Answers::default()
+            },
+        )
+        .await;
+        assert_eq!(
+            call_text(&declining, "greet").await,
+            json!("declined"),
+            "{revision:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn sampling_roots_and_a_second_round_answer_on_both_revisions() {
+    for revision in [Revision::Sessions, Revision::Rounds] {
+        let client = connect(revision, Answers::default()).await;
+        let answers = call_text(&client, "survey").await;
+        assert_eq!(
+            answers,
+            json!({"model": "Paris", "roots": 1, "name": "Ada"}),
+            "{revision:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn on_2026_07_28_the_call_answers_with_its_question_and_a_sealed_state() {
+    let client = connect(Revision::Rounds, Answers::default()).await;
+    let first = client
+        .call_tool_once(CallToolRequestParams::new("greet"))
+        .await
+        .expect("the first round answers");
+    let CallToolResponse::InputRequired(asked) = first else {
+        panic!("expected an InputRequiredResult, got {first:?}");
+    };
+    let requests = asked.input_requests.expect("the question");
+    let question = serde_json::to_value(&requests["user_name"]).unwrap();
+    assert_eq!(question["method"], "elicitation/create");
+    assert_eq!(question["params"]["message"], "What is your name?");
+    assert_eq!(
+        question["params"]["requestedSchema"]["properties"]["name"]["type"],
+        "string"
+    );
+    let state = asked.request_state.expect("a sealed state");
+
+    // The answer and the state, sent back: the call completes.
+    let answer = json!({"action": "accept", "content": {"name": "Grace"}});
+    let second = client
+        .call_tool_once(
+            CallToolRequestParams::new("greet")
+                .with_input_responses([("user_name".to_owned(), answer.clone())].into())
+                .with_request_state(state.clone()),
+        )
+        .await
+        .expect("the second round answers");
+    let CallToolResponse::Complete(done) = second else {
+        panic!("expected a complete result, got {second:?}");
+    };
+    assert_eq!(
+        done.structured_content,
+        Some(json!({"result": "Hello, Grace!"}))
+    );
+
+    // A state that was changed is refused with the revision's error.
+    let mut tampered = state.clone();
+    tampered.push('x');
+    let refused = client
+        .call_tool_once(
+            CallToolRequestParams::new("greet")
+                .with_input_responses([("user_name".to_owned(), answer.clone())].into())
+                .with_request_state(tampered),
+        )
+        .await
+        .expect_err("a tampered state is refused");
+    assert_eq!(
+        error_code(&refused),
+        Some(ErrorCode::INVALID_PARAMS),
+        "{refused}"
+    );
+
+    // A state sealed for one call does not open on another (other arguments).
+    let mut other = CallToolRequestParams::new("greet")
+        .with_input_responses([("user_name".to_owned(), answer.clone())].into())
+        .with_request_state(state);
+    other.arguments = Some(serde_json::Map::from_iter([("x".to_owned(), json!(1))]));
+    let refused = client
+        .call_tool_once(other)
+        .await
+        .expect_err("bound to its call");
+    assert_eq!(
+        error_code(&refused),
+        Some(ErrorCode::INVALID_PARAMS),
+        "{refused}"
+    );
+
+    // An answer that is not an elicitation result is refused, not decoded.
+    let first = client
+        .call_tool_once(CallToolRequestParams::new("greet"))
+        .await
+        .unwrap();
+    let CallToolResponse::InputRequired(asked) = first else {
+        panic!("expected an InputRequiredResult");
+    };
+    let refused = client
+        .call_tool_once(
+            CallToolRequestParams::new("greet")
+                .with_input_responses([("user_name".to_owned(), json!(12345))].into())
+                .with_request_state(asked.request_state.unwrap()),
+        )
+        .await
+        .expect_err("a number is no answer");
+    assert_eq!(
+        error_code(&refused),
+        Some(ErrorCode::INVALID_PARAMS),
+        "{refused}"
+    );
+}
+
+fn error_code(error: &rmcp::ServiceError) -> Option<ErrorCode> {
+    match error {
+        rmcp::ServiceError::McpError(data) => Some(data.code),
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn what_the_client_did_not_declare_is_never_asked() {
+    let nothing = || Answers {
+        capabilities: Some(ClientCapabilities::default()),
+        ..Answers::default()
+    };
+    // 2025-11-25: an envelope that says what could not be asked.
+    let client = connect(Revision::Sessions, nothing()).await;
+    let result = client
+        .call_tool(CallToolRequestParams::new("greet"))
+        .await
+        .expect("a tool error");
+    assert_eq!(result.is_error, Some(true));
+    let envelope = result.structured_content.expect("an envelope");
+    assert_eq!(envelope["errorCategory"], "business");
+    assert_eq!(envelope["isRetryable"], false);
+    assert_eq!(envelope["reason"], "CLIENT_CANNOT_ANSWER");
+    assert!(
+        envelope["message"]
+            .as_str()
+            .unwrap()
+            .contains("elicitation"),
+        "{envelope}"
+    );
+
+    // 2026-07-28: the revision's error, naming the capability.
+    let client = connect(Revision::Rounds, nothing()).await;
+    let refused = client
+        .call_tool(CallToolRequestParams::new("greet"))
+        .await
+        .expect_err("missing capability");
+    let rmcp::ServiceError::McpError(data) = &refused else {
+        panic!("expected a protocol error, got {refused}");
+    };
+    assert_eq!(data.code, ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
+    assert!(data.data.as_ref().unwrap()["requiredCapabilities"]["elicitation"].is_object());
+}
+
+#[tokio::test]
+async fn on_2026_07_28_a_tool_logs_only_under_the_requests_log_level() {
+    let answers = Answers::default();
+    let client = connect(Revision::Rounds, answers.clone()).await;
+    // rmcp's client sends no logLevel: nothing is sent.
+    assert_eq!(call_text(&client, "chatty").await, json!([false, false]));
+    let mut params = CallToolRequestParams::new("chatty");
+    let mut meta = rmcp::model::RequestMetaObject::default();
+    meta.set_log_level(LoggingLevel::Info);
+    params.meta = Some(meta);
+    let result = client.call_tool(params).await.unwrap();
+    assert_eq!(
+        result.structured_content,
+        Some(json!({"result": [true, false]}))
+    );
+    assert_eq!(answers.logs.lock().unwrap().as_slice(), ["\"started\""]);
+}
+
+#[tokio::test]
+async fn retries_count_the_runs_of_the_last_round_not_the_rounds() {
+    for revision in [Revision::Sessions, Revision::Rounds] {
+        let client = connect(revision, Answers::default()).await;
+        let result = client
+            .call_tool(CallToolRequestParams::new("ask_then_fail"))
+            .await
+            .expect("a tool error");
+        assert_eq!(result.is_error, Some(true));
+        let escalation = result.structured_content.expect("an escalation");
+        // The first round stopped at the question; the second ran the body
+        // three times, under the retry policy.
+        assert_eq!(
+            escalation["escalation"]["attempts"], 3,
+            "{revision:?}: {escalation}"
+        );
+        assert_eq!(escalation["reason"], "UPSTREAM_DOWN", "{revision:?}");
+    }
+}
