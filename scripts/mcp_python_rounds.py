@@ -5,7 +5,7 @@
 (4.2.3), in both modes.
 
 Usage:
-    python scripts/mcp_python_rounds.py FULL_SERVER_BINARY
+    python scripts/mcp_python_rounds.py FULL_SERVER_BINARY MCP_SERVER_BINARY
 
 Written against `mcp==2.3.0` and `fastmcp==4.2.3`; scripts/test-rounds.sh
 installs both and runs this file. Over stdio and over Streamable HTTP, in each
@@ -16,7 +16,11 @@ mode:
 * sampling and roots reach the tool;
 * a tool that asks twice gets both answers (two rounds on 2026-07-28);
 * on 2026-07-28 a tool's log messages arrive only under the client's
-  `log_level`.
+  `log_level`;
+* examples/mcp_server's refunds over the $500 cap ask the user: approved,
+  the refund runs; declined, a `HUMAN_DECLINED` envelope — with sessions in
+  both modes, and stateless in `auto` mode; stateless on 2025-11-25, where
+  nobody can be asked, the block comes back with its alternatives.
 
 Every check prints one line; the exit status is 0 when all pass, 1 otherwise.
 """
@@ -146,6 +150,31 @@ async def check_mode(server: Any, transport: str, mode: str, checks: Checks) -> 
         await checks.run(f"{label}: log messages only under the request's log level", logs)
 
 
+async def check_fastmcp_refunds(url: str, mode: str, checks: Checks) -> None:
+    """FastMCP's client approves and declines a refund over the cap."""
+    import fastmcp
+
+    async def refunds() -> None:
+        for decline in (False, True):
+
+            async def on_elicitation(message: str, response_type: Any, params: Any, context: Any) -> Any:
+                check("Approve `process_refund`" in message, message)
+                if decline:
+                    return fastmcp.client.elicitation.ElicitResult(action="decline")
+                return {"approver": "fastmcp"}
+
+            client = fastmcp.Client(url, mode=mode, elicitation_handler=on_elicitation, timeout=30)
+            async with client:
+                result = await client.call_tool_mcp("process_refund", {"order": "O-77", "amount": 620})
+            content: Any = result.structured_content
+            if decline:
+                check(result.is_error and content["reason"] == "HUMAN_DECLINED", describe(result))
+            else:
+                check(content == {"result": "Refunded $620 on O-77"}, describe(result))
+
+    await checks.run(f"FastMCP, mode={mode}: a refund over the cap, approve and decline", refunds)
+
+
 async def check_fastmcp(url: str, mode: str, checks: Checks) -> None:
     """FastMCP's client, with its own handler shapes."""
     import fastmcp
@@ -181,12 +210,55 @@ async def check_fastmcp(url: str, mode: str, checks: Checks) -> None:
     await checks.run(f"FastMCP {fastmcp.__version__}, mode={mode}: elicitation, sampling, two questions ({expected})", asks)
 
 
+async def check_refunds(url: str, server: str, mode: str, checks: Checks) -> None:
+    """A refund over the cap, approved and declined."""
+    can_ask = not (server == "stateless" and mode == "legacy")
+
+    async def refunds() -> None:
+        for decline in (False, True):
+            answers = Answers(decline=decline)
+            async with client(url, mode, answers) as session:
+                result = await session.call_tool("process_refund", {"order": "O-77", "amount": 620})
+            content: Any = result.structured_content
+            if not can_ask:
+                check(result.is_error and content["reason"] == "REFUND_OVER_CAP", describe(result))
+                check("Escalate to a human for approval" in content["alternatives"], describe(result))
+                check(answers.elicited == [], f"asked {answers.elicited}")
+                continue
+            check(len(answers.elicited) == 1, f"asked {answers.elicited}")
+            check("Approve `process_refund`" in answers.elicited[0], answers.elicited[0])
+            if decline:
+                check(result.is_error and content["reason"] == "HUMAN_DECLINED", describe(result))
+            else:
+                check(content == {"result": "Refunded $620 on O-77"}, describe(result))
+                audit = (result.meta or {}).get("tool-envelope/approvals", [])
+                check(audit and audit[0]["action"] == "accept", f"audit {audit}")
+
+    outcome = "approve and decline" if can_ask else "the block: nobody can be asked"
+    await checks.run(f"mcp_server {server}, mode={mode}: a refund over the cap, {outcome}", refunds)
+
+
+def serve(command: list[str]) -> tuple[subprocess.Popen[str], str]:
+    """Starts an HTTP server and returns it with its URL."""
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    line = process.stderr.readline() if process.stderr else ""
+    found = re.search(r"http://\S+/mcp", line)
+    if not found:
+        process.terminate()
+        raise RuntimeError(f"{command[0]} did not start: {line!r}")
+    return process, found.group(0)
+
+
 async def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print(f"usage: {argv[0]} FULL_SERVER_BINARY", file=sys.stderr)
+    if len(argv) != 3:
+        print(f"usage: {argv[0]} FULL_SERVER_BINARY MCP_SERVER_BINARY", file=sys.stderr)
         return 2
     binary = argv[1]
     checks = Checks()
+    refunds = [
+        ("sessions", serve([argv[2], "--http", "127.0.0.1:0"])),
+        ("stateless", serve([argv[2], "--http", "127.0.0.1:0", "--stateless"])),
+    ]
     http = subprocess.Popen([binary, "--http", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True)
     try:
         line = http.stderr.readline() if http.stderr else ""
@@ -206,9 +278,15 @@ async def main(argv: list[str]) -> int:
                         checks.failed.append(f"{transport}, mode={mode}")
             for mode in ("auto", "legacy"):
                 await check_fastmcp(found.group(0), mode, checks)
+            for server, (_, url) in refunds:
+                for mode in ("auto", "legacy"):
+                    await check_refunds(url, server, mode, checks)
+            for mode in ("auto", "legacy"):
+                await check_fastmcp_refunds(refunds[0][1][1], mode, checks)
     finally:
-        http.terminate()
-        http.wait()
+        for process in [http] + [process for _, (process, _) in refunds]:
+            process.terminate()
+            process.wait()
     return checks.summary()
 
 

@@ -4,6 +4,9 @@
 # of the example server, each serving Streamable HTTP with `--stateless`, and
 # the official MCP Python SDK makes 1,000 calls through it, every answer
 # checked (scripts/mcp_python_nginx.py). Both replicas must have answered.
+# Before that, a person approves and declines refunds over the cap through it
+# on 2026-07-28, each call's question from one replica and its answer on the
+# other (scripts/mcp_python_nginx_rounds.py).
 #
 # Then this crate's client makes 1,000 calls through it while one replica is
 # killed halfway (tests/mcp_client_servers.rs, ignored by `cargo test`).
@@ -47,6 +50,10 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
+
+# Every replica seals `requestState` with the same key, so that any of them
+# resumes a round another began.
+export TOOL_ENVELOPE_STATE_KEY="nginx-test-key-shared-by-every-replica"
 
 # Starts replica $1, its log in $work/replica-$1.log.
 start_replica() {
@@ -111,6 +118,8 @@ http {
             # the client's recovery is tested on. (nginx's default passes a
             # refused connection to the next replica, which hides the death.)
             proxy_next_upstream off;
+            # Which replica answered: the rounds check reads it.
+            add_header X-Replica \$upstream_addr always;
         }
     }
 }
@@ -122,6 +131,9 @@ for _ in $(seq 1 100); do
     (: >"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
     sleep 0.1
 done
+
+echo "==> a person approves refunds through nginx: rounds on two replicas"
+"$venv_python" -O "$script_dir/mcp_python_nginx_rounds.py" "http://127.0.0.1:$port/mcp"
 
 echo "==> 1,000 calls through nginx with the Python SDK"
 "$venv_python" -O "$script_dir/mcp_python_nginx.py" "http://127.0.0.1:$port/mcp" 1000

@@ -23,6 +23,9 @@ use rmcp::{ClientHandler, ErrorData, ServiceExt};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tool_envelope::Secret;
+use tool_envelope::guard::{Blocked, ToolCall};
+use tool_envelope::mcp::APPROVAL_META_KEY;
 use tool_envelope::mcp::{Elicitation, Question, ToolContext, ToolSet};
 use tool_envelope::retry::RetryPolicy;
 use tool_envelope::{ErrorEnvelope, tool};
@@ -99,8 +102,43 @@ async fn ask_then_fail(context: ToolContext) -> Result<String, ErrorEnvelope> {
     Err(ErrorEnvelope::transient("the upstream is down").with_reason("UPSTREAM_DOWN"))
 }
 
+/// How often `refund`'s body ran, by amount: each test refunds its own.
+static REFUNDS: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
+
+fn refunds_of(amount: u64) -> usize {
+    REFUNDS
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|&&a| a == amount)
+        .count()
+}
+
+/// Refunds over $500 need a person's approval.
+fn refund_cap(call: &ToolCall) -> Result<(), Blocked> {
+    let amount: u64 = call.require("amount")?;
+    if amount > 500 {
+        return Err(
+            Blocked::new(format!("Refund of ${amount} exceeds the $500 policy cap"))
+                .with_reason("REFUND_OVER_CAP")
+                .with_alternative("Offer store credit up to $500")
+                .unless_approved(),
+        );
+    }
+    Ok(())
+}
+
+/// Refund an order.
+#[tool(destructive, guard = refund_cap)]
+fn refund(order: String, amount: u64, card: Secret<String>) -> Result<String, ErrorEnvelope> {
+    REFUNDS.lock().unwrap().push(amount);
+    let _ = card;
+    Ok(format!("Refunded ${amount} on {order}"))
+}
+
 fn tools() -> ToolSet {
     ToolSet::new()
+        .tool::<refund>()
         .tool::<ask_then_fail>()
         .retry(
             RetryPolicy::default()
@@ -121,6 +159,7 @@ struct Answers {
     decline: bool,
     capabilities: Option<ClientCapabilities>,
     logs: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl ClientHandler for Answers {
@@ -137,14 +176,16 @@ impl ClientHandler for Answers {
 
     async fn create_elicitation(
         &self,
-        _: ElicitRequestParams,
+        request: ElicitRequestParams,
         _: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
+        let request = serde_json::to_value(&request).unwrap();
+        let message = request["message"].as_str().unwrap_or_default().to_owned();
+        self.asked.lock().unwrap().push(message);
         Ok(match self.decline {
             true => ElicitResult::new(ElicitationAction::Decline),
-            false => {
-                ElicitResult::new(ElicitationAction::Accept).with_content(json!({"name": "Ada"}))
-            }
+            false => ElicitResult::new(ElicitationAction::Accept)
+                .with_content(json!({"name": "Ada", "approver": "Grace"})),
         })
     }
 
@@ -432,5 +473,115 @@ async fn retries_count_the_runs_of_the_last_round_not_the_rounds() {
             "{revision:?}: {escalation}"
         );
         assert_eq!(escalation["reason"], "UPSTREAM_DOWN", "{revision:?}");
+    }
+}
+
+fn refund_call(amount: u64) -> CallToolRequestParams {
+    let arguments = json!({"order": "O-77", "amount": amount, "card": "4111-1111-1111-1111"});
+    CallToolRequestParams::new("refund").with_arguments(arguments.as_object().unwrap().clone())
+}
+
+#[tokio::test]
+async fn over_the_cap_a_person_approves_and_the_refund_runs_once() {
+    for revision in [Revision::Sessions, Revision::Rounds] {
+        let answers = Answers::default();
+        let client = connect(revision, answers.clone()).await;
+        let before = refunds_of(620);
+        let result = client.call_tool(refund_call(620)).await.expect("an answer");
+        assert_ne!(result.is_error, Some(true), "{revision:?}: {result:?}");
+        assert_eq!(
+            result.structured_content,
+            Some(json!({"result": "Refunded $620 on O-77"}))
+        );
+        assert_eq!(refunds_of(620) - before, 1, "{revision:?}: ran once");
+        // The person saw the block and the attempted query, the card masked.
+        let asked = answers.asked.lock().unwrap().clone();
+        assert_eq!(asked.len(), 1, "{revision:?}: {asked:?}");
+        assert!(
+            asked[0].starts_with("Refund of $620 exceeds the $500 policy cap"),
+            "{asked:?}"
+        );
+        assert!(asked[0].contains(r#""order":"O-77""#), "{asked:?}");
+        assert!(!asked[0].contains("4111"), "the card is masked: {asked:?}");
+        // Who answered what, and when, for audit.
+        let meta = result.meta.expect("the audit record");
+        let record = &meta.0[APPROVAL_META_KEY][0];
+        assert_eq!(record["action"], "accept");
+        assert_eq!(record["approver"], "Grace");
+        assert_eq!(record["client"], "answers 1.0.0");
+        assert!(record["answeredAtMs"].as_u64().unwrap() > 1_700_000_000_000);
+    }
+}
+
+#[tokio::test]
+async fn over_the_cap_a_declined_refund_is_a_business_envelope_and_never_runs() {
+    for revision in [Revision::Sessions, Revision::Rounds] {
+        let client = connect(
+            revision,
+            Answers {
+                decline: true,
+                ..Answers::default()
+            },
+        )
+        .await;
+        let result = client
+            .call_tool(refund_call(900))
+            .await
+            .expect("a tool error");
+        assert_eq!(result.is_error, Some(true));
+        let envelope = result.structured_content.expect("an escalation");
+        assert_eq!(envelope["errorCategory"], "business", "{revision:?}");
+        assert_eq!(envelope["isRetryable"], false);
+        assert_eq!(envelope["reason"], "HUMAN_DECLINED");
+        assert_eq!(
+            envelope["escalation"]["reason"], "human_declined",
+            "{envelope}"
+        );
+        assert_eq!(
+            envelope["escalation"]["attempts"], 0,
+            "the refund never ran"
+        );
+        assert_eq!(
+            envelope["alternatives"],
+            json!(["Offer store credit up to $500"])
+        );
+        assert_eq!(
+            envelope["attempted_query"]["card"], "[redacted]",
+            "{envelope}"
+        );
+        assert_eq!(refunds_of(900), 0, "{revision:?}: never ran");
+        assert_eq!(
+            result.meta.unwrap().0[APPROVAL_META_KEY][0]["action"],
+            "decline"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_cannot_be_asked_gets_the_block_and_its_alternatives() {
+    let nothing = Answers {
+        capabilities: Some(ClientCapabilities::builder().enable_sampling().build()),
+        ..Answers::default()
+    };
+    for revision in [Revision::Sessions, Revision::Rounds] {
+        let client = connect(revision, nothing.clone()).await;
+        let result = client
+            .call_tool(refund_call(700))
+            .await
+            .expect("a tool error");
+        let envelope = result.structured_content.expect("an escalation");
+        assert_eq!(
+            envelope["reason"], "REFUND_OVER_CAP",
+            "{revision:?}: {envelope}"
+        );
+        assert_eq!(envelope["escalation"]["reason"], "blocked_by_guard");
+        assert_eq!(
+            envelope["alternatives"],
+            json!(["Offer store credit up to $500"])
+        );
+        assert!(nothing.asked.lock().unwrap().is_empty());
+        // Under the cap, nobody is asked.
+        let result = client.call_tool(refund_call(100)).await.unwrap();
+        assert_ne!(result.is_error, Some(true));
     }
 }

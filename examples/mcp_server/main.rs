@@ -3,8 +3,10 @@
 //! - `lookup_orders`: a valid empty result for `C-0000`, a transient timeout
 //!   for `C-4821` (retried locally, then escalated);
 //! - `stock_level`: a flaky service, recovered locally on the second attempt;
-//! - `process_refund`: refunds above $500 are blocked by a guard and routed to
-//!   a human;
+//! - `process_refund`: refunds above $500 are blocked by a guard, unless the
+//!   client's user approves: the client is asked (elicitation on 2025-11-25,
+//!   an `InputRequiredResult` round on 2026-07-28); a client that cannot be
+//!   asked gets the block and its alternatives;
 //! - `read_payroll`: a permission error with its alternatives;
 //! - `research`: gathers 6 of 10 sources before the provider rate-limits, and
 //!   escalates with the 6 attached.
@@ -13,6 +15,8 @@
 //! `--http 127.0.0.1:PORT` (port 0 picks one; the address is printed on
 //! stderr). Behind a load balancer, add `--stateless` (any replica answers
 //! any request) and `--allowed-host NAME` for each name clients reach it by.
+//! Replicas resume each other's rounds when they seal `requestState` with one
+//! key: set `TOOL_ENVELOPE_STATE_KEY` (32 bytes or more) on each.
 //! With `--no-retry`, nothing is retried here: every failure is answered as it
 //! happened, and recovery is left to the caller (as `examples/agent.rs` does).
 //!
@@ -24,7 +28,7 @@
 
 mod tools;
 
-use tool_envelope::mcp::HttpOptions;
+use tool_envelope::mcp::{DEFAULT_REQUEST_STATE_TTL, HttpOptions};
 use tools::{tools, tools_without_retry};
 
 const USAGE: &str =
@@ -46,11 +50,14 @@ async fn main() -> std::io::Result<()> {
             _ => usage(),
         }
     }
-    let tools = if retry {
+    let mut tools = if retry {
         tools()
     } else {
         tools_without_retry()
     };
+    if let Ok(key) = std::env::var("TOOL_ENVELOPE_STATE_KEY") {
+        tools = tools.request_state_key(key, DEFAULT_REQUEST_STATE_TTL);
+    }
     let Some(address) = http else {
         return tools.serve_stdio().await;
     };

@@ -101,7 +101,8 @@ fn stock_level(
 }
 
 /// The refund policy: a hard limit, checked in code before the tool runs. It
-/// fails closed: an amount it cannot read blocks the call.
+/// fails closed: an amount it cannot read blocks the call. Over the cap, a
+/// person may approve the refund, where the client can ask one.
 fn refund_cap(call: &ToolCall) -> Result<(), Blocked> {
     const CAP: u64 = 500;
     let amount: u64 = call.require("amount")?;
@@ -110,7 +111,8 @@ fn refund_cap(call: &ToolCall) -> Result<(), Blocked> {
             Blocked::new(format!("Refund of ${amount} exceeds the ${CAP} policy cap"))
                 .with_reason("REFUND_OVER_CAP")
                 .with_alternative("Escalate to a human for approval")
-                .with_alternative(format!("Offer store credit up to ${CAP}")),
+                .with_alternative(format!("Offer store credit up to ${CAP}"))
+                .unless_approved(),
         );
     }
     Ok(())

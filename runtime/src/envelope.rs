@@ -123,6 +123,8 @@ struct Meta {
     foreign: bool,
     /// Why the call was refused before the tool ran, if it was.
     refused: Option<Refusal>,
+    /// A guard blocked the call, and a person may approve it.
+    approvable: bool,
 }
 
 /// Why a call was refused before its tool ran.
@@ -132,6 +134,8 @@ pub(crate) enum Refusal {
     Unusable,
     /// A guard blocked it.
     Blocked,
+    /// A person declined it.
+    Declined,
 }
 
 /// One offending field of a rejected input (AIP-193's `BadRequest.FieldViolation`).
@@ -491,6 +495,16 @@ impl ErrorEnvelope {
     /// Whether a guard blocked the call.
     pub(crate) fn was_blocked(&self) -> bool {
         self.fields.meta.refused == Some(Refusal::Blocked)
+    }
+
+    /// Marks a guard's block as one a person may approve.
+    pub(crate) fn set_approvable(&mut self) {
+        self.fields.meta.approvable = true;
+    }
+
+    /// Whether a guard blocked the call and a person may approve it.
+    pub(crate) fn is_approvable(&self) -> bool {
+        self.was_blocked() && self.fields.meta.approvable
     }
 
     /// Sets the tool that failed.

@@ -133,6 +133,7 @@ pub struct Blocked {
     message: String,
     alternatives: Vec<String>,
     reason: Cow<'static, str>,
+    approvable: bool,
 }
 
 impl Blocked {
@@ -142,7 +143,27 @@ impl Blocked {
             message: message.into(),
             alternatives: Vec::new(),
             reason: Cow::Borrowed(reasons::BLOCKED_BY_GUARD),
+            approvable: false,
         }
+    }
+
+    /// Lets a person approve the call instead: served through a
+    /// [`ToolSet`](crate::mcp::ToolSet) to an MCP client that can ask its
+    /// user (elicitation), the block becomes a question to that person,
+    /// showing the message and the attempted query, secrets masked.
+    ///
+    /// - Accepted: the call runs, once, past this block; who answered, and
+    ///   when, is kept in the result's `_meta`
+    ///   ([`APPROVAL_META_KEY`](crate::mcp::APPROVAL_META_KEY)).
+    /// - Declined or dismissed: a `business` envelope with reason
+    ///   `HUMAN_DECLINED`, not retryable, that escalates as `human_declined`.
+    /// - A caller that cannot be asked — Rust code, a client without
+    ///   elicitation, a stateless server on 2025-11-25 — gets the block as
+    ///   it is, with its alternatives.
+    #[must_use]
+    pub fn unless_approved(mut self) -> Self {
+        self.approvable = true;
+        self
     }
 
     /// Adds a next move, such as routing to a human.
@@ -194,8 +215,12 @@ impl ToolError for Blocked {
     }
 
     fn into_envelope(self) -> crate::ErrorEnvelope {
+        let approvable = self.approvable;
         let mut envelope = crate::classify::envelope_of(self);
         envelope.set_refused(crate::envelope::Refusal::Blocked);
+        if approvable {
+            envelope.set_approvable();
+        }
         envelope
     }
 }

@@ -42,6 +42,9 @@ use std::borrow::Cow;
 pub const HUMAN_REQUESTED: &str = "HUMAN_REQUESTED";
 /// No rule covers the case: escalate at once.
 pub const POLICY_GAP: &str = "POLICY_GAP";
+/// A person was asked to approve a blocked call, and declined (or dismissed
+/// the question): escalate at once, don't try again.
+pub const HUMAN_DECLINED: &str = "HUMAN_DECLINED";
 /// A guard blocked the call before it ran (unless the guard gave its own reason).
 pub const BLOCKED_BY_GUARD: &str = "BLOCKED_BY_GUARD";
 /// A guard could not read an argument it needs (missing, or not of the type
@@ -98,7 +101,7 @@ pub const CLIENT_REQUEST_FAILED: &str = "CLIENT_REQUEST_FAILED";
 /// category and `isRetryable` say: an explicit human request, a policy gap.
 /// `reason` is a normalized one ([`normalize`]).
 pub(crate) fn never_retried(reason: Option<&str>) -> bool {
-    matches!(reason, Some(HUMAN_REQUESTED | POLICY_GAP))
+    matches!(reason, Some(HUMAN_REQUESTED | POLICY_GAP | HUMAN_DECLINED))
 }
 
 /// `reason` in `UPPER_SNAKE_CASE`, the one form every rule reads: itself

@@ -34,6 +34,7 @@ impl EscalationReason {
         match envelope.reason() {
             Some(reasons::HUMAN_REQUESTED) => EscalationReason::HumanRequested,
             Some(reasons::POLICY_GAP) => EscalationReason::PolicyGap,
+            Some(reasons::HUMAN_DECLINED) => EscalationReason::HumanDeclined,
             Some(reasons::BLOCKED_BY_GUARD) => EscalationReason::BlockedByGuard,
             _ => EscalationReason::NonRetryable,
         }

@@ -35,11 +35,13 @@ pub enum EscalationReason {
     HumanRequested,
     /// No rule covers the case.
     PolicyGap,
+    /// A person was asked to approve the call, and declined.
+    HumanDeclined,
 }
 
 impl EscalationReason {
     /// Every reason, for the schema's list.
-    pub(crate) const ALL: [EscalationReason; 8] = [
+    pub(crate) const ALL: [EscalationReason; 9] = [
         EscalationReason::NonRetryable,
         EscalationReason::RetriesExhausted,
         EscalationReason::DeadlineExceeded,
@@ -48,6 +50,7 @@ impl EscalationReason {
         EscalationReason::BlockedByGuard,
         EscalationReason::HumanRequested,
         EscalationReason::PolicyGap,
+        EscalationReason::HumanDeclined,
     ];
 
     /// The `snake_case` wire name (`"retries_exhausted"`).
@@ -61,6 +64,7 @@ impl EscalationReason {
             EscalationReason::BlockedByGuard => "blocked_by_guard",
             EscalationReason::HumanRequested => "human_requested",
             EscalationReason::PolicyGap => "policy_gap",
+            EscalationReason::HumanDeclined => "human_declined",
         }
     }
 }

@@ -176,6 +176,12 @@ impl ToolContext {
         self.live.as_ref()?.asking.capabilities()
     }
 
+    /// The client's name and version, as it gave them.
+    #[cfg(feature = "rmcp")]
+    pub(crate) fn client_name(&self) -> Option<String> {
+        Some(self.live.as_ref()?.asking.client()?.to_owned())
+    }
+
     /// Asks the client `question` and returns its answer as JSON: an
     /// `ElicitResult`, a `CreateMessageResult` or a `ListRootsResult`. On
     /// 2026-07-28 a question without an answer yet ends this round of the

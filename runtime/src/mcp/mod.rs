@@ -116,6 +116,8 @@
 //! which `initialize` does not carry).
 
 #[cfg(feature = "rmcp")]
+pub(crate) mod approval;
+#[cfg(feature = "rmcp")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
 pub mod ask;
 pub(crate) mod checks;
@@ -135,6 +137,9 @@ pub(crate) mod toolset;
 pub(crate) mod violations;
 
 pub use crate::catalog::{DescribeFailures, FailureMode};
+#[cfg(feature = "rmcp")]
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+pub use approval::APPROVAL_META_KEY;
 #[cfg(feature = "rmcp")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
 pub use ask::{Elicitation, Question};

@@ -83,6 +83,8 @@ enum Stop {
 pub(crate) struct Asking {
     rounds: bool,
     capabilities: Option<ClientCapabilities>,
+    /// The client's name and version, as it gave them.
+    client: Option<String>,
     answers: HashMap<String, Value>,
     stop: Mutex<Option<Stop>>,
     stopped: Notify,
@@ -148,6 +150,7 @@ impl Asking {
         Ok(Asking {
             rounds,
             capabilities: context.client_capabilities(),
+            client: (context.client_info()).map(|info| format!("{} {}", info.name, info.version)),
             answers,
             stop: Mutex::new(None),
             stopped: Notify::new(),
@@ -157,6 +160,11 @@ impl Asking {
     /// Whether a question can stop the call: on 2026-07-28.
     pub(crate) fn stops(&self) -> bool {
         self.rounds
+    }
+
+    /// The client's name and version, as it gave them.
+    pub(crate) fn client(&self) -> Option<&str> {
+        self.client.as_deref()
     }
 
     /// What the client declared it can answer.

@@ -171,7 +171,9 @@ impl Decoder<'_> {
         let judged = {
             let shown = self.context.mask().apply(self.arguments);
             let name = &self.tool.name;
-            verdict(name, || guards.check(name, &shown))
+            verdict(name, Some(self.context.approvals()), || {
+                guards.check(name, &shown)
+            })
         };
         judged.map_err(|envelope| {
             let query = self.context.query(self.arguments);

@@ -17,6 +17,7 @@ use crate::envelope::{ErrorEnvelope, Refusal, ToolResult, Violation};
 use crate::guard::{Blocked, Guard, ToolCall};
 use crate::panic::panicked;
 use crate::partial::Partial;
+use crate::private::state::Approvals;
 use crate::query::Query;
 use crate::reasons;
 use crate::settle::{Facts, settle};
@@ -222,7 +223,11 @@ pub fn check_guard<'q, G: Guard + ?Sized>(
             tool: &tool.name,
             arguments: &arguments,
         };
-        verdict(&tool.name, || guard.check(&call))
+        let approvals = match &query {
+            Query::Arguments(_, mask) => mask.approvals(),
+            Query::Captured(_) => None,
+        };
+        verdict(&tool.name, approvals, || guard.check(&call))
     };
     match judged {
         Ok(()) => Ok(query),
@@ -248,13 +253,22 @@ fn unrepresentable(tool: &str, violations: Vec<Violation>) -> ErrorEnvelope {
 /// A guard's verdict on a call to `tool`: a block is the guard's `business`
 /// envelope, and a guard that panics blocks the call with an `other` one —
 /// the call never runs unchecked.
+///
+/// A block a person approved for this call (`approvals`) lets it through.
 pub(crate) fn verdict(
     tool: &str,
+    approvals: Option<&Approvals>,
     check: impl FnOnce() -> Result<(), Blocked>,
 ) -> Result<(), ErrorEnvelope> {
     match catch_unwind(AssertUnwindSafe(check)) {
         Ok(Ok(())) => Ok(()),
-        Ok(Err(blocked)) => Err(caught_envelope(blocked)),
+        Ok(Err(blocked)) => {
+            let envelope = caught_envelope(blocked);
+            match approvals.is_some_and(|approvals| approvals.cover(&envelope)) {
+                true => Ok(()),
+                false => Err(envelope),
+            }
+        }
         Err(panic) => {
             let mut envelope = panicked(&format!("the guard of tool `{tool}`"), panic.as_ref())
                 .with_reason(reasons::GUARD_PANIC);

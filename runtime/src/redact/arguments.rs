@@ -2,6 +2,7 @@
 //! tool's input schema marks a secret or declares no key, and wherever a
 //! value the call decoded into a [`Secret`](crate::Secret) turns up.
 
+use crate::private::state::Approvals;
 use std::borrow::Cow;
 
 use serde_json::{Map, Value};
@@ -15,13 +16,30 @@ use crate::redact::values::SecretValues;
 pub struct ArgumentMask<'a> {
     paths: &'a SecretPaths,
     noted: &'a [Value],
+    /// The blocks a person approved for this call, which its guards waive.
+    approvals: Option<&'a Approvals>,
 }
 
 impl<'a> ArgumentMask<'a> {
     /// Masks by `paths`, and by `noted`, the values the call's `Secret`s
     /// were sent as.
     pub(crate) fn new(paths: &'a SecretPaths, noted: &'a [Value]) -> Self {
-        ArgumentMask { paths, noted }
+        ArgumentMask {
+            paths,
+            noted,
+            approvals: None,
+        }
+    }
+
+    /// With the blocks a person approved for the call.
+    pub(crate) fn with_approvals(mut self, approvals: &'a Approvals) -> Self {
+        self.approvals = Some(approvals);
+        self
+    }
+
+    /// The blocks a person approved for the call, if it is served.
+    pub(crate) fn approvals(&self) -> Option<&'a Approvals> {
+        self.approvals
     }
 
     /// The schema's part.

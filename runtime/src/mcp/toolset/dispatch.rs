@@ -13,6 +13,8 @@ use crate::envelope::{ErrorEnvelope, Violation};
 use crate::escalation::Escalation;
 use crate::json::depth::{MAX_DEPTH, deeper_than, dismantle, too_deep_marker};
 use crate::limits::json_len;
+#[cfg(feature = "rmcp")]
+use crate::mcp::approval::{self, APPROVAL_META_KEY, Approval, MAX_APPROVALS};
 use crate::mcp::context::ToolContext;
 use crate::mcp::reply::{ProtocolError, ToolReply};
 use crate::mcp::violations::{not_an_object, not_shown};
@@ -105,7 +107,7 @@ impl ToolSet {
         // Whatever panics — the decoding, a `Serialize`, the set itself —
         // answers with an envelope that keeps what the call knows: a request
         // is never left without a reply.
-        let work = catch_unwind_future(self.attempts(entry, &arguments, &state));
+        let work = catch_unwind_future(self.decided(entry, &arguments, &state));
         let finished = match state.context_ref().is_detached() {
             true => work.await,
             false => {
@@ -125,10 +127,57 @@ impl ToolSet {
                 )))
             }
         };
-        Ok(match outcome {
+        let mut reply = match outcome {
             Ok(success) => self.success(entry, success, &arguments, &state),
             Err(failure) => self.failure(entry, failure),
-        })
+        };
+        #[cfg(feature = "rmcp")]
+        {
+            let records = state.approvals().take_records();
+            if !records.is_empty() {
+                let meta = reply.meta.get_or_insert_with(Map::new);
+                meta.insert(APPROVAL_META_KEY.to_owned(), Value::Array(records));
+            }
+        }
+        Ok(reply)
+    }
+
+    /// The call's attempts; when a guard blocked it and a person may
+    /// approve it, the person is asked, and the call runs again if they
+    /// approve.
+    async fn decided(
+        &self,
+        entry: &Entry,
+        arguments: &Map<String, Value>,
+        state: &CallState,
+    ) -> Result<Success, Failure> {
+        let outcome = self.attempts(entry, arguments, state).await;
+        #[cfg(feature = "rmcp")]
+        let outcome = {
+            let mut outcome = outcome;
+            let mut records = Vec::new();
+            for round in 1..=MAX_APPROVALS {
+                let blocked = match &outcome {
+                    Err(failure) if failure.envelope().is_approvable() => failure.envelope(),
+                    _ => break,
+                };
+                match approval::ask(state.context_ref(), round, blocked, &mut records).await {
+                    Approval::Approved => {
+                        state.approvals().approve(blocked);
+                        outcome = self.attempts(entry, arguments, state).await;
+                    }
+                    Approval::Declined(envelope) => {
+                        let envelope = settle_here(envelope, entry, arguments, state);
+                        outcome = Err(Failure::Envelope(envelope));
+                        break;
+                    }
+                    Approval::NotAsked => break,
+                }
+            }
+            state.approvals().keep_records(records);
+            outcome
+        };
+        outcome
     }
 
     /// A success: the value as `structuredContent` and its JSON as text, or

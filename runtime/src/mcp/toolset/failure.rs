@@ -86,7 +86,7 @@ impl Failure {
         }
     }
 
-    fn envelope(&self) -> &ErrorEnvelope {
+    pub(super) fn envelope(&self) -> &ErrorEnvelope {
         match self {
             Failure::Envelope(envelope) => envelope,
             Failure::Escalated(escalation) => &escalation.envelope,

@@ -1,0 +1,110 @@
+//! A person in the loop: a guard's block that a person may approve
+//! ([`Blocked::unless_approved`](crate::guard::Blocked::unless_approved))
+//! becomes a question to the client's user, on either revision.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{Map, Value, json};
+
+use crate::envelope::{ErrorEnvelope, Refusal};
+use crate::mcp::ask::Elicitation;
+use crate::mcp::context::ToolContext;
+use crate::reasons;
+
+/// The key of the result's `_meta` that keeps, for audit, every approval a
+/// call asked for: the question, who answered (the person's name as they
+/// gave it, and the client), what they answered, and when
+/// (`answeredAtMs`, milliseconds since the Unix epoch).
+pub const APPROVAL_META_KEY: &str = "tool-envelope/approvals";
+
+/// The most approvals one call asks for: one per guard that lets a person
+/// approve it.
+pub(crate) const MAX_APPROVALS: usize = 4;
+
+/// What became of a block a person may approve.
+pub(crate) enum Approval {
+    /// Approved: run the call again, past the block.
+    Approved,
+    /// Declined or dismissed: the envelope that says so.
+    Declined(ErrorEnvelope),
+    /// Nobody could be asked: the block stands.
+    NotAsked,
+}
+
+/// Asks the client's user to approve the call `blocked` refused (the
+/// `round`th approval of the call); the answer's record goes to `audit`.
+pub(crate) async fn ask(
+    context: &ToolContext,
+    round: usize,
+    blocked: &ErrorEnvelope,
+    audit: &mut Vec<Value>,
+) -> Approval {
+    let can_ask = context
+        .client_capabilities()
+        .is_some_and(|capabilities| capabilities.elicitation.is_some());
+    if !can_ask {
+        return Approval::NotAsked;
+    }
+    let key = match round {
+        1 => "approval".to_owned(),
+        n => format!("approval-{n}"),
+    };
+    let tool = blocked.tool().unwrap_or("the tool");
+    let query = blocked
+        .attempted_query()
+        .map_or_else(String::new, |query| format!(" with {query}"));
+    let question = format!(
+        "{}\n\nApprove `{tool}`{query}?",
+        blocked.message().trim_end()
+    );
+    let form = json!({
+        "type": "object",
+        "properties": {
+            "approver": {"type": "string", "title": "Your name", "description": "Who approves, for the audit log"},
+            "note": {"type": "string", "title": "Note", "description": "Why, for the audit log"}
+        }
+    });
+    let answer = match context.elicit_form(&key, question.clone(), form).await {
+        Ok(answer) => answer,
+        // The client could not answer: nobody was asked.
+        Err(_) => return Approval::NotAsked,
+    };
+    let mut record = Map::new();
+    record.insert("question".into(), Value::String(question));
+    record.insert("action".into(), Value::String(answer.action().into()));
+    if let Some(client) = context.client_name() {
+        record.insert("client".into(), Value::String(client));
+    }
+    let at = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis());
+    record.insert("answeredAtMs".into(), json!(at));
+    let approved = match answer {
+        Elicitation::Accepted(fields) => {
+            for field in ["approver", "note"] {
+                if let Some(Value::String(text)) = fields.get(field) {
+                    let text = crate::limits::text_for_wire(text, 256);
+                    record.insert(field.into(), Value::String(text.into_owned()));
+                }
+            }
+            true
+        }
+        Elicitation::Declined | Elicitation::Cancelled => false,
+    };
+    audit.push(Value::Object(record));
+    match approved {
+        true => Approval::Approved,
+        false => Approval::Declined(declined(blocked)),
+    }
+}
+
+/// The envelope of a call a person declined: `business`, never retried,
+/// with the block's alternatives.
+fn declined(blocked: &ErrorEnvelope) -> ErrorEnvelope {
+    let mut envelope =
+        ErrorEnvelope::business(format!("A person declined the call: {}", blocked.message()))
+            .with_reason(reasons::HUMAN_DECLINED)
+            .with_alternatives(blocked.alternatives().iter().cloned());
+    envelope.set_refused(Refusal::Declined);
+    envelope
+}
