@@ -135,6 +135,7 @@ pub(crate) enum Refusal {
     /// A guard blocked it.
     Blocked,
     /// A person declined it.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
     Declined,
 }
 

@@ -64,10 +64,9 @@ pub(crate) async fn ask(
             "note": {"type": "string", "title": "Note", "description": "Why, for the audit log"}
         }
     });
-    let answer = match context.elicit_form(&key, question.clone(), form).await {
-        Ok(answer) => answer,
-        // The client could not answer: nobody was asked.
-        Err(_) => return Approval::NotAsked,
+    // A client that could not answer: nobody was asked.
+    let Ok(answer) = context.elicit_form(&key, question.clone(), form).await else {
+        return Approval::NotAsked;
     };
     let mut record = Map::new();
     record.insert("question".into(), Value::String(question));

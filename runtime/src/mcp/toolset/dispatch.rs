@@ -127,6 +127,7 @@ impl ToolSet {
                 )))
             }
         };
+        #[cfg_attr(not(feature = "rmcp"), allow(unused_mut))]
         let mut reply = match outcome {
             Ok(success) => self.success(entry, success, &arguments, &state),
             Err(failure) => self.failure(entry, failure),
