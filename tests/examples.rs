@@ -193,4 +193,37 @@ async fn the_agent_example_routes_each_outcome() {
         "{printed}"
     );
     assert!(printed.contains("gap   payroll: Access denied to payroll table (non_retryable), tried {\"dept\":\"ENG\"}"), "{printed}");
+    assert!(printed.starts_with("speaking MCP 2026-07-28"), "{printed}");
+}
+
+#[tokio::test]
+#[cfg(feature = "client")]
+async fn the_agent_example_answers_the_refund_approval_through_its_handler() {
+    let server = example_binary("mcp_server");
+    let agent = example_binary("agent");
+    for (flag, outcome) in [
+        ("--approve", "process_refund  → answered"),
+        (
+            "--decline",
+            "process_refund  → escalated (human_declined) after 1 attempt(s): business — A person declined the call",
+        ),
+    ] {
+        let output = tokio::process::Command::new(&agent)
+            .arg(&server)
+            .arg(flag)
+            .output()
+            .await
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let printed = String::from_utf8(output.stdout).unwrap();
+        assert!(
+            printed.contains("? Refund of $620 exceeds the $500 policy cap"),
+            "{printed}"
+        );
+        assert!(printed.contains(outcome), "{flag}: {printed}");
+    }
 }

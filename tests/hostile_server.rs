@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tool_envelope::mcp::client::McpClient;
+use tool_envelope::mcp::client::{McpClient, Revision};
 use tool_envelope::retry::RetryPolicy;
 use tool_envelope::{ErrorCategory, EscalationReason, reasons};
 
@@ -29,8 +29,8 @@ enum Reply {
 type Answer = Arc<dyn Fn(&str, &Value) -> Reply + Send + Sync>;
 
 /// A fake MCP server on a free local port: `answer` says what each request
-/// (`initialize` aside, which it answers as a 2025-11-25 server unless
-/// `answer` says otherwise) gets. Its URL, and how many requests of each
+/// (`server/discover` and `initialize` aside, which it answers as a
+/// 2025-11-25 server unless `answer` says otherwise) gets. Its URL, and how many requests of each
 /// method it was sent.
 struct Fake {
     url: String,
@@ -57,6 +57,10 @@ impl Fake {
                     };
                     let params = body.get("params").cloned().unwrap_or(Value::Null);
                     let reply = match (method.as_str(), answer(&method, &params)) {
+                        // A 2025-11-25 server does not know 2026-07-28's probe.
+                        ("server/discover", Reply::Result(Value::Null)) => {
+                            Reply::Error(-32601, "Method not found", Value::Null)
+                        }
                         ("initialize", Reply::Result(Value::Null)) => Reply::Result(json!({
                             "protocolVersion": "2025-11-25",
                             "capabilities": {"tools": {}},
@@ -571,6 +575,8 @@ async fn a_server_escalation_is_kept_and_never_retried() {
 #[tokio::test]
 async fn a_refused_protocol_version_is_not_retryable() {
     let modern_only = Fake::start(|method, _| match method {
+        // It does not know the probe either: a server of no revision this client speaks.
+        "server/discover" => Reply::Error(-32601, "Method not found", Value::Null),
         "initialize" => Reply::Error(
             -32022,
             "Unsupported protocol version: 2025-11-25",
@@ -579,18 +585,27 @@ async fn a_refused_protocol_version_is_not_retryable() {
         _ => Reply::Result(Value::Null),
     })
     .await;
-    let refused = McpClient::connect(&modern_only.url).await.unwrap_err();
-    assert_eq!(refused.category(), ErrorCategory::Other);
-    assert!(!refused.is_retryable());
-    assert_eq!(
-        refused.reason(),
-        Some(reasons::UNSUPPORTED_PROTOCOL_VERSION)
-    );
-    assert!(
-        refused.message().contains("2026-07-28"),
-        "{}",
-        refused.message()
-    );
+    // Negotiating, the client probes, falls back to `initialize` as a
+    // 2025-11-25 server asks, and is refused; pinned to 2025-11-25, it is
+    // refused at once. Either way, what the handshake said.
+    for revision in [Revision::Negotiate, Revision::V2025_11_25] {
+        let refused = McpClient::connect(&modern_only.url)
+            .revision(revision)
+            .await
+            .unwrap_err();
+        assert_eq!(refused.category(), ErrorCategory::Other);
+        assert!(!refused.is_retryable());
+        assert_eq!(
+            refused.reason(),
+            Some(reasons::UNSUPPORTED_PROTOCOL_VERSION),
+            "{revision:?}: {refused:?}"
+        );
+        assert!(
+            refused.message().contains("2026-07-28"),
+            "{}",
+            refused.message()
+        );
+    }
 }
 
 #[tokio::test]

@@ -585,3 +585,120 @@ async fn a_client_that_cannot_be_asked_gets_the_block_and_its_alternatives() {
         assert_ne!(result.is_error, Some(true));
     }
 }
+
+// ---- this crate's client, on both revisions ----
+
+/// `tools()` over Streamable HTTP on a free port, stateless or with sessions.
+#[cfg(feature = "client")]
+async fn http_server(stateless: bool) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let options = match stateless {
+        true => tool_envelope::mcp::HttpOptions::new().stateless(),
+        false => tool_envelope::mcp::HttpOptions::new(),
+    };
+    tokio::spawn(async move { options.serve(listener, tools()).await });
+    url
+}
+
+#[cfg(feature = "client")]
+#[tokio::test]
+async fn mcp_client_answers_the_servers_questions_on_both_revisions() {
+    use tool_envelope::mcp::client::{McpClient, Revision};
+
+    for (stateless, revision, expected) in [
+        (true, Revision::Negotiate, "2026-07-28"),
+        (false, Revision::Negotiate, "2026-07-28"),
+        (false, Revision::V2025_11_25, "2025-11-25"),
+    ] {
+        let url = http_server(stateless).await;
+        let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let approving = {
+            let asked = std::sync::Arc::clone(&asked);
+            McpClient::connect(&url)
+                .revision(revision)
+                .on_elicitation(move |request| {
+                    let request = serde_json::to_value(&request).unwrap();
+                    asked
+                        .lock()
+                        .unwrap()
+                        .push(request["message"].as_str().unwrap().to_owned());
+                    async move {
+                        ElicitResult::new(ElicitationAction::Accept)
+                            .with_content(json!({"name": "Ada", "approver": "Grace"}))
+                    }
+                })
+                .on_sampling(|_| async {
+                    Ok(CreateMessageResult::new(
+                        SamplingMessage::new(Role::Assistant, "Paris"),
+                        "test-model".to_owned(),
+                    ))
+                })
+                .on_roots(|| async { vec![Root::new("file:///work")] })
+                .await
+                .expect("the client connects")
+        };
+        let label = format!("stateless={stateless}, {revision:?}");
+        assert_eq!(
+            approving.protocol_version().await.unwrap(),
+            expected,
+            "{label}"
+        );
+        let greeting = approving.call("greet", json!({})).await.expect("greeted");
+        assert_eq!(greeting, json!({"result": "Hello, Ada!"}), "{label}");
+        let survey = approving.call("survey", json!({})).await.expect("surveyed");
+        let expected_survey = json!({"result": {"model": "Paris", "roots": 1, "name": "Ada"}});
+        assert_eq!(survey, expected_survey, "{label}");
+        let refund = json!({"order": "O-77", "amount": 777, "card": "4111-1111-1111-1111"});
+        let refunded = approving
+            .call("refund", refund.clone())
+            .await
+            .expect("approved");
+        assert_eq!(
+            refunded,
+            json!({"result": "Refunded $777 on O-77"}),
+            "{label}"
+        );
+        assert!(
+            asked
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|q| q.starts_with("Refund of $777")),
+            "{label}"
+        );
+
+        // Declined: the server's envelope, never retryable.
+        let declining = McpClient::connect(&url)
+            .revision(revision)
+            .on_elicitation(|_| async { ElicitResult::new(ElicitationAction::Decline) })
+            .await
+            .unwrap();
+        let declined = declining.call("refund", refund.clone()).await.unwrap_err();
+        assert_eq!(
+            declined.reason(),
+            Some("HUMAN_DECLINED"),
+            "{label}: {declined:?}"
+        );
+        assert!(!declined.is_retryable());
+
+        // No handler: nothing to answer with. On 2026-07-28 the server
+        // refuses to ask a client that declared nothing (-32021); on
+        // 2025-11-25 the tool says it could not ask.
+        let mute = McpClient::connect(&url).revision(revision).await.unwrap();
+        let unanswered = mute.call("greet", json!({})).await.unwrap_err();
+        assert!(!unanswered.is_retryable(), "{label}: {unanswered:?}");
+        assert!(
+            unanswered.message().contains("elicitation"),
+            "{label}: {}",
+            unanswered.message()
+        );
+        // A refund over the cap, nobody to ask: the block and its alternatives.
+        let blocked = mute.call("refund", refund).await.unwrap_err();
+        assert_eq!(
+            blocked.reason(),
+            Some("REFUND_OVER_CAP"),
+            "{label}: {blocked:?}"
+        );
+    }
+}

@@ -85,40 +85,76 @@ pub(crate) async fn call(
             false,
         ));
     }
-    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
-        CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.clone()),
-    ));
-    let options = PeerRequestOptions::with_timeout(left);
-    let handle = match connection
-        .peer()
-        .send_cancellable_request(request, options)
-        .await
-    {
-        Ok(handle) => handle,
-        Err(error) => {
-            let envelope = failure::classify_error(&error, true);
-            return Err(finish(envelope, name, &arguments, tool.as_deref(), false));
-        }
-    };
-    link.count_sent();
-    let token = handle.progress_token.clone();
-    let response = link
-        .routing(&token, on_progress, handle.await_response())
-        .await;
-    let outcome = match response {
-        Ok(ServerResult::CallToolResult(result)) => failure::read_result(result, name),
-        Ok(other) => Err(ErrorEnvelope::other(format!(
-            "the MCP server answered `tools/call` of `{name}` with a result of another kind: {}",
-            text_for_wire(&format!("{other:?}"), 256)
-        ))
-        .with_reason(reasons::UNEXPECTED_REPLY)),
-        Err(error) => Err(failure::classify_error(&error, false)),
+    let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.clone());
+    let mut rounds = 0;
+    let outcome = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
+        let options = PeerRequestOptions::with_timeout(left);
+        let handle = match connection
+            .peer()
+            .send_cancellable_request(request, options)
+            .await
+        {
+            Ok(handle) => handle,
+            Err(error) => {
+                let envelope = failure::classify_error(&error, rounds > 0);
+                return Err(finish(
+                    envelope,
+                    name,
+                    &arguments,
+                    tool.as_deref(),
+                    rounds > 0,
+                ));
+            }
+        };
+        link.count_sent();
+        rounds += 1;
+        let token = handle.progress_token.clone();
+        let response = link
+            .routing(&token, on_progress.clone(), handle.await_response())
+            .await;
+        break match response {
+            Ok(ServerResult::CallToolResult(result)) => failure::read_result(result, name),
+            // 2026-07-28: the tool asks; answered, the call is sent again
+            // with the answers and the server's state.
+            Ok(ServerResult::InputRequiredResult(asked)) if rounds < MAX_ROUNDS => {
+                let requests = asked.input_requests.unwrap_or_default();
+                let answered = tokio::time::timeout_at(
+                    deadline,
+                    link.options.answers.answer_all(name, requests),
+                )
+                .await;
+                match answered {
+                    Ok(Ok(responses)) => {
+                        params.input_responses = Some(responses);
+                        params.request_state = asked.request_state;
+                        continue;
+                    }
+                    Ok(Err(envelope)) => Err(envelope),
+                    Err(_) => Err(timed_out()),
+                }
+            }
+            Ok(ServerResult::InputRequiredResult(_)) => Err(ErrorEnvelope::other(format!(
+                "the MCP server asked for input {MAX_ROUNDS} times for one call of `{name}`"
+            ))
+            .with_reason(reasons::UNEXPECTED_REPLY)),
+            Ok(other) => Err(ErrorEnvelope::other(format!(
+                "the MCP server answered `tools/call` of `{name}` with a result of another kind: {}",
+                text_for_wire(&format!("{other:?}"), 256)
+            ))
+            .with_reason(reasons::UNEXPECTED_REPLY)),
+            Err(error) => Err(failure::classify_error(&error, false)),
+        };
     };
     match outcome {
         Ok(value) => Ok(Called { value, tool }),
         Err(envelope) => Err(finish(envelope, name, &arguments, tool.as_deref(), true)),
     }
 }
+
+/// The most rounds of one call: a server that keeps asking stops there.
+const MAX_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
 
 /// Settles a failure of the call of `name` with `arguments` (see
 /// [`settle`]): whatever the server said, it names the tool that was

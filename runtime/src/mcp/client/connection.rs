@@ -9,16 +9,28 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use rmcp::model::{ProgressNotificationParam, ProgressToken};
-use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::ClientHandler;
+use rmcp::ErrorData;
+#[allow(deprecated)]
+// Sampling and roots: SEP-2577 deprecates them; both revisions define them.
+use rmcp::model::{
+    ClientConfig, CreateMessageRequestMethod, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, ElicitationCreateRequestMethod, Implementation,
+    ListRootsRequestMethod, ListRootsResult, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion,
+};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, NotificationContext, RequestContext, RoleClient,
+    RunningService,
+};
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, ServiceExt};
 use tokio::sync::{Mutex as AsyncMutex, OnceCell};
 
 use crate::envelope::ErrorEnvelope;
 use crate::guard::Guards;
+use crate::mcp::client::answers::Answers;
 use crate::mcp::client::failure;
 use crate::mcp::client::paced::PacedClient;
 use crate::mcp::client::tools::{self, Catalog, RemoteTool};
@@ -40,13 +52,53 @@ pub(crate) type ProgressCallback = Arc<dyn Fn(Progress) + Send + Sync>;
 type ProgressRoutes = Arc<Mutex<HashMap<ProgressToken, ProgressCallback>>>;
 
 /// The client side of a connection: routes progress notifications to the
-/// call they belong to.
+/// call they belong to, and answers what the server asks (2025-11-25) with
+/// the caller's handlers.
 #[derive(Clone, Default)]
 struct Handler {
     progress: ProgressRoutes,
+    answers: Answers,
 }
 
 impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            self.answers.capabilities(),
+            Implementation::new("tool-envelope", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let answer = self.answers.elicit(request).await;
+        answer.ok_or_else(ErrorData::method_not_found::<ElicitationCreateRequestMethod>)
+    }
+
+    #[allow(deprecated)] // SEP-2577 deprecates sampling; both revisions define it.
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        match self.answers.sample(params).await {
+            Some(Ok(result)) => Ok(result),
+            Some(Err(error)) => Err(ErrorData::internal_error(error, None)),
+            None => Err(ErrorData::method_not_found::<CreateMessageRequestMethod>()),
+        }
+    }
+
+    #[allow(deprecated)] // SEP-2577 deprecates roots; both revisions define them.
+    async fn list_roots(
+        &self,
+        _: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let roots = self.answers.roots().await;
+        roots.ok_or_else(ErrorData::method_not_found::<ListRootsRequestMethod>)
+    }
+
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
@@ -84,12 +136,47 @@ impl fmt::Debug for Endpoint {
     }
 }
 
-/// How a client calls: its timeout, and the guards checked before anything
-/// is sent.
+/// Which MCP revision a client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Revision {
+    /// Ask the server (`server/discover`) and speak 2026-07-28 where it
+    /// does; fall back to `initialize` and 2025-11-25 where it answers the
+    /// probe with an error, or not within 10 seconds.
+    #[default]
+    Negotiate,
+    /// 2026-07-28 only: stateless, every request carrying its version and
+    /// capabilities, questions in `InputRequiredResult` rounds.
+    V2026_07_28,
+    /// 2025-11-25: `initialize`, a session, questions as requests from the
+    /// server.
+    V2025_11_25,
+}
+
+impl Revision {
+    /// How rmcp opens the connection.
+    fn lifecycle(self) -> ClientLifecycleMode {
+        match self {
+            Revision::Negotiate => ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: Some(ProtocolVersion::V_2025_11_25),
+            },
+            Revision::V2026_07_28 => ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+            Revision::V2025_11_25 => ClientLifecycleMode::Initialize,
+        }
+    }
+}
+
+/// How a client calls: its timeout, the guards checked before anything is
+/// sent, the revision it speaks, and how it answers the server's questions.
 #[derive(Debug, Clone)]
 pub(crate) struct Options {
     pub(crate) timeout: Duration,
     pub(crate) guards: Arc<Guards>,
+    pub(crate) revision: Revision,
+    pub(crate) answers: Answers,
 }
 
 impl Default for Options {
@@ -97,6 +184,8 @@ impl Default for Options {
         Options {
             timeout: Duration::from_secs(60),
             guards: Arc::new(Guards::default()),
+            revision: Revision::default(),
+            answers: Answers::default(),
         }
     }
 }
@@ -113,6 +202,12 @@ impl Connection {
     /// The peer to send requests to.
     pub(crate) fn peer(&self) -> &rmcp::Peer<RoleClient> {
         self.service.peer()
+    }
+
+    /// The revision the connection speaks, as negotiated.
+    pub(crate) fn protocol_version(&self) -> Option<String> {
+        let info = self.service.peer().peer_info()?;
+        Some(info.protocol_version.to_string())
     }
 }
 
@@ -200,31 +295,27 @@ impl Link {
         }
         let handler = Handler {
             progress: Arc::clone(&self.progress),
-        };
-        let handshake = async {
-            match &self.endpoint {
-                Endpoint::Stdio(command) => {
-                    let transport = TokioChildProcess::new(command()).map_err(|error| {
-                        failure::not_sent(format!("could not start the MCP server: {error}"))
-                    })?;
-                    handler.serve(transport).await
-                }
-                Endpoint::Http(url) => {
-                    let mut config = StreamableHttpClientTransportConfig::with_uri(Arc::clone(url));
-                    // rmcp resumes a broken SSE stream for ever by default.
-                    let mut backoff = ExponentialBackoff::default();
-                    backoff.max_times = Some(3);
-                    backoff.base_duration = Duration::from_millis(100);
-                    config.retry_config = Arc::new(backoff);
-                    let client = PacedClient::new()?;
-                    handler
-                        .serve(StreamableHttpClientTransport::with_client(client, config))
-                        .await
-                }
-            }
-            .map_err(|error| failure::classify_initialize(&error))
+            answers: self.options.answers.clone(),
         };
         let timeout = self.options.timeout;
+        let handshake = async {
+            let revision = self.options.revision;
+            let first = self.handshake(&handler, revision.lifecycle()).await;
+            match first {
+                // A 2025-11-25 server may refuse the 2026-07-28 probe other
+                // than with the JSON-RPC error rmcp falls back on (an HTTP
+                // 400 for a request without a session, a closed stream):
+                // then the handshake it knows, on a fresh connection.
+                Err(error)
+                    if revision == Revision::Negotiate
+                        && error.reason() != Some(crate::reasons::UNSUPPORTED_PROTOCOL_VERSION) =>
+                {
+                    self.handshake(&handler, ClientLifecycleMode::Initialize)
+                        .await
+                }
+                other => other,
+            }
+        };
         let service = tokio::time::timeout(timeout, handshake)
             .await
             .map_err(|_| {
@@ -244,6 +335,35 @@ impl Link {
         });
         *slot = Some(Arc::clone(&connection));
         Ok(connection)
+    }
+
+    /// Reaches the server and opens a session with `lifecycle`.
+    async fn handshake(
+        &self,
+        handler: &Handler,
+        lifecycle: ClientLifecycleMode,
+    ) -> Result<RunningService<RoleClient, Handler>, ErrorEnvelope> {
+        let handler = handler.clone();
+        match &self.endpoint {
+            Endpoint::Stdio(command) => {
+                let transport = TokioChildProcess::new(command()).map_err(|error| {
+                    failure::not_sent(format!("could not start the MCP server: {error}"))
+                })?;
+                handler.serve_with_lifecycle(transport, lifecycle).await
+            }
+            Endpoint::Http(url) => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(Arc::clone(url));
+                // rmcp resumes a broken SSE stream for ever by default.
+                let mut backoff = ExponentialBackoff::default();
+                backoff.max_times = Some(3);
+                backoff.base_duration = Duration::from_millis(100);
+                config.retry_config = Arc::new(backoff);
+                let client = PacedClient::new()?;
+                let transport = StreamableHttpClientTransport::with_client(client, config);
+                handler.serve_with_lifecycle(transport, lifecycle).await
+            }
+        }
+        .map_err(|error| failure::classify_initialize(&error))
     }
 
     /// The tools of `connection`, listed on it once, within the timeout.

@@ -135,6 +135,11 @@ pub(crate) fn classify_initialize(error: &ClientInitializeError) -> ErrorEnvelop
                 .collect::<Vec<_>>(),
         ),
         ClientInitializeError::TransportError { error, .. } => transport(error, true),
+        // The server refused the 2026-07-28 probe as a 2025-11-25 server
+        // does, then the handshake: what the handshake said.
+        ClientInitializeError::LegacyFallbackFailed { fallback, .. } => {
+            classify_initialize(fallback)
+        }
         ClientInitializeError::ConnectionClosed(_) => not_sent(format!(
             "the MCP server closed the connection before it initialized: {error}"
         )),
@@ -145,7 +150,8 @@ pub(crate) fn classify_initialize(error: &ClientInitializeError) -> ErrorEnvelop
 
 /// The envelope of a JSON-RPC error: `-32602` (unknown tool, bad params)
 /// is `validation`, `-32022` a protocol version the server does not speak,
-/// any other `other`. None is retryable: the server answered, and the same
+/// `-32021` a capability the client did not declare (`business`), any
+/// other `other`. None is retryable: the server answered, and the same
 /// request gets the same answer.
 fn json_rpc(data: &ErrorData) -> ErrorEnvelope {
     match data.code.0 {
@@ -166,11 +172,37 @@ fn json_rpc(data: &ErrorData) -> ErrorEnvelope {
             };
             unsupported_version(&versions("requested"), &versions("supported"))
         }
+        -32021 => missing_capability(data.data.as_ref()),
         code => ErrorEnvelope::other(text(format!(
             "the MCP server answered with error {code}: {}",
             data.message
         ))),
     }
+}
+
+/// A server that needs the client to answer what it did not declare
+/// (`-32021`, 2026-07-28): `business`, not retryable, naming what.
+fn missing_capability(data: Option<&Value>) -> ErrorEnvelope {
+    let required = data.and_then(|data| data.get("requiredCapabilities"));
+    let mut names: Vec<String> = match required {
+        Some(Value::Object(capabilities)) => capabilities
+            .keys()
+            .take(8)
+            .map(|name| crate::limits::text_for_wire(name, 64).into_owned())
+            .collect(),
+        _ => Vec::new(),
+    };
+    if names.is_empty() {
+        names.push("a capability it did not name".to_owned());
+    }
+    let names = names.join(" and ");
+    ErrorEnvelope::business(format!(
+        "the MCP server needs this client to answer {names}, which the client did not declare"
+    ))
+    .with_reason(reasons::CLIENT_CANNOT_ANSWER)
+    .with_alternative(format!(
+        "Register a handler for {names} on the client, then call again"
+    ))
 }
 
 /// A server that does not speak the protocol versions the client asked for:

@@ -25,6 +25,7 @@ use crate::envelope::ErrorEnvelope;
 use crate::guard::Guards;
 use crate::reasons;
 
+mod answers;
 mod call;
 mod connection;
 mod failure;
@@ -32,7 +33,7 @@ mod paced;
 mod sdk_errors;
 mod tools;
 
-pub use connection::Progress;
+pub use connection::{Progress, Revision};
 pub use tools::RemoteTool;
 
 use connection::{Endpoint, Link, Options};
@@ -139,6 +140,17 @@ impl McpClient {
     /// an HTTP server's restart, is not counted.
     pub fn connections(&self) -> u64 {
         self.link.connections()
+    }
+
+    /// The MCP revision the live connection speaks, as negotiated
+    /// (`2026-07-28`, `2025-11-25`): connecting first if there is none.
+    ///
+    /// # Errors
+    ///
+    /// A classified envelope if the server cannot be reached.
+    pub async fn protocol_version(&self) -> Result<String, ErrorEnvelope> {
+        let connection = self.link.connection().await?;
+        Ok(connection.protocol_version().unwrap_or_default())
     }
 
     /// The server's tools (`tools/list`), listed once per connection
@@ -286,6 +298,53 @@ impl Connect {
     /// blocked call never leaves the process.
     pub fn guards(mut self, guards: Guards) -> Self {
         self.options.guards = Arc::new(guards);
+        self
+    }
+
+    /// The MCP revision to speak: [`Revision::Negotiate`] unless set.
+    pub fn revision(mut self, revision: Revision) -> Self {
+        self.options.revision = revision;
+        self
+    }
+
+    /// Answers a server's forms for the user (elicitation) with `handler`:
+    /// on 2025-11-25 a request from the server, on 2026-07-28 a question of
+    /// an `InputRequiredResult`, after which the call is sent again with
+    /// the answer (at most 10 rounds, within the call's timeout). With it,
+    /// the client declares the `elicitation` capability. Without it, a call
+    /// whose tool asks ends as a `business` envelope, not retryable, reason
+    /// `CLIENT_CANNOT_ANSWER`, that names what was asked.
+    pub fn on_elicitation<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(rmcp::model::ElicitRequestParams) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = rmcp::model::ElicitResult> + Send + 'static,
+    {
+        self.options.answers.on_elicitation(handler);
+        self
+    }
+
+    /// Answers a server's requests for a completion (sampling) with
+    /// `handler`, as [`on_elicitation`](Self::on_elicitation) answers forms;
+    /// an `Err` is the handler's failure, sent back as such.
+    #[allow(deprecated)] // SEP-2577 deprecates sampling; both revisions define it.
+    pub fn on_sampling<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(rmcp::model::CreateMessageRequestParams) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<rmcp::model::CreateMessageResult, String>> + Send + 'static,
+    {
+        self.options.answers.on_sampling(handler);
+        self
+    }
+
+    /// Answers a server's requests for the client's roots with `handler`,
+    /// as [`on_elicitation`](Self::on_elicitation) answers forms.
+    #[allow(deprecated)] // SEP-2577 deprecates roots; both revisions define them.
+    pub fn on_roots<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Vec<rmcp::model::Root>> + Send + 'static,
+    {
+        self.options.answers.on_roots(handler);
         self
     }
 }
