@@ -1,6 +1,6 @@
 """A FastMCP server for the client tests (tests/mcp_client_servers.rs): tools
-that raise errors, time out, report progress and return empty results, as
-Python servers do. Written against `fastmcp==4.2.3`.
+that raise errors, time out, report progress, return empty results and ask
+the user, as Python servers do. Written against `fastmcp==4.2.3`.
 
 Usage:
     python scripts/fastmcp_server.py                    # stdio
@@ -9,9 +9,11 @@ Usage:
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
+from mcp import types as mcp_types
 
 mcp = FastMCP("fastmcp-test-server")
 
@@ -59,6 +61,32 @@ async def slow_write(seconds: float, ctx: Context) -> str:
 def empty_list() -> list[str]:
     """Finds nothing."""
     return []
+
+
+@mcp.tool(annotations={"readOnlyHint": True})
+async def ask_name(ctx: Context) -> Any:
+    """Asks the user for their name, the way FastMCP does on each revision:
+    on 2026-07-28 the guard pattern (the tool returns an
+    InputRequiredResult, and reads the answer in `ctx.input_responses` when
+    it runs again); on 2025-11-25 `ctx.elicit`, a request to the client."""
+    answer = (ctx.input_responses or {}).get("user_name")
+    if answer is not None:
+        content = getattr(answer, "content", None) or {}
+        return f"Hello, {content.get('name')}!"
+    try:
+        elicited = await ctx.elicit("What is your name?", response_type=str)
+    except Exception as error:  # noqa: BLE001 - FastMCP's way of saying "2026-07-28"
+        if "2026-07-28" not in str(error):
+            raise
+        form = mcp_types.ElicitRequestFormParams(
+            message="What is your name?",
+            requested_schema={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+        )
+        request = mcp_types.ElicitRequest(method="elicitation/create", params=form)
+        return mcp_types.InputRequiredResult(input_requests={"user_name": request})
+    if elicited.action == "accept":
+        return f"Hello, {elicited.data}!"
+    return f"no name: {elicited.action}"
 
 
 @mcp.tool(annotations={"readOnlyHint": True, "idempotentHint": True})

@@ -3,12 +3,16 @@
 # `Client` (auto: 2026-07-28; legacy: 2025-11-25) and FastMCP's client, both
 # pinned, against examples/full_server over stdio and Streamable HTTP; and a
 # person approving refunds of examples/mcp_server, with sessions and
-# stateless. See scripts/mcp_python_rounds.py for the checks.
+# stateless. See scripts/mcp_python_rounds.py for the checks. Then the
+# TypeScript SDK v2 client (npm, pinned; `versionNegotiation: 'auto'`) calls
+# a tool of examples/full_server that asks the user (scripts/ts_v2_client.mjs).
 #
 #   scripts/test-rounds.sh FULL_SERVER_BINARY MCP_SERVER_BINARY
 set -euo pipefail
 
 readonly FASTMCP_VERSION="4.2.3"
+readonly TS_V2_VERSION="2.4.0"
+readonly ZOD_VERSION="4.6.7"
 
 usage="usage: scripts/test-rounds.sh FULL_SERVER_BINARY MCP_SERVER_BINARY"
 server=${1:?$usage}
@@ -24,4 +28,29 @@ echo "==> installing fastmcp==$FASTMCP_VERSION"
 
 echo "==> running mcp_python_rounds.py against $server"
 # With -O, which strips `assert`: the checks must hold without it.
-exec "$venv_python" -O "$script_dir/mcp_python_rounds.py" "$server" "$refunds"
+"$venv_python" -O "$script_dir/mcp_python_rounds.py" "$server" "$refunds"
+
+cache="${TOOL_ENVELOPE_CACHE:-$script_dir/../target/ci-cache}"
+ts_client="$cache/ts-v2-client"
+installed="$(node -p 'require(process.argv[1]).version' "$ts_client/node_modules/@modelcontextprotocol/client/package.json" 2>/dev/null || true)"
+if [[ "$installed" != "$TS_V2_VERSION" ]]; then
+    echo "==> installing @modelcontextprotocol/client@$TS_V2_VERSION"
+    mkdir -p "$ts_client"
+    npm install --prefix "$ts_client" --no-audit --no-fund --loglevel=error \
+        "@modelcontextprotocol/client@$TS_V2_VERSION" "zod@$ZOD_VERSION"
+fi
+# An ES module finds its packages next to itself.
+cp "$script_dir/ts_v2_client.mjs" "$ts_client/ts_v2_client.mjs"
+log="$(mktemp)"
+"$server" --http 127.0.0.1:0 2>"$log" &
+http=$!
+trap 'kill "$http" 2>/dev/null || true; rm -f "$log"' EXIT
+url=""
+for _ in $(seq 1 100); do
+    url="$(grep -o 'http://[^ ]*/mcp' "$log" || true)"
+    [[ -n "$url" ]] && break
+    sleep 0.1
+done
+[[ -n "$url" ]] || { cat "$log" >&2; echo "error: full_server did not start" >&2; exit 1; }
+echo "==> the TypeScript SDK v2 client (node $(node --version)) against $url"
+node "$ts_client/ts_v2_client.mjs" "$url"

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use tool_envelope::coordinator::Coordinator;
-use tool_envelope::mcp::client::McpClient;
+use tool_envelope::mcp::client::{McpClient, Revision};
 use tool_envelope::retry::RetryPolicy;
 use tool_envelope::{ErrorCategory, reasons};
 
@@ -69,15 +69,115 @@ async fn fastmcp(timeout: Duration) -> McpClient {
 }
 
 async fn everything() -> McpClient {
+    everything_with(McpClient::spawn(everything_command())).await
+}
+
+fn everything_command() -> impl Fn() -> tokio::process::Command + Send + Sync + 'static {
     let node = env("TOOL_ENVELOPE_NODE");
     let server = env("TOOL_ENVELOPE_EVERYTHING");
-    McpClient::spawn(move || {
+    move || {
         let mut command = tokio::process::Command::new(&node);
         command.arg(&server).arg("stdio");
         command
-    })
-    .await
-    .expect("server-everything starts")
+    }
+}
+
+async fn everything_with(connect: tool_envelope::mcp::client::Connect) -> McpClient {
+    connect.await.expect("server-everything starts")
+}
+
+/// An elicitation handler that answers `name` to a form asking for one, and
+/// records each question.
+fn answer_name(
+    asked: &std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) -> impl Fn(rmcp::model::ElicitRequestParams) -> std::future::Ready<rmcp::model::ElicitResult>
++ Send
++ Sync
++ 'static {
+    let asked = std::sync::Arc::clone(asked);
+    move |request| {
+        let request = serde_json::to_value(&request).unwrap();
+        asked
+            .lock()
+            .unwrap()
+            .push(request["message"].as_str().unwrap_or_default().to_owned());
+        // FastMCP wraps a scalar answer in `value`; its 2026-07-28 form and
+        // server-everything's have `name`.
+        let content = json!({"value": "Ada", "name": "Ada"});
+        std::future::ready(
+            rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
+                .with_content(content),
+        )
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs FastMCP: scripts/test-client-servers.sh"]
+async fn a_fastmcp_tool_that_asks_is_answered_on_2026_07_28_and_on_2025_11_25() {
+    for (revision, expected) in [
+        (Revision::Negotiate, "2026-07-28"),
+        (Revision::V2025_11_25, "2025-11-25"),
+    ] {
+        let python = env("TOOL_ENVELOPE_FASTMCP");
+        let script = fastmcp_script();
+        let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let client = McpClient::spawn(move || {
+            let mut command = tokio::process::Command::new(&python);
+            command.arg(&script).stderr(std::process::Stdio::null());
+            command
+        })
+        .revision(revision)
+        .on_elicitation(answer_name(&asked))
+        .await
+        .expect("the FastMCP server starts");
+        assert_eq!(client.protocol_version().await.unwrap(), expected);
+        let greeting = client.call("ask_name", json!({})).await.expect("answered");
+        assert_eq!(greeting, json!("Hello, Ada!"), "{revision:?}");
+        assert_eq!(
+            *asked.lock().unwrap(),
+            ["What is your name?"],
+            "{revision:?}"
+        );
+
+        // Without a handler, the call ends with an envelope that names what was asked.
+        let python = env("TOOL_ENVELOPE_FASTMCP");
+        let script = fastmcp_script();
+        let mute = McpClient::spawn(move || {
+            let mut command = tokio::process::Command::new(&python);
+            command.arg(&script).stderr(std::process::Stdio::null());
+            command
+        })
+        .revision(revision)
+        .await
+        .unwrap();
+        let unanswered = mute.call("ask_name", json!({})).await.unwrap_err();
+        assert!(!unanswered.is_retryable(), "{revision:?}: {unanswered:?}");
+        assert!(
+            unanswered.message().to_lowercase().contains("elicitation"),
+            "{revision:?}: {}",
+            unanswered.message()
+        );
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs server-everything: scripts/test-client-servers.sh"]
+async fn server_everything_asks_on_2025_11_25_and_the_handler_answers() {
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let client =
+        everything_with(McpClient::spawn(everything_command()).on_elicitation(answer_name(&asked)))
+            .await;
+    // It speaks 2025-11-25 only: the client falls back to `initialize`.
+    assert_eq!(client.protocol_version().await.unwrap(), "2025-11-25");
+    let answered = client
+        .call("trigger-elicitation-request", json!({}))
+        .await
+        .expect("the elicitation is answered");
+    assert!(answered.to_string().contains("Ada"), "{answered}");
+    assert_eq!(
+        *asked.lock().unwrap(),
+        ["Please provide inputs for the following fields:"]
+    );
 }
 
 /// The fields a failure's violations name.
