@@ -5,6 +5,7 @@
 //! an attacker would write one — and counts what it was asked.
 #![cfg(feature = "client")]
 
+use rmcp::model::{ElicitResult, ElicitationAction};
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -650,4 +651,57 @@ async fn argument_errors_of_the_common_sdks_are_validation() {
             .collect();
         assert_eq!(named, fields, "{text}");
     }
+}
+
+#[tokio::test]
+async fn a_server_that_asks_for_ever_is_answered_ten_rounds_at_most() {
+    let asking = Fake::start(|method, params| match method {
+        "tools/list" => Reply::Result(json!({"tools": [{
+            "name": "ask", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}
+        }]})),
+        // Every round asks again, whatever the client answered.
+        "tools/call" => Reply::Result(json!({
+            "resultType": "input_required",
+            "inputRequests": {"again": {"method": "elicitation/create", "params": {
+                "mode": "form", "message": "Once more?",
+                "requestedSchema": {"type": "object", "properties": {}}
+            }}},
+            "requestState": format!("round-{}", params["requestState"].as_str().unwrap_or("0").len())
+        })),
+        _ => Reply::Result(Value::Null),
+    })
+    .await;
+    let answered = Arc::new(AtomicUsize::new(0));
+    let client = {
+        let answered = Arc::clone(&answered);
+        McpClient::connect(&asking.url)
+            .on_elicitation(move |_| {
+                answered.fetch_add(1, Ordering::SeqCst);
+                std::future::ready(ElicitResult::new(ElicitationAction::Accept))
+            })
+            .await
+            .unwrap()
+    };
+    let stopped = watchdog(
+        "a call that is asked for ever",
+        client.call("ask", json!({})),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        stopped.reason(),
+        Some(reasons::UNEXPECTED_REPLY),
+        "{stopped:?}"
+    );
+    assert!(!stopped.is_retryable());
+    assert_eq!(
+        asking.sent("tools/call"),
+        10,
+        "ten rounds, then the call ends"
+    );
+    assert_eq!(
+        answered.load(Ordering::SeqCst),
+        9,
+        "the last round is not answered"
+    );
 }

@@ -11,6 +11,7 @@
 // Alphabetical, as rustfmt keeps them. No module imports from a module that
 // imports it: the `use crate::` graph has no cycle. What a user meets is
 // here; what the macros' generated code needs is under `private/`.
+mod approvals;
 mod catalog;
 mod category;
 mod classify;

@@ -57,8 +57,8 @@
 //! sends nothing. Through it the tool reports progress (when the client sent
 //! a `progressToken`; values only go forward), sends log messages (under the
 //! client's `logging/setLevel`, `info` until it sets one), observes
-//! cancellation, and reaches the client for sampling and elicitation
-//! (`peer`). A cancelled call is stopped at its next `.await`, no retry
+//! cancellation, and asks the client — a form for its user, its model, its
+//! roots — the same way on both revisions ([`ask`]). A cancelled call is stopped at its next `.await`, no retry
 //! follows, and nothing more is sent for it. While [`ToolSet::retry`]
 //! recovers locally, a client that asked for progress gets one notification
 //! per retry: `attempt 1 of 3 failed (transient, RATE_LIMITED); retrying in
@@ -109,11 +109,24 @@
 //!   dies comes back as a 502, which this crate's client treats as
 //!   `transient` and retries only when the tool is safe to repeat.
 //!
-//! Stateless, a tool cannot make requests of the client (sampling,
-//! elicitation) and `logging/setLevel` lasts one request. A deployment that
-//! needs those keeps sessions and routes each client to one replica (a
-//! consistent hash on a header the client sets; not on `Mcp-Session-Id`,
-//! which `initialize` does not carry).
+//! On MCP 2026-07-28 every request stands alone, and a tool that asks the
+//! client does so in rounds any replica can resume: give every replica the
+//! same [`ToolSet::request_state_key`]. Stateless on 2025-11-25, a tool
+//! cannot make requests of the client (the question says so, or a guard's
+//! block stands) and `logging/setLevel` lasts one request. A deployment that
+//! needs those on 2025-11-25 keeps sessions and routes each client to one
+//! replica (a consistent hash on a header the client sets; not on
+//! `Mcp-Session-Id`, which `initialize` does not carry).
+//!
+//! # Protocol revisions
+//!
+//! A served tool set speaks MCP 2025-11-25 (and the revisions before it)
+//! and 2026-07-28 at once: each request is answered in the revision it
+//! speaks, as rmcp negotiates it. On 2026-07-28 a tool's log messages go out
+//! only under the request's `_meta` log level, `tools/list` carries cache
+//! hints ([`ToolSet::list_cache`]), and the methods that revision removed
+//! (`initialize`, `ping`, `logging/setLevel`) are not found. The client
+//! ([`client::McpClient`]) negotiates, or is pinned to one revision.
 
 #[cfg(feature = "rmcp")]
 pub(crate) mod approval;

@@ -12,12 +12,12 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::approvals::Approvals;
 use crate::classify::{ToolError, caught_envelope};
 use crate::envelope::{ErrorEnvelope, Refusal, ToolResult, Violation};
 use crate::guard::{Blocked, Guard, ToolCall};
 use crate::panic::panicked;
 use crate::partial::Partial;
-use crate::private::state::Approvals;
 use crate::query::Query;
 use crate::reasons;
 use crate::settle::{Facts, settle};

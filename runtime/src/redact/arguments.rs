@@ -2,7 +2,7 @@
 //! tool's input schema marks a secret or declares no key, and wherever a
 //! value the call decoded into a [`Secret`](crate::Secret) turns up.
 
-use crate::private::state::Approvals;
+use crate::approvals::Approvals;
 use std::borrow::Cow;
 
 use serde_json::{Map, Value};

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use schemars::JsonSchema;
 use serde::Serialize;
-use tool_envelope::mcp::{HttpOptions, ToolSet};
+use tool_envelope::mcp::{HttpOptions, ToolContext, ToolSet};
 use tool_envelope::{ErrorEnvelope, tool};
 
 /// The result.
@@ -49,13 +49,35 @@ async fn mixed(
     Ok(Echoed { text })
 }
 
+/// A name the user gives.
+#[derive(serde::Deserialize, JsonSchema)]
+pub struct Name {
+    /// The name.
+    pub name: String,
+}
+
+/// Asks the user's name, then echoes it: one round to ask (2026-07-28), one
+/// with the answer.
+#[tool(read_only)]
+async fn ask(context: ToolContext) -> Result<Echoed, ErrorEnvelope> {
+    let answer = context.elicit::<Name>("name", "What is your name?").await?;
+    let text = answer.accepted().map_or_else(String::new, |name| name.name);
+    Ok(Echoed { text })
+}
+
+/// The key the benchmark seals `requestState` with: fixed, so that a second
+/// round can be replayed under load.
+const STATE_KEY: &[u8; 32] = b"bench-request-state-key-32-bytes";
+
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let tools = ToolSet::new()
         .server_info("tool-envelope", "0")
         .tool::<echo>()
         .tool::<fail>()
-        .tool::<mixed>();
+        .tool::<mixed>()
+        .tool::<ask>()
+        .request_state_key(STATE_KEY, std::time::Duration::from_secs(24 * 3600));
     let mut args = std::env::args().skip(1);
     if let (Some(flag), Some(address)) = (args.next(), args.next()) {
         assert_eq!(flag, "--http", "usage: tool_envelope_server [--http ADDR]");

@@ -49,11 +49,13 @@ use connection::{Endpoint, Link, Options};
 /// | `isError` with other plain text | `other`, not retryable, the text as its message |
 /// | JSON-RPC `-32602` (unknown tool, bad params) | `validation` |
 /// | a handshake refused for its protocol version (`-32022`) | `other`, not retryable, reason `UNSUPPORTED_PROTOCOL_VERSION` |
+/// | a capability the client did not declare (`-32021`), or a question it has no handler for | `business`, not retryable, reason `CLIENT_CANNOT_ANSWER`, naming it |
 /// | any other JSON-RPC error, an unreadable reply | `other` |
 /// | no answer in time | `transient`, reason `TIMEOUT` |
 /// | the connection closed, refused or reset | `transient`, reason `CONNECTION_LOST` (or `NOT_APPLIED` when nothing was sent) |
 /// | HTTP 5xx, HTTP 429 | `transient`, reason `HTTP_503`…, `retryAfterMs` from `Retry-After` |
 /// | HTTP 401, 403 | `permission` |
+/// | HTTP 400, 404, another status | `other`, reason `HTTP_404`… |
 ///
 /// Whatever the server says, a failure names the tool that was called
 /// (`tool`), and its `attempted_query` — the server's account of the
@@ -74,6 +76,12 @@ use connection::{Endpoint, Link, Options};
 /// [`RetryPolicy`](crate::retry::RetryPolicy) around [`call`](Self::call)
 /// never repeats a refund, and an explicit human request or a policy gap is
 /// never retried.
+///
+/// It speaks MCP 2026-07-28 where the server does, 2025-11-25 otherwise
+/// ([`Connect::revision`] pins one). The server's questions — a form for the
+/// user, a completion, the roots — are answered by the handlers the caller
+/// registers ([`Connect::on_elicitation`], `on_sampling`, `on_roots`): on
+/// 2025-11-25 as requests, on 2026-07-28 in `InputRequiredResult` rounds.
 ///
 /// Cheap to clone: clones share the connection.
 #[derive(Clone)]
