@@ -16,7 +16,9 @@ pub use crate::mcp::log::{DEFAULT_LOG_LEVEL, LogLevel};
 
 /// What a served tool can reach of the request that called it: progress
 /// notifications, log messages, the cancellation signal, and (with the
-/// `rmcp` feature) the client, for sampling and elicitation.
+/// `rmcp` feature) the client, to ask it — a form for its user
+/// ([`elicit`](Self::elicit)), its model ([`sample`](Self::sample)), its
+/// roots — the same way on MCP 2025-11-25 and 2026-07-28 ([`crate::mcp::ask`]).
 ///
 /// A `#[tool]` takes it as a parameter of type `ToolContext`. It is never
 /// captured in `attempted_query` and never appears in `inputSchema`: the
@@ -126,8 +128,9 @@ impl ToolContext {
     /// as a `notifications/message` at `level`, from a logger named after
     /// the tool. Returns whether it was sent: not below the level the
     /// client set with `logging/setLevel` ([`DEFAULT_LOG_LEVEL`] until it
-    /// does), after cancellation, when `data` does not serialize, or when
-    /// the transport failed.
+    /// does) — on MCP 2026-07-28, the level in the request's `_meta`, and
+    /// nothing without one — after cancellation, when `data` does not
+    /// serialize, or when the transport failed.
     pub async fn log(&self, level: LogLevel, data: impl Serialize) -> bool {
         #[cfg(feature = "rmcp")]
         if let Some(live) = &self.live {
@@ -157,10 +160,9 @@ impl ToolContext {
         self.log(LogLevel::Error, message.to_string()).await
     }
 
-    /// The client, for sampling (`create_message`) and elicitation
-    /// (`create_elicitation`, with rmcp's `elicitation` feature) where the
-    /// client supports them (see its capabilities in `peer_info()`);
-    /// `None` for a detached context.
+    /// The client, as rmcp's peer; `None` for a detached context. On MCP
+    /// 2026-07-28 rmcp refuses requests to the client: ask through
+    /// [`ask`](Self::ask) and its kin, which work on both revisions.
     #[cfg(feature = "rmcp")]
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
     pub fn peer(&self) -> Option<&rmcp::Peer<rmcp::RoleServer>> {
