@@ -34,12 +34,13 @@ use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::model::{
-    CompleteRequestParams, CompleteResult, CompletionInfo, ContentBlock, GetPromptRequestParams,
-    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, PaginatedRequestParams, Prompt, PromptMessage, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Reference, Resource, ResourceContents,
-    ResourceTemplate, Role, ServerCapabilities, ServerConfig, SubscribeRequestParams,
-    SubscriptionFilter, UnsubscribeRequestParams,
+    CancelTaskParams, CompleteRequestParams, CompleteResult, CompletionInfo, ContentBlock,
+    GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult, Implementation,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
+    Prompt, PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Reference, Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities,
+    ServerConfig, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+    UpdateTaskParams,
 };
 // Sampling and logging are deprecated in rmcp (SEP-2577), not in 2025-11-25,
 // the version clients negotiate: they are served here.
@@ -58,6 +59,7 @@ use tool_envelope::mcp::{Contents, HttpOptions, ToolContext, ToolSet, admit_enve
 use tool_envelope::{ErrorEnvelope, tool};
 
 mod rounds;
+mod tasks;
 
 /// A 1×1 red PNG.
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89\0\0\0\rIDATx\xdac\xfc\xcf\xc0\xf0\x1f\0\x05\x05\x02\0_\xc8\xf1\xd2\0\0\0\0IEND\xaeB`\x82";
@@ -346,7 +348,7 @@ fn tools() -> ToolSet {
         .tool::<json_schema_2020_12_tool>()
         .tool::<slow_count>()
         .tool::<stopped_early>();
-    rounds::add_to(tools)
+    tasks::add_to(rounds::add_to(tools))
 }
 
 // ---------------------------------------------------------------------------
@@ -529,10 +531,36 @@ impl ServerHandler for Server {
             .enable_resources_subscribe()
             .enable_logging()
             .enable_completions()
+            .enable_tasks()
             .build();
         let name = self.tools.name().unwrap_or(env!("CARGO_PKG_NAME"));
         let version = self.tools.version().unwrap_or(env!("CARGO_PKG_VERSION"));
         ServerConfig::new(capabilities).with_server_info(Implementation::new(name, version))
+    }
+
+    // Tasks (SEP-2663): the tool set's own.
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.tools.get_task(request, context).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tools.update_task(request, context).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tools.cancel_task(request, context).await
     }
 
     async fn list_prompts(

@@ -90,6 +90,27 @@ impl LiveRequest {
         }
     }
 
+    /// The live side of a call run as a task: no progress (the request that
+    /// made the task was answered with it), no log messages, cancelled from
+    /// outside by `tasks/cancel`.
+    pub(crate) fn task(
+        context: &RequestContext<RoleServer>,
+        tool: &str,
+        threshold: &Arc<LogThreshold>,
+        asking: Asking,
+    ) -> Self {
+        LiveRequest {
+            cancel: CancellationToken::new(),
+            peer: context.peer.clone(),
+            progress_token: None,
+            logger: tool.to_owned(),
+            threshold: Arc::clone(threshold),
+            request_level: Some(None),
+            asking,
+            last_progress: Mutex::new(None),
+        }
+    }
+
     /// The least severe level sent: on 2026-07-28 the request's own, and
     /// none without one; before, the session's.
     fn threshold(&self) -> Option<LogLevel> {

@@ -125,8 +125,10 @@
 //! speaks, as rmcp negotiates it. On 2026-07-28 a tool's log messages go out
 //! only under the request's `_meta` log level, `tools/list` carries cache
 //! hints ([`ToolSet::list_cache`]), and the methods that revision removed
-//! (`initialize`, `ping`, `logging/setLevel`) are not found. The client
-//! ([`client::McpClient`]) negotiates, or is pinned to one revision.
+//! (`initialize`, `ping`, `logging/setLevel`) are not found. With
+//! [`ToolSet::tasks`], calls run as tasks (the tasks extension) for the
+//! clients that declare it. The client ([`client::McpClient`]) negotiates,
+//! or is pinned to one revision.
 
 #[cfg(feature = "rmcp")]
 pub(crate) mod approval;
@@ -146,6 +148,8 @@ pub(crate) mod reply;
 pub(crate) mod rmcp;
 #[cfg(feature = "rmcp")]
 pub(crate) mod rounds;
+#[cfg(feature = "rmcp")]
+pub(crate) mod tasks;
 pub(crate) mod toolset;
 pub(crate) mod violations;
 
@@ -162,6 +166,9 @@ pub use reply::{Contents, EmbeddedContents, ProtocolError, ReplyContent, ToolRep
 #[cfg(feature = "rmcp")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
 pub use rounds::DEFAULT_REQUEST_STATE_TTL;
+#[cfg(feature = "rmcp")]
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+pub use tasks::TaskSupport;
 #[cfg(feature = "rmcp")]
 pub use toolset::DEFAULT_LIST_TTL;
 pub use toolset::{DEFAULT_MAX_RESULT_BYTES, ServableTool, ToolProvider, ToolSet};

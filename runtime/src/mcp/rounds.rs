@@ -22,6 +22,7 @@ use rmcp::model::{
     SealOptions,
 };
 use rmcp::service::RequestContext;
+use rmcp::task_manager::TaskContext;
 use rmcp::{ErrorData, Peer, RoleServer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -79,9 +80,21 @@ enum Stop {
     Invalid(String),
 }
 
+/// How a request asks its client.
+enum Mode {
+    /// 2025-11-25 and before: requests to the client.
+    Requests,
+    /// 2026-07-28: rounds of `InputRequiredResult`.
+    Rounds,
+    /// A call run as a task: the task's `inputRequests`, answered by
+    /// `tasks/update`; the answers so far, by key (a key is asked once in a
+    /// task's life, and a retry asks again).
+    Task(TaskContext, Mutex<HashMap<String, Value>>),
+}
+
 /// The asking side of one request.
 pub(crate) struct Asking {
-    rounds: bool,
+    mode: Mode,
     capabilities: Option<ClientCapabilities>,
     /// The client's name and version, as it gave them.
     client: Option<String>,
@@ -148,7 +161,10 @@ impl Asking {
             }
         }
         Ok(Asking {
-            rounds,
+            mode: match rounds {
+                true => Mode::Rounds,
+                false => Mode::Requests,
+            },
             capabilities: context.client_capabilities(),
             client: (context.client_info()).map(|info| format!("{} {}", info.name, info.version)),
             answers,
@@ -157,9 +173,22 @@ impl Asking {
         })
     }
 
+    /// The asking side of a call run as the task `task`, for the client
+    /// the request that made it came from.
+    pub(crate) fn task(task: TaskContext, context: &RequestContext<RoleServer>) -> Self {
+        Asking {
+            mode: Mode::Task(task, Mutex::new(HashMap::new())),
+            capabilities: context.client_capabilities(),
+            client: (context.client_info()).map(|info| format!("{} {}", info.name, info.version)),
+            answers: HashMap::new(),
+            stop: Mutex::new(None),
+            stopped: Notify::new(),
+        }
+    }
+
     /// Whether a question can stop the call: on 2026-07-28.
     pub(crate) fn stops(&self) -> bool {
-        self.rounds
+        matches!(self.mode, Mode::Rounds)
     }
 
     /// The client's name and version, as it gave them.
@@ -197,15 +226,19 @@ impl Asking {
                 missing.push(question.kind());
             }
         }
-        if !self.rounds {
-            if !missing.is_empty() {
+        match &self.mode {
+            Mode::Rounds => {}
+            Mode::Requests | Mode::Task(..) if !missing.is_empty() => {
                 return Err(ask::cannot_answer(&missing));
             }
-            let mut answers = Vec::with_capacity(questions.len());
-            for question in questions {
-                answers.push(request(peer, question).await?);
+            Mode::Requests => {
+                let mut answers = Vec::with_capacity(questions.len());
+                for question in questions {
+                    answers.push(request(peer, question).await?);
+                }
+                return Ok(answers);
             }
-            return Ok(answers);
+            Mode::Task(task, known) => return ask_task(task, known, questions).await,
         }
         if !missing.is_empty() {
             return self.stop(Stop::Missing(missing)).await;
@@ -299,6 +332,40 @@ impl Asking {
             )),
         }
     }
+}
+
+/// Asks `questions` as a task's input requests, all at once, and waits for
+/// their answers (`tasks/update`). A cancelled task never gets them: its
+/// call is stopped from outside.
+async fn ask_task(
+    task: &TaskContext,
+    known: &Mutex<HashMap<String, Value>>,
+    questions: &[Question],
+) -> Result<Vec<Value>, ErrorEnvelope> {
+    let asked = questions.iter().map(|question| async {
+        let cached = (known.lock().unwrap_or_else(PoisonError::into_inner))
+            .get(question.key())
+            .cloned();
+        if let Some(answer) = cached {
+            return Ok(answer);
+        }
+        let Ok(answer) = task
+            .request_input(question.key(), question.request().clone())
+            .await
+        else {
+            return std::future::pending().await;
+        };
+        if let Err(error) = check(question.kind(), &answer) {
+            return Err(ask::not_answered(question.kind(), &error));
+        }
+        (known.lock().unwrap_or_else(PoisonError::into_inner))
+            .insert(question.key().to_owned(), answer.clone());
+        Ok(answer)
+    });
+    futures_util::future::join_all(asked)
+        .await
+        .into_iter()
+        .collect()
 }
 
 /// Whether `answer` reads as the result of a `kind` request.

@@ -24,7 +24,13 @@ use crate::mcp::context::ToolContext;
 use crate::mcp::live::LiveRequest;
 use crate::mcp::rmcp::convert::{rmcp_tools, to_error_data, to_rmcp_result};
 use crate::mcp::rounds::{Asking, has_rounds};
+use crate::mcp::tasks::{TaskSupport, Tasks};
 use crate::mcp::toolset::ToolSet;
+use rmcp::model::{
+    CancelTaskParams, ClientCapabilities, CreateTaskResult, GetTaskParams, GetTaskResult,
+    UpdateTaskParams,
+};
+use rmcp::task_manager::{TaskExit, TaskOptions};
 
 const INSTRUCTIONS: &str = "Tool failures come back as isError results whose structuredContent is an error envelope: \
      errorCategory and isRetryable say what to do next; attempted_query, partial_results and \
@@ -42,10 +48,13 @@ const INSTRUCTIONS: &str = "Tool failures come back as isError results whose str
 impl ServerHandler for ToolSet {
     fn get_info(&self) -> ServerConfig {
         #[allow(deprecated)]
-        let capabilities = ServerCapabilities::builder()
+        let builder = ServerCapabilities::builder()
             .enable_logging()
-            .enable_tools()
-            .build();
+            .enable_tools();
+        let capabilities = match self.task_runner() {
+            Some(_) => builder.enable_tasks().build(),
+            None => builder.build(),
+        };
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 self.name().unwrap_or("tool-envelope"),
@@ -99,6 +108,40 @@ impl ServerHandler for ToolSet {
         Ok(())
     }
 
+    /// `tasks/get`: a task's state, and once it is done its result.
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let tasks = self.task_runner().ok_or_else(no_tasks)?;
+        Ok(GetTaskResult::new(
+            tasks.manager().get_task(&request.task_id)?,
+        ))
+    }
+
+    /// `tasks/update`: the answers to a task's questions.
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let tasks = self.task_runner().ok_or_else(no_tasks)?;
+        tasks
+            .manager()
+            .update_task(&request.task_id, request.input_responses)
+    }
+
+    /// `tasks/cancel`: the task's call is stopped at its next `.await`.
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let tasks = self.task_runner().ok_or_else(no_tasks)?;
+        tasks.manager().cancel_task(&request.task_id)
+    }
+
     /// A request rmcp could not read as one of MCP's: a known method whose
     /// params do not fit MCP's schema — `tools/call` with `arguments` that
     /// are not an object — is "invalid params" (`-32602`), saying what was
@@ -117,6 +160,15 @@ impl ServerHandler for ToolSet {
             false => invalid_request(&request.method, request.params.as_ref()),
         })
     }
+}
+
+/// The error of a `tasks/*` method on a set that runs no tasks.
+fn no_tasks() -> ErrorData {
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        "this server runs no tasks",
+        None,
+    )
 }
 
 /// The methods MCP 2026-07-28 removed that a tool set answers before it.
@@ -179,6 +231,21 @@ impl ToolSet {
         context: &RequestContext<RoleServer>,
         round: Round,
     ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(tasks) = self.task_runner()
+            && let Some(definition) = self.get(name)
+        {
+            let declared = (context.client_capabilities()).is_some_and(|c| c.supports_tasks());
+            match (tasks.support(definition), declared) {
+                (TaskSupport::Never, _) | (TaskSupport::Optional, false) => {}
+                (TaskSupport::Optional | TaskSupport::Required, true) => {
+                    return Ok(self.spawn_task(tasks, name, arguments, context).into());
+                }
+                (TaskSupport::Required, false) => {
+                    let tasks = ClientCapabilities::builder().enable_tasks().build();
+                    return Err(ErrorData::missing_required_client_capability(tasks));
+                }
+            }
+        }
         let seal = self.seal();
         let asking = Asking::open(
             seal,
@@ -206,6 +273,33 @@ impl ToolSet {
                 Ok(live.asking.answer(seal, name, &arguments)?.into())
             }
         }
+    }
+
+    /// Runs the call as a task of `tasks`, and answers with the task.
+    fn spawn_task(
+        &self,
+        tasks: &Tasks,
+        name: &str,
+        arguments: Value,
+        context: &RequestContext<RoleServer>,
+    ) -> CreateTaskResult {
+        let tools = self.clone();
+        let name = name.to_owned();
+        let context = context.clone();
+        let task = tasks.manager().spawn(TaskOptions::new(), move |task| {
+            Box::pin(async move {
+                let asking = Asking::task(task.clone(), &context);
+                let threshold = tools.log_threshold();
+                let live = LiveRequest::task(&context, &name, threshold, asking);
+                let call = tools.call_with(&name, arguments, ToolContext::live(Arc::new(live)));
+                match select(pin!(call), pin!(task.cancelled())).await {
+                    Either::Left((Ok(reply), _)) => Ok(to_rmcp_result(reply)),
+                    Either::Left((Err(error), _)) => Err(TaskExit::Error(to_error_data(error))),
+                    Either::Right(((), _)) => Err(TaskExit::Cancelled),
+                }
+            })
+        });
+        CreateTaskResult::new(task)
     }
 
     /// The tools as an rmcp [`ToolRouter`], to merge with the routers of

@@ -48,6 +48,9 @@ struct Inner {
     /// How long clients may cache `tools/list`, and who may.
     #[cfg(feature = "rmcp")]
     list_cache: (std::time::Duration, rmcp::model::CacheScope),
+    /// The tasks this set runs, and which of its tools run as tasks.
+    #[cfg(feature = "rmcp")]
+    tasks: Option<crate::mcp::tasks::Tasks>,
 }
 
 /// How long a client may cache a tool set's `tools/list` by default: the
@@ -83,6 +86,8 @@ impl Default for Inner {
             seal: Arc::default(),
             #[cfg(feature = "rmcp")]
             list_cache: (DEFAULT_LIST_TTL, rmcp::model::CacheScope::Public),
+            #[cfg(feature = "rmcp")]
+            tasks: None,
         }
     }
 }
@@ -299,6 +304,33 @@ impl ToolSet {
         self
     }
 
+    /// Runs the tools `support` picks as tasks (MCP's tasks extension,
+    /// `io.modelcontextprotocol/tasks`, SEP-2663) for the clients that
+    /// declare it: the call answers at once with a task, runs in the
+    /// background — its retries, guards and questions included — and the
+    /// client reads its result with `tasks/get`; a question the tool asks
+    /// waits in the task's `inputRequests` for `tasks/update`; `tasks/cancel`
+    /// stops it. A client that did not declare the extension is answered
+    /// as before, in the request — or, for a tool whose support is
+    /// [`TaskSupport::Required`](crate::mcp::TaskSupport::Required), with
+    /// the protocol's error, `-32021`. `.tasks(|_| TaskSupport::Optional)`
+    /// runs every tool so.
+    ///
+    /// Tasks live in this process for their time to live (5 minutes, and as
+    /// long again once finished): behind a load balancer, route a task's
+    /// requests (`Mcp-Name` carries the task's id) to the replica that made
+    /// it.
+    #[cfg(feature = "rmcp")]
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+    #[must_use]
+    pub fn tasks(
+        mut self,
+        support: impl Fn(&ToolDefinition) -> crate::mcp::TaskSupport + Send + Sync + 'static,
+    ) -> Self {
+        self.inner_mut().tasks = Some(crate::mcp::tasks::Tasks::new(support));
+        self
+    }
+
     /// The name this set reports, if set.
     pub fn name(&self) -> Option<&str> {
         self.inner.name.as_deref()
@@ -367,6 +399,11 @@ impl ToolSet {
     #[cfg(feature = "rmcp")]
     pub(crate) fn seal(&self) -> &crate::mcp::rounds::Seal {
         &self.inner.seal
+    }
+
+    #[cfg(feature = "rmcp")]
+    pub(crate) fn task_runner(&self) -> Option<&crate::mcp::tasks::Tasks> {
+        self.inner.tasks.as_ref()
     }
 
     #[cfg(feature = "rmcp")]

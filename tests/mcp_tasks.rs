@@ -1,0 +1,228 @@
+//! Calls run as tasks (MCP's tasks extension, SEP-2663) for a client that
+//! declares it: the call answers with a task at once, its retries, guards
+//! and questions run in the background, and `tasks/get` reads the result.
+//! rmcp's own client, in the same process, on 2026-07-28; the clock is
+//! tokio's paused one, so the polling below waits no real time.
+#![cfg(feature = "rmcp")]
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig,
+    ErrorCode, GetTaskParams, Implementation, ProtocolVersion, UpdateTaskParams,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::{Value, json};
+use tool_envelope::mcp::{Elicitation, TaskSupport, ToolContext, ToolSet};
+use tool_envelope::retry::RetryPolicy;
+use tool_envelope::{ErrorEnvelope, tool};
+
+static FLAKY: AtomicU32 = AtomicU32::new(0);
+
+/// Fails once with a transient fault, then answers: recovered inside the task.
+#[tool(read_only)]
+async fn flaky_report(quarter: String) -> Result<String, ErrorEnvelope> {
+    if FLAKY.fetch_add(1, Ordering::SeqCst) == 0 {
+        return Err(ErrorEnvelope::transient("the warehouse is busy").with_reason("BUSY"));
+    }
+    Ok(format!("report for {quarter}"))
+}
+
+/// Asks for a confirmation, then answers.
+#[tool(read_only)]
+async fn confirmed(context: ToolContext) -> Result<String, ErrorEnvelope> {
+    let form =
+        json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]});
+    match context.elicit_form("ok", "Go ahead?", form).await? {
+        Elicitation::Accepted(answer) => Ok(format!("confirmed: {}", answer["ok"])),
+        _ => Ok("not confirmed".to_owned()),
+    }
+}
+
+/// Takes a long time: long enough to be cancelled.
+#[tool(read_only)]
+async fn long_job() -> Result<String, ErrorEnvelope> {
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    Ok("done".to_owned())
+}
+
+/// Answers in the request, always.
+#[tool(read_only)]
+fn quick() -> Result<String, ErrorEnvelope> {
+    Ok("quick".to_owned())
+}
+
+fn tools() -> ToolSet {
+    ToolSet::new()
+        .tool::<flaky_report>()
+        .tool::<confirmed>()
+        .tool::<long_job>()
+        .tool::<quick>()
+        .retry(
+            RetryPolicy::default()
+                .max_attempts(3)
+                .constant(Duration::from_secs(30)),
+        )
+        .tasks(|tool| match tool.name.as_str() {
+            "quick" => TaskSupport::Never,
+            "long_job" => TaskSupport::Required,
+            _ => TaskSupport::Optional,
+        })
+}
+
+/// A client that declares the tasks extension, or not, and elicitation.
+#[derive(Clone)]
+struct Client {
+    tasks: bool,
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        let builder = ClientCapabilities::builder().enable_elicitation();
+        let capabilities = match self.tasks {
+            true => builder.enable_tasks().build(),
+            false => builder.build(),
+        };
+        ClientConfig::new(capabilities, Implementation::new("tasks-test", "1"))
+    }
+}
+
+async fn connect(tasks: bool) -> RunningService<RoleClient, Client> {
+    let (client_io, server_io) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        let running = tools().serve(server_io).await.expect("the server starts");
+        let _ = running.waiting().await;
+    });
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    Client { tasks }
+        .serve_with_lifecycle(client_io, lifecycle)
+        .await
+        .expect("the client connects")
+}
+
+/// The task a call made.
+async fn task_of(
+    client: &RunningService<RoleClient, Client>,
+    params: CallToolRequestParams,
+) -> String {
+    match client.call_tool_once(params).await.expect("an answer") {
+        CallToolResponse::Task(created) => created.task.task_id,
+        other => panic!("expected a task, got {other:?}"),
+    }
+}
+
+/// `tasks/get`, as JSON.
+async fn get(client: &RunningService<RoleClient, Client>, task: &str) -> Value {
+    let detailed = client
+        .get_task(GetTaskParams::new(task))
+        .await
+        .expect("tasks/get");
+    serde_json::to_value(detailed).unwrap()
+}
+
+/// Polls the task (on the paused clock) until its status is not `working`.
+async fn settled(client: &RunningService<RoleClient, Client>, task: &str) -> Value {
+    for _ in 0..1_000 {
+        let state = get(client, task).await;
+        if state["status"] != "working" {
+            return state;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    panic!("the task never settled");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_that_waits_out_a_retry_runs_as_a_task_and_its_result_is_read_later() {
+    let client = connect(true).await;
+    let arguments = json!({"quarter": "Q3"}).as_object().unwrap().clone();
+    let task = task_of(
+        &client,
+        CallToolRequestParams::new("flaky_report").with_arguments(arguments),
+    )
+    .await;
+    // The request was answered with the task; the call waits out its retry's
+    // 30 s in the background.
+    let done = settled(&client, &task).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"],
+        json!({"result": "report for Q3"})
+    );
+    assert!(FLAKY.load(Ordering::SeqCst) >= 2, "retried inside the task");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_that_asks_waits_for_tasks_update() {
+    let client = connect(true).await;
+    let task = task_of(&client, CallToolRequestParams::new("confirmed")).await;
+    let waiting = settled(&client, &task).await;
+    assert_eq!(waiting["status"], "input_required", "{waiting}");
+    assert_eq!(
+        waiting["inputRequests"]["ok"]["method"],
+        "elicitation/create"
+    );
+    let answer = json!({"action": "accept", "content": {"ok": true}});
+    client
+        .update_task(UpdateTaskParams::new(
+            &task,
+            [("ok".to_owned(), answer)].into(),
+        ))
+        .await
+        .expect("tasks/update");
+    let done = settled(&client, &task).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"],
+        json!({"result": "confirmed: true"})
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_task_stops() {
+    let client = connect(true).await;
+    let task = task_of(&client, CallToolRequestParams::new("long_job")).await;
+    client
+        .cancel_task(CancelTaskParams::new(&task))
+        .await
+        .expect("tasks/cancel");
+    let done = settled(&client, &task).await;
+    assert_eq!(done["status"], "cancelled", "{done}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_the_extension_a_call_is_answered_in_the_request_or_refused_if_it_must_be_a_task() {
+    let client = connect(false).await;
+    let answered = client
+        .call_tool(CallToolRequestParams::new("confirmed"))
+        .await;
+    // Answered in the request (the client declared elicitation, not tasks):
+    // its question went to the client as a round, which rmcp's client
+    // answers with its default handler.
+    assert!(answered.is_ok(), "{answered:?}");
+    let refused = client
+        .call_tool_once(CallToolRequestParams::new("long_job"))
+        .await
+        .expect_err("a tool that only runs as a task");
+    let rmcp::ServiceError::McpError(data) = &refused else {
+        panic!("expected a protocol error, got {refused}");
+    };
+    assert_eq!(data.code, ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
+
+    // A client that declared tasks gets `quick` in the request all the same.
+    let tasks = connect(true).await;
+    match tasks
+        .call_tool_once(CallToolRequestParams::new("quick"))
+        .await
+        .unwrap()
+    {
+        CallToolResponse::Complete(result) => {
+            assert_eq!(result.structured_content, Some(json!({"result": "quick"})));
+        }
+        other => panic!("expected a result in the request, got {other:?}"),
+    }
+}
