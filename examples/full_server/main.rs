@@ -6,14 +6,20 @@
 //!   content, logging, progress, sampling, elicitation, a JSON Schema 2020-12
 //!   input), and `slow_count` / `stopped_early`, with which a client checks
 //!   that a cancelled call stops. Their failures are error envelopes; the
-//!   request reaches them as a [`ToolContext`].
+//!   request reaches them as a [`ToolContext`], through which they ask the
+//!   client on either revision. `rounds.rs` holds the suite's 2026-07-28
+//!   fixtures (questions in `InputRequiredResult` rounds), `tasks.rs` those
+//!   of the tasks extension.
 //! - **rmcp's own tools** live in a `#[tool_router]` block on [`Server`]:
 //!   `lookup_order` returns `Result<Json<Order>, ErrorEnvelope>`, and
 //!   [`admit_envelopes`] lets the envelope into its output schema. The two
 //!   routers are merged into one.
 //! - **Prompts** come from rmcp's `#[prompt_router]`; **resources**,
-//!   **completion** and **logging** are `ServerHandler` methods written here.
-//!   `logging/setLevel` is forwarded to the tool set, whose tools send the logs.
+//!   **completion**, **logging**, resource **subscriptions** (2026-07-28's
+//!   `subscriptions/listen`, and `resources/subscribe` before it) and the
+//!   `tasks/*` methods (the tool set's) are `ServerHandler` methods written
+//!   here. `logging/setLevel` is forwarded to the tool set, whose tools send
+//!   the logs.
 //!
 //! Every session gets a fresh [`Server`] with its own log level and
 //! subscriptions. Over stdio by default; over Streamable HTTP at `/mcp`, with
