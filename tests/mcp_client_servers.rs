@@ -385,9 +385,12 @@ async fn typescript_v2_failures_are_classified() {
             command
         }
     };
-    // Serving 2026-07-28 only, it refuses this client's 2025-11-25
-    // handshake: not something repeating fixes.
-    let refused = McpClient::spawn(server("reject")).await.unwrap_err();
+    // Serving 2026-07-28 only, it refuses a client pinned to 2025-11-25:
+    // not something repeating fixes.
+    let refused = McpClient::spawn(server("reject"))
+        .revision(Revision::V2025_11_25)
+        .await
+        .unwrap_err();
     assert_eq!(refused.category(), ErrorCategory::Other);
     assert!(!refused.is_retryable());
     assert_eq!(
@@ -399,6 +402,11 @@ async fn typescript_v2_failures_are_classified() {
         "{}",
         refused.message()
     );
+    // Negotiating, the client speaks 2026-07-28 with it.
+    let modern = McpClient::spawn(server("reject")).await.unwrap();
+    assert_eq!(modern.protocol_version().await.unwrap(), "2026-07-28");
+    let sum = modern.call("add", json!({"a": 2, "b": 3})).await.unwrap();
+    assert_eq!(sum, json!(5));
 
     let client = McpClient::spawn(server("serve")).await.unwrap();
     let sum = client.call("add", json!({"a": 2, "b": 3})).await.unwrap();
