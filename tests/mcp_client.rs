@@ -780,3 +780,75 @@ async fn what_a_server_sends_is_bounded() {
     assert!(!shown.to_string().contains("SECRET"), "{shown}");
     assert!(!format!("{login} {login:?}").contains("SECRET"));
 }
+
+/// A server of 2026-07-28 whose answer to every `tools/call` is an event
+/// stream that ends before the answer, having given an event id: the 2025
+/// way would resume it with a GET. Its URL, and how many GETs it got.
+async fn modern_broken_stream() -> (String, Arc<AtomicU32>) {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+
+    async fn mcp(body: axum::Json<Value>) -> axum::response::Response {
+        let Some(id) = body.get("id").cloned() else {
+            return StatusCode::ACCEPTED.into_response();
+        };
+        let result = match body["method"].as_str().unwrap_or_default() {
+            "server/discover" => json!({
+                "resultType": "complete", "ttlMs": 0, "cacheScope": "private",
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "modern", "version": "0"}
+            }),
+            "tools/list" => {
+                json!({"resultType": "complete", "ttlMs": 0, "cacheScope": "private", "tools": [
+                    {"name": "lookup", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}},
+                    {"name": "refund", "inputSchema": {"type": "object"}}
+                ]})
+            }
+            "tools/call" => {
+                return (
+                    [(header::CONTENT_TYPE, "text/event-stream")],
+                    "id: e1\nretry: 0\ndata: \n\n",
+                )
+                    .into_response();
+            }
+            _ => json!({"resultType": "complete"}),
+        };
+        axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
+    }
+
+    let resumed = Arc::new(AtomicU32::new(0));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let counted = Arc::clone(&resumed);
+    let app = axum::Router::new().route(
+        "/mcp",
+        axum::routing::post(mcp).get(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async { StatusCode::METHOD_NOT_ALLOWED.into_response() }
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, resumed)
+}
+
+#[tokio::test]
+async fn on_2026_07_28_a_broken_stream_is_not_resumed_and_the_retry_decision_says_what_follows() {
+    let (url, resumed) = modern_broken_stream().await;
+    let client = McpClient::connect(&url)
+        .timeout(Duration::from_secs(20))
+        .await
+        .unwrap();
+    assert_eq!(client.protocol_version().await.unwrap(), "2026-07-28");
+    // A read: lost, and safe to send again.
+    let lookup = client.call("lookup", json!({})).await.unwrap_err();
+    assert_eq!(lookup.category(), ErrorCategory::Transient, "{lookup:?}");
+    assert_eq!(lookup.reason(), Some(reasons::CONNECTION_LOST));
+    assert!(lookup.is_retryable());
+    // A write: lost, and not safe to send again.
+    let refund = client.call("refund", json!({})).await.unwrap_err();
+    assert!(!refund.is_retryable(), "{refund:?}");
+    assert_eq!(refund.reason(), Some(reasons::MAY_HAVE_TAKEN_EFFECT));
+    // Nothing was resumed the 2025 way.
+    assert_eq!(resumed.load(Ordering::SeqCst), 0);
+}

@@ -349,7 +349,8 @@ impl Link {
                 let transport = TokioChildProcess::new(command()).map_err(|error| {
                     failure::not_sent(format!("could not start the MCP server: {error}"))
                 })?;
-                handler.serve_with_lifecycle(transport, lifecycle).await
+                (handler.serve_with_lifecycle(transport, lifecycle).await)
+                    .map_err(|error| failure::classify_initialize(&error))
             }
             Endpoint::Http(url) => {
                 let mut config = StreamableHttpClientTransportConfig::with_uri(Arc::clone(url));
@@ -359,11 +360,22 @@ impl Link {
                 backoff.base_duration = Duration::from_millis(100);
                 config.retry_config = Arc::new(backoff);
                 let client = PacedClient::new()?;
+                let paced = client.clone();
                 let transport = StreamableHttpClientTransport::with_client(client, config);
-                handler.serve_with_lifecycle(transport, lifecycle).await
+                let service = (handler.serve_with_lifecycle(transport, lifecycle).await)
+                    .map_err(|error| failure::classify_initialize(&error))?;
+                let version = service
+                    .peer()
+                    .peer_info()
+                    .map(|info| info.protocol_version.clone());
+                if version.is_some_and(|version| version >= ProtocolVersion::V_2026_07_28) {
+                    // A broken stream ends the call: the one retry decision
+                    // says whether it goes out again.
+                    paced.refuse_resumption();
+                }
+                Ok(service)
             }
         }
-        .map_err(|error| failure::classify_initialize(&error))
     }
 
     /// The tools of `connection`, listed on it once, within the timeout.

@@ -123,9 +123,11 @@ impl McpClient {
     /// A client of the Streamable HTTP endpoint at `url` (`http://host/mcp`).
     /// Set its options, then `.await` it. Plain HTTP only: no TLS backend is
     /// built in, so an `https://` URL fails to connect. Redirects are not
-    /// followed. An event stream that ends before the answer is resumed at
-    /// most every 100 ms, and not after 10 resumptions in a row that brought
-    /// nothing (SECURITY.md).
+    /// followed. On 2025-11-25, an event stream that ends before the answer
+    /// is resumed at most every 100 ms, and not after 10 resumptions in a
+    /// row that brought nothing (SECURITY.md); on 2026-07-28 it is not
+    /// resumed: the call ends as a lost connection (`CONNECTION_LOST`), and
+    /// the one retry decision says whether it may be sent again.
     ///
     /// # Errors
     ///

@@ -8,6 +8,10 @@
 //! 2,700 requests in 5 s. This client spaces resumptions at least
 //! [`MIN_INTERVAL`] apart and refuses the next one after [`MAX_QUIET`] in a
 //! row that brought no message, so the call fails instead of spinning.
+//!
+//! On MCP 2026-07-28 a broken stream is not resumed at all: the call ends
+//! as a lost connection, and the one retry decision says whether it is
+//! sent again.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -49,6 +53,8 @@ struct State {
     quiet: AtomicU32,
     /// When the next resumption may go out.
     next: Mutex<Option<Instant>>,
+    /// The connection speaks 2026-07-28: no stream is resumed.
+    no_resumption: std::sync::atomic::AtomicBool,
 }
 
 impl State {
@@ -79,6 +85,14 @@ impl PacedClient {
             inner,
             state: Arc::default(),
         })
+    }
+}
+
+impl PacedClient {
+    /// Resumes no event stream from now on: the connection speaks MCP
+    /// 2026-07-28.
+    pub(crate) fn refuse_resumption(&self) {
+        self.state.no_resumption.store(true, Ordering::Relaxed);
     }
 }
 
@@ -213,6 +227,13 @@ impl StreamableHttpClient for PacedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
+        if last_event_id.is_some() && self.state.no_resumption.load(Ordering::Relaxed) {
+            return Err(StreamableHttpError::UnexpectedServerResponse(
+                "the server ended its event stream before the answer, and on MCP 2026-07-28 \
+                 a stream is not resumed"
+                    .into(),
+            ));
+        }
         if last_event_id.is_some() {
             // A resumption: refused after too many quiet ones, paced otherwise.
             let quiet = self.state.quiet.fetch_add(1, Ordering::Relaxed) + 1;
