@@ -11,9 +11,14 @@
 //! prints the question; without either, it has no handler, and the server's
 //! guard blocks the refund.
 //!
+//! Given an `http://` or `https://` URL instead of a path, it calls a
+//! deployed server: `--ca-cert FILE` trusts the CA that issued its
+//! certificate, `--bearer TOKEN` sends a token.
+//!
 //! ```sh
 //! cargo build --example mcp_server --features rmcp
 //! cargo run --example agent --features client -- target/debug/examples/mcp_server --approve
+//! cargo run --example agent --features client -- https://tools.example.com/mcp --ca-cert ca.pem --bearer "$TOKEN"
 //! ```
 
 use std::time::Duration;
@@ -88,21 +93,40 @@ fn route(outcome: &Outcome<Value>) -> String {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let usage = "usage: agent (PATH_TO_MCP_SERVER | URL) [--approve|--decline] [--ca-cert FILE] [--bearer TOKEN] \
+                 (cargo build --example mcp_server --features rmcp)";
     let mut args = std::env::args().skip(1);
-    let server = args.next().ok_or(
-        "usage: agent PATH_TO_MCP_SERVER [--approve|--decline] (cargo build --example mcp_server --features rmcp)",
-    )?;
-    let answer = match args.next().as_deref() {
-        None => None,
-        Some("--approve") => Some(ElicitationAction::Accept),
-        Some("--decline") => Some(ElicitationAction::Decline),
-        Some(other) => return Err(format!("unknown flag {other}: --approve or --decline").into()),
+    let server = args.next().ok_or(usage)?;
+    let (mut answer, mut ca_cert, mut bearer) = (None, None, None);
+    while let Some(flag) = args.next() {
+        match flag.as_str() {
+            "--approve" => answer = Some(ElicitationAction::Accept),
+            "--decline" => answer = Some(ElicitationAction::Decline),
+            "--ca-cert" => ca_cert = Some(std::fs::read(args.next().ok_or(usage)?)?),
+            "--bearer" => bearer = Some(args.next().ok_or(usage)?),
+            other => return Err(format!("unknown flag {other}; {usage}").into()),
+        }
+    }
+    let mut connect = if server.starts_with("http://") || server.starts_with("https://") {
+        // A deployed server: its own retry settings stand.
+        let mut connect = McpClient::connect(server);
+        if let Some(pem) = ca_cert {
+            connect = connect.root_certificate_pem(pem);
+        }
+        if let Some(token) = bearer {
+            connect = connect.bearer(token);
+        }
+        connect
+    } else {
+        if ca_cert.is_some() || bearer.is_some() {
+            return Err("--ca-cert and --bearer are for a server reached by URL".into());
+        }
+        McpClient::spawn(move || {
+            let mut command = tokio::process::Command::new(&server);
+            command.arg("--no-retry"); // recovery is the agent's
+            command
+        })
     };
-    let mut connect = McpClient::spawn(move || {
-        let mut command = tokio::process::Command::new(&server);
-        command.arg("--no-retry"); // recovery is the agent's
-        command
-    });
     if let Some(action) = answer {
         // The person at the keyboard: shown the question, answering as the flag says.
         connect = connect.on_elicitation(move |question: ElicitRequestParams| {

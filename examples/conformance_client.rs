@@ -12,8 +12,16 @@
 //! from "the model", no roots. `scripts/test-conformance.sh` runs the
 //! suite's client scenarios of 2026-07-28 against it.
 //!
+//! In the `auth/*` scenarios it logs in with [`OAuth`]: a person's login
+//! (authorization code with PKCE) whose browser is played by a GET of the
+//! authorization URL — the suite's authorization server redirects at once,
+//! and the `Location` it answers with is the redirect the person would
+//! bring back — or, where the context gives a client secret for the client
+//! credentials grant, a machine's. It offers a client ID metadata document
+//! (the suite's), and uses the pre-registered client the context names.
+//!
 //! ```sh
-//! cargo build --example conformance_client --features client
+//! cargo build --example conformance_client --features oauth
 //! MCP_CONFORMANCE_SCENARIO=tools_call target/debug/examples/conformance_client http://localhost:3000/mcp
 //! ```
 
@@ -26,7 +34,53 @@ use rmcp::model::{
     SamplingMessage,
 };
 use serde_json::{Map, Value, json};
-use tool_envelope::mcp::client::{McpClient, Revision};
+use tool_envelope::ErrorEnvelope;
+use tool_envelope::mcp::client::{McpClient, OAuth, Revision};
+
+/// Where the suite's authorization server sends the person back to.
+const REDIRECT_URI: &str = "http://localhost:3000/callback";
+
+/// The client ID metadata document the suite's authorization server knows.
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// The person at the browser: opens the authorization URL and comes back
+/// with where the authorization server redirected them.
+async fn browse(url: String) -> Result<String, ErrorEnvelope> {
+    let refused =
+        |why: String| ErrorEnvelope::permission(format!("the login did not come back: {why}"));
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|error| refused(error.to_string()))?;
+    let answer = browser
+        .get(&url)
+        .send()
+        .await
+        .map_err(|error| refused(error.to_string()))?;
+    let location = answer
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|location| location.to_str().ok())
+        .ok_or_else(|| refused(format!("HTTP {} without a redirect", answer.status())))?;
+    Ok(location.to_owned())
+}
+
+/// How the client logs in for an `auth/*` scenario, from its context.
+fn login(scenario: &str, context: &Value) -> OAuth {
+    let text = |key: &str| context[key].as_str().map(str::to_owned);
+    if scenario.starts_with("auth/client-credentials")
+        && let (Some(id), Some(secret)) = (text("client_id"), text("client_secret"))
+    {
+        return OAuth::client_credentials(id, secret);
+    }
+    let mut oauth = OAuth::authorization_code(REDIRECT_URI, browse)
+        .client_name("tool-envelope conformance client")
+        .client_metadata_url(CLIENT_METADATA_URL);
+    if let Some(id) = text("client_id") {
+        oauth = oauth.preregistered(id, text("client_secret"));
+    }
+    oauth
+}
 
 /// A form accepted with what it offers: each field's default, or a value of
 /// its type.
@@ -72,7 +126,14 @@ async fn main() -> ExitCode {
         .unwrap_or_default();
     eprintln!("scenario {scenario}, {revision:?}, at {url}");
 
-    let client = McpClient::connect(&url)
+    let mut connect = McpClient::connect(&url);
+    if scenario.starts_with("auth/") {
+        // Within the suite's 30 s for a client, whatever the logins take.
+        connect = connect
+            .oauth(login(&scenario, &context))
+            .timeout(std::time::Duration::from_secs(20));
+    }
+    let client = connect
         .revision(revision)
         .on_elicitation(|request| {
             let answer = accept(&request);

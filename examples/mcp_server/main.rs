@@ -20,19 +20,42 @@
 //! With `--no-retry`, nothing is retried here: every failure is answered as it
 //! happened, and recovery is left to the caller (as `examples/agent.rs` does).
 //!
+//! With `--require-token`, every HTTP request needs a bearer token (401
+//! otherwise, pointing at the metadata document), and only a token with the
+//! scope `refunds:write` may refund. The demo tokens: `reader-token`
+//! (`orders:read`) and `refunds-token` (`orders:read refunds:write`). A
+//! deployment validates the tokens of its authorization server instead (a
+//! JWT's signature, issuer, audience and expiry). `--resource URL` is the
+//! URL clients reach the server by (`http://HOST:PORT/mcp` unless given),
+//! as the metadata document names it.
+//!
 //! ```sh
 //! cargo run --example mcp_server --features rmcp
 //! cargo run --example mcp_server --features rmcp -- --http 127.0.0.1:8080
 //! cargo run --example mcp_server --features rmcp -- --http 127.0.0.1:8080 --stateless --allowed-host tools.internal
+//! cargo run --example mcp_server --features rmcp -- --http 127.0.0.1:8080 --require-token
 //! ```
 
 mod tools;
 
-use tool_envelope::mcp::{DEFAULT_REQUEST_STATE_TTL, HttpOptions};
+use tool_envelope::guard::Caller;
+use tool_envelope::mcp::{BearerAuth, DEFAULT_REQUEST_STATE_TTL, HttpOptions};
 use tools::{tools, tools_without_retry};
 
-const USAGE: &str =
-    "usage: mcp_server [--no-retry] [--http HOST:PORT [--stateless] [--allowed-host NAME]...]";
+const USAGE: &str = "usage: mcp_server [--no-retry] [--http HOST:PORT [--stateless] \
+                     [--allowed-host NAME]... [--require-token [--resource URL]]]";
+
+/// The demo's token validator: who holds each token, with which scopes.
+async fn demo_token(token: String) -> Option<Caller> {
+    match token.as_str() {
+        "reader-token" => Some(Caller::new("reader", ["orders:read"])),
+        "refunds-token" => Some(Caller::new(
+            "refunds-desk",
+            ["orders:read", "refunds:write"],
+        )),
+        _ => None,
+    }
+}
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
@@ -41,12 +64,15 @@ async fn main() -> std::io::Result<()> {
     let mut retry = true;
     let mut options = HttpOptions::new();
     let mut hosts = Vec::new();
+    let (mut require_token, mut resource) = (false, None);
     while let Some(flag) = args.next() {
         match flag.as_str() {
             "--http" => http = Some(args.next().unwrap_or_else(|| usage())),
             "--no-retry" => retry = false,
             "--stateless" => options = options.stateless(),
             "--allowed-host" => hosts.push(args.next().unwrap_or_else(|| usage())),
+            "--require-token" => require_token = true,
+            "--resource" => resource = Some(args.next().unwrap_or_else(|| usage())),
             _ => usage(),
         }
     }
@@ -67,7 +93,15 @@ async fn main() -> std::io::Result<()> {
         options = options.allowed_hosts(hosts);
     }
     let listener = tokio::net::TcpListener::bind(&address).await?;
-    eprintln!("listening on http://{}/mcp", listener.local_addr()?);
+    let local = listener.local_addr()?;
+    if require_token {
+        let resource = resource.unwrap_or_else(|| format!("http://{local}/mcp"));
+        let auth = BearerAuth::new(resource, demo_token)
+            .authorization_server("https://auth.example.com")
+            .scopes_supported(["orders:read", "refunds:write"]);
+        options = options.require_bearer(auth);
+    }
+    eprintln!("listening on http://{local}/mcp");
     options.serve(listener, tools).await
 }
 

@@ -103,8 +103,15 @@ fn stock_level(
 /// The refund policy: a hard limit, checked in code before the tool runs. It
 /// fails closed: an amount it cannot read blocks the call. Over the cap, a
 /// person may approve the refund, where the client can ask one.
+///
+/// Served with `--require-token`, a refund also needs a token with the scope
+/// `refunds:write`; a call with no token at all comes over stdio, where the
+/// process that started the server is the one trusted.
 fn refund_cap(call: &ToolCall) -> Result<(), Blocked> {
     const CAP: u64 = 500;
+    if call.caller().is_some() {
+        call.require_scope("refunds:write")?;
+    }
     let amount: u64 = call.require("amount")?;
     if amount > CAP {
         return Err(

@@ -49,6 +49,7 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+pub use crate::caller::Caller;
 use crate::category::ErrorCategory;
 use crate::classify::ToolError;
 use crate::reasons;
@@ -61,6 +62,9 @@ pub struct ToolCall<'a> {
     pub tool: &'a str,
     /// The arguments, as captured (`attempted_query`).
     pub arguments: &'a Map<String, Value>,
+    /// Who called, when a served tool set's token validator said
+    /// ([`ToolCall::caller`]).
+    pub caller: Option<&'a Caller>,
 }
 
 impl<'a> ToolCall<'a> {
@@ -113,7 +117,66 @@ impl<'a> ToolCall<'a> {
 
     /// A call to `tool` with `arguments`, to test a guard with.
     pub fn new(tool: &'a str, arguments: &'a Map<String, Value>) -> Self {
-        ToolCall { tool, arguments }
+        ToolCall {
+            tool,
+            arguments,
+            caller: None,
+        }
+    }
+
+    /// The same call, made by `caller`.
+    #[must_use]
+    pub fn with_caller(mut self, caller: Option<&'a Caller>) -> Self {
+        self.caller = caller;
+        self
+    }
+
+    /// Who called: the identity and scopes of the bearer token a served
+    /// tool set accepted ([`BearerAuth`](crate::mcp::BearerAuth)); `None`
+    /// for a call from Rust, or from a server that checks no token.
+    pub fn caller(&self) -> Option<&'a Caller> {
+        self.caller
+    }
+
+    /// A block unless the caller's token grants `scope`: a `permission`
+    /// envelope, reason `INSUFFICIENT_SCOPE`, that names the scope — and
+    /// the same for a call with no caller, since no token granted it.
+    ///
+    /// ```
+    /// use tool_envelope::guard::{Blocked, Caller, ToolCall};
+    ///
+    /// fn only_refund_writers(call: &ToolCall) -> Result<(), Blocked> {
+    ///     call.require_scope("refunds:write")
+    /// }
+    ///
+    /// let arguments = serde_json::Map::new();
+    /// let writer = Caller::new("ops", ["refunds:write"]);
+    /// let reader = Caller::new("agent", ["refunds:read"]);
+    /// let call = ToolCall::new("process_refund", &arguments);
+    /// assert!(only_refund_writers(&call.with_caller(Some(&writer))).is_ok());
+    /// assert!(only_refund_writers(&call.with_caller(Some(&reader))).is_err());
+    /// assert!(only_refund_writers(&call).is_err(), "no token, no scope");
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The block, when no token of the call grants `scope`.
+    pub fn require_scope(&self, scope: &str) -> Result<(), Blocked> {
+        if self.caller.is_some_and(|caller| caller.has_scope(scope)) {
+            return Ok(());
+        }
+        let who = match self.caller {
+            Some(caller) => format!("the token of `{}` does not grant", caller.subject()),
+            None => "the call carries no token that grants".to_owned(),
+        };
+        Err(Blocked::permission(format!(
+            "`{}` needs the scope `{scope}`, and {who} it",
+            self.tool
+        ))
+        .with_reason(reasons::INSUFFICIENT_SCOPE)
+        .with_alternative(format!(
+            "Call with a token that grants `{scope}`, or ask someone who has it"
+        )))
     }
 }
 
@@ -134,6 +197,7 @@ pub struct Blocked {
     alternatives: Vec<String>,
     reason: Cow<'static, str>,
     approvable: bool,
+    category: ErrorCategory,
 }
 
 impl Blocked {
@@ -144,6 +208,17 @@ impl Blocked {
             alternatives: Vec::new(),
             reason: Cow::Borrowed(reasons::BLOCKED_BY_GUARD),
             approvable: false,
+            category: ErrorCategory::Business,
+        }
+    }
+
+    /// A block for want of a right — a scope, a role — rather than by
+    /// policy: a `permission` envelope, not `business`. Routed to whoever
+    /// grants access, not to whoever sets policy.
+    pub fn permission(message: impl Into<String>) -> Self {
+        Blocked {
+            category: ErrorCategory::Permission,
+            ..Blocked::new(message)
         }
     }
 
@@ -195,7 +270,7 @@ impl std::error::Error for Blocked {}
 
 impl ToolError for Blocked {
     fn category(&self) -> ErrorCategory {
-        ErrorCategory::Business
+        self.category
     }
 
     fn alternatives(&self) -> Vec<String> {
@@ -342,11 +417,15 @@ impl Guards {
     ///
     /// The first block of a guard that applies.
     pub fn check(&self, tool: &str, arguments: &Map<String, Value>) -> Result<(), Blocked> {
-        let call = ToolCall { tool, arguments };
+        self.check_call(&ToolCall::new(tool, arguments))
+    }
+
+    /// Runs the guards that apply to `call`'s tool, on `call`.
+    pub(crate) fn check_call(&self, call: &ToolCall<'_>) -> Result<(), Blocked> {
         self.entries
             .iter()
-            .filter(|(only, _)| only.as_deref().is_none_or(|name| name == tool))
-            .try_for_each(|(_, guard)| guard.check(&call))
+            .filter(|(only, _)| only.as_deref().is_none_or(|name| name == call.tool))
+            .try_for_each(|(_, guard)| guard.check(call))
     }
 }
 
@@ -376,7 +455,7 @@ impl Guards {
 /// ```
 impl Guard for Guards {
     fn check(&self, call: &ToolCall<'_>) -> Result<(), Blocked> {
-        Guards::check(self, call.tool, call.arguments)
+        self.check_call(call)
     }
 }
 

@@ -12,6 +12,7 @@
 // imports it: the `use crate::` graph has no cycle. What a user meets is
 // here; what the macros' generated code needs is under `private/`.
 mod approvals;
+mod caller;
 mod catalog;
 mod category;
 mod classify;

@@ -96,6 +96,20 @@ pub const RESULT_TOO_LARGE: &str = "RESULT_TOO_LARGE";
 pub const CLIENT_CANNOT_ANSWER: &str = "CLIENT_CANNOT_ANSWER";
 /// A tool asked the MCP client, and the client's answer failed.
 pub const CLIENT_REQUEST_FAILED: &str = "CLIENT_REQUEST_FAILED";
+/// The TLS handshake with an MCP server failed: its certificate was not
+/// trusted (unknown issuer, expired, another host's), or it refused the
+/// client's. Nothing was sent, and the same handshake fails the same way.
+pub const TLS_CERTIFICATE: &str = "TLS_CERTIFICATE";
+/// An MCP server wants a token with a scope the client's does not have
+/// (HTTP 403 `insufficient_scope`), or a guard wants a scope the caller's
+/// token does not carry.
+pub const INSUFFICIENT_SCOPE: &str = "INSUFFICIENT_SCOPE";
+/// A client's OAuth login failed: discovery, registration, the person's
+/// login, the token exchange, or a server that kept refusing its tokens.
+pub const AUTHORIZATION_FAILED: &str = "AUTHORIZATION_FAILED";
+/// A client was set up with what cannot be used: a PEM text without a
+/// certificate, a header that is not one, two sources of credentials.
+pub const CLIENT_MISCONFIGURED: &str = "CLIENT_MISCONFIGURED";
 
 /// Whether a failure with this reason is never retried, whatever its
 /// category and `isRetryable` say: an explicit human request, a policy gap.

@@ -9,6 +9,7 @@ use serde::Serialize;
 #[cfg(feature = "rmcp")]
 use serde_json::Value;
 
+use crate::caller::Caller;
 #[cfg(feature = "rmcp")]
 use crate::mcp::ask::{Elicitation, Question};
 
@@ -60,6 +61,8 @@ pub use crate::mcp::log::{DEFAULT_LOG_LEVEL, LogLevel};
 pub struct ToolContext {
     #[cfg(feature = "rmcp")]
     live: Option<Arc<crate::mcp::live::LiveRequest>>,
+    /// Who called, as a token validator said.
+    caller: Option<std::sync::Arc<Caller>>,
 }
 
 impl ToolContext {
@@ -297,7 +300,27 @@ impl ToolContext {
     /// The context of a request.
     #[cfg(feature = "rmcp")]
     pub(crate) fn live(live: Arc<crate::mcp::live::LiveRequest>) -> Self {
-        ToolContext { live: Some(live) }
+        ToolContext {
+            caller: live.caller.clone(),
+            live: Some(live),
+        }
+    }
+
+    /// Who called: the identity and scopes of the bearer token the tool
+    /// set's validator accepted ([`BearerAuth`](crate::mcp::BearerAuth)).
+    /// `None` over stdio, from a server that checks no token, and for a
+    /// detached context not given one. The tool set's guards see the same
+    /// ([`ToolCall::caller`](crate::guard::ToolCall::caller)).
+    pub fn caller(&self) -> Option<&Caller> {
+        self.caller.as_deref()
+    }
+
+    /// The same context, called by `caller`: for a tool called from Rust
+    /// (or a test) on someone's behalf.
+    #[must_use]
+    pub fn with_caller(mut self, caller: Caller) -> Self {
+        self.caller = Some(std::sync::Arc::new(caller));
+        self
     }
 
     /// Reports a local retry as one progress step.
@@ -318,6 +341,7 @@ impl fmt::Debug for ToolContext {
             .field("detached", &self.is_detached())
             .field("cancelled", &self.is_cancelled())
             .field("wants_progress", &self.wants_progress())
+            .field("caller", &self.caller)
             .finish()
     }
 }

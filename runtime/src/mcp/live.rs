@@ -17,6 +17,7 @@ use rmcp::{Peer, RoleServer};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use crate::caller::Caller;
 use crate::mcp::log::{LogLevel, LogThreshold};
 use crate::mcp::rounds::{Asking, has_rounds};
 use crate::retry::RetryNotice;
@@ -67,6 +68,15 @@ pub(crate) struct LiveRequest {
     /// The last progress sent; held while sending, so that notifications go
     /// out in order.
     last_progress: Mutex<Option<f64>>,
+    /// Who called, as the server's token validator said.
+    pub(crate) caller: Option<Arc<Caller>>,
+}
+
+/// Who made the HTTP request of `context`, as the tool set's token
+/// validator found it: `None` over stdio, or without a validator.
+fn caller(context: &RequestContext<RoleServer>) -> Option<Arc<Caller>> {
+    let parts = context.extensions.get::<axum::http::request::Parts>()?;
+    parts.extensions.get::<Arc<Caller>>().cloned()
 }
 
 impl LiveRequest {
@@ -87,6 +97,7 @@ impl LiveRequest {
             request_level,
             asking,
             last_progress: Mutex::new(None),
+            caller: caller(context),
         }
     }
 
@@ -108,6 +119,7 @@ impl LiveRequest {
             request_level: Some(None),
             asking,
             last_progress: Mutex::new(None),
+            caller: caller(context),
         }
     }
 

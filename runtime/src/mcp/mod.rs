@@ -175,4 +175,6 @@ pub use toolset::{DEFAULT_MAX_RESULT_BYTES, ServableTool, ToolProvider, ToolSet}
 
 #[cfg(feature = "rmcp")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
-pub use self::rmcp::{HttpOptions, NewServer, admit_envelopes, output_schema};
+pub use self::rmcp::{
+    BearerAuth, HttpOptions, McpService, NewServer, admit_envelopes, output_schema,
+};

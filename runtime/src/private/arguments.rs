@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::envelope::Refusal;
 use crate::envelope::{ErrorEnvelope, Violation};
+use crate::guard::ToolCall;
 use crate::mcp::violations::{summary, violations};
 use crate::private::call::{ToolInfo, verdict};
 use crate::private::state::{BoxFuture, CallState};
@@ -171,8 +172,9 @@ impl Decoder<'_> {
         let judged = {
             let shown = self.context.mask().apply(self.arguments);
             let name = &self.tool.name;
+            let caller = self.context.context_ref().caller();
             verdict(name, Some(self.context.approvals()), || {
-                guards.check(name, &shown)
+                guards.check_call(&ToolCall::new(name, &shown).with_caller(caller))
             })
         };
         judged.map_err(|envelope| {

@@ -219,10 +219,11 @@ pub fn check_guard<'q, G: Guard + ?Sized>(
                 _ => unreachable!("a capture is always a JSON object"),
             },
         };
-        let call = ToolCall {
-            tool: &tool.name,
-            arguments: &arguments,
+        let caller = match &query {
+            Query::Arguments(_, mask) => mask.caller(),
+            Query::Captured(_) => None,
         };
+        let call = ToolCall::new(&tool.name, &arguments).with_caller(caller);
         let approvals = match &query {
             Query::Arguments(_, mask) => mask.approvals(),
             Query::Captured(_) => None,

@@ -115,6 +115,7 @@ impl CallState {
             self.noted.get().map_or(&[], Vec::as_slice),
         )
         .with_approvals(&self.approvals)
+        .with_caller(self.context.caller())
     }
 
     /// The blocks a person approved for this call.

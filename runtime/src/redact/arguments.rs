@@ -3,6 +3,7 @@
 //! value the call decoded into a [`Secret`](crate::Secret) turns up.
 
 use crate::approvals::Approvals;
+use crate::caller::Caller;
 use std::borrow::Cow;
 
 use serde_json::{Map, Value};
@@ -18,6 +19,8 @@ pub struct ArgumentMask<'a> {
     noted: &'a [Value],
     /// The blocks a person approved for this call, which its guards waive.
     approvals: Option<&'a Approvals>,
+    /// Who made the call, for its guards.
+    caller: Option<&'a Caller>,
 }
 
 impl<'a> ArgumentMask<'a> {
@@ -28,7 +31,19 @@ impl<'a> ArgumentMask<'a> {
             paths,
             noted,
             approvals: None,
+            caller: None,
         }
+    }
+
+    /// With who made the call.
+    pub(crate) fn with_caller(mut self, caller: Option<&'a Caller>) -> Self {
+        self.caller = caller;
+        self
+    }
+
+    /// Who made the call, if a token validator said.
+    pub(crate) fn caller(&self) -> Option<&'a Caller> {
+        self.caller
     }
 
     /// With the blocks a person approved for the call.

@@ -3,26 +3,13 @@
 //! opened anew), the progress notifications routed to their calls, and the
 //! tools listed on each connection.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
-use rmcp::ClientHandler;
-use rmcp::ErrorData;
-#[allow(deprecated)]
-// Sampling and roots: SEP-2577 deprecates them; both revisions define them.
-use rmcp::model::{
-    ClientConfig, CreateMessageRequestMethod, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitResult, ElicitationCreateRequestMethod, Implementation,
-    ListRootsRequestMethod, ListRootsResult, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion,
-};
-use rmcp::service::{
-    ClientLifecycleMode, ClientServiceExt, NotificationContext, RequestContext, RoleClient,
-    RunningService,
-};
+use rmcp::model::{ProgressToken, ProtocolVersion};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -31,94 +18,16 @@ use tokio::sync::{Mutex as AsyncMutex, OnceCell};
 use crate::envelope::ErrorEnvelope;
 use crate::guard::Guards;
 use crate::mcp::client::answers::Answers;
+use crate::mcp::client::credentials::Credentials;
 use crate::mcp::client::failure;
+use crate::mcp::client::http::Http;
 use crate::mcp::client::paced::PacedClient;
+use crate::mcp::client::tls::TlsSettings;
 use crate::mcp::client::tools::{self, Catalog, RemoteTool};
 
-/// A progress notification of a call.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct Progress {
-    /// The progress so far.
-    pub progress: f64,
-    /// The total, if the server knows it.
-    pub total: Option<f64>,
-    /// What the server says it is doing.
-    pub message: Option<String>,
-}
-
-/// What a call does with its progress notifications.
-pub(crate) type ProgressCallback = Arc<dyn Fn(Progress) + Send + Sync>;
-type ProgressRoutes = Arc<Mutex<HashMap<ProgressToken, ProgressCallback>>>;
-
-/// The client side of a connection: routes progress notifications to the
-/// call they belong to, and answers what the server asks (2025-11-25) with
-/// the caller's handlers.
-#[derive(Clone, Default)]
-struct Handler {
-    progress: ProgressRoutes,
-    answers: Answers,
-}
-
-impl ClientHandler for Handler {
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            self.answers.capabilities(),
-            Implementation::new("tool-envelope", env!("CARGO_PKG_VERSION")),
-        )
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, ErrorData> {
-        let answer = self.answers.elicit(request).await;
-        answer.ok_or_else(ErrorData::method_not_found::<ElicitationCreateRequestMethod>)
-    }
-
-    #[allow(deprecated)] // SEP-2577 deprecates sampling; both revisions define it.
-    async fn create_message(
-        &self,
-        params: CreateMessageRequestParams,
-        _: RequestContext<RoleClient>,
-    ) -> Result<CreateMessageResult, ErrorData> {
-        match self.answers.sample(params).await {
-            Some(Ok(result)) => Ok(result),
-            Some(Err(error)) => Err(ErrorData::internal_error(error, None)),
-            None => Err(ErrorData::method_not_found::<CreateMessageRequestMethod>()),
-        }
-    }
-
-    #[allow(deprecated)] // SEP-2577 deprecates roots; both revisions define them.
-    async fn list_roots(
-        &self,
-        _: RequestContext<RoleClient>,
-    ) -> Result<ListRootsResult, ErrorData> {
-        let roots = self.answers.roots().await;
-        roots.ok_or_else(ErrorData::method_not_found::<ListRootsRequestMethod>)
-    }
-
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _: NotificationContext<RoleClient>,
-    ) {
-        let callback = self
-            .progress
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&params.progress_token)
-            .cloned();
-        if let Some(callback) = callback {
-            callback(Progress {
-                progress: params.progress,
-                total: params.total,
-                message: params.message,
-            });
-        }
-    }
-}
+pub use crate::mcp::client::handler::Progress;
+pub(crate) use crate::mcp::client::handler::ProgressCallback;
+use crate::mcp::client::handler::{Handler, ProgressRoutes};
 
 /// How a client reaches its server, again after a broken connection.
 #[derive(Clone)]
@@ -170,13 +79,19 @@ impl Revision {
 }
 
 /// How a client calls: its timeout, the guards checked before anything is
-/// sent, the revision it speaks, and how it answers the server's questions.
+/// sent, the revision it speaks, how it answers the server's questions, and
+/// (over HTTP) whom it trusts and what credentials it sends.
 #[derive(Debug, Clone)]
 pub(crate) struct Options {
     pub(crate) timeout: Duration,
     pub(crate) guards: Arc<Guards>,
     pub(crate) revision: Revision,
     pub(crate) answers: Answers,
+    pub(crate) tls: TlsSettings,
+    /// Headers sent with every request, as given: checked when the client
+    /// is made.
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) credentials: Credentials,
 }
 
 impl Default for Options {
@@ -186,6 +101,9 @@ impl Default for Options {
             guards: Arc::new(Guards::default()),
             revision: Revision::default(),
             answers: Answers::default(),
+            tls: TlsSettings::default(),
+            headers: Vec::new(),
+            credentials: Credentials::default(),
         }
     }
 }
@@ -216,6 +134,8 @@ impl Connection {
 pub(crate) struct Link {
     endpoint: Endpoint,
     pub(crate) options: Options,
+    /// The HTTP client, for an HTTP endpoint.
+    http: Option<Http>,
     progress: ProgressRoutes,
     connection: AsyncMutex<Option<Arc<Connection>>>,
     sent: AtomicU64,
@@ -238,9 +158,19 @@ impl Link {
     ///
     /// The envelope of a connection that could not be made.
     pub(crate) async fn open(endpoint: Endpoint, options: Options) -> Result<Self, ErrorEnvelope> {
+        let http = match &endpoint {
+            Endpoint::Http(url) => Some(Http::new(
+                url,
+                &options.tls,
+                &options.headers,
+                &options.credentials,
+            )?),
+            Endpoint::Stdio(_) => None,
+        };
         let link = Link {
             endpoint,
             options,
+            http,
             progress: ProgressRoutes::default(),
             connection: AsyncMutex::new(None),
             sent: AtomicU64::new(0),
@@ -308,7 +238,9 @@ impl Link {
                 // then the handshake it knows, on a fresh connection.
                 Err(error)
                     if revision == Revision::Negotiate
-                        && error.reason() != Some(crate::reasons::UNSUPPORTED_PROTOCOL_VERSION) =>
+                        && error.reason() != Some(crate::reasons::UNSUPPORTED_PROTOCOL_VERSION)
+                        // Credentials and certificates fail the same way.
+                        && error.category() != crate::ErrorCategory::Permission =>
                 {
                     self.handshake(&handler, ClientLifecycleMode::Initialize)
                         .await
@@ -353,13 +285,18 @@ impl Link {
                     .map_err(|error| failure::classify_initialize(&error))
             }
             Endpoint::Http(url) => {
+                let http = self
+                    .http
+                    .as_ref()
+                    .ok_or_else(|| failure::not_sent("the HTTP client was not made".to_owned()))?;
                 let mut config = StreamableHttpClientTransportConfig::with_uri(Arc::clone(url));
+                config.custom_headers = http.headers.clone();
                 // rmcp resumes a broken SSE stream for ever by default.
                 let mut backoff = ExponentialBackoff::default();
                 backoff.max_times = Some(3);
                 backoff.base_duration = Duration::from_millis(100);
                 config.retry_config = Arc::new(backoff);
-                let client = PacedClient::new()?;
+                let client = PacedClient::new(http.client.clone());
                 let paced = client.clone();
                 let transport = StreamableHttpClientTransport::with_client(client, config);
                 let service = (handler.serve_with_lifecycle(transport, lifecycle).await)

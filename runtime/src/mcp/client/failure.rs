@@ -13,7 +13,9 @@ use serde_json::Value;
 use crate::category::ErrorCategory;
 use crate::envelope::ErrorEnvelope;
 use crate::limits::text_for_wire;
+use crate::mcp::client::credentials::TokenFailure;
 use crate::mcp::client::sdk_errors;
+use crate::mcp::client::tls;
 use crate::reasons;
 
 /// The most bytes of a server's text kept in an envelope's message.
@@ -237,7 +239,15 @@ fn transport(error: &DynamicTransportError, before_sending: bool) -> ErrorEnvelo
             http_status(status.status, status.retry_after.as_deref())
         }
         Some(StreamableHttpError::AuthRequired(_)) => http_status(401, None),
-        Some(StreamableHttpError::InsufficientScope(_)) => http_status(403, None),
+        Some(StreamableHttpError::InsufficientScope(challenge)) => {
+            insufficient_scope(challenge.required_scope.as_deref())
+        }
+        Some(StreamableHttpError::Io(io)) if token_failure(io).is_some() => token_failure(io)
+            .cloned()
+            .unwrap_or_else(|| http_status(401, None)),
+        Some(StreamableHttpError::Client(client)) if tls::failure(client).is_some() => {
+            tls::failure(client).unwrap_or_else(|| http_status(401, None))
+        }
         Some(StreamableHttpError::UnexpectedServerResponse(message)) => {
             match message
                 .strip_prefix("HTTP ")
@@ -262,6 +272,29 @@ fn transport(error: &DynamicTransportError, before_sending: bool) -> ErrorEnvelo
     }
 }
 
+/// The envelope a token provider failed with.
+fn token_failure(io: &std::io::Error) -> Option<&ErrorEnvelope> {
+    let failure = io.get_ref()?.downcast_ref::<TokenFailure>()?;
+    Some(&failure.0)
+}
+
+/// A token without the scope the server wants: `permission`, not
+/// retryable with the same token, naming the scope.
+fn insufficient_scope(scope: Option<&str>) -> ErrorEnvelope {
+    let scope = scope.map(|scope| text_for_wire(scope, 256).into_owned());
+    let message = match &scope {
+        Some(scope) => format!("the MCP server wants a token with the scope `{scope}`"),
+        None => "the MCP server wants a token with more scope (HTTP 403)".to_owned(),
+    };
+    ErrorEnvelope::permission(message)
+        .with_reason(reasons::INSUFFICIENT_SCOPE)
+        .with_not_applied(true)
+        .with_alternative(match scope {
+            Some(scope) => format!("Ask for a token with the scope `{scope}`, then call again"),
+            None => "Ask for a token with the scope the server names, then call again".to_owned(),
+        })
+}
+
 /// The envelope of an HTTP status: 5xx and 429 `transient` (with the server's
 /// `Retry-After`, in seconds), 401 and 403 `permission`, the rest `other`.
 fn http_status(status: u16, retry_after: Option<&str>) -> ErrorEnvelope {
@@ -275,6 +308,12 @@ fn http_status(status: u16, retry_after: Option<&str>) -> ErrorEnvelope {
     let mut envelope = ErrorEnvelope::new(category, message).with_reason(reason);
     if let Some(seconds) = retry_after.and_then(|value| value.trim().parse::<u64>().ok()) {
         envelope = envelope.with_retry_after(Duration::from_secs(seconds));
+    }
+    if status == 401 {
+        // Refused before it ran.
+        envelope = envelope.with_not_applied(true).with_alternative(
+            "Give the client a valid token (`bearer`, or a token provider that can log in), then call again",
+        );
     }
     if status == 429 {
         // Refused before it ran: safe to repeat once the server allows.

@@ -11,7 +11,9 @@
 //! - `tools`: its tools, as listed, within bounds;
 //! - `call`: one call, guarded, timed and settled;
 //! - `failure`, `sdk_errors`: what a failure that is not an envelope is;
-//! - `paced`: rmcp's HTTP client, resuming event streams with care.
+//! - `paced`: rmcp's HTTP client, resuming event streams with care;
+//! - `http`, `tls`, `credentials`, `token`, `oauth`: how an HTTP client
+//!   reaches its server, whom it trusts, and the credentials it shows.
 
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
@@ -28,12 +30,24 @@ use crate::reasons;
 mod answers;
 mod call;
 mod connection;
+mod credentials;
 mod failure;
+mod handler;
+mod http;
+#[cfg(feature = "oauth")]
+mod oauth;
 mod paced;
 mod sdk_errors;
+mod tls;
+mod token;
 mod tools;
 
 pub use connection::{Progress, Revision};
+#[cfg(feature = "oauth")]
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "oauth")))]
+pub use oauth::OAuth;
+pub use tls::Roots;
+pub use token::{TokenAnswer, TokenProvider, TokenRequest};
 pub use tools::RemoteTool;
 
 use connection::{Endpoint, Link, Options};
@@ -54,7 +68,9 @@ use connection::{Endpoint, Link, Options};
 /// | no answer in time | `transient`, reason `TIMEOUT` |
 /// | the connection closed, refused or reset | `transient`, reason `CONNECTION_LOST` (or `NOT_APPLIED` when nothing was sent) |
 /// | HTTP 5xx, HTTP 429 | `transient`, reason `HTTP_503`…, `retryAfterMs` from `Retry-After` |
-/// | HTTP 401, 403 | `permission` |
+/// | HTTP 401, 403 | `permission` (a token provider is asked once for a fresh token first) |
+/// | HTTP 403 with `insufficient_scope` | `permission`, reason `INSUFFICIENT_SCOPE`, naming the scope |
+/// | a TLS certificate not trusted, or the client's refused | `permission`, reason `TLS_CERTIFICATE` |
 /// | HTTP 400, 404, another status | `other`, reason `HTTP_404`… |
 ///
 /// Whatever the server says, a failure names the tool that was called
@@ -120,10 +136,14 @@ impl McpClient {
         Connect::new(Endpoint::Stdio(Arc::new(command)))
     }
 
-    /// A client of the Streamable HTTP endpoint at `url` (`http://host/mcp`).
-    /// Set its options, then `.await` it. Plain HTTP only: no TLS backend is
-    /// built in, so an `https://` URL fails to connect. Redirects are not
-    /// followed. On 2025-11-25, an event stream that ends before the answer
+    /// A client of the Streamable HTTP endpoint at `url` (`https://host/mcp`,
+    /// or `http://` on a private network). Set its options, then `.await`
+    /// it. TLS is rustls's, trusting the platform's roots unless told
+    /// otherwise ([`roots`](Connect::roots),
+    /// [`root_certificate_pem`](Connect::root_certificate_pem)); a
+    /// certificate it does not trust fails as `permission`, reason
+    /// `TLS_CERTIFICATE`, before anything is sent. Redirects are not
+    /// followed, so credentials go to this origin only. On 2025-11-25, an event stream that ends before the answer
     /// is resumed at most every 100 ms, and not after 10 resumptions in a
     /// row that brought nothing (SECURITY.md); on 2026-07-28 it is not
     /// resumed: the call ends as a lost connection (`CONNECTION_LOST`), and
@@ -314,6 +334,93 @@ impl Connect {
     /// The MCP revision to speak: [`Revision::Negotiate`] unless set.
     pub fn revision(mut self, revision: Revision) -> Self {
         self.options.revision = revision;
+        self
+    }
+
+    /// Trusts the certificate authorities of `pem` (one or more
+    /// `BEGIN CERTIFICATE` blocks) besides the [`roots`](Self::roots): for
+    /// a server whose certificate a private CA issued. Read when the client
+    /// is made: a text without a certificate fails it then, as `other`,
+    /// reason `CLIENT_MISCONFIGURED`.
+    pub fn root_certificate_pem(mut self, pem: impl AsRef<[u8]>) -> Self {
+        self.options.tls.added.push(pem.as_ref().into());
+        self
+    }
+
+    /// The certificate authorities trusted: [`Roots::Platform`] unless set.
+    pub fn roots(mut self, roots: Roots) -> Self {
+        self.options.tls.roots = roots;
+        self
+    }
+
+    /// The certificate the client shows a server that asks for one (mutual
+    /// TLS): its chain and its private key, both PEM. The key is never
+    /// printed.
+    pub fn client_certificate_pem(
+        mut self,
+        chain: impl AsRef<[u8]>,
+        private_key: impl AsRef<[u8]>,
+    ) -> Self {
+        self.options.tls.identity = Some((chain.as_ref().into(), private_key.as_ref().into()));
+        self
+    }
+
+    /// Sends the header `name: value` with every HTTP request (an API key,
+    /// a tenant). Its value is never printed. The transport's own headers
+    /// (`Accept`, `Mcp-Session-Id`, …) cannot be set; a name or value HTTP
+    /// does not allow fails the client when it is made, as `other`, reason
+    /// `CLIENT_MISCONFIGURED`.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.options.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Sends `token` as `Authorization: Bearer …` with every HTTP request.
+    /// A server that refuses it (401) fails the call as `permission`,
+    /// reason `HTTP_401`. For a token that expires, give a provider
+    /// ([`bearer_with`](Self::bearer_with)).
+    pub fn bearer(mut self, token: impl Into<String>) -> Self {
+        self.options.credentials = credentials::Credentials::Fixed(token.into().into());
+        self
+    }
+
+    /// Gets the bearer token from `provider`: asked before the first
+    /// request, and again, once, when the server refuses a request (HTTP
+    /// 401, or 403 `insufficient_scope`), with the server's
+    /// `WWW-Authenticate`; the refused request is then sent again with the
+    /// new token — a refused request ran nothing. A provider may answer
+    /// `None` (send no token), and a provider's `Err` ends the call with
+    /// that envelope. The last token is kept for the next requests, until
+    /// one is refused.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), tool_envelope::ErrorEnvelope> {
+    /// use tool_envelope::mcp::client::{McpClient, TokenRequest};
+    ///
+    /// # async fn fetch_token(_: bool) -> Result<String, tool_envelope::ErrorEnvelope> { Ok(String::new()) }
+    /// let orders = McpClient::connect("https://orders.example.com/mcp")
+    ///     .bearer_with(|request: TokenRequest| async move {
+    ///         // Refresh from your identity provider when the last one was refused.
+    ///         fetch_token(matches!(request, TokenRequest::Refused { .. })).await.map(Some)
+    ///     })
+    ///     .await?;
+    /// # let _ = orders; Ok(()) }
+    /// ```
+    pub fn bearer_with(mut self, provider: impl TokenProvider) -> Self {
+        self.options.credentials = credentials::Credentials::Provider(Arc::new(provider));
+        self
+    }
+
+    /// Logs in with OAuth 2.1 as MCP's authorization spec says ([`OAuth`]):
+    /// on the server's 401, discovery, registration and a login; on a 403
+    /// `insufficient_scope`, a step-up; tokens refreshed before they
+    /// expire. The authorization server is reached with this client's TLS
+    /// settings. A login that fails ends the call as `permission`, reason
+    /// `AUTHORIZATION_FAILED`, saying what to do next.
+    #[cfg(feature = "oauth")]
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "oauth")))]
+    pub fn oauth(mut self, oauth: OAuth) -> Self {
+        self.options.credentials = credentials::Credentials::OAuth(oauth);
         self
     }
 

@@ -29,8 +29,7 @@ use rmcp::transport::streamable_http_client::{
 use sse_stream::Sse;
 use tokio::time::Instant;
 
-use crate::envelope::ErrorEnvelope;
-use crate::mcp::client::failure;
+use crate::mcp::client::credentials::Authorized;
 
 /// The fewest time between two resumptions of event streams.
 pub(crate) const MIN_INTERVAL: Duration = Duration::from_millis(100);
@@ -39,11 +38,11 @@ pub(crate) const MIN_INTERVAL: Duration = Duration::from_millis(100);
 /// refused.
 pub(crate) const MAX_QUIET: u32 = 10;
 
-/// rmcp's reqwest client, resuming event streams with care. Clones share
-/// their count.
+/// rmcp's reqwest client, with the client's credentials, resuming event
+/// streams with care. Clones share their count.
 #[derive(Clone)]
 pub(crate) struct PacedClient {
-    inner: reqwest::Client,
+    inner: Authorized,
     state: Arc<State>,
 }
 
@@ -65,26 +64,12 @@ impl State {
 }
 
 impl PacedClient {
-    /// As rmcp's own default: no idle connections kept (they stall on
-    /// delayed ACKs), and no redirect followed (rmcp's default follows only
-    /// same-origin 307/308; following none is stricter).
-    ///
-    /// # Errors
-    ///
-    /// The envelope of an HTTP client that could not be built — never one
-    /// built some other way, which could follow redirects.
-    pub(crate) fn new() -> Result<Self, ErrorEnvelope> {
-        let inner = reqwest::Client::builder()
-            .pool_max_idle_per_host(0)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|error| {
-                failure::not_sent(format!("could not build the HTTP client: {error}"))
-            })?;
-        Ok(PacedClient {
+    /// `inner`, its event streams resumed with care.
+    pub(crate) fn new(inner: Authorized) -> Self {
+        PacedClient {
             inner,
             state: Arc::default(),
-        })
+        }
     }
 }
 

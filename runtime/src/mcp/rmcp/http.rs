@@ -1,13 +1,22 @@
 //! Serving over Streamable HTTP: who is served, and the one way to serve
 //! any rmcp server — a tool set, or a server of your own — or to mount it.
 
+use std::convert::Infallible;
+use std::fmt::Display;
+use std::future::Future;
 use std::io;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
+use axum::body::Bytes;
+use axum::http::{Request, Response};
+use http_body_util::combinators::BoxBody;
 use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
+use crate::mcp::rmcp::bearer::BearerAuth;
 use crate::mcp::toolset::ToolSet;
 
 /// How tools are served over Streamable HTTP: where from, how many at once,
@@ -35,6 +44,7 @@ use crate::mcp::toolset::ToolSet;
 #[derive(Debug, Clone, Default)]
 pub struct HttpOptions {
     config: StreamableHttpServerConfig,
+    bearer: Option<BearerAuth>,
 }
 
 impl HttpOptions {
@@ -99,7 +109,18 @@ impl HttpOptions {
         self
     }
 
-    /// The rmcp configuration these options make, for what they do not cover.
+    /// Serves only requests with a bearer token `auth`'s validator accepts
+    /// ([`BearerAuth`]): the others get 401 or 403, with a challenge that
+    /// points at the protected resource metadata, which
+    /// [`router`](Self::router) and [`serve`](Self::serve) serve.
+    #[must_use]
+    pub fn require_bearer(mut self, auth: BearerAuth) -> Self {
+        self.bearer = Some(auth);
+        self
+    }
+
+    /// The rmcp configuration these options make, for what they do not
+    /// cover. A [`require_bearer`](Self::require_bearer) is not part of it.
     pub fn into_config(self) -> StreamableHttpServerConfig {
         self.config
     }
@@ -107,20 +128,43 @@ impl HttpOptions {
     /// The Streamable HTTP service of `servers`, served as these options
     /// say, to mount in an axum router
     /// (`Router::new().nest_service("/mcp", HttpOptions::new().service(tools))`).
-    pub fn service<N: NewServer>(
-        self,
-        servers: N,
-    ) -> StreamableHttpService<N::Server, LocalSessionManager> {
-        StreamableHttpService::new(
-            move || Ok(servers.new_server()),
-            Arc::new(LocalSessionManager::default()),
-            self.config,
-        )
+    /// With [`require_bearer`](Self::require_bearer), it checks each
+    /// request's token; route the metadata document too
+    /// ([`BearerAuth::metadata`], or mount [`router`](Self::router)).
+    pub fn service<N: NewServer>(self, servers: N) -> McpService<N::Server> {
+        McpService {
+            inner: StreamableHttpService::new(
+                move || Ok(servers.new_server()),
+                Arc::new(LocalSessionManager::default()),
+                self.config,
+            ),
+            bearer: self.bearer,
+        }
+    }
+
+    /// An axum router with the [`service`](Self::service) of `servers` at
+    /// `/mcp` and, with [`require_bearer`](Self::require_bearer), the
+    /// protected resource metadata document at its well-known path.
+    pub fn router<N: NewServer>(self, servers: N) -> axum::Router {
+        let bearer = self.bearer.clone();
+        let router = axum::Router::new().nest_service("/mcp", self.service(servers));
+        match bearer {
+            Some(auth) => {
+                let path = auth.metadata_path().to_owned();
+                let document = auth.metadata().to_string();
+                let json = [(axum::http::header::CONTENT_TYPE, "application/json")];
+                router.route(
+                    &path,
+                    axum::routing::get(move || std::future::ready((json, document.clone()))),
+                )
+            }
+            None => router,
+        }
     }
 
     /// Serves `servers` over Streamable HTTP at `/mcp` on `listener`, as
-    /// these options say, until the listener fails: [`service`](Self::service),
-    /// mounted.
+    /// these options say, until the listener fails: [`router`](Self::router),
+    /// served.
     ///
     /// ```no_run
     /// use tool_envelope::mcp::{HttpOptions, ToolSet};
@@ -139,8 +183,71 @@ impl HttpOptions {
         listener: tokio::net::TcpListener,
         servers: N,
     ) -> io::Result<()> {
-        let router = axum::Router::new().nest_service("/mcp", self.service(servers));
-        axum::serve(listener, router).await
+        axum::serve(listener, self.router(servers)).await
+    }
+}
+
+/// The Streamable HTTP service of a tool set or an rmcp server
+/// ([`HttpOptions::service`]): rmcp's, behind the bearer token check when
+/// there is one. A tower service, to mount in any router.
+pub struct McpService<S> {
+    inner: StreamableHttpService<S, LocalSessionManager>,
+    bearer: Option<BearerAuth>,
+}
+
+impl<S> Clone for McpService<S> {
+    fn clone(&self) -> Self {
+        McpService {
+            inner: self.inner.clone(),
+            bearer: self.bearer.clone(),
+        }
+    }
+}
+
+impl<S> std::fmt::Debug for McpService<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpService")
+            .field("bearer", &self.bearer)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the service answers with: rmcp's response type.
+type McpResponse = Response<BoxBody<Bytes, Infallible>>;
+
+impl<B, S> tower_service::Service<Request<B>> for McpService<S>
+where
+    B: http_body::Body + Send + 'static,
+    B::Error: Display,
+    B::Data: Send + 'static,
+    S: ServerHandler + Send + 'static,
+{
+    type Response = McpResponse;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<McpResponse, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, mut request: Request<B>) -> Self::Future {
+        let mut inner = self.inner.clone();
+        let bearer = self.bearer.clone();
+        Box::pin(async move {
+            if let Some(auth) = bearer {
+                match auth.check(request.headers()).await {
+                    Ok(caller) => {
+                        // The token goes no further than the validator.
+                        request
+                            .headers_mut()
+                            .remove(axum::http::header::AUTHORIZATION);
+                        request.extensions_mut().insert(caller);
+                    }
+                    Err(refusal) => return Ok(refusal),
+                }
+            }
+            tower_service::Service::call(&mut inner, request).await
+        })
     }
 }
 
@@ -196,7 +303,10 @@ fn with_port(origin: String) -> String {
 
 impl From<StreamableHttpServerConfig> for HttpOptions {
     fn from(config: StreamableHttpServerConfig) -> Self {
-        HttpOptions { config }
+        HttpOptions {
+            config,
+            bearer: None,
+        }
     }
 }
 

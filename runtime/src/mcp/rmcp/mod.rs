@@ -9,10 +9,12 @@
 //! served here.
 #![allow(deprecated)]
 
+mod bearer;
 mod convert;
 mod handler;
 mod http;
 mod own_tools;
 
-pub use http::{HttpOptions, NewServer};
+pub use bearer::BearerAuth;
+pub use http::{HttpOptions, McpService, NewServer};
 pub use own_tools::{admit_envelopes, output_schema};

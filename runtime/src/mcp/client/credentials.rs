@@ -1,0 +1,349 @@
+//! Credentials in the HTTP client: a bearer token, fixed or from a provider
+//! the caller gives. A token the server refuses (HTTP 401, or 403 with
+//! `insufficient_scope`) is asked for again once, and the request sent
+//! again with the new one: a refused request ran nothing, so repeating it is
+//! safe. The token goes to the one origin the client was made for — no
+//! redirect is followed — and never into a log or an envelope.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use futures_util::stream::BoxStream;
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::ClientJsonRpcMessage;
+use rmcp::transport::streamable_http_client::{
+    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
+};
+use sse_stream::Sse;
+use tokio::sync::Mutex as AsyncMutex;
+
+use crate::envelope::ErrorEnvelope;
+use crate::mcp::client::token::{TokenProvider, TokenRequest};
+
+/// Where a client's bearer token comes from.
+#[derive(Clone, Default)]
+pub(crate) enum Credentials {
+    /// No `Authorization` header.
+    #[default]
+    None,
+    /// The same token on every request.
+    Fixed(Arc<str>),
+    /// A provider's, asked again when the server refuses it.
+    Provider(Arc<dyn TokenProvider>),
+    /// An OAuth login's, asked before every request (it refreshes a token
+    /// about to expire) and when the server refuses one.
+    #[cfg(feature = "oauth")]
+    OAuth(crate::mcp::client::oauth::OAuth),
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Credentials::None => "none",
+            Credentials::Fixed(_) => "a bearer token",
+            Credentials::Provider(_) => "a token provider",
+            #[cfg(feature = "oauth")]
+            Credentials::OAuth(_) => "an OAuth login",
+        })
+    }
+}
+
+/// A token provider's failure, carried through rmcp's transport to the
+/// call it ended.
+#[derive(Debug)]
+pub(crate) struct TokenFailure(pub(crate) ErrorEnvelope);
+
+impl fmt::Display for TokenFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the token provider failed: {}", self.0.message())
+    }
+}
+
+impl std::error::Error for TokenFailure {}
+
+/// Where an HTTP client's token comes from, bound to its server.
+#[derive(Clone)]
+enum Source {
+    Credentials(Credentials),
+    #[cfg(feature = "oauth")]
+    OAuth(Arc<crate::mcp::client::oauth::OAuthProvider>),
+}
+
+/// reqwest's client, sending the client's credentials.
+#[derive(Clone)]
+pub(crate) struct Authorized {
+    inner: reqwest::Client,
+    source: Source,
+    /// The provider's last answer; `None` before it was asked.
+    token: Arc<AsyncMutex<Option<Option<Arc<str>>>>>,
+}
+
+type HttpError = StreamableHttpError<reqwest::Error>;
+
+impl Authorized {
+    /// `inner`, sending `credentials` to the server at `url`.
+    pub(crate) fn new(inner: reqwest::Client, credentials: Credentials, url: &Arc<str>) -> Self {
+        let source = match credentials {
+            #[cfg(feature = "oauth")]
+            Credentials::OAuth(oauth) => {
+                Source::OAuth(Arc::new(crate::mcp::client::oauth::OAuthProvider::new(
+                    Arc::clone(url),
+                    inner.clone(),
+                    oauth,
+                )))
+            }
+            other => {
+                let _ = url;
+                Source::Credentials(other)
+            }
+        };
+        Authorized {
+            inner,
+            source,
+            token: Arc::default(),
+        }
+    }
+
+    /// The token to send: the fixed one, or the provider's last.
+    async fn current(&self) -> Result<Option<Arc<str>>, HttpError> {
+        let credentials = match &self.source {
+            Source::Credentials(credentials) => credentials,
+            #[cfg(feature = "oauth")]
+            Source::OAuth(oauth) => {
+                return oauth
+                    .current()
+                    .await
+                    .map(|token| token.map(Arc::from))
+                    .map_err(carried);
+            }
+        };
+        match credentials {
+            Credentials::None => Ok(None),
+            Credentials::Fixed(token) => Ok(Some(Arc::clone(token))),
+            #[cfg(feature = "oauth")]
+            Credentials::OAuth(_) => Ok(None),
+            Credentials::Provider(provider) => {
+                let mut slot = self.token.lock().await;
+                if let Some(token) = slot.as_ref() {
+                    return Ok(token.clone());
+                }
+                let token = ask(provider.as_ref(), TokenRequest::First).await?;
+                *slot = Some(token.clone());
+                Ok(token)
+            }
+        }
+    }
+
+    /// A token to send again with, after the server refused the request
+    /// sent with `refused` (or with none): `None` when there is no other to
+    /// try.
+    async fn after_refusal(
+        &self,
+        refused: Option<&Arc<str>>,
+        error: &HttpError,
+    ) -> Result<Option<Arc<str>>, HttpError> {
+        let request = match error {
+            StreamableHttpError::AuthRequired(challenge) => TokenRequest::Refused {
+                status: 401,
+                www_authenticate: Some(challenge.www_authenticate_header.clone()),
+            },
+            StreamableHttpError::InsufficientScope(challenge) => TokenRequest::Refused {
+                status: 403,
+                www_authenticate: Some(challenge.www_authenticate_header.clone()),
+            },
+            StreamableHttpError::HttpStatus(status) if status.status == 401 => {
+                TokenRequest::Refused {
+                    status: 401,
+                    www_authenticate: None,
+                }
+            }
+            _ => return Ok(None),
+        };
+        let provider = match &self.source {
+            Source::Credentials(Credentials::Provider(provider)) => provider,
+            #[cfg(feature = "oauth")]
+            Source::OAuth(oauth) => {
+                let token = oauth.refused(request).await.map_err(carried)?;
+                return Ok(token
+                    .map(Arc::from)
+                    .filter(|token: &Arc<str>| Some(token) != refused));
+            }
+            Source::Credentials(_) => return Ok(None),
+        };
+        let mut slot = self.token.lock().await;
+        if let Some(Some(current)) = slot.as_ref()
+            && Some(current) != refused
+        {
+            // Another request has had it replaced already.
+            return Ok(Some(Arc::clone(current)));
+        }
+        let token = ask(provider.as_ref(), request).await?;
+        *slot = Some(token.clone());
+        Ok(token.filter(|token| Some(token) != refused))
+    }
+}
+
+/// The provider's answer to `request`, its failure carried as an I/O error.
+async fn ask(
+    provider: &dyn TokenProvider,
+    request: TokenRequest,
+) -> Result<Option<Arc<str>>, HttpError> {
+    provider
+        .token(request)
+        .await
+        .map(|token| token.map(Arc::from))
+        .map_err(carried)
+}
+
+/// A token provider's envelope, carried through rmcp as an I/O error.
+fn carried(envelope: ErrorEnvelope) -> HttpError {
+    StreamableHttpError::Io(std::io::Error::other(TokenFailure(envelope)))
+}
+
+impl StreamableHttpClient for Authorized {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            StreamableHttpResponseLimits::default(),
+        )
+        .await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let mut limits = StreamableHttpResponseLimits::default();
+        limits.max_sse_event_size = max_sse_event_size;
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            limits,
+        )
+        .await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        _: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let token = self.current().await?;
+        let first = self
+            .inner
+            .post_message_with_response_limits(
+                Arc::clone(&uri),
+                message.clone(),
+                session_id.clone(),
+                token.as_deref().map(str::to_owned),
+                custom_headers.clone(),
+                limits,
+            )
+            .await;
+        let error = match first {
+            Err(error) => error,
+            answered => return answered,
+        };
+        match self.after_refusal(token.as_ref(), &error).await? {
+            Some(fresh) => {
+                self.inner
+                    .post_message_with_response_limits(
+                        uri,
+                        message,
+                        session_id,
+                        Some(fresh.to_string()),
+                        custom_headers,
+                        limits,
+                    )
+                    .await
+            }
+            None => Err(error),
+        }
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        _: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), HttpError> {
+        let token = self.current().await?;
+        self.inner
+            .delete_session(
+                uri,
+                session_id,
+                token.as_deref().map(str::to_owned),
+                custom_headers,
+            )
+            .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
+        self.get_stream_with_max_sse_event_size(
+            uri,
+            session_id,
+            last_event_id,
+            auth_header,
+            custom_headers,
+            StreamableHttpResponseLimits::default().max_sse_event_size,
+        )
+        .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        _: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
+        let token = self.current().await?;
+        self.inner
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                token.as_deref().map(str::to_owned),
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await
+    }
+}

@@ -1,0 +1,104 @@
+//! The client side of a connection: what it declares, the progress
+//! notifications it routes to their calls, and the server's questions
+//! (2025-11-25) answered with the caller's handlers.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::ClientHandler;
+use rmcp::ErrorData;
+#[allow(deprecated)]
+// Sampling and roots: SEP-2577 deprecates them; both revisions define them.
+use rmcp::model::{
+    ClientConfig, CreateMessageRequestMethod, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, ElicitationCreateRequestMethod, Implementation,
+    ListRootsRequestMethod, ListRootsResult, ProgressNotificationParam, ProgressToken,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+
+use crate::mcp::client::answers::Answers;
+
+/// A progress notification of a call.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Progress {
+    /// The progress so far.
+    pub progress: f64,
+    /// The total, if the server knows it.
+    pub total: Option<f64>,
+    /// What the server says it is doing.
+    pub message: Option<String>,
+}
+
+/// What a call does with its progress notifications.
+pub(crate) type ProgressCallback = Arc<dyn Fn(Progress) + Send + Sync>;
+pub(crate) type ProgressRoutes = Arc<Mutex<HashMap<ProgressToken, ProgressCallback>>>;
+
+/// The client side of a connection: routes progress notifications to the
+/// call they belong to, and answers what the server asks (2025-11-25) with
+/// the caller's handlers.
+#[derive(Clone, Default)]
+pub(crate) struct Handler {
+    pub(crate) progress: ProgressRoutes,
+    pub(crate) answers: Answers,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            self.answers.capabilities(),
+            Implementation::new("tool-envelope", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let answer = self.answers.elicit(request).await;
+        answer.ok_or_else(ErrorData::method_not_found::<ElicitationCreateRequestMethod>)
+    }
+
+    #[allow(deprecated)] // SEP-2577 deprecates sampling; both revisions define it.
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        match self.answers.sample(params).await {
+            Some(Ok(result)) => Ok(result),
+            Some(Err(error)) => Err(ErrorData::internal_error(error, None)),
+            None => Err(ErrorData::method_not_found::<CreateMessageRequestMethod>()),
+        }
+    }
+
+    #[allow(deprecated)] // SEP-2577 deprecates roots; both revisions define them.
+    async fn list_roots(
+        &self,
+        _: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let roots = self.answers.roots().await;
+        roots.ok_or_else(ErrorData::method_not_found::<ListRootsRequestMethod>)
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        let callback = self
+            .progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&params.progress_token)
+            .cloned();
+        if let Some(callback) = callback {
+            callback(Progress {
+                progress: params.progress,
+                total: params.total,
+                message: params.message,
+            });
+        }
+    }
+}

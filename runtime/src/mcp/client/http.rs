@@ -1,0 +1,90 @@
+//! How an HTTP client reaches its server: reqwest with the client's TLS
+//! settings, its credentials, and the headers it sends.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use reqwest::header::{HeaderName, HeaderValue};
+
+use crate::envelope::ErrorEnvelope;
+use crate::mcp::client::credentials::{Authorized, Credentials};
+use crate::mcp::client::tls::{self, TlsSettings};
+
+/// The headers a caller may not set: those the transport sends itself, and
+/// those HTTP itself owns.
+const RESERVED_HEADERS: [&str; 10] = [
+    "accept",
+    "content-type",
+    "content-length",
+    "host",
+    "connection",
+    "transfer-encoding",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+    "upgrade",
+];
+
+/// How an HTTP client reaches its server: reqwest with the client's TLS
+/// settings and credentials, and the headers it sends.
+#[derive(Clone)]
+pub(crate) struct Http {
+    pub(crate) client: Authorized,
+    pub(crate) headers: HashMap<HeaderName, HeaderValue>,
+}
+
+impl Http {
+    /// The HTTP side of a client's options: its TLS settings, the headers
+    /// it was given, its credentials. No redirect is followed (rmcp's default
+    /// follows same-origin 307/308; following none is stricter, and keeps
+    /// credentials on their origin), and no idle connection is kept (they
+    /// stall on delayed ACKs).
+    ///
+    /// # Errors
+    ///
+    /// An `other` envelope, reason `CLIENT_MISCONFIGURED`, when the TLS
+    /// settings or a header cannot be used.
+    pub(crate) fn new(
+        url: &Arc<str>,
+        tls_settings: &TlsSettings,
+        headers_given: &[(String, String)],
+        credentials: &Credentials,
+    ) -> Result<Self, ErrorEnvelope> {
+        let mut headers = HashMap::new();
+        for (name, value) in headers_given {
+            let header = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| tls::misconfigured(format!("`{name}` is not an HTTP header name")))?;
+            if RESERVED_HEADERS.contains(&header.as_str()) {
+                return Err(tls::misconfigured(format!(
+                    "the header `{name}` is the transport's own, and cannot be set"
+                )));
+            }
+            if header == reqwest::header::AUTHORIZATION && !matches!(credentials, Credentials::None)
+            {
+                return Err(tls::misconfigured(
+                    "an `Authorization` header and a bearer token: give one".to_owned(),
+                ));
+            }
+            let mut value = HeaderValue::from_str(value).map_err(|_| {
+                tls::misconfigured(format!(
+                    "the value of the header `{name}` is not one HTTP allows"
+                ))
+            })?;
+            // Kept out of every debug print.
+            value.set_sensitive(true);
+            headers.insert(header, value);
+        }
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .redirect(reqwest::redirect::Policy::none())
+            .tls_backend_preconfigured(tls_settings.config()?)
+            .build()
+            .map_err(|error| {
+                tls::misconfigured(format!("the HTTP client could not be built: {error}"))
+            })?;
+        Ok(Http {
+            client: Authorized::new(client, credentials.clone(), url),
+            headers,
+        })
+    }
+}

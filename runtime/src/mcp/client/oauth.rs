@@ -1,0 +1,424 @@
+//! OAuth 2.1 in the client, as MCP's authorization spec orders it, through
+//! rmcp's `auth` module: the server's 401 names its protected resource
+//! metadata, which names the authorization server, whose metadata is
+//! checked against its issuer; the client registers (pre-registered, a
+//! client ID metadata document, or dynamically — in that order), sends the
+//! person to log in (authorization code with PKCE, through the caller's
+//! handler), and exchanges the code; a 403 `insufficient_scope` asks for the
+//! union of the scopes granted and the one wanted (step-up). A machine logs
+//! in with client credentials instead. Tokens are kept in rmcp's credential
+//! store, in memory unless another is given, and refreshed before they
+//! expire.
+//!
+//! Every failure is a `permission` envelope, reason `AUTHORIZATION_FAILED`,
+//! that says what to do next: never a protocol error.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use rmcp::transport::auth::{
+    AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
+    ClientCredentialsConfig, CredentialStore, OAuthState, WWWAuthenticateParams,
+};
+use tokio::sync::Mutex as AsyncMutex;
+
+use crate::envelope::ErrorEnvelope;
+use crate::limits::text_for_wire;
+use crate::mcp::client::token::TokenRequest;
+use crate::reasons;
+
+/// What a login handler answers: the URL the authorization server
+/// redirected the person to (with its `code`), or the envelope that ends
+/// the call.
+type Redirected = Pin<Box<dyn Future<Output = Result<String, ErrorEnvelope>> + Send>>;
+
+/// Sends a person to an authorization URL and hands back where they were
+/// redirected.
+type Login = Arc<dyn Fn(String) -> Redirected + Send + Sync>;
+
+/// Puts a clone of the caller's credential store into a manager.
+type StoreSetter = Arc<dyn Fn(&mut AuthorizationManager) + Send + Sync>;
+
+/// How an [`McpClient`](crate::mcp::client::McpClient) logs in to a server
+/// that MCP's authorization protects (OAuth 2.1): given to
+/// [`Connect::oauth`](crate::mcp::client::Connect::oauth).
+///
+/// ```no_run
+/// # async fn run() -> Result<(), tool_envelope::ErrorEnvelope> {
+/// use tool_envelope::mcp::client::{McpClient, OAuth};
+///
+/// # async fn open_browser_and_wait_for_redirect(_: String) -> Result<String, tool_envelope::ErrorEnvelope> { Ok(String::new()) }
+/// let login = OAuth::authorization_code("http://localhost:8765/callback", |url: String| {
+///     // Show the person `url`; answer with the URL they come back to.
+///     open_browser_and_wait_for_redirect(url)
+/// })
+/// .client_name("orders agent")
+/// .client_metadata_url("https://agent.example.com/oauth/client.json");
+/// let orders = McpClient::connect("https://orders.example.com/mcp")
+///     .oauth(login)
+///     .await?;
+/// # let _ = orders; Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct OAuth {
+    flow: Flow,
+    client_name: Option<String>,
+    client_metadata_url: Option<String>,
+    scopes: Vec<String>,
+    store: Option<StoreSetter>,
+    max_authorizations: u32,
+}
+
+#[derive(Clone)]
+enum Flow {
+    AuthorizationCode {
+        redirect_uri: String,
+        login: Login,
+        preregistered: Option<(String, Option<String>)>,
+    },
+    ClientCredentials {
+        client_id: String,
+        client_secret: String,
+    },
+}
+
+impl fmt::Debug for OAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let flow = match &self.flow {
+            Flow::AuthorizationCode { .. } => "authorization code",
+            Flow::ClientCredentials { .. } => "client credentials",
+        };
+        f.debug_struct("OAuth")
+            .field("flow", &flow)
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OAuth {
+    /// A person logs in (authorization code with PKCE): `login` gets the
+    /// authorization URL to send them to, and answers with the URL the
+    /// authorization server redirected them to, at `redirect_uri` — or an
+    /// envelope, if they did not come back.
+    pub fn authorization_code<F, Fut>(redirect_uri: impl Into<String>, login: F) -> Self
+    where
+        F: Fn(String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<String, ErrorEnvelope>> + Send + 'static,
+    {
+        OAuth::with_flow(Flow::AuthorizationCode {
+            redirect_uri: redirect_uri.into(),
+            login: Arc::new(move |url| Box::pin(login(url))),
+            preregistered: None,
+        })
+    }
+
+    /// A machine logs in with its client ID and secret (the client
+    /// credentials grant), before its first request and again when a token
+    /// is refused.
+    pub fn client_credentials(
+        client_id: impl Into<String>,
+        client_secret: impl Into<String>,
+    ) -> Self {
+        OAuth::with_flow(Flow::ClientCredentials {
+            client_id: client_id.into(),
+            client_secret: client_secret.into(),
+        })
+    }
+
+    fn with_flow(flow: Flow) -> Self {
+        OAuth {
+            flow,
+            client_name: None,
+            client_metadata_url: None,
+            scopes: Vec::new(),
+            store: None,
+            max_authorizations: 3,
+        }
+    }
+
+    /// The client's name, shown to the person and sent when it registers.
+    #[must_use]
+    pub fn client_name(mut self, name: impl Into<String>) -> Self {
+        self.client_name = Some(name.into());
+        self
+    }
+
+    /// The HTTPS URL of the client's ID metadata document: its `client_id`
+    /// at an authorization server that supports them, with no registration.
+    #[must_use]
+    pub fn client_metadata_url(mut self, url: impl Into<String>) -> Self {
+        self.client_metadata_url = Some(url.into());
+        self
+    }
+
+    /// A client registered with the authorization server beforehand: its
+    /// ID, and its secret if it has one. Used before anything else.
+    #[must_use]
+    pub fn preregistered(
+        mut self,
+        client_id: impl Into<String>,
+        client_secret: Option<String>,
+    ) -> Self {
+        if let Flow::AuthorizationCode { preregistered, .. } = &mut self.flow {
+            *preregistered = Some((client_id.into(), client_secret));
+        }
+        self
+    }
+
+    /// The scopes to ask for. Unless set, the ones the server's challenge
+    /// names, else those its metadata supports.
+    #[must_use]
+    pub fn scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Where tokens are kept: rmcp's [`CredentialStore`] (a file, the
+    /// keychain); in memory unless given.
+    #[must_use]
+    pub fn credential_store<S: CredentialStore + Clone + 'static>(mut self, store: S) -> Self {
+        self.store = Some(Arc::new(move |manager: &mut AuthorizationManager| {
+            manager.set_credential_store(store.clone());
+        }));
+        self
+    }
+
+    /// How many times a client logs in (or steps up) before it gives up on
+    /// a server that keeps refusing: 3 unless set.
+    #[must_use]
+    pub fn max_authorizations(mut self, max: u32) -> Self {
+        self.max_authorizations = max;
+        self
+    }
+}
+
+/// An [`OAuth`] login bound to the server it is for: the tokens it got,
+/// and how many times it logged in.
+pub(crate) struct OAuthProvider {
+    url: Arc<str>,
+    http: reqwest::Client,
+    oauth: OAuth,
+    state: AsyncMutex<Session>,
+}
+
+#[derive(Default)]
+struct Session {
+    manager: Option<AuthorizationManager>,
+    authorizations: u32,
+}
+
+impl OAuthProvider {
+    pub(crate) fn new(url: Arc<str>, http: reqwest::Client, oauth: OAuth) -> Self {
+        OAuthProvider {
+            url,
+            http,
+            oauth,
+            state: AsyncMutex::default(),
+        }
+    }
+
+    /// A token for the next request: the one kept (refreshed when it is
+    /// about to expire), or, for a machine, a new one; `None` to let the
+    /// server's 401 say where to log in.
+    pub(crate) async fn current(&self) -> Result<Option<String>, ErrorEnvelope> {
+        let mut session = self.state.lock().await;
+        if let Some(manager) = &session.manager {
+            match manager.get_access_token().await {
+                Ok(token) => return Ok(Some(token)),
+                Err(AuthError::AuthorizationRequired) => session.manager = None,
+                Err(error) => return Err(failed(&error)),
+            }
+        }
+        match &self.oauth.flow {
+            Flow::ClientCredentials { .. } => self.authorize(&mut session, None).await.map(Some),
+            Flow::AuthorizationCode { .. } => Ok(None),
+        }
+    }
+
+    /// A token after the server refused a request.
+    pub(crate) async fn refused(
+        &self,
+        request: TokenRequest,
+    ) -> Result<Option<String>, ErrorEnvelope> {
+        let TokenRequest::Refused {
+            status,
+            www_authenticate,
+        } = request
+        else {
+            return self.current().await;
+        };
+        let mut session = self.state.lock().await;
+        let wanted = www_authenticate.as_deref().and_then(|challenge| {
+            let base = url::Url::parse(&self.url).ok()?;
+            let params = WWWAuthenticateParams::parse(challenge, &base);
+            params
+                .is_insufficient_scope()
+                .then_some(params.scope)
+                .flatten()
+        });
+        if status == 403
+            && let Some(scope) = wanted
+            && session.manager.is_some()
+            && matches!(self.oauth.flow, Flow::AuthorizationCode { .. })
+        {
+            return self.step_up(&mut session, &scope).await.map(Some);
+        }
+        session.manager = None;
+        self.authorize(&mut session, www_authenticate.as_deref())
+            .await
+            .map(Some)
+    }
+
+    /// Counts one more login, or refuses it past the bound.
+    fn count(&self, session: &mut Session) -> Result<(), ErrorEnvelope> {
+        session.authorizations += 1;
+        if session.authorizations > self.oauth.max_authorizations {
+            return Err(ErrorEnvelope::permission(format!(
+                "the MCP server refused this client's tokens after {} authorizations",
+                self.oauth.max_authorizations
+            ))
+            .with_reason(reasons::AUTHORIZATION_FAILED)
+            .with_alternative("Ask the server's operator which scopes this client needs"));
+        }
+        Ok(())
+    }
+
+    /// Logs in from the start: discovery (from `challenge` when there is
+    /// one), registration, then the flow.
+    async fn authorize(
+        &self,
+        session: &mut Session,
+        challenge: Option<&str>,
+    ) -> Result<String, ErrorEnvelope> {
+        self.count(session)?;
+        let mut manager = AuthorizationManager::new(self.url.as_ref())
+            .await
+            .map_err(|error| failed(&error))?;
+        manager
+            .with_client(self.http.clone())
+            .map_err(|error| failed(&error))?;
+        if let Some(store) = &self.oauth.store {
+            store(&mut manager);
+        }
+        let mut state = OAuthState::Unauthorized(manager);
+        match &self.oauth.flow {
+            Flow::ClientCredentials {
+                client_id,
+                client_secret,
+            } => {
+                let config = ClientCredentialsConfig::ClientSecret {
+                    client_id: client_id.clone(),
+                    client_secret: client_secret.clone(),
+                    scopes: self.oauth.scopes.clone(),
+                    resource: Some(self.url.to_string()),
+                };
+                state
+                    .authenticate_client_credentials(config)
+                    .await
+                    .map_err(|error| failed(&error))?;
+            }
+            Flow::AuthorizationCode {
+                redirect_uri,
+                login,
+                preregistered,
+            } => {
+                let mut request = AuthorizationRequest::new(redirect_uri.clone());
+                if let Some(name) = &self.oauth.client_name {
+                    request = request.with_client_name(name.clone());
+                }
+                if let Some(url) = &self.oauth.client_metadata_url {
+                    request = request.with_client_metadata_url(url.clone());
+                }
+                if let Some((id, secret)) = preregistered {
+                    request = request.with_preregistered_client(id.clone());
+                    if let Some(secret) = secret {
+                        request = request.with_client_secret(secret.clone());
+                    }
+                }
+                if !self.oauth.scopes.is_empty() {
+                    request = request.with_scopes(self.oauth.scopes.clone());
+                }
+                if let Some(challenge) = challenge {
+                    request = request.with_challenge(challenge);
+                }
+                state
+                    .start_authorization(request)
+                    .await
+                    .map_err(|error| failed(&error))?;
+                let url = state
+                    .get_authorization_url()
+                    .await
+                    .map_err(|error| failed(&error))?;
+                let redirected = login(url).await?;
+                state
+                    .handle_callback_url(&redirected)
+                    .await
+                    .map_err(|error| failed(&error))?;
+            }
+        }
+        let manager = state
+            .into_authorization_manager()
+            .ok_or_else(|| failed(&AuthError::AuthorizationRequired))?;
+        let token = manager
+            .get_access_token()
+            .await
+            .map_err(|error| failed(&error))?;
+        session.manager = Some(manager);
+        Ok(token)
+    }
+
+    /// Asks for the scopes granted and `scope` too (step-up).
+    async fn step_up(&self, session: &mut Session, scope: &str) -> Result<String, ErrorEnvelope> {
+        self.count(session)?;
+        let Flow::AuthorizationCode { login, .. } = &self.oauth.flow else {
+            return Err(failed(&AuthError::AuthorizationRequired));
+        };
+        let Some(manager) = &session.manager else {
+            return Err(failed(&AuthError::AuthorizationRequired));
+        };
+        let url = manager
+            .request_scope_upgrade(scope)
+            .await
+            .map_err(|error| failed(&error))?;
+        let redirected = login(url).await?;
+        let callback = AuthorizationCallback::from_redirect_url(&redirected)
+            .map_err(|error| failed(&error))?;
+        manager
+            .exchange_code_for_token_with_issuer(
+                &callback.code,
+                &callback.csrf_token,
+                callback.issuer.as_deref(),
+            )
+            .await
+            .map_err(|error| failed(&error))?;
+        manager
+            .get_access_token()
+            .await
+            .map_err(|error| failed(&error))
+    }
+}
+
+/// An OAuth failure: `permission`, reason `AUTHORIZATION_FAILED`, saying
+/// what to do next.
+fn failed(error: &AuthError) -> ErrorEnvelope {
+    let what = text_for_wire(&error.to_string(), 512).into_owned();
+    let next = match error {
+        AuthError::InsufficientScope { .. } | AuthError::InvalidScope(_) => {
+            "Ask the authorization server's operator to grant this client the scope the server needs"
+        }
+        AuthError::RegistrationFailed(_) | AuthError::NoAuthorizationSupport => {
+            "Register this client with the authorization server, then give its ID (`OAuth::preregistered`)"
+        }
+        AuthError::AuthorizationServerMismatch { .. }
+        | AuthError::AuthorizationServerMissingIssuer { .. }
+        | AuthError::ProtectedResourceMetadataInvalid { .. } => {
+            "Do not log in: the server's authorization metadata does not check out; tell its operator"
+        }
+        _ => "Log in again; if it keeps failing, check the client's OAuth registration",
+    };
+    ErrorEnvelope::permission(format!("the OAuth login for the MCP server failed: {what}"))
+        .with_reason(reasons::AUTHORIZATION_FAILED)
+        .with_alternative(next)
+}

@@ -1,0 +1,228 @@
+//! A protected tool set: the bearer token of each HTTP request checked by
+//! the user's validator before rmcp sees it, the 401 and 403 that tell a
+//! client where to get one (RFC 6750, with MCP's `resource_metadata`), and
+//! the protected resource metadata document (RFC 9728) they point at.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use axum::http::{HeaderMap, HeaderValue, Response, StatusCode, Uri, header};
+use serde_json::{Value, json};
+
+use crate::caller::Caller;
+
+/// What a validator answers: the caller, or `None` for a token it does not
+/// accept (unknown, expired, for another audience).
+type Validation = Pin<Box<dyn Future<Output = Option<Caller>> + Send>>;
+
+/// The bearer tokens a served tool set accepts, checked by a validator you
+/// give: a JWT library with your authorization server's keys, an
+/// introspection call, a lookup. Set on [`HttpOptions::require_bearer`](crate::mcp::HttpOptions::require_bearer).
+///
+/// - A request without a token gets 401 with `WWW-Authenticate: Bearer
+///   resource_metadata="…"` (and `scope="…"`, the required scopes): where
+///   an MCP client learns which authorization server to log in at.
+/// - A token the validator refuses gets the same 401, with
+///   `error="invalid_token"`.
+/// - A token without the [`required_scopes`](Self::required_scopes) gets
+///   403 with `error="insufficient_scope"` and the scopes, so that the
+///   client can ask for them (step-up).
+/// - An accepted one's [`Caller`] reaches the tools
+///   ([`ToolContext::caller`](crate::mcp::ToolContext::caller)) and the
+///   guards ([`ToolCall::require_scope`](crate::guard::ToolCall::require_scope)).
+///
+/// The token itself reaches nothing but the validator: no tool, no
+/// envelope, no log.
+///
+/// ```
+/// use tool_envelope::guard::Caller;
+/// use tool_envelope::mcp::{BearerAuth, HttpOptions};
+///
+/// let auth = BearerAuth::new("https://tools.example.com/mcp", |token: String| async move {
+///     // Validate for real: a JWT's signature, issuer, audience and expiry.
+///     (token == "let-me-in").then(|| Caller::new("ops", ["refunds:read", "refunds:write"]))
+/// })
+/// .authorization_server("https://auth.example.com")
+/// .scopes_supported(["refunds:read", "refunds:write"]);
+/// assert_eq!(
+///     auth.metadata_url(),
+///     "https://tools.example.com/.well-known/oauth-protected-resource/mcp"
+/// );
+/// let options = HttpOptions::new().stateless().require_bearer(auth);
+/// # let _ = options;
+/// ```
+#[derive(Clone)]
+pub struct BearerAuth {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    resource: String,
+    metadata_url: String,
+    metadata_path: String,
+    authorization_servers: Vec<String>,
+    scopes_supported: Vec<String>,
+    required_scopes: Vec<String>,
+    validator: Box<dyn Fn(String) -> Validation + Send + Sync>,
+}
+
+impl fmt::Debug for BearerAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BearerAuth")
+            .field("resource", &self.inner.resource)
+            .field("authorization_servers", &self.inner.authorization_servers)
+            .field("required_scopes", &self.inner.required_scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BearerAuth {
+    /// Tokens for the MCP server at `resource` (its canonical URL, as
+    /// clients reach it: `https://tools.example.com/mcp`), checked by
+    /// `validator`, which gets each request's token and answers who called
+    /// — or `None` to refuse it.
+    ///
+    /// # Panics
+    ///
+    /// If `resource` is not an absolute `http` or `https` URL.
+    pub fn new<F, Fut>(resource: impl Into<String>, validator: F) -> Self
+    where
+        F: Fn(String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Option<Caller>> + Send + 'static,
+    {
+        let resource = resource.into();
+        let uri: Uri = resource
+            .parse()
+            .ok()
+            .filter(|uri: &Uri| matches!(uri.scheme_str(), Some("http" | "https")))
+            .filter(|uri| uri.authority().is_some())
+            .unwrap_or_else(|| {
+                panic!("BearerAuth::new: the resource `{resource}` is not an absolute http(s) URL")
+            });
+        let path = uri.path().trim_end_matches('/');
+        let metadata_path = format!("/.well-known/oauth-protected-resource{path}");
+        let authority = uri.authority().map_or("", |authority| authority.as_str());
+        let scheme = uri.scheme_str().unwrap_or("https");
+        BearerAuth {
+            inner: Arc::new(Inner {
+                metadata_url: format!("{scheme}://{authority}{metadata_path}"),
+                metadata_path,
+                resource,
+                authorization_servers: Vec::new(),
+                scopes_supported: Vec::new(),
+                required_scopes: Vec::new(),
+                validator: Box::new(move |token| Box::pin(validator(token))),
+            }),
+        }
+    }
+
+    /// Names an authorization server (its issuer URL) that issues tokens
+    /// for this resource, in the metadata document.
+    #[must_use]
+    pub fn authorization_server(self, issuer: impl Into<String>) -> Self {
+        self.change(|inner| inner.authorization_servers.push(issuer.into()))
+    }
+
+    /// The scopes this resource knows, in the metadata document: what a
+    /// client asks for when the challenge names none.
+    #[must_use]
+    pub fn scopes_supported(self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.change(|inner| inner.scopes_supported = scopes.into_iter().map(Into::into).collect())
+    }
+
+    /// Scopes every request's token must grant: a token without one gets
+    /// 403 `insufficient_scope`. Scopes for one tool belong in its guard
+    /// ([`ToolCall::require_scope`](crate::guard::ToolCall::require_scope)).
+    #[must_use]
+    pub fn required_scopes(self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.change(|inner| inner.required_scopes = scopes.into_iter().map(Into::into).collect())
+    }
+
+    /// Where the protected resource metadata document is served: the
+    /// resource's origin, `/.well-known/oauth-protected-resource`, then the
+    /// resource's path (RFC 9728).
+    pub fn metadata_url(&self) -> &str {
+        &self.inner.metadata_url
+    }
+
+    /// The path of [`metadata_url`](Self::metadata_url), to route it on a
+    /// server of your own.
+    pub fn metadata_path(&self) -> &str {
+        &self.inner.metadata_path
+    }
+
+    /// The protected resource metadata document (RFC 9728).
+    pub fn metadata(&self) -> Value {
+        let inner = &self.inner;
+        let mut document = json!({
+            "resource": inner.resource,
+            "authorization_servers": inner.authorization_servers,
+            "bearer_methods_supported": ["header"],
+        });
+        if !inner.scopes_supported.is_empty() {
+            document["scopes_supported"] = json!(inner.scopes_supported);
+        }
+        document
+    }
+
+    fn change(mut self, change: impl FnOnce(&mut Inner)) -> Self {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => change(inner),
+            None => unreachable!("a BearerAuth is configured before it is shared"),
+        }
+        self
+    }
+
+    /// Who sent a request with `headers`, or the response that refuses it.
+    pub(crate) async fn check<B: Default>(
+        &self,
+        headers: &HeaderMap,
+    ) -> Result<Arc<Caller>, Response<B>> {
+        let token = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| {
+                let (scheme, token) = value.trim().split_once(' ')?;
+                scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+            })
+            .filter(|token| !token.is_empty());
+        let Some(token) = token else {
+            return Err(self.refusal(StatusCode::UNAUTHORIZED, None));
+        };
+        let Some(caller) = (self.inner.validator)(token.to_owned()).await else {
+            return Err(self.refusal(StatusCode::UNAUTHORIZED, Some("invalid_token")));
+        };
+        if !self
+            .inner
+            .required_scopes
+            .iter()
+            .all(|scope| caller.has_scope(scope))
+        {
+            return Err(self.refusal(StatusCode::FORBIDDEN, Some("insufficient_scope")));
+        }
+        Ok(Arc::new(caller))
+    }
+
+    /// A refusal with `status`, its challenge naming the metadata document,
+    /// the required scopes, and the `error`, if any.
+    fn refusal<B: Default>(&self, status: StatusCode, error: Option<&str>) -> Response<B> {
+        let inner = &self.inner;
+        let mut challenge = format!("Bearer resource_metadata=\"{}\"", inner.metadata_url);
+        if !inner.required_scopes.is_empty() {
+            challenge.push_str(&format!(", scope=\"{}\"", inner.required_scopes.join(" ")));
+        }
+        if let Some(error) = error {
+            challenge.push_str(&format!(", error=\"{error}\""));
+        }
+        let mut response = Response::new(B::default());
+        *response.status_mut() = status;
+        if let Ok(value) = HeaderValue::from_str(&challenge) {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, value);
+        }
+        response
+    }
+}

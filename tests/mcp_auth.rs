@@ -1,0 +1,484 @@
+//! Both ends of a protected connection: a tool set that requires a bearer
+//! token (401 with its challenge, the metadata document, the caller's scopes
+//! in guards and tools), and `McpClient` sending one — fixed, or from a
+//! provider refreshed once on a 401 — and over TLS, trusting a private CA
+//! or failing with the certificate envelope before anything is sent.
+#![cfg(all(feature = "rmcp", feature = "client"))]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use serde_json::{Value, json};
+use tool_envelope::guard::{Blocked, Caller, Guards, ToolCall};
+use tool_envelope::mcp::client::{McpClient, Roots, TokenRequest};
+use tool_envelope::mcp::{BearerAuth, HttpOptions, ToolContext, ToolSet};
+use tool_envelope::{ErrorCategory, ErrorEnvelope, reasons, tool};
+
+/// Refund an order.
+#[tool(destructive)]
+fn refund(order: String) -> Result<String, ErrorEnvelope> {
+    Ok(format!("refunded {order}"))
+}
+
+/// Who is calling, as the server knows it.
+#[tool(read_only)]
+fn whoami(context: ToolContext) -> Result<Value, ErrorEnvelope> {
+    let caller = context
+        .caller()
+        .expect("a protected tool set knows its caller");
+    Ok(json!({
+        "subject": caller.subject(),
+        "scopes": caller.scopes().collect::<Vec<_>>(),
+    }))
+}
+
+/// The tokens the test server accepts, and whom they belong to.
+async fn validate(token: String) -> Option<Caller> {
+    match token.as_str() {
+        "reader" => Some(Caller::new("agent-7", ["orders:read"])),
+        "writer" => Some(Caller::new("ops", ["orders:read", "refunds:write"])),
+        _ => None,
+    }
+}
+
+/// A protected tool set on a loopback port, stateless; its URL.
+async fn protected(required: &[&str]) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let auth = BearerAuth::new(format!("http://{address}/mcp"), validate)
+        .authorization_server("https://auth.example.com")
+        .scopes_supported(["orders:read", "refunds:write"])
+        .required_scopes(required.iter().copied());
+    let tools = ToolSet::new().tool::<refund>().tool::<whoami>().guards(
+        Guards::new().for_tool("refund", |call: &ToolCall| -> Result<(), Blocked> {
+            call.require_scope("refunds:write")
+        }),
+    );
+    tokio::spawn(async move {
+        HttpOptions::new()
+            .stateless()
+            .require_bearer(auth)
+            .serve(listener, tools)
+            .await
+    });
+    format!("http://{address}/mcp")
+}
+
+/// The status and `WWW-Authenticate` of a bare `tools/list` POST.
+async fn post(url: &str, token: Option<&str>) -> (u16, Option<String>) {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap();
+    let challenge = response
+        .headers()
+        .get("www-authenticate")
+        .map(|value| value.to_str().unwrap().to_owned());
+    (response.status().as_u16(), challenge)
+}
+
+#[tokio::test]
+async fn a_protected_tool_set_answers_401_with_a_challenge_that_points_at_its_metadata() {
+    let url = protected(&[]).await;
+    let metadata = url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp");
+
+    let (status, challenge) = post(&url, None).await;
+    assert_eq!(status, 401);
+    let challenge = challenge.expect("a 401 carries a challenge");
+    assert_eq!(
+        challenge,
+        format!("Bearer resource_metadata=\"{metadata}\"")
+    );
+
+    let (status, challenge) = post(&url, Some("forged")).await;
+    assert_eq!(status, 401);
+    assert!(challenge.unwrap().ends_with("error=\"invalid_token\""));
+
+    assert_eq!(post(&url, Some("reader")).await.0, 200);
+
+    let document: Value = reqwest::get(&metadata).await.unwrap().json().await.unwrap();
+    assert_eq!(document["resource"], url);
+    assert_eq!(
+        document["authorization_servers"],
+        json!(["https://auth.example.com"])
+    );
+    assert_eq!(
+        document["scopes_supported"],
+        json!(["orders:read", "refunds:write"])
+    );
+}
+
+#[tokio::test]
+async fn a_token_without_a_required_scope_gets_403_and_the_client_names_the_scope() {
+    let url = protected(&["refunds:write"]).await;
+    let (status, challenge) = post(&url, Some("reader")).await;
+    assert_eq!(status, 403);
+    let challenge = challenge.unwrap();
+    assert!(challenge.contains("scope=\"refunds:write\""), "{challenge}");
+    assert!(
+        challenge.contains("error=\"insufficient_scope\""),
+        "{challenge}"
+    );
+
+    let refused = McpClient::connect(&url).bearer("reader").await.unwrap_err();
+    assert_eq!(refused.category(), ErrorCategory::Permission);
+    assert_eq!(refused.reason(), Some(reasons::INSUFFICIENT_SCOPE));
+    assert!(
+        refused.message().contains("refunds:write"),
+        "{}",
+        refused.message()
+    );
+    assert!(!refused.is_retryable());
+}
+
+#[tokio::test]
+async fn without_a_token_the_client_fails_as_permission_and_says_what_to_do() {
+    let url = protected(&[]).await;
+    let refused = McpClient::connect(&url).await.unwrap_err();
+    assert_eq!(refused.category(), ErrorCategory::Permission);
+    assert_eq!(refused.reason(), Some("HTTP_401"));
+    assert!(!refused.is_retryable());
+    assert!(
+        refused
+            .alternatives()
+            .iter()
+            .any(|next| next.contains("token")),
+        "{:?}",
+        refused.alternatives()
+    );
+}
+
+#[tokio::test]
+async fn the_callers_scopes_reach_the_tools_and_the_guards() {
+    let url = protected(&[]).await;
+    let reader = McpClient::connect(&url).bearer("reader").await.unwrap();
+    let me = reader.call("whoami", json!({})).await.unwrap();
+    // A value that is not an object comes back as `{"result": …}`.
+    assert_eq!(
+        me["result"],
+        json!({"subject": "agent-7", "scopes": ["orders:read"]})
+    );
+
+    let refused = reader
+        .call("refund", json!({"order": "O-1"}))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.category(), ErrorCategory::Permission);
+    assert_eq!(refused.reason(), Some(reasons::INSUFFICIENT_SCOPE));
+    assert!(refused.message().contains("refunds:write"));
+    assert!(
+        !refused.to_string().contains("reader"),
+        "the token is nowhere in the envelope"
+    );
+
+    let writer = McpClient::connect(&url).bearer("writer").await.unwrap();
+    let done = writer
+        .call("refund", json!({"order": "O-1"}))
+        .await
+        .unwrap();
+    assert_eq!(done["result"], "refunded O-1");
+}
+
+#[tokio::test]
+async fn a_refused_token_is_refreshed_once_and_the_request_sent_again() {
+    let url = protected(&[]).await;
+    let asked = Arc::new(AtomicU32::new(0));
+    let counted = Arc::clone(&asked);
+    let client = McpClient::connect(&url)
+        .bearer_with(move |request: TokenRequest| {
+            let n = counted.fetch_add(1, Ordering::SeqCst);
+            async move {
+                match request {
+                    // The cached token has expired.
+                    TokenRequest::First => Ok(Some("expired".to_owned())),
+                    TokenRequest::Refused {
+                        status,
+                        www_authenticate,
+                    } => {
+                        assert_eq!(status, 401);
+                        assert!(www_authenticate.unwrap().contains("invalid_token"));
+                        Ok(Some(if n < 2 { "writer" } else { "forged" }.to_owned()))
+                    }
+                    _ => unreachable!(),
+                }
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        2,
+        "first, then once refreshed"
+    );
+    for order in ["O-1", "O-2", "O-3"] {
+        client
+            .call("refund", json!({"order": order}))
+            .await
+            .unwrap();
+    }
+    assert_eq!(asked.load(Ordering::SeqCst), 2, "the fresh token is kept");
+}
+
+#[tokio::test]
+async fn a_token_providers_failure_is_the_calls_envelope() {
+    let url = protected(&[]).await;
+    let failed = McpClient::connect(&url)
+        .bearer_with(|_: TokenRequest| async {
+            Err(
+                ErrorEnvelope::permission("the session with the identity provider ended")
+                    .with_alternative("Log in again"),
+            )
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(failed.category(), ErrorCategory::Permission);
+    assert_eq!(
+        failed.message(),
+        "the session with the identity provider ended"
+    );
+    assert_eq!(failed.alternatives(), ["Log in again"]);
+}
+
+#[tokio::test]
+async fn headers_the_transport_owns_or_http_refuses_fail_the_client_when_it_is_made() {
+    for (name, value) in [
+        ("mcp-session-id", "x"),
+        ("bad header", "x"),
+        ("x-api-key", "line\nbreak"),
+    ] {
+        let refused = McpClient::connect("http://127.0.0.1:9/mcp")
+            .header(name, value)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            refused.reason(),
+            Some(reasons::CLIENT_MISCONFIGURED),
+            "{name}"
+        );
+        assert!(
+            !refused.message().contains("line"),
+            "a value is never shown"
+        );
+    }
+    let both = McpClient::connect("http://127.0.0.1:9/mcp")
+        .header("authorization", "Basic eDp5")
+        .bearer("t")
+        .await
+        .unwrap_err();
+    assert_eq!(both.reason(), Some(reasons::CLIENT_MISCONFIGURED));
+    assert!(!both.to_string().contains("eDp5"));
+}
+
+/// A server whose certificate the fixtures' test CA issued, for
+/// `localhost` and 127.0.0.1: the example server's tools over HTTPS, and how
+/// many TCP connections got past the TLS handshake.
+async fn https_server() -> (String, Arc<AtomicU32>) {
+    use hyper_util::rt::TokioIo;
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+    let chain = CertificateDer::pem_slice_iter(include_bytes!("fixtures/tls/server.pem"))
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = PrivateKeyDer::from_pem_slice(include_bytes!("fixtures/tls/server.key")).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::aws_lc_rs::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(chain, key)
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let router = HttpOptions::new()
+        .stateless()
+        .router(ToolSet::new().tool::<refund>());
+    let handshakes = Arc::new(AtomicU32::new(0));
+    let counted = Arc::clone(&handshakes);
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let (acceptor, router, counted) =
+                (acceptor.clone(), router.clone(), Arc::clone(&counted));
+            tokio::spawn(async move {
+                let Ok(stream) = acceptor.accept(stream).await else {
+                    return;
+                };
+                counted.fetch_add(1, Ordering::SeqCst);
+                let service = hyper_util::service::TowerToHyperService::new(router);
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    (
+        format!("https://localhost:{}/mcp", address.port()),
+        handshakes,
+    )
+}
+
+#[tokio::test]
+async fn over_https_a_client_that_trusts_the_ca_is_served() {
+    let (url, _) = https_server().await;
+    let client = McpClient::connect(&url)
+        .root_certificate_pem(include_bytes!("fixtures/tls/ca.pem"))
+        .await
+        .unwrap();
+    let done = client
+        .call("refund", json!({"order": "O-9"}))
+        .await
+        .unwrap();
+    assert_eq!(done["result"], "refunded O-9");
+
+    // Only the added CA, and nothing else: the same.
+    let pinned = McpClient::connect(&url)
+        .roots(Roots::AddedOnly)
+        .root_certificate_pem(include_bytes!("fixtures/tls/ca.pem"))
+        .await
+        .unwrap();
+    pinned
+        .call("refund", json!({"order": "O-10"}))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_certificate_the_client_does_not_trust_is_an_envelope_and_nothing_is_sent() {
+    let (url, handshakes) = https_server().await;
+    for roots in [Roots::Platform, Roots::Webpki] {
+        let refused = McpClient::connect(&url).roots(roots).await.unwrap_err();
+        assert_eq!(refused.category(), ErrorCategory::Permission, "{roots:?}");
+        assert_eq!(refused.reason(), Some(reasons::TLS_CERTIFICATE));
+        assert!(!refused.is_retryable());
+        assert!(
+            refused.message().contains("certificate was refused"),
+            "{}",
+            refused.message()
+        );
+        assert!(refused.alternatives()[0].contains("CA"));
+    }
+    assert_eq!(
+        handshakes.load(Ordering::SeqCst),
+        0,
+        "no request got through"
+    );
+
+    let unreadable = McpClient::connect(&url)
+        .root_certificate_pem("not a certificate")
+        .await
+        .unwrap_err();
+    assert_eq!(unreadable.reason(), Some(reasons::CLIENT_MISCONFIGURED));
+    assert!(!unreadable.is_retryable());
+}
+
+/// An rmcp server whose tool says which headers its request reached it with.
+#[derive(Clone)]
+struct Headers {
+    tool_router: rmcp::handler::server::router::tool::ToolRouter<Self>,
+}
+
+#[rmcp::tool_router]
+impl Headers {
+    /// The names of the request's headers, as a tool of the server sees them.
+    #[rmcp::tool]
+    async fn headers(
+        &self,
+        rmcp::handler::server::tool::Extension(parts): rmcp::handler::server::tool::Extension<
+            axum::http::request::Parts,
+        >,
+    ) -> String {
+        let names: Vec<&str> = parts
+            .headers
+            .keys()
+            .map(axum::http::HeaderName::as_str)
+            .collect();
+        names.join(",")
+    }
+}
+
+#[rmcp::tool_handler(router = self.tool_router)]
+impl rmcp::ServerHandler for Headers {}
+
+#[tokio::test]
+async fn the_token_reaches_the_validator_and_nothing_behind_it() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let auth = BearerAuth::new(url.clone(), validate);
+    tokio::spawn(async move {
+        HttpOptions::new()
+            .stateless()
+            .require_bearer(auth)
+            .serve(listener, || Headers {
+                tool_router: Headers::tool_router(),
+            })
+            .await
+    });
+    let client = McpClient::connect(&url).bearer("reader").await.unwrap();
+    let seen = client.call("headers", json!({})).await.unwrap();
+    let seen = seen.as_str().unwrap();
+    assert!(seen.contains("content-type"), "{seen}");
+    assert!(
+        !seen.contains("authorization"),
+        "the server's tool saw the token: {seen}"
+    );
+}
+
+#[tokio::test]
+async fn credentials_are_never_sent_to_another_origin() {
+    // The other origin counts the requests that reach it with credentials.
+    let other = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let other_url = format!("http://{}/mcp", other.local_addr().unwrap());
+    let reached = Arc::new(AtomicU32::new(0));
+    let counted = Arc::clone(&reached);
+    let counting = axum::Router::new().fallback(move |request: axum::extract::Request| {
+        let counted = Arc::clone(&counted);
+        async move {
+            if request.headers().contains_key("authorization")
+                || request.headers().contains_key("x-api-key")
+            {
+                counted.fetch_add(1, Ordering::SeqCst);
+            }
+            axum::http::StatusCode::NOT_FOUND
+        }
+    });
+    tokio::spawn(async move { axum::serve(other, counting).await });
+    // The server the client was made for sends every request there.
+    for status in [301u16, 302, 307, 308] {
+        let target = other_url.clone();
+        let redirecting = axum::Router::new().fallback(move || {
+            let target = target.clone();
+            async move {
+                (
+                    axum::http::StatusCode::from_u16(status).unwrap(),
+                    [(axum::http::header::LOCATION, target)],
+                )
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, redirecting).await });
+        let refused = McpClient::connect(&url)
+            .bearer("writer")
+            .header("x-api-key", "k-123")
+            .await
+            .unwrap_err();
+        assert_ne!(
+            refused.category(),
+            ErrorCategory::Transient,
+            "{status}: {refused:?}"
+        );
+    }
+    assert_eq!(
+        reached.load(Ordering::SeqCst),
+        0,
+        "credentials left their origin"
+    );
+}
