@@ -13,6 +13,8 @@
 # - The official Python SDK's client (scripts/mcp_python_bearer.py), over
 #   the same TLS: 401 without a token, served with one, and the refund
 #   guard on the `refunds:write` scope.
+# - examples/agent.rs (built next to the server) with `--ca-cert` and
+#   `--bearer`, as it is pointed at a deployment.
 #
 # Usage: scripts/test-tls.sh MCP_SERVER_BINARY
 set -euo pipefail
@@ -133,6 +135,19 @@ done
 
 echo "==> the Python SDK with a bearer token, over TLS"
 SSL_CERT_FILE="$work/ca.pem" "$venv_python" -O "$script_dir/mcp_python_bearer.py" "$url" "$work/ca.pem"
+
+echo "==> examples/agent.rs at the deployment: https, --ca-cert, --bearer"
+agent="$(dirname "$server")/agent"
+"$agent" "$url" --ca-cert "$work/ca.pem" --bearer refunds-token >"$work/agent.out"
+cat "$work/agent.out"
+grep -q "^speaking MCP 2026-07-28" "$work/agent.out" || { echo "error: the agent did not connect" >&2; exit 1; }
+grep -q "^orders of C-1001 .*answered" "$work/agent.out" || { echo "error: the agent was not served" >&2; exit 1; }
+if "$agent" "$url" --bearer refunds-token >"$work/agent.out" 2>&1; then
+    echo "error: the agent connected without the CA" >&2
+    exit 1
+fi
+grep -q "TLS_CERTIFICATE" "$work/agent.out" || { cat "$work/agent.out" >&2; exit 1; }
+echo "PASS  the agent: served with the CA and a token; without the CA, TLS_CERTIFICATE"
 
 echo "==> McpClient over TLS: 1,000 calls with the CA, none without it"
 before="$(wc -l <"$work/access.log")"

@@ -278,6 +278,12 @@ async fn headers_the_transport_owns_or_http_refuses_fail_the_client_when_it_is_m
 /// `localhost` and 127.0.0.1: the example server's tools over HTTPS, and how
 /// many TCP connections got past the TLS handshake.
 async fn https_server() -> (String, Arc<AtomicU32>) {
+    https_server_with(false).await
+}
+
+/// [`https_server`], asking for a client certificate the fixtures' client
+/// CA issued when `mutual`.
+async fn https_server_with(mutual: bool) -> (String, Arc<AtomicU32>) {
     use hyper_util::rt::TokioIo;
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -290,10 +296,23 @@ async fn https_server() -> (String, Arc<AtomicU32>) {
         rustls::crypto::aws_lc_rs::default_provider(),
     ))
     .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(chain, key)
     .unwrap();
+    let config = if mutual {
+        let mut roots = rustls::RootCertStore::empty();
+        for ca in CertificateDer::pem_slice_iter(include_bytes!("fixtures/tls/client-ca.pem")) {
+            roots.add(ca.unwrap()).unwrap();
+        }
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+            Arc::new(roots),
+            Arc::new(rustls::crypto::aws_lc_rs::default_provider()),
+        )
+        .build()
+        .unwrap();
+        config.with_client_cert_verifier(verifier)
+    } else {
+        config.with_no_client_auth()
+    };
+    let config = config.with_single_cert(chain, key).unwrap();
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
@@ -481,4 +500,42 @@ async fn credentials_are_never_sent_to_another_origin() {
         0,
         "credentials left their origin"
     );
+}
+
+#[tokio::test]
+async fn a_server_that_wants_a_client_certificate_gets_the_one_given() {
+    let (url, handshakes) = https_server_with(true).await;
+    let refused = McpClient::connect(&url)
+        .root_certificate_pem(include_bytes!("fixtures/tls/ca.pem"))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.category(), ErrorCategory::Permission, "{refused:?}");
+    assert_eq!(refused.reason(), Some(reasons::TLS_CERTIFICATE));
+    assert!(
+        refused.alternatives()[0].contains("client_certificate_pem"),
+        "{refused:?}"
+    );
+    assert_eq!(handshakes.load(Ordering::SeqCst), 0);
+
+    let client = McpClient::connect(&url)
+        .root_certificate_pem(include_bytes!("fixtures/tls/ca.pem"))
+        .client_certificate_pem(
+            include_bytes!("fixtures/tls/client.pem"),
+            include_bytes!("fixtures/tls/client.key"),
+        )
+        .await
+        .unwrap();
+    let done = client
+        .call("refund", json!({"order": "O-11"}))
+        .await
+        .unwrap();
+    assert_eq!(done["result"], "refunded O-11");
+    assert!(!format!("{client:?}").contains("PRIVATE KEY"));
+
+    let unreadable = McpClient::connect(&url)
+        .root_certificate_pem(include_bytes!("fixtures/tls/ca.pem"))
+        .client_certificate_pem(include_bytes!("fixtures/tls/client.pem"), "not a key")
+        .await
+        .unwrap_err();
+    assert_eq!(unreadable.reason(), Some(reasons::CLIENT_MISCONFIGURED));
 }

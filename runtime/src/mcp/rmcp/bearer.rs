@@ -36,6 +36,30 @@ type Validation = Pin<Box<dyn Future<Output = Option<Caller>> + Send>>;
 /// The token itself reaches nothing but the validator: no tool, no
 /// envelope, no log.
 ///
+/// # Behind an existing authorization server
+///
+/// Keycloak, Auth0, Entra ID, Okta — any OAuth 2.1 server that issues
+/// JWT access tokens for a resource:
+///
+/// 1. Register the MCP server as a resource (an API, an audience) whose
+///    identifier is the URL clients reach it by — `resource` here — and
+///    define its scopes (`refunds:write`).
+/// 2. Name the server's issuer with
+///    [`authorization_server`](Self::authorization_server): clients find
+///    it through the metadata document, and its own metadata (RFC 8414 or
+///    `OpenID` Connect discovery) from there. For clients to register by themselves,
+///    turn on its dynamic client registration or client ID metadata
+///    documents; otherwise register each client beforehand.
+/// 3. Validate in `validator` as for any API: the JWT's signature with the
+///    issuer's keys (its JWKS, cached; the `jsonwebtoken` crate), `iss`,
+///    `exp`, and `aud` equal to `resource` — a token for another audience
+///    must not pass — then answer
+///    `Caller::new(claims.sub, claims.scope.split(' '))`. A server that
+///    issues opaque tokens is asked instead (token introspection, RFC 7662).
+/// 4. Serve behind TLS (a proxy that terminates it, as in
+///    `scripts/test-tls.sh`), with [`HttpOptions::allowed_hosts`](crate::mcp::HttpOptions::allowed_hosts)
+///    naming the public host.
+///
 /// ```
 /// use tool_envelope::guard::Caller;
 /// use tool_envelope::mcp::{BearerAuth, HttpOptions};
