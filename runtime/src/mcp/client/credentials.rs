@@ -66,9 +66,23 @@ impl std::error::Error for TokenFailure {}
 /// Where an HTTP client's token comes from, bound to its server.
 #[derive(Clone)]
 enum Source {
-    Credentials(Credentials),
+    None,
+    Fixed(Arc<str>),
+    /// The provider, and its last answer (`None` before it was asked).
+    Provider(
+        Arc<dyn TokenProvider>,
+        Arc<AsyncMutex<Option<Option<Arc<str>>>>>,
+    ),
     #[cfg(feature = "oauth")]
     OAuth(Arc<crate::mcp::client::oauth::OAuthProvider>),
+}
+
+impl Source {
+    /// Whether a refused request can get another token, and so may be
+    /// sent again.
+    fn refreshes(&self) -> bool {
+        !matches!(self, Source::None | Source::Fixed(_))
+    }
 }
 
 /// reqwest's client, sending the client's credentials.
@@ -76,8 +90,6 @@ enum Source {
 pub(crate) struct Authorized {
     inner: reqwest::Client,
     source: Source,
-    /// The provider's last answer; `None` before it was asked.
-    token: Arc<AsyncMutex<Option<Option<Arc<str>>>>>,
 }
 
 type HttpError = StreamableHttpError<reqwest::Error>;
@@ -86,6 +98,9 @@ impl Authorized {
     /// `inner`, sending `credentials` to the server at `url`.
     pub(crate) fn new(inner: reqwest::Client, credentials: Credentials, url: &Arc<str>) -> Self {
         let source = match credentials {
+            Credentials::None => Source::None,
+            Credentials::Fixed(token) => Source::Fixed(token),
+            Credentials::Provider(provider) => Source::Provider(provider, Arc::default()),
             #[cfg(feature = "oauth")]
             Credentials::OAuth(oauth) => {
                 Source::OAuth(Arc::new(crate::mcp::client::oauth::OAuthProvider::new(
@@ -94,38 +109,20 @@ impl Authorized {
                     oauth,
                 )))
             }
-            other => {
-                let _ = url;
-                Source::Credentials(other)
-            }
         };
-        Authorized {
-            inner,
-            source,
-            token: Arc::default(),
-        }
+        #[cfg(not(feature = "oauth"))]
+        let _ = url;
+        Authorized { inner, source }
     }
 
-    /// The token to send: the fixed one, or the provider's last.
+    /// The token to send: the fixed one, the provider's last, or the OAuth
+    /// login's (refreshed when it is about to expire).
     async fn current(&self) -> Result<Option<Arc<str>>, HttpError> {
-        let credentials = match &self.source {
-            Source::Credentials(credentials) => credentials,
-            #[cfg(feature = "oauth")]
-            Source::OAuth(oauth) => {
-                return oauth
-                    .current()
-                    .await
-                    .map(|token| token.map(Arc::from))
-                    .map_err(carried);
-            }
-        };
-        match credentials {
-            Credentials::None => Ok(None),
-            Credentials::Fixed(token) => Ok(Some(Arc::clone(token))),
-            #[cfg(feature = "oauth")]
-            Credentials::OAuth(_) => Ok(None),
-            Credentials::Provider(provider) => {
-                let mut slot = self.token.lock().await;
+        match &self.source {
+            Source::None => Ok(None),
+            Source::Fixed(token) => Ok(Some(Arc::clone(token))),
+            Source::Provider(provider, last) => {
+                let mut slot = last.lock().await;
                 if let Some(token) = slot.as_ref() {
                     return Ok(token.clone());
                 }
@@ -133,6 +130,12 @@ impl Authorized {
                 *slot = Some(token.clone());
                 Ok(token)
             }
+            #[cfg(feature = "oauth")]
+            Source::OAuth(oauth) => oauth
+                .current()
+                .await
+                .map(|token| token.map(Arc::from))
+                .map_err(carried),
         }
     }
 
@@ -161,26 +164,27 @@ impl Authorized {
             }
             _ => return Ok(None),
         };
-        let provider = match &self.source {
-            Source::Credentials(Credentials::Provider(provider)) => provider,
-            #[cfg(feature = "oauth")]
-            Source::OAuth(oauth) => {
-                let token = oauth.refused(request).await.map_err(carried)?;
-                return Ok(token
-                    .map(Arc::from)
-                    .filter(|token: &Arc<str>| Some(token) != refused));
+        let token = match &self.source {
+            Source::None | Source::Fixed(_) => return Ok(None),
+            Source::Provider(provider, last) => {
+                let mut slot = last.lock().await;
+                if let Some(Some(current)) = slot.as_ref()
+                    && Some(current) != refused
+                {
+                    // Another request has had it replaced already.
+                    return Ok(Some(Arc::clone(current)));
+                }
+                let token = ask(provider.as_ref(), request).await?;
+                *slot = Some(token.clone());
+                token
             }
-            Source::Credentials(_) => return Ok(None),
+            #[cfg(feature = "oauth")]
+            Source::OAuth(oauth) => oauth
+                .refused(request)
+                .await
+                .map_err(carried)?
+                .map(Arc::from),
         };
-        let mut slot = self.token.lock().await;
-        if let Some(Some(current)) = slot.as_ref()
-            && Some(current) != refused
-        {
-            // Another request has had it replaced already.
-            return Ok(Some(Arc::clone(current)));
-        }
-        let token = ask(provider.as_ref(), request).await?;
-        *slot = Some(token.clone());
         Ok(token.filter(|token| Some(token) != refused))
     }
 }
@@ -256,13 +260,28 @@ impl StreamableHttpClient for Authorized {
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
         let token = self.current().await?;
+        let auth = token.as_deref().map(str::to_owned);
+        if !self.source.refreshes() {
+            // Nothing to send again with: the message is not kept.
+            return self
+                .inner
+                .post_message_with_response_limits(
+                    uri,
+                    message,
+                    session_id,
+                    auth,
+                    custom_headers,
+                    limits,
+                )
+                .await;
+        }
         let first = self
             .inner
             .post_message_with_response_limits(
                 Arc::clone(&uri),
                 message.clone(),
                 session_id.clone(),
-                token.as_deref().map(str::to_owned),
+                auth,
                 custom_headers.clone(),
                 limits,
             )
@@ -271,21 +290,19 @@ impl StreamableHttpClient for Authorized {
             Err(error) => error,
             answered => return answered,
         };
-        match self.after_refusal(token.as_ref(), &error).await? {
-            Some(fresh) => {
-                self.inner
-                    .post_message_with_response_limits(
-                        uri,
-                        message,
-                        session_id,
-                        Some(fresh.to_string()),
-                        custom_headers,
-                        limits,
-                    )
-                    .await
-            }
-            None => Err(error),
-        }
+        let Some(fresh) = self.after_refusal(token.as_ref(), &error).await? else {
+            return Err(error);
+        };
+        self.inner
+            .post_message_with_response_limits(
+                uri,
+                message,
+                session_id,
+                Some(fresh.to_string()),
+                custom_headers,
+                limits,
+            )
+            .await
     }
 
     async fn delete_session(

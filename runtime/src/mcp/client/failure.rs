@@ -1,7 +1,9 @@
 //! How a remote failure becomes an envelope: a tool's `isError` result (the
 //! server's own envelope, or the text of another SDK), a JSON-RPC error, a
-//! refused handshake, a broken transport, an HTTP status.
+//! refused handshake, a broken transport, an HTTP status, a TLS handshake,
+//! a token provider that failed, a client that cannot be made.
 
+use std::error::Error as StdError;
 use std::time::Duration;
 
 use rmcp::model::{CallToolResult, ContentBlock, ErrorData};
@@ -15,7 +17,6 @@ use crate::envelope::ErrorEnvelope;
 use crate::limits::text_for_wire;
 use crate::mcp::client::credentials::TokenFailure;
 use crate::mcp::client::sdk_errors;
-use crate::mcp::client::tls;
 use crate::reasons;
 
 /// The most bytes of a server's text kept in an envelope's message.
@@ -24,6 +25,12 @@ pub(crate) const MAX_MESSAGE_BYTES: usize = 4 * 1024;
 /// `message`, bounded as every server text is.
 fn text(message: String) -> String {
     text_for_wire(&message, MAX_MESSAGE_BYTES).into_owned()
+}
+
+/// A client set up with what cannot be used: `other`, not retryable.
+pub(crate) fn misconfigured(message: String) -> ErrorEnvelope {
+    ErrorEnvelope::other(format!("the MCP client cannot be made: {message}"))
+        .with_reason(reasons::CLIENT_MISCONFIGURED)
 }
 
 /// A failure before anything was sent: repeating the call is safe.
@@ -231,22 +238,25 @@ fn unsupported_version(asked: &[String], supported: &[String]) -> ErrorEnvelope 
 /// The envelope of a transport that failed: an HTTP status, a connection
 /// refused (nothing sent), or broken while the request was on its way.
 fn transport(error: &DynamicTransportError, before_sending: bool) -> ErrorEnvelope {
-    match error
+    let http = error
         .error
-        .downcast_ref::<StreamableHttpError<reqwest::Error>>()
-    {
+        .downcast_ref::<StreamableHttpError<reqwest::Error>>();
+    // What the client's own side ended: a token provider, a TLS handshake.
+    let own = match http {
+        Some(StreamableHttpError::Io(io)) => token_failure(io).cloned(),
+        Some(StreamableHttpError::Client(client)) => tls_failure(client),
+        _ => None,
+    };
+    if let Some(envelope) = own {
+        return envelope;
+    }
+    match http {
         Some(StreamableHttpError::HttpStatus(status)) => {
             http_status(status.status, status.retry_after.as_deref())
         }
         Some(StreamableHttpError::AuthRequired(_)) => http_status(401, None),
         Some(StreamableHttpError::InsufficientScope(challenge)) => {
             insufficient_scope(challenge.required_scope.as_deref())
-        }
-        Some(StreamableHttpError::Io(io)) if token_failure(io).is_some() => token_failure(io)
-            .cloned()
-            .unwrap_or_else(|| http_status(401, None)),
-        Some(StreamableHttpError::Client(client)) if tls::failure(client).is_some() => {
-            tls::failure(client).unwrap_or_else(|| http_status(401, None))
         }
         Some(StreamableHttpError::UnexpectedServerResponse(message)) => {
             match message
@@ -322,4 +332,56 @@ fn http_status(status: u16, retry_after: Option<&str>) -> ErrorEnvelope {
             .with_alternative("Wait for the server's rate limit, then call again");
     }
     envelope
+}
+
+/// The envelope of a TLS handshake that failed, if `error` (or what caused
+/// it) is one: `permission`, reason `TLS_CERTIFICATE`, not retryable —
+/// the same certificate fails the same way — and nothing was sent.
+fn tls_failure(error: &(dyn StdError + 'static)) -> Option<ErrorEnvelope> {
+    let rustls_error = causes(error).find_map(|cause| cause.downcast_ref::<rustls::Error>())?;
+    let (what, alternative) = match rustls_error {
+        rustls::Error::InvalidCertificate(why) => (
+            format!("the MCP server's TLS certificate was refused: {why}"),
+            "Trust the CA that issued the server's certificate (`root_certificate_pem`, \
+             or the agent's --ca-cert), or call the host name the certificate names",
+        ),
+        rustls::Error::NoCertificatesPresented => (
+            "the MCP server presented no TLS certificate".to_owned(),
+            "Check that the URL points at the server meant",
+        ),
+        rustls::Error::AlertReceived(alert) => (
+            format!(
+                "the MCP server ended the TLS handshake ({alert:?}): it may want a client certificate"
+            ),
+            "Give the client the certificate the server expects (`client_certificate_pem`)",
+        ),
+        other => (
+            format!("the TLS handshake with the MCP server failed: {other}"),
+            "Check the server's TLS settings and the client's roots",
+        ),
+    };
+    Some(
+        ErrorEnvelope::permission(what)
+            .with_reason(reasons::TLS_CERTIFICATE)
+            .with_not_applied(true)
+            .with_alternative(alternative),
+    )
+}
+
+/// `error` and what caused it, looking inside I/O errors, whose `source`
+/// skips the error they wrap.
+fn causes<'a>(
+    error: &'a (dyn StdError + 'static),
+) -> impl Iterator<Item = &'a (dyn StdError + 'static)> {
+    let mut next = Some(error);
+    std::iter::from_fn(move || {
+        let current = next?;
+        let inner = current
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .map(|inner| inner as &(dyn StdError + 'static));
+        next = inner.or_else(|| current.source());
+        Some(current)
+    })
+    .take(32)
 }

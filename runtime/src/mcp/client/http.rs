@@ -8,7 +8,8 @@ use reqwest::header::{HeaderName, HeaderValue};
 
 use crate::envelope::ErrorEnvelope;
 use crate::mcp::client::credentials::{Authorized, Credentials};
-use crate::mcp::client::tls::{self, TlsSettings};
+use crate::mcp::client::failure::misconfigured;
+use crate::mcp::client::tls::TlsSettings;
 
 /// The headers a caller may not set: those the transport sends itself, and
 /// those HTTP itself owns.
@@ -53,20 +54,20 @@ impl Http {
         let mut headers = HashMap::new();
         for (name, value) in headers_given {
             let header = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| tls::misconfigured(format!("`{name}` is not an HTTP header name")))?;
+                .map_err(|_| misconfigured(format!("`{name}` is not an HTTP header name")))?;
             if RESERVED_HEADERS.contains(&header.as_str()) {
-                return Err(tls::misconfigured(format!(
+                return Err(misconfigured(format!(
                     "the header `{name}` is the transport's own, and cannot be set"
                 )));
             }
             if header == reqwest::header::AUTHORIZATION && !matches!(credentials, Credentials::None)
             {
-                return Err(tls::misconfigured(
+                return Err(misconfigured(
                     "an `Authorization` header and a bearer token: give one".to_owned(),
                 ));
             }
             let mut value = HeaderValue::from_str(value).map_err(|_| {
-                tls::misconfigured(format!(
+                misconfigured(format!(
                     "the value of the header `{name}` is not one HTTP allows"
                 ))
             })?;
@@ -80,7 +81,7 @@ impl Http {
             .tls_backend_preconfigured(tls_settings.config()?)
             .build()
             .map_err(|error| {
-                tls::misconfigured(format!("the HTTP client could not be built: {error}"))
+                misconfigured(format!("the HTTP client could not be built: {error}"))
             })?;
         Ok(Http {
             client: Authorized::new(client, credentials.clone(), url),

@@ -1,9 +1,8 @@
 //! TLS for the HTTP client: rustls with aws-lc-rs (reqwest's own choice),
 //! no OpenSSL. Whom the client trusts (the platform's roots, webpki's, or
-//! only the ones added), the certificate it shows when the server asks for
-//! one, and what a refused certificate becomes.
+//! only the ones added), and the certificate it shows when the server asks
+//! for one. What a refused certificate becomes is `failure`'s.
 
-use std::error::Error as StdError;
 use std::fmt;
 use std::sync::Arc;
 
@@ -11,7 +10,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::envelope::ErrorEnvelope;
-use crate::reasons;
+use crate::mcp::client::failure::misconfigured;
 
 /// The certificate authorities an HTTPS client trusts, besides those added
 /// with [`Connect::root_certificate_pem`](crate::mcp::client::Connect::root_certificate_pem).
@@ -132,62 +131,4 @@ fn certificates(pem: &[u8], what: &str) -> Result<Vec<CertificateDer<'static>>, 
         )));
     }
     Ok(certificates)
-}
-
-/// A client set up with what cannot be used: `other`, not retryable.
-pub(crate) fn misconfigured(message: String) -> ErrorEnvelope {
-    ErrorEnvelope::other(format!("the MCP client cannot be made: {message}"))
-        .with_reason(reasons::CLIENT_MISCONFIGURED)
-}
-
-/// The envelope of a TLS handshake that failed, if `error` (or what caused
-/// it) is one: `permission`, reason `TLS_CERTIFICATE`, not retryable —
-/// the same certificate fails the same way — and nothing was sent.
-pub(crate) fn failure(error: &(dyn StdError + 'static)) -> Option<ErrorEnvelope> {
-    let rustls_error = causes(error).find_map(|cause| cause.downcast_ref::<rustls::Error>())?;
-    let (what, alternative) = match rustls_error {
-        rustls::Error::InvalidCertificate(why) => (
-            format!("the MCP server's TLS certificate was refused: {why}"),
-            "Trust the CA that issued the server's certificate (`root_certificate_pem`, \
-             or the agent's --ca-cert), or call the host name the certificate names",
-        ),
-        rustls::Error::NoCertificatesPresented => (
-            "the MCP server presented no TLS certificate".to_owned(),
-            "Check that the URL points at the server meant",
-        ),
-        rustls::Error::AlertReceived(alert) => (
-            format!(
-                "the MCP server ended the TLS handshake ({alert:?}): it may want a client certificate"
-            ),
-            "Give the client the certificate the server expects (`client_certificate_pem`)",
-        ),
-        other => (
-            format!("the TLS handshake with the MCP server failed: {other}"),
-            "Check the server's TLS settings and the client's roots",
-        ),
-    };
-    Some(
-        ErrorEnvelope::permission(what)
-            .with_reason(reasons::TLS_CERTIFICATE)
-            .with_not_applied(true)
-            .with_alternative(alternative),
-    )
-}
-
-/// `error` and what caused it, looking inside I/O errors, whose `source`
-/// skips the error they wrap.
-fn causes<'a>(
-    error: &'a (dyn StdError + 'static),
-) -> impl Iterator<Item = &'a (dyn StdError + 'static)> {
-    let mut next = Some(error);
-    std::iter::from_fn(move || {
-        let current = next?;
-        let inner = current
-            .downcast_ref::<std::io::Error>()
-            .and_then(|io| io.get_ref())
-            .map(|inner| inner as &(dyn StdError + 'static));
-        next = inner.or_else(|| current.source());
-        Some(current)
-    })
-    .take(32)
 }
