@@ -7,17 +7,22 @@ use std::sync::{Mutex, PoisonError};
 
 use serde_json::Value;
 
-/// The blocks a person approved during one call, by their reason: the
-/// call's guards waive them when it runs again. (By reason, not message: the
-/// message a person read was settled, its secret values masked.)
+/// The blocks a person approved during one call, by the key each block got
+/// when the call's guards met it ([`Waivers`](crate::guard::Waivers)): its
+/// checkpoint, its place among the approvable blocks met, and a digest of
+/// what it says. An approval waives that one block, never another that
+/// shares its reason or its message.
 #[derive(Default, Debug)]
-pub(crate) struct Approvals(Mutex<Vec<String>>, Mutex<Vec<Value>>);
+pub(crate) struct Approvals {
+    approved: Mutex<Vec<String>>,
+    records: Mutex<Vec<Value>>,
+}
 
 impl Approvals {
     /// Keeps the records of the approvals asked, for the result's `_meta`.
     #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
     pub(crate) fn keep_records(&self, records: Vec<Value>) {
-        self.1
+        self.records
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .extend(records);
@@ -26,25 +31,22 @@ impl Approvals {
     /// The records of the approvals asked, taken.
     #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
     pub(crate) fn take_records(&self) -> Vec<Value> {
-        std::mem::take(&mut *self.1.lock().unwrap_or_else(PoisonError::into_inner))
+        std::mem::take(&mut *self.records.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
-    /// Approves the blocks of this call that `blocked` stands for.
+    /// Approves the block whose key is `key`.
     #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
-    pub(crate) fn approve(&self, blocked: &crate::ErrorEnvelope) {
-        let reason = blocked.reason().unwrap_or_default().to_owned();
-        self.0
+    pub(crate) fn approve(&self, key: &str) {
+        self.approved
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push(reason);
+            .push(key.to_owned());
     }
 
-    /// Whether `envelope` is a block a person may approve, and approved.
-    pub(crate) fn cover(&self, envelope: &crate::ErrorEnvelope) -> bool {
-        let reason = envelope.reason().unwrap_or_default();
-        envelope.is_approvable()
-            && (self.0.lock().unwrap_or_else(PoisonError::into_inner))
-                .iter()
-                .any(|approved| approved == reason)
+    /// Whether the block whose key is `key` was approved.
+    pub(crate) fn is_approved(&self, key: &str) -> bool {
+        (self.approved.lock().unwrap_or_else(PoisonError::into_inner))
+            .iter()
+            .any(|approved| approved == key)
     }
 }

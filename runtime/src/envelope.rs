@@ -123,8 +123,9 @@ struct Meta {
     foreign: bool,
     /// Why the call was refused before the tool ran, if it was.
     refused: Option<Refusal>,
-    /// A guard blocked the call, and a person may approve it.
-    approvable: bool,
+    /// A guard blocked the call, and a person may approve it: the block's
+    /// key among the approvable blocks of the call.
+    approval: Option<Box<str>>,
 }
 
 /// Why a call was refused before its tool ran.
@@ -498,14 +499,21 @@ impl ErrorEnvelope {
         self.fields.meta.refused == Some(Refusal::Blocked)
     }
 
-    /// Marks a guard's block as one a person may approve.
-    pub(crate) fn set_approvable(&mut self) {
-        self.fields.meta.approvable = true;
+    /// Marks a guard's block as one a person may approve, by its `key`
+    /// among the approvable blocks of the call.
+    pub(crate) fn set_approval(&mut self, key: String) {
+        self.fields.meta.approval = Some(key.into_boxed_str());
     }
 
-    /// Whether a guard blocked the call and a person may approve it.
-    pub(crate) fn is_approvable(&self) -> bool {
-        self.was_blocked() && self.fields.meta.approvable
+    /// The key of the block a person may approve, when a guard blocked the
+    /// call and a person may approve it.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+    pub(crate) fn approval_key(&self) -> Option<&str> {
+        self.fields
+            .meta
+            .approval
+            .as_deref()
+            .filter(|_| self.was_blocked())
     }
 
     /// Sets the tool that failed.

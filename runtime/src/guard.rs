@@ -45,10 +45,13 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 
+use crate::approvals::Approvals;
 pub use crate::caller::Caller;
 use crate::category::ErrorCategory;
 use crate::classify::ToolError;
@@ -65,6 +68,10 @@ pub struct ToolCall<'a> {
     /// Who called, when a served tool set's token validator said
     /// ([`ToolCall::caller`]).
     pub caller: Option<&'a Caller>,
+    /// The blocks a person approved for this call, and the count of the
+    /// approvable blocks met so far: what lets a chain of guards go on past
+    /// the one block each approval answered.
+    waivers: Option<&'a Waivers<'a>>,
 }
 
 impl<'a> ToolCall<'a> {
@@ -121,7 +128,34 @@ impl<'a> ToolCall<'a> {
             tool,
             arguments,
             caller: None,
+            waivers: None,
         }
+    }
+
+    /// The same call, checked under `waivers`: each approvable block is
+    /// given its key, and one a person approved is passed.
+    pub(crate) fn with_waivers(mut self, waivers: &'a Waivers<'a>) -> Self {
+        self.waivers = Some(waivers);
+        self
+    }
+
+    /// Whether `blocked` is waived for this call: it may be approved, and a
+    /// person approved it. Each approvable block met gets its key here —
+    /// its place among the approvable blocks of this check, and a digest of
+    /// what it says — so that an approval answers one block of one guard,
+    /// never another that happens to share its reason. A block that has a
+    /// key already was met by an inner chain, which did not waive it.
+    fn waive(&self, blocked: &mut Blocked) -> bool {
+        let Some(waivers) = self.waivers else {
+            return false;
+        };
+        if !blocked.approvable || blocked.approval.is_some() {
+            return false;
+        }
+        let key = waivers.key_of(blocked);
+        let waived = waivers.approvals.is_approved(&key);
+        blocked.approval = Some(key);
+        waived
     }
 
     /// The same call, made by `caller`.
@@ -197,6 +231,9 @@ pub struct Blocked {
     alternatives: Vec<String>,
     reason: Cow<'static, str>,
     approvable: bool,
+    /// The key of this block among the approvable blocks of its call, once
+    /// a served call's guards met it.
+    approval: Option<String>,
     category: ErrorCategory,
 }
 
@@ -208,6 +245,7 @@ impl Blocked {
             alternatives: Vec::new(),
             reason: Cow::Borrowed(reasons::BLOCKED_BY_GUARD),
             approvable: false,
+            approval: None,
             category: ErrorCategory::Business,
         }
     }
@@ -227,17 +265,23 @@ impl Blocked {
     /// user (elicitation), the block becomes a question to that person,
     /// showing the message and the attempted query, secrets masked.
     ///
-    /// - Accepted: the call runs, once, past this block; who answered, and
-    ///   when, is kept in the result's `_meta`
+    /// - Accepted: the call runs, once, past this block only: every other
+    ///   guard still runs, and another approvable block is asked for on its
+    ///   own. Who answered, the authenticated caller, and when, are kept in
+    ///   the result's `_meta`
     ///   ([`APPROVAL_META_KEY`](crate::mcp::APPROVAL_META_KEY)).
     /// - Declined or dismissed: a `business` envelope with reason
     ///   `HUMAN_DECLINED`, not retryable, that escalates as `human_declined`.
     /// - A caller that cannot be asked — Rust code, a client without
     ///   elicitation, a stateless server on 2025-11-25 — gets the block as
     ///   it is, with its alternatives.
+    ///
+    /// A [`permission`](Self::permission) block is never approvable: a
+    /// missing right is granted by whoever grants access, not waived by
+    /// whoever answers a form.
     #[must_use]
     pub fn unless_approved(mut self) -> Self {
-        self.approvable = true;
+        self.approvable = self.category != ErrorCategory::Permission;
         self
     }
 
@@ -289,12 +333,12 @@ impl ToolError for Blocked {
         Some(self)
     }
 
-    fn into_envelope(self) -> crate::ErrorEnvelope {
-        let approvable = self.approvable;
+    fn into_envelope(mut self) -> crate::ErrorEnvelope {
+        let approval = self.approval.take().filter(|_| self.approvable);
         let mut envelope = crate::classify::envelope_of(self);
         envelope.set_refused(crate::envelope::Refusal::Blocked);
-        if approvable {
-            envelope.set_approvable();
+        if let Some(key) = approval {
+            envelope.set_approval(key);
         }
         envelope
     }
@@ -420,12 +464,20 @@ impl Guards {
         self.check_call(&ToolCall::new(tool, arguments))
     }
 
-    /// Runs the guards that apply to `call`'s tool, on `call`.
+    /// Runs the guards that apply to `call`'s tool, on `call`: the first
+    /// block that was not approved for this call stops the chain; an
+    /// approved one is passed, and the guards after it still run.
     pub(crate) fn check_call(&self, call: &ToolCall<'_>) -> Result<(), Blocked> {
-        self.entries
-            .iter()
-            .filter(|(only, _)| only.as_deref().is_none_or(|name| name == call.tool))
-            .try_for_each(|(_, guard)| guard.check(call))
+        let applying = (self.entries.iter())
+            .filter(|(only, _)| only.as_deref().is_none_or(|name| name == call.tool));
+        for (_, guard) in applying {
+            if let Err(mut blocked) = guard.check(call)
+                && !call.waive(&mut blocked)
+            {
+                return Err(blocked);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -456,6 +508,76 @@ impl Guards {
 impl Guard for Guards {
     fn check(&self, call: &ToolCall<'_>) -> Result<(), Blocked> {
         self.check_call(call)
+    }
+}
+
+/// What the guards of one served call may waive: the blocks a person
+/// approved, named by the keys [`ToolCall::waive`] gives the approvable
+/// blocks it meets — `checkpoint` (which set of guards), then the block's
+/// place among the approvable ones met, then a digest of what it says.
+#[derive(Debug)]
+pub(crate) struct Waivers<'a> {
+    checkpoint: char,
+    approvals: &'a Approvals,
+    met: AtomicU32,
+}
+
+impl<'a> Waivers<'a> {
+    /// The waivers of one check of the guards at `checkpoint`.
+    pub(crate) fn new(checkpoint: char, approvals: &'a Approvals) -> Self {
+        Waivers {
+            checkpoint,
+            approvals,
+            met: AtomicU32::new(0),
+        }
+    }
+
+    /// The key of the next approvable block met, `blocked`.
+    fn key_of(&self, blocked: &Blocked) -> String {
+        let place = self.met.fetch_add(1, Ordering::Relaxed);
+        let mut digest = Sha256::new();
+        for part in [
+            blocked.category.as_str(),
+            blocked.reason.as_ref(),
+            blocked.message.as_str(),
+        ] {
+            digest.update(part.as_bytes());
+            digest.update([0]);
+        }
+        let digest = digest.finalize();
+        let short: String = digest[..6]
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        format!("{}{place}-{short}", self.checkpoint)
+    }
+}
+
+/// The guard's verdict on `call`: a block is the guard's envelope, and a
+/// guard that panics blocks the call with an `other` one — the call never
+/// runs unchecked. A block a person approved for this call (the call's
+/// [`Waivers`]) lets it through; the guards of a chain after it still run.
+/// Every path that checks guards asks here: a `#[tool]`'s own guard, a tool
+/// set's guards, a client's.
+pub(crate) fn verdict(
+    call: &ToolCall<'_>,
+    guard: &(impl Guard + ?Sized),
+) -> Result<(), crate::ErrorEnvelope> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| guard.check(call))) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(mut blocked)) => match call.waive(&mut blocked) {
+            true => Ok(()),
+            false => Err(crate::classify::caught_envelope(blocked)),
+        },
+        Err(panic) => {
+            let mut envelope = crate::panic::panicked(
+                &format!("the guard of tool `{}`", call.tool),
+                panic.as_ref(),
+            )
+            .with_reason(reasons::GUARD_PANIC);
+            envelope.set_refused(crate::envelope::Refusal::Blocked);
+            Err(envelope)
+        }
     }
 }
 

@@ -110,6 +110,23 @@ pub const AUTHORIZATION_FAILED: &str = "AUTHORIZATION_FAILED";
 /// A client was set up with what cannot be used: a PEM text without a
 /// certificate, a header that is not one, two sources of credentials.
 pub const CLIENT_MISCONFIGURED: &str = "CLIENT_MISCONFIGURED";
+/// A tool asked a question under a key this crate keeps for its own (a
+/// guard's approval, `tool-envelope/…`).
+pub const RESERVED_QUESTION_KEY: &str = "RESERVED_QUESTION_KEY";
+/// An MCP server refused the `requestState` a round sent back: not one it
+/// sealed for this call and caller, expired, or the state of an approval
+/// already used. The same round fails the same way; the call can be made
+/// again from its start, and a person asked again.
+pub const REQUEST_STATE_REFUSED: &str = "REQUEST_STATE_REFUSED";
+/// The client's answer to a question did not fit what was asked (a form's
+/// types, bounds, choices or required fields).
+pub const INVALID_ANSWER: &str = "INVALID_ANSWER";
+/// A server refused to start another task: too many of the caller's, or of
+/// the server's, are running. Nothing ran.
+pub const TOO_MANY_TASKS: &str = "TOO_MANY_TASKS";
+/// A server asked more questions in one round (or at once) than the client
+/// answers.
+pub const TOO_MANY_QUESTIONS: &str = "TOO_MANY_QUESTIONS";
 
 /// Whether a failure with this reason is never retried, whatever its
 /// category and `isRetryable` say: an explicit human request, a policy gap.

@@ -12,13 +12,21 @@ use crate::mcp::context::ToolContext;
 use crate::reasons;
 
 /// The key of the result's `_meta` that keeps, for audit, every approval a
-/// call asked for: the question, who answered (the person's name as they
-/// gave it, and the client), what they answered, and when
-/// (`answeredAtMs`, milliseconds since the Unix epoch).
+/// call asked for: the question, who answered — the name the person typed
+/// (`approver`), their `note`, the `client` as it named itself, and the
+/// `caller` the server's token validator authenticated, when there is one —
+/// what they answered (`action`), and when (`answeredAtMs`, milliseconds
+/// since the Unix epoch). `approver` and `note` are what the client sent:
+/// only `caller` is vouched for by the server.
 pub const APPROVAL_META_KEY: &str = "tool-envelope/approvals";
 
-/// The most approvals one call asks for: one per guard that lets a person
-/// approve it.
+/// The prefix of the keys under which the guards' approvals are asked
+/// (`tool-envelope/approval/…`): keys a tool's own questions may not use
+/// ([`ask`](crate::mcp::ask)), so that no answer meant for one can reach
+/// the other.
+pub(crate) const APPROVAL_KEY_PREFIX: &str = "tool-envelope/approval/";
+
+/// The most approvals one call asks for: one per block a person may approve.
 pub(crate) const MAX_APPROVALS: usize = 4;
 
 /// What became of a block a person may approve.
@@ -31,11 +39,11 @@ pub(crate) enum Approval {
     NotAsked,
 }
 
-/// Asks the client's user to approve the call `blocked` refused (the
-/// `round`th approval of the call); the answer's record goes to `audit`.
+/// Asks the client's user to approve the call `blocked` refused — the
+/// block whose key is `key`; the answer's record goes to `audit`.
 pub(crate) async fn ask(
     context: &ToolContext,
-    round: usize,
+    key: &str,
     blocked: &ErrorEnvelope,
     audit: &mut Vec<Value>,
 ) -> Approval {
@@ -45,10 +53,7 @@ pub(crate) async fn ask(
     if !can_ask {
         return Approval::NotAsked;
     }
-    let key = match round {
-        1 => "approval".to_owned(),
-        n => format!("approval-{n}"),
-    };
+    let key = format!("{APPROVAL_KEY_PREFIX}{key}");
     let tool = blocked.tool().unwrap_or("the tool");
     let query = blocked
         .attempted_query()
@@ -60,12 +65,12 @@ pub(crate) async fn ask(
     let form = json!({
         "type": "object",
         "properties": {
-            "approver": {"type": "string", "title": "Your name", "description": "Who approves, for the audit log"},
-            "note": {"type": "string", "title": "Note", "description": "Why, for the audit log"}
+            "approver": {"type": "string", "title": "Your name", "description": "Who approves, for the audit log", "maxLength": 256},
+            "note": {"type": "string", "title": "Note", "description": "Why, for the audit log", "maxLength": 1024}
         }
     });
     // A client that could not answer: nobody was asked.
-    let Ok(answer) = context.elicit_form(&key, question.clone(), form).await else {
+    let Ok(answer) = context.ask_for_approval(&key, question.clone(), form).await else {
         return Approval::NotAsked;
     };
     let mut record = Map::new();
@@ -74,15 +79,18 @@ pub(crate) async fn ask(
     if let Some(client) = context.client_name() {
         record.insert("client".into(), Value::String(client));
     }
+    if let Some(caller) = context.caller() {
+        record.insert("caller".into(), Value::String(caller.subject().to_owned()));
+    }
     let at = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_millis());
     record.insert("answeredAtMs".into(), json!(at));
     let approved = match answer {
         Elicitation::Accepted(fields) => {
-            for field in ["approver", "note"] {
+            for (field, cap) in [("approver", 256), ("note", 1024)] {
                 if let Some(Value::String(text)) = fields.get(field) {
-                    let text = crate::limits::text_for_wire(text, 256);
+                    let text = crate::limits::text_for_wire(text, cap);
                     record.insert(field.into(), Value::String(text.into_owned()));
                 }
             }

@@ -21,7 +21,9 @@
 //!
 //! Each question has a key, chosen by the tool: the answer comes back under
 //! it, so it names one question of the call. Ask the same question under the
-//! same key on every round.
+//! same key on every round. Keys that start with `tool-envelope/` are kept
+//! for this crate's own questions (a guard's approval): a question under one
+//! fails with an `other` envelope, reason `RESERVED_QUESTION_KEY`.
 //!
 //! # What cannot be asked
 //!
@@ -64,9 +66,11 @@
 use std::fmt;
 
 use rmcp::model::{
-    CreateMessageRequest, CreateMessageRequestParams, ElicitRequest, ElicitRequestParams,
-    ElicitResult, ElicitationAction, ElicitationSchema, InputRequest, ListRootsRequest,
+    CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequest,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest,
+    ListRootsRequest, ListRootsResult,
 };
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::envelope::ErrorEnvelope;
@@ -134,6 +138,8 @@ pub struct Question {
     key: String,
     kind: Kind,
     request: InputRequest,
+    /// A form's `requestedSchema`, which an accepted answer must fit.
+    form: Option<std::sync::Arc<Value>>,
 }
 
 impl Question {
@@ -188,6 +194,7 @@ impl Question {
             key: key.into(),
             kind: Kind::Sampling,
             request: InputRequest::CreateMessage(CreateMessageRequest::new(params)),
+            form: None,
         }
     }
 
@@ -197,14 +204,69 @@ impl Question {
             key: key.into(),
             kind: Kind::Roots,
             request: InputRequest::ListRoots(ListRootsRequest::default()),
+            form: None,
         }
     }
 
     fn elicitation(key: String, params: ElicitRequestParams) -> Self {
+        let form = match &params {
+            ElicitRequestParams::FormElicitationParams {
+                requested_schema, ..
+            } => serde_json::to_value(requested_schema)
+                .ok()
+                .map(std::sync::Arc::new),
+            _ => None,
+        };
         Question {
             key,
             kind: Kind::Elicitation,
             request: InputRequest::Elicitation(ElicitRequest::new(params)),
+            form,
+        }
+    }
+
+    /// Whether `answer` answers this question: it reads as the result of
+    /// its kind of request and, for a form the user accepted, its content
+    /// fits the form — types, bounds, choices, formats and required fields
+    /// — so that what does not fit is refused, never handed to the tool.
+    ///
+    /// # Errors
+    ///
+    /// What is wrong with it, bounded, to tell the client.
+    pub(crate) fn check_answer(&self, answer: &Value) -> Result<(), String> {
+        let read = match self.kind {
+            Kind::Elicitation => ElicitResult::deserialize(answer).map(Some),
+            Kind::Sampling => CreateMessageResult::deserialize(answer).map(|_| None),
+            Kind::Roots => ListRootsResult::deserialize(answer).map(|_| None),
+        };
+        let elicited = read.map_err(|error| error.to_string())?;
+        let (Some(result), Some(form)) = (elicited, &self.form) else {
+            return Ok(());
+        };
+        if result.action != ElicitationAction::Accept {
+            return Ok(());
+        }
+        let content = result.content.unwrap_or_else(|| json!({}));
+        let validator = jsonschema::options()
+            .should_validate_formats(true)
+            .build(form)
+            .map_err(|error| format!("the form could not be read: {error}"))?;
+        let problems: Vec<String> = validator
+            .iter_errors(&content)
+            .take(8)
+            .map(|error| {
+                let at = error.instance_path().to_string();
+                let at = if at.is_empty() { "/".to_owned() } else { at };
+                let said = error.to_string();
+                format!("`{at}`: {}", crate::limits::text_for_wire(&said, 160))
+            })
+            .collect();
+        match problems.is_empty() {
+            true => Ok(()),
+            false => Err(format!(
+                "the content does not fit the form: {}",
+                problems.join("; ")
+            )),
         }
     }
 
@@ -231,6 +293,22 @@ impl fmt::Debug for Question {
     }
 }
 
+/// The prefix of the question keys this crate keeps for its own questions
+/// (a guard's approval): a tool's own question may not use it, so that no
+/// answer meant for one reaches the other.
+pub(crate) const RESERVED_KEY_PREFIX: &str = "tool-envelope/";
+
+/// The envelope of a tool's question under a key this crate keeps for its
+/// own: a mistake in the tool, so `other`, and never retried.
+pub(crate) fn reserved_key(key: &str) -> ErrorEnvelope {
+    ErrorEnvelope::other(format!(
+        "The tool asked a question under the key `{}`, which is kept for this crate's own questions (`{RESERVED_KEY_PREFIX}…`)",
+        crate::limits::text_for_wire(key, 128)
+    ))
+    .with_reason(reasons::RESERVED_QUESTION_KEY)
+    .with_alternative("Ask under a key of the tool's own")
+}
+
 /// The envelope of questions the client cannot answer, on 2025-11-25.
 pub(crate) fn cannot_answer(missing: &[Kind]) -> ErrorEnvelope {
     let names: Vec<&str> = missing.iter().map(|kind| kind.capability()).collect();
@@ -250,6 +328,20 @@ pub(crate) fn no_client() -> ErrorEnvelope {
     ErrorEnvelope::business("The tool asks the MCP client, and was called without one.")
         .with_reason(reasons::CLIENT_CANNOT_ANSWER)
         .with_alternative("Call the tool through an MCP client")
+}
+
+/// The envelope of an answer that does not answer what was asked: a form's
+/// content that does not fit it, a result of another kind. The tool never
+/// sees it.
+pub(crate) fn invalid_answer(kind: Kind, error: &dyn fmt::Display) -> ErrorEnvelope {
+    let error = error.to_string();
+    let text = crate::limits::text_for_wire(&error, 1024);
+    ErrorEnvelope::validation(format!(
+        "The client's answer to the {} request does not answer what was asked: {text}",
+        kind.capability()
+    ))
+    .with_reason(reasons::INVALID_ANSWER)
+    .with_alternative("Call again, and answer the question as asked")
 }
 
 /// The envelope of a question the client failed to answer, on 2025-11-25.

@@ -217,10 +217,35 @@ impl ToolContext {
         &self,
         questions: Vec<Question>,
     ) -> Result<Vec<Value>, crate::ErrorEnvelope> {
+        if let Some(reserved) = (questions.iter()).find(|question| {
+            question
+                .key()
+                .starts_with(crate::mcp::ask::RESERVED_KEY_PREFIX)
+        }) {
+            return Err(crate::mcp::ask::reserved_key(reserved.key()));
+        }
         let Some(live) = &self.live else {
             return Err(crate::mcp::ask::no_client());
         };
         live.asking.ask_all(&live.peer, &questions).await
+    }
+
+    /// Asks the client's user to approve a block, under `key` — one of the
+    /// keys kept for this crate's own questions, which a tool cannot ask
+    /// under — with the form `schema`.
+    #[cfg(feature = "rmcp")]
+    pub(crate) async fn ask_for_approval(
+        &self,
+        key: &str,
+        message: String,
+        schema: Value,
+    ) -> Result<Elicitation<serde_json::Map<String, Value>>, crate::ErrorEnvelope> {
+        let Some(live) = &self.live else {
+            return Err(crate::mcp::ask::no_client());
+        };
+        let question = Question::form(key, message, schema)?;
+        let mut answers = live.asking.ask_all(&live.peer, &[question]).await?;
+        crate::mcp::ask::elicitation(answers.pop().expect("one answer per question"))
     }
 
     /// Asks the user to fill in a form with the fields of `T` (from its

@@ -84,8 +84,9 @@ impl ToolDefinition {
         self.meta.as_ref()?.get(FAILURE_MODES_META_KEY)
     }
 
-    /// `value` as `structuredContent`: itself if it is an object and the tool
-    /// does not wrap its results, otherwise `{"result": value}`.
+    /// `value` as `structuredContent`: itself if it is an object — the
+    /// tool's success type is an object, or may be one (a
+    /// `serde_json::Value`) and this value is — otherwise `{"result": value}`.
     pub(crate) fn structured(&self, value: Value) -> Value {
         let wrap = self.wrap_result.unwrap_or(!value.is_object());
         if wrap {
@@ -158,7 +159,7 @@ pub fn definition(
     let (output_schema, wrap_result) = match output {
         Some(schema) => {
             let (schema, wrap) = output_schema(schema);
-            (Some(schema), Some(wrap))
+            (Some(schema), wrap)
         }
         None => (None, None),
     };
@@ -226,19 +227,24 @@ fn input_schema(params: &[ParamSpec]) -> Map<String, Value> {
 
 /// The schema of `structuredContent`: the success value — wrapped as
 /// `{"result": ...}` unless it is always an object — or an error envelope.
-fn output_schema(success: fn(&mut SchemaGenerator) -> Schema) -> (Map<String, Value>, bool) {
+fn output_schema(
+    success: fn(&mut SchemaGenerator) -> Schema,
+) -> (Map<String, Value>, Option<bool>) {
     let mut generator = generator();
     let success = success(&mut generator).to_value();
     let definitions = generator.take_definitions(true);
-    let wrap = !is_object_schema(&success, &definitions);
-    let success = if wrap {
+    let wrapped = |success: Value| {
         json!({
             "type": "object",
             "properties": { "result": success },
             "required": ["result"]
         })
-    } else {
-        success
+    };
+    let (success, wrap) = match shape(&success, &definitions) {
+        Shape::Object => (success, Some(false)),
+        Shape::NotObject => (wrapped(success), Some(true)),
+        // An object is sent as it is, anything else wrapped.
+        Shape::Either => (json!({"anyOf": [success.clone(), wrapped(success)]}), None),
     };
     (success_or_envelope(success, definitions), wrap)
 }
@@ -288,18 +294,36 @@ pub(crate) fn compact_envelope_schema() -> Value {
 }
 
 /// Whether every value matching `schema` is a JSON object.
-fn is_object_schema(schema: &Value, definitions: &Map<String, Value>) -> bool {
+/// What a success schema admits: objects only, no object, or either.
+#[derive(Debug, PartialEq, Eq)]
+enum Shape {
+    Object,
+    NotObject,
+    Either,
+}
+
+/// What `schema` (whose `$ref`s point into `definitions`) admits, as far as
+/// its `type` says: a schema without one (a `serde_json::Value`'s) admits
+/// objects and everything else.
+fn shape(schema: &Value, definitions: &Map<String, Value>) -> Shape {
     let schema = match schema.get("$ref").and_then(Value::as_str) {
         Some(reference) => match reference
             .strip_prefix("#/$defs/")
             .and_then(|name| definitions.get(name))
         {
             Some(target) => target,
-            None => return false,
+            None => return Shape::Either,
         },
         None => schema,
     };
-    schema.get("type") == Some(&Value::from("object"))
+    match schema.get("type") {
+        Some(Value::String(kind)) if kind == "object" => Shape::Object,
+        Some(Value::String(_)) => Shape::NotObject,
+        Some(Value::Array(kinds)) if kinds.iter().any(|kind| kind == "object") => Shape::Either,
+        Some(Value::Array(_)) => Shape::NotObject,
+        _ if schema.as_bool() == Some(false) => Shape::NotObject,
+        _ => Shape::Either,
+    }
 }
 
 #[cfg(test)]
@@ -310,10 +334,10 @@ mod tests {
     fn objects_are_not_wrapped_and_the_rest_is() {
         let (schema, wrap) =
             output_schema(schemars::SchemaGenerator::subschema_for::<crate::Found<u32>>);
-        assert!(!wrap);
+        assert_eq!(wrap, Some(false));
         assert_eq!(schema["type"], "object");
         let (schema, wrap) = output_schema(schemars::SchemaGenerator::subschema_for::<Vec<String>>);
-        assert!(wrap);
+        assert_eq!(wrap, Some(true));
         assert_eq!(schema["anyOf"][0]["required"], json!(["result"]));
         assert_eq!(schema["anyOf"][1]["title"], "ErrorEnvelope");
         assert!(

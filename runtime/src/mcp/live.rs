@@ -74,7 +74,7 @@ pub(crate) struct LiveRequest {
 
 /// Who made the HTTP request of `context`, as the tool set's token
 /// validator found it: `None` over stdio, or without a validator.
-fn caller(context: &RequestContext<RoleServer>) -> Option<Arc<Caller>> {
+pub(crate) fn caller(context: &RequestContext<RoleServer>) -> Option<Arc<Caller>> {
     let parts = context.extensions.get::<axum::http::request::Parts>()?;
     parts.extensions.get::<Arc<Caller>>().cloned()
 }

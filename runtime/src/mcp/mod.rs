@@ -168,7 +168,7 @@ pub use reply::{Contents, EmbeddedContents, ProtocolError, ReplyContent, ToolRep
 pub use rounds::DEFAULT_REQUEST_STATE_TTL;
 #[cfg(feature = "rmcp")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
-pub use tasks::TaskSupport;
+pub use tasks::{DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_CALLER, TaskSupport};
 #[cfg(feature = "rmcp")]
 pub use toolset::DEFAULT_LIST_TTL;
 pub use toolset::{DEFAULT_MAX_RESULT_BYTES, ServableTool, ToolProvider, ToolSet};

@@ -14,12 +14,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    ClientCapabilities, CreateMessageResult, ElicitResult, InputRequest, InputRequests,
-    InputRequiredResult, InputResponses, ListRootsResult, ProtocolVersion, RequestStateCodec,
-    SealOptions,
+    ClientCapabilities, InputRequest, InputRequests, InputRequiredResult, InputResponses,
+    ProtocolVersion, RequestStateCodec, SealOptions,
 };
 use rmcp::service::RequestContext;
 use rmcp::task_manager::TaskContext;
@@ -29,23 +28,30 @@ use serde_json::{Map, Value};
 use tokio::sync::Notify;
 
 use crate::envelope::ErrorEnvelope;
+use crate::mcp::approval::APPROVAL_KEY_PREFIX;
 use crate::mcp::ask::{self, Kind, Question};
 
 /// How long a `requestState` stays valid by default: time for a person to
 /// read a form and answer it.
 pub const DEFAULT_REQUEST_STATE_TTL: Duration = Duration::from_secs(15 * 60);
 
-/// The key and lifetime `requestState` is sealed with.
+/// The key and lifetime `requestState` is sealed with, and the states of
+/// approving rounds already used.
 pub(crate) struct Seal {
     codec: RequestStateCodec,
     ttl: Duration,
+    redeemed: Redemptions,
 }
 
 impl Seal {
     /// A seal with `key` (32 bytes or more).
     pub(crate) fn new(key: &[u8], ttl: Duration) -> Result<Self, String> {
         let codec = RequestStateCodec::try_new(key.to_vec()).map_err(|error| error.to_string())?;
-        Ok(Seal { codec, ttl })
+        Ok(Seal {
+            codec,
+            ttl,
+            redeemed: Redemptions::default(),
+        })
     }
 
     /// A seal with a random key: states open only in this process.
@@ -62,12 +68,76 @@ impl Default for Seal {
     }
 }
 
-/// What a `requestState` carries: the keys the last round asked, and the
-/// answers of the rounds before it.
+/// What a `requestState` carries: the keys the last round asked, the
+/// answers of the rounds before it, and a nonce of its own: a state that
+/// carries an approval opens once ([`Redemptions`]).
 #[derive(Serialize, Deserialize, Default)]
 struct State {
     asked: Vec<String>,
     answers: BTreeMap<String, Value>,
+    #[serde(default)]
+    nonce: String,
+}
+
+/// The states of approving rounds already opened: each opens once, so that
+/// one person's yes runs one call. A state is remembered for as long as it
+/// could be opened (its time to live); past [`MAX_REDEMPTIONS`] remembered
+/// at once, another approving round is refused rather than forgotten.
+///
+/// This is the ledger of one tool set in one process: replicas that share
+/// a key share states, not this ledger (SECURITY.md).
+#[derive(Default)]
+struct Redemptions {
+    used: Mutex<HashMap<String, Instant>>,
+}
+
+/// The most approving states one tool set remembers at once.
+const MAX_REDEMPTIONS: usize = 100_000;
+
+impl Redemptions {
+    /// Records the state `nonce` as used until `until`: `false` when it
+    /// was used already, or when no more can be remembered.
+    fn redeem(&self, nonce: &str, until: Instant) -> bool {
+        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        if used.len() >= MAX_REDEMPTIONS {
+            used.retain(|_, until| *until > now);
+        }
+        match used.get(nonce) {
+            Some(kept) if *kept > now => false,
+            _ if used.len() >= MAX_REDEMPTIONS => false,
+            _ => {
+                used.insert(nonce.to_owned(), until);
+                true
+            }
+        }
+    }
+}
+
+/// The one error a `requestState` that does not open gets, whatever the
+/// reason — changed, malformed, sealed for another call or caller,
+/// expired, or an approving state already used: a client learns nothing
+/// from the difference (the reason is logged at `debug`).
+fn refused_state() -> ErrorData {
+    ErrorData::invalid_params(
+        "requestState was refused; call the tool again without it",
+        Some(serde_json::json!({"reason": crate::reasons::REQUEST_STATE_REFUSED})),
+    )
+}
+
+/// Whether `answers` hold a person's yes to one of the call's approvals.
+fn approves(answers: &HashMap<String, Value>) -> bool {
+    answers.iter().any(|(key, answer)| {
+        key.starts_with(APPROVAL_KEY_PREFIX) && answer.get("action") == Some(&Value::from("accept"))
+    })
+}
+
+/// A fresh nonce for a state.
+fn nonce() -> String {
+    use base64::Engine;
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the operating system gives random bytes");
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
 /// Why a call stopped before its tool finished.
@@ -111,13 +181,22 @@ pub(crate) fn has_rounds(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
 }
 
-/// The bytes a state is bound to: the method, the tool and its arguments,
-/// so that a state cannot be replayed on another call.
-fn bound_to(tool: &str, arguments: &Value) -> Vec<u8> {
+/// The bytes a state is bound to: the method, the tool, its arguments and
+/// the authenticated caller, so that a state cannot be replayed on another
+/// call, nor by another caller.
+fn bound_to(tool: &str, arguments: &Value, caller: Option<&str>) -> Vec<u8> {
     let mut bytes = b"tools/call\0".to_vec();
     bytes.extend_from_slice(tool.as_bytes());
     bytes.push(0);
     bytes.extend_from_slice(&serde_json::to_vec(arguments).unwrap_or_default());
+    bytes.push(0);
+    match caller {
+        Some(subject) => {
+            bytes.push(1);
+            bytes.extend_from_slice(subject.as_bytes());
+        }
+        None => bytes.push(0),
+    }
     bytes
 }
 
@@ -126,31 +205,32 @@ impl Asking {
     /// `requestState` carries and those of its `inputResponses` that answer
     /// what the last round asked.
     ///
+    /// A state that carries a person's approval opens once: a replay of
+    /// it runs nothing.
+    ///
     /// # Errors
     ///
-    /// `-32602` for a `requestState` this server did not seal for this call,
-    /// or whose time is up.
+    /// `-32602`, one text whatever the reason, for a `requestState` this
+    /// server did not seal for this call and caller, whose time is up, or
+    /// that carries an approval already used.
     pub(crate) fn open(
         seal: &Seal,
         context: &RequestContext<RoleServer>,
         tool: &str,
         arguments: &Value,
-        responses: Option<InputResponses>,
-        state: Option<String>,
+        caller: Option<&str>,
+        round: (Option<InputResponses>, Option<String>),
     ) -> Result<Self, ErrorData> {
+        let (responses, state) = round;
         let rounds = has_rounds(context);
         let mut answers = HashMap::new();
         if rounds && let Some(sealed) = state {
             let state: State = seal
                 .codec
-                .open_json_with(&sealed, &bound_to(tool, arguments))
+                .open_json_with(&sealed, &bound_to(tool, arguments, caller))
                 .map_err(|error| {
-                    ErrorData::invalid_params(
-                        format!(
-                            "requestState was refused: {error}; call the tool again without it"
-                        ),
-                        None,
-                    )
+                    tracing::debug!(tool, %error, "requestState refused");
+                    refused_state()
                 })?;
             answers.extend(state.answers);
             let mut responses = responses.unwrap_or_default();
@@ -158,6 +238,14 @@ impl Asking {
                 if let Some(answer) = responses.remove(&key) {
                     answers.insert(key, answer);
                 }
+            }
+            if approves(&answers)
+                && !seal
+                    .redeemed
+                    .redeem(&state.nonce, Instant::now() + seal.ttl)
+            {
+                tracing::debug!(tool, "requestState refused: its approval was used already");
+                return Err(refused_state());
             }
         }
         Ok(Asking {
@@ -248,12 +336,13 @@ impl Asking {
         for question in questions {
             match self.answers.get(question.key()) {
                 Some(answer) => {
-                    if let Err(error) = check(question.kind(), answer) {
+                    if let Err(error) = question.check_answer(answer) {
                         let message = format!(
-                            "inputResponses[`{}`] is not the answer to a {} request: {error}",
+                            "inputResponses[`{}`] is not an answer to the {} request asked: {error}",
                             crate::limits::text_for_wire(question.key(), 128),
                             question.kind().capability()
                         );
+                        let message = crate::limits::text_for_wire(&message, 1024).into_owned();
                         return self.stop(Stop::Invalid(message)).await;
                     }
                     answers.push(answer.clone());
@@ -296,6 +385,7 @@ impl Asking {
         seal: &Seal,
         tool: &str,
         arguments: &Value,
+        caller: Option<&str>,
     ) -> Result<InputRequiredResult, ErrorData> {
         let stop = self
             .stop
@@ -307,8 +397,9 @@ impl Asking {
                 let state = State {
                     asked: asked.keys().cloned().collect(),
                     answers: self.answers.clone().into_iter().collect(),
+                    nonce: nonce(),
                 };
-                let bound = bound_to(tool, arguments);
+                let bound = bound_to(tool, arguments, caller);
                 let options = SealOptions::new().associated_data(&bound).ttl(seal.ttl);
                 let sealed = seal
                     .codec
@@ -355,8 +446,8 @@ async fn ask_task(
         else {
             return std::future::pending().await;
         };
-        if let Err(error) = check(question.kind(), &answer) {
-            return Err(ask::not_answered(question.kind(), &error));
+        if let Err(error) = question.check_answer(&answer) {
+            return Err(ask::invalid_answer(question.kind(), &error));
         }
         (known.lock().unwrap_or_else(PoisonError::into_inner))
             .insert(question.key().to_owned(), answer.clone());
@@ -368,17 +459,18 @@ async fn ask_task(
         .collect()
 }
 
-/// Whether `answer` reads as the result of a `kind` request.
-fn check(kind: Kind, answer: &Value) -> Result<(), serde_json::Error> {
-    match kind {
-        Kind::Elicitation => ElicitResult::deserialize(answer).map(drop),
-        Kind::Sampling => CreateMessageResult::deserialize(answer).map(drop),
-        Kind::Roots => ListRootsResult::deserialize(answer).map(drop),
+/// Asks `question` as a request to the client (2025-11-25 and before),
+/// and checks the answer as a round's is checked.
+async fn request(peer: &Peer<RoleServer>, question: &Question) -> Result<Value, ErrorEnvelope> {
+    let answer = ask_peer(peer, question).await?;
+    match question.check_answer(&answer) {
+        Ok(()) => Ok(answer),
+        Err(error) => Err(ask::invalid_answer(question.kind(), &error)),
     }
 }
 
-/// Asks `question` as a request to the client (2025-11-25 and before).
-async fn request(peer: &Peer<RoleServer>, question: &Question) -> Result<Value, ErrorEnvelope> {
+/// Asks `question` as a request to the client.
+async fn ask_peer(peer: &Peer<RoleServer>, question: &Question) -> Result<Value, ErrorEnvelope> {
     let kind = question.kind();
     let failed = |error: &dyn std::fmt::Display| ask::not_answered(kind, error);
     match question.request() {

@@ -3,11 +3,20 @@
 //! at once with the task; the call — retries, guards, questions — runs in
 //! the background, and `tasks/get` reads its state and, once done, its
 //! result.
+//!
+//! A task is its caller's: on a protected server every task request is
+//! checked against the subject that made the task, and another caller's
+//! task is answered as an unknown one. Running tasks are bounded, per
+//! server and per caller.
 
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
-use rmcp::task_manager::TaskManager;
+use rmcp::ErrorData;
+use rmcp::model::{DetailedTask, Task};
+use rmcp::task_manager::{DEFAULT_TASK_TTL_MS, TaskContext, TaskFuture, TaskManager, TaskOptions};
 
 use crate::mcp::definition::ToolDefinition;
 
@@ -26,14 +35,43 @@ pub enum TaskSupport {
     Required,
 }
 
+/// The most tasks a tool set runs at once by default, whoever made them.
+pub const DEFAULT_MAX_TASKS: usize = 1_000;
+
+/// The most tasks one caller runs at once by default.
+pub const DEFAULT_MAX_TASKS_PER_CALLER: usize = 100;
+
 /// Which tools run as tasks.
 type Picks = Arc<dyn Fn(&ToolDefinition) -> TaskSupport + Send + Sync>;
 
-/// The tasks of a tool set, and which of its tools run as tasks.
+/// Who made a task, and when it finished, if it did.
+struct Owner {
+    subject: Option<Arc<str>>,
+    finished: Option<Instant>,
+}
+
+/// How long a finished task is remembered: as long as rmcp keeps it (its
+/// time to live, then as long again).
+const REMEMBERED: Duration = Duration::from_millis(2 * DEFAULT_TASK_TTL_MS);
+
+/// The tasks of a tool set, which of its tools run as tasks, who made
+/// each, and how many may run at once.
 #[derive(Clone)]
 pub(crate) struct Tasks {
     manager: TaskManager,
     picks: Picks,
+    owners: Arc<Mutex<HashMap<String, Owner>>>,
+    max: usize,
+    max_per_caller: usize,
+}
+
+/// Why a task was not started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Full {
+    /// The server runs as many as it may.
+    Server(usize),
+    /// The caller runs as many as it may.
+    Caller(usize),
 }
 
 impl Tasks {
@@ -43,7 +81,18 @@ impl Tasks {
         Tasks {
             manager: TaskManager::new(),
             picks: Arc::new(picks),
+            owners: Arc::default(),
+            max: DEFAULT_MAX_TASKS,
+            max_per_caller: DEFAULT_MAX_TASKS_PER_CALLER,
         }
+    }
+
+    /// The same tasks, bounded: at most `max` running, `max_per_caller` of
+    /// them one caller's (at least 1 each).
+    pub(crate) fn bounded(mut self, max: usize, max_per_caller: usize) -> Self {
+        self.max = max.max(1);
+        self.max_per_caller = max_per_caller.clamp(1, self.max);
+        self
     }
 
     /// Whether a call of the tool `definition` runs as a task.
@@ -51,16 +100,114 @@ impl Tasks {
         (self.picks)(definition)
     }
 
-    /// The tasks, made and running.
-    pub(crate) fn manager(&self) -> &TaskManager {
-        &self.manager
+    /// Starts `work` as a task of `subject`'s, unless too many run.
+    ///
+    /// # Errors
+    ///
+    /// Which bound the task would cross; nothing was started.
+    pub(crate) fn spawn(
+        &self,
+        subject: Option<&str>,
+        work: impl FnOnce(TaskContext) -> TaskFuture,
+    ) -> Result<Task, Full> {
+        let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
+        owners.retain(|_, owner| owner.finished.is_none_or(|at| at.elapsed() < REMEMBERED));
+        let running = owners.values().filter(|owner| owner.finished.is_none());
+        let (mut all, mut theirs) = (0, 0);
+        for owner in running {
+            all += 1;
+            theirs += usize::from(owner.subject.as_deref() == subject);
+        }
+        if all >= self.max {
+            return Err(Full::Server(self.max));
+        }
+        if theirs >= self.max_per_caller {
+            return Err(Full::Caller(self.max_per_caller));
+        }
+        let finished = Arc::clone(&self.owners);
+        let task = self.manager.spawn(TaskOptions::new(), move |context| {
+            let id = context.task_id().to_owned();
+            let future = work(context);
+            Box::pin(async move {
+                let outcome = future.await;
+                let mut owners = finished.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Some(owner) = owners.get_mut(&id) {
+                    owner.finished = Some(Instant::now());
+                }
+                outcome
+            })
+        });
+        owners.insert(
+            task.task_id.clone(),
+            Owner {
+                subject: subject.map(Arc::from),
+                finished: None,
+            },
+        );
+        Ok(task)
     }
+
+    /// `tasks/get`, for `subject`.
+    ///
+    /// # Errors
+    ///
+    /// [`unknown_task`] for a task this set does not have, or another
+    /// caller's.
+    pub(crate) fn get(&self, id: &str, subject: Option<&str>) -> Result<DetailedTask, ErrorData> {
+        self.check(id, subject)?;
+        self.manager.get_task(id).map_err(|_| unknown_task())
+    }
+
+    /// `tasks/update`, for `subject`.
+    ///
+    /// # Errors
+    ///
+    /// As [`get`](Self::get).
+    pub(crate) fn update(
+        &self,
+        id: &str,
+        subject: Option<&str>,
+        responses: impl IntoIterator<Item = (String, serde_json::Value)>,
+    ) -> Result<(), ErrorData> {
+        self.check(id, subject)?;
+        self.manager
+            .update_task(id, responses)
+            .map_err(|_| unknown_task())
+    }
+
+    /// `tasks/cancel`, for `subject`.
+    ///
+    /// # Errors
+    ///
+    /// As [`get`](Self::get).
+    pub(crate) fn cancel(&self, id: &str, subject: Option<&str>) -> Result<(), ErrorData> {
+        self.check(id, subject)?;
+        self.manager.cancel_task(id).map_err(|_| unknown_task())
+    }
+
+    /// `Ok` when `id` is a task of `subject`'s.
+    fn check(&self, id: &str, subject: Option<&str>) -> Result<(), ErrorData> {
+        let owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
+        match owners.get(id) {
+            Some(owner) if owner.subject.as_deref() == subject => Ok(()),
+            _ => Err(unknown_task()),
+        }
+    }
+}
+
+/// The error of a task request whose task this server does not have for
+/// the caller: unknown, gone, or another caller's — one text for all,
+/// which echoes nothing of the request (SEP-2663's `-32602`).
+pub(crate) fn unknown_task() -> ErrorData {
+    ErrorData::invalid_params("Failed to retrieve task: Task not found", None)
 }
 
 impl fmt::Debug for Tasks {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Tasks")
             .field("running", &self.manager.running_task_count())
+            .field("max", &self.max)
+            .field("max_per_caller", &self.max_per_caller)
             .finish_non_exhaustive()
     }
 }

@@ -12,9 +12,9 @@ use serde_json::{Map, Value};
 
 use crate::envelope::Refusal;
 use crate::envelope::{ErrorEnvelope, Violation};
-use crate::guard::ToolCall;
+use crate::guard::{ToolCall, Waivers, verdict};
 use crate::mcp::violations::{summary, violations};
-use crate::private::call::{ToolInfo, verdict};
+use crate::private::call::ToolInfo;
 use crate::private::state::{BoxFuture, CallState};
 use crate::query::Query;
 use crate::redact::schema::steps;
@@ -171,11 +171,12 @@ impl Decoder<'_> {
         };
         let judged = {
             let shown = self.context.mask().apply(self.arguments);
-            let name = &self.tool.name;
             let caller = self.context.context_ref().caller();
-            verdict(name, Some(self.context.approvals()), || {
-                guards.check_call(&ToolCall::new(name, &shown).with_caller(caller))
-            })
+            let waivers = Waivers::new('s', self.context.approvals());
+            let call = (ToolCall::new(&self.tool.name, &shown))
+                .with_caller(caller)
+                .with_waivers(&waivers);
+            verdict(&call, guards)
         };
         judged.map_err(|envelope| {
             let query = self.context.query(self.arguments);

@@ -12,10 +12,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::approvals::Approvals;
 use crate::classify::{ToolError, caught_envelope};
 use crate::envelope::{ErrorEnvelope, Refusal, ToolResult, Violation};
-use crate::guard::{Blocked, Guard, ToolCall};
+use crate::guard::{Guard, ToolCall, Waivers, verdict};
 use crate::panic::panicked;
 use crate::partial::Partial;
 use crate::query::Query;
@@ -219,16 +218,16 @@ pub fn check_guard<'q, G: Guard + ?Sized>(
                 _ => unreachable!("a capture is always a JSON object"),
             },
         };
-        let caller = match &query {
-            Query::Arguments(_, mask) => mask.caller(),
-            Query::Captured(_) => None,
+        let (caller, approvals) = match &query {
+            Query::Arguments(_, mask) => (mask.caller(), mask.approvals()),
+            Query::Captured(_) => (None, None),
         };
-        let call = ToolCall::new(&tool.name, &arguments).with_caller(caller);
-        let approvals = match &query {
-            Query::Arguments(_, mask) => mask.approvals(),
-            Query::Captured(_) => None,
-        };
-        verdict(&tool.name, approvals, || guard.check(&call))
+        let waivers = approvals.map(|approvals| Waivers::new('t', approvals));
+        let mut call = ToolCall::new(&tool.name, &arguments).with_caller(caller);
+        if let Some(waivers) = &waivers {
+            call = call.with_waivers(waivers);
+        }
+        verdict(&call, guard)
     };
     match judged {
         Ok(()) => Ok(query),
@@ -249,34 +248,6 @@ fn unrepresentable(tool: &str, violations: Vec<Violation>) -> ErrorEnvelope {
     .with_violations(violations);
     envelope.set_refused(Refusal::Unusable);
     envelope
-}
-
-/// A guard's verdict on a call to `tool`: a block is the guard's `business`
-/// envelope, and a guard that panics blocks the call with an `other` one —
-/// the call never runs unchecked.
-///
-/// A block a person approved for this call (`approvals`) lets it through.
-pub(crate) fn verdict(
-    tool: &str,
-    approvals: Option<&Approvals>,
-    check: impl FnOnce() -> Result<(), Blocked>,
-) -> Result<(), ErrorEnvelope> {
-    match catch_unwind(AssertUnwindSafe(check)) {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(blocked)) => {
-            let envelope = caught_envelope(blocked);
-            match approvals.is_some_and(|approvals| approvals.cover(&envelope)) {
-                true => Ok(()),
-                false => Err(envelope),
-            }
-        }
-        Err(panic) => {
-            let mut envelope = panicked(&format!("the guard of tool `{tool}`"), panic.as_ref())
-                .with_reason(reasons::GUARD_PANIC);
-            envelope.set_refused(Refusal::Blocked);
-            Err(envelope)
-        }
-    }
 }
 
 /// Runs a synchronous tool body and turns its failure or panic into an envelope.

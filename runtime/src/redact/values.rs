@@ -100,6 +100,14 @@ impl SecretValues {
         self.texts.push(text);
     }
 
+    /// Every text of `other` too.
+    #[cfg_attr(not(feature = "client"), allow(dead_code))]
+    pub(crate) fn merge(&mut self, other: &SecretValues) {
+        for text in &other.texts {
+            self.push(text.clone());
+        }
+    }
+
     /// The values `masked` hides of `original`: wherever the masked value
     /// holds `"[redacted]"` and the original one something else.
     pub(crate) fn add_hidden(&mut self, original: &Value, masked: &Value) {

@@ -14,12 +14,14 @@ use std::sync::Arc;
 
 use rmcp::model::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, InputRequest, InputRequests, InputResponses, ListRootsResult, Root,
+    ElicitResult, ElicitationCapability, FormElicitationCapability, InputRequest, InputRequests,
+    InputResponses, ListRootsResult, Root,
 };
 use serde_json::Value;
 
 use crate::envelope::ErrorEnvelope;
 use crate::reasons;
+use crate::redact::values::SecretValues;
 
 type Boxed<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 type Elicit = Arc<dyn Fn(ElicitRequestParams) -> Boxed<ElicitResult> + Send + Sync>;
@@ -72,14 +74,14 @@ impl Answers {
         self.roots = Some(Arc::new(move || Box::pin(handler())));
     }
 
-    /// The capabilities the client declares: one per handler.
+    /// The capabilities the client declares: one per handler. A form
+    /// handler declares form elicitation only: a request for the user to
+    /// open a URL is never handed to it.
     pub(crate) fn capabilities(&self) -> ClientCapabilities {
         let mut capabilities = ClientCapabilities::default();
         if self.elicit.is_some() {
-            capabilities.elicitation = ClientCapabilities::builder()
-                .enable_elicitation()
-                .build()
-                .elicitation;
+            capabilities.elicitation =
+                Some(ElicitationCapability::new().with_form(FormElicitationCapability::default()));
         }
         if self.sample.is_some() {
             capabilities.sampling = ClientCapabilities::builder()
@@ -93,17 +95,28 @@ impl Answers {
         capabilities
     }
 
-    /// A form for the user, answered by the handler; declined without one.
-    pub(crate) async fn elicit(&self, params: ElicitRequestParams) -> Option<ElicitResult> {
-        Some(self.elicit.as_ref()?(params).await)
+    /// A form for the user, answered by the handler, its texts quoting
+    /// none of the `secrets`; `None` without a handler, and for a request
+    /// to open a URL, which this client did not declare.
+    pub(crate) async fn elicit(
+        &self,
+        params: ElicitRequestParams,
+        secrets: &SecretValues,
+    ) -> Option<ElicitResult> {
+        if matches!(params, ElicitRequestParams::UrlElicitationParams { .. }) {
+            return None;
+        }
+        Some(self.elicit.as_ref()?(masked(params, secrets)).await)
     }
 
-    /// A completion from the model, by the handler.
+    /// A completion from the model, by the handler, its messages quoting
+    /// none of the `secrets`.
     pub(crate) async fn sample(
         &self,
         params: CreateMessageRequestParams,
+        secrets: &SecretValues,
     ) -> Option<Result<CreateMessageResult, String>> {
-        Some(self.sample.as_ref()?(params).await)
+        Some(self.sample.as_ref()?(masked(params, secrets)).await)
     }
 
     /// The roots, by the handler.
@@ -123,17 +136,22 @@ impl Answers {
         &self,
         tool: &str,
         requests: InputRequests,
+        secrets: &SecretValues,
     ) -> Result<InputResponses, ErrorEnvelope> {
         let mut responses = InputResponses::new();
         for (key, request) in requests {
             let answer = match request {
                 InputRequest::Elicitation(request) => {
+                    let what = match &request.params {
+                        ElicitRequestParams::UrlElicitationParams { .. } => "URL elicitation",
+                        _ => "elicitation",
+                    };
                     let message = elicitation_message(&request.params);
-                    let answer = self.elicit(request.params).await;
-                    json(answer.ok_or_else(|| unanswerable(tool, "elicitation", &message))?)
+                    let answer = self.elicit(request.params, secrets).await;
+                    json(answer.ok_or_else(|| unanswerable(tool, what, &message))?)
                 }
                 InputRequest::CreateMessage(request) => {
-                    let answer = self.sample(request.params).await;
+                    let answer = self.sample(request.params, secrets).await;
                     let answer = answer.ok_or_else(|| unanswerable(tool, "sampling", ""))?;
                     json(answer.map_err(|error| failed(tool, "sampling", &error))?)
                 }
@@ -154,6 +172,23 @@ impl Answers {
         }
         Ok(responses)
     }
+}
+
+/// `params` with every text that quotes one of the `secrets` masked: a
+/// server's question shows the caller's handler — a person, a model —
+/// nothing the call sent as a secret, nor the client's credentials.
+fn masked<T: serde::Serialize + serde::de::DeserializeOwned>(
+    params: T,
+    secrets: &SecretValues,
+) -> T {
+    let Some(masker) = secrets.masker() else {
+        return params;
+    };
+    let Ok(mut value) = serde_json::to_value(&params) else {
+        return params;
+    };
+    masker.value(&mut value);
+    serde_json::from_value(value).unwrap_or(params)
 }
 
 /// The message of a form, bounded for an envelope.

@@ -10,8 +10,12 @@ use rmcp::service::PeerRequestOptions;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
-use crate::classify::ToolError;
+use std::pin::pin;
+
+use futures_util::future::{Either, select};
+
 use crate::envelope::ErrorEnvelope;
+use crate::guard::{ToolCall, verdict};
 use crate::limits::text_for_wire;
 use crate::mcp::client::connection::{Link, ProgressCallback};
 use crate::mcp::client::failure;
@@ -22,6 +26,7 @@ use crate::query::Query;
 use crate::reasons;
 use crate::redact::arguments::ArgumentMask;
 use crate::redact::schema::SecretPaths;
+use crate::redact::values::SecretValues;
 use crate::settle::{Facts, Source, settle};
 
 /// What a call that succeeded gives back: its value, and the tool as the
@@ -40,20 +45,23 @@ pub(crate) async fn call(
     arguments: Value,
     on_progress: Option<ProgressCallback>,
 ) -> Result<Called, ErrorEnvelope> {
+    let credentials = link.sent.credentials();
+    let settle = |envelope, arguments: &Map<String, Value>, tool: Option<&RemoteTool>, sent| {
+        finish(envelope, name, arguments, tool, sent, &credentials)
+    };
     let arguments = match arguments {
         Value::Object(arguments) => arguments,
         Value::Null => Map::new(),
         other => {
             let envelope = unusable_arguments(name, vec![not_an_object(&other)]);
-            let mut envelope = finish(envelope, name, &Map::new(), None, false);
+            let mut envelope = settle(envelope, &Map::new(), None, false);
             envelope.set_attempted_query(Some(not_shown(&other)));
             return Err(envelope);
         }
     };
-    if let Err(blocked) = link.options.guards.check(name, &arguments) {
+    if let Err(envelope) = verdict(&ToolCall::new(name, &arguments), &*link.options.guards) {
         let tool = link.listed_tool(name);
-        let envelope = blocked.into_envelope();
-        return Err(finish(envelope, name, &arguments, tool.as_deref(), false));
+        return Err(settle(envelope, &arguments, tool.as_deref(), false));
     }
     let timeout = link.options.timeout;
     let deadline = Instant::now() + timeout;
@@ -72,19 +80,17 @@ pub(crate) async fn call(
     .await;
     let (connection, tool) = match ready {
         Ok(Ok(ready)) => ready,
-        Ok(Err(envelope)) => return Err(finish(envelope, name, &arguments, None, false)),
-        Err(_) => return Err(finish(timed_out(), name, &arguments, None, false)),
+        Ok(Err(envelope)) => return Err(settle(envelope, &arguments, None, false)),
+        Err(_) => return Err(settle(timed_out(), &arguments, None, false)),
     };
     let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {
-        return Err(finish(
-            timed_out(),
-            name,
-            &arguments,
-            tool.as_deref(),
-            false,
-        ));
+        return Err(settle(timed_out(), &arguments, tool.as_deref(), false));
     }
+    // What a server's question may not quote: the credentials, and the
+    // secret values of these arguments.
+    let secrets = secret_values(&arguments, tool.as_deref(), &credentials);
+    let running = link.sent.running(secrets.clone());
     let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.clone());
     let mut rounds = 0;
     let outcome = loop {
@@ -99,30 +105,29 @@ pub(crate) async fn call(
             Ok(handle) => handle,
             Err(error) => {
                 let envelope = failure::classify_error(&error, rounds > 0);
-                return Err(finish(
-                    envelope,
-                    name,
-                    &arguments,
-                    tool.as_deref(),
-                    rounds > 0,
-                ));
+                return Err(settle(envelope, &arguments, tool.as_deref(), rounds > 0));
             }
         };
         link.count_sent();
         rounds += 1;
         let token = handle.progress_token.clone();
-        let response = link
-            .routing(&token, on_progress.clone(), handle.await_response())
-            .await;
+        let answered = link.routing(&token, on_progress.clone(), handle.await_response());
+        let response = match select(pin!(answered), pin!(running.call().flooded())).await {
+            Either::Left((response, _)) => response,
+            Either::Right(((), _)) => break Err(flooded(name, link.options.max_questions)),
+        };
         break match response {
             Ok(ServerResult::CallToolResult(result)) => failure::read_result(result, name),
             // 2026-07-28: the tool asks; answered, the call is sent again
             // with the answers and the server's state.
             Ok(ServerResult::InputRequiredResult(asked)) if rounds < MAX_ROUNDS => {
                 let requests = asked.input_requests.unwrap_or_default();
+                if requests.len() > link.options.max_questions {
+                    break Err(flooded(name, link.options.max_questions));
+                }
                 let answered = tokio::time::timeout_at(
                     deadline,
-                    link.options.answers.answer_all(name, requests),
+                    link.options.answers.answer_all(name, requests, &secrets),
                 )
                 .await;
                 match answered {
@@ -133,6 +138,21 @@ pub(crate) async fn call(
                     }
                     Ok(Err(envelope)) => Err(envelope),
                     Err(_) => Err(timed_out()),
+                }
+            }
+            // Run as a task, for a client that declared the extension.
+            Ok(ServerResult::CreateTaskResult(created)) if link.options.tasks => {
+                let task = crate::mcp::client::task::follow(
+                    link,
+                    &connection,
+                    name,
+                    created.task,
+                    deadline,
+                    &secrets,
+                );
+                match select(pin!(task), pin!(running.call().flooded())).await {
+                    Either::Left((outcome, _)) => outcome,
+                    Either::Right(((), _)) => Err(flooded(name, link.options.max_questions)),
                 }
             }
             Ok(ServerResult::InputRequiredResult(_)) => Err(ErrorEnvelope::other(format!(
@@ -147,11 +167,38 @@ pub(crate) async fn call(
             Err(error) => Err(failure::classify_error(&error, false)),
         };
     };
+    drop(running);
     match outcome {
         Ok(value) => Ok(Called { value, tool }),
-        Err(envelope) => Err(finish(envelope, name, &arguments, tool.as_deref(), true)),
+        Err(envelope) => Err(settle(envelope, &arguments, tool.as_deref(), true)),
     }
 }
+
+/// The secret values of a call of `tool` with `arguments`, and the
+/// client's `credentials`: what no text that comes back, and no question
+/// handed to a handler, may quote — as [`finish`] masks them.
+fn secret_values(
+    arguments: &Map<String, Value>,
+    tool: Option<&RemoteTool>,
+    credentials: &[Value],
+) -> SecretValues {
+    let secrets = tool.map_or(&UNKNOWN, RemoteTool::secrets);
+    ArgumentMask::new(secrets, credentials).values(arguments)
+}
+
+/// The envelope of a call whose server asked more questions than the
+/// client answers, in one round or while it ran: `other`, not retryable —
+/// the same call would be asked the same.
+pub(crate) fn flooded(name: &str, most: usize) -> ErrorEnvelope {
+    ErrorEnvelope::other(format!(
+        "the MCP server asked more than {most} questions at once during the call of `{name}`, more than this client answers"
+    ))
+    .with_reason(reasons::TOO_MANY_QUESTIONS)
+    .with_alternative("Call a server that asks fewer questions, or raise the client's max_questions")
+}
+
+/// The schema of a tool the connection did not list: every value secret.
+static UNKNOWN: SecretPaths = SecretPaths::UNKNOWN;
 
 /// The most rounds of one call: a server that keeps asking stops there.
 const MAX_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
@@ -161,8 +208,9 @@ const MAX_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
 /// called, shows the arguments (the server's account of them, or the
 /// arguments sent) with every secret the tool's schema marks and every
 /// value of an undeclared key masked, quotes no secret value that was
-/// sent, and carries the one retry decision — safe to repeat by the
-/// tool's annotations, or because nothing was `sent`. A tool the
+/// sent nor any of the client's `credentials`, and carries the one retry
+/// decision — safe to repeat by the tool's annotations, or because nothing
+/// was `sent`. A tool the
 /// connection did not list (`tool` is `None`) has no schema to go by:
 /// every value of its arguments is masked, and every text sent that is
 /// long enough to be masked anywhere.
@@ -172,6 +220,7 @@ pub(crate) fn finish(
     arguments: &Map<String, Value>,
     tool: Option<&RemoteTool>,
     sent: bool,
+    credentials: &[Value],
 ) -> ErrorEnvelope {
     let facts = Facts {
         tool: Cow::Owned(name.to_owned()),
@@ -179,8 +228,7 @@ pub(crate) fn finish(
         sent,
         source: Source::Remote,
     };
-    static UNKNOWN: SecretPaths = SecretPaths::UNKNOWN;
     let secrets = tool.map_or(&UNKNOWN, RemoteTool::secrets);
-    let query = Query::Arguments(arguments, ArgumentMask::new(secrets, &[]));
+    let query = Query::Arguments(arguments, ArgumentMask::new(secrets, credentials));
     settle(envelope, &facts, query, &|| None)
 }

@@ -28,6 +28,10 @@ use crate::mcp::client::tools::{self, Catalog, RemoteTool};
 pub use crate::mcp::client::handler::Progress;
 pub(crate) use crate::mcp::client::handler::ProgressCallback;
 use crate::mcp::client::handler::{Handler, ProgressRoutes};
+use crate::mcp::client::secrets::Sent;
+
+/// The most rounds of one call: a server that keeps asking stops there.
+pub(crate) const MAX_ROUNDS: u64 = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS as u64;
 
 /// How a client reaches its server, again after a broken connection.
 #[derive(Clone)]
@@ -50,8 +54,11 @@ impl fmt::Debug for Endpoint {
 #[non_exhaustive]
 pub enum Revision {
     /// Ask the server (`server/discover`) and speak 2026-07-28 where it
-    /// does; fall back to `initialize` and 2025-11-25 where it answers the
-    /// probe with an error, or not within 10 seconds.
+    /// does; fall back to `initialize` and 2025-11-25, on a fresh
+    /// connection, where it refuses the probe. The probe waits as long as
+    /// the client's timeout allows — a server slow to start is not taken
+    /// for an old one — and a fallback is logged (`tracing`, `INFO`) and
+    /// said by [`McpClient::negotiation`](crate::mcp::client::McpClient::negotiation).
     #[default]
     Negotiate,
     /// 2026-07-28 only: stateless, every request carrying its version and
@@ -63,14 +70,11 @@ pub enum Revision {
 }
 
 impl Revision {
-    /// How rmcp opens the connection.
+    /// How rmcp opens the connection first: a probe, when negotiating,
+    /// that waits for the server as long as the handshake may take.
     fn lifecycle(self) -> ClientLifecycleMode {
         match self {
-            Revision::Negotiate => ClientLifecycleMode::Auto {
-                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-                legacy_version: Some(ProtocolVersion::V_2025_11_25),
-            },
-            Revision::V2026_07_28 => ClientLifecycleMode::Discover {
+            Revision::Negotiate | Revision::V2026_07_28 => ClientLifecycleMode::Discover {
                 preferred_versions: vec![ProtocolVersion::V_2026_07_28],
             },
             Revision::V2025_11_25 => ClientLifecycleMode::Initialize,
@@ -92,7 +96,18 @@ pub(crate) struct Options {
     /// is made.
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) credentials: Credentials,
+    /// The most questions a server may ask in one round (or at once, on
+    /// 2025-11-25).
+    pub(crate) max_questions: usize,
+    /// Whether credentials may go over plain `http://` to a host that is
+    /// not loopback.
+    pub(crate) insecure_credentials: bool,
+    /// Whether calls declare MCP's tasks extension.
+    pub(crate) tasks: bool,
 }
+
+/// The most questions a server may ask in one round by default.
+pub(crate) const DEFAULT_MAX_QUESTIONS: usize = 16;
 
 impl Default for Options {
     fn default() -> Self {
@@ -104,6 +119,9 @@ impl Default for Options {
             tls: TlsSettings::default(),
             headers: Vec::new(),
             credentials: Credentials::default(),
+            max_questions: DEFAULT_MAX_QUESTIONS,
+            insecure_credentials: false,
+            tasks: false,
         }
     }
 }
@@ -114,6 +132,9 @@ impl Default for Options {
 pub(crate) struct Connection {
     service: RunningService<RoleClient, Handler>,
     tools: OnceCell<Result<Arc<Catalog>, ErrorEnvelope>>,
+    /// Why the connection speaks 2025-11-25 although the client
+    /// negotiated: what the server answered the probe.
+    fell_back: Option<String>,
 }
 
 impl Connection {
@@ -127,6 +148,11 @@ impl Connection {
         let info = self.service.peer().peer_info()?;
         Some(info.protocol_version.to_string())
     }
+
+    /// Why a negotiating client speaks 2025-11-25 on this connection.
+    pub(crate) fn fell_back(&self) -> Option<&str> {
+        self.fell_back.as_deref()
+    }
 }
 
 /// Everything a client and its clones share: where the server is, how to
@@ -138,15 +164,17 @@ pub(crate) struct Link {
     http: Option<Http>,
     progress: ProgressRoutes,
     connection: AsyncMutex<Option<Arc<Connection>>>,
-    sent: AtomicU64,
+    sent_calls: AtomicU64,
     connections: AtomicU64,
+    /// The credentials sent, and the secrets of the calls in flight.
+    pub(crate) sent: Arc<Sent>,
 }
 
 impl fmt::Debug for Link {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("McpClient")
             .field("endpoint", &self.endpoint)
-            .field("sent", &self.sent())
+            .field("sent", &self.sent_calls())
             .finish_non_exhaustive()
     }
 }
@@ -158,13 +186,9 @@ impl Link {
     ///
     /// The envelope of a connection that could not be made.
     pub(crate) async fn open(endpoint: Endpoint, options: Options) -> Result<Self, ErrorEnvelope> {
+        let sent = Arc::new(Sent::default());
         let http = match &endpoint {
-            Endpoint::Http(url) => Some(Http::new(
-                url,
-                &options.tls,
-                &options.headers,
-                &options.credentials,
-            )?),
+            Endpoint::Http(url) => Some(Http::new(url, &options, &sent)?),
             Endpoint::Stdio(_) => None,
         };
         let link = Link {
@@ -173,8 +197,9 @@ impl Link {
             http,
             progress: ProgressRoutes::default(),
             connection: AsyncMutex::new(None),
-            sent: AtomicU64::new(0),
+            sent_calls: AtomicU64::new(0),
             connections: AtomicU64::new(0),
+            sent,
         };
         let connection = link.connection().await?;
         // The annotations decide what is safe to repeat: known from the start.
@@ -183,13 +208,13 @@ impl Link {
     }
 
     /// How many `tools/call` requests went out.
-    pub(crate) fn sent(&self) -> u64 {
-        self.sent.load(Ordering::Relaxed)
+    pub(crate) fn sent_calls(&self) -> u64 {
+        self.sent_calls.load(Ordering::Relaxed)
     }
 
     /// Counts a `tools/call` that went out.
     pub(crate) fn count_sent(&self) {
-        self.sent.fetch_add(1, Ordering::Relaxed);
+        self.sent_calls.fetch_add(1, Ordering::Relaxed);
     }
 
     /// How many connections this link made.
@@ -226,29 +251,41 @@ impl Link {
         let handler = Handler {
             progress: Arc::clone(&self.progress),
             answers: self.options.answers.clone(),
+            sent: Arc::clone(&self.sent),
+            max_questions: u64::try_from(self.options.max_questions)
+                .unwrap_or(u64::MAX)
+                .saturating_mul(MAX_ROUNDS),
+            tasks: self.options.tasks,
         };
         let timeout = self.options.timeout;
         let handshake = async {
             let revision = self.options.revision;
             let first = self.handshake(&handler, revision.lifecycle()).await;
             match first {
-                // A 2025-11-25 server may refuse the 2026-07-28 probe other
-                // than with the JSON-RPC error rmcp falls back on (an HTTP
-                // 400 for a request without a session, a closed stream):
-                // then the handshake it knows, on a fresh connection.
+                // A 2025-11-25 server refuses the 2026-07-28 probe: with a
+                // JSON-RPC error, an HTTP 400 for a request without a
+                // session, a closed stream. Then the handshake it knows, on
+                // a fresh connection, and the reason said.
                 Err(error)
                     if revision == Revision::Negotiate
                         && error.reason() != Some(crate::reasons::UNSUPPORTED_PROTOCOL_VERSION)
                         // Credentials and certificates fail the same way.
                         && error.category() != crate::ErrorCategory::Permission =>
                 {
-                    self.handshake(&handler, ClientLifecycleMode::Initialize)
-                        .await
+                    let why = format!(
+                        "the server refused server/discover ({})",
+                        crate::limits::text_for_wire(error.message(), 256)
+                    );
+                    tracing::info!(endpoint = ?self.endpoint, reason = %why, "MCP client falls back to 2025-11-25");
+                    let service = self
+                        .handshake(&handler, ClientLifecycleMode::Initialize)
+                        .await?;
+                    Ok((service, Some(why)))
                 }
-                other => other,
+                other => other.map(|service| (service, None)),
             }
         };
-        let service = tokio::time::timeout(timeout, handshake)
+        let (service, fell_back) = tokio::time::timeout(timeout, handshake)
             .await
             .map_err(|_| {
                 failure::not_sent(format!(
@@ -256,7 +293,8 @@ impl Link {
                     timeout.as_millis()
                 ))
                 .with_reason(crate::reasons::TIMEOUT)
-            })??;
+            })?
+            .map_err(|envelope| self.sent.hide_credentials(envelope))?;
         service
             .set_response_cache_config(rmcp::ClientCacheConfig::disabled())
             .await;
@@ -264,6 +302,7 @@ impl Link {
         let connection = Arc::new(Connection {
             service,
             tools: OnceCell::new(),
+            fell_back,
         });
         *slot = Some(Arc::clone(&connection));
         Ok(connection)

@@ -20,6 +20,7 @@ use sse_stream::Sse;
 use tokio::sync::Mutex as AsyncMutex;
 
 use crate::envelope::ErrorEnvelope;
+use crate::mcp::client::secrets::Sent;
 use crate::mcp::client::token::{TokenProvider, TokenRequest};
 
 /// Where a client's bearer token comes from.
@@ -90,13 +91,20 @@ impl Source {
 pub(crate) struct Authorized {
     inner: reqwest::Client,
     source: Source,
+    /// Every token sent is remembered here, to be kept out of what comes back.
+    sent: Arc<Sent>,
 }
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 
 impl Authorized {
     /// `inner`, sending `credentials` to the server at `url`.
-    pub(crate) fn new(inner: reqwest::Client, credentials: Credentials, url: &Arc<str>) -> Self {
+    pub(crate) fn new(
+        inner: reqwest::Client,
+        credentials: Credentials,
+        url: &Arc<str>,
+        sent: Arc<Sent>,
+    ) -> Self {
         let source = match credentials {
             Credentials::None => Source::None,
             Credentials::Fixed(token) => Source::Fixed(token),
@@ -112,12 +120,24 @@ impl Authorized {
         };
         #[cfg(not(feature = "oauth"))]
         let _ = url;
-        Authorized { inner, source }
+        Authorized {
+            inner,
+            source,
+            sent,
+        }
     }
 
     /// The token to send: the fixed one, the provider's last, or the OAuth
-    /// login's (refreshed when it is about to expire).
+    /// login's (refreshed when it is about to expire) — remembered as sent.
     async fn current(&self) -> Result<Option<Arc<str>>, HttpError> {
+        let token = self.token().await?;
+        if let Some(token) = &token {
+            self.sent.credential(token);
+        }
+        Ok(token)
+    }
+
+    async fn token(&self) -> Result<Option<Arc<str>>, HttpError> {
         match &self.source {
             Source::None => Ok(None),
             Source::Fixed(token) => Ok(Some(Arc::clone(token))),
@@ -185,7 +205,11 @@ impl Authorized {
                 .map_err(carried)?
                 .map(Arc::from),
         };
-        Ok(token.filter(|token| Some(token) != refused))
+        let token = token.filter(|token| Some(token) != refused);
+        if let Some(token) = &token {
+            self.sent.credential(token);
+        }
+        Ok(token)
     }
 }
 

@@ -13,7 +13,8 @@ use rmcp::transport::streamable_http_client::StreamableHttpError;
 use serde_json::Value;
 
 use crate::category::ErrorCategory;
-use crate::envelope::ErrorEnvelope;
+use crate::envelope::{ErrorEnvelope, Refusal};
+use crate::escalation::EscalationReason;
 use crate::limits::text_for_wire;
 use crate::mcp::client::credentials::TokenFailure;
 use crate::mcp::client::sdk_errors;
@@ -94,9 +95,32 @@ fn foreign(message: String) -> ErrorEnvelope {
     envelope
 }
 
-/// An envelope, if `value` is one.
+/// An envelope, if `value` is one; one that says the server refused the
+/// call before its tool ran — escalated after 0 attempts, blocked by a
+/// guard, declined by a person, its arguments unusable — is known as such,
+/// so that a loop around the call counts no run.
 fn read_envelope(value: &Value) -> Option<ErrorEnvelope> {
-    <ErrorEnvelope as serde::Deserialize>::deserialize(value).ok()
+    let mut envelope = <ErrorEnvelope as serde::Deserialize>::deserialize(value).ok()?;
+    let escalated = envelope
+        .escalation()
+        .map(|escalated| (escalated.reason, escalated.attempts));
+    let refusal = match (envelope.reason(), escalated) {
+        (Some(reasons::HUMAN_DECLINED), _) | (_, Some((EscalationReason::HumanDeclined, _))) => {
+            Some(Refusal::Declined)
+        }
+        (
+            Some(reasons::BLOCKED_BY_GUARD | reasons::GUARD_PANIC | reasons::UNREADABLE_ARGUMENT),
+            _,
+        )
+        | (_, Some((EscalationReason::BlockedByGuard, _))) => Some(Refusal::Blocked),
+        (Some(reasons::INVALID_ARGUMENTS | reasons::UNREPRESENTABLE_ARGUMENT), _)
+        | (_, Some((_, 0))) => Some(Refusal::Unusable),
+        _ => None,
+    };
+    if let Some(refusal) = refusal {
+        envelope.set_refused(refusal);
+    }
+    Some(envelope)
 }
 
 /// The envelope of a failure rmcp reports: a protocol error, a timeout, a
@@ -163,7 +187,9 @@ pub(crate) fn classify_initialize(error: &ClientInitializeError) -> ErrorEnvelop
 /// other `other`. None is retryable: the server answered, and the same
 /// request gets the same answer.
 fn json_rpc(data: &ErrorData) -> ErrorEnvelope {
+    let said = |key: &str| data.data.as_ref().and_then(|data| data.get(key)?.as_str());
     match data.code.0 {
+        -32602 if said("reason") == Some(reasons::REQUEST_STATE_REFUSED) => refused_state(data),
         -32602 => ErrorEnvelope::validation(text(data.message.to_string()))
             .with_reason(reasons::INVALID_ARGUMENTS),
         -32022 => {
@@ -189,29 +215,75 @@ fn json_rpc(data: &ErrorData) -> ErrorEnvelope {
     }
 }
 
-/// A server that needs the client to answer what it did not declare
-/// (`-32021`, 2026-07-28): `business`, not retryable, naming what.
+/// A server that refused the `requestState` a round sent back: `other`,
+/// not retryable — the same round gets the same answer, and the
+/// arguments were fine — saying how to start the call over.
+fn refused_state(data: &ErrorData) -> ErrorEnvelope {
+    ErrorEnvelope::other(text(format!(
+        "the MCP server refused the state of the call's last round: {}",
+        data.message
+    )))
+    .with_reason(reasons::REQUEST_STATE_REFUSED)
+    .with_alternative(
+        "Call the tool again from its start, without the state; a person may be asked again",
+    )
+}
+
+/// A server that needs the client to answer, or support, what it did not
+/// declare (`-32021`, 2026-07-28): `business`, not retryable, naming what —
+/// a capability by its name, an extension by its identifier — and the way
+/// to declare it.
 fn missing_capability(data: Option<&Value>) -> ErrorEnvelope {
     let required = data.and_then(|data| data.get("requiredCapabilities"));
-    let mut names: Vec<String> = match required {
-        Some(Value::Object(capabilities)) => capabilities
-            .keys()
-            .take(8)
-            .map(|name| crate::limits::text_for_wire(name, 64).into_owned())
-            .collect(),
-        _ => Vec::new(),
-    };
+    let bounded = |name: &str| crate::limits::text_for_wire(name, 64).into_owned();
+    let mut names: Vec<String> = Vec::new();
+    let mut ways: Vec<String> = Vec::new();
+    if let Some(Value::Object(capabilities)) = required {
+        for (name, value) in capabilities.iter().take(8) {
+            match (name.as_str(), value) {
+                ("extensions", Value::Object(extensions)) => {
+                    for extension in extensions.keys().take(8) {
+                        names.push(format!("the extension `{}`", bounded(extension)));
+                        ways.push(match extension.as_str() {
+                            rmcp::model::TASKS_EXTENSION_ID => {
+                                "declare the tasks extension on the client (`Connect::tasks`)"
+                                    .to_owned()
+                            }
+                            other => format!(
+                                "use a client that supports the extension `{}`",
+                                bounded(other)
+                            ),
+                        });
+                    }
+                }
+                (capability, _) => {
+                    names.push(bounded(capability));
+                    ways.push(format!(
+                        "register a handler for {} on the client (`Connect::on_{}`)",
+                        bounded(capability),
+                        match capability {
+                            "elicitation" | "sampling" | "roots" => capability,
+                            _ => "…",
+                        }
+                    ));
+                }
+            }
+        }
+    }
     if names.is_empty() {
         names.push("a capability it did not name".to_owned());
+        ways.push("declare what the server needs on the client".to_owned());
     }
     let names = names.join(" and ");
+    let mut way = ways.join(", and ");
+    if let Some(first) = way.get(..1) {
+        way = format!("{}{}", first.to_uppercase(), &way[1..]);
+    }
     ErrorEnvelope::business(format!(
-        "the MCP server needs this client to answer {names}, which the client did not declare"
+        "the MCP server needs this client to support {names}, which the client did not declare"
     ))
     .with_reason(reasons::CLIENT_CANNOT_ANSWER)
-    .with_alternative(format!(
-        "Register a handler for {names} on the client, then call again"
-    ))
+    .with_alternative(format!("{way}, then call again"))
 }
 
 /// A server that does not speak the protocol versions the client asked for:

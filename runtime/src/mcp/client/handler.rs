@@ -10,13 +10,16 @@ use rmcp::ErrorData;
 #[allow(deprecated)]
 // Sampling and roots: SEP-2577 deprecates them; both revisions define them.
 use rmcp::model::{
-    ClientConfig, CreateMessageRequestMethod, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitResult, ElicitationCreateRequestMethod, Implementation,
-    ListRootsRequestMethod, ListRootsResult, ProgressNotificationParam, ProgressToken,
+    ClientCapabilities, ClientConfig, CreateMessageRequestMethod, CreateMessageRequestParams,
+    CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationCreateRequestMethod,
+    Implementation, ListRootsRequestMethod, ListRootsResult, ProgressNotificationParam,
+    ProgressToken,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 
 use crate::mcp::client::answers::Answers;
+use crate::mcp::client::secrets::Sent;
+use crate::redact::values::SecretValues;
 
 /// A progress notification of a call.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,16 +40,44 @@ pub(crate) type ProgressRoutes = Arc<Mutex<HashMap<ProgressToken, ProgressCallba
 /// The client side of a connection: routes progress notifications to the
 /// call they belong to, and answers what the server asks (2025-11-25) with
 /// the caller's handlers.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(crate) struct Handler {
     pub(crate) progress: ProgressRoutes,
     pub(crate) answers: Answers,
+    /// What the calls in flight sent, to keep out of the questions.
+    pub(crate) sent: Arc<Sent>,
+    /// The most questions one call may be asked.
+    pub(crate) max_questions: u64,
+    /// Whether the client declares MCP's tasks extension.
+    pub(crate) tasks: bool,
+}
+
+impl Handler {
+    /// The secret values a question may not show, once it is counted
+    /// against the calls in flight; `None` once they were asked too many.
+    fn admit(&self) -> Option<SecretValues> {
+        self.sent
+            .asked(self.max_questions)
+            .then(|| self.sent.everything())
+    }
+}
+
+/// The error a question asked past the bound gets.
+fn too_many() -> ErrorData {
+    ErrorData::internal_error("the client answers no more questions for this call", None)
 }
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
+        let mut capabilities = self.answers.capabilities();
+        if self.tasks {
+            capabilities.extensions = ClientCapabilities::builder()
+                .enable_tasks()
+                .build()
+                .extensions;
+        }
         ClientConfig::new(
-            self.answers.capabilities(),
+            capabilities,
             Implementation::new("tool-envelope", env!("CARGO_PKG_VERSION")),
         )
     }
@@ -56,7 +87,8 @@ impl ClientHandler for Handler {
         request: ElicitRequestParams,
         _: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let answer = self.answers.elicit(request).await;
+        let secrets = self.admit().ok_or_else(too_many)?;
+        let answer = self.answers.elicit(request, &secrets).await;
         answer.ok_or_else(ErrorData::method_not_found::<ElicitationCreateRequestMethod>)
     }
 
@@ -66,7 +98,8 @@ impl ClientHandler for Handler {
         params: CreateMessageRequestParams,
         _: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        match self.answers.sample(params).await {
+        let secrets = self.admit().ok_or_else(too_many)?;
+        match self.answers.sample(params, &secrets).await {
             Some(Ok(result)) => Ok(result),
             Some(Err(error)) => Err(ErrorData::internal_error(error, None)),
             None => Err(ErrorData::method_not_found::<CreateMessageRequestMethod>()),
@@ -78,6 +111,7 @@ impl ClientHandler for Handler {
         &self,
         _: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
+        self.admit().ok_or_else(too_many)?;
         let roots = self.answers.roots().await;
         roots.ok_or_else(ErrorData::method_not_found::<ListRootsRequestMethod>)
     }

@@ -7,9 +7,10 @@ use std::sync::Arc;
 use reqwest::header::{HeaderName, HeaderValue};
 
 use crate::envelope::ErrorEnvelope;
+use crate::mcp::client::connection::Options;
 use crate::mcp::client::credentials::{Authorized, Credentials};
 use crate::mcp::client::failure::misconfigured;
-use crate::mcp::client::tls::TlsSettings;
+use crate::mcp::client::secrets::Sent;
 
 /// The headers a caller may not set: those the transport sends itself, and
 /// those HTTP itself owns.
@@ -47,12 +48,20 @@ impl Http {
     /// settings or a header cannot be used.
     pub(crate) fn new(
         url: &Arc<str>,
-        tls_settings: &TlsSettings,
-        headers_given: &[(String, String)],
-        credentials: &Credentials,
+        options: &Options,
+        sent: &Arc<Sent>,
     ) -> Result<Self, ErrorEnvelope> {
+        let credentials = &options.credentials;
+        let shows_credentials =
+            !matches!(credentials, Credentials::None) || !options.headers.is_empty();
+        if shows_credentials && !options.insecure_credentials && !is_private_to_this_machine(url) {
+            return Err(misconfigured(format!(
+                "credentials would go over plain HTTP to {}: use https://, or allow it with `insecure_credentials`",
+                crate::limits::text_for_wire(url, 256)
+            )));
+        }
         let mut headers = HashMap::new();
-        for (name, value) in headers_given {
+        for (name, value) in &options.headers {
             let header = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| misconfigured(format!("`{name}` is not an HTTP header name")))?;
             if RESERVED_HEADERS.contains(&header.as_str()) {
@@ -71,21 +80,44 @@ impl Http {
                     "the value of the header `{name}` is not one HTTP allows"
                 ))
             })?;
-            // Kept out of every debug print.
+            // Kept out of every debug print, and out of every text that
+            // comes back.
             value.set_sensitive(true);
+            sent.credential(&Arc::from(value.to_str().unwrap_or_default()));
             headers.insert(header, value);
         }
         let client = reqwest::Client::builder()
             .pool_max_idle_per_host(0)
             .redirect(reqwest::redirect::Policy::none())
-            .tls_backend_preconfigured(tls_settings.config()?)
+            .tls_backend_preconfigured(options.tls.config()?)
             .build()
             .map_err(|error| {
                 misconfigured(format!("the HTTP client could not be built: {error}"))
             })?;
         Ok(Http {
-            client: Authorized::new(client, credentials.clone(), url),
+            client: Authorized::new(client, credentials.clone(), url, Arc::clone(sent)),
             headers,
         })
+    }
+}
+
+/// Whether `url` leaves this machine unencrypted: `https`, or `http` to a
+/// loopback host (`localhost`, `127.0.0.0/8`, `::1`), keeps credentials to
+/// itself; anything else does not.
+fn is_private_to_this_machine(url: &str) -> bool {
+    let Ok(url) = url.parse::<reqwest::Url>() else {
+        return false;
+    };
+    match url.scheme() {
+        "https" => true,
+        "http" => {
+            let host = url.host_str().unwrap_or_default();
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            host.eq_ignore_ascii_case("localhost")
+                || host
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        }
+        _ => false,
     }
 }

@@ -38,6 +38,8 @@ mod http;
 mod oauth;
 mod paced;
 mod sdk_errors;
+mod secrets;
+mod task;
 mod tls;
 mod token;
 mod tools;
@@ -46,6 +48,13 @@ pub use connection::{Progress, Revision};
 #[cfg(feature = "oauth")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "oauth")))]
 pub use oauth::OAuth;
+/// What the handlers of a server's questions take and answer: rmcp's own
+/// types, the same ones, so that a handler needs no other import.
+#[allow(deprecated)] // SEP-2577 deprecates sampling and roots; both revisions define them.
+pub use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationAction, Role, Root, SamplingMessage,
+};
 pub use tls::Roots;
 pub use token::{TokenAnswer, TokenProvider, TokenRequest};
 pub use tools::RemoteTool;
@@ -161,7 +170,7 @@ impl McpClient {
     /// How many `tools/call` requests this client has sent, over every
     /// connection it made.
     pub fn sent(&self) -> u64 {
-        self.link.sent()
+        self.link.sent_calls()
     }
 
     /// How many connections this client has made: 1, plus one each time it
@@ -174,13 +183,29 @@ impl McpClient {
 
     /// The MCP revision the live connection speaks, as negotiated
     /// (`2026-07-28`, `2025-11-25`): connecting first if there is none.
+    /// Why a negotiating client fell back to 2025-11-25 is in
+    /// [`negotiation`](Self::negotiation), and logged.
     ///
     /// # Errors
     ///
     /// A classified envelope if the server cannot be reached.
     pub async fn protocol_version(&self) -> Result<String, ErrorEnvelope> {
+        Ok(self.negotiation().await?.revision)
+    }
+
+    /// How the live connection's revision was chosen: the revision, and,
+    /// when the client negotiated and the server refused 2026-07-28, why it
+    /// speaks 2025-11-25 instead.
+    ///
+    /// # Errors
+    ///
+    /// A classified envelope if the server cannot be reached.
+    pub async fn negotiation(&self) -> Result<Negotiation, ErrorEnvelope> {
         let connection = self.link.connection().await?;
-        Ok(connection.protocol_version().unwrap_or_default())
+        Ok(Negotiation {
+            revision: connection.protocol_version().unwrap_or_default(),
+            fell_back: connection.fell_back().map(str::to_owned),
+        })
     }
 
     /// The server's tools (`tools/list`), listed once per connection
@@ -194,7 +219,8 @@ impl McpClient {
     /// list its tools in time.
     pub async fn tools(&self) -> Result<Vec<RemoteTool>, ErrorEnvelope> {
         let connection = self.link.connection().await?;
-        let tools = self.link.catalog(&connection).await?;
+        let tools = (self.link.catalog(&connection).await)
+            .map_err(|envelope| self.link.sent.hide_credentials(envelope))?;
         let mut tools: Vec<RemoteTool> = tools.values().map(|tool| (**tool).clone()).collect();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(tools)
@@ -207,12 +233,9 @@ impl McpClient {
     /// As [`tools`](Self::tools).
     pub async fn tool(&self, name: &str) -> Result<Option<RemoteTool>, ErrorEnvelope> {
         let connection = self.link.connection().await?;
-        Ok(self
-            .link
-            .catalog(&connection)
-            .await?
-            .get(name)
-            .map(|tool| (**tool).clone()))
+        let tools = (self.link.catalog(&connection).await)
+            .map_err(|envelope| self.link.sent.hide_credentials(envelope))?;
+        Ok(tools.get(name).map(|tool| (**tool).clone()))
     }
 
     /// Calls the tool `name` with `arguments` (a JSON object, or `null` for
@@ -283,14 +306,28 @@ impl McpClient {
             Value::Object(arguments) => arguments,
             _ => serde_json::Map::new(),
         };
+        let credentials = self.link.sent.credentials();
         Err(call::finish(
             envelope,
             name,
             &arguments,
             tool.as_deref(),
             true,
+            &credentials,
         ))
     }
+}
+
+/// How a connection's MCP revision was chosen
+/// ([`McpClient::negotiation`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Negotiation {
+    /// The revision spoken: `2026-07-28`, `2025-11-25`.
+    pub revision: String,
+    /// Why a negotiating client speaks 2025-11-25: what the server answered
+    /// `server/discover` with. `None` when it speaks what it asked for.
+    pub fell_back: Option<String>,
 }
 
 /// A client to be made: its options set, then `.await`ed
@@ -334,6 +371,39 @@ impl Connect {
     /// The MCP revision to speak: [`Revision::Negotiate`] unless set.
     pub fn revision(mut self, revision: Revision) -> Self {
         self.options.revision = revision;
+        self
+    }
+
+    /// The most questions the server may ask in one round of a call (16
+    /// unless set); on 2025-11-25, where questions are requests, ten times
+    /// as many while one call runs. Past it the call ends with an `other`
+    /// envelope, not retryable, reason `TOO_MANY_QUESTIONS`, and the
+    /// handlers are not run for the rest.
+    pub fn max_questions(mut self, most: usize) -> Self {
+        self.options.max_questions = most.max(1);
+        self
+    }
+
+    /// Declares MCP's tasks extension (`io.modelcontextprotocol/tasks`) on
+    /// every request, so that a server may run a call as a task: the call
+    /// then polls the task (`tasks/get`, at the pace the server suggests),
+    /// answers its questions with the handlers (`tasks/update`), and
+    /// returns its result — within the call's timeout, after which the task
+    /// is cancelled. A tool the server runs only as a task
+    /// (`TaskSupport::Required`) needs it.
+    pub fn tasks(mut self) -> Self {
+        self.options.tasks = true;
+        self
+    }
+
+    /// Lets credentials — a bearer token, a provider's or an OAuth
+    /// login's, the values of [`header`](Self::header) — go over plain
+    /// `http://` to a host that is not loopback. Without it such a client
+    /// fails when it is made, as `other`, reason `CLIENT_MISCONFIGURED`:
+    /// anyone on the path would read the token. For a private network you
+    /// trust.
+    pub fn insecure_credentials(mut self) -> Self {
+        self.options.insecure_credentials = true;
         self
     }
 
@@ -428,13 +498,32 @@ impl Connect {
     /// on 2025-11-25 a request from the server, on 2026-07-28 a question of
     /// an `InputRequiredResult`, after which the call is sent again with
     /// the answer (at most 10 rounds, within the call's timeout). With it,
-    /// the client declares the `elicitation` capability. Without it, a call
-    /// whose tool asks ends as a `business` envelope, not retryable, reason
-    /// `CLIENT_CANNOT_ANSWER`, that names what was asked.
+    /// the client declares form elicitation (never URL elicitation: a
+    /// request to open a URL is refused, never handed to `handler`).
+    /// Without it, a call whose tool asks ends as a `business` envelope,
+    /// not retryable, reason `CLIENT_CANNOT_ANSWER`, that names what was
+    /// asked. What the handler is shown quotes no secret the call sent and
+    /// none of the client's credentials: they are `[redacted]`.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), tool_envelope::ErrorEnvelope> {
+    /// use serde_json::json;
+    /// use tool_envelope::mcp::client::{ElicitResult, ElicitationAction, McpClient};
+    ///
+    /// let refunds = McpClient::connect("http://127.0.0.1:8080/mcp")
+    ///     .on_elicitation(|request| async move {
+    ///         // Show `request` to the person at the keyboard; here, a yes.
+    ///         let _ = request;
+    ///         ElicitResult::new(ElicitationAction::Accept)
+    ///             .with_content(json!({"approver": "Ada", "note": "checked the order"}))
+    ///     })
+    ///     .await?;
+    /// # let _ = refunds; Ok(()) }
+    /// ```
     pub fn on_elicitation<F, Fut>(mut self, handler: F) -> Self
     where
-        F: Fn(rmcp::model::ElicitRequestParams) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = rmcp::model::ElicitResult> + Send + 'static,
+        F: Fn(ElicitRequestParams) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ElicitResult> + Send + 'static,
     {
         self.options.answers.on_elicitation(handler);
         self
@@ -446,8 +535,8 @@ impl Connect {
     #[allow(deprecated)] // SEP-2577 deprecates sampling; both revisions define it.
     pub fn on_sampling<F, Fut>(mut self, handler: F) -> Self
     where
-        F: Fn(rmcp::model::CreateMessageRequestParams) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<rmcp::model::CreateMessageResult, String>> + Send + 'static,
+        F: Fn(CreateMessageRequestParams) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CreateMessageResult, String>> + Send + 'static,
     {
         self.options.answers.on_sampling(handler);
         self
@@ -459,7 +548,7 @@ impl Connect {
     pub fn on_roots<F, Fut>(mut self, handler: F) -> Self
     where
         F: Fn() -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Vec<rmcp::model::Root>> + Send + 'static,
+        Fut: Future<Output = Vec<Root>> + Send + 'static,
     {
         self.options.answers.on_roots(handler);
         self

@@ -7,7 +7,8 @@ use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
-    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
     SetLevelRequestParams, Tool,
 };
 use rmcp::service::RequestContext;
@@ -20,17 +21,18 @@ use std::sync::Arc;
 use futures_util::future::{Either, select};
 use rmcp::model::InputResponses;
 
+use crate::caller::Caller;
 use crate::mcp::context::ToolContext;
 use crate::mcp::live::LiveRequest;
 use crate::mcp::rmcp::convert::{rmcp_tools, to_error_data, to_rmcp_result};
 use crate::mcp::rounds::{Asking, has_rounds};
-use crate::mcp::tasks::{TaskSupport, Tasks};
+use crate::mcp::tasks::{Full, TaskSupport, Tasks};
 use crate::mcp::toolset::ToolSet;
 use rmcp::model::{
     CancelTaskParams, ClientCapabilities, CreateTaskResult, GetTaskParams, GetTaskResult,
     UpdateTaskParams,
 };
-use rmcp::task_manager::{TaskExit, TaskOptions};
+use rmcp::task_manager::TaskExit;
 
 const INSTRUCTIONS: &str = "Tool failures come back as isError results whose structuredContent is an error envelope: \
      errorCategory and isRetryable say what to do next; attempted_query, partial_results and \
@@ -99,47 +101,86 @@ impl ServerHandler for ToolSet {
             .await
     }
 
+    /// `logging/setLevel`: the session's level, on 2025-11-25. A request
+    /// that speaks 2026-07-28, which removed it, finds no such method.
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        if has_rounds(&context) {
+            return Err(not_found("logging/setLevel"));
+        }
         self.set_log_level(request.level.into());
         Ok(())
     }
 
-    /// `tasks/get`: a task's state, and once it is done its result.
+    /// `initialize`, for the revisions that have it; one sent as 2026-07-28
+    /// (its `_meta` says so), which removed it, finds no such method. One
+    /// that merely *asks* for 2026-07-28 in its params is a 2025-11-25
+    /// client negotiating, as rmcp's own does, and gets the latest revision
+    /// with a handshake.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        // Over HTTP, the version header says it too: a client sends it only
+        // once it has negotiated, so on `initialize` it is a 2026-07-28 one.
+        let stateless = ProtocolVersion::V_2026_07_28;
+        let header = (context.extensions.get::<axum::http::request::Parts>())
+            .and_then(|parts| parts.headers.get("mcp-protocol-version")?.to_str().ok())
+            .is_some_and(|version| version >= stateless.as_str());
+        if header || (context.meta.protocol_version()).is_some_and(|version| version >= stateless) {
+            return Err(not_found("initialize"));
+        }
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    /// The revisions served: [`ToolSet::revisions`], every one rmcp knows
+    /// unless set.
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        self.served_revisions()
+    }
+
+    /// `tasks/get`: a task's state, and once it is done its result — for
+    /// the caller that made it; to any other, an unknown task.
     async fn get_task(
         &self,
         request: GetTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
         let tasks = self.task_runner().ok_or_else(no_tasks)?;
-        Ok(GetTaskResult::new(
-            tasks.manager().get_task(&request.task_id)?,
-        ))
+        let caller = crate::mcp::live::caller(&context);
+        let subject = caller.as_deref().map(Caller::subject);
+        Ok(GetTaskResult::new(tasks.get(&request.task_id, subject)?))
     }
 
-    /// `tasks/update`: the answers to a task's questions.
+    /// `tasks/update`: the answers to a task's questions, from the caller
+    /// that made it.
     async fn update_task(
         &self,
         request: UpdateTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let tasks = self.task_runner().ok_or_else(no_tasks)?;
-        tasks
-            .manager()
-            .update_task(&request.task_id, request.input_responses)
+        let caller = crate::mcp::live::caller(&context);
+        let subject = caller.as_deref().map(Caller::subject);
+        tasks.update(&request.task_id, subject, request.input_responses)
     }
 
-    /// `tasks/cancel`: the task's call is stopped at its next `.await`.
+    /// `tasks/cancel`: the task's call is stopped at its next `.await` —
+    /// when the caller that made it asks.
     async fn cancel_task(
         &self,
         request: CancelTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let tasks = self.task_runner().ok_or_else(no_tasks)?;
-        tasks.manager().cancel_task(&request.task_id)
+        let caller = crate::mcp::live::caller(&context);
+        let subject = caller.as_deref().map(Caller::subject);
+        tasks.cancel(&request.task_id, subject)
     }
 
     /// A request rmcp could not read as one of MCP's: a known method whose
@@ -160,6 +201,22 @@ impl ServerHandler for ToolSet {
             false => invalid_request(&request.method, request.params.as_ref()),
         })
     }
+}
+
+/// The envelope of a call refused as a task because too many run:
+/// `transient` — nothing ran, and a slot frees when a task ends.
+fn too_many_tasks(full: Full) -> crate::ErrorEnvelope {
+    let (whose, max) = match full {
+        Full::Server(max) => ("this server runs", max),
+        Full::Caller(max) => ("this caller runs", max),
+    };
+    crate::ErrorEnvelope::transient(format!(
+        "The call was not started: {whose} {max} tasks already, as many as it may at once"
+    ))
+    .with_reason(crate::reasons::TOO_MANY_TASKS)
+    .with_not_applied(true)
+    .with_retry_after(std::time::Duration::from_secs(1))
+    .with_alternative("Wait for a running task to finish, or cancel one, then call again")
 }
 
 /// The error of a `tasks/*` method on a set that runs no tasks.
@@ -238,7 +295,7 @@ impl ToolSet {
             match (tasks.support(definition), declared) {
                 (TaskSupport::Never, _) | (TaskSupport::Optional, false) => {}
                 (TaskSupport::Optional | TaskSupport::Required, true) => {
-                    return Ok(self.spawn_task(tasks, name, arguments, context).into());
+                    return Ok(self.spawn_task(tasks, name, arguments, context));
                 }
                 (TaskSupport::Required, false) => {
                     let tasks = ClientCapabilities::builder().enable_tasks().build();
@@ -247,13 +304,15 @@ impl ToolSet {
             }
         }
         let seal = self.seal();
+        let caller = crate::mcp::live::caller(context);
+        let subject = caller.as_deref().map(crate::caller::Caller::subject);
         let asking = Asking::open(
             seal,
             context,
             name,
             &arguments,
-            round.responses,
-            round.state,
+            subject,
+            (round.responses, round.state),
         )?;
         let live = Arc::new(LiveRequest::new(
             context,
@@ -270,23 +329,30 @@ impl ToolSet {
             Either::Left((Err(error), _)) => Err(to_error_data(error)),
             Either::Right(((), _)) => {
                 let arguments = bound.unwrap_or(Value::Null);
-                Ok(live.asking.answer(seal, name, &arguments)?.into())
+                Ok(live.asking.answer(seal, name, &arguments, subject)?.into())
             }
         }
     }
 
-    /// Runs the call as a task of `tasks`, and answers with the task.
+    /// Runs the call as a task of `tasks`, and answers with the task — or,
+    /// when the server or the caller runs as many tasks as it may, with a
+    /// `transient` envelope, reason `TOO_MANY_TASKS`: nothing ran.
     fn spawn_task(
         &self,
         tasks: &Tasks,
         name: &str,
         arguments: Value,
         context: &RequestContext<RoleServer>,
-    ) -> CreateTaskResult {
+    ) -> CallToolResponse {
         let tools = self.clone();
+        let caller = crate::mcp::live::caller(context);
+        let subject = caller.as_deref().map(Caller::subject);
+        let refused = arguments.clone();
         let name = name.to_owned();
+        let task_name = name.clone();
         let context = context.clone();
-        let task = tasks.manager().spawn(TaskOptions::new(), move |task| {
+        let spawned = tasks.spawn(subject, move |task| {
+            let name = task_name;
             Box::pin(async move {
                 let asking = Asking::task(task.clone(), &context);
                 let threshold = tools.log_threshold();
@@ -299,7 +365,13 @@ impl ToolSet {
                 }
             })
         });
-        CreateTaskResult::new(task)
+        match spawned {
+            Ok(task) => CreateTaskResult::new(task).into(),
+            Err(full) => {
+                let reply = self.refuse(&name, refused, too_many_tasks(full));
+                to_rmcp_result(reply).into()
+            }
+        }
     }
 
     /// The tools as an rmcp [`ToolRouter`], to merge with the routers of

@@ -55,9 +55,13 @@ impl HttpOptions {
 
     /// Serves without sessions: every request stands alone and any replica
     /// answers it, so N replicas can sit behind a round-robin load balancer.
-    /// Replies to simple calls are plain JSON. What needs a session is lost:
-    /// a tool cannot make requests of the client (sampling, elicitation),
-    /// and `logging/setLevel` lasts one request.
+    /// Replies to simple calls are plain JSON. On MCP 2026-07-28, which has
+    /// no sessions, nothing is lost: a tool asks the client in rounds any
+    /// replica resumes (give every replica the same
+    /// [`ToolSet::request_state_key`]). On 2025-11-25, what needs a session
+    /// is: a tool cannot make requests of the client (sampling,
+    /// elicitation — the question says so, and a guard's block stands), and
+    /// `logging/setLevel` lasts one request.
     #[must_use]
     pub fn stateless(mut self) -> Self {
         self.config = self
@@ -132,12 +136,17 @@ impl HttpOptions {
     /// request's token; route the metadata document too
     /// ([`BearerAuth::metadata`], or mount [`router`](Self::router)).
     pub fn service<N: NewServer>(self, servers: N) -> McpService<N::Server> {
+        let sessions = Arc::new(LocalSessionManager::default());
         McpService {
             inner: StreamableHttpService::new(
                 move || Ok(servers.new_server()),
-                Arc::new(LocalSessionManager::default()),
+                Arc::clone(&sessions),
                 self.config,
             ),
+            owners: self
+                .bearer
+                .is_some()
+                .then(|| Arc::new(SessionOwners::new(sessions))),
             bearer: self.bearer,
         }
     }
@@ -190,9 +199,15 @@ impl HttpOptions {
 /// The Streamable HTTP service of a tool set or an rmcp server
 /// ([`HttpOptions::service`]): rmcp's, behind the bearer token check when
 /// there is one. A tower service, to mount in any router.
+///
+/// With a bearer token check, a session is its caller's: a request that
+/// names another subject's `Mcp-Session-Id` is answered as for an unknown
+/// session (404), and never reaches it.
 pub struct McpService<S> {
     inner: StreamableHttpService<S, LocalSessionManager>,
     bearer: Option<BearerAuth>,
+    /// Who opened each session, when tokens are checked.
+    owners: Option<Arc<SessionOwners>>,
 }
 
 impl<S> Clone for McpService<S> {
@@ -200,9 +215,80 @@ impl<S> Clone for McpService<S> {
         McpService {
             inner: self.inner.clone(),
             bearer: self.bearer.clone(),
+            owners: self.owners.clone(),
         }
     }
 }
+
+/// The subject that opened each session of a protected service.
+struct SessionOwners {
+    sessions: Arc<LocalSessionManager>,
+    owners: std::sync::Mutex<Owners>,
+}
+
+/// Sessions by id, and the size at which the closed ones are forgotten.
+struct Owners {
+    by_id: std::collections::HashMap<Box<str>, Box<str>>,
+    prune_at: usize,
+}
+
+impl SessionOwners {
+    fn new(sessions: Arc<LocalSessionManager>) -> Self {
+        SessionOwners {
+            sessions,
+            owners: std::sync::Mutex::new(Owners {
+                by_id: std::collections::HashMap::new(),
+                prune_at: 1024,
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Owners> {
+        self.owners
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether the session `id` is `subject`'s: `false` for another's, and
+    /// for one this service did not open for anybody.
+    fn is_owned_by(&self, id: &str, subject: &str) -> bool {
+        self.lock()
+            .by_id
+            .get(id)
+            .is_some_and(|owner| **owner == *subject)
+    }
+
+    /// Records the session `id` as `subject`'s, forgetting the sessions
+    /// rmcp closed once there are many.
+    async fn opened(&self, id: &str, subject: &str) {
+        let prune = {
+            let mut owners = self.lock();
+            owners.by_id.insert(id.into(), subject.into());
+            owners.by_id.len() > owners.prune_at
+        };
+        if prune {
+            let open: std::collections::HashSet<String> = (self.sessions.sessions.read().await)
+                .keys()
+                .map(|id| id.to_string())
+                .collect();
+            let mut owners = self.lock();
+            owners.by_id.retain(|id, _| open.contains(&**id));
+            owners.prune_at = (owners.by_id.len() * 2).max(1024);
+        }
+    }
+}
+
+/// The answer to a request for a session that is not the caller's: rmcp's
+/// own answer to an unknown session, word for word.
+fn unknown_session() -> McpResponse {
+    let body = http_body_util::Full::new(Bytes::from("Not Found: Session not found"));
+    let mut response = Response::new(http_body_util::BodyExt::boxed(body));
+    *response.status_mut() = axum::http::StatusCode::NOT_FOUND;
+    response
+}
+
+/// The session header of MCP's Streamable HTTP.
+const SESSION_ID: &str = "mcp-session-id";
 
 impl<S> std::fmt::Debug for McpService<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -233,20 +319,36 @@ where
     fn call(&mut self, mut request: Request<B>) -> Self::Future {
         let mut inner = self.inner.clone();
         let bearer = self.bearer.clone();
+        let owners = self.owners.clone();
         Box::pin(async move {
-            if let Some(auth) = bearer {
-                match auth.check(request.headers()).await {
-                    Ok(caller) => {
-                        // The token goes no further than the validator.
-                        request
-                            .headers_mut()
-                            .remove(axum::http::header::AUTHORIZATION);
-                        request.extensions_mut().insert(caller);
-                    }
-                    Err(refusal) => return Ok(refusal),
-                }
+            let Some(auth) = bearer else {
+                return tower_service::Service::call(&mut inner, request).await;
+            };
+            let caller = match auth.check(request.headers()).await {
+                Ok(caller) => caller,
+                Err(refusal) => return Ok(refusal),
+            };
+            // The token goes no further than the validator.
+            request
+                .headers_mut()
+                .remove(axum::http::header::AUTHORIZATION);
+            let session = (request.headers().get(SESSION_ID))
+                .map(|id| String::from_utf8_lossy(id.as_bytes()).into_owned());
+            if let (Some(owners), Some(id)) = (&owners, &session)
+                && !owners.is_owned_by(id, caller.subject())
+            {
+                return Ok(unknown_session());
             }
-            tower_service::Service::call(&mut inner, request).await
+            let subject = caller.subject().to_owned();
+            request.extensions_mut().insert(caller);
+            let response = tower_service::Service::call(&mut inner, request).await?;
+            if let (Some(owners), None) = (&owners, &session)
+                && let Some(opened) = response.headers().get(SESSION_ID)
+                && let Ok(opened) = opened.to_str()
+            {
+                owners.opened(opened, &subject).await;
+            }
+            Ok(response)
         })
     }
 }

@@ -143,6 +143,39 @@ impl ToolSet {
         Ok(reply)
     }
 
+    /// The reply of a call of `name` with `arguments`, refused before it
+    /// ran with `envelope` — settled, masked and sized as every failure of
+    /// the set; `None` for a tool the set does not have.
+    #[cfg(feature = "rmcp")]
+    pub(crate) fn refuse(
+        &self,
+        name: &str,
+        arguments: Value,
+        envelope: ErrorEnvelope,
+    ) -> ToolReply {
+        let Some(&index) = self.inner.index.get(name) else {
+            return ToolReply::structured(
+                serde_json::to_value(&envelope).unwrap_or_default(),
+                envelope.to_string(),
+                true,
+            );
+        };
+        let entry = &self.inner.entries[index];
+        let arguments = match arguments {
+            Value::Object(arguments) => arguments,
+            _ => Map::new(),
+        };
+        let mask = ArgumentMask::new(&entry.definition.checks.secrets, &[]);
+        let mut envelope = settle(
+            envelope,
+            &entry.facts,
+            Query::Arguments(&arguments, mask),
+            &|| None,
+        );
+        envelope.set_refused(crate::envelope::Refusal::Unusable);
+        self.failure(entry, Failure::Envelope(envelope))
+    }
+
     /// The call's attempts; when a guard blocked it and a person may
     /// approve it, the person is asked, and the call runs again if they
     /// approve.
@@ -157,14 +190,17 @@ impl ToolSet {
         let outcome = {
             let mut outcome = outcome;
             let mut records = Vec::new();
-            for round in 1..=MAX_APPROVALS {
-                let blocked = match &outcome {
-                    Err(failure) if failure.envelope().is_approvable() => failure.envelope(),
-                    _ => break,
+            for _ in 0..MAX_APPROVALS {
+                let (blocked, key) = match &outcome {
+                    Err(failure) => match failure.envelope().approval_key() {
+                        Some(key) => (failure.envelope(), key.to_owned()),
+                        None => break,
+                    },
+                    Ok(_) => break,
                 };
-                match approval::ask(state.context_ref(), round, blocked, &mut records).await {
+                match approval::ask(state.context_ref(), &key, blocked, &mut records).await {
                     Approval::Approved => {
-                        state.approvals().approve(blocked);
+                        state.approvals().approve(&key);
                         outcome = self.attempts(entry, arguments, state).await;
                     }
                     Approval::Declined(envelope) => {

@@ -51,6 +51,12 @@ struct Inner {
     /// The tasks this set runs, and which of its tools run as tasks.
     #[cfg(feature = "rmcp")]
     tasks: Option<crate::mcp::tasks::Tasks>,
+    /// How many tasks may run at once: in all, and per caller.
+    #[cfg(feature = "rmcp")]
+    task_bounds: (usize, usize),
+    /// The MCP revisions served; `None`: every one rmcp knows.
+    #[cfg(feature = "rmcp")]
+    revisions: Option<Vec<rmcp::model::ProtocolVersion>>,
 }
 
 /// How long a client may cache a tool set's `tools/list` by default: the
@@ -88,6 +94,13 @@ impl Default for Inner {
             list_cache: (DEFAULT_LIST_TTL, rmcp::model::CacheScope::Public),
             #[cfg(feature = "rmcp")]
             tasks: None,
+            #[cfg(feature = "rmcp")]
+            task_bounds: (
+                crate::mcp::DEFAULT_MAX_TASKS,
+                crate::mcp::DEFAULT_MAX_TASKS_PER_CALLER,
+            ),
+            #[cfg(feature = "rmcp")]
+            revisions: None,
         }
     }
 }
@@ -275,10 +288,15 @@ impl ToolSet {
     /// is a good start). On MCP 2026-07-28, a tool that asks the client
     /// answers with its questions and a sealed state, and the client sends
     /// both back: give every replica the same key, from your configuration,
-    /// and any of them resumes the call. Without one, each process makes a
-    /// random key, and only it can resume its calls. The state is signed,
-    /// not encrypted: it carries the client's answers, which the client
-    /// knows already.
+    /// and any of them resumes the call. Without one, each tool set makes a
+    /// random key of its own when it is made, and only it (and its clones)
+    /// can resume its calls: two tool sets built apart, even in one
+    /// process, refuse each other's states. The state is signed, not
+    /// encrypted: it carries the client's answers, which the client knows
+    /// already. It is bound to the tool, its arguments and the caller the
+    /// bearer token check found; a state that carries a person's approval
+    /// opens once in the tool set that sealed it (SECURITY.md says what
+    /// holds across replicas).
     ///
     /// # Panics
     ///
@@ -316,10 +334,24 @@ impl ToolSet {
     /// the protocol's error, `-32021`. `.tasks(|_| TaskSupport::Optional)`
     /// runs every tool so.
     ///
+    /// A task is its caller's: on a server that checks bearer tokens
+    /// ([`HttpOptions::require_bearer`](crate::mcp::HttpOptions::require_bearer)),
+    /// `tasks/get`, `tasks/update` and `tasks/cancel` from another subject
+    /// are answered as for an unknown task. At most
+    /// [`DEFAULT_MAX_TASKS`](crate::mcp::DEFAULT_MAX_TASKS) run at once,
+    /// [`DEFAULT_MAX_TASKS_PER_CALLER`](crate::mcp::DEFAULT_MAX_TASKS_PER_CALLER)
+    /// of them one caller's ([`max_tasks`](Self::max_tasks)); past that a
+    /// call is answered with a `transient` envelope, reason
+    /// `TOO_MANY_TASKS`, and nothing runs.
+    ///
     /// Tasks live in this process for their time to live (5 minutes, and as
-    /// long again once finished): behind a load balancer, route a task's
-    /// requests (`Mcp-Name` carries the task's id) to the replica that made
-    /// it.
+    /// long again once finished): behind a load balancer, every request of
+    /// a task must reach the replica that made it. The call that makes it
+    /// and the `tasks/*` requests that follow carry different `Mcp-Name`s
+    /// (the tool's name, then the task's id), so route on something the
+    /// client keeps for all of them — its session, or a header of its own
+    /// (`hash $http_x_client_id consistent;` in nginx) — never on
+    /// `Mcp-Name`.
     #[cfg(feature = "rmcp")]
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
     #[must_use]
@@ -327,7 +359,67 @@ impl ToolSet {
         mut self,
         support: impl Fn(&ToolDefinition) -> crate::mcp::TaskSupport + Send + Sync + 'static,
     ) -> Self {
-        self.inner_mut().tasks = Some(crate::mcp::tasks::Tasks::new(support));
+        let inner = self.inner_mut();
+        let (max, per_caller) = inner.task_bounds;
+        inner.tasks = Some(crate::mcp::tasks::Tasks::new(support).bounded(max, per_caller));
+        self
+    }
+
+    /// How many tasks may run at once ([`tasks`](Self::tasks)): `max` in
+    /// all, `per_caller` of them one caller's — a bearer token's subject,
+    /// or, on a server that checks none, every client together (at least 1
+    /// each).
+    #[cfg(feature = "rmcp")]
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+    #[must_use]
+    pub fn max_tasks(mut self, max: usize, per_caller: usize) -> Self {
+        let inner = self.inner_mut();
+        inner.task_bounds = (max, per_caller);
+        inner.tasks = inner
+            .tasks
+            .take()
+            .map(|tasks| tasks.bounded(max, per_caller));
+        self
+    }
+
+    /// Serves only the MCP revisions `versions` (`"2026-07-28"`,
+    /// `"2025-11-25"`, …; every revision rmcp knows unless set): a client
+    /// that asks for another is refused with the protocol's error — on
+    /// 2026-07-28, `-32022` listing the versions served; at `initialize`,
+    /// the same when none served has an `initialize`. For a deployment that
+    /// serves only the stateless revision, `.protocol_versions(["2026-07-28"])`.
+    ///
+    /// # Panics
+    ///
+    /// If a version is not one rmcp knows, or none is given.
+    #[cfg(feature = "rmcp")]
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+    #[must_use]
+    pub fn protocol_versions(
+        mut self,
+        versions: impl IntoIterator<Item = impl AsRef<str>>,
+    ) -> Self {
+        let known = rmcp::model::ProtocolVersion::KNOWN_VERSIONS;
+        let mut served: Vec<rmcp::model::ProtocolVersion> = Vec::new();
+        for version in versions {
+            let version = version.as_ref();
+            let found = known.iter().find(|known| known.as_str() == version);
+            let found = found.unwrap_or_else(|| {
+                let names: Vec<&str> = known.iter().map(|known| known.as_str()).collect();
+                panic!(
+                    "ToolSet::protocol_versions: `{version}` is not an MCP revision this crate serves (one of {})",
+                    names.join(", ")
+                )
+            });
+            if !served.contains(found) {
+                served.push(found.clone());
+            }
+        }
+        assert!(
+            !served.is_empty(),
+            "ToolSet::protocol_versions: no revision given"
+        );
+        self.inner_mut().revisions = Some(served);
         self
     }
 
@@ -404,6 +496,15 @@ impl ToolSet {
     #[cfg(feature = "rmcp")]
     pub(crate) fn task_runner(&self) -> Option<&crate::mcp::tasks::Tasks> {
         self.inner.tasks.as_ref()
+    }
+
+    /// The MCP revisions served.
+    #[cfg(feature = "rmcp")]
+    pub(crate) fn served_revisions(&self) -> Cow<'static, [rmcp::model::ProtocolVersion]> {
+        match &self.inner.revisions {
+            Some(served) => Cow::Owned(served.clone()),
+            None => Cow::Borrowed(rmcp::model::ProtocolVersion::KNOWN_VERSIONS),
+        }
     }
 
     #[cfg(feature = "rmcp")]

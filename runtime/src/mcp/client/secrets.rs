@@ -1,0 +1,160 @@
+//! What the client sent that must never come back to its caller in a text:
+//! its credentials — a bearer token, a provider's or an OAuth login's
+//! tokens, the values of its headers — and, while calls run, the secret
+//! values of their arguments. Envelopes are masked by them, and so are the
+//! questions a server asks the caller's handlers.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::Value;
+use tokio::sync::Notify;
+
+use crate::envelope::ErrorEnvelope;
+use crate::redact::values::SecretValues;
+
+/// The most credential texts remembered: a provider's last tokens.
+const MAX_CREDENTIALS: usize = 16;
+
+/// What a client sent that no text it returns may quote.
+#[derive(Default)]
+pub(crate) struct Sent {
+    /// Every credential sent, the newest last.
+    credentials: Mutex<Vec<Arc<str>>>,
+    /// The calls in flight: their secret values, how many questions the
+    /// server asked while each ran, and how each is told the server asked
+    /// too many.
+    calls: Mutex<HashMap<u64, Arc<InFlight>>>,
+    next: AtomicU64,
+}
+
+/// A call in flight, as the questions of 2025-11-25 see it.
+pub(crate) struct InFlight {
+    values: SecretValues,
+    asked: AtomicU64,
+    flooded: Notify,
+}
+
+impl InFlight {
+    /// Completes once the server asked more questions during the call than
+    /// the client answers.
+    pub(crate) async fn flooded(&self) {
+        self.flooded.notified().await;
+    }
+}
+
+impl std::fmt::Debug for Sent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sent").finish_non_exhaustive()
+    }
+}
+
+impl Sent {
+    /// Remembers `credential` as sent: a token, a header's value.
+    pub(crate) fn credential(&self, credential: &Arc<str>) {
+        let mut credentials = self
+            .credentials
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if credentials.iter().any(|known| known == credential) {
+            return;
+        }
+        if credentials.len() == MAX_CREDENTIALS {
+            credentials.remove(0);
+        }
+        credentials.push(Arc::clone(credential));
+    }
+
+    /// The credentials sent, as values to mask.
+    pub(crate) fn credentials(&self) -> Vec<Value> {
+        (self
+            .credentials
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner))
+        .iter()
+        .map(|credential| Value::String(credential.to_string()))
+        .collect()
+    }
+
+    /// `envelope`, quoting none of the credentials sent.
+    pub(crate) fn hide_credentials(&self, mut envelope: ErrorEnvelope) -> ErrorEnvelope {
+        let mut values = SecretValues::default();
+        for credential in self.credentials() {
+            values.add(&credential);
+        }
+        if let Some(masker) = values.masker() {
+            envelope.mask_values(&masker);
+        }
+        envelope
+    }
+
+    /// Registers a call in flight with the secret `values` of its
+    /// arguments, until the returned guard drops.
+    pub(crate) fn running(&self, values: SecretValues) -> Running<'_> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let call = Arc::new(InFlight {
+            values,
+            asked: AtomicU64::new(0),
+            flooded: Notify::new(),
+        });
+        self.lock_calls().insert(id, Arc::clone(&call));
+        Running {
+            sent: self,
+            id,
+            call,
+        }
+    }
+
+    /// Every secret value a question might quote: the credentials and the
+    /// secret values of every call in flight.
+    pub(crate) fn everything(&self) -> SecretValues {
+        let mut values = SecretValues::default();
+        for credential in self.credentials() {
+            values.add(&credential);
+        }
+        for call in self.lock_calls().values() {
+            values.merge(&call.values);
+        }
+        values
+    }
+
+    /// Counts a question the server asked (2025-11-25) against every call
+    /// in flight; a call that has seen more than `most` is told it was
+    /// flooded. Whether the question may still be answered.
+    pub(crate) fn asked(&self, most: u64) -> bool {
+        let calls = self.lock_calls();
+        let mut answerable = true;
+        for call in calls.values() {
+            if call.asked.fetch_add(1, Ordering::Relaxed) + 1 > most {
+                call.flooded.notify_one();
+                answerable = false;
+            }
+        }
+        answerable
+    }
+
+    fn lock_calls(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<InFlight>>> {
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A call in flight; it is forgotten when this drops.
+pub(crate) struct Running<'a> {
+    sent: &'a Sent,
+    id: u64,
+    call: Arc<InFlight>,
+}
+
+impl Running<'_> {
+    /// The call, to watch for a flood of questions.
+    pub(crate) fn call(&self) -> &InFlight {
+        &self.call
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.sent.lock_calls().remove(&self.id);
+    }
+}

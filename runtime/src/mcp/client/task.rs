@@ -1,0 +1,131 @@
+//! A call the server runs as a task (MCP's tasks extension, SEP-2663), for
+//! a client that declared it: polled with `tasks/get` until it ends, its
+//! questions answered with `tasks/update` by the caller's handlers, and
+//! cancelled with `tasks/cancel` when the call's time is up.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolResult, CancelTaskParams, ErrorData, GetTaskParams, InputRequests, Task, TaskPayload,
+    UpdateTaskParams,
+};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::envelope::ErrorEnvelope;
+use crate::mcp::client::connection::{Connection, Link};
+use crate::mcp::client::failure;
+use crate::reasons;
+use crate::redact::values::SecretValues;
+
+/// The shortest and longest waits between two polls, whatever the server
+/// suggests.
+const POLL: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(5));
+
+/// Follows the task `task` of the call of `name` until it ends, or until
+/// `deadline`: its result read as any call's is, or its failure.
+pub(crate) async fn follow(
+    link: &Link,
+    connection: &Connection,
+    name: &str,
+    task: Task,
+    deadline: Instant,
+    secrets: &SecretValues,
+) -> Result<Value, ErrorEnvelope> {
+    let id = task.task_id.clone();
+    let mut wait = poll_interval(&task);
+    let mut answered: HashSet<String> = HashSet::new();
+    let outcome = tokio::time::timeout_at(deadline, async {
+        loop {
+            let state = connection
+                .peer()
+                .get_task(GetTaskParams::new(id.clone()))
+                .await
+                .map_err(|error| failure::classify_error(&error, true))?;
+            wait = poll_interval(&state.task.task);
+            match state.task.payload {
+                TaskPayload::Completed { result } => {
+                    let result: CallToolResult = serde_json::from_value(Value::Object(result))
+                        .map_err(|error| unreadable(name, &error))?;
+                    return failure::read_result(result, name);
+                }
+                TaskPayload::Failed { error } => {
+                    let error: ErrorData = serde_json::from_value(Value::Object(error))
+                        .map_err(|error| unreadable(name, &error))?;
+                    return Err(failure::classify_error(
+                        &rmcp::ServiceError::McpError(error),
+                        true,
+                    ));
+                }
+                TaskPayload::Cancelled => return Err(cancelled(name)),
+                TaskPayload::InputRequired { input_requests } => {
+                    let fresh: InputRequests = input_requests
+                        .into_iter()
+                        .filter(|(key, _)| !answered.contains(key))
+                        .collect();
+                    if fresh.len() > link.options.max_questions {
+                        return Err(crate::mcp::client::call::flooded(
+                            name,
+                            link.options.max_questions,
+                        ));
+                    }
+                    if !fresh.is_empty() {
+                        answered.extend(fresh.keys().cloned());
+                        let responses = link
+                            .options
+                            .answers
+                            .answer_all(name, fresh, secrets)
+                            .await?;
+                        connection
+                            .peer()
+                            .update_task(UpdateTaskParams::new(id.clone(), responses))
+                            .await
+                            .map_err(|error| failure::classify_error(&error, true))?;
+                        continue;
+                    }
+                }
+                _ => {}
+            }
+            tokio::time::sleep(wait).await;
+        }
+    })
+    .await;
+    match outcome {
+        Ok(outcome) => outcome,
+        Err(_) => {
+            // Out of time: the server is told, and the call says so.
+            let _ = tokio::time::timeout(
+                POLL.1,
+                connection.peer().cancel_task(CancelTaskParams::new(id)),
+            )
+            .await;
+            Err(ErrorEnvelope::transient(format!(
+                "the task of `{name}` did not finish within the client's timeout, and was cancelled"
+            ))
+            .with_reason(reasons::TIMEOUT))
+        }
+    }
+}
+
+/// How long to wait before the next poll: the server's suggestion, within
+/// bounds.
+fn poll_interval(task: &Task) -> Duration {
+    let suggested = task.poll_interval_ms.map_or(POLL.1, Duration::from_millis);
+    suggested.clamp(POLL.0, POLL.1)
+}
+
+/// The envelope of a task the server cancelled.
+fn cancelled(name: &str) -> ErrorEnvelope {
+    ErrorEnvelope::other(format!("the task of `{name}` was cancelled"))
+        .with_reason(reasons::UNEXPECTED_REPLY)
+}
+
+/// The envelope of a task state that could not be read.
+fn unreadable(name: &str, error: &serde_json::Error) -> ErrorEnvelope {
+    ErrorEnvelope::other(format!(
+        "the MCP server's task of `{name}` could not be read: {}",
+        crate::limits::text_for_wire(&error.to_string(), 256)
+    ))
+    .with_reason(reasons::UNEXPECTED_REPLY)
+}
