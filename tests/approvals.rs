@@ -106,12 +106,11 @@ struct Address {
 /// its own question under the key `approval`.
 #[tool(destructive, guard = cap)]
 async fn ship(context: ToolContext, order: String, amount: u64) -> Result<String, ErrorEnvelope> {
-    let address = match context
+    let Elicitation::Accepted(Address { address }) = context
         .elicit::<Address>("approval", "Ship to which address?")
         .await?
-    {
-        Elicitation::Accepted(Address { address }) => address,
-        _ => return Ok("not shipped".into()),
+    else {
+        return Ok("not shipped".into());
     };
     done(format!("ship {order} {amount} {address}"));
     Ok(format!("Shipped {order} to {address}"))

@@ -185,8 +185,9 @@ async fn the_agent_example_routes_each_outcome() {
             .contains("escalated (retries_exhausted) after 3 attempt(s): transient")
     );
     assert!(line("stock of SKU-1").ends_with("recovered locally after 2 attempts"));
+    // The server blocked it before it ran: 0 attempts, on this side too.
     assert!(
-        line("a $620 refund").contains("escalated (non_retryable) after 1 attempt(s): business")
+        line("a $620 refund").contains("escalated (blocked_by_guard) after 0 attempt(s): business")
     );
     assert!(line("the ENG payroll").contains("permission — Access denied to payroll table"));
     assert!(line("research on the EU AI Act").contains("6 partial results kept"));
@@ -206,7 +207,7 @@ async fn the_agent_example_answers_the_refund_approval_through_its_handler() {
         ("--approve", "process_refund  → answered"),
         (
             "--decline",
-            "process_refund  → escalated (human_declined) after 1 attempt(s): business — A person declined the call",
+            "process_refund  → escalated (human_declined) after 0 attempt(s): business — A person declined the call",
         ),
     ] {
         let printed = run_agent(Some(flag)).await;

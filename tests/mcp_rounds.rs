@@ -136,8 +136,19 @@ fn refund(order: String, amount: u64, card: Secret<String>) -> Result<String, Er
     Ok(format!("Refunded ${amount} on {order}"))
 }
 
+/// Asks the client's model again and again, whatever it answers.
+#[tool(read_only)]
+async fn chatterbox(context: ToolContext) -> Result<String, ErrorEnvelope> {
+    for n in 0..500 {
+        let prompt = CreateMessageRequestParams::new(vec![SamplingMessage::user_text("More?")], 5);
+        let _ = context.sample(&format!("more-{n}"), prompt).await;
+    }
+    Ok("done".into())
+}
+
 fn tools() -> ToolSet {
     ToolSet::new()
+        .tool::<chatterbox>()
         .tool::<refund>()
         .tool::<ask_then_fail>()
         .retry(
@@ -249,8 +260,13 @@ async fn call_text(client: &RunningService<RoleClient, Answers>, name: &str) -> 
         .await
         .expect("the call answers");
     assert_ne!(result.is_error, Some(true), "{result:?}");
-    // A value that is not an object is sent as `{"result": value}`.
-    result.structured_content.expect("structured content")["result"].take()
+    // A value that is not an object is sent as `{"result": value}`; an
+    // object (a `serde_json::Value` that is one) as it is.
+    let structured = result.structured_content.expect("structured content");
+    match structured.get("result") {
+        Some(value) if structured.as_object().is_some_and(|o| o.len() == 1) => value.clone(),
+        _ => structured,
+    }
 }
 
 #[tokio::test]
@@ -647,7 +663,7 @@ async fn mcp_client_answers_the_servers_questions_on_both_revisions() {
         let greeting = approving.call("greet", json!({})).await.expect("greeted");
         assert_eq!(greeting, json!({"result": "Hello, Ada!"}), "{label}");
         let survey = approving.call("survey", json!({})).await.expect("surveyed");
-        let expected_survey = json!({"result": {"model": "Paris", "roots": 1, "name": "Ada"}});
+        let expected_survey = json!({"model": "Paris", "roots": 1, "name": "Ada"});
         assert_eq!(survey, expected_survey, "{label}");
         let refund = json!({"order": "O-77", "amount": 777, "card": "4111-1111-1111-1111"});
         let refunded = approving
@@ -701,4 +717,40 @@ async fn mcp_client_answers_the_servers_questions_on_both_revisions() {
             "{label}: {blocked:?}"
         );
     }
+}
+
+#[cfg(feature = "client")]
+#[tokio::test]
+async fn on_2025_11_25_a_server_that_floods_the_client_with_questions_ends_the_call() {
+    use std::sync::atomic::AtomicUsize;
+    use tool_envelope::mcp::client::{McpClient, Revision};
+
+    let url = http_server(false).await;
+    let sampled = std::sync::Arc::new(AtomicUsize::new(0));
+    let client = {
+        let sampled = std::sync::Arc::clone(&sampled);
+        McpClient::connect(&url)
+            .revision(Revision::V2025_11_25)
+            .max_questions(4)
+            .on_sampling(move |_| {
+                sampled.fetch_add(1, Ordering::SeqCst);
+                async {
+                    Ok(CreateMessageResult::new(
+                        SamplingMessage::new(Role::Assistant, "yes"),
+                        "test-model".to_owned(),
+                    ))
+                }
+            })
+            .await
+            .unwrap()
+    };
+    let flooded = client.call("chatterbox", json!({})).await.unwrap_err();
+    assert_eq!(
+        flooded.reason(),
+        Some(tool_envelope::reasons::TOO_MANY_QUESTIONS),
+        "{flooded:?}"
+    );
+    assert!(!flooded.is_retryable());
+    // Four a round, ten rounds' worth, and not one more.
+    assert_eq!(sampled.load(Ordering::SeqCst), 40);
 }

@@ -226,3 +226,79 @@ async fn without_the_extension_a_call_is_answered_in_the_request_or_refused_if_i
         other => panic!("expected a result in the request, got {other:?}"),
     }
 }
+
+/// This crate's client, calling a tool set that runs tasks over HTTP.
+#[cfg(feature = "client")]
+mod client {
+    use super::*;
+    use tool_envelope::mcp::HttpOptions;
+    use tool_envelope::mcp::client::{ElicitResult, ElicitationAction, McpClient};
+    use tool_envelope::{ErrorCategory, reasons};
+
+    async fn serve() -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            HttpOptions::new()
+                .stateless()
+                .serve(listener, tools())
+                .await
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn a_tool_that_must_run_as_a_task_names_the_extension_to_declare() {
+        let url = serve().await;
+        let client = McpClient::connect(&url).await.unwrap();
+        let refused = client.call("long_job", json!({})).await.unwrap_err();
+        assert_eq!(refused.category(), ErrorCategory::Business);
+        assert_eq!(refused.reason(), Some(reasons::CLIENT_CANNOT_ANSWER));
+        assert!(
+            refused.message().contains("io.modelcontextprotocol/tasks"),
+            "{}",
+            refused.message()
+        );
+        assert!(
+            refused
+                .alternatives()
+                .iter()
+                .any(|next| next.contains("Connect::tasks")),
+            "{:?}",
+            refused.alternatives()
+        );
+        assert!(!refused.is_retryable());
+    }
+
+    #[tokio::test]
+    async fn a_client_that_declares_tasks_follows_one_to_its_result_and_answers_its_questions() {
+        let url = serve().await;
+        let client = McpClient::connect(&url)
+            .tasks()
+            .on_elicitation(|_| async {
+                ElicitResult::new(ElicitationAction::Accept).with_content(json!({"ok": true}))
+            })
+            .await
+            .unwrap();
+        let answer = client.call("confirmed", json!({})).await.unwrap();
+        assert_eq!(answer, json!({"result": "confirmed: true"}));
+        // A tool that never runs as a task answers in the request, as before.
+        assert_eq!(
+            client.call("quick", json!({})).await.unwrap(),
+            json!({"result": "quick"})
+        );
+    }
+
+    #[tokio::test]
+    async fn a_task_that_outlasts_the_calls_timeout_is_cancelled() {
+        let url = serve().await;
+        let client = McpClient::connect(&url)
+            .tasks()
+            .timeout(Duration::from_secs(2))
+            .await
+            .unwrap();
+        let late = client.call("long_job", json!({})).await.unwrap_err();
+        assert_eq!(late.reason(), Some(reasons::TIMEOUT), "{late:?}");
+        assert!(late.message().contains("cancelled"), "{}", late.message());
+    }
+}

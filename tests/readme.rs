@@ -55,8 +55,8 @@ fn the_readme_mcp_examples_are_the_example_programs() {
     let blocks = no_run_blocks();
     assert_eq!(
         blocks.len(),
-        3,
-        "the rmcp-native example, then the client's and the protected one's (no example: they need a server)"
+        4,
+        "the rmcp-native example, then the client's, its handler's and the protected one's (no example: they need a server)"
     );
     for (block, name) in blocks.iter().zip(["rmcp_native"]) {
         assert_eq!(

@@ -136,7 +136,7 @@ pub(crate) enum Refusal {
     /// A guard blocked it.
     Blocked,
     /// A person declined it.
-    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "rmcp", feature = "client")), allow(dead_code))]
     Declined,
 }
 
@@ -497,6 +497,15 @@ impl ErrorEnvelope {
     /// Whether a guard blocked the call.
     pub(crate) fn was_blocked(&self) -> bool {
         self.fields.meta.refused == Some(Refusal::Blocked)
+    }
+
+    /// Whether a guard blocked the call or a person declined it: a policy,
+    /// not the arguments, stopped it before the tool ran.
+    pub(crate) fn was_stopped_by_policy(&self) -> bool {
+        matches!(
+            self.fields.meta.refused,
+            Some(Refusal::Blocked | Refusal::Declined)
+        )
     }
 
     /// Marks a guard's block as one a person may approve, by its `key`

@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value, json};
 
 use crate::envelope::{ErrorEnvelope, Refusal};
-use crate::mcp::ask::Elicitation;
+use crate::mcp::ask::{APPROVAL_KEY_PREFIX, Elicitation};
 use crate::mcp::context::ToolContext;
 use crate::reasons;
 
@@ -19,12 +19,6 @@ use crate::reasons;
 /// since the Unix epoch). `approver` and `note` are what the client sent:
 /// only `caller` is vouched for by the server.
 pub const APPROVAL_META_KEY: &str = "tool-envelope/approvals";
-
-/// The prefix of the keys under which the guards' approvals are asked
-/// (`tool-envelope/approval/…`): keys a tool's own questions may not use
-/// ([`ask`](crate::mcp::ask)), so that no answer meant for one can reach
-/// the other.
-pub(crate) const APPROVAL_KEY_PREFIX: &str = "tool-envelope/approval/";
 
 /// The most approvals one call asks for: one per block a person may approve.
 pub(crate) const MAX_APPROVALS: usize = 4;

@@ -298,6 +298,10 @@ impl fmt::Debug for Question {
 /// answer meant for one reaches the other.
 pub(crate) const RESERVED_KEY_PREFIX: &str = "tool-envelope/";
 
+/// The prefix of the keys under which the guards' approvals are asked
+/// (`tool-envelope/approval/…`), among those kept.
+pub(crate) const APPROVAL_KEY_PREFIX: &str = "tool-envelope/approval/";
+
 /// The envelope of a tool's question under a key this crate keeps for its
 /// own: a mistake in the tool, so `other`, and never retried.
 pub(crate) fn reserved_key(key: &str) -> ErrorEnvelope {

@@ -154,6 +154,10 @@ pub(crate) mod toolset;
 pub(crate) mod violations;
 
 pub use crate::catalog::{DescribeFailures, FailureMode};
+/// Who may cache a listing ([`ToolSet::list_cache`]): rmcp's own type.
+#[cfg(feature = "rmcp")]
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+pub use ::rmcp::model::CacheScope;
 #[cfg(feature = "rmcp")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
 pub use approval::APPROVAL_META_KEY;

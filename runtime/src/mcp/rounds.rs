@@ -28,8 +28,7 @@ use serde_json::{Map, Value};
 use tokio::sync::Notify;
 
 use crate::envelope::ErrorEnvelope;
-use crate::mcp::approval::APPROVAL_KEY_PREFIX;
-use crate::mcp::ask::{self, Kind, Question};
+use crate::mcp::ask::{self, APPROVAL_KEY_PREFIX, Kind, Question};
 
 /// How long a `requestState` stays valid by default: time for a person to
 /// read a form and answer it.

@@ -114,7 +114,9 @@ pub(crate) async fn call(
         let answered = link.routing(&token, on_progress.clone(), handle.await_response());
         let response = match select(pin!(answered), pin!(running.call().flooded())).await {
             Either::Left((response, _)) => response,
-            Either::Right(((), _)) => break Err(flooded(name, link.options.max_questions)),
+            Either::Right(((), _)) => {
+                break Err(failure::flooded(name, link.options.max_questions));
+            }
         };
         break match response {
             Ok(ServerResult::CallToolResult(result)) => failure::read_result(result, name),
@@ -123,7 +125,7 @@ pub(crate) async fn call(
             Ok(ServerResult::InputRequiredResult(asked)) if rounds < MAX_ROUNDS => {
                 let requests = asked.input_requests.unwrap_or_default();
                 if requests.len() > link.options.max_questions {
-                    break Err(flooded(name, link.options.max_questions));
+                    break Err(failure::flooded(name, link.options.max_questions));
                 }
                 let answered = tokio::time::timeout_at(
                     deadline,
@@ -152,7 +154,7 @@ pub(crate) async fn call(
                 );
                 match select(pin!(task), pin!(running.call().flooded())).await {
                     Either::Left((outcome, _)) => outcome,
-                    Either::Right(((), _)) => Err(flooded(name, link.options.max_questions)),
+                    Either::Right(((), _)) => Err(failure::flooded(name, link.options.max_questions)),
                 }
             }
             Ok(ServerResult::InputRequiredResult(_)) => Err(ErrorEnvelope::other(format!(
@@ -184,17 +186,6 @@ fn secret_values(
 ) -> SecretValues {
     let secrets = tool.map_or(&UNKNOWN, RemoteTool::secrets);
     ArgumentMask::new(secrets, credentials).values(arguments)
-}
-
-/// The envelope of a call whose server asked more questions than the
-/// client answers, in one round or while it ran: `other`, not retryable —
-/// the same call would be asked the same.
-pub(crate) fn flooded(name: &str, most: usize) -> ErrorEnvelope {
-    ErrorEnvelope::other(format!(
-        "the MCP server asked more than {most} questions at once during the call of `{name}`, more than this client answers"
-    ))
-    .with_reason(reasons::TOO_MANY_QUESTIONS)
-    .with_alternative("Call a server that asks fewer questions, or raise the client's max_questions")
 }
 
 /// The schema of a tool the connection did not list: every value secret.

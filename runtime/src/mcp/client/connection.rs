@@ -9,20 +9,19 @@ use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::{ProgressToken, ProtocolVersion};
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
+use rmcp::service::{
+    ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService,
+};
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use tokio::sync::{Mutex as AsyncMutex, OnceCell};
 
 use crate::envelope::ErrorEnvelope;
-use crate::guard::Guards;
-use crate::mcp::client::answers::Answers;
-use crate::mcp::client::credentials::Credentials;
 use crate::mcp::client::failure;
 use crate::mcp::client::http::Http;
+pub(crate) use crate::mcp::client::options::{Options, Revision};
 use crate::mcp::client::paced::PacedClient;
-use crate::mcp::client::tls::TlsSettings;
 use crate::mcp::client::tools::{self, Catalog, RemoteTool};
 
 pub use crate::mcp::client::handler::Progress;
@@ -45,83 +44,6 @@ impl fmt::Debug for Endpoint {
         match self {
             Endpoint::Stdio(_) => f.write_str("stdio"),
             Endpoint::Http(url) => write!(f, "{url}"),
-        }
-    }
-}
-
-/// Which MCP revision a client speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum Revision {
-    /// Ask the server (`server/discover`) and speak 2026-07-28 where it
-    /// does; fall back to `initialize` and 2025-11-25, on a fresh
-    /// connection, where it refuses the probe. The probe waits as long as
-    /// the client's timeout allows — a server slow to start is not taken
-    /// for an old one — and a fallback is logged (`tracing`, `INFO`) and
-    /// said by [`McpClient::negotiation`](crate::mcp::client::McpClient::negotiation).
-    #[default]
-    Negotiate,
-    /// 2026-07-28 only: stateless, every request carrying its version and
-    /// capabilities, questions in `InputRequiredResult` rounds.
-    V2026_07_28,
-    /// 2025-11-25: `initialize`, a session, questions as requests from the
-    /// server.
-    V2025_11_25,
-}
-
-impl Revision {
-    /// How rmcp opens the connection first: a probe, when negotiating,
-    /// that waits for the server as long as the handshake may take.
-    fn lifecycle(self) -> ClientLifecycleMode {
-        match self {
-            Revision::Negotiate | Revision::V2026_07_28 => ClientLifecycleMode::Discover {
-                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-            },
-            Revision::V2025_11_25 => ClientLifecycleMode::Initialize,
-        }
-    }
-}
-
-/// How a client calls: its timeout, the guards checked before anything is
-/// sent, the revision it speaks, how it answers the server's questions, and
-/// (over HTTP) whom it trusts and what credentials it sends.
-#[derive(Debug, Clone)]
-pub(crate) struct Options {
-    pub(crate) timeout: Duration,
-    pub(crate) guards: Arc<Guards>,
-    pub(crate) revision: Revision,
-    pub(crate) answers: Answers,
-    pub(crate) tls: TlsSettings,
-    /// Headers sent with every request, as given: checked when the client
-    /// is made.
-    pub(crate) headers: Vec<(String, String)>,
-    pub(crate) credentials: Credentials,
-    /// The most questions a server may ask in one round (or at once, on
-    /// 2025-11-25).
-    pub(crate) max_questions: usize,
-    /// Whether credentials may go over plain `http://` to a host that is
-    /// not loopback.
-    pub(crate) insecure_credentials: bool,
-    /// Whether calls declare MCP's tasks extension.
-    pub(crate) tasks: bool,
-}
-
-/// The most questions a server may ask in one round by default.
-pub(crate) const DEFAULT_MAX_QUESTIONS: usize = 16;
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            timeout: Duration::from_secs(60),
-            guards: Arc::new(Guards::default()),
-            revision: Revision::default(),
-            answers: Answers::default(),
-            tls: TlsSettings::default(),
-            headers: Vec::new(),
-            credentials: Credentials::default(),
-            max_questions: DEFAULT_MAX_QUESTIONS,
-            insecure_credentials: false,
-            tasks: false,
         }
     }
 }
@@ -264,14 +186,10 @@ impl Link {
             match first {
                 // A 2025-11-25 server refuses the 2026-07-28 probe: with a
                 // JSON-RPC error, an HTTP 400 for a request without a
-                // session, a closed stream. Then the handshake it knows, on
-                // a fresh connection, and the reason said.
-                Err(error)
-                    if revision == Revision::Negotiate
-                        && error.reason() != Some(crate::reasons::UNSUPPORTED_PROTOCOL_VERSION)
-                        // Credentials and certificates fail the same way.
-                        && error.category() != crate::ErrorCategory::Permission =>
-                {
+                // session, a closed stream, or the versions it speaks. Then
+                // the handshake it knows, on a fresh connection, and the
+                // reason said.
+                Err((error, older)) if revision == Revision::Negotiate && older => {
                     let why = format!(
                         "the server refused server/discover ({})",
                         crate::limits::text_for_wire(error.message(), 256)
@@ -279,10 +197,13 @@ impl Link {
                     tracing::info!(endpoint = ?self.endpoint, reason = %why, "MCP client falls back to 2025-11-25");
                     let service = self
                         .handshake(&handler, ClientLifecycleMode::Initialize)
-                        .await?;
+                        .await
+                        .map_err(|(error, _)| error)?;
                     Ok((service, Some(why)))
                 }
-                other => other.map(|service| (service, None)),
+                other => other
+                    .map(|service| (service, None))
+                    .map_err(|(error, _)| error),
             }
         };
         let (service, fell_back) = tokio::time::timeout(timeout, handshake)
@@ -308,26 +229,36 @@ impl Link {
         Ok(connection)
     }
 
-    /// Reaches the server and opens a session with `lifecycle`.
+    /// Reaches the server and opens a session with `lifecycle`: the
+    /// service, or the envelope of the failure and whether the server may
+    /// speak an older revision with a handshake.
     async fn handshake(
         &self,
         handler: &Handler,
         lifecycle: ClientLifecycleMode,
-    ) -> Result<RunningService<RoleClient, Handler>, ErrorEnvelope> {
+    ) -> Result<RunningService<RoleClient, Handler>, (ErrorEnvelope, bool)> {
         let handler = handler.clone();
+        let refused = |error: ClientInitializeError| {
+            let envelope = failure::classify_initialize(&error);
+            let older = failure::may_speak_an_older_revision(&error, &envelope);
+            (envelope, older)
+        };
         match &self.endpoint {
             Endpoint::Stdio(command) => {
                 let transport = TokioChildProcess::new(command()).map_err(|error| {
-                    failure::not_sent(format!("could not start the MCP server: {error}"))
+                    let envelope =
+                        failure::not_sent(format!("could not start the MCP server: {error}"));
+                    (envelope, false)
                 })?;
-                (handler.serve_with_lifecycle(transport, lifecycle).await)
-                    .map_err(|error| failure::classify_initialize(&error))
+                (handler.serve_with_lifecycle(transport, lifecycle).await).map_err(refused)
             }
             Endpoint::Http(url) => {
-                let http = self
-                    .http
-                    .as_ref()
-                    .ok_or_else(|| failure::not_sent("the HTTP client was not made".to_owned()))?;
+                let http = self.http.as_ref().ok_or_else(|| {
+                    (
+                        failure::not_sent("the HTTP client was not made".to_owned()),
+                        false,
+                    )
+                })?;
                 let mut config = StreamableHttpClientTransportConfig::with_uri(Arc::clone(url));
                 config.custom_headers = http.headers.clone();
                 // rmcp resumes a broken SSE stream for ever by default.
@@ -338,8 +269,8 @@ impl Link {
                 let client = PacedClient::new(http.client.clone());
                 let paced = client.clone();
                 let transport = StreamableHttpClientTransport::with_client(client, config);
-                let service = (handler.serve_with_lifecycle(transport, lifecycle).await)
-                    .map_err(|error| failure::classify_initialize(&error))?;
+                let service =
+                    (handler.serve_with_lifecycle(transport, lifecycle).await).map_err(refused)?;
                 let version = service
                     .peer()
                     .peer_info()

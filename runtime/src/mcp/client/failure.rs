@@ -151,6 +151,41 @@ pub(crate) fn classify_error(error: &ServiceError, before_sending: bool) -> Erro
 /// broken transport did is safe to repeat; what the server refused — a
 /// protocol version it does not speak, any other JSON-RPC error — repeating
 /// does not change.
+/// Whether a server that refused the 2026-07-28 probe with `error` may
+/// still speak a revision with a handshake: it said it supports one, or it
+/// refused the probe as a 2025-11-25 server does (an unknown method, an
+/// HTTP 400, a closed stream). Not when it refused the client's
+/// credentials or certificate, which the handshake would meet the same.
+pub(crate) fn may_speak_an_older_revision(
+    error: &ClientInitializeError,
+    envelope: &ErrorEnvelope,
+) -> bool {
+    fn has_handshake<'a>(mut versions: impl Iterator<Item = &'a str>) -> bool {
+        let stateless = rmcp::model::ProtocolVersion::V_2026_07_28;
+        versions.any(|version| version < stateless.as_str())
+    }
+    match error {
+        ClientInitializeError::NoCompatibleProtocolVersion {
+            server_supported, ..
+        } => has_handshake(
+            server_supported
+                .iter()
+                .map(rmcp::model::ProtocolVersion::as_str),
+        ),
+        ClientInitializeError::JsonRpcError(data) if data.code.0 == -32022 => {
+            let supported = data.data.as_ref().and_then(|data| data.get("supported"));
+            match supported {
+                Some(Value::Array(versions)) => {
+                    has_handshake(versions.iter().filter_map(Value::as_str))
+                }
+                Some(Value::String(version)) => has_handshake(std::iter::once(version.as_str())),
+                _ => false,
+            }
+        }
+        _ => envelope.category() != ErrorCategory::Permission,
+    }
+}
+
 pub(crate) fn classify_initialize(error: &ClientInitializeError) -> ErrorEnvelope {
     match error {
         ClientInitializeError::JsonRpcError(data) => json_rpc(data),
@@ -456,4 +491,15 @@ fn causes<'a>(
         Some(current)
     })
     .take(32)
+}
+
+/// The envelope of a call whose server asked more questions than the
+/// client answers, in one round or while it ran: `other`, not retryable —
+/// the same call would be asked the same.
+pub(crate) fn flooded(name: &str, most: usize) -> ErrorEnvelope {
+    ErrorEnvelope::other(format!(
+        "the MCP server asked more than {most} questions at once during the call of `{name}`, more than this client answers"
+    ))
+    .with_reason(reasons::TOO_MANY_QUESTIONS)
+    .with_alternative("Call a server that asks fewer questions, or raise the client's max_questions")
 }

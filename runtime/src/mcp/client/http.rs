@@ -7,9 +7,9 @@ use std::sync::Arc;
 use reqwest::header::{HeaderName, HeaderValue};
 
 use crate::envelope::ErrorEnvelope;
-use crate::mcp::client::connection::Options;
 use crate::mcp::client::credentials::{Authorized, Credentials};
 use crate::mcp::client::failure::misconfigured;
+use crate::mcp::client::options::Options;
 use crate::mcp::client::secrets::Sent;
 
 /// The headers a caller may not set: those the transport sends itself, and

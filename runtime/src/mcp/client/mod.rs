@@ -36,6 +36,7 @@ mod handler;
 mod http;
 #[cfg(feature = "oauth")]
 mod oauth;
+mod options;
 mod paced;
 mod sdk_errors;
 mod secrets;
@@ -44,10 +45,11 @@ mod tls;
 mod token;
 mod tools;
 
-pub use connection::{Progress, Revision};
+pub use connection::Progress;
 #[cfg(feature = "oauth")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "oauth")))]
 pub use oauth::OAuth;
+pub use options::Revision;
 /// What the handlers of a server's questions take and answer: rmcp's own
 /// types, the same ones, so that a handler needs no other import.
 #[allow(deprecated)] // SEP-2577 deprecates sampling and roots; both revisions define them.
@@ -59,7 +61,8 @@ pub use tls::Roots;
 pub use token::{TokenAnswer, TokenProvider, TokenRequest};
 pub use tools::RemoteTool;
 
-use connection::{Endpoint, Link, Options};
+use connection::{Endpoint, Link};
+use options::Options;
 
 /// An MCP server's tools, called like local `#[tool]`s: a call returns the
 /// tool's value, or an [`ErrorEnvelope`] — the server's own when it sends

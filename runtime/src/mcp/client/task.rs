@@ -65,10 +65,7 @@ pub(crate) async fn follow(
                         .filter(|(key, _)| !answered.contains(key))
                         .collect();
                     if fresh.len() > link.options.max_questions {
-                        return Err(crate::mcp::client::call::flooded(
-                            name,
-                            link.options.max_questions,
-                        ));
+                        return Err(failure::flooded(name, link.options.max_questions));
                     }
                     if !fresh.is_empty() {
                         answered.extend(fresh.keys().cloned());

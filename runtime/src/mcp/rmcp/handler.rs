@@ -138,7 +138,7 @@ impl ServerHandler for ToolSet {
         self.negotiate_initialize(&request)
     }
 
-    /// The revisions served: [`ToolSet::revisions`], every one rmcp knows
+    /// The revisions served: [`ToolSet::protocol_versions`], every one rmcp knows
     /// unless set.
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
         self.served_revisions()

@@ -269,7 +269,7 @@ impl SessionOwners {
         if prune {
             let open: std::collections::HashSet<String> = (self.sessions.sessions.read().await)
                 .keys()
-                .map(|id| id.to_string())
+                .map(std::string::ToString::to_string)
                 .collect();
             let mut owners = self.lock();
             owners.by_id.retain(|id, _| open.contains(&**id));

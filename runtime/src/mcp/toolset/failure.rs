@@ -19,9 +19,14 @@ impl ToolSet {
     /// set's limits and within `max_result_bytes`, its text copy included.
     pub(super) fn failure(&self, entry: &Entry, failure: Failure) -> ToolReply {
         // Under a retry policy every failure is an escalation, even one that
-        // never reached the tool.
+        // never reached the tool; a call a guard blocked or a person
+        // declined is one always — routed to a person, after 0 attempts —
+        // so that every caller can tell it never ran.
         #[cfg(feature = "tokio")]
-        let failure = match self.inner.retry.is_some() {
+        let retried = self.inner.retry.is_some();
+        #[cfg(not(feature = "tokio"))]
+        let retried = false;
+        let failure = match retried || failure.envelope().was_stopped_by_policy() {
             true => failure.escalated(),
             false => failure,
         };
@@ -78,7 +83,6 @@ pub(super) enum Failure {
 
 impl Failure {
     /// As an escalation.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     fn escalated(self) -> Self {
         match self {
             Failure::Envelope(envelope) => Failure::Escalated(Escalation::from_envelope(envelope)),

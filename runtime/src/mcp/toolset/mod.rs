@@ -405,7 +405,7 @@ impl ToolSet {
             let version = version.as_ref();
             let found = known.iter().find(|known| known.as_str() == version);
             let found = found.unwrap_or_else(|| {
-                let names: Vec<&str> = known.iter().map(|known| known.as_str()).collect();
+                let names: Vec<&str> = known.iter().map(rmcp::model::ProtocolVersion::as_str).collect();
                 panic!(
                     "ToolSet::protocol_versions: `{version}` is not an MCP revision this crate serves (one of {})",
                     names.join(", ")

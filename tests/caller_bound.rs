@@ -1,0 +1,406 @@
+//! Whatever a caller starts on a protected server is that caller's: another
+//! token cannot open its `requestState`, join its session, or read, answer
+//! or cancel its task — each is answered as if it did not exist. Running
+//! tasks are bounded per server and per caller, a text that echoes a
+//! client's input is bounded, and the approval audit names the caller the
+//! server authenticated. rmcp's own client and raw HTTP, over loopback.
+#![cfg(feature = "rmcp")]
+
+use std::time::Duration;
+
+use rmcp::ClientHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig,
+    ErrorCode, GetTaskParams, Implementation, ProtocolVersion, UpdateTaskParams,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+use tool_envelope::guard::{Blocked, Caller, ToolCall};
+use tool_envelope::mcp::{APPROVAL_META_KEY, BearerAuth, HttpOptions, TaskSupport, ToolSet};
+use tool_envelope::{ErrorEnvelope, tool};
+
+/// Over $500 a person approves.
+fn cap(call: &ToolCall) -> Result<(), Blocked> {
+    let amount: u64 = call.require("amount")?;
+    if amount > 500 {
+        return Err(
+            Blocked::new(format!("Refund of ${amount} exceeds the $500 cap")).unless_approved(),
+        );
+    }
+    Ok(())
+}
+
+/// Refund an order.
+#[tool(destructive, guard = cap)]
+fn refund(order: String, amount: u64) -> Result<String, ErrorEnvelope> {
+    Ok(format!("Refunded ${amount} on {order}"))
+}
+
+/// Refund an order, as a task.
+#[tool(destructive, guard = cap)]
+fn task_refund(order: String, amount: u64) -> Result<String, ErrorEnvelope> {
+    Ok(format!("Refunded ${amount} on {order}"))
+}
+
+/// Runs until it is cancelled.
+#[tool(read_only)]
+async fn long_job() -> Result<String, ErrorEnvelope> {
+    std::future::pending::<()>().await;
+    Ok("never".into())
+}
+
+async fn validate(token: String) -> Option<Caller> {
+    match token.as_str() {
+        "alice-token" => Some(Caller::new("alice", ["refunds:write"])),
+        "bob-token" => Some(Caller::new("bob", ["refunds:write"])),
+        _ => None,
+    }
+}
+
+fn tools() -> ToolSet {
+    ToolSet::new()
+        .tool::<refund>()
+        .tool::<task_refund>()
+        .tool::<long_job>()
+        .tasks(|tool| match tool.name.as_str() {
+            "refund" => TaskSupport::Never,
+            _ => TaskSupport::Required,
+        })
+        .max_tasks(3, 2)
+        .request_state_key([5u8; 32], Duration::from_secs(60))
+}
+
+/// The protected tool set on a loopback port; its URL.
+async fn serve(stateless: bool) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let auth = BearerAuth::new(url.clone(), validate);
+    let options = match stateless {
+        true => HttpOptions::new().stateless(),
+        false => HttpOptions::new(),
+    };
+    let options = options.require_bearer(auth);
+    tokio::spawn(async move { options.serve(listener, tools()).await });
+    url
+}
+
+/// A client that declares elicitation and the tasks extension.
+#[derive(Clone)]
+struct Agent;
+
+impl ClientHandler for Agent {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = ClientCapabilities::builder()
+            .enable_elicitation()
+            .enable_tasks()
+            .build();
+        ClientConfig::new(capabilities, Implementation::new("agent", "1"))
+    }
+}
+
+/// `token`'s client of `url`, on 2026-07-28.
+async fn client(url: &str, token: &str) -> RunningService<RoleClient, Agent> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+    config.auth_header = Some(token.to_owned());
+    let transport = StreamableHttpClientTransport::from_config(config);
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    Agent
+        .serve_with_lifecycle(transport, lifecycle)
+        .await
+        .expect("the client connects")
+}
+
+fn call(tool: &str, arguments: Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(tool.to_owned())
+        .with_arguments(arguments.as_object().unwrap().clone())
+}
+
+fn protocol_error(error: &rmcp::ServiceError) -> (ErrorCode, String) {
+    match error {
+        rmcp::ServiceError::McpError(data) => (data.code, data.message.to_string()),
+        other => panic!("expected a protocol error, got {other}"),
+    }
+}
+
+#[tokio::test]
+async fn another_callers_state_does_not_open_and_the_audit_names_the_caller() {
+    let url = serve(true).await;
+    let alice = client(&url, "alice-token").await;
+    let bob = client(&url, "bob-token").await;
+    let params = call("refund", json!({"order": "O-ALICE", "amount": 640}));
+    let first = alice.call_tool_once(params.clone()).await.unwrap();
+    let CallToolResponse::InputRequired(asked) = first else {
+        panic!("expected the approval to be asked, got {first:?}");
+    };
+    let key = asked.input_requests.unwrap().keys().next().unwrap().clone();
+    let yes = json!({"action": "accept", "content": {"approver": "Somebody Else"}});
+    let round = params
+        .with_input_responses([(key, yes)].into())
+        .with_request_state(asked.request_state.unwrap());
+
+    // Bob sends Alice's state: as if it were any state this server refuses.
+    let refused = bob.call_tool_once(round.clone()).await.unwrap_err();
+    assert_eq!(
+        protocol_error(&refused),
+        (
+            ErrorCode::INVALID_PARAMS,
+            "requestState was refused; call the tool again without it".to_owned()
+        )
+    );
+
+    // Alice's own round runs it, and the audit says who the server knows her as.
+    let done = alice.call_tool_once(round).await.unwrap();
+    let CallToolResponse::Complete(result) = done else {
+        panic!("expected the result, got {done:?}");
+    };
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    let record = &result.meta.unwrap().0[APPROVAL_META_KEY][0];
+    assert_eq!(record["caller"], "alice", "{record}");
+    assert_eq!(
+        record["approver"], "Somebody Else",
+        "what the client typed, kept apart"
+    );
+}
+
+#[tokio::test]
+async fn another_callers_task_is_unknown_to_them() {
+    let url = serve(true).await;
+    let alice = client(&url, "alice-token").await;
+    let bob = client(&url, "bob-token").await;
+    let created = alice
+        .call_tool_once(call(
+            "task_refund",
+            json!({"order": "O-TASK", "amount": 640}),
+        ))
+        .await
+        .unwrap();
+    let CallToolResponse::Task(created) = created else {
+        panic!("expected a task, got {created:?}");
+    };
+    let id = created.task.task_id;
+    // Wait for the task to ask for its approval.
+    let key = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let task = alice
+                .get_task(GetTaskParams::new(id.clone()))
+                .await
+                .unwrap();
+            let task = serde_json::to_value(&task).unwrap();
+            if let Some(requests) = task["inputRequests"].as_object() {
+                return requests.keys().next().unwrap().clone();
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the task asks");
+
+    let unknown = (
+        ErrorCode::INVALID_PARAMS,
+        "Failed to retrieve task: Task not found".to_owned(),
+    );
+    let refused = bob
+        .get_task(GetTaskParams::new(id.clone()))
+        .await
+        .unwrap_err();
+    assert_eq!(protocol_error(&refused), unknown);
+    let yes = json!({"action": "accept", "content": {"approver": "bob"}});
+    let refused = bob
+        .update_task(UpdateTaskParams::new(
+            id.clone(),
+            [(key.clone(), yes.clone())].into(),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(protocol_error(&refused), unknown);
+    let refused = bob
+        .cancel_task(CancelTaskParams::new(id.clone()))
+        .await
+        .unwrap_err();
+    assert_eq!(protocol_error(&refused), unknown);
+    // An id nobody has gets the same answer.
+    let refused = bob
+        .get_task(GetTaskParams::new("no-such-task"))
+        .await
+        .unwrap_err();
+    assert_eq!(protocol_error(&refused), unknown);
+
+    // Bob's answer reached nothing: the task still waits for Alice's.
+    let task = alice
+        .get_task(GetTaskParams::new(id.clone()))
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&task).unwrap()["status"],
+        "input_required"
+    );
+    alice
+        .update_task(UpdateTaskParams::new(id.clone(), [(key, yes)].into()))
+        .await
+        .unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let task = serde_json::to_value(
+                alice
+                    .get_task(GetTaskParams::new(id.clone()))
+                    .await
+                    .unwrap(),
+            )
+            .unwrap();
+            if task["status"] == "completed" {
+                return task["result"].clone();
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the task completes");
+    assert_eq!(
+        result["structuredContent"],
+        json!({"result": "Refunded $640 on O-TASK"})
+    );
+}
+
+/// `client` starts `long_job`.
+async fn start(client: &RunningService<RoleClient, Agent>) -> CallToolResponse {
+    client
+        .call_tool_once(call("long_job", json!({})))
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn running_tasks_are_bounded_per_caller_and_per_server() {
+    let url = serve(true).await;
+    let alice = client(&url, "alice-token").await;
+    let bob = client(&url, "bob-token").await;
+    let mut alices = Vec::new();
+    for _ in 0..2 {
+        match start(&alice).await {
+            CallToolResponse::Task(created) => alices.push(created.task.task_id),
+            other => panic!("expected a task, got {other:?}"),
+        }
+    }
+    let refused_with = |answer: CallToolResponse| match answer {
+        CallToolResponse::Complete(result) => {
+            assert_eq!(result.is_error, Some(true));
+            result.structured_content.unwrap()
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+    // Alice runs as many as a caller may.
+    let envelope = refused_with(start(&alice).await);
+    assert_eq!(envelope["reason"], "TOO_MANY_TASKS", "{envelope}");
+    assert_eq!(envelope["errorCategory"], "transient");
+    assert_eq!(
+        envelope["isRetryable"], true,
+        "nothing ran: safe to send again"
+    );
+    assert!(
+        envelope["message"]
+            .as_str()
+            .unwrap()
+            .contains("this caller runs 2")
+    );
+    // Bob may start one; then the server runs as many as it may.
+    assert!(matches!(start(&bob).await, CallToolResponse::Task(_)));
+    let envelope = refused_with(start(&bob).await);
+    assert!(
+        envelope["message"]
+            .as_str()
+            .unwrap()
+            .contains("this server runs 3"),
+        "{envelope}"
+    );
+
+    // Once one of Alice's ends, she may start another.
+    alice
+        .cancel_task(CancelTaskParams::new(alices[0].clone()))
+        .await
+        .unwrap();
+    let started = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if let CallToolResponse::Task(created) = start(&alice).await {
+                return created;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    assert!(started.is_ok(), "a slot freed when the task ended");
+}
+
+#[tokio::test]
+async fn a_request_that_names_a_huge_task_id_is_answered_briefly() {
+    let url = serve(true).await;
+    let alice = client(&url, "alice-token").await;
+    let huge = "x".repeat(100 * 1024);
+    let refused = alice.get_task(GetTaskParams::new(huge)).await.unwrap_err();
+    let (code, message) = protocol_error(&refused);
+    assert_eq!(code, ErrorCode::INVALID_PARAMS);
+    assert!(message.len() <= 1024, "{} bytes", message.len());
+}
+
+/// A POST of `body` to `url` with `token` and, if given, `session`; the
+/// status, the session header of the reply, and its body.
+async fn post(
+    url: &str,
+    token: &str,
+    session: Option<&str>,
+    body: Value,
+) -> (u16, Option<String>, String) {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .json(&body);
+    if let Some(session) = session {
+        request = request
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-11-25");
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let opened =
+        (response.headers().get("mcp-session-id")).map(|id| id.to_str().unwrap().to_owned());
+    let text = tokio::time::timeout(Duration::from_secs(5), response.text())
+        .await
+        .map(Result::unwrap_or_default)
+        .unwrap_or_default();
+    (status, opened, text)
+}
+
+#[tokio::test]
+async fn another_callers_session_is_unknown_to_them() {
+    let url = serve(false).await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "alice", "version": "1"}}});
+    let (status, session, _) = post(&url, "alice-token", None, initialize).await;
+    assert_eq!(status, 200);
+    let session = session.expect("a session");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let (status, _, _) = post(&url, "alice-token", Some(&session), initialized).await;
+    assert_eq!(status, 202);
+
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let (status, _, body) = post(&url, "bob-token", Some(&session), list.clone()).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (404, "Not Found: Session not found")
+    );
+    // A session that does not exist gets the very same answer.
+    let (status, _, body) = post(&url, "bob-token", Some("no-such-session"), list.clone()).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (404, "Not Found: Session not found")
+    );
+
+    let (status, _, body) = post(&url, "alice-token", Some(&session), list).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("long_job"), "{body}");
+}
