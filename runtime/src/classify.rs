@@ -131,37 +131,48 @@ pub(crate) fn caught_envelope<E: ToolError>(error: E) -> ErrorEnvelope {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| error.into_envelope())) {
         Ok(envelope) => envelope,
         Err(panic) => {
-            let mut envelope = ErrorEnvelope::other(format!(
+            let envelope = ErrorEnvelope::other(format!(
                 "the tool failed, and describing its error panicked: {}",
                 crate::panic::panic_message(panic.as_ref())
             ))
             .with_reason(crate::reasons::PANIC);
-            envelope.set_foreign();
-            envelope
+            foreign(envelope)
         }
     }
 }
 
+/// The envelope of a panic of `subject` (``"tool `refund`"``): `other`, not
+/// retryable, reason `PANIC`, its message one this crate did not write.
+pub(crate) fn panicked(subject: &str, payload: &(dyn std::any::Any + Send)) -> ErrorEnvelope {
+    let envelope = ErrorEnvelope::other(format!(
+        "{subject} panicked: {}",
+        crate::panic::panic_message(payload)
+    ))
+    .with_reason(crate::reasons::PANIC);
+    foreign(envelope)
+}
+
 /// `envelope`, its message marked as written by a type this crate does not
 /// know, so that a tool set masking internal errors hides it.
-fn foreign(mut envelope: ErrorEnvelope) -> ErrorEnvelope {
-    envelope.set_foreign();
-    envelope
+pub(crate) fn foreign(envelope: ErrorEnvelope) -> ErrorEnvelope {
+    envelope.remade(|parts| parts.foreign = true)
 }
 
 /// The envelope every method of `error` describes, keeping `error` inside it:
 /// what [`ToolError::into_envelope`] does unless a type says otherwise.
 pub fn envelope_of<E: ToolError>(error: E) -> ErrorEnvelope {
-    let mut envelope = ErrorEnvelope::new(error.category(), error.to_string())
+    let envelope = ErrorEnvelope::new(error.category(), error.to_string())
         .with_retryable(error.is_retryable())
         .with_not_applied(error.not_applied());
-    envelope.set_alternatives(error.alternatives());
-    envelope.set_violations(error.violations());
-    envelope.set_reason(error.reason());
-    envelope.set_retry_after(error.retry_after());
-    envelope.set_partial_results(error.partial_results());
-    envelope.set_origin(Origin(Arc::new(Original(error))));
-    envelope
+    envelope.remade(|parts| {
+        // Moved in, not copied.
+        parts.alternatives = error.alternatives();
+        parts.violations = error.violations();
+        parts.set_reason(error.reason());
+        parts.retry_after = error.retry_after();
+        parts.partial_results = error.partial_results();
+        parts.origin = Some(Origin(Arc::new(Original(error))));
+    })
 }
 
 /// The original error, kept inside the envelope.
@@ -415,10 +426,11 @@ impl ToolError for anyhow::Error {
         match self.downcast::<ErrorEnvelope>() {
             Ok(envelope) => envelope,
             Err(error) => {
-                let mut envelope = ErrorEnvelope::new(error.category(), format!("{error:#}"));
-                envelope.set_reason(error.reason());
-                envelope.set_origin(Origin(Arc::new(Original(error))));
-                foreign(envelope)
+                let envelope = ErrorEnvelope::new(error.category(), format!("{error:#}"));
+                foreign(envelope.remade(|parts| {
+                    parts.set_reason(error.reason());
+                    parts.origin = Some(Origin(Arc::new(Original(error))));
+                }))
             }
         }
     }

@@ -60,9 +60,10 @@ use futures_util::stream::FuturesUnordered;
 use serde::Serialize;
 use serde::ser::{SerializeMap, SerializeStruct, Serializer};
 
+use crate::classify::panicked;
 use crate::envelope::ErrorEnvelope;
 use crate::escalation::{Escalation, EscalationReason};
-use crate::panic::{catch_unwind_future, panicked};
+use crate::panic::catch_unwind_future;
 use crate::retry::{Outcome, RetryStats};
 
 /// What a branch ends with: a value, or the escalation of its failure.

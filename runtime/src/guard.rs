@@ -335,12 +335,10 @@ impl ToolError for Blocked {
 
     fn into_envelope(mut self) -> crate::ErrorEnvelope {
         let approval = self.approval.take().filter(|_| self.approvable);
-        let mut envelope = crate::classify::envelope_of(self);
-        envelope.set_refused(crate::envelope::Refusal::Blocked);
-        if let Some(key) = approval {
-            envelope.set_approval(key);
-        }
-        envelope
+        crate::classify::envelope_of(self).remade(|parts| {
+            parts.refused = Some(crate::envelope::Refusal::Blocked);
+            parts.approval = approval.map(String::into_boxed_str);
+        })
     }
 }
 
@@ -570,13 +568,12 @@ pub(crate) fn verdict(
             false => Err(crate::classify::caught_envelope(blocked)),
         },
         Err(panic) => {
-            let mut envelope = crate::panic::panicked(
+            let envelope = crate::classify::panicked(
                 &format!("the guard of tool `{}`", call.tool),
                 panic.as_ref(),
             )
             .with_reason(reasons::GUARD_PANIC);
-            envelope.set_refused(crate::envelope::Refusal::Blocked);
-            Err(envelope)
+            Err(envelope.remade(|parts| parts.refused = Some(crate::envelope::Refusal::Blocked)))
         }
     }
 }

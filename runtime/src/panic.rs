@@ -1,15 +1,13 @@
 //! Panics caught at the edge of a tool or a branch, so that one failure never
-//! unwinds into its caller.
+//! unwinds into its caller: how to catch one, and what it said. What a
+//! panic becomes — its envelope — is classification's
+//! ([`crate::classify`]).
 
 use std::any::Any;
 use std::future::{Future, poll_fn};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::pin;
 use std::task::Poll;
-
-use crate::category::ErrorCategory;
-use crate::envelope::ErrorEnvelope;
-use crate::reasons;
 
 /// Runs `future` to completion, turning a panic while polling it into `Err`.
 pub(crate) async fn catch_unwind_future<F: Future>(
@@ -33,16 +31,4 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> &str {
         .copied()
         .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("a non-string panic payload")
-}
-
-/// The envelope of a panic of `subject` (``"tool `refund`"``): `other`, not
-/// retryable, reason `PANIC`, its message one this crate did not write.
-pub(crate) fn panicked(subject: &str, payload: &(dyn Any + Send)) -> ErrorEnvelope {
-    let mut envelope = ErrorEnvelope::new(
-        ErrorCategory::Other,
-        format!("{subject} panicked: {}", panic_message(payload)),
-    )
-    .with_reason(reasons::PANIC);
-    envelope.set_foreign();
-    envelope
 }

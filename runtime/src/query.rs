@@ -19,6 +19,9 @@ pub enum Query<'a> {
     /// marks are masked at any depth, and so are keys it does not declare
     /// and the values the call's `Secret`s were sent as.
     Arguments(&'a Map<String, Value>, ArgumentMask<'a>),
+    /// Arguments that cannot be shown — not an object, nested too deep —
+    /// as a description of what they were, never their content.
+    Described(Value),
 }
 
 impl Query<'_> {
@@ -31,6 +34,7 @@ impl Query<'_> {
             Query::Arguments(arguments, mask) => {
                 Value::Object(mask.paths().mask(arguments).into_owned())
             }
+            Query::Described(description) => description,
         }
     }
 
@@ -39,7 +43,7 @@ impl Query<'_> {
     /// [`into_value`](Self::into_value) masks the arguments.
     pub(crate) fn mask_account(&self, account: Map<String, Value>) -> Map<String, Value> {
         match self {
-            Query::Captured(_) => account,
+            Query::Captured(_) | Query::Described(_) => account,
             Query::Arguments(_, mask) => match mask.paths().mask(&account) {
                 std::borrow::Cow::Owned(masked) => masked,
                 std::borrow::Cow::Borrowed(_) => account,
@@ -51,7 +55,7 @@ impl Query<'_> {
     /// which never serialized one.
     pub(crate) fn secret_values(&self) -> SecretValues {
         match self {
-            Query::Captured(_) => SecretValues::default(),
+            Query::Captured(_) | Query::Described(_) => SecretValues::default(),
             Query::Arguments(arguments, mask) => mask.values(arguments),
         }
     }

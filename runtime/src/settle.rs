@@ -34,7 +34,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use crate::envelope::ErrorEnvelope;
+use crate::envelope::{ErrorEnvelope, Parts};
 use crate::json::depth::bounded;
 use crate::partial::merge;
 use crate::query::Query;
@@ -84,17 +84,18 @@ impl Facts {
 /// Not generic, so that its code is generated once for every tool, not
 /// once per tool.
 pub(crate) fn settle(
-    mut envelope: ErrorEnvelope,
+    envelope: ErrorEnvelope,
     facts: &Facts,
     query: Query<'_>,
     gathered: &dyn Fn() -> Option<Value>,
 ) -> ErrorEnvelope {
     let passed_on = facts.source == Source::Local && envelope.is_settled();
-    if !passed_on {
-        envelope.set_tool(facts.tool.clone());
-    }
     let masker = query.secret_values().masker();
-    let shown = match envelope.take_attempted_query() {
+    let mut parts = envelope.into_parts();
+    if !passed_on {
+        parts.tool = Some(facts.tool.clone());
+    }
+    let shown = match parts.attempted_query.take() {
         None => query.into_value(),
         Some(Value::Object(account)) if facts.source == Source::Remote => {
             Value::Object(query.mask_account(account))
@@ -102,17 +103,19 @@ pub(crate) fn settle(
         Some(_) if facts.source == Source::Remote => query.into_value(),
         Some(kept) => kept,
     };
-    envelope.set_attempted_query(Some(bounded(shown)));
-    let partial = match envelope.take_partial_results() {
+    parts.attempted_query = Some(bounded(shown));
+    parts.partial_results = match parts.partial_results.take() {
         None => gathered(),
         Some(inner) if passed_on => merge(gathered(), Some(inner)),
         Some(kept) => Some(kept),
-    };
-    envelope.set_partial_results(partial.map(bounded));
-    if let Some(masker) = masker {
-        envelope.mask_values(&masker);
     }
-    decide(envelope, facts, passed_on)
+    .map(bounded);
+    decide(&mut parts, facts, passed_on);
+    let mut envelope = ErrorEnvelope::from_parts(parts);
+    if let Some(masker) = masker {
+        masker.envelope(&mut envelope);
+    }
+    envelope
 }
 
 /// The one retry decision: whether a failure that is `retryable` by
@@ -131,28 +134,36 @@ pub(crate) fn leaves_retryable(
         && (safe_to_repeat || reason == Some(reasons::NOT_APPLIED))
 }
 
-/// Records the call's facts on `envelope`, then applies
+/// Records the call's facts on the envelope's `parts`, then applies
 /// [`leaves_retryable`]: a retryable failure it does not leave retryable is
 /// sent as not retryable, saying why.
-fn decide(mut envelope: ErrorEnvelope, facts: &Facts, passed_on: bool) -> ErrorEnvelope {
-    envelope.record_tool(facts.safe_to_repeat);
+fn decide(parts: &mut Parts, facts: &Facts, passed_on: bool) {
+    // The call stays safe to repeat only if every tool on its path is.
+    parts.idempotent = Some(parts.idempotent.unwrap_or(true) && facts.safe_to_repeat);
     if passed_on {
         // This tool may have acted before the one it called failed.
-        envelope = envelope.with_not_applied(false);
+        parts.set_not_applied(false);
     }
     if !facts.sent {
-        envelope = envelope.with_not_applied(true);
+        parts.set_not_applied(true);
     }
-    if !envelope.is_retryable() {
-        return envelope;
+    if !parts.is_retryable() {
+        return;
     }
-    let safe_to_repeat = envelope.idempotent() != Some(false);
-    if !safe_to_repeat && envelope.not_applied() {
+    let safe_to_repeat = parts.idempotent != Some(false);
+    if !safe_to_repeat && parts.not_applied {
         // What keeps it retryable, said where callers read it.
-        envelope.set_reason(Some(Cow::Borrowed(reasons::NOT_APPLIED)));
+        parts.set_reason(Some(Cow::Borrowed(reasons::NOT_APPLIED)));
     }
-    if !leaves_retryable(true, envelope.reason(), safe_to_repeat) {
-        envelope.withhold_retry(facts.tool.clone());
+    if !leaves_retryable(true, parts.reason.as_deref(), safe_to_repeat) {
+        // It may have taken effect: not retryable, and the caller told
+        // what to check first.
+        let tool = facts.tool.clone();
+        parts.retryable = false;
+        parts.reason = Some(Cow::Borrowed(reasons::MAY_HAVE_TAKEN_EFFECT));
+        parts.alternatives.push(format!(
+            "Check whether `{tool}` took effect before calling it again: it is not idempotent, so repeating it could apply it twice"
+        ));
+        parts.withheld = Some(tool);
     }
-    envelope
 }

@@ -37,7 +37,7 @@ fn io_reason_is_upper_snake_kind() {
         !envelope.not_applied(),
         "a refused connection proves nothing about the call"
     );
-    assert!(envelope.is_foreign());
+    assert!(envelope.clone().into_parts().foreign);
     let envelope = io::Error::from(io::ErrorKind::TimedOut).into_envelope();
     assert!(!envelope.not_applied());
 }

@@ -1,7 +1,5 @@
 //! Escalation: what goes upward when a failure cannot be recovered locally.
 
-pub(crate) mod record;
-
 use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
@@ -10,9 +8,9 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use record::{Escalated, EscalationReason};
+pub use crate::envelope::{Escalated, EscalationReason};
 
-use crate::envelope::ErrorEnvelope;
+use crate::envelope::{ErrorEnvelope, EscalatedWire};
 use crate::json::millis::duration_to_ms;
 use crate::keys;
 use crate::limits::EnvelopeLimits;
@@ -199,7 +197,7 @@ impl Escalation {
         let mut outgoing = Outgoing::new(&self.envelope, &limits);
         // This escalation, in place of any the envelope arrived with: it is
         // the last word on the loop. Escalated, the failure is not retryable.
-        outgoing.escalate(record::Wire {
+        outgoing.escalate(EscalatedWire {
             reason: self.reason,
             attempts: self.attempts,
             elapsed_ms: duration_to_ms(self.elapsed),
@@ -220,15 +218,15 @@ impl<'de> Deserialize<'de> for Escalation {
         let info = value
             .get(keys::ESCALATION)
             .ok_or_else(|| D::Error::missing_field(keys::ESCALATION))?;
-        let record::Escalated {
+        let Escalated {
             reason,
             attempts,
             elapsed,
             detail,
-        } = record::Escalated::read_strict(info).map_err(D::Error::custom)?;
-        let mut envelope = ErrorEnvelope::deserialize(value).map_err(D::Error::custom)?;
+        } = Escalated::read_strict(info).map_err(D::Error::custom)?;
+        let envelope = ErrorEnvelope::deserialize(value).map_err(D::Error::custom)?;
         // The object is this escalation's own, not one its envelope came with.
-        envelope.forget_escalation();
+        let envelope = envelope.remade(|parts| parts.escalated = None);
         Ok(Escalation {
             reason,
             envelope,

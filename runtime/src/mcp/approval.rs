@@ -102,10 +102,8 @@ pub(crate) async fn ask(
 /// The envelope of a call a person declined: `business`, never retried,
 /// with the block's alternatives.
 fn declined(blocked: &ErrorEnvelope) -> ErrorEnvelope {
-    let mut envelope =
-        ErrorEnvelope::business(format!("A person declined the call: {}", blocked.message()))
-            .with_reason(reasons::HUMAN_DECLINED)
-            .with_alternatives(blocked.alternatives().iter().cloned());
-    envelope.set_refused(Refusal::Declined);
-    envelope
+    ErrorEnvelope::business(format!("A person declined the call: {}", blocked.message()))
+        .with_reason(reasons::HUMAN_DECLINED)
+        .with_alternatives(blocked.alternatives().iter().cloned())
+        .remade(|parts| parts.refused = Some(Refusal::Declined))
 }

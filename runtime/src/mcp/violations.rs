@@ -13,7 +13,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::envelope::Violation;
+use crate::envelope::{ErrorEnvelope, Refusal, Violation};
 use crate::json::depth::MAX_DEPTH;
 use crate::json::pointer::resolve;
 
@@ -330,19 +330,30 @@ fn describe_type(types: &Value) -> String {
 
 /// The violation of arguments that are not a JSON object: what they were,
 /// never their content.
-pub(crate) fn not_an_object(arguments: &Value) -> Violation {
-    Violation::new(
-        "arguments",
-        format!("expected a JSON object, got {}", kind(arguments)),
-    )
+/// The envelope of arguments that could not be used, before it is
+/// settled: the call was refused before the tool ran, whether a tool set
+/// refused it or a client before sending it.
+pub(crate) fn unusable_arguments(tool: &str, violations: Vec<Violation>) -> ErrorEnvelope {
+    ErrorEnvelope::validation(summary(tool, &violations))
+        .with_reason(crate::reasons::INVALID_ARGUMENTS)
+        .with_alternative("Correct the arguments to match the tool's inputSchema and call again")
+        .with_violations(violations)
+        .remade(|parts| parts.refused = Some(Refusal::Unusable))
 }
 
-/// What `attempted_query` shows of arguments that are not a JSON object.
-pub(crate) fn not_shown(arguments: &Value) -> Value {
-    Value::String(format!(
+/// Arguments of `tool` that are not a JSON object — on either side of the
+/// wire: their envelope, before it is settled, and what `attempted_query`
+/// shows in their place: what they were, never their content.
+pub(crate) fn not_an_object(tool: &str, arguments: &Value) -> (ErrorEnvelope, Value) {
+    let violation = Violation::new(
+        "arguments",
+        format!("expected a JSON object, got {}", kind(arguments)),
+    );
+    let shown = Value::String(format!(
         "[arguments sent as {}, not an object: not shown]",
         kind(arguments)
-    ))
+    ));
+    (unusable_arguments(tool, vec![violation]), shown)
 }
 
 /// The JSON kind of `value`, with an article: what a description names.

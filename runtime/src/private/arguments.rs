@@ -10,10 +10,9 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::envelope::Refusal;
 use crate::envelope::{ErrorEnvelope, Violation};
 use crate::guard::{ToolCall, Waivers, verdict};
-use crate::mcp::violations::{summary, violations};
+use crate::mcp::violations::{unusable_arguments, violations};
 use crate::private::call::ToolInfo;
 use crate::private::state::{BoxFuture, CallState};
 use crate::query::Query;
@@ -197,18 +196,6 @@ pub(crate) fn invalid_arguments(
 ) -> ErrorEnvelope {
     let envelope = unusable_arguments(&facts.tool, violations);
     settle(envelope, facts, query, &|| None)
-}
-
-/// The envelope of arguments of the tool `name` that could not be used,
-/// before it is settled: the call was refused before the tool ran, whether
-/// a tool set refused it or a client before sending it.
-pub(crate) fn unusable_arguments(name: &str, violations: Vec<Violation>) -> ErrorEnvelope {
-    let mut envelope = ErrorEnvelope::validation(summary(name, &violations))
-        .with_reason(crate::reasons::INVALID_ARGUMENTS)
-        .with_alternative("Correct the arguments to match the tool's inputSchema and call again")
-        .with_violations(violations);
-    envelope.set_refused(Refusal::Unusable);
-    envelope
 }
 
 /// What a served tool's success is sent as: its JSON, or content blocks.

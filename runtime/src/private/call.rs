@@ -12,10 +12,10 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::classify::panicked;
 use crate::classify::{ToolError, caught_envelope};
 use crate::envelope::{ErrorEnvelope, Refusal, ToolResult, Violation};
 use crate::guard::{Guard, ToolCall, Waivers, verdict};
-use crate::panic::panicked;
 use crate::partial::Partial;
 use crate::query::Query;
 use crate::reasons;
@@ -217,10 +217,11 @@ pub fn check_guard<'q, G: Guard + ?Sized>(
                 Value::Object(arguments) => Cow::Owned(arguments),
                 _ => unreachable!("a capture is always a JSON object"),
             },
+            Query::Described(_) => Cow::Owned(Map::new()),
         };
         let (caller, approvals) = match &query {
             Query::Arguments(_, mask) => (mask.caller(), mask.approvals()),
-            Query::Captured(_) => (None, None),
+            Query::Captured(_) | Query::Described(_) => (None, None),
         };
         let waivers = approvals.map(|approvals| Waivers::new('t', approvals));
         let mut call = ToolCall::new(&tool.name, &arguments).with_caller(caller);
@@ -238,7 +239,7 @@ pub fn check_guard<'q, G: Guard + ?Sized>(
 /// The envelope of a guarded call whose arguments JSON cannot carry.
 fn unrepresentable(tool: &str, violations: Vec<Violation>) -> ErrorEnvelope {
     let names: Vec<&str> = violations.iter().map(|v| v.field.as_str()).collect();
-    let mut envelope = ErrorEnvelope::validation(format!(
+    let envelope = ErrorEnvelope::validation(format!(
         "`{tool}` was not run: its guard cannot judge {} `{}`, which JSON cannot represent as given",
         if names.len() == 1 { "the argument" } else { "the arguments" },
         names.join("`, `")
@@ -246,8 +247,7 @@ fn unrepresentable(tool: &str, violations: Vec<Violation>) -> ErrorEnvelope {
     .with_reason(reasons::UNREPRESENTABLE_ARGUMENT)
     .with_alternative("Call again with finite numbers and values that serialize to JSON")
     .with_violations(violations);
-    envelope.set_refused(Refusal::Unusable);
-    envelope
+    envelope.remade(|parts| parts.refused = Some(Refusal::Unusable))
 }
 
 /// Runs a synchronous tool body and turns its failure or panic into an envelope.

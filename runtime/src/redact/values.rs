@@ -189,6 +189,18 @@ impl Masker {
         Cow::Owned(masked)
     }
 
+    /// Masks the secret values everywhere in `envelope`: its texts, its
+    /// attempted query, its partial results — through the visitors the
+    /// envelope offers.
+    pub(crate) fn envelope(&self, envelope: &mut crate::ErrorEnvelope) {
+        envelope.visit_texts(&mut |text| {
+            if let Cow::Owned(masked) = self.text(text) {
+                *text = masked;
+            }
+        });
+        envelope.visit_values(&mut |value| self.value(value));
+    }
+
     /// Whether `text` is, whole, one of the secret values.
     fn is_whole(&self, text: &str) -> bool {
         self.automaton

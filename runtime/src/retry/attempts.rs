@@ -145,7 +145,7 @@ impl<'p> Attempts<'p> {
                 .with_reason(crate::reasons::DEADLINE_EXCEEDED),
         };
         if let Some(gathered) = &self.gathered {
-            envelope.set_partial_results(Some(gathered.clone()));
+            envelope = envelope.remade(|parts| parts.partial_results = Some(gathered.clone()));
         }
         self.stats.history.push(AttemptRecord {
             attempt: self.stats.attempts,
@@ -177,17 +177,19 @@ impl<'p> Attempts<'p> {
     }
 
     /// Decides what follows a failed attempt.
-    pub(crate) fn failed(&mut self, mut envelope: ErrorEnvelope, now: Instant) -> Next {
+    pub(crate) fn failed(&mut self, envelope: ErrorEnvelope, now: Instant) -> Next {
         let attempt = self.stats.attempts;
         let elapsed = now.saturating_duration_since(self.started);
         self.stats.elapsed = elapsed;
 
         let before = count(self.gathered.as_ref());
         // Only a tool that gathers partial results can make progress, or stall.
-        let latest = envelope.take_partial_results();
+        let mut parts = envelope.into_parts();
+        let latest = parts.partial_results.take();
         let gathers = latest.is_some();
         self.gathered = merge(self.gathered.take(), latest);
-        envelope.set_partial_results(self.gathered.clone());
+        parts.partial_results.clone_from(&self.gathered);
+        let envelope = ErrorEnvelope::from_parts(parts);
         let gathered = count(self.gathered.as_ref());
         if gathers {
             self.stalled = if gathered > before {
@@ -232,7 +234,7 @@ impl<'p> Attempts<'p> {
                     self.last = Some(envelope);
                 } else {
                     // Nothing else needs this envelope: its message moves into the history.
-                    record.message = envelope.take_message();
+                    record.message = envelope.into_parts().message;
                 }
                 self.stats.history.push(record);
                 Next::Retry(notice)

@@ -27,8 +27,8 @@ use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
 
 use crate::category::ErrorCategory;
-use crate::envelope::{ErrorEnvelope, NO_MESSAGE, Sent, Violation};
-use crate::escalation::record;
+use crate::envelope::EscalatedWire;
+use crate::envelope::{ErrorEnvelope, NO_MESSAGE, Violation};
 use crate::json::depth::{MAX_DEPTH, deeper_than, too_deep_marker};
 use crate::keys;
 use crate::limits::{EnvelopeLimits, partial_for_wire, query_for_wire, text_for_wire};
@@ -99,7 +99,7 @@ pub(crate) struct Outgoing<'a> {
     violations: Cow<'a, [Violation]>,
     tool: Option<Cow<'a, str>>,
     retry_after_ms: Option<u64>,
-    escalation: Option<record::Wire<'a>>,
+    escalation: Option<EscalatedWire<'a>>,
     /// The text limit the fields were bounded by.
     text_bytes: usize,
 }
@@ -166,7 +166,7 @@ impl<'a> Outgoing<'a> {
             Cow::Owned(code)
         });
         let tool = envelope.tool().map(text);
-        let escalation = envelope.escalation().map(|escalated| record::Wire {
+        let escalation = envelope.escalation().map(|escalated| EscalatedWire {
             reason: escalated.reason,
             attempts: escalated.attempts,
             elapsed_ms: crate::json::millis::duration_to_ms(escalated.elapsed),
@@ -192,7 +192,7 @@ impl<'a> Outgoing<'a> {
 
     /// Sends the failure as escalated by `escalation`, in place of any
     /// escalation the envelope came with: not retryable.
-    pub(crate) fn escalate(&mut self, mut escalation: record::Wire<'a>) {
+    pub(crate) fn escalate(&mut self, mut escalation: EscalatedWire<'a>) {
         let cap = self.text_bytes;
         escalation.detail = escalation.detail.map(|detail| match detail {
             Cow::Borrowed(detail) => text_for_wire(detail, cap),
@@ -247,16 +247,23 @@ impl<'a> Outgoing<'a> {
         Ok(())
     }
 
-    /// The fields as sent, owned.
-    fn into_owned(self) -> Sent {
-        Sent {
-            message: self.message.into_owned(),
-            attempted_query: self.attempted_query.map(Cow::into_owned),
-            partial_results: self.partial_results.map(Cow::into_owned),
-            alternatives: self.alternatives.into_owned(),
-            reason: self.reason.map(|reason| Cow::Owned(reason.into_owned())),
-            violations: self.violations.into_owned(),
-            tool: self.tool.map(|tool| Cow::Owned(tool.into_owned())),
+    /// The fields as sent, owned, to put into an envelope's parts.
+    fn into_owned(self) -> impl FnOnce(&mut crate::envelope::Parts) + use<> {
+        let message = self.message.into_owned();
+        let attempted_query = self.attempted_query.map(Cow::into_owned);
+        let partial_results = self.partial_results.map(Cow::into_owned);
+        let alternatives = self.alternatives.into_owned();
+        let reason = self.reason.map(|reason| Cow::Owned(reason.into_owned()));
+        let violations = self.violations.into_owned();
+        let tool = self.tool.map(|tool| Cow::Owned(tool.into_owned()));
+        move |parts| {
+            parts.message = message;
+            parts.attempted_query = attempted_query;
+            parts.partial_results = partial_results;
+            parts.alternatives = alternatives;
+            parts.set_reason(reason);
+            parts.violations = violations;
+            parts.tool = tool;
         }
     }
 }
@@ -268,7 +275,7 @@ impl EnvelopeLimits {
     /// limits without changing it.
     pub fn apply(&self, envelope: &mut ErrorEnvelope) {
         let sent = Outgoing::new(envelope, self).into_owned();
-        envelope.set_sent(sent);
+        envelope.remake(sent);
     }
 }
 

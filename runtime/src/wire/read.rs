@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::category::ErrorCategory;
 use crate::envelope::ErrorEnvelope;
-use crate::escalation::record::Escalated;
+use crate::envelope::Escalated;
 use crate::keys;
 
 /// Reads the wire format, its keys spelled as [`crate::keys`] says; keys it
@@ -140,23 +140,22 @@ impl<'de> de::Visitor<'de> for EnvelopeVisitor {
         }
         let category = category.ok_or_else(|| missing(keys::ERROR_CATEGORY))?;
         let message = message.ok_or_else(|| missing(keys::MESSAGE))?;
-        let mut envelope = ErrorEnvelope::new(category, message)
-            .with_retryable(retryable.ok_or_else(|| missing(keys::IS_RETRYABLE))?);
-        envelope.set_alternatives(optional(alternatives).unwrap_or_default());
-        envelope.set_violations(optional(violations).unwrap_or_default());
-        envelope.set_attempted_query(attempted_query.flatten());
-        envelope.set_partial_results(partial_results.flatten());
-        envelope.set_retry_after(retry_after_ms.as_ref().and_then(millis));
-        if let Some(tool) = optional::<String>(tool) {
-            envelope.set_tool(Cow::Owned(tool));
-        }
-        if let Some(escalation) = escalation.flatten() {
-            envelope.set_escalated(Escalated::read(&escalation));
-        }
-        if let Some(reason) = optional::<String>(reason) {
-            envelope.set_reason(Some(Cow::Owned(reason)));
-        }
-        Ok(envelope)
+        let retryable = retryable.ok_or_else(|| missing(keys::IS_RETRYABLE))?;
+        let envelope = ErrorEnvelope::new(category, message).with_retryable(retryable);
+        Ok(envelope.remade(|parts| {
+            parts.alternatives = optional(alternatives).unwrap_or_default();
+            parts.violations = optional(violations).unwrap_or_default();
+            parts.attempted_query = attempted_query.flatten();
+            parts.partial_results = partial_results.flatten();
+            parts.retry_after = retry_after_ms.as_ref().and_then(millis);
+            parts.tool = optional::<String>(tool).map(Cow::Owned);
+            parts.escalated = escalation
+                .flatten()
+                .map(|escalation| Box::new(Escalated::read(&escalation)));
+            if let Some(reason) = optional::<String>(reason) {
+                parts.set_reason(Some(Cow::Owned(reason)));
+            }
+        }))
     }
 }
 

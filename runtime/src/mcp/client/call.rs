@@ -20,8 +20,7 @@ use crate::limits::text_for_wire;
 use crate::mcp::client::connection::{Link, ProgressCallback};
 use crate::mcp::client::failure;
 use crate::mcp::client::tools::RemoteTool;
-use crate::mcp::violations::{not_an_object, not_shown};
-use crate::private::arguments::unusable_arguments;
+use crate::mcp::violations::not_an_object;
 use crate::query::Query;
 use crate::reasons;
 use crate::redact::arguments::ArgumentMask;
@@ -47,16 +46,15 @@ pub(crate) async fn call(
 ) -> Result<Called, ErrorEnvelope> {
     let credentials = link.sent.credentials();
     let settle = |envelope, arguments: &Map<String, Value>, tool: Option<&RemoteTool>, sent| {
-        finish(envelope, name, arguments, tool, sent, &credentials)
+        let query = Query::Arguments(arguments, mask(tool, &credentials));
+        finish(envelope, name, query, tool, sent)
     };
     let arguments = match arguments {
         Value::Object(arguments) => arguments,
         Value::Null => Map::new(),
         other => {
-            let envelope = unusable_arguments(name, vec![not_an_object(&other)]);
-            let mut envelope = settle(envelope, &Map::new(), None, false);
-            envelope.set_attempted_query(Some(not_shown(&other)));
-            return Err(envelope);
+            let (envelope, shown) = not_an_object(name, &other);
+            return Err(finish(envelope, name, Query::Described(shown), None, false));
         }
     };
     if let Err(envelope) = verdict(&ToolCall::new(name, &arguments), &*link.options.guards) {
@@ -184,8 +182,14 @@ fn secret_values(
     tool: Option<&RemoteTool>,
     credentials: &[Value],
 ) -> SecretValues {
-    let secrets = tool.map_or(&UNKNOWN, RemoteTool::secrets);
-    ArgumentMask::new(secrets, credentials).values(arguments)
+    mask(tool, credentials).values(arguments)
+}
+
+/// How the arguments of a call of `tool` are masked wherever they are
+/// shown: by its schema (every value, for a tool the connection did not
+/// list), and by the client's `credentials`.
+pub(crate) fn mask<'a>(tool: Option<&'a RemoteTool>, credentials: &'a [Value]) -> ArgumentMask<'a> {
+    ArgumentMask::new(tool.map_or(&UNKNOWN, RemoteTool::secrets), credentials)
 }
 
 /// The schema of a tool the connection did not list: every value secret.
@@ -194,24 +198,21 @@ static UNKNOWN: SecretPaths = SecretPaths::UNKNOWN;
 /// The most rounds of one call: a server that keeps asking stops there.
 const MAX_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
 
-/// Settles a failure of the call of `name` with `arguments` (see
-/// [`settle`]): whatever the server said, it names the tool that was
-/// called, shows the arguments (the server's account of them, or the
-/// arguments sent) with every secret the tool's schema marks and every
-/// value of an undeclared key masked, quotes no secret value that was
-/// sent nor any of the client's `credentials`, and carries the one retry
-/// decision — safe to repeat by the tool's annotations, or because nothing
-/// was `sent`. A tool the
-/// connection did not list (`tool` is `None`) has no schema to go by:
+/// Settles a failure of the call of `name` (see [`settle`]): whatever the
+/// server said, it names the tool that was called, shows the arguments —
+/// `query`, masked as [`mask`] says: the server's account of them, or the
+/// arguments sent — quotes no secret value that was sent nor any of the
+/// client's credentials, and carries the one retry decision — safe to
+/// repeat by the tool's annotations, or because nothing was `sent`. A tool
+/// the connection did not list (`tool` is `None`) has no schema to go by:
 /// every value of its arguments is masked, and every text sent that is
 /// long enough to be masked anywhere.
 pub(crate) fn finish(
     envelope: ErrorEnvelope,
     name: &str,
-    arguments: &Map<String, Value>,
+    query: Query<'_>,
     tool: Option<&RemoteTool>,
     sent: bool,
-    credentials: &[Value],
 ) -> ErrorEnvelope {
     let facts = Facts {
         tool: Cow::Owned(name.to_owned()),
@@ -219,7 +220,5 @@ pub(crate) fn finish(
         sent,
         source: Source::Remote,
     };
-    let secrets = tool.map_or(&UNKNOWN, RemoteTool::secrets);
-    let query = Query::Arguments(arguments, ArgumentMask::new(secrets, credentials));
     settle(envelope, &facts, query, &|| None)
 }

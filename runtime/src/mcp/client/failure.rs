@@ -90,9 +90,7 @@ pub(crate) fn read_result(result: CallToolResult, name: &str) -> Result<Value, E
 /// A failure told in a server's own words, `message` bounded already:
 /// `other`, not retryable.
 fn foreign(message: String) -> ErrorEnvelope {
-    let mut envelope = ErrorEnvelope::other(message);
-    envelope.set_foreign();
-    envelope
+    crate::classify::foreign(ErrorEnvelope::other(message))
 }
 
 /// An envelope, if `value` is one; one that says the server refused the
@@ -100,7 +98,7 @@ fn foreign(message: String) -> ErrorEnvelope {
 /// guard, declined by a person, its arguments unusable — is known as such,
 /// so that a loop around the call counts no run.
 fn read_envelope(value: &Value) -> Option<ErrorEnvelope> {
-    let mut envelope = <ErrorEnvelope as serde::Deserialize>::deserialize(value).ok()?;
+    let envelope = <ErrorEnvelope as serde::Deserialize>::deserialize(value).ok()?;
     let escalated = envelope
         .escalation()
         .map(|escalated| (escalated.reason, escalated.attempts));
@@ -117,10 +115,10 @@ fn read_envelope(value: &Value) -> Option<ErrorEnvelope> {
         | (_, Some((_, 0))) => Some(Refusal::Unusable),
         _ => None,
     };
-    if let Some(refusal) = refusal {
-        envelope.set_refused(refusal);
+    match refusal {
+        Some(refusal) => Some(envelope.remade(|parts| parts.refused = Some(refusal))),
+        None => Some(envelope),
     }
-    Some(envelope)
 }
 
 /// The envelope of a failure rmcp reports: a protocol error, a timeout, a

@@ -25,6 +25,7 @@ use serde_json::Value;
 
 use crate::envelope::ErrorEnvelope;
 use crate::guard::Guards;
+use crate::query::Query;
 use crate::reasons;
 
 mod answers;
@@ -310,14 +311,8 @@ impl McpClient {
             _ => serde_json::Map::new(),
         };
         let credentials = self.link.sent.credentials();
-        Err(call::finish(
-            envelope,
-            name,
-            &arguments,
-            tool.as_deref(),
-            true,
-            &credentials,
-        ))
+        let query = Query::Arguments(&arguments, call::mask(tool.as_deref(), &credentials));
+        Err(call::finish(envelope, name, query, tool.as_deref(), true))
     }
 }
 

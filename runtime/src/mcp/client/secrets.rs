@@ -84,7 +84,7 @@ impl Sent {
             values.add(&credential);
         }
         if let Some(masker) = values.masker() {
-            envelope.mask_values(&masker);
+            masker.envelope(&mut envelope);
         }
         envelope
     }

@@ -8,6 +8,7 @@ use super::failure::{Failure, reply_size};
 
 use serde_json::{Map, Value};
 
+use crate::classify::panicked;
 use crate::envelope::{ErrorEnvelope, Violation};
 #[cfg(feature = "tokio")]
 use crate::escalation::Escalation;
@@ -17,8 +18,8 @@ use crate::limits::json_len;
 use crate::mcp::approval::{self, APPROVAL_META_KEY, Approval, MAX_APPROVALS};
 use crate::mcp::context::ToolContext;
 use crate::mcp::reply::{ProtocolError, ToolReply};
-use crate::mcp::violations::{not_an_object, not_shown};
-use crate::panic::{catch_unwind_future, panicked};
+use crate::mcp::violations::not_an_object;
+use crate::panic::catch_unwind_future;
 use crate::private::arguments::{Success, invalid_arguments};
 use crate::private::state::CallState;
 use crate::query::Query;
@@ -83,8 +84,6 @@ impl ToolSet {
         };
         let entry = &self.inner.entries[index];
         let definition = &entry.definition;
-        // Before decoding, no `Secret` has been sent: the schema says it all.
-        let mask = ArgumentMask::new(&definition.checks.secrets, &[]);
         if deeper_than(&arguments, MAX_DEPTH) {
             let envelope = too_deep(entry, arguments);
             return Ok(self.failure(entry, Failure::Envelope(envelope)));
@@ -93,13 +92,8 @@ impl ToolSet {
             Value::Object(arguments) => arguments,
             Value::Null => Map::new(),
             other => {
-                // Not an object: what it was, never its content.
-                let mut envelope = invalid_arguments(
-                    &entry.facts,
-                    vec![not_an_object(&other)],
-                    Query::Arguments(&Map::new(), mask),
-                );
-                envelope.set_attempted_query(Some(not_shown(&other)));
+                let (envelope, shown) = not_an_object(&entry.facts.tool, &other);
+                let envelope = settle(envelope, &entry.facts, Query::Described(shown), &|| None);
                 return Ok(self.failure(entry, Failure::Envelope(envelope)));
             }
         };
@@ -166,13 +160,10 @@ impl ToolSet {
             _ => Map::new(),
         };
         let mask = ArgumentMask::new(&entry.definition.checks.secrets, &[]);
-        let mut envelope = settle(
-            envelope,
-            &entry.facts,
-            Query::Arguments(&arguments, mask),
-            &|| None,
-        );
-        envelope.set_refused(crate::envelope::Refusal::Unusable);
+        let refused =
+            envelope.remade(|parts| parts.refused = Some(crate::envelope::Refusal::Unusable));
+        let query = Query::Arguments(&arguments, mask);
+        let envelope = settle(refused, &entry.facts, query, &|| None);
         self.failure(entry, Failure::Envelope(envelope))
     }
 
@@ -358,10 +349,11 @@ fn too_deep(entry: &Entry, arguments: Value) -> ErrorEnvelope {
         _ => violations.push(Violation::new("arguments", description)),
     }
     let mask = ArgumentMask::new(&entry.definition.checks.secrets, &[]);
-    let mut envelope = invalid_arguments(&entry.facts, violations, Query::Arguments(&shown, mask));
-    if !arguments.is_object() {
-        envelope.set_attempted_query(Some(too_deep_marker()));
-    }
+    let query = match arguments.is_object() {
+        true => Query::Arguments(&shown, mask),
+        false => Query::Described(too_deep_marker()),
+    };
+    let envelope = invalid_arguments(&entry.facts, violations, query);
     dismantle(arguments);
     envelope
 }

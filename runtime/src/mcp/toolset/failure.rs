@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use crate::category::ErrorCategory;
-use crate::envelope::ErrorEnvelope;
+use crate::envelope::{ErrorEnvelope, Parts};
 use crate::escalation::Escalation;
 use crate::limits::EnvelopeLimits;
 use crate::mcp::reply::ToolReply;
@@ -97,6 +97,17 @@ impl Failure {
         }
     }
 
+    /// The failure, its envelope remade by `change`.
+    fn remade(self, change: impl FnOnce(&mut Parts)) -> Self {
+        match self {
+            Failure::Envelope(envelope) => Failure::Envelope(envelope.remade(change)),
+            Failure::Escalated(mut escalation) => {
+                escalation.envelope = escalation.envelope.remade(change);
+                Failure::Escalated(escalation)
+            }
+        }
+    }
+
     fn envelope_mut(&mut self) -> &mut ErrorEnvelope {
         match self {
             Failure::Envelope(envelope) => envelope,
@@ -107,32 +118,36 @@ impl Failure {
     /// With what an internal error may say masked; see
     /// [`ToolSet::mask_internal_errors`].
     fn masked(mut self, tool: &str, text: &str) -> Self {
+        let mut scrubbed = |text: &mut String| {
+            if let Cow::Owned(clean) = scrub(text) {
+                *text = clean;
+            }
+        };
         if let Failure::Escalated(escalation) = &mut self
             && let Some(detail) = &mut escalation.detail
-            && let Cow::Owned(scrubbed) = scrub(detail)
         {
-            *detail = scrubbed;
+            scrubbed(detail);
         }
-        let envelope = self.envelope_mut();
-        envelope.rewrite_texts(&|text| scrub(text));
-        if envelope.category() == ErrorCategory::Other || envelope.is_foreign() {
-            #[cfg(feature = "tracing")]
-            tracing::error!(
-                tool,
-                message = envelope.message(),
-                "internal tool error, masked in the result"
-            );
-            #[cfg(not(feature = "tracing"))]
-            let _ = tool;
-            envelope.set_message(text.to_owned());
-        }
-        if envelope.is_foreign() {
-            // A foreign error's violations are its own text.
-            for violation in envelope.violations_mut() {
-                violation.description = text.to_owned();
+        self.envelope_mut().visit_texts(&mut scrubbed);
+        self.remade(|parts| {
+            if parts.category == ErrorCategory::Other || parts.foreign {
+                #[cfg(feature = "tracing")]
+                tracing::error!(
+                    tool,
+                    message = parts.message,
+                    "internal tool error, masked in the result"
+                );
+                #[cfg(not(feature = "tracing"))]
+                let _ = tool;
+                text.clone_into(&mut parts.message);
             }
-        }
-        self
+            if parts.foreign {
+                // A foreign error's violations are its own text.
+                for violation in &mut parts.violations {
+                    text.clone_into(&mut violation.description);
+                }
+            }
+        })
     }
 
     fn to_wire(&self, limits: &EnvelopeLimits) -> Value {

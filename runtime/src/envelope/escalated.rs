@@ -1,5 +1,5 @@
 //! The `escalation` object on the wire: why a failure went upward, after how
-//! many attempts and how long. Written by an [`Escalation`](super::Escalation);
+//! many attempts and how long. Written by an [`Escalation`](crate::Escalation);
 //! read back, and kept, by an envelope that crossed the wire escalated.
 
 use std::borrow::Cow;
