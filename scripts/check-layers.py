@@ -1,18 +1,20 @@
 #!/usr/bin/env python3
 """The runtime's floors: imports run down, never back up.
 
-usage: scripts/check-layers.py [runtime/src]
+usage: scripts/check-layers.py [--self-test] [FOLDER...]   (runtime/src macros/src src)
 
-Reads every `.rs` file under the crate's source folder, resolves each
+Reads every `.rs` file under each crate's source folder, resolves each
 `crate::…`, `super::…` and `self::…` path it names (in `use` items, with their
 nested groups, and inline) to the deepest file that exists, and checks three
 rules, printing each break and exiting 1 if there is one:
 
 1. No file cycle: a module never imports one that imports it.
-2. Floors: every file belongs to the unit of the longest prefix in FLOORS
-   (a folder or a file), and a unit imports only units on lower floors —
-   never one on its own floor, never one above. The exceptions are listed in
-   ALLOWED, each with its reason.
+2. Floors (runtime/src): every file belongs to the unit of the longest
+   prefix in FLOORS (a folder or a file), and a unit imports only units on
+   lower floors — never one on its own floor, never one above. The
+   exceptions are listed in ALLOWED, each with its reason. (The macro crate
+   names the facade, `::tool_envelope::__private`, in the code it
+   generates: a path in a token stream, which no import here resolves.)
 3. Size: no file is over 500 lines unless one of its first ten lines says
    why (a comment with "over 500 lines").
 
@@ -23,21 +25,24 @@ import os
 import re
 import sys
 
-# From the ground floor up. A unit is a folder (`envelope/`) or a file
-# (`category.rs`); units on one line share a floor and may not import each
-# other.
+# From the ground floor up. A unit is a folder and everything under it
+# (`envelope/`), the files directly in a folder (`mcp/*.rs`, its `mod.rs`
+# aside), or one file (`category.rs`); units on one line share a floor and
+# may not import each other.
 FLOORS = [
-    ["category.rs", "reasons.rs", "keys.rs", "json/", "panic.rs"],
+    ["category.rs", "reasons.rs", "keys.rs", "panic.rs", "caller.rs"],
+    ["json/"],
     ["envelope/"],
-    ["limits.rs", "catalog.rs"],
-    ["wire/", "redact/", "classify/", "partial.rs", "found.rs"],
-    ["schema.rs", "query/"],
+    ["limits/", "catalog.rs", "classify/", "partial.rs", "found.rs"],
+    ["redact/", "wire/"],
+    ["schema.rs", "escalation/", "scope.rs"],
+    ["query/"],
     ["settle.rs"],
     ["guard/"],
-    ["call/", "escalation/"],
+    ["body/"],
     ["retry/"],
     ["coordinator.rs"],
-    ["mcp/vocabulary/"],
+    ["mcp/*.rs"],
     ["mcp/server/", "mcp/client/"],
     ["mcp/mod.rs"],
     ["private/"],
@@ -168,8 +173,8 @@ def edges_of(files):
     edges = {rel: set() for rel in files}
     for rel, source in files.items():
         text = strip(source)
-        me = module_of(rel)
-        here = me if rel.endswith("mod.rs") or rel == "lib.rs" else me[:-1]
+        # The module the file is: `self`; its parent: `super`.
+        here = module_of(rel)
         named = use_paths(text)
         named += [[s for s in m.group(0).split("::") if s] for m in re.finditer(r"\b(?:crate|super|self)(?:::\w+)+", text)]
         for segments in named:
@@ -179,11 +184,11 @@ def edges_of(files):
             if head == "crate":
                 full = rest
             elif head == "super":
-                base = here[:]
+                base = here[:-1]
                 while rest and rest[0] == "super":
                     rest = rest[1:]
                     base = base[:-1]
-                full = base[:-1] + rest
+                full = base + rest
             elif head == "self":
                 full = here + rest
             else:
@@ -226,29 +231,38 @@ def cycles(edges):
     return found
 
 
+def matches(unit, rel):
+    if unit.endswith("/*.rs"):
+        folder = unit[: -len("*.rs")]
+        rest = rel[len(folder):]
+        return rel.startswith(folder) and "/" not in rest and rest != "mod.rs"
+    if unit.endswith(".rs"):
+        return rel == unit
+    return rel.startswith(unit)
+
+
 def unit_of(rel):
     best, floor = None, None
     for level, units in enumerate(FLOORS):
         for unit in units:
-            matches = rel == unit if unit.endswith(".rs") else rel.startswith(unit)
-            if matches and (best is None or len(unit) > len(best)):
+            if matches(unit, rel) and (best is None or len(unit) > len(best)):
                 best, floor = unit, level
     return best, floor
 
 
-def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else "runtime/src"
+def check(root, floors):
+    """The problems of the crate under `root`; the floors rule with `floors`."""
     files = read_files(root)
     edges = edges_of(files)
     problems = []
 
     for component in cycles(edges):
-        problems.append("file cycle: " + " <-> ".join(component))
+        problems.append(f"{root}: file cycle: " + " <-> ".join(component))
 
-    for rel in sorted(files):
+    for rel in sorted(files) if floors else []:
         unit, floor = unit_of(rel)
         if unit is None:
-            problems.append(f"{rel}: on no floor (add it to FLOORS in {sys.argv[0]})")
+            problems.append(f"{root}/{rel}: on no floor (add it to FLOORS in scripts/check-layers.py)")
             continue
         for target in sorted(edges[rel]):
             to_unit, to_floor = unit_of(target)
@@ -258,19 +272,78 @@ def main():
                 continue
             if to_floor >= floor:
                 way = "across its floor" if to_floor == floor else "back up"
-                problems.append(f"{rel} -> {target}: {unit} (floor {floor}) imports {to_unit} (floor {to_floor}), {way}")
+                problems.append(
+                    f"{root}/{rel} -> {target}: {unit} (floor {floor}) imports {to_unit} (floor {to_floor}), {way}"
+                )
 
     for rel, source in sorted(files.items()):
         lines = source.count("\n")
         head = "\n".join(source.splitlines()[:10]).lower()
         if lines > MAX_LINES and "over 500 lines" not in head:
-            problems.append(f"{rel}: {lines} lines, over {MAX_LINES}, and its first lines do not say why")
+            problems.append(f"{root}/{rel}: {lines} lines, over {MAX_LINES}, and its first lines do not say why")
+    return len(files), problems
 
-    for problem in problems:
+
+def self_test():
+    """The checker finds what it is for: a cycle, an import back up, one
+    across a floor, and a long file — and passes a tree without them."""
+    import tempfile
+
+    def tree(sources):
+        folder = tempfile.mkdtemp()
+        for rel, text in sources.items():
+            os.makedirs(os.path.dirname(os.path.join(folder, rel)), exist_ok=True)
+            with open(os.path.join(folder, rel), "w", encoding="utf-8") as out:
+                out.write(text)
+        return folder
+
+    global FLOORS
+    kept = FLOORS
+    FLOORS = [["low.rs"], ["mid/"], ["high.rs", "side.rs"], ["lib.rs"]]
+    try:
+        good = tree({
+            "lib.rs": "mod low; mod mid; mod high; mod side;\nuse crate::high::H;\n",
+            "low.rs": "// the ground floor\npub struct L;\n",
+            "mid/mod.rs": "mod inner;\nuse crate::low::L;\nuse self::inner::I;\n",
+            "mid/inner.rs": "use super::super::low::L; // up to the crate\npub struct I;\n",
+            "high.rs": "use crate::{low::L, mid::{inner::I}};\n/* crate::side::S in a comment */\nconst T: &str = \"crate::side::S\";\n",
+            "side.rs": "#[cfg(test)]\nmod tests { use crate::high::H; }\n",
+        })
+        _, problems = check(good, True)
+        assert problems == [], problems
+        bad = tree({
+            "lib.rs": "mod low; mod mid; mod high; mod side;\n",
+            "low.rs": "use crate::mid::M;\n",
+            "mid/mod.rs": "use crate::low::L;\n",
+            "high.rs": "use crate::side::S;\n" + "// line\n" * 600,
+            "side.rs": "pub struct S;\n",
+        })
+        _, problems = check(bad, True)
+        found = "\n".join(problems)
+        assert "file cycle: low.rs <-> mid/mod.rs" in found, found
+        assert "low.rs -> mid/mod.rs: low.rs (floor 0) imports mid/ (floor 1), back up" in found, found
+        assert "high.rs -> side.rs: high.rs (floor 2) imports side.rs (floor 2), across its floor" in found, found
+        assert "high.rs: 601 lines, over 500" in found, found
+    finally:
+        FLOORS = kept
+    print("self-test: the checker finds cycles, imports back up and across a floor, and long files")
+    return 0
+
+
+def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
+    roots = sys.argv[1:] or ["runtime/src", "macros/src", "src"]
+    all_problems, counted = [], 0
+    for root in roots:
+        count, problems = check(root, root.rstrip("/").endswith("runtime/src"))
+        counted += count
+        all_problems += problems
+    for problem in all_problems:
         print(problem)
     units = sum(len(floor) for floor in FLOORS)
-    print(f"{len(files)} files, {units} units on {len(FLOORS)} floors: {len(problems)} problem(s)")
-    return 1 if problems else 0
+    print(f"{counted} files in {', '.join(roots)}; {units} units on {len(FLOORS)} floors: {len(all_problems)} problem(s)")
+    return 1 if all_problems else 0
 
 
 if __name__ == "__main__":

@@ -23,13 +23,33 @@ fi
 rustup run nightly rustc --version
 
 cd "$root"
+
+# -sss: no blanket impls, auto traits or auto-derived impls.
+api_of() {
+    cargo public-api --package "$1" --all-features -sss 2>/dev/null
+}
+
+# What a user of the facade sees: its own items (the macros), and the
+# runtime it re-exports whole (`pub use tool_envelope_runtime::*`, which
+# cargo-public-api prints unexpanded) under the facade's name.
+facade_api() {
+    local own runtime
+    own="$(api_of tool-envelope)"
+    runtime="$(api_of tool-envelope-runtime)"
+    {
+        printf '%s\n' "$own" | grep -v -F 'pub use tool_envelope::<<tool_envelope_runtime::*>>'
+        printf '%s\n' "$runtime" | sed 's/\btool_envelope_runtime\b/tool_envelope/g'
+    }
+}
+
 status=0
-# The facade re-exports the runtime whole: its own list is the re-exports,
-# the runtime's is everything a user can name.
 for crate in tool-envelope tool-envelope-runtime; do
     list="api/$crate.txt"
-    # -sss: no blanket impls, auto traits or auto-derived impls.
-    current="$(cargo public-api --package "$crate" --all-features -sss 2>/dev/null)"
+    if [[ "$crate" == tool-envelope ]]; then
+        current="$(facade_api)"
+    else
+        current="$(api_of "$crate")"
+    fi
     if [[ "${1:-}" == "--bless" ]]; then
         printf '%s\n' "$current" > "$list"
         echo "==> wrote $list ($(wc -l < "$list") lines)"

@@ -6,6 +6,10 @@ use syn::parse::Parser;
 use syn::{Ident, LitBool, LitStr};
 
 use crate::ctxt::{Ctxt, skip_value, with_suggestion};
+use crate::symbol::{
+    DESCRIBE_FAILURES, DESCRIPTION, DESTRUCTIVE, GUARD, IDEMPOTENT, IN_TOOLS, LOCAL, NAME,
+    OPEN_WORLD, READ_ONLY, REDACT, SKIP, TIMEOUT, TITLE, TOOL_KEYS,
+};
 
 /// The arguments of `#[tool(...)]`, as written.
 #[derive(Default)]
@@ -40,31 +44,11 @@ pub struct ToolAttr {
     pub in_tools: bool,
 }
 
-/// The key `#[tools]` adds to the `#[tool]` of each method it serves.
-pub const IN_TOOLS: &str = "__tools";
-
 /// A boolean key: `idempotent` or `idempotent = false`.
 #[derive(Clone, Copy)]
 pub struct Flag {
     pub value: bool,
 }
-
-/// Every key `#[tool(...)]` accepts.
-pub const KEYS: &[&str] = &[
-    "name",
-    "title",
-    "description",
-    "skip",
-    "redact",
-    "read_only",
-    "destructive",
-    "idempotent",
-    "open_world",
-    "guard",
-    "local",
-    "describe_failures",
-    "timeout",
-];
 
 impl ToolAttr {
     /// Whether the tool is safe to repeat: `idempotent`, or `read_only` unless
@@ -89,19 +73,19 @@ pub fn parse(cx: &mut Ctxt, args: TokenStream) -> ToolAttr {
             return skip_value(&meta);
         };
         match key.as_str() {
-            "name" => set_once(cx, &mut attr.name, &meta, |m| m.value()?.parse()),
-            "title" => set_once(cx, &mut attr.title, &meta, |m| m.value()?.parse()),
-            "description" => set_once(cx, &mut attr.description, &meta, |m| m.value()?.parse()),
-            "skip" => parse_names(cx, &mut attr.skip, &meta),
-            "redact" => parse_names(cx, &mut attr.redact, &meta),
-            "read_only" => set_once(cx, &mut attr.read_only, &meta, parse_flag),
-            "destructive" => set_once(cx, &mut attr.destructive, &meta, parse_flag),
-            "idempotent" => set_once(cx, &mut attr.idempotent, &meta, parse_flag),
-            "open_world" => set_once(cx, &mut attr.open_world, &meta, parse_flag),
-            "guard" => set_once(cx, &mut attr.guard, &meta, |m| m.value()?.parse()),
-            "local" => set_flag(cx, &mut attr.local, &meta),
-            "timeout" => set_once(cx, &mut attr.timeout, &meta, parse_timeout),
-            "describe_failures" => set_flag(cx, &mut attr.describe_failures, &meta),
+            NAME => set_once(cx, &mut attr.name, &meta, |m| m.value()?.parse()),
+            TITLE => set_once(cx, &mut attr.title, &meta, |m| m.value()?.parse()),
+            DESCRIPTION => set_once(cx, &mut attr.description, &meta, |m| m.value()?.parse()),
+            SKIP => parse_names(cx, &mut attr.skip, &meta),
+            REDACT => parse_names(cx, &mut attr.redact, &meta),
+            READ_ONLY => set_once(cx, &mut attr.read_only, &meta, parse_flag),
+            DESTRUCTIVE => set_once(cx, &mut attr.destructive, &meta, parse_flag),
+            IDEMPOTENT => set_once(cx, &mut attr.idempotent, &meta, parse_flag),
+            OPEN_WORLD => set_once(cx, &mut attr.open_world, &meta, parse_flag),
+            GUARD => set_once(cx, &mut attr.guard, &meta, |m| m.value()?.parse()),
+            LOCAL => set_flag(cx, &mut attr.local, &meta),
+            TIMEOUT => set_once(cx, &mut attr.timeout, &meta, parse_timeout),
+            DESCRIBE_FAILURES => set_flag(cx, &mut attr.describe_failures, &meta),
             IN_TOOLS => {
                 attr.in_tools = true;
                 Ok(())
@@ -112,7 +96,7 @@ pub fn parse(cx: &mut Ctxt, args: TokenStream) -> ToolAttr {
                     with_suggestion(
                         format!("unknown `#[tool]` argument `{unknown}`"),
                         unknown,
-                        KEYS.iter().copied(),
+                        TOOL_KEYS.iter().copied(),
                     ),
                 );
                 skip_value(&meta)

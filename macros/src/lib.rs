@@ -12,9 +12,11 @@ use proc_macro::TokenStream;
 mod attr;
 mod ctxt;
 mod expand;
+mod fallback;
 mod fmt;
 mod item;
 mod signature;
+mod symbol;
 mod tool_error;
 mod tools;
 mod valid;
@@ -129,7 +131,7 @@ pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
             };
             expand::tool(&attr, &tool, place)
         }
-        (Err(error), _) => expand::fallback(error, &item, attr.in_tools),
+        (Err(error), _) => fallback::fallback(error, &item, attr.in_tools),
         (Ok(()), None) => unreachable!("a signature that failed to parse recorded an error"),
     }
     .into()

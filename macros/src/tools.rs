@@ -10,10 +10,10 @@ use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};
 use syn::{Attribute, Meta};
 
-use crate::attr::IN_TOOLS;
 use crate::ctxt::Ctxt;
 use crate::expand::method_tool_name;
 use crate::item::{ImplBlock, ImplEntry};
+use crate::symbol::IN_TOOLS;
 
 /// Whether `attr` is `#[tool]` or `#[tool(...)]` (under any path ending in `tool`).
 fn is_tool_attr(attr: &Attribute) -> bool {

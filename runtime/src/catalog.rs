@@ -3,31 +3,49 @@
 
 use std::borrow::Cow;
 
-use serde::Serialize;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use crate::category::ErrorCategory;
+use crate::keys;
 
 /// One way a tool can fail, as the tool's `_meta` publishes it: the keys of
 /// the envelope it would send (`errorCategory`, `isRetryable`, `reason`,
 /// `message`, `alternatives`), with templates for the texts.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct FailureMode {
     /// The failure type.
-    #[serde(rename = "errorCategory")]
     pub category: ErrorCategory,
     /// Whether repeating the call may succeed.
-    #[serde(rename = "isRetryable")]
     pub retryable: bool,
-    /// The stable machine code, when there is one.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The stable machine code, when there is one: set it with
+    /// [`with_reason`](Self::with_reason), which normalizes it; the
+    /// definition normalizes whatever is here once more.
     pub reason: Option<Cow<'static, str>>,
     /// The message, as a template (`"Refund of {amount} exceeds the cap"`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<Cow<'static, str>>,
     /// The next moves this failure suggests, as templates.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub alternatives: Vec<Cow<'static, str>>,
+}
+
+/// The keys of the envelope the failure would send, spelled as
+/// [`crate::keys`] spells them.
+impl Serialize for FailureMode {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry(keys::ERROR_CATEGORY, &self.category)?;
+        map.serialize_entry(keys::IS_RETRYABLE, &self.retryable)?;
+        if let Some(reason) = &self.reason {
+            map.serialize_entry(keys::REASON, reason)?;
+        }
+        if let Some(message) = &self.message {
+            map.serialize_entry(keys::MESSAGE, message)?;
+        }
+        if !self.alternatives.is_empty() {
+            map.serialize_entry(keys::ALTERNATIVES, &self.alternatives)?;
+        }
+        map.end()
+    }
 }
 
 impl FailureMode {

@@ -11,7 +11,7 @@
 // Alphabetical, as rustfmt keeps them. No module imports from a module that
 // imports it: the `use crate::` graph has no cycle. What a user meets is
 // here; what the macros' generated code needs is under `private/`.
-mod approvals;
+mod body;
 mod caller;
 mod catalog;
 mod category;
@@ -33,6 +33,7 @@ pub mod reasons;
 mod redact;
 pub mod retry;
 mod schema;
+mod scope;
 mod settle;
 mod wire;
 

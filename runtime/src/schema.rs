@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::category::ErrorCategory;
 use crate::envelope::ErrorEnvelope;
-use crate::escalation::EscalationReason;
+use crate::envelope::EscalationReason;
 
 /// The schema's body, shared by the root document and by [`JsonSchema`]:
 /// its keys from [`crate::keys`], its enums from the types they name.

@@ -5,7 +5,7 @@ use proc_macro2::Span;
 use quote::{ToTokens, format_ident};
 use syn::{Attribute, Data, DeriveInput, Fields, Ident, LitStr};
 
-use super::attr;
+use super::attr::{self, CaseAttrs, FieldMarks};
 use crate::ctxt::Ctxt;
 use crate::fmt::{FieldName, Template};
 
@@ -97,28 +97,14 @@ fn parse_case<'a>(
             None => format_ident!("__tool_envelope_{}", i, span = Span::mixed_site()),
         })
         .collect();
-    let mut case = Case {
-        variant,
-        span,
-        fields,
-        bindings,
-        category: None,
-        retryable: None,
-        alternatives: Vec::new(),
-        reason: None,
-        not_applied: false,
-        transparent: None,
-        retry_after: None,
-        partial: None,
-        violations: None,
-        message: error_template(attrs),
-    };
+    let mut said = CaseAttrs::default();
     for attr in attrs.iter().filter(|a| a.path().is_ident("tool_error")) {
-        let result = attr.parse_nested_meta(|meta| attr::parse_case_key(cx, &mut case, &meta));
+        let result = attr.parse_nested_meta(|meta| attr::parse_case_key(cx, &mut said, &meta));
         if let Err(error) = result {
             cx.syn_error(error);
         }
     }
+    let mut marks = FieldMarks::default();
     for (index, field) in fields.iter().enumerate() {
         for attr in field
             .attrs
@@ -126,13 +112,41 @@ fn parse_case<'a>(
             .filter(|a| a.path().is_ident("tool_error"))
         {
             let result =
-                attr.parse_nested_meta(|meta| attr::parse_field_key(cx, &mut case, index, &meta));
+                attr.parse_nested_meta(|meta| attr::parse_field_key(cx, &mut marks, index, &meta));
             if let Err(error) = result {
                 cx.syn_error(error);
             }
         }
     }
-    case
+    let CaseAttrs {
+        category,
+        retryable,
+        alternatives,
+        reason,
+        not_applied,
+        transparent,
+    } = said;
+    let FieldMarks {
+        retry_after,
+        partial,
+        violations,
+    } = marks;
+    Case {
+        variant,
+        span,
+        fields,
+        bindings,
+        category,
+        retryable,
+        alternatives,
+        reason,
+        not_applied,
+        transparent,
+        retry_after,
+        partial,
+        violations,
+        message: error_template(attrs),
+    }
 }
 
 /// The format string of thiserror's `#[error("...")]`, if there is one.

@@ -5,30 +5,39 @@ use syn::meta::ParseNestedMeta;
 use syn::spanned::Spanned;
 use syn::{Ident, LitBool, LitStr};
 
-use super::ast::Case;
+use proc_macro2::Span;
+
 use crate::ctxt::{Ctxt, skip_value, with_suggestion};
 use crate::fmt::Template;
+use crate::symbol::{
+    ALTERNATIVES, CATEGORIES, FIELD_MARKERS, NOT_APPLIED, PARTIAL, REASON, RETRY_AFTER, RETRYABLE,
+    TRANSPARENT, VIOLATIONS, case_keys,
+};
 
-pub(super) const CATEGORIES: &[&str] =
-    &["transient", "validation", "business", "permission", "other"];
-const VARIANT_KEYS: &[&str] = &[
-    "transient",
-    "validation",
-    "business",
-    "permission",
-    "other",
-    "retryable",
-    "alternatives",
-    "reason",
-    "not_applied",
-    "transparent",
-];
-const FIELD_KEYS: &[&str] = &["retry_after", "partial", "violations"];
+/// What `#[tool_error(...)]` says of a variant or a struct.
+#[derive(Default)]
+pub(super) struct CaseAttrs {
+    /// The category, and where it was named.
+    pub(super) category: Option<(String, Span)>,
+    pub(super) retryable: Option<bool>,
+    pub(super) alternatives: Vec<Template>,
+    pub(super) reason: Option<LitStr>,
+    pub(super) not_applied: bool,
+    pub(super) transparent: Option<Span>,
+}
+
+/// Which field holds what, as `#[tool_error(...)]` marks fields.
+#[derive(Default)]
+pub(super) struct FieldMarks {
+    pub(super) retry_after: Option<usize>,
+    pub(super) partial: Option<usize>,
+    pub(super) violations: Option<usize>,
+}
 
 /// One setting of `#[tool_error(...)]` on a variant or struct.
 pub(super) fn parse_case_key(
     cx: &mut Ctxt,
-    case: &mut Case,
+    case: &mut CaseAttrs,
     meta: &ParseNestedMeta,
 ) -> syn::Result<()> {
     let Some(key) = meta.path.get_ident().map(Ident::to_string) else {
@@ -52,7 +61,7 @@ pub(super) fn parse_case_key(
             }
             Ok(())
         }
-        "retryable" => {
+        RETRYABLE => {
             let value = if meta.input.peek(syn::Token![=]) {
                 let value = meta.value()?;
                 let expr: syn::Expr = value.parse()?;
@@ -77,7 +86,7 @@ pub(super) fn parse_case_key(
             }
             Ok(())
         }
-        "alternatives" => {
+        ALTERNATIVES => {
             let content;
             syn::parenthesized!(content in meta.input);
             let lits =
@@ -90,7 +99,7 @@ pub(super) fn parse_case_key(
             }
             Ok(())
         }
-        "reason" => {
+        REASON => {
             let lit: LitStr = meta.value()?.parse()?;
             let reason = lit.value();
             // Written in the code's own form, so that searching the source
@@ -107,16 +116,16 @@ pub(super) fn parse_case_key(
             }
             Ok(())
         }
-        "not_applied" => {
+        NOT_APPLIED => {
             case.not_applied = true;
             Ok(())
         }
-        "transparent" => {
+        TRANSPARENT => {
             case.transparent = Some(meta.path.span());
             Ok(())
         }
         unknown => {
-            let message = if FIELD_KEYS.contains(&unknown) {
+            let message = if FIELD_MARKERS.contains(&unknown) {
                 format!(
                     "`{unknown}` marks a field: put `#[tool_error({unknown})]` on the field that holds it"
                 )
@@ -124,7 +133,7 @@ pub(super) fn parse_case_key(
                 with_suggestion(
                     format!("unknown `tool_error` setting `{unknown}`"),
                     unknown,
-                    VARIANT_KEYS.iter().copied(),
+                    case_keys(),
                 )
             };
             cx.error_spanned_by(&meta.path, message);
@@ -136,7 +145,7 @@ pub(super) fn parse_case_key(
 /// One marker of `#[tool_error(...)]` on a field.
 pub(super) fn parse_field_key(
     cx: &mut Ctxt,
-    case: &mut Case,
+    marks: &mut FieldMarks,
     index: usize,
     meta: &ParseNestedMeta,
 ) -> syn::Result<()> {
@@ -146,11 +155,11 @@ pub(super) fn parse_field_key(
         .map(Ident::to_string)
         .unwrap_or_default();
     let slot = match key.as_str() {
-        "retry_after" => &mut case.retry_after,
-        "partial" => &mut case.partial,
-        "violations" => &mut case.violations,
+        RETRY_AFTER => &mut marks.retry_after,
+        PARTIAL => &mut marks.partial,
+        VIOLATIONS => &mut marks.violations,
         unknown => {
-            let message = if VARIANT_KEYS.contains(&unknown) {
+            let message = if case_keys().any(|key| key == unknown) {
                 format!(
                     "`{unknown}` classifies the whole error: put it on the variant or struct, not on a field"
                 )
@@ -160,7 +169,7 @@ pub(super) fn parse_field_key(
                         "unknown `tool_error` field marker `{unknown}`: expected `retry_after`, `partial` or `violations`"
                     ),
                     unknown,
-                    FIELD_KEYS.iter().copied(),
+                    FIELD_MARKERS.iter().copied(),
                 )
             };
             cx.error_spanned_by(&meta.path, message);

@@ -8,13 +8,14 @@ use syn::spanned::Spanned;
 use syn::{DeriveInput, Fields, Member, Type};
 
 use super::ast::{Case, resolve};
+use crate::symbol::{BUSINESS, PERMISSION, TRANSIENT, VALIDATION};
 
 fn category_tokens(name: &str) -> TokenStream {
     let variant = match name {
-        "transient" => quote!(Transient),
-        "validation" => quote!(Validation),
-        "business" => quote!(Business),
-        "permission" => quote!(Permission),
+        TRANSIENT => quote!(Transient),
+        VALIDATION => quote!(Validation),
+        BUSINESS => quote!(Business),
+        PERMISSION => quote!(Permission),
         _ => quote!(Other),
     };
     quote!(::tool_envelope::__private::ErrorCategory::#variant)
@@ -255,7 +256,7 @@ pub(super) fn expand(input: &DeriveInput, cases: &[Case]) -> TokenStream {
         }
         let (name, _) = case.category.as_ref().expect("validated");
         let category = category_tokens(name);
-        let retryable = case.retryable.unwrap_or(name == "transient");
+        let retryable = case.retryable.unwrap_or(name == TRANSIENT);
         let reason = case.reason.as_ref().map(|lit| quote!(.with_reason(#lit)));
         let message = case.message.as_ref().map(|text| quote!(.with_message(#text)));
         let alternatives = case.alternatives.iter().map(super::super::fmt::Template::text);
@@ -295,22 +296,6 @@ pub(super) fn expand(input: &DeriveInput, cases: &[Case]) -> TokenStream {
             #not_applied
             #as_error
             #into_envelope
-        }
-    }
-}
-
-/// `error` and a placeholder impl.
-pub(super) fn fallback(input: &DeriveInput, error: syn::Error) -> TokenStream {
-    let ident = &input.ident;
-    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
-    let error = error.into_compile_error();
-    quote! {
-        #error
-        #[automatically_derived]
-        impl #impl_generics ::tool_envelope::__private::ToolError for #ident #ty_generics #where_clause {
-            fn category(&self) -> ::tool_envelope::__private::ErrorCategory {
-                ::core::unreachable!()
-            }
         }
     }
 }

@@ -1,9 +1,11 @@
 //! `#[derive(ToolError)]`: parse (`ast`, `attr`) → validate (`valid`) →
-//! expand (`expand`), split as thiserror-impl splits its derive.
+//! expand (`expand`), or, on an error, `fallback` — split as thiserror-impl
+//! splits its derive. `attr` owns the attributes and never imports `ast`.
 
 mod ast;
 mod attr;
 mod expand;
+mod fallback;
 mod valid;
 
 use proc_macro2::TokenStream;
@@ -19,6 +21,6 @@ pub fn derive(input: &DeriveInput) -> TokenStream {
     valid::check(&mut cx, &cases);
     match cx.check() {
         Ok(()) => expand::expand(input, &cases),
-        Err(error) => expand::fallback(input, error),
+        Err(error) => fallback::fallback(input, error),
     }
 }

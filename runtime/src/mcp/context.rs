@@ -1,19 +1,50 @@
 //! The request a served tool was called by: progress, log messages to the
-//! client, cancellation, and the client itself.
+//! client, cancellation, and who called. The live side — a request of an
+//! rmcp session — is behind one trait object ([`LiveSide`]), which the
+//! serving side implements; with the `rmcp` feature it also adds the ways
+//! to ask the client (`mcp/server/asking.rs`).
 
+use std::any::Any;
 use std::fmt;
-#[cfg(feature = "rmcp")]
+use std::pin::Pin;
 use std::sync::Arc;
 
 use serde::Serialize;
-#[cfg(feature = "rmcp")]
 use serde_json::Value;
 
 use crate::caller::Caller;
-#[cfg(feature = "rmcp")]
-use crate::mcp::ask::{Elicitation, Question};
 
 pub use crate::mcp::log::{DEFAULT_LOG_LEVEL, LogLevel};
+
+/// A boxed future, as the live side answers.
+pub(crate) type Boxed<'a, T> = Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// The live side of a [`ToolContext`]: one request of an MCP client, as the
+/// serving side holds it.
+pub(crate) trait LiveSide: Send + Sync {
+    /// Whether the client cancelled the request.
+    fn is_cancelled(&self) -> bool;
+    /// Completes when the client cancels the request.
+    fn cancelled(&self) -> Boxed<'_, ()>;
+    /// Whether the client asked for progress.
+    fn wants_progress(&self) -> bool;
+    /// Sends a progress notification; whether it was sent.
+    fn progress<'a>(
+        &'a self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&'a str>,
+    ) -> Boxed<'a, bool>;
+    /// Sends a log message; whether it was sent.
+    fn log(&self, level: LogLevel, data: Value) -> Boxed<'_, bool>;
+    /// Reports a local retry as one progress step.
+    #[cfg(feature = "tokio")]
+    fn retrying<'a>(&'a self, notice: &'a crate::retry::RetryNotice) -> Boxed<'a, ()>;
+    /// The live side as itself, for the serving side's own methods (with
+    /// `rmcp`, the only side that makes requests).
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+    fn as_any(&self) -> &dyn Any;
+}
 
 /// What a served tool can reach of the request that called it: progress
 /// notifications, log messages, the cancellation signal, and (with the
@@ -59,10 +90,10 @@ pub use crate::mcp::log::{DEFAULT_LOG_LEVEL, LogLevel};
 /// ```
 #[derive(Clone, Default)]
 pub struct ToolContext {
-    #[cfg(feature = "rmcp")]
-    live: Option<Arc<crate::mcp::live::LiveRequest>>,
+    /// The request, when the context belongs to one.
+    live: Option<Arc<dyn LiveSide>>,
     /// Who called, as a token validator said.
-    caller: Option<std::sync::Arc<Caller>>,
+    caller: Option<Arc<Caller>>,
 }
 
 impl ToolContext {
@@ -71,46 +102,45 @@ impl ToolContext {
         ToolContext::default()
     }
 
+    /// The context of the request `live`, made by `caller`: what the
+    /// serving side (with `rmcp`) hands a tool.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+    pub(crate) fn of_request(live: Arc<dyn LiveSide>, caller: Option<Arc<Caller>>) -> Self {
+        ToolContext {
+            live: Some(live),
+            caller,
+        }
+    }
+
+    /// The live side, if the context belongs to a request.
+    pub(crate) fn live_side(&self) -> Option<&dyn LiveSide> {
+        self.live.as_deref()
+    }
+
     /// Whether the context belongs to a request from an MCP client.
     pub fn is_detached(&self) -> bool {
-        #[cfg(feature = "rmcp")]
-        return self.live.is_none();
-        #[cfg(not(feature = "rmcp"))]
-        return true;
+        self.live_side().is_none()
     }
 
     /// Whether the client cancelled the request. A tool that checks between
     /// steps stops at the next one; one that awaits is stopped at its next
     /// `.await` by the tool set in any case.
     pub fn is_cancelled(&self) -> bool {
-        #[cfg(feature = "rmcp")]
-        return self
-            .live
-            .as_ref()
-            .is_some_and(|live| live.cancel.is_cancelled());
-        #[cfg(not(feature = "rmcp"))]
-        return false;
+        self.live.as_ref().is_some_and(|live| live.is_cancelled())
     }
 
     /// Completes when the client cancels the request; never, for a detached
     /// context.
     pub async fn cancelled(&self) {
-        #[cfg(feature = "rmcp")]
-        if let Some(live) = &self.live {
-            return live.cancel.cancelled().await;
+        match &self.live {
+            Some(live) => live.cancelled().await,
+            None => std::future::pending::<()>().await,
         }
-        std::future::pending::<()>().await;
     }
 
     /// Whether the client asked for progress (sent a `progressToken`).
     pub fn wants_progress(&self) -> bool {
-        #[cfg(feature = "rmcp")]
-        return self
-            .live
-            .as_ref()
-            .is_some_and(|live| live.progress_token.is_some());
-        #[cfg(not(feature = "rmcp"))]
-        return false;
+        self.live.as_ref().is_some_and(|live| live.wants_progress())
     }
 
     /// Sends a progress notification: `progress` so far, of `total` if
@@ -119,12 +149,10 @@ impl ToolContext {
     /// cancelled, when `progress` is not finite or not above the last value
     /// sent, or when the transport failed.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> bool {
-        #[cfg(feature = "rmcp")]
-        if let Some(live) = &self.live {
-            return live.progress(progress, total, message).await;
+        match &self.live {
+            Some(live) => live.progress(progress, total, message).await,
+            None => false,
         }
-        let _ = (progress, total, message);
-        false
     }
 
     /// Sends `data` (any JSON: a string, an object of fields) to the client
@@ -135,12 +163,13 @@ impl ToolContext {
     /// nothing without one — after cancellation, when `data` does not
     /// serialize, or when the transport failed.
     pub async fn log(&self, level: LogLevel, data: impl Serialize) -> bool {
-        #[cfg(feature = "rmcp")]
-        if let Some(live) = &self.live {
-            return live.log(level, &data).await;
-        }
-        let _ = (level, data);
-        false
+        let Some(live) = &self.live else {
+            return false;
+        };
+        let Ok(data) = crate::json::strict::to_value(&data) else {
+            return false;
+        };
+        live.log(level, data).await
     }
 
     /// [`log`](Self::log) at `debug`, with a text message.
@@ -163,174 +192,6 @@ impl ToolContext {
         self.log(LogLevel::Error, message.to_string()).await
     }
 
-    /// The client, as rmcp's peer; `None` for a detached context. On MCP
-    /// 2026-07-28 rmcp refuses requests to the client: ask through
-    /// [`ask`](Self::ask) and its kin, which work on both revisions.
-    #[cfg(feature = "rmcp")]
-    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
-    pub fn peer(&self) -> Option<&rmcp::Peer<rmcp::RoleServer>> {
-        self.live.as_ref().map(|live| &live.peer)
-    }
-
-    /// What the client declared it can answer: `elicitation`, `sampling`,
-    /// `roots` (on 2026-07-28, from the request's own `_meta`); `None` for a
-    /// detached context, or a client that declared nothing.
-    #[cfg(feature = "rmcp")]
-    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
-    pub fn client_capabilities(&self) -> Option<&rmcp::model::ClientCapabilities> {
-        self.live.as_ref()?.asking.capabilities()
-    }
-
-    /// The client's name and version, as it gave them.
-    #[cfg(feature = "rmcp")]
-    pub(crate) fn client_name(&self) -> Option<String> {
-        Some(self.live.as_ref()?.asking.client()?.to_owned())
-    }
-
-    /// Asks the client `question` and returns its answer as JSON: an
-    /// `ElicitResult`, a `CreateMessageResult` or a `ListRootsResult`. On
-    /// 2026-07-28 a question without an answer yet ends this round of the
-    /// call: see [`crate::mcp::ask`] for how the tool resumes.
-    ///
-    /// # Errors
-    ///
-    /// A `business` envelope, with reason `CLIENT_CANNOT_ANSWER`, for a
-    /// detached context or a question the client did not declare it can
-    /// answer; with reason `CLIENT_REQUEST_FAILED`, when the client's answer
-    /// failed.
-    #[cfg(feature = "rmcp")]
-    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
-    pub async fn ask(&self, question: Question) -> Result<Value, crate::ErrorEnvelope> {
-        let mut answers = self.ask_all(vec![question]).await?;
-        Ok(answers.pop().expect("one answer per question"))
-    }
-
-    /// Asks the client every question at once — on 2026-07-28, in one
-    /// round — and returns the answers in order.
-    ///
-    /// # Errors
-    ///
-    /// As [`ask`](Self::ask).
-    #[cfg(feature = "rmcp")]
-    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
-    pub async fn ask_all(
-        &self,
-        questions: Vec<Question>,
-    ) -> Result<Vec<Value>, crate::ErrorEnvelope> {
-        if let Some(reserved) = (questions.iter()).find(|question| {
-            question
-                .key()
-                .starts_with(crate::mcp::ask::RESERVED_KEY_PREFIX)
-        }) {
-            return Err(crate::mcp::ask::reserved_key(reserved.key()));
-        }
-        let Some(live) = &self.live else {
-            return Err(crate::mcp::ask::no_client());
-        };
-        live.asking.ask_all(&live.peer, &questions).await
-    }
-
-    /// Asks the client's user to approve a block, under `key` — one of the
-    /// keys kept for this crate's own questions, which a tool cannot ask
-    /// under — with the form `schema`.
-    #[cfg(feature = "rmcp")]
-    pub(crate) async fn ask_for_approval(
-        &self,
-        key: &str,
-        message: String,
-        schema: Value,
-    ) -> Result<Elicitation<serde_json::Map<String, Value>>, crate::ErrorEnvelope> {
-        let Some(live) = &self.live else {
-            return Err(crate::mcp::ask::no_client());
-        };
-        let question = Question::form(key, message, schema)?;
-        let mut answers = live.asking.ask_all(&live.peer, &[question]).await?;
-        crate::mcp::ask::elicitation(answers.pop().expect("one answer per question"))
-    }
-
-    /// Asks the user to fill in a form with the fields of `T` (from its
-    /// `JsonSchema`), under `key`, and decodes the answer.
-    ///
-    /// # Errors
-    ///
-    /// As [`ask`](Self::ask); a `validation` envelope when `T` is not a form
-    /// MCP allows, or when the answer does not decode into `T`.
-    #[cfg(feature = "rmcp")]
-    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
-    pub async fn elicit<T: serde::de::DeserializeOwned + schemars::JsonSchema>(
-        &self,
-        key: &str,
-        message: impl Into<String>,
-    ) -> Result<Elicitation<T>, crate::ErrorEnvelope> {
-        let answer = self.ask(Question::elicit::<T>(key, message)?).await?;
-        crate::mcp::ask::elicitation(answer)
-    }
-
-    /// Asks the user to fill in the form `schema` (a JSON Schema object of
-    /// flat properties), under `key`; the answer is its fields.
-    ///
-    /// # Errors
-    ///
-    /// As [`elicit`](Self::elicit).
-    #[cfg(feature = "rmcp")]
-    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
-    pub async fn elicit_form(
-        &self,
-        key: &str,
-        message: impl Into<String>,
-        schema: Value,
-    ) -> Result<Elicitation<serde_json::Map<String, Value>>, crate::ErrorEnvelope> {
-        let answer = self.ask(Question::form(key, message, schema)?).await?;
-        crate::mcp::ask::elicitation(answer)
-    }
-
-    /// Asks the client's model for a completion, under `key`.
-    ///
-    /// # Errors
-    ///
-    /// As [`ask`](Self::ask).
-    #[cfg(feature = "rmcp")]
-    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
-    #[allow(deprecated)] // SEP-2577 deprecates sampling; both revisions define it.
-    pub async fn sample(
-        &self,
-        key: &str,
-        params: rmcp::model::CreateMessageRequestParams,
-    ) -> Result<rmcp::model::CreateMessageResult, crate::ErrorEnvelope> {
-        let answer = self.ask(Question::sample(key, params)).await?;
-        crate::mcp::ask::decoded(answer)
-    }
-
-    /// The client's roots, under `key`.
-    ///
-    /// # Errors
-    ///
-    /// As [`ask`](Self::ask).
-    #[cfg(feature = "rmcp")]
-    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
-    #[allow(deprecated)] // SEP-2577 deprecates roots; both revisions define them.
-    pub async fn roots(&self, key: &str) -> Result<Vec<rmcp::model::Root>, crate::ErrorEnvelope> {
-        let answer = self.ask(Question::roots(key)).await?;
-        let roots: rmcp::model::ListRootsResult = crate::mcp::ask::decoded(answer)?;
-        Ok(roots.roots)
-    }
-
-    /// The `progressToken` the client sent, if it asked for progress.
-    #[cfg(feature = "rmcp")]
-    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
-    pub fn progress_token(&self) -> Option<&rmcp::model::ProgressToken> {
-        self.live.as_ref()?.progress_token.as_ref()
-    }
-
-    /// The context of a request.
-    #[cfg(feature = "rmcp")]
-    pub(crate) fn live(live: Arc<crate::mcp::live::LiveRequest>) -> Self {
-        ToolContext {
-            caller: live.caller.clone(),
-            live: Some(live),
-        }
-    }
-
     /// Who called: the identity and scopes of the bearer token the tool
     /// set's validator accepted ([`BearerAuth`](crate::mcp::BearerAuth)).
     /// `None` over stdio, from a server that checks no token, and for a
@@ -344,19 +205,16 @@ impl ToolContext {
     /// (or a test) on someone's behalf.
     #[must_use]
     pub fn with_caller(mut self, caller: Caller) -> Self {
-        self.caller = Some(std::sync::Arc::new(caller));
+        self.caller = Some(Arc::new(caller));
         self
     }
 
     /// Reports a local retry as one progress step.
     #[cfg(feature = "tokio")]
     pub(crate) async fn retrying(&self, notice: &crate::retry::RetryNotice) {
-        #[cfg(feature = "rmcp")]
         if let Some(live) = &self.live {
             live.retrying(notice).await;
         }
-        #[cfg(not(feature = "rmcp"))]
-        let _ = notice;
     }
 }
 

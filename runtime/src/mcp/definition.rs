@@ -8,12 +8,12 @@ use serde_json::{Map, Value, json};
 
 use std::sync::Arc;
 
+use crate::body::ToolInfo;
 use crate::catalog::{FailureMode, summary};
 use crate::envelope::ErrorEnvelope;
 use crate::keys;
+use crate::mcp::argument::Arg;
 use crate::mcp::checks::ArgumentChecks;
-use crate::private::arguments::Arg;
-use crate::private::call::ToolInfo;
 
 /// The JSON Schema dialect of every schema here.
 pub(crate) const JSON_SCHEMA_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -137,7 +137,10 @@ pub fn definition(
         let safe_to_repeat = meta.facts().safe_to_repeat;
         modes
             .into_iter()
-            .map(|mode| {
+            .map(|mut mode| {
+                // A reason set in the field, not by `with_reason`, is
+                // normalized here: every rule reads one form.
+                mode.reason = mode.reason.take().and_then(crate::reasons::normalize);
                 let retryable = crate::settle::leaves_retryable(
                     mode.retryable,
                     mode.reason.as_deref(),

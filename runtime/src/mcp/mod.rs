@@ -130,8 +130,7 @@
 //! clients that declare it. The client ([`client::McpClient`]) negotiates,
 //! or is pinned to one revision.
 
-#[cfg(feature = "rmcp")]
-pub(crate) mod approval;
+pub(crate) mod argument;
 #[cfg(feature = "rmcp")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
 pub mod ask;
@@ -140,17 +139,9 @@ pub(crate) mod checks;
 pub mod client;
 pub(crate) mod context;
 pub(crate) mod definition;
-#[cfg(feature = "rmcp")]
-pub(crate) mod live;
 pub(crate) mod log;
 pub(crate) mod reply;
-#[cfg(feature = "rmcp")]
-pub(crate) mod rmcp;
-#[cfg(feature = "rmcp")]
-pub(crate) mod rounds;
-#[cfg(feature = "rmcp")]
-pub(crate) mod tasks;
-pub(crate) mod toolset;
+pub(crate) mod server;
 pub(crate) mod violations;
 
 pub use crate::catalog::{DescribeFailures, FailureMode};
@@ -160,25 +151,24 @@ pub use crate::catalog::{DescribeFailures, FailureMode};
 pub use ::rmcp::model::CacheScope;
 #[cfg(feature = "rmcp")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
-pub use approval::APPROVAL_META_KEY;
-#[cfg(feature = "rmcp")]
-#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
 pub use ask::{Elicitation, Question};
 pub use context::{DEFAULT_LOG_LEVEL, LogLevel, ToolContext};
 pub use definition::{FAILURE_MODES_META_KEY, ToolDefinition, ToolHints};
 pub use reply::{Contents, EmbeddedContents, ProtocolError, ReplyContent, ToolReply};
 #[cfg(feature = "rmcp")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
-pub use rounds::DEFAULT_REQUEST_STATE_TTL;
+pub use server::approval::APPROVAL_META_KEY;
 #[cfg(feature = "rmcp")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
-pub use tasks::{DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_CALLER, TaskSupport};
-#[cfg(feature = "rmcp")]
-pub use toolset::DEFAULT_LIST_TTL;
-pub use toolset::{DEFAULT_MAX_RESULT_BYTES, ServableTool, ToolProvider, ToolSet};
-
-#[cfg(feature = "rmcp")]
-#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
-pub use self::rmcp::{
+pub use server::rmcp::{
     BearerAuth, HttpOptions, McpService, NewServer, admit_envelopes, output_schema,
 };
+#[cfg(feature = "rmcp")]
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+pub use server::rounds::DEFAULT_REQUEST_STATE_TTL;
+#[cfg(feature = "rmcp")]
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+pub use server::tasks::{DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_CALLER, TaskSupport};
+#[cfg(feature = "rmcp")]
+pub use server::toolset::DEFAULT_LIST_TTL;
+pub use server::toolset::{DEFAULT_MAX_RESULT_BYTES, ServableTool, ToolProvider, ToolSet};

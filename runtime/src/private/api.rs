@@ -6,6 +6,14 @@ pub use schemars;
 pub use serde;
 pub use serde_json;
 
+pub use crate::body::hints::{RetryAfterHint, ViolationList, partial_value};
+pub use crate::body::probe::{ErrorProbe, FailureProbe, SchemaFn, SchemaProbe};
+#[cfg(feature = "tokio")]
+pub use crate::body::timeout_needs_the_tokio_feature;
+pub use crate::body::{
+    IntoToolResult, PartialHandle, PartialItem, PartialSource, ToolInfo, call_async, call_sync,
+    captured, check_guard, partial_source,
+};
 pub use crate::catalog::{DescribeFailures, FailureMode};
 pub use crate::category::ErrorCategory;
 pub use crate::classify::{ToolError, envelope_of};
@@ -13,25 +21,17 @@ pub use crate::envelope::{ErrorEnvelope, ToolResult, Violation};
 pub use crate::mcp::ServableTool;
 pub use crate::mcp::ToolProvider;
 pub use crate::mcp::definition::{ParamSpec, ToolDefinition, definition, param};
-pub use crate::mcp::toolset::{FreeTool, MethodTool};
-pub use crate::private::arguments::{
+pub use crate::mcp::server::arguments::{
     Arg, Decoded, Decoder, Output, Success, json_of, json_ready, ready, serve,
 };
-#[cfg(feature = "tokio")]
-pub use crate::private::call::timeout_needs_the_tokio_feature;
-pub use crate::private::call::{
-    IntoToolResult, PartialHandle, PartialItem, PartialSource, ToolInfo, call_async, call_sync,
-    captured, check_guard, partial_source,
-};
-pub use crate::private::capture::{Capturable, Capture, CaptureWriter, capture};
-pub use crate::private::hints::{RetryAfterHint, ViolationList, partial_value};
-pub use crate::private::probe::{ErrorProbe, FailureProbe, SchemaFn, SchemaProbe};
-pub use crate::private::state::{BoxFuture, CallState};
+pub use crate::mcp::server::state::{BoxFuture, CallState};
+pub use crate::mcp::server::toolset::{FreeTool, MethodTool};
 pub use crate::query::Query;
+pub use crate::query::capture::{Capturable, Capture, CaptureWriter, capture};
 
 /// The traits of autoref specialization, to bring into scope with one glob.
 pub mod probe {
-    pub use crate::private::probe::{
+    pub use crate::body::probe::{
         ViaFailures, ViaNoFailures, ViaNoSchema, ViaNothing, ViaSchema, ViaStdError,
     };
 }

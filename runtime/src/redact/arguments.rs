@@ -2,8 +2,6 @@
 //! tool's input schema marks a secret or declares no key, and wherever a
 //! value the call decoded into a [`Secret`](crate::Secret) turns up.
 
-use crate::approvals::Approvals;
-use crate::caller::Caller;
 use std::borrow::Cow;
 
 use serde_json::{Map, Value};
@@ -17,44 +15,13 @@ use crate::redact::values::SecretValues;
 pub struct ArgumentMask<'a> {
     paths: &'a SecretPaths,
     noted: &'a [Value],
-    /// The blocks a person approved for this call, which its guards waive.
-    approvals: Option<&'a Approvals>,
-    /// Who made the call, for its guards.
-    caller: Option<&'a Caller>,
 }
 
 impl<'a> ArgumentMask<'a> {
     /// Masks by `paths`, and by `noted`, the values the call's `Secret`s
     /// were sent as.
     pub(crate) fn new(paths: &'a SecretPaths, noted: &'a [Value]) -> Self {
-        ArgumentMask {
-            paths,
-            noted,
-            approvals: None,
-            caller: None,
-        }
-    }
-
-    /// With who made the call.
-    pub(crate) fn with_caller(mut self, caller: Option<&'a Caller>) -> Self {
-        self.caller = caller;
-        self
-    }
-
-    /// Who made the call, if a token validator said.
-    pub(crate) fn caller(&self) -> Option<&'a Caller> {
-        self.caller
-    }
-
-    /// With the blocks a person approved for the call.
-    pub(crate) fn with_approvals(mut self, approvals: &'a Approvals) -> Self {
-        self.approvals = Some(approvals);
-        self
-    }
-
-    /// The blocks a person approved for the call, if it is served.
-    pub(crate) fn approvals(&self) -> Option<&'a Approvals> {
-        self.approvals
+        ArgumentMask { paths, noted }
     }
 
     /// The schema's part.

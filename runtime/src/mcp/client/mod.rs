@@ -9,27 +9,24 @@
 //!
 //! - `connection`: reaching the server, and reaching it again;
 //! - `tools`: its tools, as listed, within bounds;
-//! - `call`: one call, guarded, timed and settled;
+//! - `roundtrip`: one call, guarded, timed and settled, its rounds answered;
 //! - `failure`, `sdk_errors`: what a failure that is not an envelope is;
 //! - `paced`: rmcp's HTTP client, resuming event streams with care;
 //! - `http`, `tls`, `credentials`, `token`, `oauth`: how an HTTP client
 //!   reaches its server, whom it trusts, and the credentials it shows.
 
-use std::future::{Future, IntoFuture};
-use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::envelope::ErrorEnvelope;
-use crate::guard::Guards;
 use crate::query::Query;
 use crate::reasons;
+use crate::scope::Scope;
 
 mod answers;
-mod call;
+mod connect;
 mod connection;
 mod credentials;
 mod failure;
@@ -39,6 +36,8 @@ mod http;
 mod oauth;
 mod options;
 mod paced;
+mod reply;
+mod roundtrip;
 mod sdk_errors;
 mod secrets;
 mod task;
@@ -46,6 +45,7 @@ mod tls;
 mod token;
 mod tools;
 
+pub use connect::Connect;
 pub use connection::Progress;
 #[cfg(feature = "oauth")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "oauth")))]
@@ -63,7 +63,6 @@ pub use token::{TokenAnswer, TokenProvider, TokenRequest};
 pub use tools::RemoteTool;
 
 use connection::{Endpoint, Link};
-use options::Options;
 
 /// An MCP server's tools, called like local `#[tool]`s: a call returns the
 /// tool's value, or an [`ErrorEnvelope`] — the server's own when it sends
@@ -252,7 +251,9 @@ impl McpClient {
     /// The envelope of the failure, never retryable unless repeating the
     /// call is safe.
     pub async fn call(&self, name: &str, arguments: Value) -> Result<Value, ErrorEnvelope> {
-        Ok(call::call(&self.link, name, arguments, None).await?.value)
+        Ok(roundtrip::call(&self.link, name, arguments, None)
+            .await?
+            .value)
     }
 
     /// [`call`](Self::call), with each progress notification of the call
@@ -269,7 +270,7 @@ impl McpClient {
         on_progress: impl Fn(Progress) + Send + Sync + 'static,
     ) -> Result<Value, ErrorEnvelope> {
         Ok(
-            call::call(&self.link, name, arguments, Some(Arc::new(on_progress)))
+            roundtrip::call(&self.link, name, arguments, Some(Arc::new(on_progress)))
                 .await?
                 .value,
         )
@@ -288,8 +289,8 @@ impl McpClient {
         name: &str,
         arguments: Value,
     ) -> Result<T, ErrorEnvelope> {
-        let call::Called { value, tool } =
-            call::call(&self.link, name, arguments.clone(), None).await?;
+        let roundtrip::Called { value, tool } =
+            roundtrip::call(&self.link, name, arguments.clone(), None).await?;
         let unwrapped = match &value {
             Value::Object(members) if members.len() == 1 => members.get("result").cloned(),
             _ => None,
@@ -311,8 +312,17 @@ impl McpClient {
             _ => serde_json::Map::new(),
         };
         let credentials = self.link.sent.credentials();
-        let query = Query::Arguments(&arguments, call::mask(tool.as_deref(), &credentials));
-        Err(call::finish(envelope, name, query, tool.as_deref(), true))
+        let query = Query::Arguments(
+            &arguments,
+            Scope::masked(roundtrip::mask(tool.as_deref(), &credentials)),
+        );
+        Err(roundtrip::finish(
+            envelope,
+            name,
+            query,
+            tool.as_deref(),
+            true,
+        ))
     }
 }
 
@@ -326,243 +336,4 @@ pub struct Negotiation {
     /// Why a negotiating client speaks 2025-11-25: what the server answered
     /// `server/discover` with. `None` when it speaks what it asked for.
     pub fell_back: Option<String>,
-}
-
-/// A client to be made: its options set, then `.await`ed
-/// ([`McpClient::spawn`], [`McpClient::connect`]).
-#[derive(Debug)]
-#[must_use = "a client is made when it is awaited"]
-pub struct Connect {
-    endpoint: Endpoint,
-    options: Options,
-}
-
-impl Connect {
-    fn new(endpoint: Endpoint) -> Self {
-        Connect {
-            endpoint,
-            options: Options::default(),
-        }
-    }
-
-    /// How long one call may take (60 s unless set), from the moment it is
-    /// made: reaching the server (the handshake, when the connection is
-    /// new), listing its tools (once per connection) and the call itself;
-    /// then it is cancelled (the server is told, if the call went out) and
-    /// fails as `transient`, reason `TIMEOUT`. Making the client, its
-    /// handshake and its listing get as long each. A server that does not
-    /// list its tools in time is called without their annotations and
-    /// schemas — no call of it is safe to repeat, and none of its arguments
-    /// is shown — and is not asked again on that connection.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.options.timeout = timeout;
-        self
-    }
-
-    /// Guards checked on each call's arguments before anything is sent: a
-    /// blocked call never leaves the process.
-    pub fn guards(mut self, guards: Guards) -> Self {
-        self.options.guards = Arc::new(guards);
-        self
-    }
-
-    /// The MCP revision to speak: [`Revision::Negotiate`] unless set.
-    pub fn revision(mut self, revision: Revision) -> Self {
-        self.options.revision = revision;
-        self
-    }
-
-    /// The most questions the server may ask in one round of a call (16
-    /// unless set); on 2025-11-25, where questions are requests, ten times
-    /// as many while one call runs. Past it the call ends with an `other`
-    /// envelope, not retryable, reason `TOO_MANY_QUESTIONS`, and the
-    /// handlers are not run for the rest.
-    pub fn max_questions(mut self, most: usize) -> Self {
-        self.options.max_questions = most.max(1);
-        self
-    }
-
-    /// Declares MCP's tasks extension (`io.modelcontextprotocol/tasks`) on
-    /// every request, so that a server may run a call as a task: the call
-    /// then polls the task (`tasks/get`, at the pace the server suggests),
-    /// answers its questions with the handlers (`tasks/update`), and
-    /// returns its result — within the call's timeout, after which the task
-    /// is cancelled. A tool the server runs only as a task
-    /// (`TaskSupport::Required`) needs it.
-    pub fn tasks(mut self) -> Self {
-        self.options.tasks = true;
-        self
-    }
-
-    /// Lets credentials — a bearer token, a provider's or an OAuth
-    /// login's, the values of [`header`](Self::header) — go over plain
-    /// `http://` to a host that is not loopback. Without it such a client
-    /// fails when it is made, as `other`, reason `CLIENT_MISCONFIGURED`:
-    /// anyone on the path would read the token. For a private network you
-    /// trust.
-    pub fn insecure_credentials(mut self) -> Self {
-        self.options.insecure_credentials = true;
-        self
-    }
-
-    /// Trusts the certificate authorities of `pem` (one or more
-    /// `BEGIN CERTIFICATE` blocks) besides the [`roots`](Self::roots): for
-    /// a server whose certificate a private CA issued. Read when the client
-    /// is made: a text without a certificate fails it then, as `other`,
-    /// reason `CLIENT_MISCONFIGURED`.
-    pub fn root_certificate_pem(mut self, pem: impl AsRef<[u8]>) -> Self {
-        self.options.tls.added.push(pem.as_ref().into());
-        self
-    }
-
-    /// The certificate authorities trusted: [`Roots::Platform`] unless set.
-    pub fn roots(mut self, roots: Roots) -> Self {
-        self.options.tls.roots = roots;
-        self
-    }
-
-    /// The certificate the client shows a server that asks for one (mutual
-    /// TLS): its chain and its private key, both PEM. The key is never
-    /// printed.
-    pub fn client_certificate_pem(
-        mut self,
-        chain: impl AsRef<[u8]>,
-        private_key: impl AsRef<[u8]>,
-    ) -> Self {
-        self.options.tls.identity = Some((chain.as_ref().into(), private_key.as_ref().into()));
-        self
-    }
-
-    /// Sends the header `name: value` with every HTTP request (an API key,
-    /// a tenant). Its value is never printed. The transport's own headers
-    /// (`Accept`, `Mcp-Session-Id`, …) cannot be set; a name or value HTTP
-    /// does not allow fails the client when it is made, as `other`, reason
-    /// `CLIENT_MISCONFIGURED`.
-    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.options.headers.push((name.into(), value.into()));
-        self
-    }
-
-    /// Sends `token` as `Authorization: Bearer …` with every HTTP request.
-    /// A server that refuses it (401) fails the call as `permission`,
-    /// reason `HTTP_401`. For a token that expires, give a provider
-    /// ([`bearer_with`](Self::bearer_with)).
-    pub fn bearer(mut self, token: impl Into<String>) -> Self {
-        self.options.credentials = credentials::Credentials::Fixed(token.into().into());
-        self
-    }
-
-    /// Gets the bearer token from `provider`: asked before the first
-    /// request, and again, once, when the server refuses a request (HTTP
-    /// 401, or 403 `insufficient_scope`), with the server's
-    /// `WWW-Authenticate`; the refused request is then sent again with the
-    /// new token — a refused request ran nothing. A provider may answer
-    /// `None` (send no token), and a provider's `Err` ends the call with
-    /// that envelope. The last token is kept for the next requests, until
-    /// one is refused.
-    ///
-    /// ```no_run
-    /// # async fn run() -> Result<(), tool_envelope::ErrorEnvelope> {
-    /// use tool_envelope::mcp::client::{McpClient, TokenRequest};
-    ///
-    /// # async fn fetch_token(_: bool) -> Result<String, tool_envelope::ErrorEnvelope> { Ok(String::new()) }
-    /// let orders = McpClient::connect("https://orders.example.com/mcp")
-    ///     .bearer_with(|request: TokenRequest| async move {
-    ///         // Refresh from your identity provider when the last one was refused.
-    ///         fetch_token(matches!(request, TokenRequest::Refused { .. })).await.map(Some)
-    ///     })
-    ///     .await?;
-    /// # let _ = orders; Ok(()) }
-    /// ```
-    pub fn bearer_with(mut self, provider: impl TokenProvider) -> Self {
-        self.options.credentials = credentials::Credentials::Provider(Arc::new(provider));
-        self
-    }
-
-    /// Logs in with OAuth 2.1 as MCP's authorization spec says ([`OAuth`]):
-    /// on the server's 401, discovery, registration and a login; on a 403
-    /// `insufficient_scope`, a step-up; tokens refreshed before they
-    /// expire. The authorization server is reached with this client's TLS
-    /// settings. A login that fails ends the call as `permission`, reason
-    /// `AUTHORIZATION_FAILED`, saying what to do next.
-    #[cfg(feature = "oauth")]
-    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "oauth")))]
-    pub fn oauth(mut self, oauth: OAuth) -> Self {
-        self.options.credentials = credentials::Credentials::OAuth(oauth);
-        self
-    }
-
-    /// Answers a server's forms for the user (elicitation) with `handler`:
-    /// on 2025-11-25 a request from the server, on 2026-07-28 a question of
-    /// an `InputRequiredResult`, after which the call is sent again with
-    /// the answer (at most 10 rounds, within the call's timeout). With it,
-    /// the client declares form elicitation (never URL elicitation: a
-    /// request to open a URL is refused, never handed to `handler`).
-    /// Without it, a call whose tool asks ends as a `business` envelope,
-    /// not retryable, reason `CLIENT_CANNOT_ANSWER`, that names what was
-    /// asked. What the handler is shown quotes no secret the call sent and
-    /// none of the client's credentials: they are `[redacted]`.
-    ///
-    /// ```no_run
-    /// # async fn run() -> Result<(), tool_envelope::ErrorEnvelope> {
-    /// use serde_json::json;
-    /// use tool_envelope::mcp::client::{ElicitResult, ElicitationAction, McpClient};
-    ///
-    /// let refunds = McpClient::connect("http://127.0.0.1:8080/mcp")
-    ///     .on_elicitation(|request| async move {
-    ///         // Show `request` to the person at the keyboard; here, a yes.
-    ///         let _ = request;
-    ///         ElicitResult::new(ElicitationAction::Accept)
-    ///             .with_content(json!({"approver": "Ada", "note": "checked the order"}))
-    ///     })
-    ///     .await?;
-    /// # let _ = refunds; Ok(()) }
-    /// ```
-    pub fn on_elicitation<F, Fut>(mut self, handler: F) -> Self
-    where
-        F: Fn(ElicitRequestParams) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = ElicitResult> + Send + 'static,
-    {
-        self.options.answers.on_elicitation(handler);
-        self
-    }
-
-    /// Answers a server's requests for a completion (sampling) with
-    /// `handler`, as [`on_elicitation`](Self::on_elicitation) answers forms;
-    /// an `Err` is the handler's failure, sent back as such.
-    #[allow(deprecated)] // SEP-2577 deprecates sampling; both revisions define it.
-    pub fn on_sampling<F, Fut>(mut self, handler: F) -> Self
-    where
-        F: Fn(CreateMessageRequestParams) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<CreateMessageResult, String>> + Send + 'static,
-    {
-        self.options.answers.on_sampling(handler);
-        self
-    }
-
-    /// Answers a server's requests for the client's roots with `handler`,
-    /// as [`on_elicitation`](Self::on_elicitation) answers forms.
-    #[allow(deprecated)] // SEP-2577 deprecates roots; both revisions define them.
-    pub fn on_roots<F, Fut>(mut self, handler: F) -> Self
-    where
-        F: Fn() -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Vec<Root>> + Send + 'static,
-    {
-        self.options.answers.on_roots(handler);
-        self
-    }
-}
-
-impl IntoFuture for Connect {
-    type Output = Result<McpClient, ErrorEnvelope>;
-    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send>>;
-
-    fn into_future(self) -> Self::IntoFuture {
-        Box::pin(async move {
-            let link = Link::open(self.endpoint, self.options).await?;
-            Ok(McpClient {
-                link: Arc::new(link),
-            })
-        })
-    }
 }

@@ -16,6 +16,7 @@ use tokio::time::Instant;
 use crate::envelope::ErrorEnvelope;
 use crate::mcp::client::connection::{Connection, Link};
 use crate::mcp::client::failure;
+use crate::mcp::client::reply;
 use crate::reasons;
 use crate::redact::values::SecretValues;
 
@@ -48,7 +49,7 @@ pub(crate) async fn follow(
                 TaskPayload::Completed { result } => {
                     let result: CallToolResult = serde_json::from_value(Value::Object(result))
                         .map_err(|error| unreadable(name, &error))?;
-                    return failure::read_result(result, name);
+                    return reply::read_result(result, name);
                 }
                 TaskPayload::Failed { error } => {
                     let error: ErrorData = serde_json::from_value(Value::Object(error))

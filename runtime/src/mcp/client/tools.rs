@@ -85,10 +85,11 @@ impl RemoteTool {
             }),
             input_schema,
             output_schema: tool.output_schema.as_ref().map(|schema| (**schema).clone()),
-            failure_modes: tool
-                .meta
-                .as_ref()
-                .and_then(|meta| meta.0.get(crate::mcp::FAILURE_MODES_META_KEY).cloned()),
+            failure_modes: tool.meta.as_ref().and_then(|meta| {
+                meta.0
+                    .get(crate::mcp::definition::FAILURE_MODES_META_KEY)
+                    .cloned()
+            }),
         }
     }
 

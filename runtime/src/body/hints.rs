@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::body::PartialItem;
 use crate::envelope::Violation;
-use crate::private::call::PartialItem;
 
 /// A field marked `#[tool_error(retry_after)]`.
 #[diagnostic::on_unimplemented(

@@ -8,15 +8,15 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use serde_json::{Map, Value};
 
-use crate::approvals::Approvals;
+use crate::body::PartialHandle;
 use crate::guard::Guards;
 use crate::json::depth::dismantle;
 use crate::mcp::checks::ArgumentChecks;
 use crate::mcp::context::ToolContext;
 use crate::partial::Partial;
-use crate::private::call::PartialHandle;
 use crate::query::Query;
 use crate::redact::arguments::ArgumentMask;
+use crate::scope::{Approved, Scope};
 
 /// A boxed future, as served calls return them.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -27,7 +27,9 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub struct CallState {
     partial: Mutex<Option<Collector>>,
     /// The blocks a person approved.
-    approvals: Approvals,
+    approved: Approved,
+    /// The record of every approval asked, for the result's `_meta`.
+    audit: Mutex<Vec<Value>>,
     /// The values the call's `Secret`s were sent as.
     noted: OnceLock<Vec<Value>>,
     checks: Arc<ArgumentChecks>,
@@ -52,7 +54,8 @@ impl CallState {
     ) -> Self {
         CallState {
             partial: Mutex::new(None),
-            approvals: Approvals::default(),
+            approved: Approved::default(),
+            audit: Mutex::default(),
             noted: OnceLock::new(),
             checks: Arc::clone(checks),
             guards: (!guards.is_empty()).then(|| Arc::clone(guards)),
@@ -104,7 +107,17 @@ impl CallState {
     /// The query of an attempt: the arguments as received, to be shown with
     /// their secrets and unknown keys masked.
     pub fn query<'a>(&'a self, arguments: &'a Map<String, Value>) -> Query<'a> {
-        Query::Arguments(arguments, self.mask())
+        Query::Arguments(arguments, self.scope())
+    }
+
+    /// The call's scope: how its arguments are masked, who made it, and
+    /// the blocks a person approved for it.
+    pub(crate) fn scope(&self) -> Scope<'_> {
+        Scope {
+            mask: self.mask(),
+            caller: self.context.caller(),
+            approved: Some(&self.approved),
+        }
     }
 
     /// How the call's arguments are masked wherever they are shown: by the
@@ -114,13 +127,23 @@ impl CallState {
             &self.checks.secrets,
             self.noted.get().map_or(&[], Vec::as_slice),
         )
-        .with_approvals(&self.approvals)
-        .with_caller(self.context.caller())
     }
 
     /// The blocks a person approved for this call.
-    pub(crate) fn approvals(&self) -> &Approvals {
-        &self.approvals
+    pub(crate) fn approved(&self) -> &Approved {
+        &self.approved
+    }
+
+    /// Keeps the records of the approvals asked, for the result's `_meta`.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+    pub(crate) fn keep_audit(&self, records: Vec<Value>) {
+        (self.audit.lock().unwrap_or_else(PoisonError::into_inner)).extend(records);
+    }
+
+    /// The records of the approvals asked, taken.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+    pub(crate) fn take_audit(&self) -> Vec<Value> {
+        std::mem::take(&mut *self.audit.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// Keeps the values the call's `Secret`s were sent as, from its first

@@ -3,13 +3,19 @@
 //! - `mod.rs`: the set, how it is built, and what it lists;
 //! - `entry`: what it holds for each tool;
 //! - `dispatch`: a call, from its JSON arguments to its reply;
-//! - `failure`: how a failed call is shaped to be sent.
+//! - `failure`: how a failed call is shaped to be sent;
+//! - `protocol` (with `rmcp`): how the set speaks MCP — its sealed rounds,
+//!   its cache hints, its tasks, the revisions it serves.
 
 mod dispatch;
 mod entry;
 mod failure;
+#[cfg(feature = "rmcp")]
+mod protocol;
 
 pub use entry::{FreeTool, MethodTool, ServableTool, ToolProvider};
+#[cfg(feature = "rmcp")]
+pub use protocol::DEFAULT_LIST_TTL;
 
 use entry::{Dispatch, Entry, SharedCall};
 
@@ -39,31 +45,10 @@ struct Inner {
     mask_internal: Option<Cow<'static, str>>,
     max_result_bytes: usize,
     limits: EnvelopeLimits,
-    /// The definitions in rmcp's shape, made once.
+    /// How the set speaks MCP through rmcp.
     #[cfg(feature = "rmcp")]
-    rmcp_tools: std::sync::OnceLock<Vec<rmcp::model::Tool>>,
-    /// What `requestState` is sealed with.
-    #[cfg(feature = "rmcp")]
-    seal: Arc<crate::mcp::rounds::Seal>,
-    /// How long clients may cache `tools/list`, and who may.
-    #[cfg(feature = "rmcp")]
-    list_cache: (std::time::Duration, rmcp::model::CacheScope),
-    /// The tasks this set runs, and which of its tools run as tasks.
-    #[cfg(feature = "rmcp")]
-    tasks: Option<crate::mcp::tasks::Tasks>,
-    /// How many tasks may run at once: in all, and per caller.
-    #[cfg(feature = "rmcp")]
-    task_bounds: (usize, usize),
-    /// The MCP revisions served; `None`: every one rmcp knows.
-    #[cfg(feature = "rmcp")]
-    revisions: Option<Vec<rmcp::model::ProtocolVersion>>,
+    protocol: protocol::Protocol,
 }
-
-/// How long a client may cache a tool set's `tools/list` by default: the
-/// tools of a set do not change while it serves.
-#[cfg(feature = "rmcp")]
-#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
-pub const DEFAULT_LIST_TTL: std::time::Duration = std::time::Duration::from_secs(10 * 60);
 
 /// The default cap on a result's JSON, its text copy included: well under
 /// the 16 MiB line that MCP clients read.
@@ -87,20 +72,7 @@ impl Default for Inner {
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             limits: EnvelopeLimits::default(),
             #[cfg(feature = "rmcp")]
-            rmcp_tools: std::sync::OnceLock::new(),
-            #[cfg(feature = "rmcp")]
-            seal: Arc::default(),
-            #[cfg(feature = "rmcp")]
-            list_cache: (DEFAULT_LIST_TTL, rmcp::model::CacheScope::Public),
-            #[cfg(feature = "rmcp")]
-            tasks: None,
-            #[cfg(feature = "rmcp")]
-            task_bounds: (
-                crate::mcp::DEFAULT_MAX_TASKS,
-                crate::mcp::DEFAULT_MAX_TASKS_PER_CALLER,
-            ),
-            #[cfg(feature = "rmcp")]
-            revisions: None,
+            protocol: protocol::Protocol::default(),
         }
     }
 }
@@ -167,9 +139,7 @@ impl ToolSet {
             definition.name
         );
         #[cfg(feature = "rmcp")]
-        {
-            inner.rmcp_tools = std::sync::OnceLock::new();
-        }
+        inner.protocol.forget_listing();
         inner
             .index
             .insert(definition.name.clone(), inner.entries.len());
@@ -282,147 +252,6 @@ impl ToolSet {
         self
     }
 
-    /// The key `requestState` is sealed with (HMAC-SHA256, 32 bytes or
-    /// more), and how long a state stays valid
-    /// ([`DEFAULT_REQUEST_STATE_TTL`](crate::mcp::DEFAULT_REQUEST_STATE_TTL)
-    /// is a good start). On MCP 2026-07-28, a tool that asks the client
-    /// answers with its questions and a sealed state, and the client sends
-    /// both back: give every replica the same key, from your configuration,
-    /// and any of them resumes the call. Without one, each tool set makes a
-    /// random key of its own when it is made, and only it (and its clones)
-    /// can resume its calls: two tool sets built apart, even in one
-    /// process, refuse each other's states. The state is signed, not
-    /// encrypted: it carries the client's answers, which the client knows
-    /// already. It is bound to the tool, its arguments and the caller the
-    /// bearer token check found; a state that carries a person's approval
-    /// opens once in the tool set that sealed it (SECURITY.md says what
-    /// holds across replicas).
-    ///
-    /// # Panics
-    ///
-    /// If `key` is shorter than 32 bytes.
-    #[cfg(feature = "rmcp")]
-    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
-    #[must_use]
-    pub fn request_state_key(mut self, key: impl AsRef<[u8]>, ttl: std::time::Duration) -> Self {
-        let seal = crate::mcp::rounds::Seal::new(key.as_ref(), ttl)
-            .unwrap_or_else(|error| panic!("a request-state key: {error}"));
-        self.inner_mut().seal = Arc::new(seal);
-        self
-    }
-
-    /// How long clients may cache `tools/list` on MCP 2026-07-28, and who
-    /// may: [`DEFAULT_LIST_TTL`] and `Public` unless set — the tools of a
-    /// set are the same for every caller and do not change while it serves.
-    #[cfg(feature = "rmcp")]
-    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
-    #[must_use]
-    pub fn list_cache(mut self, ttl: std::time::Duration, scope: rmcp::model::CacheScope) -> Self {
-        self.inner_mut().list_cache = (ttl, scope);
-        self
-    }
-
-    /// Runs the tools `support` picks as tasks (MCP's tasks extension,
-    /// `io.modelcontextprotocol/tasks`, SEP-2663) for the clients that
-    /// declare it: the call answers at once with a task, runs in the
-    /// background — its retries, guards and questions included — and the
-    /// client reads its result with `tasks/get`; a question the tool asks
-    /// waits in the task's `inputRequests` for `tasks/update`; `tasks/cancel`
-    /// stops it. A client that did not declare the extension is answered
-    /// as before, in the request — or, for a tool whose support is
-    /// [`TaskSupport::Required`](crate::mcp::TaskSupport::Required), with
-    /// the protocol's error, `-32021`. `.tasks(|_| TaskSupport::Optional)`
-    /// runs every tool so.
-    ///
-    /// A task is its caller's: on a server that checks bearer tokens
-    /// ([`HttpOptions::require_bearer`](crate::mcp::HttpOptions::require_bearer)),
-    /// `tasks/get`, `tasks/update` and `tasks/cancel` from another subject
-    /// are answered as for an unknown task. At most
-    /// [`DEFAULT_MAX_TASKS`](crate::mcp::DEFAULT_MAX_TASKS) run at once,
-    /// [`DEFAULT_MAX_TASKS_PER_CALLER`](crate::mcp::DEFAULT_MAX_TASKS_PER_CALLER)
-    /// of them one caller's ([`max_tasks`](Self::max_tasks)); past that a
-    /// call is answered with a `transient` envelope, reason
-    /// `TOO_MANY_TASKS`, and nothing runs.
-    ///
-    /// Tasks live in this process for their time to live (5 minutes, and as
-    /// long again once finished): behind a load balancer, every request of
-    /// a task must reach the replica that made it. The call that makes it
-    /// and the `tasks/*` requests that follow carry different `Mcp-Name`s
-    /// (the tool's name, then the task's id), so route on something the
-    /// client keeps for all of them — its session, or a header of its own
-    /// (`hash $http_x_client_id consistent;` in nginx) — never on
-    /// `Mcp-Name`.
-    #[cfg(feature = "rmcp")]
-    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
-    #[must_use]
-    pub fn tasks(
-        mut self,
-        support: impl Fn(&ToolDefinition) -> crate::mcp::TaskSupport + Send + Sync + 'static,
-    ) -> Self {
-        let inner = self.inner_mut();
-        let (max, per_caller) = inner.task_bounds;
-        inner.tasks = Some(crate::mcp::tasks::Tasks::new(support).bounded(max, per_caller));
-        self
-    }
-
-    /// How many tasks may run at once ([`tasks`](Self::tasks)): `max` in
-    /// all, `per_caller` of them one caller's — a bearer token's subject,
-    /// or, on a server that checks none, every client together (at least 1
-    /// each).
-    #[cfg(feature = "rmcp")]
-    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
-    #[must_use]
-    pub fn max_tasks(mut self, max: usize, per_caller: usize) -> Self {
-        let inner = self.inner_mut();
-        inner.task_bounds = (max, per_caller);
-        inner.tasks = inner
-            .tasks
-            .take()
-            .map(|tasks| tasks.bounded(max, per_caller));
-        self
-    }
-
-    /// Serves only the MCP revisions `versions` (`"2026-07-28"`,
-    /// `"2025-11-25"`, …; every revision rmcp knows unless set): a client
-    /// that asks for another is refused with the protocol's error — on
-    /// 2026-07-28, `-32022` listing the versions served; at `initialize`,
-    /// the same when none served has an `initialize`. For a deployment that
-    /// serves only the stateless revision, `.protocol_versions(["2026-07-28"])`.
-    ///
-    /// # Panics
-    ///
-    /// If a version is not one rmcp knows, or none is given.
-    #[cfg(feature = "rmcp")]
-    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
-    #[must_use]
-    pub fn protocol_versions(
-        mut self,
-        versions: impl IntoIterator<Item = impl AsRef<str>>,
-    ) -> Self {
-        let known = rmcp::model::ProtocolVersion::KNOWN_VERSIONS;
-        let mut served: Vec<rmcp::model::ProtocolVersion> = Vec::new();
-        for version in versions {
-            let version = version.as_ref();
-            let found = known.iter().find(|known| known.as_str() == version);
-            let found = found.unwrap_or_else(|| {
-                let names: Vec<&str> = known.iter().map(rmcp::model::ProtocolVersion::as_str).collect();
-                panic!(
-                    "ToolSet::protocol_versions: `{version}` is not an MCP revision this crate serves (one of {})",
-                    names.join(", ")
-                )
-            });
-            if !served.contains(found) {
-                served.push(found.clone());
-            }
-        }
-        assert!(
-            !served.is_empty(),
-            "ToolSet::protocol_versions: no revision given"
-        );
-        self.inner_mut().revisions = Some(served);
-        self
-    }
-
     /// The name this set reports, if set.
     pub fn name(&self) -> Option<&str> {
         self.inner.name.as_deref()
@@ -470,46 +299,6 @@ impl ToolSet {
     /// The least severe level of the log messages sent to the client.
     pub fn log_level(&self) -> LogLevel {
         self.log_threshold.get()
-    }
-
-    /// The definitions in rmcp's shape, made on first use.
-    #[cfg(feature = "rmcp")]
-    pub(crate) fn rmcp_tools(
-        &self,
-        convert: impl FnOnce(&[ToolDefinition]) -> Vec<rmcp::model::Tool>,
-    ) -> &[rmcp::model::Tool] {
-        self.inner
-            .rmcp_tools
-            .get_or_init(|| convert(&self.inner.definitions))
-    }
-
-    #[cfg(feature = "rmcp")]
-    pub(crate) fn log_threshold(&self) -> &Arc<LogThreshold> {
-        &self.log_threshold
-    }
-
-    #[cfg(feature = "rmcp")]
-    pub(crate) fn seal(&self) -> &crate::mcp::rounds::Seal {
-        &self.inner.seal
-    }
-
-    #[cfg(feature = "rmcp")]
-    pub(crate) fn task_runner(&self) -> Option<&crate::mcp::tasks::Tasks> {
-        self.inner.tasks.as_ref()
-    }
-
-    /// The MCP revisions served.
-    #[cfg(feature = "rmcp")]
-    pub(crate) fn served_revisions(&self) -> Cow<'static, [rmcp::model::ProtocolVersion]> {
-        match &self.inner.revisions {
-            Some(served) => Cow::Owned(served.clone()),
-            None => Cow::Borrowed(rmcp::model::ProtocolVersion::KNOWN_VERSIONS),
-        }
-    }
-
-    #[cfg(feature = "rmcp")]
-    pub(crate) fn list_cache_hint(&self) -> (std::time::Duration, rmcp::model::CacheScope) {
-        self.inner.list_cache
     }
 }
 

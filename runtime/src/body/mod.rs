@@ -3,6 +3,12 @@
 //! The code `#[tool]` generates captures the arguments and then hands the body
 //! to [`call_sync`] or [`call_async`]; everything after the body runs here, in
 //! ordinary Rust, so the generated code stays small.
+// Support for generated code, reached only through `__private`: the
+// `# Errors` of these functions are the generated code's concern.
+#![allow(clippy::missing_errors_doc)]
+
+pub(crate) mod hints;
+pub(crate) mod probe;
 
 use std::any::Any;
 use std::borrow::Cow;
@@ -102,9 +108,9 @@ impl ToolInfo {
 
 /// The query of a direct call: the typed arguments `write` captures.
 pub fn captured(
-    write: &mut dyn FnMut(&mut crate::private::capture::CaptureWriter<'_>),
+    write: &mut dyn FnMut(&mut crate::query::capture::CaptureWriter<'_>),
 ) -> Query<'static> {
-    Query::Captured(crate::private::capture::capture(write))
+    Query::Captured(crate::query::capture::capture(write))
 }
 
 /// A type a `#[tool]` function may return: a `Result`.
@@ -212,18 +218,18 @@ pub fn check_guard<'q, G: Guard + ?Sized>(
     let judged = {
         // A guard sees what `attempted_query` shows: secrets masked.
         let arguments: Cow<'_, Map<String, Value>> = match &query {
-            Query::Arguments(arguments, mask) => mask.apply(arguments),
+            Query::Arguments(arguments, scope) => scope.mask.apply(arguments),
             Query::Captured(capture) => match capture.to_value() {
                 Value::Object(arguments) => Cow::Owned(arguments),
                 _ => unreachable!("a capture is always a JSON object"),
             },
             Query::Described(_) => Cow::Owned(Map::new()),
         };
-        let (caller, approvals) = match &query {
-            Query::Arguments(_, mask) => (mask.caller(), mask.approvals()),
+        let (caller, approved) = match &query {
+            Query::Arguments(_, scope) => (scope.caller, scope.approved),
             Query::Captured(_) | Query::Described(_) => (None, None),
         };
-        let waivers = approvals.map(|approvals| Waivers::new('t', approvals));
+        let waivers = approved.map(|approved| Waivers::new('t', approved));
         let mut call = ToolCall::new(&tool.name, &arguments).with_caller(caller);
         if let Some(waivers) = &waivers {
             call = call.with_waivers(waivers);

@@ -23,11 +23,11 @@ use rmcp::model::InputResponses;
 
 use crate::caller::Caller;
 use crate::mcp::context::ToolContext;
-use crate::mcp::live::LiveRequest;
-use crate::mcp::rmcp::convert::{rmcp_tools, to_error_data, to_rmcp_result};
-use crate::mcp::rounds::{Asking, has_rounds};
-use crate::mcp::tasks::{Full, TaskSupport, Tasks};
-use crate::mcp::toolset::ToolSet;
+use crate::mcp::server::live::LiveRequest;
+use crate::mcp::server::rmcp::convert::{rmcp_tools, to_error_data, to_rmcp_result};
+use crate::mcp::server::rounds::{Asking, has_rounds};
+use crate::mcp::server::tasks::{Full, TaskSupport, Tasks};
+use crate::mcp::server::toolset::ToolSet;
 use rmcp::model::{
     CancelTaskParams, ClientCapabilities, CreateTaskResult, GetTaskParams, GetTaskResult,
     UpdateTaskParams,
@@ -152,7 +152,7 @@ impl ServerHandler for ToolSet {
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
         let tasks = self.task_runner().ok_or_else(no_tasks)?;
-        let caller = crate::mcp::live::caller(&context);
+        let caller = crate::mcp::server::live::caller(&context);
         let subject = caller.as_deref().map(Caller::subject);
         Ok(GetTaskResult::new(tasks.get(&request.task_id, subject)?))
     }
@@ -165,7 +165,7 @@ impl ServerHandler for ToolSet {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let tasks = self.task_runner().ok_or_else(no_tasks)?;
-        let caller = crate::mcp::live::caller(&context);
+        let caller = crate::mcp::server::live::caller(&context);
         let subject = caller.as_deref().map(Caller::subject);
         tasks.update(&request.task_id, subject, request.input_responses)
     }
@@ -178,7 +178,7 @@ impl ServerHandler for ToolSet {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let tasks = self.task_runner().ok_or_else(no_tasks)?;
-        let caller = crate::mcp::live::caller(&context);
+        let caller = crate::mcp::server::live::caller(&context);
         let subject = caller.as_deref().map(Caller::subject);
         tasks.cancel(&request.task_id, subject)
     }
@@ -304,7 +304,7 @@ impl ToolSet {
             }
         }
         let seal = self.seal();
-        let caller = crate::mcp::live::caller(context);
+        let caller = crate::mcp::server::live::caller(context);
         let subject = caller.as_deref().map(crate::caller::Caller::subject);
         let asking = Asking::open(
             seal,
@@ -345,7 +345,7 @@ impl ToolSet {
         context: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
         let tools = self.clone();
-        let caller = crate::mcp::live::caller(context);
+        let caller = crate::mcp::server::live::caller(context);
         let subject = caller.as_deref().map(Caller::subject);
         let refused = arguments.clone();
         let name = name.to_owned();
@@ -432,7 +432,7 @@ impl ToolSet {
                     tools
                         .call_in_request(&call.name, arguments, &call.request_context, round)
                         .await
-                }) as crate::private::state::BoxFuture<'_, _>
+                }) as crate::mcp::server::state::BoxFuture<'_, _>
             });
             router.add_route(route);
         }

@@ -1,65 +1,27 @@
 //! Arguments of an MCP `tools/call`, decoded into a tool's typed parameters.
 //! Every problem is collected — each offending field with what was expected —
 //! and reported as one `validation` envelope, not a protocol error (SEP-1303).
+// Support for generated code, reached only through `__private`: the
+// `# Errors` of these functions are the generated code's concern.
+#![allow(clippy::missing_errors_doc)]
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use schemars::{JsonSchema, Schema, SchemaGenerator};
-use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use crate::body::ToolInfo;
 use crate::envelope::{ErrorEnvelope, Violation};
 use crate::guard::{ToolCall, Waivers, verdict};
+use crate::mcp::server::state::{BoxFuture, CallState};
 use crate::mcp::violations::{unusable_arguments, violations};
-use crate::private::call::ToolInfo;
-use crate::private::state::{BoxFuture, CallState};
 use crate::query::Query;
 use crate::redact::schema::steps;
 use crate::redact::secret::noting;
 use crate::settle::{Facts, settle};
 
-/// A parameter type a served tool can take: deserialized from the client's
-/// JSON and described by a JSON Schema.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be an argument of a served tool: it must implement `serde::Deserialize` and `schemars::JsonSchema`",
-    label = "a client cannot send a `{Self}`",
-    note = "derive `Deserialize` and `JsonSchema` for it; or, if the tool is only called from Rust, mark it `#[tool(local)]`"
-)]
-pub trait Arg: Sized {
-    /// Decodes the argument; `None` when the client did not send it.
-    fn decode(value: Option<&Value>) -> Result<Self, (String, String)>;
-    /// The parameter's schema.
-    fn schema(generator: &mut SchemaGenerator) -> Schema;
-    /// Whether a client must send it: anything but an `Option`.
-    fn required() -> bool;
-}
-
-#[diagnostic::do_not_recommend]
-impl<T: DeserializeOwned + JsonSchema> Arg for T {
-    fn decode(value: Option<&Value>) -> Result<T, (String, String)> {
-        match value {
-            Some(value) => serde_path_to_error::deserialize(value).map_err(|error| {
-                let path = error.path().to_string();
-                let path = if path == "." { String::new() } else { path };
-                (path, error.into_inner().to_string())
-            }),
-            // Missing is `None` for an `Option`, as serde's derive does it.
-            None => T::deserialize(&Value::Null)
-                .map_err(|_| (String::new(), "required argument is missing".to_owned())),
-        }
-    }
-
-    fn schema(generator: &mut SchemaGenerator) -> Schema {
-        generator.subschema_for::<T>()
-    }
-
-    fn required() -> bool {
-        // A `Deserialize` that panics on `null` takes no `null`: required.
-        std::panic::catch_unwind(|| T::deserialize(&Value::Null).is_err()).unwrap_or(true)
-    }
-}
+pub use crate::mcp::argument::Arg;
 
 /// Decodes the arguments of one call, collecting every violation.
 #[derive(Debug)]
@@ -171,7 +133,7 @@ impl Decoder<'_> {
         let judged = {
             let shown = self.context.mask().apply(self.arguments);
             let caller = self.context.context_ref().caller();
-            let waivers = Waivers::new('s', self.context.approvals());
+            let waivers = Waivers::new('s', self.context.approved());
             let call = (ToolCall::new(&self.tool.name, &shown))
                 .with_caller(caller)
                 .with_waivers(&waivers);

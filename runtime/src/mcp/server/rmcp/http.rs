@@ -16,8 +16,8 @@ use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
-use crate::mcp::rmcp::bearer::BearerAuth;
-use crate::mcp::toolset::ToolSet;
+use crate::mcp::server::rmcp::bearer::BearerAuth;
+use crate::mcp::server::toolset::ToolSet;
 
 /// How tools are served over Streamable HTTP: where from, how many at once,
 /// and how much — for a [`ToolSet`] or any rmcp server ([`serve`](Self::serve),

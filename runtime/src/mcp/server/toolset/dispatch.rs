@@ -14,19 +14,20 @@ use crate::envelope::{ErrorEnvelope, Violation};
 use crate::escalation::Escalation;
 use crate::json::depth::{MAX_DEPTH, deeper_than, dismantle, too_deep_marker};
 use crate::limits::json_len;
-#[cfg(feature = "rmcp")]
-use crate::mcp::approval::{self, APPROVAL_META_KEY, Approval, MAX_APPROVALS};
 use crate::mcp::context::ToolContext;
 use crate::mcp::reply::{ProtocolError, ToolReply};
+#[cfg(feature = "rmcp")]
+use crate::mcp::server::approval::{self, APPROVAL_META_KEY, Approval, MAX_APPROVALS};
+use crate::mcp::server::arguments::{Success, invalid_arguments};
+use crate::mcp::server::state::CallState;
 use crate::mcp::violations::not_an_object;
 use crate::panic::catch_unwind_future;
-use crate::private::arguments::{Success, invalid_arguments};
-use crate::private::state::CallState;
 use crate::query::Query;
 use crate::reasons;
 use crate::redact::arguments::ArgumentMask;
 #[cfg(feature = "tokio")]
 use crate::retry::{RetryNotice, TokioSleeper};
+use crate::scope::Scope;
 use crate::settle::settle;
 use futures_util::future::{Either, select};
 use std::pin::pin;
@@ -128,7 +129,7 @@ impl ToolSet {
         };
         #[cfg(feature = "rmcp")]
         {
-            let records = state.approvals().take_records();
+            let records = state.take_audit();
             if !records.is_empty() {
                 let meta = reply.meta.get_or_insert_with(Map::new);
                 meta.insert(APPROVAL_META_KEY.to_owned(), Value::Array(records));
@@ -162,7 +163,7 @@ impl ToolSet {
         let mask = ArgumentMask::new(&entry.definition.checks.secrets, &[]);
         let refused =
             envelope.remade(|parts| parts.refused = Some(crate::envelope::Refusal::Unusable));
-        let query = Query::Arguments(&arguments, mask);
+        let query = Query::Arguments(&arguments, Scope::masked(mask));
         let envelope = settle(refused, &entry.facts, query, &|| None);
         self.failure(entry, Failure::Envelope(envelope))
     }
@@ -191,7 +192,7 @@ impl ToolSet {
                 };
                 match approval::ask(state.context_ref(), &key, blocked, &mut records).await {
                     Approval::Approved => {
-                        state.approvals().approve(&key);
+                        state.approved().approve(&key);
                         outcome = self.attempts(entry, arguments, state).await;
                     }
                     Approval::Declined(envelope) => {
@@ -202,7 +203,7 @@ impl ToolSet {
                     Approval::NotAsked => break,
                 }
             }
-            state.approvals().keep_records(records);
+            state.keep_audit(records);
             outcome
         };
         outcome
@@ -350,7 +351,7 @@ fn too_deep(entry: &Entry, arguments: Value) -> ErrorEnvelope {
     }
     let mask = ArgumentMask::new(&entry.definition.checks.secrets, &[]);
     let query = match arguments.is_object() {
-        true => Query::Arguments(&shown, mask),
+        true => Query::Arguments(&shown, Scope::masked(mask)),
         false => Query::Described(too_deep_marker()),
     };
     let envelope = invalid_arguments(&entry.facts, violations, query);

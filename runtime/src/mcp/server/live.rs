@@ -18,8 +18,9 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::caller::Caller;
+use crate::mcp::context::{Boxed, LiveSide};
 use crate::mcp::log::{LogLevel, LogThreshold};
-use crate::mcp::rounds::{Asking, has_rounds};
+use crate::mcp::server::rounds::{Asking, has_rounds};
 use crate::retry::RetryNotice;
 
 impl From<LoggingLevel> for LogLevel {
@@ -190,16 +191,13 @@ impl LiveRequest {
         }
     }
 
-    pub(crate) async fn log(&self, level: LogLevel, data: &impl serde::Serialize) -> bool {
+    pub(crate) async fn log(&self, level: LogLevel, data: serde_json::Value) -> bool {
         let Some(threshold) = self.threshold() else {
             return false;
         };
         if level < threshold || self.cancel.is_cancelled() {
             return false;
         }
-        let Ok(data) = crate::json::strict::to_value(data) else {
-            return false;
-        };
         let param =
             LoggingMessageNotificationParam::new(level.into(), data).with_logger(&self.logger);
         // Logging is deprecated in MCP's newest revision, and what most
@@ -207,5 +205,41 @@ impl LiveRequest {
         #[allow(deprecated)]
         let sent = self.peer.notify_logging_message(param).await;
         sent.is_ok()
+    }
+}
+
+/// The request as a tool's context sees it.
+impl LiveSide for LiveRequest {
+    fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    fn cancelled(&self) -> Boxed<'_, ()> {
+        Box::pin(self.cancel.cancelled())
+    }
+
+    fn wants_progress(&self) -> bool {
+        self.progress_token.is_some()
+    }
+
+    fn progress<'a>(
+        &'a self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&'a str>,
+    ) -> Boxed<'a, bool> {
+        Box::pin(LiveRequest::progress(self, progress, total, message))
+    }
+
+    fn log(&self, level: LogLevel, data: serde_json::Value) -> Boxed<'_, bool> {
+        Box::pin(async move { LiveRequest::log(self, level, data).await })
+    }
+
+    fn retrying<'a>(&'a self, notice: &'a RetryNotice) -> Boxed<'a, ()> {
+        Box::pin(LiveRequest::retrying(self, notice))
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }

@@ -13,7 +13,7 @@ use crate::envelope::ErrorEnvelope;
 use crate::escalation::Escalation;
 use crate::limits::EnvelopeLimits;
 use crate::mcp::definition::{JSON_SCHEMA_2020_12, success_or_envelope};
-use crate::mcp::rmcp::convert::failed_result;
+use crate::mcp::server::rmcp::convert::failed_result;
 
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
 /// An envelope is a tool result in rmcp's own `#[tool]` methods: one may

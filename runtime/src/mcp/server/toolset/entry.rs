@@ -8,8 +8,8 @@ use serde_json::{Map, Value};
 
 use crate::envelope::ToolResult;
 use crate::mcp::definition::ToolDefinition;
-use crate::private::arguments::Success;
-use crate::private::state::{BoxFuture, CallState};
+use crate::mcp::server::arguments::Success;
+use crate::mcp::server::state::{BoxFuture, CallState};
 use crate::settle::Facts;
 
 /// One attempt of a free tool: the JSON arguments in, the success value as

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::mcp::definition::ToolDefinition;
 use crate::mcp::reply::{ProtocolError, ReplyContent, ToolReply};
-use crate::mcp::toolset::ToolSet;
+use crate::mcp::server::toolset::ToolSet;
 
 /// The rmcp shape of a definition.
 pub(crate) fn to_rmcp_tool(definition: &ToolDefinition) -> Tool {

@@ -2,11 +2,13 @@
 //! typed arguments a `#[tool]` captured, or the JSON arguments of an MCP call
 //! with their secrets masked.
 
+pub(crate) mod capture;
+
 use serde_json::{Map, Value};
 
-use crate::private::capture::Capture;
-use crate::redact::arguments::ArgumentMask;
+use crate::query::capture::Capture;
 use crate::redact::values::SecretValues;
+use crate::scope::Scope;
 
 /// Where a call's `attempted_query` comes from.
 #[derive(Debug)]
@@ -18,7 +20,7 @@ pub enum Query<'a> {
     /// again. Wherever they are shown, the secrets the tool's input schema
     /// marks are masked at any depth, and so are keys it does not declare
     /// and the values the call's `Secret`s were sent as.
-    Arguments(&'a Map<String, Value>, ArgumentMask<'a>),
+    Arguments(&'a Map<String, Value>, Scope<'a>),
     /// Arguments that cannot be shown — not an object, nested too deep —
     /// as a description of what they were, never their content.
     Described(Value),
@@ -31,8 +33,8 @@ impl Query<'_> {
     pub(crate) fn into_value(self) -> Value {
         match self {
             Query::Captured(capture) => capture.to_value(),
-            Query::Arguments(arguments, mask) => {
-                Value::Object(mask.paths().mask(arguments).into_owned())
+            Query::Arguments(arguments, scope) => {
+                Value::Object(scope.mask.paths().mask(arguments).into_owned())
             }
             Query::Described(description) => description,
         }
@@ -44,7 +46,7 @@ impl Query<'_> {
     pub(crate) fn mask_account(&self, account: Map<String, Value>) -> Map<String, Value> {
         match self {
             Query::Captured(_) | Query::Described(_) => account,
-            Query::Arguments(_, mask) => match mask.paths().mask(&account) {
+            Query::Arguments(_, scope) => match scope.mask.paths().mask(&account) {
                 std::borrow::Cow::Owned(masked) => masked,
                 std::borrow::Cow::Borrowed(_) => account,
             },
@@ -56,7 +58,7 @@ impl Query<'_> {
     pub(crate) fn secret_values(&self) -> SecretValues {
         match self {
             Query::Captured(_) | Query::Described(_) => SecretValues::default(),
-            Query::Arguments(arguments, mask) => mask.values(arguments),
+            Query::Arguments(arguments, scope) => scope.mask.values(arguments),
         }
     }
 }

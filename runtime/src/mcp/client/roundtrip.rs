@@ -19,6 +19,7 @@ use crate::guard::{ToolCall, verdict};
 use crate::limits::text_for_wire;
 use crate::mcp::client::connection::{Link, ProgressCallback};
 use crate::mcp::client::failure;
+use crate::mcp::client::reply;
 use crate::mcp::client::tools::RemoteTool;
 use crate::mcp::violations::not_an_object;
 use crate::query::Query;
@@ -26,6 +27,7 @@ use crate::reasons;
 use crate::redact::arguments::ArgumentMask;
 use crate::redact::schema::SecretPaths;
 use crate::redact::values::SecretValues;
+use crate::scope::Scope;
 use crate::settle::{Facts, Source, settle};
 
 /// What a call that succeeded gives back: its value, and the tool as the
@@ -46,7 +48,7 @@ pub(crate) async fn call(
 ) -> Result<Called, ErrorEnvelope> {
     let credentials = link.sent.credentials();
     let settle = |envelope, arguments: &Map<String, Value>, tool: Option<&RemoteTool>, sent| {
-        let query = Query::Arguments(arguments, mask(tool, &credentials));
+        let query = Query::Arguments(arguments, Scope::masked(mask(tool, &credentials)));
         finish(envelope, name, query, tool, sent)
     };
     let arguments = match arguments {
@@ -117,7 +119,7 @@ pub(crate) async fn call(
             }
         };
         break match response {
-            Ok(ServerResult::CallToolResult(result)) => failure::read_result(result, name),
+            Ok(ServerResult::CallToolResult(result)) => reply::read_result(result, name),
             // 2026-07-28: the tool asks; answered, the call is sent again
             // with the answers and the server's state.
             Ok(ServerResult::InputRequiredResult(asked)) if rounds < MAX_ROUNDS => {

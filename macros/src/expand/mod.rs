@@ -20,40 +20,15 @@ use syn::{FnArg, Ident, Pat, ReceiverKind, ReturnType};
 
 use crate::attr::ToolAttr;
 use crate::item::FnItem;
-use crate::signature::{Param, ToolFn, doc_text, error_type, ok_type};
+use crate::signature::{ToolFn, error_type};
 use crate::valid::{Role, role};
 
-/// The hygienic names of the generated locals.
-struct Locals {
-    /// `::tool_envelope::__private`, aliased inside generated bodies so that
-    /// the expansion stays short.
-    te: Ident,
-    info: Ident,
-    query: Ident,
-    writer: Ident,
-    ret: Ident,
-    arguments: Ident,
-    state: Ident,
-    decoder: Ident,
-    this: Ident,
-}
+mod parts;
+mod serve;
 
-impl Locals {
-    fn new() -> Self {
-        let local = |name: &str| Ident::new(name, Span::mixed_site());
-        Locals {
-            te: local("__te"),
-            info: local("__info"),
-            query: local("__query"),
-            writer: local("__w"),
-            ret: local("__ret"),
-            arguments: local("__args"),
-            state: local("__state"),
-            decoder: local("__d"),
-            this: local("__this"),
-        }
-    }
-}
+use parts::{BODY, CFG, Locals, Names, carried, description, result_type};
+pub use parts::{method_tool_name, tool_name};
+use serve::{companion_type, free_companion, served_method};
 
 /// Where the tool is, which decides what is generated.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -64,27 +39,6 @@ pub enum Place {
     Method,
     /// A method of a `#[tools]` impl block: wrapped and served.
     ServedMethod,
-}
-
-/// The name of the hidden function a served method's `#[tools]` block lists.
-pub fn method_tool_name(method: &Ident) -> Ident {
-    format_ident!("__tool_envelope_tool_{}", method.unraw())
-}
-
-/// The tool's name: `#[tool(name = "...")]` or the function's own.
-pub fn tool_name(attr: &ToolAttr, tool: &ToolFn) -> String {
-    match &attr.name {
-        Some(name) => name.value(),
-        None => tool.ident().unraw().to_string(),
-    }
-}
-
-/// The tool's description: `#[tool(description = "...")]` or the doc comment.
-fn description(attr: &ToolAttr, tool: &ToolFn) -> String {
-    match &attr.description {
-        Some(description) => description.value(),
-        None => doc_text(&tool.item.attrs),
-    }
 }
 
 /// Expands `#[tool]` on `tool` at `place`.
@@ -127,34 +81,6 @@ pub fn tool(attr: &ToolAttr, tool: &ToolFn, place: Place) -> TokenStream {
     });
     items
 }
-
-/// The hidden items of a served tool.
-struct Names {
-    run: Ident,
-    info: Ident,
-    /// Whether they are associated items, named through `Self::`.
-    in_impl: bool,
-}
-
-/// The user's attributes named `names`: a `cfg` must remove every generated
-/// item with the function, and a lint level must reach the body wherever the
-/// body is generated.
-fn carried<'a>(
-    attrs: &'a [syn::Attribute],
-    names: &'a [&'a str],
-) -> impl Iterator<Item = &'a syn::Attribute> + Clone {
-    attrs
-        .iter()
-        .filter(move |attr| names.iter().any(|name| attr.path().is_ident(name)))
-}
-
-/// Attributes that follow the function into every generated item.
-const CFG: &[&str] = &["cfg"];
-
-/// Attributes that follow the body into the run function.
-const BODY: &[&str] = &[
-    "cfg", "cfg_attr", "allow", "expect", "warn", "deny", "forbid",
-];
 
 /// A constant `&ToolInfo` named `name`: everything the call path and the
 /// MCP definition know about the tool, written once.
@@ -304,35 +230,6 @@ fn call_body(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, awaited: bool) -> 
     }
 }
 
-/// The success type: `T` of a return type written `Result<T, ...>`, else
-/// `OkOf<Ret>`, spanned at the return type so that a return type that is not
-/// a `Result` is reported there, once.
-fn ok_ty(tool: &ToolFn) -> TokenStream {
-    let output = tool.output;
-    match ok_type(output) {
-        Some(ok) => quote!(#ok),
-        None => quote_spanned!(output.span()=> ::tool_envelope::__private::OkOf<#output>),
-    }
-}
-
-/// The error type, like [`ok_ty`].
-fn err_ty(tool: &ToolFn) -> TokenStream {
-    let output = tool.output;
-    match error_type(output) {
-        Some(error) => quote!(#error),
-        None => quote_spanned!(output.span()=> ::tool_envelope::__private::ErrOf<#output>),
-    }
-}
-
-/// The return type every expanded tool function has: `ToolResult<T>`, with
-/// `T` as the user wrote it when the signature names it, so that rustdoc and
-/// an IDE show `-> ToolResult<Vec<Order>>`.
-fn result_type(tool: &ToolFn) -> syn::Type {
-    let output = tool.output;
-    let ok = ok_ty(tool);
-    syn::Type::Verbatim(quote_spanned!(output.span()=> ::tool_envelope::ToolResult<#ok>))
-}
-
 /// A tool that is only called directly: one function that captures and runs.
 fn single(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
     let FnItem {
@@ -468,215 +365,5 @@ fn run(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, names: &Names) -> TokenS
             let #info = #info_path;
             #body
         }
-    }
-}
-
-/// The companion type named like the free function: `ToolSet::tool::<name>()`
-/// takes it. A braced struct, so that it lives in the type namespace only,
-/// next to the function.
-fn companion_type(tool: &ToolFn) -> TokenStream {
-    let vis = &tool.item.vis;
-    let ident = tool.ident();
-    quote! {
-        #[doc(hidden)]
-        #[allow(non_camel_case_types)]
-        #vis struct #ident {
-            #[doc(hidden)]
-            __tool_envelope: (),
-        }
-    }
-}
-
-/// The parameters a client sends: all but the `Partial` collector and the
-/// `ToolContext`.
-fn sent<'t, 'a>(tool: &'t ToolFn<'a>) -> impl Iterator<Item = &'t Param<'a>> {
-    tool.params
-        .iter()
-        .filter(|param| param.partial_item.is_none() && !param.context)
-}
-
-/// The expression that builds the tool's MCP definition from its `info`.
-fn definition(tool: &ToolFn, info: &TokenStream, attr: &ToolAttr, locals: &Locals) -> TokenStream {
-    let te = &locals.te;
-    let ok = ok_ty(tool);
-    let err = err_ty(tool);
-    let params = sent(tool).map(|param| {
-        let key = &param.key;
-        let ty = param.ty;
-        let docs = &param.docs;
-        quote_spanned!(ty.span()=> #te::param::<#ty>(#key, #docs))
-    });
-    let missing_description = description(attr, tool).is_empty().then(|| {
-        let span = tool.ident().span();
-        let note = format!(
-            "the tool `{}` has no description: MCP clients show it to the model, so add a doc comment \
-             (or `#[tool(description = \"...\")]`)",
-            tool_name(attr, tool)
-        );
-        let use_it = quote_spanned!(span=> let _ = tool_without_description;);
-        quote! {
-            #[deprecated(note = #note)]
-            #[allow(non_camel_case_types)]
-            struct tool_without_description;
-            #use_it
-        }
-    });
-    quote! {{
-        #missing_description
-        #[allow(unused_imports)]
-        use ::tool_envelope::__private::{self as #te, probe::*};
-        let output = (&#te::SchemaProbe::<#ok>::new()).output_schema();
-        let failures = (&#te::FailureProbe::<#err>::new()).failure_modes();
-        #te::definition(#info, &[#(#params),*], output, failures)
-    }}
-}
-
-/// One attempt of a served tool, as the closure `serve` takes: decode the
-/// JSON arguments (every problem collected), check the set's guards, run,
-/// and make the success JSON. `run_call` names the run function; `owned` is
-/// the state the future must own (a method's `Arc<Self>`), if any.
-fn attempt(
-    tool: &ToolFn,
-    locals: &Locals,
-    info: &TokenStream,
-    run_call: &TokenStream,
-    owned: Option<&Ident>,
-) -> TokenStream {
-    let Locals {
-        te,
-        query,
-        arguments,
-        state,
-        decoder,
-        ..
-    } = locals;
-    let ok = ok_ty(tool);
-    let output = tool.output;
-    let decodes = sent(tool).map(|param| {
-        let key = &param.key;
-        let ty = param.ty;
-        quote_spanned!(ty.span()=> #decoder.arg::<#ty>(#key))
-    });
-    let keys = sent(tool).map(|param| &param.key);
-    let bindings = sent(tool).map(|param| param.ident);
-    let partials = tool.params.iter().filter_map(|param| {
-        let ident = param.ident;
-        if param.context {
-            return Some(quote!(let #ident = #state.context();));
-        }
-        let item = param.partial_item?;
-        Some(quote_spanned!(item.span()=> let #ident = #state.partial(#te::partial_source::<#item>);))
-    });
-    let idents = tool.params.iter().map(|param| param.ident);
-    let run_attempt = quote!(#run_call(#query, #(#idents),*));
-    // The success type's `Output` bound is reported at the return type.
-    let finish = match (tool.is_async, owned) {
-        (false, _) => {
-            let ready = quote_spanned!(output.span()=> #te::ready::<#ok>);
-            quote!(#ready(#run_attempt, #info))
-        }
-        (true, None) => {
-            let json_of = quote_spanned!(output.span()=> #te::json_of::<#ok, _>);
-            quote!(#json_of(#run_attempt, #info))
-        }
-        // The future owns the state it borrows from: an `async` block.
-        (true, Some(_)) => {
-            let to_json = quote_spanned!(output.span()=> <#ok as #te::Output>::to_json);
-            quote!(::std::boxed::Box::pin(async move { #to_json(#run_attempt.await?, #info) }))
-        }
-    };
-    quote! {
-        use ::tool_envelope::__private as #te;
-        #te::serve(#arguments, #state, #info, &[#(#keys),*], |#decoder| (#(#decodes,)*), move |#query, (#(#bindings,)*)| {
-            #(#partials)*
-            #finish
-        })
-    }
-}
-
-/// A free function's companion type and its `impl ServableTool`: every
-/// requirement of serving — `Deserialize + JsonSchema` arguments, a
-/// `Serialize` result — is checked here, at the user's types.
-fn free_companion(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, names: &Names) -> TokenStream {
-    let ident = tool.ident();
-    let cfgs = carried(&tool.item.attrs, CFG);
-    let companion = companion_type(tool);
-    let Locals {
-        arguments, state, ..
-    } = locals;
-    let info_const = &names.info;
-    let run_name = &names.run;
-    let definition = definition(tool, &quote!(#info_const), attr, locals);
-    let attempt = attempt(tool, locals, &quote!(#info_const), &quote!(#run_name), None);
-    let cfgs_impl = cfgs.clone();
-    quote! {
-        #(#cfgs)*
-        #companion
-        #(#cfgs_impl)*
-        impl ::tool_envelope::__private::ServableTool for #ident {
-            const TOOL: ::tool_envelope::__private::FreeTool = ::tool_envelope::__private::FreeTool {
-                definition: || #definition,
-                call: |#arguments, #state| { #attempt },
-            };
-        }
-    }
-}
-
-/// A served method's hidden function, which its `#[tools]` block lists.
-fn served_method(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, names: &Names) -> TokenStream {
-    let Locals {
-        arguments,
-        state,
-        this,
-        ..
-    } = locals;
-    let info_const = &names.info;
-    let run_name = &names.run;
-    let info = quote!(Self::#info_const);
-    let definition = definition(tool, &info, attr, locals);
-    let (run_call, owned) = match tool.receiver {
-        Some(_) => (quote!(#this.#run_name), Some(this)),
-        None => (quote!(Self::#run_name), None),
-    };
-    let attempt = attempt(tool, locals, &info, &run_call, owned);
-    let cfgs = carried(&tool.item.attrs, CFG);
-    let name = method_tool_name(tool.ident());
-    quote! {
-        #(#cfgs)*
-        #[doc(hidden)]
-        fn #name() -> ::tool_envelope::__private::MethodTool<Self> {
-            ::tool_envelope::__private::MethodTool {
-                definition: || #definition,
-                call: |#this, #arguments, #state| { #attempt },
-            }
-        }
-    }
-}
-
-/// The tokens emitted when the macro found errors: the errors, and the function
-/// as written, so that the rest of the crate still type-checks.
-///
-/// What the errors already said is not said again by rustc: a `const fn`
-/// is emitted without `const` (its body would fail const evaluation), a
-/// variadic one without its `...`. A method of a `#[tools]` block also gets
-/// the function its block lists, which says nothing more.
-pub fn fallback(error: syn::Error, item: &FnItem, in_tools: bool) -> TokenStream {
-    let error = error.into_compile_error();
-    let mut item = item.clone();
-    item.sig.constness = None;
-    item.sig.variadic = None;
-    let listed = in_tools.then(|| {
-        let name = method_tool_name(&item.sig.ident);
-        quote! {
-            #[doc(hidden)]
-            fn #name() -> ::tool_envelope::__private::MethodTool<Self> {
-                ::core::unreachable!("the tool did not compile")
-            }
-        }
-    });
-    quote! {
-        #error
-        #item
-        #listed
     }
 }

@@ -1,0 +1,21 @@
+//! Serving tools: a tool set (its registry, its dispatch, how a failed call
+//! is shaped to be sent), a served call's arguments decoded and the state
+//! it keeps across attempts; and, with the `rmcp` feature, the tool set on
+//! rmcp — the live request a tool is handed, asking the client in rounds,
+//! asking a person to approve a block, and calls run as tasks.
+
+#[cfg(feature = "rmcp")]
+pub(crate) mod approval;
+pub(crate) mod arguments;
+#[cfg(feature = "rmcp")]
+pub(crate) mod asking;
+#[cfg(feature = "rmcp")]
+pub(crate) mod live;
+#[cfg(feature = "rmcp")]
+pub(crate) mod rmcp;
+#[cfg(feature = "rmcp")]
+pub(crate) mod rounds;
+pub(crate) mod state;
+#[cfg(feature = "rmcp")]
+pub(crate) mod tasks;
+pub(crate) mod toolset;

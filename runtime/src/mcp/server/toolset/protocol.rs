@@ -1,0 +1,232 @@
+//! How a tool set speaks MCP through rmcp: the key its rounds' states are
+//! sealed with, the cache hints of its listing, the tasks it runs, and the
+//! revisions it serves. Only with the `rmcp` feature.
+
+use std::borrow::Cow;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use rmcp::model::{CacheScope, ProtocolVersion, Tool};
+
+use super::ToolSet;
+use crate::mcp::definition::ToolDefinition;
+use crate::mcp::log::LogThreshold;
+use crate::mcp::server::rounds::Seal;
+use crate::mcp::server::tasks::{
+    DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_CALLER, TaskSupport, Tasks,
+};
+
+/// How long a client may cache a tool set's `tools/list` by default: the
+/// tools of a set do not change while it serves.
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+pub const DEFAULT_LIST_TTL: Duration = Duration::from_secs(10 * 60);
+
+/// What a tool set keeps to speak MCP through rmcp.
+#[derive(Clone)]
+pub(super) struct Protocol {
+    /// The definitions in rmcp's shape, made once.
+    rmcp_tools: OnceLock<Vec<Tool>>,
+    /// What `requestState` is sealed with.
+    seal: Arc<Seal>,
+    /// How long clients may cache `tools/list`, and who may.
+    list_cache: (Duration, CacheScope),
+    /// The tasks this set runs, and which of its tools run as tasks.
+    tasks: Option<Tasks>,
+    /// How many tasks may run at once: in all, and per caller.
+    task_bounds: (usize, usize),
+    /// The MCP revisions served; `None`: every one rmcp knows.
+    revisions: Option<Vec<ProtocolVersion>>,
+}
+
+impl Default for Protocol {
+    fn default() -> Self {
+        Protocol {
+            rmcp_tools: OnceLock::new(),
+            seal: Arc::default(),
+            list_cache: (DEFAULT_LIST_TTL, CacheScope::Public),
+            tasks: None,
+            task_bounds: (DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_CALLER),
+            revisions: None,
+        }
+    }
+}
+
+impl Protocol {
+    /// Forgets the listing made in rmcp's shape: the set's tools changed.
+    pub(super) fn forget_listing(&mut self) {
+        self.rmcp_tools = OnceLock::new();
+    }
+}
+
+impl ToolSet {
+    /// The key `requestState` is sealed with (HMAC-SHA256, 32 bytes or
+    /// more), and how long a state stays valid
+    /// ([`DEFAULT_REQUEST_STATE_TTL`](crate::mcp::DEFAULT_REQUEST_STATE_TTL)
+    /// is a good start). On MCP 2026-07-28, a tool that asks the client
+    /// answers with its questions and a sealed state, and the client sends
+    /// both back: give every replica the same key, from your configuration,
+    /// and any of them resumes the call. Without one, each tool set makes a
+    /// random key of its own when it is made, and only it (and its clones)
+    /// can resume its calls: two tool sets built apart, even in one
+    /// process, refuse each other's states. The state is signed, not
+    /// encrypted: it carries the client's answers, which the client knows
+    /// already. It is bound to the tool, its arguments and the caller the
+    /// bearer token check found; a state that carries a person's approval
+    /// opens once in the tool set that sealed it (SECURITY.md says what
+    /// holds across replicas).
+    ///
+    /// # Panics
+    ///
+    /// If `key` is shorter than 32 bytes.
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+    #[must_use]
+    pub fn request_state_key(mut self, key: impl AsRef<[u8]>, ttl: std::time::Duration) -> Self {
+        let seal = Seal::new(key.as_ref(), ttl)
+            .unwrap_or_else(|error| panic!("a request-state key: {error}"));
+        self.inner_mut().protocol.seal = Arc::new(seal);
+        self
+    }
+
+    /// How long clients may cache `tools/list` on MCP 2026-07-28, and who
+    /// may: [`DEFAULT_LIST_TTL`] and `Public` unless set — the tools of a
+    /// set are the same for every caller and do not change while it serves.
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+    #[must_use]
+    pub fn list_cache(mut self, ttl: std::time::Duration, scope: rmcp::model::CacheScope) -> Self {
+        self.inner_mut().protocol.list_cache = (ttl, scope);
+        self
+    }
+
+    /// Runs the tools `support` picks as tasks (MCP's tasks extension,
+    /// `io.modelcontextprotocol/tasks`, SEP-2663) for the clients that
+    /// declare it: the call answers at once with a task, runs in the
+    /// background — its retries, guards and questions included — and the
+    /// client reads its result with `tasks/get`; a question the tool asks
+    /// waits in the task's `inputRequests` for `tasks/update`; `tasks/cancel`
+    /// stops it. A client that did not declare the extension is answered
+    /// as before, in the request — or, for a tool whose support is
+    /// [`TaskSupport::Required`](crate::mcp::TaskSupport::Required), with
+    /// the protocol's error, `-32021`. `.tasks(|_| TaskSupport::Optional)`
+    /// runs every tool so.
+    ///
+    /// A task is its caller's: on a server that checks bearer tokens
+    /// ([`HttpOptions::require_bearer`](crate::mcp::HttpOptions::require_bearer)),
+    /// `tasks/get`, `tasks/update` and `tasks/cancel` from another subject
+    /// are answered as for an unknown task. At most
+    /// [`DEFAULT_MAX_TASKS`](crate::mcp::DEFAULT_MAX_TASKS) run at once,
+    /// [`DEFAULT_MAX_TASKS_PER_CALLER`](crate::mcp::DEFAULT_MAX_TASKS_PER_CALLER)
+    /// of them one caller's ([`max_tasks`](Self::max_tasks)); past that a
+    /// call is answered with a `transient` envelope, reason
+    /// `TOO_MANY_TASKS`, and nothing runs.
+    ///
+    /// Tasks live in this process for their time to live (5 minutes, and as
+    /// long again once finished): behind a load balancer, every request of
+    /// a task must reach the replica that made it. The call that makes it
+    /// and the `tasks/*` requests that follow carry different `Mcp-Name`s
+    /// (the tool's name, then the task's id), so route on something the
+    /// client keeps for all of them — its session, or a header of its own
+    /// (`hash $http_x_client_id consistent;` in nginx) — never on
+    /// `Mcp-Name`.
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+    #[must_use]
+    pub fn tasks(
+        mut self,
+        support: impl Fn(&ToolDefinition) -> TaskSupport + Send + Sync + 'static,
+    ) -> Self {
+        let protocol = &mut self.inner_mut().protocol;
+        let (max, per_caller) = protocol.task_bounds;
+        protocol.tasks = Some(Tasks::new(support).bounded(max, per_caller));
+        self
+    }
+
+    /// How many tasks may run at once ([`tasks`](Self::tasks)): `max` in
+    /// all, `per_caller` of them one caller's — a bearer token's subject,
+    /// or, on a server that checks none, every client together (at least 1
+    /// each).
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+    #[must_use]
+    pub fn max_tasks(mut self, max: usize, per_caller: usize) -> Self {
+        let protocol = &mut self.inner_mut().protocol;
+        protocol.task_bounds = (max, per_caller);
+        protocol.tasks = protocol
+            .tasks
+            .take()
+            .map(|tasks| tasks.bounded(max, per_caller));
+        self
+    }
+
+    /// Serves only the MCP revisions `versions` (`"2026-07-28"`,
+    /// `"2025-11-25"`, …; every revision rmcp knows unless set): a client
+    /// that asks for another is refused with the protocol's error — on
+    /// 2026-07-28, `-32022` listing the versions served; at `initialize`,
+    /// the same when none served has an `initialize`. For a deployment that
+    /// serves only the stateless revision, `.protocol_versions(["2026-07-28"])`.
+    ///
+    /// # Panics
+    ///
+    /// If a version is not one rmcp knows, or none is given.
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+    #[must_use]
+    pub fn protocol_versions(
+        mut self,
+        versions: impl IntoIterator<Item = impl AsRef<str>>,
+    ) -> Self {
+        let known = rmcp::model::ProtocolVersion::KNOWN_VERSIONS;
+        let mut served: Vec<rmcp::model::ProtocolVersion> = Vec::new();
+        for version in versions {
+            let version = version.as_ref();
+            let found = known.iter().find(|known| known.as_str() == version);
+            let found = found.unwrap_or_else(|| {
+                let names: Vec<&str> = known.iter().map(rmcp::model::ProtocolVersion::as_str).collect();
+                panic!(
+                    "ToolSet::protocol_versions: `{version}` is not an MCP revision this crate serves (one of {})",
+                    names.join(", ")
+                )
+            });
+            if !served.contains(found) {
+                served.push(found.clone());
+            }
+        }
+        assert!(
+            !served.is_empty(),
+            "ToolSet::protocol_versions: no revision given"
+        );
+        self.inner_mut().protocol.revisions = Some(served);
+        self
+    }
+
+    /// The definitions in rmcp's shape, made on first use.
+    pub(crate) fn rmcp_tools(
+        &self,
+        convert: impl FnOnce(&[ToolDefinition]) -> Vec<rmcp::model::Tool>,
+    ) -> &[rmcp::model::Tool] {
+        self.inner
+            .protocol
+            .rmcp_tools
+            .get_or_init(|| convert(&self.inner.definitions))
+    }
+
+    pub(crate) fn log_threshold(&self) -> &Arc<LogThreshold> {
+        &self.log_threshold
+    }
+
+    pub(crate) fn seal(&self) -> &Seal {
+        &self.inner.protocol.seal
+    }
+
+    pub(crate) fn task_runner(&self) -> Option<&crate::mcp::server::tasks::Tasks> {
+        self.inner.protocol.tasks.as_ref()
+    }
+
+    /// The MCP revisions served.
+    pub(crate) fn served_revisions(&self) -> Cow<'static, [rmcp::model::ProtocolVersion]> {
+        match &self.inner.protocol.revisions {
+            Some(served) => Cow::Owned(served.clone()),
+            None => Cow::Borrowed(rmcp::model::ProtocolVersion::KNOWN_VERSIONS),
+        }
+    }
+
+    pub(crate) fn list_cache_hint(&self) -> (std::time::Duration, rmcp::model::CacheScope) {
+        self.inner.protocol.list_cache
+    }
+}
