@@ -35,7 +35,7 @@ FLOORS = [
     ["envelope/"],
     ["limits/", "catalog.rs", "classify/", "partial.rs", "found.rs"],
     ["redact/", "wire/"],
-    ["schema.rs", "escalation/", "scope.rs"],
+    ["schema.rs", "escalation/", "scope.rs", "store/"],
     ["query/"],
     ["settle.rs"],
     ["guard/"],

@@ -12,7 +12,11 @@ its CA_PEM issued, and runs this file against nginx's URL, in the client's
   metadata (served), and the SDK's client fails to connect;
 - with `reader-token`, orders are served, and a refund is refused by the
   tool's guard: a `permission` envelope, reason `INSUFFICIENT_SCOPE`;
-- with `refunds-token`, the refund is made.
+- with `refunds-token`, the refund is made;
+- a refund over the cap asks for a person's approval (2026-07-28): its
+  approving round, sent first with another desk's token
+  (`second-desk-token`, the same scopes), is refused (the state is bound to
+  the caller that started it), then sent with its own token, refunds.
 
 The exit status is 0 when every answer is right, 1 otherwise, 2 on a usage
 error.
@@ -25,7 +29,8 @@ import sys
 
 import anyio
 import httpx2
-from mcp import Client
+from mcp import Client, types
+from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp_python_client import CheckFailed, check
@@ -81,6 +86,40 @@ async def run(url: str, tls: ssl.SSLContext) -> None:
         print(f"PASS  {mode}: refunds-token refunds")
 
 
+async def another_callers_replay(url: str, tls: ssl.SSLContext) -> None:
+    stolen: list[str] = []
+    async with httpx2.AsyncClient(verify=tls, timeout=30.0) as thief:
+
+        async def steal(request: httpx2.Request) -> None:
+            if request.headers.get("mcp-method") == "tools/call" and b"requestState" in request.content:
+                headers = request.headers.copy()
+                headers["Authorization"] = "Bearer second-desk-token"
+                answer = await thief.post(request.url, headers=headers, content=request.content)
+                stolen.append(answer.text)
+
+        async def on_elicitation(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+            return types.ElicitResult(action="accept", content={"approver": "ops-on-call"})
+
+        http = httpx2.AsyncClient(
+            verify=tls,
+            headers={"Authorization": "Bearer refunds-token"},
+            timeout=30.0,
+            event_hooks={"request": [steal]},
+        )
+        transport = streamable_http_client(url, http_client=http)
+        async with Client(transport, mode="auto", elicitation_callback=on_elicitation) as writer:
+            refund = await writer.call_tool("process_refund", {"order": "O-77", "amount": 620})
+    check(len(stolen) == 1, f"{len(stolen)} approving rounds seen")
+    check(
+        "requestState was refused" in stolen[0] and "-32602" in stolen[0],
+        f"another desk's token opened the state: {stolen[0][:300]}",
+    )
+    check("Refunded" not in stolen[0], f"another desk's token refunded: {stolen[0][:300]}")
+    check(not refund.is_error, f"the approved refund failed: {refund!r}")
+    check(refund.structured_content == {"result": "Refunded $620 on O-77"}, f"{refund.structured_content}")
+    print("PASS  auto: another token's replay of an approving state is refused; its own caller's refunds")
+
+
 def main() -> None:
     if len(sys.argv) != 3:
         print(__doc__, file=sys.stderr)
@@ -89,6 +128,7 @@ def main() -> None:
     tls = ssl.create_default_context(cafile=ca)
     try:
         anyio.run(run, url, tls)
+        anyio.run(another_callers_replay, url, tls)
     except CheckFailed as failed:
         print(f"FAIL  {failed}", file=sys.stderr)
         sys.exit(1)

@@ -12,7 +12,9 @@ refunds over the $500 cap: the first round of each call answers with the
 question, the second carries the answer and the sealed state. Round-robin
 sends the two rounds to different replicas; every approved refund must
 complete, every declined one must come back as `HUMAN_DECLINED`, and at
-least one call must have had its rounds on two replicas.
+least one call must have had its rounds on two replicas. The replicas share
+a SQLite store (`--store`): the approving round of an approved refund, sent
+again 4 times, is refused by both replicas and refunds nothing.
 
 The exit status is 0 when every check holds, 1 otherwise, 2 on a usage error.
 """
@@ -40,9 +42,13 @@ async def main(argv: list[str]) -> int:
     url = argv[1]
     rounds: list[str] = []
 
+    approving: list[httpx2.Request] = []
+
     async def record(response: httpx2.Response) -> None:
         if response.request.headers.get("mcp-method") == "tools/call":
             rounds.append(response.headers.get("x-replica", "?"))
+            if b"requestState" in response.request.content and not decline:
+                approving.append(response.request)
 
     decline = False
 
@@ -74,6 +80,20 @@ async def main(argv: list[str]) -> int:
                             check(content == {"result": "Refunded $620 on O-77"}, f"{content}")
                             audit = (result.meta or {})["tool-envelope/approvals"][0]
                             check(audit["approver"] == "ops-on-call" and audit["action"] == "accept", f"{audit}")
+                    # The approving round of the last approved refund, sent
+                    # again as it was, 4 times: round-robin takes it to both
+                    # replicas, and neither runs the refund again.
+                    replayed = approving[-1]
+                    replicas = set()
+                    for _ in range(4):
+                        again = await http.send(http.build_request(
+                            "POST", replayed.url, headers=replayed.headers, content=replayed.content))
+                        replicas.add(again.headers.get("x-replica", "?"))
+                        body = again.text
+                        check("requestState was refused" in body and "-32602" in body,
+                              f"a replayed approval was not refused: {again.status_code} {body[:300]}")
+                        check("Refunded" not in body, f"a replayed approval refunded again: {body[:300]}")
+                    check(len(replicas) == 2, f"the replays reached {replicas}, not both replicas")
         check(spanned > 0, "no call had its two rounds on two replicas")
     except Exception as error:  # noqa: BLE001 - the check's failure is the report
         print(f"FAIL  refund approvals through nginx: {error!r}")

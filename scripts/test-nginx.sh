@@ -49,13 +49,15 @@ export TOOL_ENVELOPE_STATE_KEY="nginx-test-key-shared-by-every-replica"
 # Starts replica $1, its log in $work/replica-$1.log.
 start_replica() {
     "$server" --http 127.0.0.1:0 --stateless --allowed-host tools.internal \
+        --store "sqlite:$work/store.db" \
         >/dev/null 2>"$work/replica-$1.log" &
     pids+=("$!")
 }
 
+# One after the other: the first makes the shared store and migrates it.
 start_replica 1
-start_replica 2
 first="$(wait_for_address "$work/replica-1.log" "${pids[0]}")"
+start_replica 2
 second="$(wait_for_address "$work/replica-2.log" "${pids[1]}")"
 port="$(free_port)"
 echo "==> replicas at $first and $second; nginx at 127.0.0.1:$port"

@@ -16,14 +16,18 @@
 //! stderr). Behind a load balancer, add `--stateless` (any replica answers
 //! any request) and `--allowed-host NAME` for each name clients reach it by.
 //! Replicas resume each other's rounds when they seal `requestState` with one
-//! key: set `TOOL_ENVELOPE_STATE_KEY` (32 bytes or more) on each.
+//! key: set `TOOL_ENVELOPE_STATE_KEY` (32 bytes or more) on each. With
+//! `--store URL` (`sqlite:PATH` with the `sqlite` feature, `postgres://…`
+//! with `postgres`), they share a store too, and a person's approval opens
+//! one call across all of them: a replayed approving round runs nothing.
 //! With `--no-retry`, nothing is retried here: every failure is answered as it
 //! happened, and recovery is left to the caller (as `examples/agent.rs` does).
 //!
 //! With `--require-token`, every HTTP request needs a bearer token (401
 //! otherwise, pointing at the metadata document), and only a token with the
 //! scope `refunds:write` may refund. The demo tokens: `reader-token`
-//! (`orders:read`) and `refunds-token` (`orders:read refunds:write`). A
+//! (`orders:read`), and `refunds-token` and `second-desk-token` (two
+//! callers, each `orders:read refunds:write`). A
 //! deployment validates the tokens of its authorization server instead (a
 //! JWT's signature, issuer, audience and expiry). `--resource URL` is the
 //! URL clients reach the server by (`http://HOST:PORT/mcp` unless given),
@@ -34,6 +38,7 @@
 //! cargo run --example mcp_server --features rmcp -- --http 127.0.0.1:8080
 //! cargo run --example mcp_server --features rmcp -- --http 127.0.0.1:8080 --stateless --allowed-host tools.internal
 //! cargo run --example mcp_server --features rmcp -- --http 127.0.0.1:8080 --require-token
+//! cargo run --example mcp_server --features rmcp,sqlite -- --http 127.0.0.1:8080 --store sqlite:/tmp/tools.db
 //! ```
 
 mod tools;
@@ -42,7 +47,7 @@ use tool_envelope::guard::Caller;
 use tool_envelope::mcp::{BearerAuth, DEFAULT_REQUEST_STATE_TTL, HttpOptions};
 use tools::{tools, tools_without_retry};
 
-const USAGE: &str = "usage: mcp_server [--no-retry] [--http HOST:PORT [--stateless] \
+const USAGE: &str = "usage: mcp_server [--no-retry] [--store URL] [--http HOST:PORT [--stateless] \
                      [--allowed-host NAME]... [--require-token [--resource URL]]]";
 
 /// The demo's token validator: who holds each token, with which scopes.
@@ -53,6 +58,7 @@ async fn demo_token(token: String) -> Option<Caller> {
             "refunds-desk",
             ["orders:read", "refunds:write"],
         )),
+        "second-desk-token" => Some(Caller::new("second-desk", ["orders:read", "refunds:write"])),
         _ => None,
     }
 }
@@ -65,10 +71,12 @@ async fn main() -> std::io::Result<()> {
     let mut options = HttpOptions::new();
     let mut hosts = Vec::new();
     let (mut require_token, mut resource) = (false, None);
+    let mut store = None;
     while let Some(flag) = args.next() {
         match flag.as_str() {
             "--http" => http = Some(args.next().unwrap_or_else(|| usage())),
             "--no-retry" => retry = false,
+            "--store" => store = Some(args.next().unwrap_or_else(|| usage())),
             "--stateless" => options = options.stateless(),
             "--allowed-host" => hosts.push(args.next().unwrap_or_else(|| usage())),
             "--require-token" => require_token = true,
@@ -83,6 +91,14 @@ async fn main() -> std::io::Result<()> {
     };
     if let Ok(key) = std::env::var("TOOL_ENVELOPE_STATE_KEY") {
         tools = tools.request_state_key(key, DEFAULT_REQUEST_STATE_TTL);
+    }
+    if let Some(url) = store {
+        // Replicas that share the store share what outlives a call: an
+        // approving state opens once across all of them.
+        let store = tool_envelope::store::open(&url)
+            .await
+            .map_err(std::io::Error::other)?;
+        tools = tools.store(store);
     }
     let Some(address) = http else {
         return tools.serve_stdio().await;

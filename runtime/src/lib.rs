@@ -35,6 +35,7 @@ pub mod retry;
 mod schema;
 mod scope;
 mod settle;
+pub mod store;
 mod wire;
 
 #[doc(hidden)]

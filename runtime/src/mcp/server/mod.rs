@@ -12,6 +12,8 @@ pub(crate) mod asking;
 #[cfg(feature = "rmcp")]
 pub(crate) mod live;
 #[cfg(feature = "rmcp")]
+mod redeemed;
+#[cfg(feature = "rmcp")]
 pub(crate) mod rmcp;
 #[cfg(feature = "rmcp")]
 pub(crate) mod rounds;

@@ -13,8 +13,8 @@
 #![allow(deprecated)]
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use rmcp::model::{
     ClientCapabilities, InputRequest, InputRequests, InputRequiredResult, InputResponses,
@@ -27,8 +27,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::Notify;
 
+use super::redeemed::Redemptions;
 use crate::envelope::ErrorEnvelope;
 use crate::mcp::ask::{self, APPROVAL_KEY_PREFIX, Kind, Question};
+use crate::store::Store;
 
 /// How long a `requestState` stays valid by default: time for a person to
 /// read a form and answer it.
@@ -53,6 +55,17 @@ impl Seal {
         })
     }
 
+    /// The same seal, its approving states redeemed in `store`: shared by
+    /// every replica that shares the store, so that a state opens once
+    /// across them all.
+    pub(crate) fn sharing(&self, store: Arc<dyn Store>) -> Self {
+        Seal {
+            codec: self.codec.clone(),
+            ttl: self.ttl,
+            redeemed: Redemptions::shared(store),
+        }
+    }
+
     /// A seal with a random key: states open only in this process.
     pub(crate) fn random() -> Self {
         let mut key = [0u8; 32];
@@ -69,48 +82,13 @@ impl Default for Seal {
 
 /// What a `requestState` carries: the keys the last round asked, the
 /// answers of the rounds before it, and a nonce of its own: a state that
-/// carries an approval opens once ([`Redemptions`]).
+/// carries an approval opens once (`Redemptions`).
 #[derive(Serialize, Deserialize, Default)]
 struct State {
     asked: Vec<String>,
     answers: BTreeMap<String, Value>,
     #[serde(default)]
     nonce: String,
-}
-
-/// The states of approving rounds already opened: each opens once, so that
-/// one person's yes runs one call. A state is remembered for as long as it
-/// could be opened (its time to live); past [`MAX_REDEMPTIONS`] remembered
-/// at once, another approving round is refused rather than forgotten.
-///
-/// This is the ledger of one tool set in one process: replicas that share
-/// a key share states, not this ledger (SECURITY.md).
-#[derive(Default)]
-struct Redemptions {
-    used: Mutex<HashMap<String, Instant>>,
-}
-
-/// The most approving states one tool set remembers at once.
-const MAX_REDEMPTIONS: usize = 100_000;
-
-impl Redemptions {
-    /// Records the state `nonce` as used until `until`: `false` when it
-    /// was used already, or when no more can be remembered.
-    fn redeem(&self, nonce: &str, until: Instant) -> bool {
-        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = Instant::now();
-        if used.len() >= MAX_REDEMPTIONS {
-            used.retain(|_, until| *until > now);
-        }
-        match used.get(nonce) {
-            Some(kept) if *kept > now => false,
-            _ if used.len() >= MAX_REDEMPTIONS => false,
-            _ => {
-                used.insert(nonce.to_owned(), until);
-                true
-            }
-        }
-    }
 }
 
 /// The one error a `requestState` that does not open gets, whatever the
@@ -212,7 +190,7 @@ impl Asking {
     /// `-32602`, one text whatever the reason, for a `requestState` this
     /// server did not seal for this call and caller, whose time is up, or
     /// that carries an approval already used.
-    pub(crate) fn open(
+    pub(crate) async fn open(
         seal: &Seal,
         context: &RequestContext<RoleServer>,
         tool: &str,
@@ -238,11 +216,7 @@ impl Asking {
                     answers.insert(key, answer);
                 }
             }
-            if approves(&answers)
-                && !seal
-                    .redeemed
-                    .redeem(&state.nonce, Instant::now() + seal.ttl)
-            {
+            if approves(&answers) && !seal.redeemed.redeem(&state.nonce, seal.ttl).await {
                 tracing::debug!(tool, "requestState refused: its approval was used already");
                 return Err(refused_state());
             }

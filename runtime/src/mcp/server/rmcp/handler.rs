@@ -313,7 +313,8 @@ impl ToolSet {
             &arguments,
             subject,
             (round.responses, round.state),
-        )?;
+        )
+        .await?;
         let live = Arc::new(LiveRequest::new(
             context,
             name,

@@ -15,6 +15,7 @@ use crate::mcp::server::rounds::Seal;
 use crate::mcp::server::tasks::{
     DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_CALLER, TaskSupport, Tasks,
 };
+use crate::store::Store;
 
 /// How long a client may cache a tool set's `tools/list` by default: the
 /// tools of a set do not change while it serves.
@@ -36,6 +37,8 @@ pub(super) struct Protocol {
     task_bounds: (usize, usize),
     /// The MCP revisions served; `None`: every one rmcp knows.
     revisions: Option<Vec<ProtocolVersion>>,
+    /// Where what must outlive a call is kept; `None`: in the tool set.
+    store: Option<Arc<dyn Store>>,
 }
 
 impl Default for Protocol {
@@ -47,6 +50,7 @@ impl Default for Protocol {
             tasks: None,
             task_bounds: (DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_CALLER),
             revisions: None,
+            store: None,
         }
     }
 }
@@ -81,9 +85,29 @@ impl ToolSet {
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
     #[must_use]
     pub fn request_state_key(mut self, key: impl AsRef<[u8]>, ttl: std::time::Duration) -> Self {
-        let seal = Seal::new(key.as_ref(), ttl)
+        let mut seal = Seal::new(key.as_ref(), ttl)
             .unwrap_or_else(|error| panic!("a request-state key: {error}"));
-        self.inner_mut().protocol.seal = Arc::new(seal);
+        let protocol = &mut self.inner_mut().protocol;
+        if let Some(store) = &protocol.store {
+            seal = seal.sharing(Arc::clone(store));
+        }
+        protocol.seal = Arc::new(seal);
+        self
+    }
+
+    /// Keeps in `store` what must outlive one process: today, the approving
+    /// states already used, so that a person's yes opens one call across
+    /// every replica that shares the store (give them the same
+    /// [`request_state_key`](Self::request_state_key) too). Without a
+    /// store, each tool set keeps its own, and single use holds within it.
+    /// Open one with [`store::open`](crate::store::open): a SQLite file for
+    /// replicas on one host, Postgres for replicas anywhere.
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+    #[must_use]
+    pub fn store(mut self, store: Arc<dyn Store>) -> Self {
+        let protocol = &mut self.inner_mut().protocol;
+        protocol.seal = Arc::new(protocol.seal.sharing(Arc::clone(&store)));
+        protocol.store = Some(store);
         self
     }
 

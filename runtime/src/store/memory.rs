@@ -1,0 +1,398 @@
+//! The store in the process: for tests, and for one server that may forget
+//! its tasks and approvals when it restarts. Every "decide once" method is
+//! one change under one lock.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use serde_json::Value;
+
+use super::{
+    ApprovalRecord, ApprovalState, AuditEntry, Decision, EscalationRecord, EscalationState, Store,
+    StoreFuture, TaskRecord, TaskUpdate,
+};
+
+/// The store in the process ([`Store`]): nothing outlives it.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    tasks: HashMap<String, TaskRecord>,
+    approvals: HashMap<String, ApprovalRecord>,
+    redeemed: HashMap<String, i64>,
+    escalations: HashMap<String, EscalationRecord>,
+    audit: Vec<AuditEntry>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        MemoryStore::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// An answer, ready.
+fn ready<'a, T: Send + 'a>(value: T) -> StoreFuture<'a, T> {
+    Box::pin(std::future::ready(Ok(value)))
+}
+
+/// Whether an approval in `state` stands for its call: a later call with
+/// the same digest meets it rather than opening another.
+pub(super) fn is_live(approval: &ApprovalRecord, now_ms: i64) -> bool {
+    match approval.state {
+        ApprovalState::Pending | ApprovalState::Approved | ApprovalState::Running => true,
+        ApprovalState::Done | ApprovalState::Declined => approval.expires_ms > now_ms,
+        ApprovalState::Expired => false,
+    }
+}
+
+/// Newest first, at most `limit`.
+fn newest<T>(mut items: Vec<T>, created: impl Fn(&T) -> i64, limit: u32) -> Vec<T> {
+    items.sort_by_key(|item| std::cmp::Reverse(created(item)));
+    items.truncate(limit as usize);
+    items
+}
+
+impl Store for MemoryStore {
+    fn create_task<'a>(&'a self, task: &'a TaskRecord) -> StoreFuture<'a, ()> {
+        self.lock().tasks.insert(task.id.clone(), task.clone());
+        ready(())
+    }
+
+    fn task<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {
+        ready(self.lock().tasks.get(id).cloned())
+    }
+
+    fn update_task<'a>(
+        &'a self,
+        id: &'a str,
+        holder: &'a str,
+        update: &'a TaskUpdate,
+    ) -> StoreFuture<'a, bool> {
+        let mut state = self.lock();
+        let Some(task) = state.tasks.get_mut(id) else {
+            return ready(false);
+        };
+        if task.holder.as_deref() != Some(holder) || task.state.is_finished() {
+            return ready(false);
+        }
+        apply(task, update);
+        ready(true)
+    }
+
+    fn answer_task<'a>(&'a self, id: &'a str, responses: &'a Value) -> StoreFuture<'a, bool> {
+        let mut state = self.lock();
+        let Some(task) = state.tasks.get_mut(id) else {
+            return ready(false);
+        };
+        if task.state.is_finished() {
+            return ready(false);
+        }
+        let mut merged = match task.input_responses.take() {
+            Some(Value::Object(known)) => known,
+            _ => serde_json::Map::new(),
+        };
+        if let Value::Object(new) = responses {
+            merged.extend(new.clone());
+        }
+        task.input_responses = Some(Value::Object(merged));
+        ready(true)
+    }
+
+    fn cancel_task<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool> {
+        let mut state = self.lock();
+        let Some(task) = state.tasks.get_mut(id) else {
+            return ready(false);
+        };
+        if task.state.is_finished() {
+            return ready(false);
+        }
+        task.cancel_requested = true;
+        ready(true)
+    }
+
+    fn running_tasks<'a>(&'a self, caller: Option<&'a str>) -> StoreFuture<'a, (u64, u64)> {
+        let state = self.lock();
+        let running = state
+            .tasks
+            .values()
+            .filter(|task| !task.state.is_finished());
+        let (mut all, mut theirs) = (0, 0);
+        for task in running {
+            all += 1;
+            theirs += u64::from(task.caller.as_deref() == caller);
+        }
+        ready((all, theirs))
+    }
+
+    fn claim_abandoned_tasks<'a>(
+        &'a self,
+        holder: &'a str,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> StoreFuture<'a, Vec<TaskRecord>> {
+        let mut state = self.lock();
+        let mut claimed = Vec::new();
+        for task in state.tasks.values_mut() {
+            if claimed.len() == limit as usize {
+                break;
+            }
+            if !task.state.is_finished() && task.lease_until_ms < now_ms {
+                task.holder = Some(holder.to_owned());
+                task.lease_until_ms = lease_until_ms;
+                task.runs += 1;
+                claimed.push(task.clone());
+            }
+        }
+        ready(claimed)
+    }
+
+    fn open_approval<'a>(
+        &'a self,
+        approval: &'a ApprovalRecord,
+    ) -> StoreFuture<'a, ApprovalRecord> {
+        let mut state = self.lock();
+        let now = approval.created_ms;
+        let existing = state.approvals.values().find(|known| {
+            known.digest == approval.digest && known.block == approval.block && is_live(known, now)
+        });
+        if let Some(existing) = existing {
+            return ready(existing.clone());
+        }
+        state
+            .approvals
+            .insert(approval.id.clone(), approval.clone());
+        ready(approval.clone())
+    }
+
+    fn call_approvals<'a>(
+        &'a self,
+        digest: &'a str,
+        now_ms: i64,
+    ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
+        let state = self.lock();
+        let found: Vec<ApprovalRecord> = (state.approvals.values())
+            .filter(|approval| approval.digest == digest && is_live(approval, now_ms))
+            .cloned()
+            .collect();
+        ready(newest(found, |approval| approval.created_ms, u32::MAX))
+    }
+
+    fn approval<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<ApprovalRecord>> {
+        ready(self.lock().approvals.get(id).cloned())
+    }
+
+    fn approvals<'a>(
+        &'a self,
+        states: &'a [ApprovalState],
+        limit: u32,
+    ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
+        let state = self.lock();
+        let found: Vec<ApprovalRecord> = (state.approvals.values())
+            .filter(|approval| states.contains(&approval.state))
+            .cloned()
+            .collect();
+        ready(newest(found, |approval| approval.created_ms, limit))
+    }
+
+    fn decide<'a>(&'a self, id: &'a str, decision: &'a Decision) -> StoreFuture<'a, bool> {
+        let mut state = self.lock();
+        let Some(approval) = state.approvals.get_mut(id) else {
+            return ready(false);
+        };
+        if approval.state != ApprovalState::Pending || approval.expires_ms <= decision.at_ms {
+            return ready(false);
+        }
+        approval.state = match decision.approve {
+            true => ApprovalState::Approved,
+            false => ApprovalState::Declined,
+        };
+        approval.decided_by = Some(decision.by.clone());
+        approval.decided_ms = Some(decision.at_ms);
+        approval.note = Some(decision.note.clone());
+        ready(true)
+    }
+
+    fn claim_approval<'a>(
+        &'a self,
+        id: &'a str,
+        holder: &'a str,
+        now_ms: i64,
+        lease_until_ms: i64,
+    ) -> StoreFuture<'a, Option<ApprovalRecord>> {
+        let mut state = self.lock();
+        let Some(approval) = state.approvals.get_mut(id) else {
+            return ready(None);
+        };
+        let claimable = approval.state == ApprovalState::Approved
+            || (approval.state == ApprovalState::Running && approval.lease_until_ms < now_ms);
+        if !claimable {
+            return ready(None);
+        }
+        approval.state = ApprovalState::Running;
+        approval.holder = Some(holder.to_owned());
+        approval.lease_until_ms = lease_until_ms;
+        ready(Some(approval.clone()))
+    }
+
+    fn approvals_to_run<'a>(&'a self, now_ms: i64, limit: u32) -> StoreFuture<'a, Vec<String>> {
+        let state = self.lock();
+        let ids = (state.approvals.values())
+            .filter(|approval| {
+                approval.state == ApprovalState::Approved
+                    || (approval.state == ApprovalState::Running
+                        && approval.lease_until_ms < now_ms)
+            })
+            .take(limit as usize)
+            .map(|approval| approval.id.clone())
+            .collect();
+        ready(ids)
+    }
+
+    fn finish_approval<'a>(
+        &'a self,
+        id: &'a str,
+        holder: &'a str,
+        result: &'a Value,
+        _at_ms: i64,
+    ) -> StoreFuture<'a, bool> {
+        let mut state = self.lock();
+        let Some(approval) = state.approvals.get_mut(id) else {
+            return ready(false);
+        };
+        if approval.state != ApprovalState::Running || approval.holder.as_deref() != Some(holder) {
+            return ready(false);
+        }
+        approval.state = ApprovalState::Done;
+        approval.result = Some(result.clone());
+        ready(true)
+    }
+
+    fn expire_approvals<'a>(&'a self, now_ms: i64) -> StoreFuture<'a, Vec<ApprovalRecord>> {
+        let mut state = self.lock();
+        let mut expired = Vec::new();
+        for approval in state.approvals.values_mut() {
+            if approval.state == ApprovalState::Pending && approval.expires_ms <= now_ms {
+                approval.state = ApprovalState::Expired;
+                expired.push(approval.clone());
+            }
+        }
+        ready(expired)
+    }
+
+    fn redeem<'a>(&'a self, nonce: &'a str, until_ms: i64) -> StoreFuture<'a, bool> {
+        let mut state = self.lock();
+        if state.redeemed.contains_key(nonce) {
+            return ready(false);
+        }
+        state.redeemed.insert(nonce.to_owned(), until_ms);
+        ready(true)
+    }
+
+    fn record_escalation<'a>(&'a self, escalation: &'a EscalationRecord) -> StoreFuture<'a, ()> {
+        (self.lock().escalations).insert(escalation.id.clone(), escalation.clone());
+        ready(())
+    }
+
+    fn escalations<'a>(
+        &'a self,
+        wanted: EscalationState,
+        limit: u32,
+    ) -> StoreFuture<'a, Vec<EscalationRecord>> {
+        let state = self.lock();
+        let found: Vec<EscalationRecord> = (state.escalations.values())
+            .filter(|escalation| escalation.state == wanted)
+            .cloned()
+            .collect();
+        ready(newest(found, |escalation| escalation.created_ms, limit))
+    }
+
+    fn resolve_escalation<'a>(
+        &'a self,
+        id: &'a str,
+        by: &'a str,
+        note: &'a str,
+        at_ms: i64,
+    ) -> StoreFuture<'a, bool> {
+        let mut state = self.lock();
+        let Some(escalation) = state.escalations.get_mut(id) else {
+            return ready(false);
+        };
+        if escalation.state != EscalationState::Open {
+            return ready(false);
+        }
+        escalation.state = EscalationState::Resolved;
+        escalation.resolved_by = Some(by.to_owned());
+        escalation.resolved_ms = Some(at_ms);
+        escalation.note = Some(note.to_owned());
+        ready(true)
+    }
+
+    fn audit<'a>(&'a self, entry: &'a AuditEntry) -> StoreFuture<'a, ()> {
+        self.lock().audit.push(entry.clone());
+        ready(())
+    }
+
+    fn audit_log<'a>(&'a self, limit: u32) -> StoreFuture<'a, Vec<AuditEntry>> {
+        let state = self.lock();
+        ready(
+            state
+                .audit
+                .iter()
+                .rev()
+                .take(limit as usize)
+                .cloned()
+                .collect(),
+        )
+    }
+
+    fn sweep<'a>(&'a self, now_ms: i64) -> StoreFuture<'a, ()> {
+        let mut state = self.lock();
+        state
+            .tasks
+            .retain(|_, task| task.created_ms.saturating_add(task.ttl_ms) > now_ms);
+        state.redeemed.retain(|_, until| *until > now_ms);
+        state.approvals.retain(|_, approval| {
+            !matches!(
+                approval.state,
+                ApprovalState::Done | ApprovalState::Declined | ApprovalState::Expired
+            ) || approval.expires_ms.saturating_add(KEEP_DECIDED_MS) > now_ms
+        });
+        ready(())
+    }
+}
+
+/// How long a decided approval is kept past its expiry, for the audit's
+/// readers (7 days).
+pub(super) const KEEP_DECIDED_MS: i64 = 7 * 24 * 60 * 60 * 1000;
+
+/// `update`, applied to `task`.
+pub(super) fn apply(task: &mut TaskRecord, update: &TaskUpdate) {
+    if let Some(state) = update.state {
+        task.state = state;
+    }
+    if let Some(message) = &update.status_message {
+        task.status_message.clone_from(message);
+    }
+    if let Some(lease) = update.lease_until_ms {
+        task.lease_until_ms = lease;
+    }
+    if let Some(requests) = &update.input_requests {
+        task.input_requests.clone_from(requests);
+    }
+    if let Some(result) = &update.result {
+        task.result = Some(result.clone());
+    }
+    if let Some(error) = &update.error {
+        task.error = Some(error.clone());
+    }
+    task.updated_ms = update.at_ms;
+}

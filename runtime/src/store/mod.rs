@@ -1,0 +1,274 @@
+//! What must outlive a call: tasks, approvals that wait for a person,
+//! escalations nobody at the client could take, the approving rounds
+//! already used, and the audit of every decision — behind one trait, so
+//! that any replica answers for any of them and a restart loses nothing.
+//!
+//! - [`MemoryStore`]: in the process, for tests and a single server that
+//!   may forget on restart;
+//! - `SqliteStore` (feature `sqlite`): a file, nothing to install — the
+//!   embedded default; replicas on one host may share the file;
+//! - `PostgresStore` (feature `postgres`): for N replicas.
+//!
+//! Open one from a URL with [`open`]: `memory:`, `sqlite:PATH`,
+//! `postgres://…`. The SQL backends run their migrations when opened.
+//!
+//! Every change that decides something is one conditional update: a
+//! pending approval is decided once (`pending` → `approved` or
+//! `declined`), an approved one is run by the one replica whose claim
+//! (`approved` → `running`, with a lease) succeeds, and a used approving
+//! state is redeemed once. Times are wall-clock milliseconds since the Unix
+//! epoch, given by the caller, so that every replica and every backend read
+//! a lease the same way.
+
+mod memory;
+mod records;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod sql;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub use memory::MemoryStore;
+pub use records::{
+    ApprovalRecord, ApprovalState, AuditEntry, Decision, EscalationRecord, EscalationState,
+    TaskRecord, TaskState, TaskUpdate,
+};
+#[cfg(feature = "postgres")]
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "postgres")))]
+pub use sql::PostgresStore;
+#[cfg(feature = "sqlite")]
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "sqlite")))]
+pub use sql::SqliteStore;
+
+/// A boxed future, as the store's methods answer.
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// A store's failure: the backend's own error, as text (never a secret: the
+/// SQL drivers do not quote parameters).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreError(String);
+
+impl StoreError {
+    /// An error that says `what`.
+    pub fn new(what: impl Into<String>) -> Self {
+        StoreError(what.into())
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the store failed: {}", self.0)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// What must outlive a call, kept where every replica can read it.
+///
+/// Implemented by [`MemoryStore`], `SqliteStore` and `PostgresStore`; a
+/// store of your own (in Redis, say) implements it the same way, each
+/// "decide once" method as one conditional update.
+pub trait Store: Send + Sync + fmt::Debug + 'static {
+    // ---- tasks ----
+
+    /// Keeps a new task.
+    fn create_task<'a>(&'a self, task: &'a TaskRecord) -> StoreFuture<'a, ()>;
+
+    /// The task `id`, if it is kept.
+    fn task<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>>;
+
+    /// Changes the task `id` as `update` says, if `holder` still holds it:
+    /// whether it did.
+    fn update_task<'a>(
+        &'a self,
+        id: &'a str,
+        holder: &'a str,
+        update: &'a TaskUpdate,
+    ) -> StoreFuture<'a, bool>;
+
+    /// Adds `responses` (an object: key → answer) to what the task `id`
+    /// was answered, while it is not finished: whether it was.
+    fn answer_task<'a>(
+        &'a self,
+        id: &'a str,
+        responses: &'a serde_json::Value,
+    ) -> StoreFuture<'a, bool>;
+
+    /// Asks the task `id` to stop, while it is not finished: whether it was.
+    fn cancel_task<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool>;
+
+    /// How many tasks are not finished: in all, and of `caller`.
+    fn running_tasks<'a>(&'a self, caller: Option<&'a str>) -> StoreFuture<'a, (u64, u64)>;
+
+    /// Claims, for `holder` until `lease_until_ms`, up to `limit` unfinished
+    /// tasks whose lease ran out before `now_ms`: the tasks claimed. Each
+    /// claim is one conditional update, so that two replicas never claim one
+    /// task.
+    fn claim_abandoned_tasks<'a>(
+        &'a self,
+        holder: &'a str,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> StoreFuture<'a, Vec<TaskRecord>>;
+
+    // ---- approvals ----
+
+    /// Keeps `approval`, pending, unless a live one (pending, approved,
+    /// running, or done and not yet past its expiry) exists for the same
+    /// call and block: the one kept, new or old.
+    fn open_approval<'a>(&'a self, approval: &'a ApprovalRecord)
+    -> StoreFuture<'a, ApprovalRecord>;
+
+    /// The live approvals of the call `digest` at `now_ms` (pending,
+    /// approved, running; done or declined and not yet expired), newest
+    /// first.
+    fn call_approvals<'a>(
+        &'a self,
+        digest: &'a str,
+        now_ms: i64,
+    ) -> StoreFuture<'a, Vec<ApprovalRecord>>;
+
+    /// The approval `id`.
+    fn approval<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<ApprovalRecord>>;
+
+    /// The approvals of `states`, newest first, at most `limit`.
+    fn approvals<'a>(
+        &'a self,
+        states: &'a [ApprovalState],
+        limit: u32,
+    ) -> StoreFuture<'a, Vec<ApprovalRecord>>;
+
+    /// Decides the pending approval `id`: one conditional update of a
+    /// pending row that has not expired at `decision.at_ms`. Whether it was
+    /// this decision that decided it.
+    fn decide<'a>(&'a self, id: &'a str, decision: &'a Decision) -> StoreFuture<'a, bool>;
+
+    /// Claims the approval `id` to run its call, for `holder` until
+    /// `lease_until_ms`: an approved one, or a running one whose lease ran
+    /// out before `now_ms`. The approval as claimed, or `None` when another
+    /// holder has it or it is not approved.
+    fn claim_approval<'a>(
+        &'a self,
+        id: &'a str,
+        holder: &'a str,
+        now_ms: i64,
+        lease_until_ms: i64,
+    ) -> StoreFuture<'a, Option<ApprovalRecord>>;
+
+    /// The ids of approvals that wait to be run — approved, or running with
+    /// a lease that ran out before `now_ms` — at most `limit`.
+    fn approvals_to_run<'a>(&'a self, now_ms: i64, limit: u32) -> StoreFuture<'a, Vec<String>>;
+
+    /// Keeps the `result` of the approval `id`'s call and ends it (`done`),
+    /// if `holder` still holds it: whether it did.
+    fn finish_approval<'a>(
+        &'a self,
+        id: &'a str,
+        holder: &'a str,
+        result: &'a serde_json::Value,
+        at_ms: i64,
+    ) -> StoreFuture<'a, bool>;
+
+    /// Ends every pending approval whose time ran out before `now_ms`
+    /// (`expired`): those it ended.
+    fn expire_approvals<'a>(&'a self, now_ms: i64) -> StoreFuture<'a, Vec<ApprovalRecord>>;
+
+    // ---- single use ----
+
+    /// Records the approving state `nonce` as used until `until_ms`:
+    /// whether it was not used already.
+    fn redeem<'a>(&'a self, nonce: &'a str, until_ms: i64) -> StoreFuture<'a, bool>;
+
+    // ---- escalations ----
+
+    /// Keeps an escalation.
+    fn record_escalation<'a>(&'a self, escalation: &'a EscalationRecord) -> StoreFuture<'a, ()>;
+
+    /// The escalations of `state`, newest first, at most `limit`.
+    fn escalations<'a>(
+        &'a self,
+        state: EscalationState,
+        limit: u32,
+    ) -> StoreFuture<'a, Vec<EscalationRecord>>;
+
+    /// Resolves the open escalation `id`: one conditional update. Whether
+    /// it was this call that resolved it.
+    fn resolve_escalation<'a>(
+        &'a self,
+        id: &'a str,
+        by: &'a str,
+        note: &'a str,
+        at_ms: i64,
+    ) -> StoreFuture<'a, bool>;
+
+    // ---- audit ----
+
+    /// Keeps an entry of the audit.
+    fn audit<'a>(&'a self, entry: &'a AuditEntry) -> StoreFuture<'a, ()>;
+
+    /// The newest entries of the audit, at most `limit`.
+    fn audit_log<'a>(&'a self, limit: u32) -> StoreFuture<'a, Vec<AuditEntry>>;
+
+    // ---- upkeep ----
+
+    /// Forgets what no one can read any more at `now_ms`: finished tasks
+    /// past their time to live, used states past their expiry.
+    fn sweep<'a>(&'a self, now_ms: i64) -> StoreFuture<'a, ()>;
+}
+
+/// Opens the store at `url`: `memory:` (in the process), `sqlite:PATH`
+/// (feature `sqlite`; the file is made if missing), `postgres://…` or
+/// `postgresql://…` (feature `postgres`). The SQL backends run their
+/// migrations.
+///
+/// # Errors
+///
+/// A URL of no backend this build has, or a store that cannot be reached
+/// or migrated.
+pub async fn open(url: &str) -> Result<Arc<dyn Store>, StoreError> {
+    if url == "memory:" || url == "memory" {
+        return Ok(Arc::new(MemoryStore::new()));
+    }
+    if let Some(path) = url.strip_prefix("sqlite:") {
+        #[cfg(feature = "sqlite")]
+        return Ok(Arc::new(SqliteStore::open(path).await?));
+        #[cfg(not(feature = "sqlite"))]
+        return Err(StoreError::new(format!(
+            "`sqlite:{path}` needs the `sqlite` feature"
+        )));
+    }
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        #[cfg(feature = "postgres")]
+        return Ok(Arc::new(PostgresStore::open(url).await?));
+        #[cfg(not(feature = "postgres"))]
+        return Err(StoreError::new(
+            "a `postgres://` store needs the `postgres` feature",
+        ));
+    }
+    Err(StoreError::new(
+        "a store URL is `memory:`, `sqlite:PATH` or `postgres://…`",
+    ))
+}
+
+/// Now, in milliseconds since the Unix epoch: the clock every lease and
+/// expiry is read by.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+        })
+}
+
+/// A fresh, unguessable id: 128 bits from the operating system's random
+/// source, base64url.
+pub(crate) fn new_id() -> String {
+    use base64::Engine;
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the operating system gives random bytes");
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}

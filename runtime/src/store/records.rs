@@ -1,0 +1,464 @@
+//! What a store keeps: tasks, approvals, escalations and the audit, as
+//! rows every backend reads and writes the same way.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Where a task is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TaskState {
+    /// Running.
+    Working,
+    /// Waiting for its client's answers (`tasks/update`).
+    InputRequired,
+    /// Finished with a result (which may be a tool error).
+    Completed,
+    /// Finished with a protocol error.
+    Failed,
+    /// Stopped at its client's request.
+    Cancelled,
+}
+
+impl TaskState {
+    /// The name kept in the store and sent on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskState::Working => "working",
+            TaskState::InputRequired => "input_required",
+            TaskState::Completed => "completed",
+            TaskState::Failed => "failed",
+            TaskState::Cancelled => "cancelled",
+        }
+    }
+
+    /// The state named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "working" => TaskState::Working,
+            "input_required" => TaskState::InputRequired,
+            "completed" => TaskState::Completed,
+            "failed" => TaskState::Failed,
+            "cancelled" => TaskState::Cancelled,
+            _ => return None,
+        })
+    }
+
+    /// Whether the task has ended.
+    pub fn is_finished(self) -> bool {
+        matches!(
+            self,
+            TaskState::Completed | TaskState::Failed | TaskState::Cancelled
+        )
+    }
+}
+
+/// A task: a call run in the background, read by `tasks/get` on any
+/// replica.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct TaskRecord {
+    /// Its id: unguessable.
+    pub id: String,
+    /// The tool called.
+    pub tool: String,
+    /// The arguments, as the client sent them (kept to run the call again
+    /// when it may be repeated).
+    pub arguments: Value,
+    /// The subject of the caller that made it, on a protected server.
+    pub caller: Option<String>,
+    /// Where it is.
+    pub state: TaskState,
+    /// What it is doing, for people and models.
+    pub status_message: Option<String>,
+    /// When it was made, and last changed (ms since the epoch).
+    pub created_ms: i64,
+    /// When it last changed.
+    pub updated_ms: i64,
+    /// How long it is kept after it was made (ms).
+    pub ttl_ms: i64,
+    /// The replica running it, and until when its lease holds.
+    pub holder: Option<String>,
+    /// Until when the holder's lease holds.
+    pub lease_until_ms: i64,
+    /// Whether the call may be run again from the start: the tool is
+    /// read-only or idempotent.
+    pub safe_to_repeat: bool,
+    /// How many times the call was started.
+    pub runs: u32,
+    /// The questions waiting for the client (`inputRequests`).
+    pub input_requests: Option<Value>,
+    /// The answers the client gave (`inputResponses`, merged).
+    pub input_responses: Option<Value>,
+    /// Whether the client asked it to stop.
+    pub cancel_requested: bool,
+    /// Its result, once completed (a `CallToolResult`).
+    pub result: Option<Value>,
+    /// Its protocol error, once failed.
+    pub error: Option<Value>,
+}
+
+/// A change to a running task, by the replica that holds it.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct TaskUpdate {
+    /// Its new state.
+    pub state: Option<TaskState>,
+    /// A new status message (`Some(None)` clears it).
+    pub status_message: Option<Option<String>>,
+    /// The holder's lease, renewed.
+    pub lease_until_ms: Option<i64>,
+    /// The questions now waiting (`Some(None)` clears them).
+    pub input_requests: Option<Option<Value>>,
+    /// Its result.
+    pub result: Option<Value>,
+    /// Its protocol error.
+    pub error: Option<Value>,
+    /// When the change was made.
+    pub at_ms: i64,
+}
+
+impl TaskRecord {
+    /// A new task of `tool` with `arguments`, working, made now by `caller`
+    /// and kept `ttl_ms` after that, not yet held by any replica.
+    pub fn new(
+        tool: impl Into<String>,
+        arguments: Value,
+        caller: Option<String>,
+        ttl_ms: i64,
+    ) -> Self {
+        let now = super::now_ms();
+        TaskRecord {
+            id: super::new_id(),
+            tool: tool.into(),
+            arguments,
+            caller,
+            state: TaskState::Working,
+            status_message: None,
+            created_ms: now,
+            updated_ms: now,
+            ttl_ms,
+            holder: None,
+            lease_until_ms: 0,
+            safe_to_repeat: false,
+            runs: 0,
+            input_requests: None,
+            input_responses: None,
+            cancel_requested: false,
+            result: None,
+            error: None,
+        }
+    }
+
+    /// The same task held by `holder` until `lease_until_ms`.
+    #[must_use]
+    pub fn held_by(mut self, holder: impl Into<String>, lease_until_ms: i64) -> Self {
+        self.holder = Some(holder.into());
+        self.lease_until_ms = lease_until_ms;
+        self
+    }
+
+    /// The same task, marked safe to run again from the start (its tool is
+    /// read-only or idempotent).
+    #[must_use]
+    pub fn safe_to_repeat(mut self, safe: bool) -> Self {
+        self.safe_to_repeat = safe;
+        self
+    }
+}
+
+impl TaskUpdate {
+    /// A change made now that changes nothing yet: set the fields that
+    /// change.
+    pub fn now() -> Self {
+        TaskUpdate {
+            at_ms: super::now_ms(),
+            ..TaskUpdate::default()
+        }
+    }
+
+    /// The change that ends the task `state` (completed, failed,
+    /// cancelled) with `outcome`: its result when completed, its protocol
+    /// error when failed.
+    pub fn finish(state: TaskState, outcome: Option<Value>) -> Self {
+        let mut update = TaskUpdate::now();
+        update.state = Some(state);
+        match state {
+            TaskState::Failed => update.error = outcome,
+            _ => update.result = outcome,
+        }
+        update
+    }
+}
+
+/// Where an approval is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ApprovalState {
+    /// Waiting for a person who may approve it.
+    Pending,
+    /// Approved: waiting to be run.
+    Approved,
+    /// Declined.
+    Declined,
+    /// Its time ran out before anyone decided.
+    Expired,
+    /// Its call is running, on the replica that claimed it.
+    Running,
+    /// Its call ran; the result is kept.
+    Done,
+}
+
+impl ApprovalState {
+    /// The name kept in the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalState::Pending => "pending",
+            ApprovalState::Approved => "approved",
+            ApprovalState::Declined => "declined",
+            ApprovalState::Expired => "expired",
+            ApprovalState::Running => "running",
+            ApprovalState::Done => "done",
+        }
+    }
+
+    /// The state named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "pending" => ApprovalState::Pending,
+            "approved" => ApprovalState::Approved,
+            "declined" => ApprovalState::Declined,
+            "expired" => ApprovalState::Expired,
+            "running" => ApprovalState::Running,
+            "done" => ApprovalState::Done,
+            _ => return None,
+        })
+    }
+}
+
+/// A guard's block that waits for a person to decide, and what followed:
+/// bound to the call (a digest of the tool, its canonical arguments and the
+/// caller), decided once, run once.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ApprovalRecord {
+    /// Its id, the ticket: unguessable. The tool gets it as an
+    /// idempotency key.
+    pub id: String,
+    /// The digest of the call: tool, canonical arguments, caller.
+    pub digest: String,
+    /// The block's key among the approvable blocks of the call.
+    pub block: String,
+    /// The tool called.
+    pub tool: String,
+    /// The arguments, as the client sent them: what the call runs with
+    /// once approved. Never shown.
+    pub arguments: Value,
+    /// The block's envelope as a person sees it: secrets masked.
+    pub shown: Value,
+    /// The subject of the caller that made the call.
+    pub caller: Option<String>,
+    /// The scopes the caller's token granted: the call runs with them once
+    /// approved, as it would have.
+    pub caller_scopes: Vec<String>,
+    /// Who may decide: the scope an approver's token must grant.
+    pub approvers: String,
+    /// Where it is.
+    pub state: ApprovalState,
+    /// When it was opened (ms since the epoch).
+    pub created_ms: i64,
+    /// When it expires if nobody decides, and when its result is no longer
+    /// given for a call made again.
+    pub expires_ms: i64,
+    /// Who decided, when, and their note.
+    pub decided_by: Option<String>,
+    /// When it was decided.
+    pub decided_ms: Option<i64>,
+    /// The note of whoever decided.
+    pub note: Option<String>,
+    /// The replica running its call, and until when its lease holds.
+    pub holder: Option<String>,
+    /// Until when the holder's lease holds.
+    pub lease_until_ms: i64,
+    /// Whether the call may be run again from the start after its runner
+    /// died (read-only or idempotent).
+    pub safe_to_repeat: bool,
+    /// The reply of its call, once it ran (a `CallToolResult`).
+    pub result: Option<Value>,
+}
+
+impl ApprovalRecord {
+    /// A pending approval of the block `block` of the call `digest`
+    /// (`tool` with `arguments`, by `caller`), shown to people as `shown`,
+    /// which a person granted the scope `approvers` may decide until
+    /// `expires_ms`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        digest: impl Into<String>,
+        block: impl Into<String>,
+        tool: impl Into<String>,
+        arguments: Value,
+        shown: Value,
+        caller: Option<String>,
+        approvers: impl Into<String>,
+        expires_ms: i64,
+    ) -> Self {
+        ApprovalRecord {
+            id: super::new_id(),
+            digest: digest.into(),
+            block: block.into(),
+            tool: tool.into(),
+            arguments,
+            shown,
+            caller,
+            caller_scopes: Vec::new(),
+            approvers: approvers.into(),
+            state: ApprovalState::Pending,
+            created_ms: super::now_ms(),
+            expires_ms,
+            decided_by: None,
+            decided_ms: None,
+            note: None,
+            holder: None,
+            lease_until_ms: 0,
+            safe_to_repeat: false,
+            result: None,
+        }
+    }
+}
+
+/// A person's decision on an approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Decision {
+    /// Approve, or decline.
+    pub approve: bool,
+    /// The subject the approver signed in as.
+    pub by: String,
+    /// Their note.
+    pub note: String,
+    /// When (ms since the epoch).
+    pub at_ms: i64,
+}
+
+impl Decision {
+    /// `by`'s decision, with `note`, now.
+    pub fn new(approve: bool, by: impl Into<String>, note: impl Into<String>) -> Self {
+        Decision {
+            approve,
+            by: by.into(),
+            note: note.into(),
+            at_ms: super::now_ms(),
+        }
+    }
+
+    /// The same decision, made at `at_ms` (ms since the epoch).
+    #[must_use]
+    pub fn at(mut self, at_ms: i64) -> Self {
+        self.at_ms = at_ms;
+        self
+    }
+}
+
+/// Whether an escalation still needs someone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum EscalationState {
+    /// Nobody has taken it yet.
+    Open,
+    /// Someone took it, and said how.
+    Resolved,
+}
+
+impl EscalationState {
+    /// The name kept in the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EscalationState::Open => "open",
+            EscalationState::Resolved => "resolved",
+        }
+    }
+}
+
+/// A failure that went upward, kept for a person: its whole envelope (the
+/// escalation object included), the tool, the caller.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct EscalationRecord {
+    /// Its id.
+    pub id: String,
+    /// The tool that failed.
+    pub tool: Option<String>,
+    /// The subject of the caller, when known.
+    pub caller: Option<String>,
+    /// The escalation as sent: the envelope with its `escalation` object,
+    /// secrets masked.
+    pub envelope: Value,
+    /// Whether it still needs someone.
+    pub state: EscalationState,
+    /// When it was kept (ms since the epoch).
+    pub created_ms: i64,
+    /// Who resolved it, when, and how.
+    pub resolved_by: Option<String>,
+    /// When it was resolved.
+    pub resolved_ms: Option<i64>,
+    /// The resolver's note.
+    pub note: Option<String>,
+}
+
+impl EscalationRecord {
+    /// An open escalation of `envelope` (its JSON, as sent), now.
+    pub fn new(envelope: Value, caller: Option<String>) -> Self {
+        EscalationRecord {
+            id: super::new_id(),
+            tool: envelope
+                .get(crate::keys::TOOL)
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            caller,
+            envelope,
+            state: EscalationState::Open,
+            created_ms: super::now_ms(),
+            resolved_by: None,
+            resolved_ms: None,
+            note: None,
+        }
+    }
+}
+
+/// One line of the audit: who did what to which record, when, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct AuditEntry {
+    /// When (ms since the epoch).
+    pub at_ms: i64,
+    /// Who: the subject they signed in as.
+    pub who: String,
+    /// What: `approve`, `decline`, `resolve`, `sign_in`, `expire`.
+    pub what: String,
+    /// The id of the approval or escalation.
+    pub subject: String,
+    /// Their note.
+    pub note: String,
+}
+
+impl AuditEntry {
+    /// An entry now.
+    pub fn new(
+        who: impl Into<String>,
+        what: impl Into<String>,
+        subject: impl Into<String>,
+        note: impl Into<String>,
+    ) -> Self {
+        AuditEntry {
+            at_ms: super::now_ms(),
+            who: who.into(),
+            what: what.into(),
+            subject: subject.into(),
+            note: note.into(),
+        }
+    }
+}

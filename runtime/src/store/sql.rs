@@ -1,0 +1,834 @@
+//! The SQL stores: SQLite (a file, nothing to install) and Postgres (for N
+//! replicas), through sqlx with queries written once — the same text runs
+//! on both (`$1`-style parameters, `ON CONFLICT DO NOTHING`, `RETURNING`,
+//! a partial unique index) — and migrations embedded in the library, run
+//! when the store is opened.
+//!
+//! Over 500 lines: one macro body holds every query once, for both
+//! backends; splitting it would write each query twice.
+//!
+//! Every "decide once" is one conditional `UPDATE … WHERE state = …` (or an
+//! `INSERT … ON CONFLICT DO NOTHING`): whichever replica's statement the
+//! database applies first wins, and the others change nothing.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+use sqlx::Row;
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+
+use super::{
+    ApprovalRecord, ApprovalState, AuditEntry, Decision, EscalationRecord, EscalationState, Store,
+    StoreError, StoreFuture, TaskRecord, TaskState, TaskUpdate,
+};
+
+/// The store's schema, as migrations.
+fn migrator() -> Migrator {
+    Migrator::with_migrations(vec![Migration::new(
+        1,
+        Cow::Borrowed("tool-envelope store"),
+        MigrationType::Simple,
+        sqlx::SqlStr::from_static(include_str!("migrations/0001_store.sql")),
+        false,
+    )])
+}
+
+/// A driver's error, as the store's.
+fn failed(error: impl std::fmt::Display) -> StoreError {
+    StoreError::new(error.to_string())
+}
+
+/// JSON as it is kept: text.
+fn text(value: &Value) -> String {
+    value.to_string()
+}
+
+/// JSON kept as text, read back.
+fn json(text: Option<String>) -> Result<Option<Value>, StoreError> {
+    text.map(|text| serde_json::from_str(&text).map_err(failed))
+        .transpose()
+}
+
+/// How many times an optimistic update is tried before it gives up.
+const TRIES: usize = 16;
+
+const TASK_COLUMNS: &str = "id, tool, arguments, caller, state, status_message, created_ms, updated_ms, ttl_ms, holder, lease_until_ms, safe_to_repeat, runs, input_requests, input_responses, cancel_requested, result, error, version";
+
+const APPROVAL_COLUMNS: &str = "id, digest, block, tool, arguments, shown, caller, caller_scopes, approvers, state, created_ms, expires_ms, decided_by, decided_ms, note, holder, lease_until_ms, safe_to_repeat, result";
+
+const ESCALATION_COLUMNS: &str =
+    "id, tool, caller, envelope, state, created_ms, resolved_by, resolved_ms, note";
+
+/// The store of one backend: `$name` over `$db`'s pool.
+macro_rules! sql_store {
+    ($(#[$doc:meta])* $name:ident, $db:ty, $pool:ty) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone)]
+        pub struct $name {
+            pool: $pool,
+        }
+
+        impl $name {
+            /// The store over `pool`, its schema migrated.
+            ///
+            /// # Errors
+            ///
+            /// When the migrations cannot be run.
+            pub async fn from_pool(pool: $pool) -> Result<Self, StoreError> {
+                migrator().run(&pool).await.map_err(failed)?;
+                Ok($name { pool })
+            }
+
+            fn task_of(row: &<$db as sqlx::Database>::Row) -> Result<TaskRecord, StoreError> {
+                let state: String = row.try_get("state").map_err(failed)?;
+                Ok(TaskRecord {
+                    id: row.try_get("id").map_err(failed)?,
+                    tool: row.try_get("tool").map_err(failed)?,
+                    arguments: json(Some(row.try_get("arguments").map_err(failed)?))?
+                        .unwrap_or(Value::Null),
+                    caller: row.try_get("caller").map_err(failed)?,
+                    state: TaskState::parse(&state)
+                        .ok_or_else(|| StoreError::new(format!("a task in the state `{state}`")))?,
+                    status_message: row.try_get("status_message").map_err(failed)?,
+                    created_ms: row.try_get("created_ms").map_err(failed)?,
+                    updated_ms: row.try_get("updated_ms").map_err(failed)?,
+                    ttl_ms: row.try_get("ttl_ms").map_err(failed)?,
+                    holder: row.try_get("holder").map_err(failed)?,
+                    lease_until_ms: row.try_get("lease_until_ms").map_err(failed)?,
+                    safe_to_repeat: row.try_get("safe_to_repeat").map_err(failed)?,
+                    runs: u32::try_from(row.try_get::<i64, _>("runs").map_err(failed)?)
+                        .unwrap_or(u32::MAX),
+                    input_requests: json(row.try_get("input_requests").map_err(failed)?)?,
+                    input_responses: json(row.try_get("input_responses").map_err(failed)?)?,
+                    cancel_requested: row.try_get("cancel_requested").map_err(failed)?,
+                    result: json(row.try_get("result").map_err(failed)?)?,
+                    error: json(row.try_get("error").map_err(failed)?)?,
+                })
+            }
+
+            fn approval_of(
+                row: &<$db as sqlx::Database>::Row,
+            ) -> Result<ApprovalRecord, StoreError> {
+                let state: String = row.try_get("state").map_err(failed)?;
+                Ok(ApprovalRecord {
+                    id: row.try_get("id").map_err(failed)?,
+                    digest: row.try_get("digest").map_err(failed)?,
+                    block: row.try_get("block").map_err(failed)?,
+                    tool: row.try_get("tool").map_err(failed)?,
+                    arguments: json(Some(row.try_get("arguments").map_err(failed)?))?
+                        .unwrap_or(Value::Null),
+                    shown: json(Some(row.try_get("shown").map_err(failed)?))?
+                        .unwrap_or(Value::Null),
+                    caller: row.try_get("caller").map_err(failed)?,
+                    caller_scopes: json(Some(row.try_get("caller_scopes").map_err(failed)?))?
+                        .and_then(|scopes| serde_json::from_value(scopes).ok())
+                        .unwrap_or_default(),
+                    approvers: row.try_get("approvers").map_err(failed)?,
+                    state: ApprovalState::parse(&state).ok_or_else(|| {
+                        StoreError::new(format!("an approval in the state `{state}`"))
+                    })?,
+                    created_ms: row.try_get("created_ms").map_err(failed)?,
+                    expires_ms: row.try_get("expires_ms").map_err(failed)?,
+                    decided_by: row.try_get("decided_by").map_err(failed)?,
+                    decided_ms: row.try_get("decided_ms").map_err(failed)?,
+                    note: row.try_get("note").map_err(failed)?,
+                    holder: row.try_get("holder").map_err(failed)?,
+                    lease_until_ms: row.try_get("lease_until_ms").map_err(failed)?,
+                    safe_to_repeat: row.try_get("safe_to_repeat").map_err(failed)?,
+                    result: json(row.try_get("result").map_err(failed)?)?,
+                })
+            }
+
+            fn escalation_of(
+                row: &<$db as sqlx::Database>::Row,
+            ) -> Result<EscalationRecord, StoreError> {
+                let state: String = row.try_get("state").map_err(failed)?;
+                Ok(EscalationRecord {
+                    id: row.try_get("id").map_err(failed)?,
+                    tool: row.try_get("tool").map_err(failed)?,
+                    caller: row.try_get("caller").map_err(failed)?,
+                    envelope: json(Some(row.try_get("envelope").map_err(failed)?))?
+                        .unwrap_or(Value::Null),
+                    state: match state.as_str() {
+                        "resolved" => EscalationState::Resolved,
+                        _ => EscalationState::Open,
+                    },
+                    created_ms: row.try_get("created_ms").map_err(failed)?,
+                    resolved_by: row.try_get("resolved_by").map_err(failed)?,
+                    resolved_ms: row.try_get("resolved_ms").map_err(failed)?,
+                    note: row.try_get("note").map_err(failed)?,
+                })
+            }
+
+            async fn task_row(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+                let sql = format!("SELECT {TASK_COLUMNS} FROM te_tasks WHERE id = $1");
+                let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(failed)?;
+                row.as_ref().map(Self::task_of).transpose()
+            }
+
+            async fn live_approvals(
+                &self,
+                digest: &str,
+                now_ms: i64,
+            ) -> Result<Vec<ApprovalRecord>, StoreError> {
+                let sql = format!(
+                    "SELECT {APPROVAL_COLUMNS} FROM te_approvals WHERE digest = $1 \
+                     AND (state IN ('pending', 'approved', 'running') \
+                          OR (state IN ('done', 'declined') AND expires_ms > $2)) \
+                     ORDER BY created_ms DESC"
+                );
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(digest)
+                    .bind(now_ms)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(failed)?
+                    .iter()
+                    .map(Self::approval_of)
+                    .collect()
+            }
+
+            async fn live_approval(
+                &self,
+                digest: &str,
+                block: &str,
+                now_ms: i64,
+            ) -> Result<Option<ApprovalRecord>, StoreError> {
+                let sql = format!(
+                    "SELECT {APPROVAL_COLUMNS} FROM te_approvals WHERE digest = $1 AND block = $2 \
+                     AND (state IN ('pending', 'approved', 'running') \
+                          OR (state IN ('done', 'declined') AND expires_ms > $3)) \
+                     ORDER BY created_ms DESC LIMIT 1"
+                );
+                let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(digest)
+                    .bind(block)
+                    .bind(now_ms)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(failed)?;
+                row.as_ref().map(Self::approval_of).transpose()
+            }
+        }
+
+        impl Store for $name {
+            fn create_task<'a>(&'a self, task: &'a TaskRecord) -> StoreFuture<'a, ()> {
+                Box::pin(async move {
+                    let sql = format!(
+                        "INSERT INTO te_tasks ({TASK_COLUMNS}) VALUES \
+                         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, 0)"
+                    );
+                    sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .bind(&task.id)
+                        .bind(&task.tool)
+                        .bind(text(&task.arguments))
+                        .bind(&task.caller)
+                        .bind(task.state.as_str())
+                        .bind(&task.status_message)
+                        .bind(task.created_ms)
+                        .bind(task.updated_ms)
+                        .bind(task.ttl_ms)
+                        .bind(&task.holder)
+                        .bind(task.lease_until_ms)
+                        .bind(task.safe_to_repeat)
+                        .bind(i64::from(task.runs))
+                        .bind(task.input_requests.as_ref().map(text))
+                        .bind(task.input_responses.as_ref().map(text))
+                        .bind(task.cancel_requested)
+                        .bind(task.result.as_ref().map(text))
+                        .bind(task.error.as_ref().map(text))
+                        .execute(&self.pool)
+                        .await
+                        .map_err(failed)?;
+                    Ok(())
+                })
+            }
+
+            fn task<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {
+                Box::pin(self.task_row(id))
+            }
+
+            fn update_task<'a>(
+                &'a self,
+                id: &'a str,
+                holder: &'a str,
+                update: &'a TaskUpdate,
+            ) -> StoreFuture<'a, bool> {
+                Box::pin(async move {
+                    for _ in 0..TRIES {
+                        let Some(mut task) = self.task_row(id).await? else {
+                            return Ok(false);
+                        };
+                        if task.holder.as_deref() != Some(holder) || task.state.is_finished() {
+                            return Ok(false);
+                        }
+                        let version: i64 = {
+                            let sql = "SELECT version FROM te_tasks WHERE id = $1";
+                            sqlx::query(sql)
+                                .bind(id)
+                                .fetch_one(&self.pool)
+                                .await
+                                .map_err(failed)?
+                                .try_get("version")
+                                .map_err(failed)?
+                        };
+                        super::memory::apply(&mut task, update);
+                        let sql = "UPDATE te_tasks SET state = $1, status_message = $2, \
+                                   lease_until_ms = $3, input_requests = $4, result = $5, error = $6, \
+                                   updated_ms = $7, version = version + 1 \
+                                   WHERE id = $8 AND holder = $9 AND version = $10";
+                        let done = sqlx::query(sql)
+                            .bind(task.state.as_str())
+                            .bind(&task.status_message)
+                            .bind(task.lease_until_ms)
+                            .bind(task.input_requests.as_ref().map(text))
+                            .bind(task.result.as_ref().map(text))
+                            .bind(task.error.as_ref().map(text))
+                            .bind(task.updated_ms)
+                            .bind(id)
+                            .bind(holder)
+                            .bind(version)
+                            .execute(&self.pool)
+                            .await
+                            .map_err(failed)?;
+                        if done.rows_affected() == 1 {
+                            return Ok(true);
+                        }
+                    }
+                    Err(StoreError::new("a task changed too often to be updated"))
+                })
+            }
+
+            fn answer_task<'a>(
+                &'a self,
+                id: &'a str,
+                responses: &'a Value,
+            ) -> StoreFuture<'a, bool> {
+                Box::pin(async move {
+                    for _ in 0..TRIES {
+                        let sql = "SELECT state, input_responses, version FROM te_tasks WHERE id = $1";
+                        let Some(row) = sqlx::query(sql)
+                            .bind(id)
+                            .fetch_optional(&self.pool)
+                            .await
+                            .map_err(failed)?
+                        else {
+                            return Ok(false);
+                        };
+                        let state: String = row.try_get("state").map_err(failed)?;
+                        if TaskState::parse(&state).is_none_or(TaskState::is_finished) {
+                            return Ok(false);
+                        }
+                        let version: i64 = row.try_get("version").map_err(failed)?;
+                        let mut merged = match json(row.try_get("input_responses").map_err(failed)?)? {
+                            Some(Value::Object(known)) => known,
+                            _ => serde_json::Map::new(),
+                        };
+                        if let Value::Object(new) = responses {
+                            merged.extend(new.clone());
+                        }
+                        let sql = "UPDATE te_tasks SET input_responses = $1, version = version + 1 \
+                                   WHERE id = $2 AND version = $3";
+                        let done = sqlx::query(sql)
+                            .bind(text(&Value::Object(merged)))
+                            .bind(id)
+                            .bind(version)
+                            .execute(&self.pool)
+                            .await
+                            .map_err(failed)?;
+                        if done.rows_affected() == 1 {
+                            return Ok(true);
+                        }
+                    }
+                    Err(StoreError::new("a task changed too often to be answered"))
+                })
+            }
+
+            fn cancel_task<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool> {
+                Box::pin(async move {
+                    let sql = "UPDATE te_tasks SET cancel_requested = TRUE, version = version + 1 \
+                               WHERE id = $1 AND state IN ('working', 'input_required')";
+                    let done = sqlx::query(sql)
+                        .bind(id)
+                        .execute(&self.pool)
+                        .await
+                        .map_err(failed)?;
+                    Ok(done.rows_affected() == 1)
+                })
+            }
+
+            fn running_tasks<'a>(
+                &'a self,
+                caller: Option<&'a str>,
+            ) -> StoreFuture<'a, (u64, u64)> {
+                Box::pin(async move {
+                    let sql = "SELECT COUNT(*) AS all_tasks, \
+                               SUM(CASE WHEN caller IS NOT DISTINCT FROM $1 THEN 1 ELSE 0 END) AS theirs \
+                               FROM te_tasks WHERE state IN ('working', 'input_required')";
+                    let row = sqlx::query(sql)
+                        .bind(caller)
+                        .fetch_one(&self.pool)
+                        .await
+                        .map_err(failed)?;
+                    let all: i64 = row.try_get("all_tasks").map_err(failed)?;
+                    let theirs: Option<i64> = row.try_get("theirs").map_err(failed)?;
+                    Ok((
+                        u64::try_from(all).unwrap_or(0),
+                        u64::try_from(theirs.unwrap_or(0)).unwrap_or(0),
+                    ))
+                })
+            }
+
+            fn claim_abandoned_tasks<'a>(
+                &'a self,
+                holder: &'a str,
+                now_ms: i64,
+                lease_until_ms: i64,
+                limit: u32,
+            ) -> StoreFuture<'a, Vec<TaskRecord>> {
+                Box::pin(async move {
+                    let sql = "SELECT id FROM te_tasks \
+                               WHERE state IN ('working', 'input_required') AND lease_until_ms < $1 \
+                               ORDER BY lease_until_ms LIMIT $2";
+                    let ids: Vec<String> = sqlx::query(sql)
+                        .bind(now_ms)
+                        .bind(i64::from(limit))
+                        .fetch_all(&self.pool)
+                        .await
+                        .map_err(failed)?
+                        .iter()
+                        .map(|row| row.try_get("id"))
+                        .collect::<Result<_, _>>()
+                        .map_err(failed)?;
+                    let mut claimed = Vec::new();
+                    for id in ids {
+                        let sql = format!(
+                            "UPDATE te_tasks SET holder = $1, lease_until_ms = $2, runs = runs + 1, \
+                             version = version + 1 \
+                             WHERE id = $3 AND state IN ('working', 'input_required') AND lease_until_ms < $4 \
+                             RETURNING {TASK_COLUMNS}"
+                        );
+                        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                            .bind(holder)
+                            .bind(lease_until_ms)
+                            .bind(&id)
+                            .bind(now_ms)
+                            .fetch_optional(&self.pool)
+                            .await
+                            .map_err(failed)?;
+                        if let Some(row) = row {
+                            claimed.push(Self::task_of(&row)?);
+                        }
+                    }
+                    Ok(claimed)
+                })
+            }
+
+            fn open_approval<'a>(
+                &'a self,
+                approval: &'a ApprovalRecord,
+            ) -> StoreFuture<'a, ApprovalRecord> {
+                Box::pin(async move {
+                    let now = approval.created_ms;
+                    if let Some(live) = self.live_approval(&approval.digest, &approval.block, now).await? {
+                        return Ok(live);
+                    }
+                    let sql = format!(
+                        "INSERT INTO te_approvals ({APPROVAL_COLUMNS}) VALUES \
+                         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, NULL, NULL, NULL, 0, $13, NULL) \
+                         ON CONFLICT DO NOTHING"
+                    );
+                    sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .bind(&approval.id)
+                        .bind(&approval.digest)
+                        .bind(&approval.block)
+                        .bind(&approval.tool)
+                        .bind(text(&approval.arguments))
+                        .bind(text(&approval.shown))
+                        .bind(&approval.caller)
+                        .bind(text(&serde_json::json!(approval.caller_scopes)))
+                        .bind(&approval.approvers)
+                        .bind(approval.state.as_str())
+                        .bind(approval.created_ms)
+                        .bind(approval.expires_ms)
+                        .bind(approval.safe_to_repeat)
+                        .execute(&self.pool)
+                        .await
+                        .map_err(failed)?;
+                    self.live_approval(&approval.digest, &approval.block, now)
+                        .await?
+                        .ok_or_else(|| StoreError::new("an approval opened, then gone"))
+                })
+            }
+
+            fn call_approvals<'a>(
+                &'a self,
+                digest: &'a str,
+                now_ms: i64,
+            ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
+                Box::pin(self.live_approvals(digest, now_ms))
+            }
+
+            fn approval<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<ApprovalRecord>> {
+                Box::pin(async move {
+                    let sql = format!("SELECT {APPROVAL_COLUMNS} FROM te_approvals WHERE id = $1");
+                    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .bind(id)
+                        .fetch_optional(&self.pool)
+                        .await
+                        .map_err(failed)?;
+                    row.as_ref().map(Self::approval_of).transpose()
+                })
+            }
+
+            fn approvals<'a>(
+                &'a self,
+                states: &'a [ApprovalState],
+                limit: u32,
+            ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
+                Box::pin(async move {
+                    let names: Vec<String> =
+                        states.iter().map(|state| format!("'{}'", state.as_str())).collect();
+                    if names.is_empty() {
+                        return Ok(Vec::new());
+                    }
+                    // The names are the store's own constants, never input.
+                    let sql = format!(
+                        "SELECT {APPROVAL_COLUMNS} FROM te_approvals WHERE state IN ({}) \
+                         ORDER BY created_ms DESC LIMIT $1",
+                        names.join(", ")
+                    );
+                    sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .bind(i64::from(limit))
+                        .fetch_all(&self.pool)
+                        .await
+                        .map_err(failed)?
+                        .iter()
+                        .map(Self::approval_of)
+                        .collect()
+                })
+            }
+
+            fn decide<'a>(&'a self, id: &'a str, decision: &'a Decision) -> StoreFuture<'a, bool> {
+                Box::pin(async move {
+                    let state = match decision.approve {
+                        true => ApprovalState::Approved,
+                        false => ApprovalState::Declined,
+                    };
+                    let sql = "UPDATE te_approvals SET state = $1, decided_by = $2, decided_ms = $3, note = $4 \
+                               WHERE id = $5 AND state = 'pending' AND expires_ms > $3";
+                    let done = sqlx::query(sql)
+                        .bind(state.as_str())
+                        .bind(&decision.by)
+                        .bind(decision.at_ms)
+                        .bind(&decision.note)
+                        .bind(id)
+                        .execute(&self.pool)
+                        .await
+                        .map_err(failed)?;
+                    Ok(done.rows_affected() == 1)
+                })
+            }
+
+            fn claim_approval<'a>(
+                &'a self,
+                id: &'a str,
+                holder: &'a str,
+                now_ms: i64,
+                lease_until_ms: i64,
+            ) -> StoreFuture<'a, Option<ApprovalRecord>> {
+                Box::pin(async move {
+                    let sql = format!(
+                        "UPDATE te_approvals SET state = 'running', holder = $1, lease_until_ms = $2 \
+                         WHERE id = $3 AND (state = 'approved' OR (state = 'running' AND lease_until_ms < $4)) \
+                         RETURNING {APPROVAL_COLUMNS}"
+                    );
+                    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .bind(holder)
+                        .bind(lease_until_ms)
+                        .bind(id)
+                        .bind(now_ms)
+                        .fetch_optional(&self.pool)
+                        .await
+                        .map_err(failed)?;
+                    row.as_ref().map(Self::approval_of).transpose()
+                })
+            }
+
+            fn approvals_to_run<'a>(
+                &'a self,
+                now_ms: i64,
+                limit: u32,
+            ) -> StoreFuture<'a, Vec<String>> {
+                Box::pin(async move {
+                    let sql = "SELECT id FROM te_approvals \
+                               WHERE state = 'approved' OR (state = 'running' AND lease_until_ms < $1) \
+                               ORDER BY created_ms LIMIT $2";
+                    sqlx::query(sql)
+                        .bind(now_ms)
+                        .bind(i64::from(limit))
+                        .fetch_all(&self.pool)
+                        .await
+                        .map_err(failed)?
+                        .iter()
+                        .map(|row| row.try_get("id").map_err(failed))
+                        .collect()
+                })
+            }
+
+            fn finish_approval<'a>(
+                &'a self,
+                id: &'a str,
+                holder: &'a str,
+                result: &'a Value,
+                _at_ms: i64,
+            ) -> StoreFuture<'a, bool> {
+                Box::pin(async move {
+                    let sql = "UPDATE te_approvals SET state = 'done', result = $1 \
+                               WHERE id = $2 AND state = 'running' AND holder = $3";
+                    let done = sqlx::query(sql)
+                        .bind(text(result))
+                        .bind(id)
+                        .bind(holder)
+                        .execute(&self.pool)
+                        .await
+                        .map_err(failed)?;
+                    Ok(done.rows_affected() == 1)
+                })
+            }
+
+            fn expire_approvals<'a>(&'a self, now_ms: i64) -> StoreFuture<'a, Vec<ApprovalRecord>> {
+                Box::pin(async move {
+                    let sql = format!(
+                        "UPDATE te_approvals SET state = 'expired' \
+                         WHERE state = 'pending' AND expires_ms <= $1 RETURNING {APPROVAL_COLUMNS}"
+                    );
+                    sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .bind(now_ms)
+                        .fetch_all(&self.pool)
+                        .await
+                        .map_err(failed)?
+                        .iter()
+                        .map(Self::approval_of)
+                        .collect()
+                })
+            }
+
+            fn redeem<'a>(&'a self, nonce: &'a str, until_ms: i64) -> StoreFuture<'a, bool> {
+                Box::pin(async move {
+                    let sql = "INSERT INTO te_redemptions (nonce, until_ms) VALUES ($1, $2) \
+                               ON CONFLICT DO NOTHING";
+                    let done = sqlx::query(sql)
+                        .bind(nonce)
+                        .bind(until_ms)
+                        .execute(&self.pool)
+                        .await
+                        .map_err(failed)?;
+                    Ok(done.rows_affected() == 1)
+                })
+            }
+
+            fn record_escalation<'a>(
+                &'a self,
+                escalation: &'a EscalationRecord,
+            ) -> StoreFuture<'a, ()> {
+                Box::pin(async move {
+                    let sql = format!(
+                        "INSERT INTO te_escalations ({ESCALATION_COLUMNS}) VALUES \
+                         ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+                    );
+                    sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .bind(&escalation.id)
+                        .bind(&escalation.tool)
+                        .bind(&escalation.caller)
+                        .bind(text(&escalation.envelope))
+                        .bind(escalation.state.as_str())
+                        .bind(escalation.created_ms)
+                        .bind(&escalation.resolved_by)
+                        .bind(escalation.resolved_ms)
+                        .bind(&escalation.note)
+                        .execute(&self.pool)
+                        .await
+                        .map_err(failed)?;
+                    Ok(())
+                })
+            }
+
+            fn escalations<'a>(
+                &'a self,
+                state: EscalationState,
+                limit: u32,
+            ) -> StoreFuture<'a, Vec<EscalationRecord>> {
+                Box::pin(async move {
+                    let sql = format!(
+                        "SELECT {ESCALATION_COLUMNS} FROM te_escalations WHERE state = $1 \
+                         ORDER BY created_ms DESC LIMIT $2"
+                    );
+                    sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .bind(state.as_str())
+                        .bind(i64::from(limit))
+                        .fetch_all(&self.pool)
+                        .await
+                        .map_err(failed)?
+                        .iter()
+                        .map(Self::escalation_of)
+                        .collect()
+                })
+            }
+
+            fn resolve_escalation<'a>(
+                &'a self,
+                id: &'a str,
+                by: &'a str,
+                note: &'a str,
+                at_ms: i64,
+            ) -> StoreFuture<'a, bool> {
+                Box::pin(async move {
+                    let sql = "UPDATE te_escalations SET state = 'resolved', resolved_by = $1, \
+                               resolved_ms = $2, note = $3 WHERE id = $4 AND state = 'open'";
+                    let done = sqlx::query(sql)
+                        .bind(by)
+                        .bind(at_ms)
+                        .bind(note)
+                        .bind(id)
+                        .execute(&self.pool)
+                        .await
+                        .map_err(failed)?;
+                    Ok(done.rows_affected() == 1)
+                })
+            }
+
+            fn audit<'a>(&'a self, entry: &'a AuditEntry) -> StoreFuture<'a, ()> {
+                Box::pin(async move {
+                    let sql = "INSERT INTO te_audit (id, at_ms, who, what, subject, note) \
+                               VALUES ($1, $2, $3, $4, $5, $6)";
+                    sqlx::query(sql)
+                        .bind(super::new_id())
+                        .bind(entry.at_ms)
+                        .bind(&entry.who)
+                        .bind(&entry.what)
+                        .bind(&entry.subject)
+                        .bind(&entry.note)
+                        .execute(&self.pool)
+                        .await
+                        .map_err(failed)?;
+                    Ok(())
+                })
+            }
+
+            fn audit_log<'a>(&'a self, limit: u32) -> StoreFuture<'a, Vec<AuditEntry>> {
+                Box::pin(async move {
+                    let sql = "SELECT at_ms, who, what, subject, note FROM te_audit \
+                               ORDER BY at_ms DESC LIMIT $1";
+                    sqlx::query(sql)
+                        .bind(i64::from(limit))
+                        .fetch_all(&self.pool)
+                        .await
+                        .map_err(failed)?
+                        .iter()
+                        .map(|row| {
+                            Ok(AuditEntry {
+                                at_ms: row.try_get("at_ms").map_err(failed)?,
+                                who: row.try_get("who").map_err(failed)?,
+                                what: row.try_get("what").map_err(failed)?,
+                                subject: row.try_get("subject").map_err(failed)?,
+                                note: row.try_get("note").map_err(failed)?,
+                            })
+                        })
+                        .collect()
+                })
+            }
+
+            fn sweep<'a>(&'a self, now_ms: i64) -> StoreFuture<'a, ()> {
+                Box::pin(async move {
+                    let statements = [
+                        "DELETE FROM te_tasks WHERE created_ms + ttl_ms <= $1",
+                        "DELETE FROM te_redemptions WHERE until_ms <= $1",
+                    ];
+                    for sql in statements {
+                        sqlx::query(sql)
+                            .bind(now_ms)
+                            .execute(&self.pool)
+                            .await
+                            .map_err(failed)?;
+                    }
+                    let sql = "DELETE FROM te_approvals WHERE state IN ('done', 'declined', 'expired') \
+                               AND expires_ms + $1 <= $2";
+                    sqlx::query(sql)
+                        .bind(super::memory::KEEP_DECIDED_MS)
+                        .bind(now_ms)
+                        .execute(&self.pool)
+                        .await
+                        .map_err(failed)?;
+                    Ok(())
+                })
+            }
+        }
+    };
+}
+
+#[cfg(feature = "sqlite")]
+sql_store!(
+    /// The store in a SQLite file ([`Store`]): the embedded default —
+    /// nothing to install, and replicas on one host may share the file
+    /// (write-ahead log, a busy timeout).
+    SqliteStore,
+    sqlx::Sqlite,
+    sqlx::SqlitePool
+);
+
+#[cfg(feature = "sqlite")]
+impl SqliteStore {
+    /// The store in the SQLite file at `path`, made if missing, its schema
+    /// migrated.
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be opened or migrated.
+    pub async fn open(path: &str) -> Result<Self, StoreError> {
+        use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
+        use std::str::FromStr;
+        let options = SqliteConnectOptions::from_str(&format!("sqlite:{path}"))
+            .map_err(failed)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .busy_timeout(std::time::Duration::from_secs(10));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await
+            .map_err(failed)?;
+        Self::from_pool(pool).await
+    }
+}
+
+#[cfg(feature = "postgres")]
+sql_store!(
+    /// The store in Postgres ([`Store`]): for N replicas, which share it.
+    PostgresStore,
+    sqlx::Postgres,
+    sqlx::PgPool
+);
+
+#[cfg(feature = "postgres")]
+impl PostgresStore {
+    /// The store in the Postgres database at `url`
+    /// (`postgres://user:password@host/database`), its schema migrated —
+    /// once, whichever replica starts first (an advisory lock).
+    ///
+    /// # Errors
+    ///
+    /// When the database cannot be reached or migrated.
+    pub async fn open(url: &str) -> Result<Self, StoreError> {
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(8)
+            .connect(url)
+            .await
+            .map_err(|error| StoreError::new(crate::redact::text::scrub(&error.to_string())))?;
+        Self::from_pool(pool).await
+    }
+}

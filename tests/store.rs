@@ -1,0 +1,463 @@
+//! The store's contract, the same on every backend: the in-process store,
+//! a SQLite file (two stores opened on one file stand for two replicas),
+//! and Postgres when `TOOL_ENVELOPE_TEST_POSTGRES` names one
+//! (`scripts/test-postgres.sh` starts Debian's PostgreSQL and sets it).
+//!
+//! Every "decide once" promise is tried the way two replicas would break
+//! it: many deciders, claimers and redeemers at once, exactly one wins.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use tool_envelope::store::{
+    self, ApprovalRecord, ApprovalState, AuditEntry, Decision, EscalationRecord, EscalationState,
+    MemoryStore, Store, TaskRecord, TaskState, TaskUpdate,
+};
+
+const MINUTE: i64 = 60_000;
+
+fn approval(digest: &str, expires_ms: i64) -> ApprovalRecord {
+    ApprovalRecord::new(
+        digest,
+        "cap@0",
+        "refund",
+        json!({"order_id": "ord-1", "amount": 620}),
+        json!({"errorCategory": "business", "isRetryable": false}),
+        Some("agent".to_owned()),
+        "refunds:approve",
+        expires_ms,
+    )
+}
+
+/// Every promise of one store, in order.
+async fn contract(store: Arc<dyn Store>) {
+    tasks(&*store).await;
+    approvals(&*store).await;
+    single_use(&*store).await;
+    escalations_and_audit(&*store).await;
+}
+
+async fn tasks(store: &dyn Store) {
+    let now = store::now_ms();
+    let task = TaskRecord::new("slow", json!({"n": 1}), Some("alice".into()), 10 * MINUTE)
+        .held_by("replica-a", now + MINUTE);
+    store.create_task(&task).await.unwrap();
+    assert_eq!(store.task(&task.id).await.unwrap().as_ref(), Some(&task));
+    assert_eq!(store.task("no-such-task").await.unwrap(), None);
+
+    let (_, alices) = store.running_tasks(Some("alice")).await.unwrap();
+    let (_, bobs) = store.running_tasks(Some("bob")).await.unwrap();
+    assert!(alices >= 1, "alice's task counts as hers");
+    assert_eq!(bobs, 0, "alice's task is not bob's");
+
+    // Only the holder changes it.
+    let mut working = TaskUpdate::now();
+    working.status_message = Some(Some("halfway".into()));
+    assert!(
+        !store
+            .update_task(&task.id, "replica-b", &working)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .update_task(&task.id, "replica-a", &working)
+            .await
+            .unwrap()
+    );
+    let read = store.task(&task.id).await.unwrap().unwrap();
+    assert_eq!(read.status_message.as_deref(), Some("halfway"));
+
+    // Answers merge; a cancel is asked for, not forced.
+    assert!(store.answer_task(&task.id, &json!({"a": 1})).await.unwrap());
+    assert!(store.answer_task(&task.id, &json!({"b": 2})).await.unwrap());
+    assert!(store.cancel_task(&task.id).await.unwrap());
+    let read = store.task(&task.id).await.unwrap().unwrap();
+    assert_eq!(read.input_responses, Some(json!({"a": 1, "b": 2})));
+    assert!(read.cancel_requested);
+
+    // Finished: nothing changes it any more.
+    let done = TaskUpdate::finish(TaskState::Completed, Some(json!({"content": []})));
+    assert!(
+        store
+            .update_task(&task.id, "replica-a", &done)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .update_task(&task.id, "replica-a", &working)
+            .await
+            .unwrap()
+    );
+    assert!(!store.answer_task(&task.id, &json!({"c": 3})).await.unwrap());
+    assert!(!store.cancel_task(&task.id).await.unwrap());
+    let read = store.task(&task.id).await.unwrap().unwrap();
+    assert_eq!(read.state, TaskState::Completed);
+    assert_eq!(read.result, Some(json!({"content": []})));
+
+    // An abandoned task (its lease ran out) is claimed by one replica.
+    let abandoned = TaskRecord::new("slow", json!({}), None, 10 * MINUTE)
+        .held_by("replica-dead", now - 1)
+        .safe_to_repeat(true);
+    store.create_task(&abandoned).await.unwrap();
+    let claimed = (store.claim_abandoned_tasks("replica-b", now, now + MINUTE, 100))
+        .await
+        .unwrap();
+    let mine: Vec<_> = claimed.iter().filter(|t| t.id == abandoned.id).collect();
+    assert_eq!(mine.len(), 1);
+    assert_eq!(mine[0].holder.as_deref(), Some("replica-b"));
+    assert_eq!(mine[0].runs, abandoned.runs + 1);
+    assert!(mine[0].safe_to_repeat);
+    let again = (store.claim_abandoned_tasks("replica-c", now, now + MINUTE, 100))
+        .await
+        .unwrap();
+    assert!(again.iter().all(|t| t.id != abandoned.id), "claimed twice");
+
+    // Past its time to live, a task is swept.
+    store.sweep(now + 11 * MINUTE).await.unwrap();
+    assert_eq!(store.task(&task.id).await.unwrap(), None);
+}
+
+async fn approvals(store: &dyn Store) {
+    let now = store::now_ms();
+    let digest = format!("digest-{}", now);
+    let opened = store
+        .open_approval(&approval(&digest, now + MINUTE))
+        .await
+        .unwrap();
+    assert_eq!(opened.state, ApprovalState::Pending);
+
+    // The same call and block meet the approval already open.
+    let again = store
+        .open_approval(&approval(&digest, now + MINUTE))
+        .await
+        .unwrap();
+    assert_eq!(again.id, opened.id);
+    let live = store.call_approvals(&digest, now).await.unwrap();
+    assert_eq!(live.len(), 1);
+    assert_eq!(
+        live[0].arguments,
+        json!({"order_id": "ord-1", "amount": 620})
+    );
+    assert_eq!(live[0].caller.as_deref(), Some("agent"));
+    assert_eq!(live[0].approvers, "refunds:approve");
+
+    let pending = store
+        .approvals(&[ApprovalState::Pending], 1000)
+        .await
+        .unwrap();
+    assert!(pending.iter().any(|a| a.id == opened.id));
+
+    // Decided once: the second decision, either way, changes nothing.
+    let yes = Decision::new(true, "carol", "customer verified");
+    assert!(store.decide(&opened.id, &yes).await.unwrap());
+    assert!(
+        !store
+            .decide(&opened.id, &Decision::new(false, "mallory", ""))
+            .await
+            .unwrap()
+    );
+    let read = store.approval(&opened.id).await.unwrap().unwrap();
+    assert_eq!(read.state, ApprovalState::Approved);
+    assert_eq!(read.decided_by.as_deref(), Some("carol"));
+    assert_eq!(read.note.as_deref(), Some("customer verified"));
+
+    // Run once: one claim, then only its holder finishes it.
+    assert!(
+        store
+            .approvals_to_run(now, 1000)
+            .await
+            .unwrap()
+            .contains(&opened.id)
+    );
+    let claim = store
+        .claim_approval(&opened.id, "replica-a", now, now + MINUTE)
+        .await
+        .unwrap();
+    assert_eq!(claim.map(|a| a.state), Some(ApprovalState::Running));
+    assert_eq!(
+        store
+            .claim_approval(&opened.id, "replica-b", now, now + MINUTE)
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(
+        !store
+            .approvals_to_run(now, 1000)
+            .await
+            .unwrap()
+            .contains(&opened.id)
+    );
+    // The holder died: its lease runs out, and another replica claims it.
+    let later = now + 2 * MINUTE;
+    assert!(
+        store
+            .approvals_to_run(later, 1000)
+            .await
+            .unwrap()
+            .contains(&opened.id)
+    );
+    let taken = store
+        .claim_approval(&opened.id, "replica-b", later, later + MINUTE)
+        .await
+        .unwrap();
+    assert_eq!(taken.and_then(|a| a.holder), Some("replica-b".to_owned()));
+    let reply = json!({"content": [{"type": "text", "text": "refunded"}]});
+    assert!(
+        !store
+            .finish_approval(&opened.id, "replica-a", &reply, later)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .finish_approval(&opened.id, "replica-b", &reply, later)
+            .await
+            .unwrap()
+    );
+    let done = store.approval(&opened.id).await.unwrap().unwrap();
+    assert_eq!(done.state, ApprovalState::Done);
+    assert_eq!(done.result, Some(reply));
+    assert_eq!(
+        store
+            .claim_approval(&opened.id, "replica-c", later, later + MINUTE)
+            .await
+            .unwrap(),
+        None
+    );
+
+    // Nobody decided in time: it expires, and a late decision is refused.
+    let stale_digest = format!("stale-{}", now);
+    let stale = store
+        .open_approval(&approval(&stale_digest, now + 10))
+        .await
+        .unwrap();
+    let late = Decision::new(true, "carol", "").at(now + 20);
+    assert!(!store.decide(&stale.id, &late).await.unwrap());
+    let expired = store.expire_approvals(now + 20).await.unwrap();
+    assert!(expired.iter().any(|a| a.id == stale.id));
+    assert!(
+        store
+            .expire_approvals(now + 20)
+            .await
+            .unwrap()
+            .iter()
+            .all(|a| a.id != stale.id)
+    );
+    assert_eq!(
+        store.approval(&stale.id).await.unwrap().map(|a| a.state),
+        Some(ApprovalState::Expired)
+    );
+    // An expired approval does not stand for its call: a new one opens.
+    let fresh = store
+        .open_approval(&approval(&stale_digest, now + MINUTE))
+        .await
+        .unwrap();
+    assert_ne!(fresh.id, stale.id);
+
+    // A decline is kept, and stands for its call until it expires.
+    let declined_digest = format!("declined-{}", now);
+    let no = store
+        .open_approval(&approval(&declined_digest, now + MINUTE))
+        .await
+        .unwrap();
+    assert!(
+        store
+            .decide(&no.id, &Decision::new(false, "carol", "fraud"))
+            .await
+            .unwrap()
+    );
+    let live = store.call_approvals(&declined_digest, now).await.unwrap();
+    assert_eq!(
+        live.iter().map(|a| a.state).collect::<Vec<_>>(),
+        [ApprovalState::Declined]
+    );
+    assert!(
+        store
+            .call_approvals(&declined_digest, now + 2 * MINUTE)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+async fn single_use(store: &dyn Store) {
+    let now = store::now_ms();
+    let nonce = format!("nonce-{now}");
+    assert!(store.redeem(&nonce, now + MINUTE).await.unwrap());
+    assert!(
+        !store.redeem(&nonce, now + MINUTE).await.unwrap(),
+        "redeemed twice"
+    );
+    // Past its expiry the state is refused anyway; the record may go.
+    store.sweep(now + 2 * MINUTE).await.unwrap();
+    assert!(store.redeem(&nonce, now + 3 * MINUTE).await.unwrap());
+}
+
+async fn escalations_and_audit(store: &dyn Store) {
+    // The design's refund escalation, as a served tool sends it (its tool
+    // named beside the four pillars).
+    let mut envelope: serde_json::Value =
+        serde_json::from_str(include_str!("fixtures/envelopes/refund-policy-cap.json")).unwrap();
+    envelope["tool"] = json!("process_refund");
+    let escalation = EscalationRecord::new(envelope.clone(), Some("agent".into()));
+    assert_eq!(escalation.tool.as_deref(), Some("process_refund"));
+    store.record_escalation(&escalation).await.unwrap();
+    let open = store
+        .escalations(EscalationState::Open, 1000)
+        .await
+        .unwrap();
+    let kept = open.iter().find(|e| e.id == escalation.id).unwrap();
+    assert_eq!(kept.envelope, envelope);
+
+    let at = store::now_ms();
+    assert!(
+        store
+            .resolve_escalation(&escalation.id, "carol", "refunded by hand", at)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .resolve_escalation(&escalation.id, "dave", "again", at)
+            .await
+            .unwrap()
+    );
+    let resolved = store
+        .escalations(EscalationState::Resolved, 1000)
+        .await
+        .unwrap();
+    let kept = resolved.iter().find(|e| e.id == escalation.id).unwrap();
+    assert_eq!(kept.resolved_by.as_deref(), Some("carol"));
+    assert_eq!(kept.note.as_deref(), Some("refunded by hand"));
+
+    let entry = AuditEntry::new("carol", "resolve", &escalation.id, "refunded by hand");
+    store.audit(&entry).await.unwrap();
+    let log = store.audit_log(10).await.unwrap();
+    assert_eq!(log.first(), Some(&entry));
+}
+
+/// Many replicas at once on one approval: one decides, one claims, one
+/// redeems.
+async fn races(replicas: Vec<Arc<dyn Store>>) {
+    let now = store::now_ms();
+    let digest = format!("race-{now}");
+    let opened = replicas[0]
+        .open_approval(&approval(&digest, now + MINUTE))
+        .await
+        .unwrap();
+    let nonce = format!("race-nonce-{now}");
+
+    let mut decides = Vec::new();
+    let mut redeems = Vec::new();
+    for n in 0..40 {
+        let store = Arc::clone(&replicas[n % replicas.len()]);
+        let id = opened.id.clone();
+        decides.push(tokio::spawn(async move {
+            let decision = Decision::new(n % 2 == 0, format!("approver-{n}"), "");
+            store.decide(&id, &decision).await.unwrap()
+        }));
+        let store = Arc::clone(&replicas[n % replicas.len()]);
+        let nonce = nonce.clone();
+        redeems.push(tokio::spawn(async move {
+            store.redeem(&nonce, now + MINUTE).await.unwrap()
+        }));
+    }
+    let mut decided = 0;
+    for decide in decides {
+        decided += usize::from(decide.await.unwrap());
+    }
+    let mut redeemed = 0;
+    for redeem in redeems {
+        redeemed += usize::from(redeem.await.unwrap());
+    }
+    assert_eq!(decided, 1, "one approval decided {decided} times");
+    assert_eq!(redeemed, 1, "one state redeemed {redeemed} times");
+
+    let read = replicas[0].approval(&opened.id).await.unwrap().unwrap();
+    if read.state == ApprovalState::Approved {
+        let mut claims = Vec::new();
+        for n in 0..40 {
+            let store = Arc::clone(&replicas[n % replicas.len()]);
+            let id = opened.id.clone();
+            claims.push(tokio::spawn(async move {
+                let holder = format!("replica-{n}");
+                store
+                    .claim_approval(&id, &holder, now, now + MINUTE)
+                    .await
+                    .unwrap()
+                    .is_some()
+            }));
+        }
+        let mut claimed = 0;
+        for claim in claims {
+            claimed += usize::from(claim.await.unwrap());
+        }
+        assert_eq!(claimed, 1, "one approval claimed {claimed} times");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_memory_store_keeps_the_contract() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    contract(Arc::clone(&store)).await;
+    races(vec![store]).await;
+}
+
+#[test]
+fn a_store_url_of_no_backend_is_refused_clearly() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let error = runtime
+        .block_on(store::open("redis://localhost"))
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("`memory:`, `sqlite:PATH` or `postgres://"),
+        "{error}"
+    );
+    assert!(runtime.block_on(store::open("memory:")).is_ok());
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sqlite_file_keeps_the_contract_across_two_replicas_and_a_restart() {
+    let folder = std::env::temp_dir().join(format!("tool-envelope-store-{}", store::now_ms()));
+    std::fs::create_dir_all(&folder).unwrap();
+    let url = format!("sqlite:{}", folder.join("store.db").display());
+
+    let first = store::open(&url).await.unwrap();
+    contract(Arc::clone(&first)).await;
+    let second = store::open(&url).await.unwrap();
+    races(vec![Arc::clone(&first), second]).await;
+
+    // What was kept is there after a restart, migrations run again.
+    let now = store::now_ms();
+    let kept = first
+        .open_approval(&approval("restart", now + MINUTE))
+        .await
+        .unwrap();
+    drop(first);
+    let reopened = store::open(&url).await.unwrap();
+    let read = reopened.approval(&kept.id).await.unwrap().unwrap();
+    assert_eq!(read, kept);
+    drop(reopened);
+    std::fs::remove_dir_all(&folder).unwrap();
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_keeps_the_contract_across_two_replicas() {
+    let Ok(url) = std::env::var("TOOL_ENVELOPE_TEST_POSTGRES") else {
+        eprintln!("TOOL_ENVELOPE_TEST_POSTGRES is not set: scripts/test-postgres.sh runs this");
+        return;
+    };
+    let first = store::open(&url).await.unwrap();
+    contract(Arc::clone(&first)).await;
+    let second = store::open(&url).await.unwrap();
+    races(vec![first, second]).await;
+}
