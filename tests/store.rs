@@ -376,27 +376,31 @@ async fn races(replicas: Vec<Arc<dyn Store>>) {
     assert_eq!(decided, 1, "one approval decided {decided} times");
     assert_eq!(redeemed, 1, "one state redeemed {redeemed} times");
 
-    let read = replicas[0].approval(&opened.id).await.unwrap().unwrap();
-    if read.state == ApprovalState::Approved {
-        let mut claims = Vec::new();
-        for n in 0..40 {
-            let store = Arc::clone(&replicas[n % replicas.len()]);
-            let id = opened.id.clone();
-            claims.push(tokio::spawn(async move {
-                let holder = format!("replica-{n}");
-                store
-                    .claim_approval(&id, &holder, now, now + MINUTE)
-                    .await
-                    .unwrap()
-                    .is_some()
-            }));
-        }
-        let mut claimed = 0;
-        for claim in claims {
-            claimed += usize::from(claim.await.unwrap());
-        }
-        assert_eq!(claimed, 1, "one approval claimed {claimed} times");
+    // Whichever decision won, an approved call is claimed by one replica:
+    // a second approval, approved once, raced for by all of them.
+    let approved = replicas[0]
+        .open_approval(&approval(&format!("race-run-{now}"), now + MINUTE))
+        .await
+        .unwrap();
+    let yes = Decision::new(true, "carol", "");
+    assert!(replicas[0].decide(&approved.id, &yes).await.unwrap());
+    let mut claims = Vec::new();
+    for n in 0..40 {
+        let store = Arc::clone(&replicas[n % replicas.len()]);
+        let id = approved.id.clone();
+        claims.push(tokio::spawn(async move {
+            let holder = format!("replica-{n}");
+            (store.claim_approval(&id, &holder, now, now + MINUTE))
+                .await
+                .unwrap()
+                .is_some()
+        }));
     }
+    let mut claimed = 0;
+    for claim in claims {
+        claimed += usize::from(claim.await.unwrap());
+    }
+    assert_eq!(claimed, 1, "one approval claimed {claimed} times");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
