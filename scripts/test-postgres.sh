@@ -3,7 +3,8 @@
 # throwaway cluster (installing the `postgresql` package if it is missing),
 # points TOOL_ENVELOPE_TEST_POSTGRES at it, and runs tests/store.rs's
 # Postgres contract (two stores on one database racing to decide, claim and
-# redeem). The cluster is removed when the script ends.
+# redeem) and tests/tickets.rs's (two replicas racing to run 100 approved
+# calls: each runs once). The cluster is removed when the script ends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,13 +37,16 @@ trap stop EXIT
     -o "-p $port -k $dir -c listen_addresses=127.0.0.1" start >/dev/null
 
 export TOOL_ENVELOPE_TEST_POSTGRES="postgres://postgres@127.0.0.1:$port/postgres"
-out="$(cargo test --all-features --test store -- --nocapture postgres 2>&1)" || { echo "$out"; exit 1; }
-echo "$out" | grep -E "^test |test result"
-if ! echo "$out" | grep -q "test result: ok. 1 passed"; then
-    echo "the Postgres contract did not run" >&2
-    exit 1
-fi
-if echo "$out" | grep -q "is not set"; then
-    echo "the Postgres contract was skipped" >&2
-    exit 1
-fi
+# The store's contract, then approved calls run once by two replicas.
+for suite in store tickets; do
+    out="$(cargo test --all-features --test "$suite" -- --nocapture postgres 2>&1)" || { echo "$out"; exit 1; }
+    echo "$out" | grep -E "^test |test result"
+    if ! echo "$out" | grep -q "test result: ok. 1 passed"; then
+        echo "the Postgres test of $suite did not run" >&2
+        exit 1
+    fi
+    if echo "$out" | grep -q "is not set"; then
+        echo "the Postgres test of $suite was skipped" >&2
+        exit 1
+    fi
+done

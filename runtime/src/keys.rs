@@ -77,4 +77,6 @@ pub mod escalation {
     pub const ELAPSED_MS: &str = "elapsedMs";
     /// A sentence on the decision.
     pub const DETAIL: &str = "detail";
+    /// The ticket of a call that waits for an approver.
+    pub const TICKET: &str = "ticket";
 }

@@ -44,7 +44,7 @@ pub use private::api as __private;
 pub use category::{ErrorCategory, UnknownCategory};
 pub use classify::ToolError;
 pub use envelope::{ErrorEnvelope, ToolResult, Violation};
-pub use escalation::{Escalated, Escalation, EscalationReason};
+pub use escalation::{Escalated, Escalation, EscalationReason, Ticket};
 pub use found::Found;
 pub use json::depth::MAX_DEPTH;
 pub use limits::EnvelopeLimits;

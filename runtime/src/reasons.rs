@@ -45,6 +45,13 @@ pub const POLICY_GAP: &str = "POLICY_GAP";
 /// A person was asked to approve a blocked call, and declined (or dismissed
 /// the question): escalate at once, don't try again.
 pub const HUMAN_DECLINED: &str = "HUMAN_DECLINED";
+/// A guard blocked the call until an approver the caller cannot stand in for
+/// decides it; the call waits in the store, and the envelope's `escalation`
+/// carries its ticket. Not retryable: calling again reads the outcome, it
+/// does not hurry it.
+pub const AWAITING_APPROVAL: &str = "AWAITING_APPROVAL";
+/// Nobody decided the approval a call waited for before it expired.
+pub const APPROVAL_EXPIRED: &str = "APPROVAL_EXPIRED";
 /// A guard blocked the call before it ran (unless the guard gave its own reason).
 pub const BLOCKED_BY_GUARD: &str = "BLOCKED_BY_GUARD";
 /// A guard could not read an argument it needs (missing, or not of the type
@@ -132,7 +139,10 @@ pub const TOO_MANY_QUESTIONS: &str = "TOO_MANY_QUESTIONS";
 /// category and `isRetryable` say: an explicit human request, a policy gap.
 /// `reason` is a normalized one ([`normalize`]).
 pub(crate) fn never_retried(reason: Option<&str>) -> bool {
-    matches!(reason, Some(HUMAN_REQUESTED | POLICY_GAP | HUMAN_DECLINED))
+    matches!(
+        reason,
+        Some(HUMAN_REQUESTED | POLICY_GAP | HUMAN_DECLINED | AWAITING_APPROVAL | APPROVAL_EXPIRED)
+    )
 }
 
 /// `reason` in `UPPER_SNAKE_CASE`, the one form every rule reads: itself

@@ -91,7 +91,19 @@ fn envelope_schema() -> Value {
                     (escalation::REASON): { "enum": escalation_reasons },
                     (escalation::ATTEMPTS): { "type": "integer", "minimum": 0 },
                     (escalation::ELAPSED_MS): { "type": "integer", "minimum": 0 },
-                    (escalation::DETAIL): { "type": "string" }
+                    (escalation::DETAIL): { "type": "string" },
+                    (escalation::TICKET): {
+                        "description": "The ticket of a call that waits for an approver: which approval, who may decide, until when, and how to read the outcome.",
+                        "type": "object",
+                        "properties": {
+                            "id": { "type": "string", "minLength": 1 },
+                            "status": { "type": "string" },
+                            "approvers": { "type": "string" },
+                            "expiresAtMs": { "type": "integer", "minimum": 0 },
+                            "read": { "type": "string" }
+                        },
+                        "required": ["id", "status", "approvers", "expiresAtMs", "read"]
+                    }
                 },
                 "required": [escalation::REASON, escalation::ATTEMPTS, escalation::ELAPSED_MS]
             }

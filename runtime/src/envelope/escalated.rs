@@ -37,11 +37,16 @@ pub enum EscalationReason {
     PolicyGap,
     /// A person was asked to approve the call, and declined.
     HumanDeclined,
+    /// The call waits for an approver the caller cannot stand in for; its
+    /// [`Ticket`] says whom, and how the outcome is read.
+    AwaitingApproval,
+    /// Nobody decided an approval before it expired.
+    ApprovalExpired,
 }
 
 impl EscalationReason {
     /// Every reason, for the schema's list.
-    pub(crate) const ALL: [EscalationReason; 9] = [
+    pub(crate) const ALL: [EscalationReason; 11] = [
         EscalationReason::NonRetryable,
         EscalationReason::RetriesExhausted,
         EscalationReason::DeadlineExceeded,
@@ -51,6 +56,8 @@ impl EscalationReason {
         EscalationReason::HumanRequested,
         EscalationReason::PolicyGap,
         EscalationReason::HumanDeclined,
+        EscalationReason::AwaitingApproval,
+        EscalationReason::ApprovalExpired,
     ];
 
     /// The `snake_case` wire name (`"retries_exhausted"`).
@@ -65,6 +72,8 @@ impl EscalationReason {
             EscalationReason::HumanRequested => "human_requested",
             EscalationReason::PolicyGap => "policy_gap",
             EscalationReason::HumanDeclined => "human_declined",
+            EscalationReason::AwaitingApproval => "awaiting_approval",
+            EscalationReason::ApprovalExpired => "approval_expired",
         }
     }
 }
@@ -108,6 +117,63 @@ pub struct Escalated {
     pub elapsed: Duration,
     /// The sender's sentence on the decision.
     pub detail: Option<String>,
+    /// The ticket of a call that waits for an approver.
+    pub ticket: Option<Ticket>,
+}
+
+/// The ticket of a call that waits for a person the caller cannot stand in
+/// for ([`EscalationReason::AwaitingApproval`]): which approval it is, who
+/// may decide it, until when, and how the caller reads the outcome. Its id
+/// reaches the tool, once it runs, as an idempotency key
+/// ([`ToolContext::idempotency_key`](crate::mcp::ToolContext::idempotency_key)).
+///
+/// ```
+/// use tool_envelope::ErrorEnvelope;
+///
+/// let envelope: ErrorEnvelope = serde_json::from_value(serde_json::json!({
+///     "isError": true, "errorCategory": "business", "isRetryable": false,
+///     "message": "Refund exceeds the $500 cap", "reason": "AWAITING_APPROVAL",
+///     "escalation": {"reason": "awaiting_approval", "attempts": 0, "elapsedMs": 0,
+///         "ticket": {"id": "q3T0", "status": "pending", "approvers": "refunds:approve",
+///                    "expiresAtMs": 1767225600000_u64, "read": "Call again with the same arguments"}}
+/// })).unwrap();
+/// let ticket = envelope.escalation().unwrap().ticket.as_ref().unwrap();
+/// assert_eq!(ticket.approvers, "refunds:approve");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Ticket {
+    /// The approval's id: unguessable.
+    pub id: String,
+    /// Where it is: `pending`, `approved`, `running`.
+    pub status: String,
+    /// Who may decide: the scope an approver's token must grant.
+    pub approvers: String,
+    /// When it expires if nobody decides (ms since the Unix epoch).
+    pub expires_at_ms: u64,
+    /// How the caller reads the outcome.
+    pub read: String,
+}
+
+impl Ticket {
+    /// The ticket `id`, `status`, decided by a holder of `approvers` until
+    /// `expires_at_ms`, read as `read` says.
+    pub fn new(
+        id: impl Into<String>,
+        status: impl Into<String>,
+        approvers: impl Into<String>,
+        expires_at_ms: u64,
+        read: impl Into<String>,
+    ) -> Self {
+        Ticket {
+            id: id.into(),
+            status: status.into(),
+            approvers: approvers.into(),
+            expires_at_ms,
+            read: read.into(),
+        }
+    }
 }
 
 impl Escalated {
@@ -133,11 +199,15 @@ impl Escalated {
         let detail = field(value, keys::DETAIL, false, strict, |found| {
             found.as_str().map(str::to_owned)
         })?;
+        let ticket = field(value, keys::TICKET, false, strict, |found| {
+            Ticket::deserialize(found).ok()
+        })?;
         Ok(Escalated {
             reason: reason.unwrap_or(EscalationReason::NonRetryable),
             attempts: attempts.map_or(0, |attempts| u32::try_from(attempts).unwrap_or(u32::MAX)),
             elapsed: Duration::from_millis(elapsed.unwrap_or(0)),
             detail,
+            ticket,
         })
     }
 }
@@ -168,16 +238,21 @@ pub(crate) struct Wire<'a> {
     pub(crate) attempts: u32,
     pub(crate) elapsed_ms: u64,
     pub(crate) detail: Option<Cow<'a, str>>,
+    pub(crate) ticket: Option<&'a Ticket>,
 }
 
 impl Serialize for Wire<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(3 + usize::from(self.detail.is_some())))?;
+        let fields = 3 + usize::from(self.detail.is_some()) + usize::from(self.ticket.is_some());
+        let mut map = serializer.serialize_map(Some(fields))?;
         map.serialize_entry(keys::REASON, &self.reason)?;
         map.serialize_entry(keys::ATTEMPTS, &self.attempts)?;
         map.serialize_entry(keys::ELAPSED_MS, &self.elapsed_ms)?;
         if let Some(detail) = &self.detail {
             map.serialize_entry(keys::DETAIL, detail)?;
+        }
+        if let Some(ticket) = self.ticket {
+            map.serialize_entry(keys::TICKET, ticket)?;
         }
         map.end()
     }

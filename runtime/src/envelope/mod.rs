@@ -26,7 +26,7 @@ mod traits;
 mod violation;
 
 pub(crate) use escalated::Wire as EscalatedWire;
-pub use escalated::{Escalated, EscalationReason};
+pub use escalated::{Escalated, EscalationReason, Ticket};
 pub(crate) use parts::{ErasedOrigin, Origin, Parts, Refusal};
 pub use violation::Violation;
 
@@ -360,6 +360,14 @@ impl ErrorEnvelope {
             .approval
             .as_deref()
             .filter(|_| self.was_blocked())
+    }
+
+    /// The scope an approver's token must grant, when the block whose key
+    /// [`approval_key`](Self::approval_key) gives waits for approvers the
+    /// caller cannot stand in for; `None` when the client's user decides.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+    pub(crate) fn approvers(&self) -> Option<&str> {
+        self.approval_key().and(self.parts.approvers.as_deref())
     }
 
     /// The reason as it is held: borrowed for the constants of

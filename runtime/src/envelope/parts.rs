@@ -60,6 +60,9 @@ pub(crate) struct Parts {
     /// A guard blocked the call, and a person may approve it: the block's
     /// key among the approvable blocks of the call.
     pub(crate) approval: Option<Box<str>>,
+    /// Who may approve that block when it is not the client's user: the
+    /// scope an approver's token must grant.
+    pub(crate) approvers: Option<Box<str>>,
 }
 
 /// Why a call was refused before its tool ran.
@@ -96,6 +99,7 @@ impl Parts {
             foreign: false,
             refused: None,
             approval: None,
+            approvers: None,
         }
     }
 

@@ -8,7 +8,7 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use crate::envelope::{Escalated, EscalationReason};
+pub use crate::envelope::{Escalated, EscalationReason, Ticket};
 
 use crate::envelope::{ErrorEnvelope, EscalatedWire};
 use crate::json::millis::duration_to_ms;
@@ -33,6 +33,8 @@ impl EscalationReason {
             Some(reasons::HUMAN_REQUESTED) => EscalationReason::HumanRequested,
             Some(reasons::POLICY_GAP) => EscalationReason::PolicyGap,
             Some(reasons::HUMAN_DECLINED) => EscalationReason::HumanDeclined,
+            Some(reasons::AWAITING_APPROVAL) => EscalationReason::AwaitingApproval,
+            Some(reasons::APPROVAL_EXPIRED) => EscalationReason::ApprovalExpired,
             Some(reasons::BLOCKED_BY_GUARD) => EscalationReason::BlockedByGuard,
             _ => EscalationReason::NonRetryable,
         }
@@ -76,6 +78,9 @@ pub struct Escalation {
     pub elapsed: Duration,
     /// A sentence on the decision, such as why a transient failure was not retried.
     pub detail: Option<String>,
+    /// The ticket of a call that waits for an approver
+    /// ([`EscalationReason::AwaitingApproval`]).
+    pub ticket: Option<Box<Ticket>>,
 }
 
 impl Escalation {
@@ -92,6 +97,7 @@ impl Escalation {
             attempts,
             elapsed,
             detail: None,
+            ticket: None,
         }
     }
 
@@ -99,6 +105,13 @@ impl Escalation {
     #[must_use]
     pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
         self.detail = Some(detail.into());
+        self
+    }
+
+    /// Adds the ticket of a call that waits for an approver.
+    #[must_use]
+    pub fn with_ticket(mut self, ticket: Ticket) -> Self {
+        self.ticket = Some(Box::new(ticket));
         self
     }
 
@@ -202,6 +215,7 @@ impl Escalation {
             attempts: self.attempts,
             elapsed_ms: duration_to_ms(self.elapsed),
             detail: self.detail.as_deref().map(Cow::Borrowed),
+            ticket: self.ticket.as_deref(),
         });
         let mut map = serializer.serialize_map(Some(outgoing.len()))?;
         outgoing.write(&mut map)?;
@@ -223,6 +237,7 @@ impl<'de> Deserialize<'de> for Escalation {
             attempts,
             elapsed,
             detail,
+            ticket,
         } = Escalated::read_strict(info).map_err(D::Error::custom)?;
         let envelope = ErrorEnvelope::deserialize(value).map_err(D::Error::custom)?;
         // The object is this escalation's own, not one its envelope came with.
@@ -233,6 +248,7 @@ impl<'de> Deserialize<'de> for Escalation {
             attempts,
             elapsed,
             detail,
+            ticket: ticket.map(Box::new),
         })
     }
 }

@@ -23,10 +23,11 @@ pub struct Blocked {
     pub(super) message: String,
     alternatives: Vec<String>,
     pub(super) reason: Cow<'static, str>,
-    pub(super) approvable: bool,
+    /// Who may approve it, when someone may.
+    pub(super) approvers: Option<Approvers>,
     /// The key of this block among the approvable blocks of its call, once
     /// a served call's guards met it.
-    pub(super) approval: Option<String>,
+    pub(super) approval: Option<Box<str>>,
     pub(super) category: ErrorCategory,
 }
 
@@ -37,7 +38,7 @@ impl Blocked {
             message: message.into(),
             alternatives: Vec::new(),
             reason: Cow::Borrowed(reasons::BLOCKED_BY_GUARD),
-            approvable: false,
+            approvers: None,
             approval: None,
             category: ErrorCategory::Business,
         }
@@ -73,8 +74,37 @@ impl Blocked {
     /// missing right is granted by whoever grants access, not waived by
     /// whoever answers a form.
     #[must_use]
-    pub fn unless_approved(mut self) -> Self {
-        self.approvable = self.category != ErrorCategory::Permission;
+    pub fn unless_approved(self) -> Self {
+        self.unless_approved_by(Approvers::client())
+    }
+
+    /// Lets `approvers` approve the call instead. [`Approvers::client`] is
+    /// [`unless_approved`](Self::unless_approved). [`Approvers::scope`]
+    /// names people who sign in at the server, whom the calling agent
+    /// cannot stand in for: served through a
+    /// [`ToolSet`](crate::mcp::ToolSet) with a
+    /// [`store`](crate::mcp::ToolSet::store), the call waits there and the
+    /// caller gets a `business` envelope, not retryable, reason
+    /// `AWAITING_APPROVAL`, whose `escalation` carries a
+    /// [`Ticket`](crate::Ticket). Nothing the calling client sends decides
+    /// it: an approver whose token grants the scope does, and never the
+    /// caller itself ([`ToolSet::decide`](crate::mcp::ToolSet::decide)).
+    /// Approved, the call runs once, on whichever replica claims it;
+    /// calling again with the same arguments reads its result. Without a
+    /// store, the block stands as it is.
+    ///
+    /// A [`permission`](Self::permission) block is never approvable.
+    ///
+    /// ```
+    /// use tool_envelope::guard::{Approvers, Blocked};
+    ///
+    /// let blocked = Blocked::new("Refund exceeds the $500 cap")
+    ///     .unless_approved_by(Approvers::scope("refunds:approve"));
+    /// # let _ = blocked;
+    /// ```
+    #[must_use]
+    pub fn unless_approved_by(mut self, approvers: Approvers) -> Self {
+        self.approvers = (self.category != ErrorCategory::Permission).then_some(approvers);
         self
     }
 
@@ -94,6 +124,38 @@ impl Blocked {
             self.reason = reason;
         }
         self
+    }
+}
+
+/// Who may approve a blocked call
+/// ([`Blocked::unless_approved_by`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approvers {
+    /// The scope an approver's token must grant; `None`: the client's user.
+    scope: Option<Cow<'static, str>>,
+}
+
+impl Approvers {
+    /// The person at the calling client, asked through elicitation: what
+    /// [`Blocked::unless_approved`] means. Advisory for an autonomous
+    /// agent, whose harness answers for it.
+    pub fn client() -> Self {
+        Approvers { scope: None }
+    }
+
+    /// People who sign in at the server with a token that grants `scope`
+    /// (the tool set's [`BearerAuth`](crate::mcp::BearerAuth) validator
+    /// says who they are), never the caller of the call itself.
+    pub fn scope(scope: impl Into<Cow<'static, str>>) -> Self {
+        Approvers {
+            scope: Some(scope.into()),
+        }
+    }
+
+    /// The scope an approver's token must grant; `None` for
+    /// [`client`](Self::client).
+    pub fn required_scope(&self) -> Option<&str> {
+        self.scope.as_deref()
     }
 }
 
@@ -127,10 +189,12 @@ impl ToolError for Blocked {
     }
 
     fn into_envelope(mut self) -> crate::ErrorEnvelope {
-        let approval = self.approval.take().filter(|_| self.approvable);
+        let approval = self.approval.take().filter(|_| self.approvers.is_some());
+        let approvers = self.approvers.take().and_then(|approvers| approvers.scope);
         crate::classify::envelope_of(self).remade(|parts| {
             parts.refused = Some(crate::envelope::Refusal::Blocked);
-            parts.approval = approval.map(String::into_boxed_str);
+            parts.approval = approval;
+            parts.approvers = approvers.map(|scope| scope.into_owned().into_boxed_str());
         })
     }
 }

@@ -99,12 +99,12 @@ impl<'a> ToolCall<'a> {
         let Some(waivers) = self.waivers else {
             return false;
         };
-        if !blocked.approvable || blocked.approval.is_some() {
+        if blocked.approvers.is_none() || blocked.approval.is_some() {
             return false;
         }
         let key = waivers.key_of(blocked);
         let waived = waivers.approved.contains(&key);
-        blocked.approval = Some(key);
+        blocked.approval = Some(key.into_boxed_str());
         waived
     }
 

@@ -48,7 +48,7 @@ mod guards;
 mod verdict;
 
 pub use crate::caller::Caller;
-pub use blocked::Blocked;
+pub use blocked::{Approvers, Blocked};
 pub use call::ToolCall;
 pub use guards::Guards;
 pub(crate) use verdict::{Waivers, verdict};

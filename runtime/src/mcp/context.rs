@@ -94,6 +94,8 @@ pub struct ToolContext {
     live: Option<Arc<dyn LiveSide>>,
     /// Who called, as a token validator said.
     caller: Option<Arc<Caller>>,
+    /// The key that names this run of the call to the systems it changes.
+    idempotency_key: Option<Arc<str>>,
 }
 
 impl ToolContext {
@@ -109,6 +111,7 @@ impl ToolContext {
         ToolContext {
             live: Some(live),
             caller,
+            idempotency_key: None,
         }
     }
 
@@ -209,6 +212,24 @@ impl ToolContext {
         self
     }
 
+    /// The key that names this call to the systems it changes, for them to
+    /// apply it once: an approved call that waited in the store runs with
+    /// its ticket's id ([`Ticket`](crate::Ticket)), the same on whichever
+    /// replica runs it and however often that is tried. Pass it on as the
+    /// payment provider's `Idempotency-Key`, say. `None` for a call run
+    /// straight away.
+    pub fn idempotency_key(&self) -> Option<&str> {
+        self.idempotency_key.as_deref()
+    }
+
+    /// The same context, with `key` as its
+    /// [`idempotency_key`](Self::idempotency_key).
+    #[must_use]
+    pub fn with_idempotency_key(mut self, key: impl Into<Arc<str>>) -> Self {
+        self.idempotency_key = Some(key.into());
+        self
+    }
+
     /// Reports a local retry as one progress step.
     #[cfg(feature = "tokio")]
     pub(crate) async fn retrying(&self, notice: &crate::retry::RetryNotice) {
@@ -225,6 +246,7 @@ impl fmt::Debug for ToolContext {
             .field("cancelled", &self.is_cancelled())
             .field("wants_progress", &self.wants_progress())
             .field("caller", &self.caller)
+            .field("idempotency_key", &self.idempotency_key)
             .finish()
     }
 }

@@ -171,6 +171,7 @@ impl<'a> Outgoing<'a> {
             attempts: escalated.attempts,
             elapsed_ms: crate::json::millis::duration_to_ms(escalated.elapsed),
             detail: escalated.detail.as_deref().map(text),
+            ticket: escalated.ticket.as_ref(),
         });
         Outgoing {
             category: envelope.category(),

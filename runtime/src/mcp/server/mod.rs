@@ -20,4 +20,6 @@ pub(crate) mod rounds;
 pub(crate) mod state;
 #[cfg(feature = "rmcp")]
 pub(crate) mod tasks;
+#[cfg(feature = "rmcp")]
+pub(crate) mod ticket;
 pub(crate) mod toolset;

@@ -32,6 +32,16 @@ use crate::settle::settle;
 use futures_util::future::{Either, select};
 use std::pin::pin;
 
+/// How a call ended: it ran (or was refused), or — an approved call that
+/// waited in the store — its reply was kept.
+pub(super) enum Outcome {
+    /// It ran, or was refused: its success or its failure.
+    Ran(Result<Success, Failure>),
+    /// The reply kept for it.
+    #[cfg(feature = "rmcp")]
+    Stored(ToolReply),
+}
+
 impl ToolSet {
     /// Calls the tool `name` with `arguments` (a JSON object, or `null` for
     /// none) and returns MCP's `ToolReply`; the tool gets a detached
@@ -76,6 +86,30 @@ impl ToolSet {
         arguments: Value,
         context: ToolContext,
     ) -> Result<ToolReply, ProtocolError> {
+        self.call_past(name, arguments, context, None).await
+    }
+
+    /// [`call_with`](Self::call_with), past the block whose key is
+    /// `approved`, which an approver approved: the run of a ticket.
+    #[cfg(feature = "rmcp")]
+    pub(super) async fn call_approved(
+        &self,
+        name: &str,
+        arguments: Value,
+        context: ToolContext,
+        approved: &str,
+    ) -> Result<ToolReply, ProtocolError> {
+        self.call_past(name, arguments, context, Some(approved))
+            .await
+    }
+
+    async fn call_past(
+        &self,
+        name: &str,
+        arguments: Value,
+        context: ToolContext,
+        approved: Option<&str>,
+    ) -> Result<ToolReply, ProtocolError> {
         let Some(&index) = self.inner.index.get(name) else {
             dismantle(arguments);
             return Err(ProtocolError::unknown_tool(
@@ -99,6 +133,9 @@ impl ToolSet {
             }
         };
         let state = CallState::new(&definition.checks, &self.inner.guards, context);
+        if let Some(key) = approved {
+            state.approved().approve(key);
+        }
         // Whatever panics — the decoding, a `Serialize`, the set itself —
         // answers with an envelope that keeps what the call knows: a request
         // is never left without a reply.
@@ -117,15 +154,17 @@ impl ToolSet {
             Ok(outcome) => outcome,
             Err(panic) => {
                 let envelope = panicked(&format!("tool `{}`", entry.facts.tool), panic.as_ref());
-                Err(Failure::Envelope(settle_here(
+                Outcome::Ran(Err(Failure::Envelope(settle_here(
                     envelope, entry, &arguments, &state,
-                )))
+                ))))
             }
         };
         #[cfg_attr(not(feature = "rmcp"), allow(unused_mut))]
         let mut reply = match outcome {
-            Ok(success) => self.success(entry, success, &arguments, &state),
-            Err(failure) => self.failure(entry, failure),
+            Outcome::Ran(Ok(success)) => self.success(entry, success, &arguments, &state),
+            Outcome::Ran(Err(failure)) => self.failure(entry, failure),
+            #[cfg(feature = "rmcp")]
+            Outcome::Stored(reply) => return Ok(reply),
         };
         #[cfg(feature = "rmcp")]
         {
@@ -148,6 +187,21 @@ impl ToolSet {
         arguments: Value,
         envelope: ErrorEnvelope,
     ) -> ToolReply {
+        let refused =
+            envelope.remade(|parts| parts.refused = Some(crate::envelope::Refusal::Unusable));
+        self.failed(name, arguments, refused)
+    }
+
+    /// The reply of a call of `name` with `arguments` that failed with
+    /// `envelope` outside the tool — settled, masked and sized as every
+    /// failure of the set.
+    #[cfg(feature = "rmcp")]
+    pub(crate) fn failed(
+        &self,
+        name: &str,
+        arguments: Value,
+        envelope: ErrorEnvelope,
+    ) -> ToolReply {
         let Some(&index) = self.inner.index.get(name) else {
             return ToolReply::structured(
                 serde_json::to_value(&envelope).unwrap_or_default(),
@@ -161,22 +215,21 @@ impl ToolSet {
             _ => Map::new(),
         };
         let mask = ArgumentMask::new(&entry.definition.checks.secrets, &[]);
-        let refused =
-            envelope.remade(|parts| parts.refused = Some(crate::envelope::Refusal::Unusable));
         let query = Query::Arguments(&arguments, Scope::masked(mask));
-        let envelope = settle(refused, &entry.facts, query, &|| None);
+        let envelope = settle(envelope, &entry.facts, query, &|| None);
         self.failure(entry, Failure::Envelope(envelope))
     }
 
     /// The call's attempts; when a guard blocked it and a person may
-    /// approve it, the person is asked, and the call runs again if they
-    /// approve.
+    /// approve it, the person is asked — the client's user, and the call
+    /// runs again if they approve — or the call waits in the store for an
+    /// approver the caller cannot stand in for.
     async fn decided(
         &self,
         entry: &Entry,
         arguments: &Map<String, Value>,
         state: &CallState,
-    ) -> Result<Success, Failure> {
+    ) -> Outcome {
         let outcome = self.attempts(entry, arguments, state).await;
         #[cfg(feature = "rmcp")]
         let outcome = {
@@ -190,6 +243,15 @@ impl ToolSet {
                     },
                     Ok(_) => break,
                 };
+                if let Some(scope) = blocked.approvers().map(str::to_owned) {
+                    let Err(failure) = outcome else {
+                        unreachable!("a block is a failure")
+                    };
+                    state.keep_audit(records);
+                    return self
+                        .ticketed(entry, arguments, state, failure, &key, &scope)
+                        .await;
+                }
                 match approval::ask(state.context_ref(), &key, blocked, &mut records).await {
                     Approval::Approved => {
                         state.approved().approve(&key);
@@ -206,7 +268,7 @@ impl ToolSet {
             state.keep_audit(records);
             outcome
         };
-        outcome
+        Outcome::Ran(outcome)
     }
 
     /// A success: the value as `structuredContent` and its JSON as text, or
@@ -302,7 +364,7 @@ impl ToolSet {
 /// attempt cut off by the deadline, a result that would not serialize —
 /// settled with what the call knows: which tool, which arguments, everything
 /// its collector gathered. One the call settled is left as it is.
-fn settle_here(
+pub(super) fn settle_here(
     envelope: ErrorEnvelope,
     entry: &Entry,
     arguments: &Map<String, Value>,

@@ -12,10 +12,14 @@ mod entry;
 mod failure;
 #[cfg(feature = "rmcp")]
 mod protocol;
+#[cfg(feature = "rmcp")]
+mod tickets;
 
 pub use entry::{FreeTool, MethodTool, ServableTool, ToolProvider};
 #[cfg(feature = "rmcp")]
 pub use protocol::DEFAULT_LIST_TTL;
+#[cfg(feature = "rmcp")]
+pub use tickets::DecisionError;
 
 use entry::{Dispatch, Entry, SharedCall};
 
@@ -281,6 +285,8 @@ impl ToolSet {
     /// for every session.
     #[must_use]
     pub fn for_session(&self) -> Self {
+        #[cfg(feature = "rmcp")]
+        self.start_runner();
         ToolSet {
             inner: Arc::clone(&self.inner),
             log_threshold: Arc::default(),

@@ -38,7 +38,9 @@ pub(super) struct Protocol {
     /// The MCP revisions served; `None`: every one rmcp knows.
     revisions: Option<Vec<ProtocolVersion>>,
     /// Where what must outlive a call is kept; `None`: in the tool set.
-    store: Option<Arc<dyn Store>>,
+    pub(super) store: Option<Arc<dyn Store>>,
+    /// How the approvals that wait in the store are run.
+    pub(super) approving: Arc<super::tickets::Approving>,
 }
 
 impl Default for Protocol {
@@ -51,6 +53,7 @@ impl Default for Protocol {
             task_bounds: (DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_CALLER),
             revisions: None,
             store: None,
+            approving: Arc::default(),
         }
     }
 }

@@ -1,0 +1,248 @@
+//! Approvals the calling agent cannot give: a guard's block whose approvers
+//! sign in at the server
+//! ([`Approvers::scope`](crate::guard::Approvers::scope)) waits in the tool
+//! set's store as a ticket. Nothing the calling client sends decides it; an
+//! approver does, once; the call then runs once, on whichever replica claims
+//! it, and the same call made again reads its outcome.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::caller::Caller;
+use crate::envelope::{ErrorEnvelope, Refusal, Ticket};
+use crate::escalation::{Escalation, EscalationReason};
+use crate::mcp::reply::ToolReply;
+use crate::reasons;
+use crate::store::{ApprovalRecord, ApprovalState, Store, StoreError, now_ms};
+
+/// How long an approval waits for a decision by default, and how long its
+/// outcome is then given to the same call made again.
+pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// A served call a guard blocked until an approver decides.
+pub(crate) struct Waiting<'a> {
+    /// The tool called.
+    pub(crate) tool: &'a str,
+    /// Its arguments, as the client sent them.
+    pub(crate) arguments: &'a Map<String, Value>,
+    /// Who called.
+    pub(crate) caller: Option<&'a Caller>,
+    /// The block's key among the approvable blocks of the call.
+    pub(crate) block: &'a str,
+    /// The scope an approver's token must grant.
+    pub(crate) approvers: &'a str,
+    /// Whether the tool may run again from the start (read-only, idempotent).
+    pub(crate) safe_to_repeat: bool,
+}
+
+/// Where a waiting call stands.
+pub(crate) enum Ticketed {
+    /// It waits (pending, approved, running): the escalation that carries
+    /// its ticket.
+    Awaiting(Escalation),
+    /// An approver declined it.
+    Declined(ErrorEnvelope),
+    /// It ran: its reply, as kept.
+    Ran(ToolReply),
+}
+
+/// The digest an approval is bound to: the tool, its arguments in canonical
+/// form (keys sorted at every level), and the caller's subject.
+pub(crate) fn digest(
+    tool: &str,
+    arguments: &Map<String, Value>,
+    caller: Option<&Caller>,
+) -> String {
+    let mut hash = Sha256::new();
+    hash.update(tool.as_bytes());
+    hash.update([0]);
+    let mut canonical = Vec::new();
+    write_canonical(&Value::Object(arguments.clone()), &mut canonical);
+    hash.update(&canonical);
+    hash.update([0]);
+    hash.update(caller.map_or("", Caller::subject).as_bytes());
+    hash.finalize()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// `value` as JSON with the keys of every object sorted.
+fn write_canonical(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Object(fields) => {
+            let mut keys: Vec<&String> = fields.keys().collect();
+            keys.sort();
+            out.push(b'{');
+            for (index, key) in keys.into_iter().enumerate() {
+                if index > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(Value::String(key.clone()).to_string().as_bytes());
+                out.push(b':');
+                write_canonical(&fields[key.as_str()], out);
+            }
+            out.push(b'}');
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(b',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(b']');
+        }
+        scalar => out.extend_from_slice(scalar.to_string().as_bytes()),
+    }
+}
+
+/// Where `call`, blocked with `blocked` (shown to approvers as `shown`),
+/// stands in `store`: the approval of its block is opened when there is no
+/// live one, and read when there is.
+///
+/// # Errors
+///
+/// When the store cannot be read or written.
+pub(crate) async fn wait(
+    store: &dyn Store,
+    call: &Waiting<'_>,
+    blocked: &ErrorEnvelope,
+    shown: Value,
+    ttl: Duration,
+) -> Result<Ticketed, StoreError> {
+    let digest = digest(call.tool, call.arguments, call.caller);
+    let now = now_ms();
+    let live = store.call_approvals(&digest, now).await?;
+    let approval = match live
+        .into_iter()
+        .find(|approval| approval.block == call.block)
+    {
+        Some(approval) => approval,
+        None => {
+            let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+            let mut approval = ApprovalRecord::new(
+                digest,
+                call.block,
+                call.tool,
+                Value::Object(call.arguments.clone()),
+                shown,
+                call.caller.map(|caller| caller.subject().to_owned()),
+                call.approvers,
+                now.saturating_add(ttl_ms),
+            );
+            approval.caller_scopes = call
+                .caller
+                .map(|caller| caller.scopes().map(str::to_owned).collect())
+                .unwrap_or_default();
+            approval.safe_to_repeat = call.safe_to_repeat;
+            store.open_approval(&approval).await?
+        }
+    };
+    Ok(standing(&approval, blocked, now))
+}
+
+/// Where the call of `approval` stands, `blocked` being its guard's block.
+fn standing(approval: &ApprovalRecord, blocked: &ErrorEnvelope, now: i64) -> Ticketed {
+    match approval.state {
+        ApprovalState::Done => match approval
+            .result
+            .clone()
+            .and_then(|result| serde_json::from_value::<ToolReply>(result).ok())
+        {
+            Some(reply) => Ticketed::Ran(reply),
+            None => Ticketed::Declined(
+                ErrorEnvelope::other("the approved call ran, but its result could not be read")
+                    .with_reason(reasons::MAY_HAVE_TAKEN_EFFECT),
+            ),
+        },
+        ApprovalState::Declined => Ticketed::Declined(declined(blocked, approval)),
+        ApprovalState::Pending
+        | ApprovalState::Approved
+        | ApprovalState::Running
+        | ApprovalState::Expired => Ticketed::Awaiting(awaiting(blocked, approval, now)),
+    }
+}
+
+/// The escalation of a call that waits for `approval`.
+fn awaiting(blocked: &ErrorEnvelope, approval: &ApprovalRecord, now: i64) -> Escalation {
+    let read = format!(
+        "Call `{}` again with the same arguments: until the ticket expires, it answers with this ticket while it waits, then with the call's result once it ran",
+        approval.tool
+    );
+    let ticket = Ticket::new(
+        approval.id.clone(),
+        approval.state.as_str(),
+        approval.approvers.clone(),
+        u64::try_from(approval.expires_ms).unwrap_or(0),
+        read,
+    );
+    let message = format!(
+        "{} — waiting for an approver with `{}` (ticket {})",
+        blocked.message().trim_end(),
+        approval.approvers,
+        approval.id
+    );
+    let envelope = ErrorEnvelope::business(message)
+        .with_reason(reasons::AWAITING_APPROVAL)
+        .with_alternatives(blocked.alternatives().iter().cloned())
+        .with_alternative(
+            "Wait for the approver's decision, then call again with the same arguments to read the outcome",
+        )
+        .remade(|parts| parts.refused = Some(Refusal::Blocked));
+    let elapsed = Duration::from_millis(u64::try_from(now - approval.created_ms).unwrap_or(0));
+    Escalation::new(EscalationReason::AwaitingApproval, envelope, 0, elapsed)
+        .with_detail(format!(
+            "Kept as approval {}, which only a person whose token grants `{}` can decide, never the caller",
+            approval.id, approval.approvers
+        ))
+        .with_ticket(ticket)
+}
+
+/// The envelope of a call an approver declined.
+fn declined(blocked: &ErrorEnvelope, approval: &ApprovalRecord) -> ErrorEnvelope {
+    let by = approval.decided_by.as_deref().unwrap_or("an approver");
+    let note = approval
+        .note
+        .as_deref()
+        .filter(|note| !note.is_empty())
+        .map_or_else(String::new, |note| format!(" ({note})"));
+    ErrorEnvelope::business(format!(
+        "{by} declined the call{note}: {}",
+        blocked.message()
+    ))
+    .with_reason(reasons::HUMAN_DECLINED)
+    .with_alternatives(blocked.alternatives().iter().cloned())
+    .remade(|parts| parts.refused = Some(Refusal::Declined))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn object(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn the_digest_binds_tool_arguments_and_caller_whatever_the_key_order() {
+        let alice = Caller::new("alice", ["refunds:write"]);
+        let bob = Caller::new("bob", ["refunds:write"]);
+        let one = object(json!({"order_id": "A-1", "amount": 620, "meta": {"b": 1, "a": 2}}));
+        let same = object(json!({"meta": {"a": 2, "b": 1}, "amount": 620, "order_id": "A-1"}));
+        let other = object(json!({"order_id": "A-1", "amount": 621, "meta": {"b": 1, "a": 2}}));
+        let base = digest("refund", &one, Some(&alice));
+        assert_eq!(base, digest("refund", &same, Some(&alice)));
+        assert_ne!(base, digest("refund", &other, Some(&alice)));
+        assert_ne!(base, digest("refund", &one, Some(&bob)));
+        assert_ne!(base, digest("refund", &one, None));
+        assert_ne!(base, digest("refund2", &one, Some(&alice)));
+    }
+}

@@ -1,0 +1,534 @@
+//! Approvals the calling agent cannot give
+//! (`Blocked::unless_approved_by(Approvers::scope(..))`): the call waits in
+//! the store as a ticket, nothing the calling client sends decides it, an
+//! approver who is not the caller decides it once, and the call runs once —
+//! across two replicas sharing a SQLite file and across a restart — with the
+//! ticket as its idempotency key; the same call made again reads the kept
+//! result. A runner that died mid-call never runs a destructive tool twice.
+#![cfg(all(feature = "rmcp", feature = "sqlite"))]
+
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
+    ElicitationAction, Implementation,
+};
+use rmcp::service::{RequestContext, RoleClient};
+use rmcp::{ClientHandler, ErrorData, ServiceExt};
+use serde_json::{Value, json};
+use tool_envelope::guard::{Approvers, Blocked, Caller, Guards, ToolCall};
+use tool_envelope::mcp::{DecisionError, ToolContext, ToolSet};
+use tool_envelope::store::{self, ApprovalState, EscalationState, MemoryStore, Store};
+use tool_envelope::{ErrorEnvelope, Secret, tool};
+
+/// What each tool did, by a label of its own: a test counts its own label.
+static DONE: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn times(label: &str) -> usize {
+    DONE.lock().unwrap().iter().filter(|l| *l == label).count()
+}
+
+/// Over $500 an approver with `refunds:approve` must decide.
+fn cap(call: &ToolCall) -> Result<(), Blocked> {
+    let amount: u64 = call.require("amount")?;
+    if amount > 500 {
+        return Err(
+            Blocked::new(format!("Refund of ${amount} exceeds the $500 cap"))
+                .with_reason("OVER_CAP")
+                .with_alternative("Split it under the cap if policy allows")
+                .unless_approved_by(Approvers::scope("refunds:approve")),
+        );
+    }
+    Ok(())
+}
+
+/// Refund an order: records who asked, with which idempotency key.
+#[tool(destructive)]
+async fn refund(
+    context: ToolContext,
+    order: String,
+    amount: u64,
+    card: Secret<String>,
+) -> Result<String, ErrorEnvelope> {
+    let _ = card;
+    let key = context.idempotency_key().unwrap_or("none").to_owned();
+    let caller = context
+        .caller()
+        .map_or("nobody", Caller::subject)
+        .to_owned();
+    DONE.lock()
+        .unwrap()
+        .push(format!("refund {order} {amount}"));
+    DONE.lock()
+        .unwrap()
+        .push(format!("refund {order} key={key} caller={caller}"));
+    Ok(format!("Refunded ${amount} on {order}"))
+}
+
+/// Count an order's lines: read-only, safe to run again.
+#[tool(read_only)]
+fn audit_lines(order: String, amount: u64) -> Result<u64, ErrorEnvelope> {
+    DONE.lock().unwrap().push(format!("audit {order} {amount}"));
+    Ok(amount)
+}
+
+fn tools(store: Arc<dyn Store>) -> ToolSet {
+    ToolSet::new()
+        .tool::<refund>()
+        .tool::<audit_lines>()
+        .guards(Guards::new().for_all(cap))
+        .store(store)
+        // Each test runs approved calls itself, when it says so; the
+        // background runner has a test of its own.
+        .approvals_in_background(false)
+}
+
+fn alice() -> Caller {
+    Caller::new("alice", ["refunds:write"])
+}
+
+fn approver() -> Caller {
+    Caller::new("carol", ["refunds:approve"])
+}
+
+fn refund_args(order: &str, amount: u64) -> Value {
+    json!({"order": order, "amount": amount, "card": "4111-1111-1111-1111"})
+}
+
+async fn call_as(tools: &ToolSet, caller: &Caller, tool: &str, arguments: Value) -> (bool, Value) {
+    let reply = tools
+        .call_with(
+            tool,
+            arguments,
+            ToolContext::detached().with_caller(caller.clone()),
+        )
+        .await
+        .expect("a reply");
+    (reply.is_error, reply.structured_content.unwrap_or_default())
+}
+
+/// The ticket id of an `AWAITING_APPROVAL` reply, checked against the schema.
+fn ticket_of(reply: &Value) -> String {
+    assert_eq!(reply["reason"], "AWAITING_APPROVAL", "{reply}");
+    assert_eq!(reply["errorCategory"], "business");
+    assert_eq!(reply["isRetryable"], false);
+    assert_eq!(reply["escalation"]["reason"], "awaiting_approval");
+    assert_eq!(reply["escalation"]["attempts"], 0);
+    let ticket = &reply["escalation"]["ticket"];
+    assert_eq!(ticket["approvers"], "refunds:approve");
+    assert!(ticket["read"].as_str().unwrap().contains("same arguments"));
+    let schema: Value =
+        serde_json::from_str(include_str!("../schema/error-envelope.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert!(validator.is_valid(reply), "{reply}");
+    // The caller's secret never reaches the ticket.
+    assert!(!reply.to_string().contains("4111"), "{reply}");
+    ticket["id"].as_str().unwrap().to_owned()
+}
+
+fn sqlite_url(name: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("tool-envelope-tickets-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.db"));
+    let _ = std::fs::remove_file(&path);
+    format!("sqlite:{}", path.display())
+}
+
+#[tokio::test]
+async fn a_refund_over_the_cap_waits_for_an_approver_and_runs_once() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let tools = tools(Arc::clone(&store));
+    let args = refund_args("T-1", 620);
+
+    let (failed, reply) = call_as(&tools, &alice(), "refund", args.clone()).await;
+    assert!(failed);
+    let ticket = ticket_of(&reply);
+    assert_eq!(times("refund T-1 620"), 0, "nothing ran");
+
+    // The same call again: the same ticket, not another.
+    let (_, again) = call_as(&tools, &alice(), "refund", args.clone()).await;
+    assert_eq!(ticket_of(&again), ticket);
+    assert_eq!(
+        store
+            .approvals(&[ApprovalState::Pending], 100)
+            .await
+            .unwrap()
+            .iter()
+            .filter(|approval| approval.id == ticket)
+            .count(),
+        1
+    );
+
+    // Who may not decide: the caller itself (even holding the scope), a
+    // token without the scope, an unknown ticket.
+    let alice_with_scope = Caller::new("alice", ["refunds:write", "refunds:approve"]);
+    assert!(matches!(
+        tools.decide(&ticket, &alice_with_scope, true, "mine").await,
+        Err(DecisionError::OwnCall)
+    ));
+    assert!(matches!(
+        tools.decide(&ticket, &Caller::new("bob", ["refunds:write"]), true, "").await,
+        Err(DecisionError::NotAnApprover { scope }) if scope == "refunds:approve"
+    ));
+    assert!(matches!(
+        tools.decide("no-such-ticket", &approver(), true, "").await,
+        Err(DecisionError::UnknownTicket)
+    ));
+
+    let decided = tools
+        .decide(&ticket, &approver(), true, "checked the receipt")
+        .await
+        .unwrap();
+    assert_eq!(decided.decided_by.as_deref(), Some("carol"));
+    // Decided once: a second decision, either way, is refused.
+    assert!(matches!(
+        tools.decide(&ticket, &approver(), false, "too late").await,
+        Err(DecisionError::NotPending(_))
+    ));
+
+    tools.run_approved().await.unwrap();
+    tools.run_approved().await.unwrap();
+    assert_eq!(times("refund T-1 620"), 1, "approved once, run once");
+    assert_eq!(
+        times(&format!("refund T-1 key={ticket} caller=alice")),
+        1,
+        "the tool ran as its caller, with the ticket as its idempotency key"
+    );
+
+    // The same call made again reads the kept result; nothing runs.
+    let (failed, result) = call_as(&tools, &alice(), "refund", args.clone()).await;
+    assert!(!failed, "{result}");
+    assert_eq!(result["result"], "Refunded $620 on T-1");
+    assert_eq!(times("refund T-1 620"), 1);
+
+    // Another caller's same arguments are another call: a ticket of its own.
+    let dave = Caller::new("dave", ["refunds:write"]);
+    let (_, theirs) = call_as(&tools, &dave, "refund", args).await;
+    assert_ne!(ticket_of(&theirs), ticket);
+
+    // The decision is in the audit: who, what, which, why.
+    let audit = store.audit_log(10).await.unwrap();
+    assert!(
+        audit.iter().any(|entry| entry.who == "carol"
+            && entry.what == "approve"
+            && entry.subject == ticket
+            && entry.note == "checked the receipt"),
+        "{audit:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_declined_ticket_is_human_declined_and_never_runs() {
+    let tools = tools(Arc::new(MemoryStore::new()));
+    let args = refund_args("T-2", 700);
+    let (_, reply) = call_as(&tools, &alice(), "refund", args.clone()).await;
+    let ticket = ticket_of(&reply);
+    tools
+        .decide(&ticket, &approver(), false, "duplicate claim")
+        .await
+        .unwrap();
+    tools.run_approved().await.unwrap();
+    let (failed, reply) = call_as(&tools, &alice(), "refund", args).await;
+    assert!(failed);
+    assert_eq!(reply["reason"], "HUMAN_DECLINED", "{reply}");
+    assert_eq!(reply["escalation"]["reason"], "human_declined");
+    assert!(
+        reply["message"]
+            .as_str()
+            .unwrap()
+            .contains("duplicate claim"),
+        "{reply}"
+    );
+    assert_eq!(times("refund T-2 700"), 0);
+}
+
+/// A client whose user accepts every question it is asked.
+#[derive(Clone, Default)]
+struct Agreeable {
+    asked: Arc<Mutex<usize>>,
+}
+
+impl ClientHandler for Agreeable {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = ClientCapabilities::builder().enable_elicitation().build();
+        ClientConfig::new(capabilities, Implementation::new("agent", "1.0.0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        _: ElicitRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        *self.asked.lock().unwrap() += 1;
+        Ok(ElicitResult::new(ElicitationAction::Accept)
+            .with_content(json!({"approver": "agent", "note": "approve"})))
+    }
+}
+
+#[tokio::test]
+async fn nothing_the_calling_client_sends_decides_a_ticket() {
+    let tools = tools(Arc::new(MemoryStore::new()));
+    let (client_io, server_io) = tokio::io::duplex(1 << 16);
+    let served = tools.clone();
+    tokio::spawn(async move {
+        let running = served.serve(server_io).await.expect("the server starts");
+        let _ = running.waiting().await;
+    });
+    let agent = Agreeable::default();
+    let client = agent
+        .clone()
+        .serve(client_io)
+        .await
+        .expect("the client connects");
+    let arguments = refund_args("T-3", 900);
+    for _ in 0..3 {
+        let result = client
+            .call_tool(
+                CallToolRequestParams::new("refund")
+                    .with_arguments(arguments.as_object().unwrap().clone()),
+            )
+            .await
+            .unwrap();
+        assert_eq!(result.is_error, Some(true));
+        ticket_of(&result.structured_content.unwrap());
+    }
+    assert_eq!(*agent.asked.lock().unwrap(), 0, "the agent was never asked");
+    assert_eq!(times("refund T-3 900"), 0, "and nothing ran");
+    client.cancel().await.unwrap();
+}
+
+/// Two replicas on one store: `n` calls blocked on either, decided on the
+/// other, and both racing to run every one: each runs once.
+async fn replicas(one: Arc<dyn Store>, two: Arc<dyn Store>, label: &str, n: u64) {
+    let (one, two) = (tools(one), tools(two));
+    let order = |i: u64| format!("{label}-{i}");
+    let mut tickets = Vec::new();
+    for i in 0..n {
+        let replica = if i % 2 == 0 { &one } else { &two };
+        let (_, reply) =
+            call_as(replica, &alice(), "refund", refund_args(&order(i), 600 + i)).await;
+        tickets.push(ticket_of(&reply));
+    }
+    for (i, ticket) in tickets.iter().enumerate() {
+        let replica = if i % 2 == 0 { &two } else { &one };
+        replica
+            .decide(ticket, &approver(), true, "ok")
+            .await
+            .unwrap();
+    }
+    let (ran_one, ran_two) = tokio::join!(one.run_approved(), two.run_approved());
+    // A shared database may hold approved calls of other tests too: at
+    // least these ran, each once (counted below by its own order).
+    let ran = ran_one.unwrap() + ran_two.unwrap();
+    assert!(
+        ran >= n as usize,
+        "every approved call ran, on one replica or the other"
+    );
+    let (again_one, again_two) = tokio::join!(one.run_approved(), two.run_approved());
+    assert_eq!(
+        again_one.unwrap() + again_two.unwrap(),
+        0,
+        "nothing left to run"
+    );
+    for i in 0..n {
+        assert_eq!(
+            times(&format!("refund {} {}", order(i), 600 + i)),
+            1,
+            "{} ran once",
+            order(i)
+        );
+        let replica = if i % 2 == 0 { &two } else { &one };
+        let (failed, result) =
+            call_as(replica, &alice(), "refund", refund_args(&order(i), 600 + i)).await;
+        assert!(!failed, "{result}");
+    }
+}
+
+#[tokio::test]
+async fn two_replicas_on_one_sqlite_file_run_each_approved_call_once() {
+    let url = sqlite_url("replicas");
+    replicas(
+        store::open(&url).await.unwrap(),
+        store::open(&url).await.unwrap(),
+        "R",
+        20,
+    )
+    .await;
+}
+
+/// Postgres, when `TOOL_ENVELOPE_TEST_POSTGRES` names one
+/// (`scripts/test-postgres.sh`): 100 approvals, 100 runs, no duplicate.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_two_replicas_run_a_hundred_approved_calls_once_each() {
+    let Ok(url) = std::env::var("TOOL_ENVELOPE_TEST_POSTGRES") else {
+        eprintln!("TOOL_ENVELOPE_TEST_POSTGRES is not set: scripts/test-postgres.sh runs this");
+        return;
+    };
+    let label = format!("P{}", store::now_ms());
+    replicas(
+        store::open(&url).await.unwrap(),
+        store::open(&url).await.unwrap(),
+        &label,
+        100,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_ticket_outlives_a_restart_and_runs_once_after_it() {
+    let url = sqlite_url("restart");
+    let before = tools(store::open(&url).await.unwrap());
+    let (_, reply) = call_as(&before, &alice(), "refund", refund_args("S-1", 650)).await;
+    let ticket = ticket_of(&reply);
+    drop(before);
+
+    // A new process: a new tool set, a new store on the same file.
+    let after = tools(store::open(&url).await.unwrap());
+    let (_, waiting) = call_as(&after, &alice(), "refund", refund_args("S-1", 650)).await;
+    assert_eq!(ticket_of(&waiting), ticket, "the pending approval was kept");
+    after
+        .decide(&ticket, &approver(), true, "after the restart")
+        .await
+        .unwrap();
+    after.run_approved().await.unwrap();
+    assert_eq!(times("refund S-1 650"), 1);
+    let (failed, result) = call_as(&after, &alice(), "refund", refund_args("S-1", 650)).await;
+    assert!(!failed, "{result}");
+}
+
+#[tokio::test]
+async fn a_runner_that_died_mid_call_never_runs_a_destructive_tool_twice() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let tools = tools(Arc::clone(&store));
+    let (_, destructive) = call_as(&tools, &alice(), "refund", refund_args("L-1", 800)).await;
+    let (_, read_only) = call_as(
+        &tools,
+        &alice(),
+        "audit_lines",
+        json!({"order": "L-2", "amount": 800}),
+    )
+    .await;
+    let (destructive, read_only) = (ticket_of(&destructive), ticket_of(&read_only));
+    for ticket in [&destructive, &read_only] {
+        tools.decide(ticket, &approver(), true, "").await.unwrap();
+        // A replica claimed it and died: its lease ran out already.
+        let now = store::now_ms();
+        let claimed = store
+            .claim_approval(ticket, "dead-replica", now, now - 1)
+            .await
+            .unwrap();
+        assert!(claimed.is_some());
+    }
+    tools.run_approved().await.unwrap();
+    assert_eq!(
+        times("refund L-1 800"),
+        0,
+        "the destructive call is not run again"
+    );
+    assert_eq!(times("audit L-2 800"), 1, "the read-only one is");
+    let (failed, reply) = call_as(&tools, &alice(), "refund", refund_args("L-1", 800)).await;
+    assert!(failed);
+    assert_eq!(reply["reason"], "MAY_HAVE_TAKEN_EFFECT", "{reply}");
+    let (failed, reply) = call_as(
+        &tools,
+        &alice(),
+        "audit_lines",
+        json!({"order": "L-2", "amount": 800}),
+    )
+    .await;
+    assert!(!failed, "{reply}");
+}
+
+#[tokio::test]
+async fn an_approval_nobody_decides_expires_as_an_escalation() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let tools = tools(Arc::clone(&store)).approval_ttl(std::time::Duration::ZERO);
+    let (_, reply) = call_as(&tools, &alice(), "refund", refund_args("E-1", 990)).await;
+    let ticket = ticket_of(&reply);
+    let expires = reply["escalation"]["ticket"]["expiresAtMs"]
+        .as_i64()
+        .unwrap();
+    // The clock passes the expiry (no sleep: at most a millisecond of spinning).
+    while store::now_ms() <= expires {
+        std::hint::spin_loop();
+    }
+    tools.run_approved().await.unwrap();
+    assert!(matches!(
+        tools.decide(&ticket, &approver(), true, "late").await,
+        Err(DecisionError::NotPending(ApprovalState::Expired))
+    ));
+    let open = store.escalations(EscalationState::Open, 50).await.unwrap();
+    let kept = open
+        .iter()
+        .find(|escalation| {
+            escalation.envelope["escalation"]["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains(&ticket))
+        })
+        .expect("the expiry is kept as an escalation");
+    assert_eq!(kept.envelope["reason"], "APPROVAL_EXPIRED");
+    assert_eq!(kept.envelope["escalation"]["reason"], "approval_expired");
+    assert_eq!(kept.caller.as_deref(), Some("alice"));
+    assert_eq!(times("refund E-1 990"), 0);
+}
+
+#[tokio::test]
+async fn without_a_store_the_block_stands() {
+    let tools = ToolSet::new()
+        .tool::<refund>()
+        .guards(Guards::new().for_all(cap));
+    let (failed, reply) = call_as(&tools, &alice(), "refund", refund_args("N-1", 999)).await;
+    assert!(failed);
+    assert_eq!(reply["reason"], "OVER_CAP", "{reply}");
+    assert!(matches!(
+        tools.decide("anything", &approver(), true, "").await,
+        Err(DecisionError::NoStore)
+    ));
+}
+
+/// Signals each refund of the background test.
+static RAN: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// Refund, and say so.
+#[tool(destructive)]
+fn signalled_refund(order: String, amount: u64) -> Result<String, ErrorEnvelope> {
+    DONE.lock()
+        .unwrap()
+        .push(format!("signalled {order} {amount}"));
+    RAN.notify_one();
+    Ok(format!("Refunded ${amount} on {order}"))
+}
+
+#[tokio::test]
+async fn the_background_runner_runs_a_call_approved_here_at_once() {
+    let tools = ToolSet::new()
+        .tool::<signalled_refund>()
+        .guards(Guards::new().for_all(cap))
+        .store(Arc::new(MemoryStore::new()));
+    let args = json!({"order": "B-1", "amount": 777});
+    let (_, reply) = call_as(&tools, &alice(), "signalled_refund", args.clone()).await;
+    let ticket = ticket_of(&reply);
+    let ran = RAN.notified();
+    tools.decide(&ticket, &approver(), true, "").await.unwrap();
+    // Woken by the decision, not by its once-a-second look.
+    tokio::time::timeout(std::time::Duration::from_millis(900), ran)
+        .await
+        .expect("the runner ran the approved call");
+    assert_eq!(times("signalled B-1 777"), 1);
+    // Its reply is kept as soon as the runner is done with it.
+    let result = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            let (failed, result) =
+                call_as(&tools, &alice(), "signalled_refund", args.clone()).await;
+            if !failed {
+                return result;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the kept result");
+    assert_eq!(result["result"], "Refunded $777 on B-1");
+    assert_eq!(times("signalled B-1 777"), 1);
+}
