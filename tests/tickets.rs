@@ -532,3 +532,66 @@ async fn the_background_runner_runs_a_call_approved_here_at_once() {
     assert_eq!(result["result"], "Refunded $777 on B-1");
     assert_eq!(times("signalled B-1 777"), 1);
 }
+
+/// A frozen order is never refunded: a block nobody may approve.
+fn frozen(call: &ToolCall) -> Result<(), Blocked> {
+    let order: String = call.require("order")?;
+    if order.starts_with("FROZEN") {
+        return Err(Blocked::new(format!("Order {order} is frozen")).with_reason("FROZEN"));
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn every_escalation_of_a_tool_set_with_a_store_is_kept_once_with_its_caller() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let tools = ToolSet::new()
+        .tool::<refund>()
+        .guards(Guards::new().for_all(frozen).for_all(cap))
+        .store(Arc::clone(&store))
+        .approvals_in_background(false);
+    let (failed, reply) = call_as(&tools, &alice(), "refund", refund_args("FROZEN-9", 20)).await;
+    assert!(failed);
+    assert_eq!(reply["escalation"]["reason"], "blocked_by_guard", "{reply}");
+    // A call that waits for an approver is kept as its approval only.
+    let (_, waiting) = call_as(&tools, &alice(), "refund", refund_args("K-1", 620)).await;
+    ticket_of(&waiting);
+
+    let open = store.escalations(EscalationState::Open, 50).await.unwrap();
+    assert_eq!(open.len(), 1, "{open:?}");
+    let kept = &open[0];
+    assert_eq!(kept.envelope, reply, "the envelope as the caller got it");
+    assert_eq!(kept.caller.as_deref(), Some("alice"));
+    assert_eq!(kept.tool.as_deref(), Some("refund"));
+    // Secrets stay masked in what is kept.
+    assert!(!kept.envelope.to_string().contains("4111"));
+}
+
+#[tokio::test]
+async fn a_local_agents_escalations_land_in_the_same_store_once() {
+    use tool_envelope::coordinator::Coordinator;
+    use tool_envelope::retry::RetryPolicy;
+
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let policy = RetryPolicy::never().keep_escalations(Arc::clone(&store));
+    let denied = || async { Err::<u32, _>(ErrorEnvelope::permission("Access denied to payroll")) };
+    // A branch whose own loop keeps its escalation, and one that has none:
+    // the coordinator keeps the second, and not the first again.
+    let report = Coordinator::new()
+        .branch("payroll", policy.retry(denied))
+        .branch("ledger", async {
+            Err::<u32, _>(ErrorEnvelope::business("The ledger is closed for the day"))
+        })
+        .keep_escalations(Arc::clone(&store))
+        .run()
+        .await;
+    assert_eq!(report.gaps.len(), 2);
+    let open = store.escalations(EscalationState::Open, 50).await.unwrap();
+    let messages: Vec<&str> = open
+        .iter()
+        .map(|kept| kept.envelope["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(open.len(), 2, "{messages:?}");
+    assert!(messages.contains(&"Access denied to payroll"));
+    assert!(messages.contains(&"The ledger is closed for the day"));
+}

@@ -54,6 +54,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
@@ -64,7 +65,9 @@ use crate::classify::panicked;
 use crate::envelope::ErrorEnvelope;
 use crate::escalation::{Escalation, EscalationReason};
 use crate::panic::catch_unwind_future;
+use crate::retry::keep::keep;
 use crate::retry::{Outcome, RetryStats};
+use crate::store::Store;
 
 /// What a branch ends with: a value, or the escalation of its failure.
 ///
@@ -124,12 +127,15 @@ type BranchFuture<'a, T> =
 /// ```
 pub struct Coordinator<'a, T> {
     branches: Vec<(Cow<'static, str>, BranchFuture<'a, T>)>,
+    /// Where the gaps' escalations are kept for a person.
+    store: Option<Arc<dyn Store>>,
 }
 
 impl<T> Default for Coordinator<'_, T> {
     fn default() -> Self {
         Coordinator {
             branches: Vec::new(),
+            store: None,
         }
     }
 }
@@ -154,6 +160,16 @@ impl<'a, T: Send + 'a> Coordinator<'a, T> {
         self
     }
 
+    /// Keeps the escalation of every gap in `store`, for a person to see
+    /// and resolve, once: one that a branch's own retry loop kept already
+    /// ([`RetryPolicy::keep_escalations`](crate::retry::RetryPolicy::keep_escalations))
+    /// is not kept twice.
+    #[must_use]
+    pub fn keep_escalations(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
     /// Runs every branch concurrently to its end. A branch that panics
     /// becomes a gap; it never takes the others down.
     pub async fn run(self) -> Report<T> {
@@ -173,6 +189,7 @@ impl<'a, T: Send + 'a> Coordinator<'a, T> {
             completed: Vec::new(),
             gaps: Vec::new(),
         };
+        let store = self.store;
         for (name, end) in names.into_iter().zip(ends) {
             let branch = name.into_owned();
             match end.expect("every branch ran to its end") {
@@ -187,6 +204,11 @@ impl<'a, T: Send + 'a> Coordinator<'a, T> {
                     let escalation = Escalation::from_envelope(envelope);
                     report.gaps.push(Gap { branch, escalation });
                 }
+            }
+        }
+        if let Some(store) = &store {
+            for gap in &mut report.gaps {
+                keep(store.as_ref(), &mut gap.escalation, None).await;
             }
         }
         report

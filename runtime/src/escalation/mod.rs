@@ -81,6 +81,8 @@ pub struct Escalation {
     /// The ticket of a call that waits for an approver
     /// ([`EscalationReason::AwaitingApproval`]).
     pub ticket: Option<Box<Ticket>>,
+    /// Whether it was kept in a store already, on its way up.
+    pub(crate) kept: bool,
 }
 
 impl Escalation {
@@ -98,6 +100,7 @@ impl Escalation {
             elapsed,
             detail: None,
             ticket: None,
+            kept: false,
         }
     }
 
@@ -249,6 +252,7 @@ impl<'de> Deserialize<'de> for Escalation {
             elapsed,
             detail,
             ticket: ticket.map(Box::new),
+            kept: false,
         })
     }
 }

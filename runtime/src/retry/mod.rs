@@ -76,6 +76,7 @@
 mod attempts;
 mod backoff;
 mod budget;
+pub(crate) mod keep;
 mod policy;
 mod sleep;
 
@@ -170,8 +171,13 @@ impl RetryPolicy {
         Fut: Future<Output = Result<T, E>>,
         E: ToolError,
     {
-        self.retry_observed(sleeper, op, |_| std::future::ready(()))
-            .await
+        let mut outcome = self
+            .retry_observed(sleeper, op, |_| std::future::ready(()))
+            .await;
+        if let (Some(store), Err(escalation)) = (&self.store, &mut outcome.result) {
+            keep::keep(store.as_ref(), escalation, None).await;
+        }
+        outcome
     }
 
     /// [`retry_with`](Self::retry_with), awaiting `observe` before each

@@ -81,6 +81,8 @@ pub struct RetryPolicy {
     pub(crate) budget: Option<RetryBudget>,
     pub(crate) no_progress: Option<u32>,
     pub(crate) hook: Option<Hook>,
+    /// Where escalations are kept for a person.
+    pub(crate) store: Option<std::sync::Arc<dyn crate::store::Store>>,
 }
 
 impl Default for RetryPolicy {
@@ -95,6 +97,7 @@ impl Default for RetryPolicy {
             budget: None,
             no_progress: None,
             hook: None,
+            store: None,
         }
     }
 }
@@ -172,6 +175,25 @@ impl RetryPolicy {
         self
     }
 
+    /// Keeps every escalation of [`retry`](Self::retry) and
+    /// [`retry_with`](Self::retry_with) in `store`, with its whole envelope,
+    /// for a person to see and resolve (the inbox page lists them): a local
+    /// agent's escalations — an [`McpClient`](crate::mcp::client::McpClient)
+    /// call under this policy, a [`Coordinator`](crate::coordinator::Coordinator)'s
+    /// branch — land where a served tool set's do. Each is kept once on
+    /// its way up. [`retry_blocking`](Self::retry_blocking), which runs no
+    /// async code, keeps none.
+    #[must_use]
+    pub fn keep_escalations(mut self, store: std::sync::Arc<dyn crate::store::Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Where escalations are kept, if they are.
+    pub(crate) fn escalation_store(&self) -> Option<&std::sync::Arc<dyn crate::store::Store>> {
+        self.store.as_ref()
+    }
+
     /// Calls `hook` after every failed attempt with the loop's decision.
     #[must_use]
     pub fn on_event(mut self, hook: impl Fn(&RetryEvent<'_>) + Send + Sync + 'static) -> Self {
@@ -213,6 +235,7 @@ impl fmt::Debug for RetryPolicy {
             .field("budget", &self.budget)
             .field("no_progress", &self.no_progress)
             .field("hook", &self.hook.is_some())
+            .field("keeps_escalations", &self.store.is_some())
             .finish()
     }
 }

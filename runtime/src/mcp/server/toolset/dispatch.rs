@@ -26,7 +26,7 @@ use crate::query::Query;
 use crate::reasons;
 use crate::redact::arguments::ArgumentMask;
 #[cfg(feature = "tokio")]
-use crate::retry::{RetryNotice, TokioSleeper};
+use crate::retry::{RetryNotice, RetryPolicy, TokioSleeper};
 use crate::scope::Scope;
 use crate::settle::settle;
 use futures_util::future::{Either, select};
@@ -166,6 +166,8 @@ impl ToolSet {
             #[cfg(feature = "rmcp")]
             Outcome::Stored(reply) => return Ok(reply),
         };
+        #[cfg(feature = "tokio")]
+        self.keep_escalation(&reply, &state).await;
         #[cfg(feature = "rmcp")]
         {
             let records = state.take_audit();
@@ -175,6 +177,45 @@ impl ToolSet {
             }
         }
         Ok(reply)
+    }
+
+    /// Keeps the escalation `reply` carries, if it carries one, in the
+    /// set's store (or its retry policy's), with the caller: every
+    /// escalation a person may need to see, in the same inbox. A call that
+    /// waits for an approver is kept as its approval, not again here.
+    #[cfg(feature = "tokio")]
+    async fn keep_escalation(&self, reply: &ToolReply, state: &CallState) {
+        let Some(store) = self.escalation_store() else {
+            return;
+        };
+        let Some(structured) = reply.structured_content.as_ref().filter(|_| reply.is_error) else {
+            return;
+        };
+        let awaiting = Some(crate::EscalationReason::AwaitingApproval.as_str());
+        match structured.get(crate::keys::ESCALATION) {
+            Some(escalation) if escalation.get("reason").and_then(Value::as_str) != awaiting => {}
+            _ => return,
+        }
+        let caller = state.context_ref().caller().map(|caller| caller.subject().to_owned());
+        let record = crate::store::EscalationRecord::new(structured.clone(), caller);
+        if let Err(_error) = store.record_escalation(&record).await {
+            #[cfg(feature = "tracing")]
+            tracing::warn!(error = %_error, "keeping an escalation: the store failed");
+        }
+    }
+
+    /// Where the set keeps escalations: its store, else its retry
+    /// policy's.
+    #[cfg(feature = "tokio")]
+    fn escalation_store(&self) -> Option<&std::sync::Arc<dyn crate::store::Store>> {
+        #[cfg(feature = "rmcp")]
+        if let Some(store) = &self.inner.protocol.store {
+            return Some(store);
+        }
+        self.inner
+            .retry
+            .as_ref()
+            .and_then(RetryPolicy::escalation_store)
     }
 
     /// The reply of a call of `name` with `arguments`, refused before it
