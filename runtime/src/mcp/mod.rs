@@ -158,6 +158,9 @@ pub use reply::{Contents, EmbeddedContents, ProtocolError, ReplyContent, ToolRep
 #[cfg(feature = "rmcp")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
 pub use server::approval::APPROVAL_META_KEY;
+#[cfg(feature = "inbox")]
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "inbox")))]
+pub use server::inbox::Inbox;
 #[cfg(feature = "rmcp")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
 pub use server::rmcp::{

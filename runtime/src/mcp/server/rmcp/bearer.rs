@@ -199,6 +199,21 @@ impl BearerAuth {
         self
     }
 
+    /// Who `token` is of, as the validator says, if it grants the scopes
+    /// every request needs: a person signing in to the inbox with it.
+    #[cfg(feature = "inbox")]
+    pub(crate) async fn caller_of(&self, token: &str) -> Option<Caller> {
+        if token.is_empty() {
+            return None;
+        }
+        let caller = (self.inner.validator)(token.to_owned()).await?;
+        let required = &self.inner.required_scopes;
+        required
+            .iter()
+            .all(|scope| caller.has_scope(scope))
+            .then_some(caller)
+    }
+
     /// Who sent a request with `headers`, or the response that refuses it.
     pub(crate) async fn check<B: Default>(
         &self,

@@ -45,6 +45,9 @@ use crate::mcp::server::toolset::ToolSet;
 pub struct HttpOptions {
     config: StreamableHttpServerConfig,
     bearer: Option<BearerAuth>,
+    /// The inbox page served beside the tools.
+    #[cfg(feature = "inbox")]
+    inbox: Option<crate::mcp::server::inbox::Inbox>,
 }
 
 impl HttpOptions {
@@ -123,6 +126,19 @@ impl HttpOptions {
         self
     }
 
+    /// Serves `inbox`, the page where people decide approvals and
+    /// escalations, beside the tools: [`router`](Self::router) and
+    /// [`serve`](Self::serve) add its routes under `/inbox`. Its pages are
+    /// for browsers: they are not behind the bearer token check of `/mcp`,
+    /// and sign people in with the inbox's own validator.
+    #[cfg(feature = "inbox")]
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "inbox")))]
+    #[must_use]
+    pub fn inbox(mut self, inbox: crate::mcp::server::inbox::Inbox) -> Self {
+        self.inbox = Some(inbox);
+        self
+    }
+
     /// The rmcp configuration these options make, for what they do not
     /// cover. A [`require_bearer`](Self::require_bearer) is not part of it.
     pub fn into_config(self) -> StreamableHttpServerConfig {
@@ -153,10 +169,21 @@ impl HttpOptions {
 
     /// An axum router with the [`service`](Self::service) of `servers` at
     /// `/mcp` and, with [`require_bearer`](Self::require_bearer), the
-    /// protected resource metadata document at its well-known path.
+    /// protected resource metadata document at its well-known path; with
+    /// an inbox, its pages under `/inbox`.
     pub fn router<N: NewServer>(self, servers: N) -> axum::Router {
         let bearer = self.bearer.clone();
+        #[cfg(feature = "inbox")]
+        let inbox = self
+            .inbox
+            .as_ref()
+            .map(crate::mcp::server::inbox::Inbox::router);
         let router = axum::Router::new().nest_service("/mcp", self.service(servers));
+        #[cfg(feature = "inbox")]
+        let router = match inbox {
+            Some(inbox) => router.merge(inbox),
+            None => router,
+        };
         match bearer {
             Some(auth) => {
                 let path = auth.metadata_path().to_owned();
@@ -407,7 +434,7 @@ impl From<StreamableHttpServerConfig> for HttpOptions {
     fn from(config: StreamableHttpServerConfig) -> Self {
         HttpOptions {
             config,
-            bearer: None,
+            ..HttpOptions::default()
         }
     }
 }

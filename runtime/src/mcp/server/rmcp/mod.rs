@@ -9,7 +9,7 @@
 //! served here.
 #![allow(deprecated)]
 
-mod bearer;
+pub(crate) mod bearer;
 mod convert;
 mod handler;
 mod http;

@@ -196,7 +196,10 @@ impl ToolSet {
             Some(escalation) if escalation.get("reason").and_then(Value::as_str) != awaiting => {}
             _ => return,
         }
-        let caller = state.context_ref().caller().map(|caller| caller.subject().to_owned());
+        let caller = state
+            .context_ref()
+            .caller()
+            .map(|caller| caller.subject().to_owned());
         let record = crate::store::EscalationRecord::new(structured.clone(), caller);
         if let Err(_error) = store.record_escalation(&record).await {
             #[cfg(feature = "tracing")]

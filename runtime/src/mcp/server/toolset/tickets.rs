@@ -312,7 +312,7 @@ impl ToolSet {
     }
 
     /// The store, when the set has one.
-    pub(super) fn store_ref(&self) -> Option<&Arc<dyn Store>> {
+    pub(crate) fn store_ref(&self) -> Option<&Arc<dyn Store>> {
         self.inner.protocol.store.as_ref()
     }
 

@@ -1,0 +1,122 @@
+//! The inbox page: where people see the calls that wait for them and the
+//! escalations nobody has taken yet, with their whole context, and decide.
+//! Server-rendered (minijinja templates compiled into the crate, no script),
+//! served by the tool set's own HTTP server ([`HttpOptions::inbox`]).
+//!
+//! - `session`: the signed session cookie and the forms' CSRF tokens;
+//! - `pages`: the routes, and what each page shows.
+//!
+//! [`HttpOptions::inbox`]: crate::mcp::HttpOptions::inbox
+
+mod pages;
+mod session;
+mod time;
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::mcp::server::rmcp::bearer::BearerAuth;
+use crate::mcp::server::toolset::ToolSet;
+
+/// The inbox page of a tool set that keeps its approvals and escalations in
+/// a store ([`ToolSet::store`]): people sign in with the server's own
+/// bearer tokens ([`BearerAuth`]) and a scope, see what waits for them —
+/// the guard's reason and the amount first, then the tool, the caller, the
+/// arguments (secrets masked), the alternatives — and approve or decline
+/// with a note, or resolve an escalation. Mount it with
+/// [`HttpOptions::inbox`](crate::mcp::HttpOptions::inbox): its pages live
+/// under `/inbox`.
+///
+/// - **Sign-in.** A person pastes a token once; the validator says who they
+///   are and what they may do; the page then keeps a session in a signed,
+///   `HttpOnly`, `SameSite=Strict` cookie (`Secure` behind a TLS proxy that
+///   says `X-Forwarded-Proto: https`), never the token. Signing in needs
+///   `scope`; deciding an approval needs the scope the approval names
+///   ([`Approvers::scope`](crate::guard::Approvers::scope)), and never
+///   decides the person's own call.
+/// - **Forms.** Every POST carries a CSRF token bound to the session; one
+///   without it, or from no session, is refused (403).
+/// - **Audit.** Every sign-in, decision and resolution is kept in the
+///   store's audit: who, when, which, and the note.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use tool_envelope::mcp::{BearerAuth, HttpOptions, Inbox, ToolSet};
+/// use tool_envelope::guard::Caller;
+///
+/// # async fn run(tools: ToolSet, auth: BearerAuth) -> std::io::Result<()> {
+/// let inbox = Inbox::new(&tools, auth.clone(), "refunds:approve");
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+/// HttpOptions::new().require_bearer(auth).inbox(inbox).serve(listener, tools).await
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Inbox {
+    state: Arc<pages::State>,
+}
+
+impl Inbox {
+    /// The inbox of `tools`, whose people sign in with the tokens `auth`
+    /// accepts and need `scope` to enter.
+    ///
+    /// # Panics
+    ///
+    /// If `tools` has no store ([`ToolSet::store`]): there is nothing to
+    /// show.
+    pub fn new(tools: &ToolSet, auth: BearerAuth, scope: impl Into<String>) -> Self {
+        let store = tools
+            .store_ref()
+            .cloned()
+            .unwrap_or_else(|| panic!("Inbox::new: the tool set has no store (ToolSet::store)"));
+        Inbox {
+            state: Arc::new(pages::State::new(
+                tools.clone(),
+                store,
+                auth,
+                scope.into(),
+                session::Keys::random(),
+            )),
+        }
+    }
+
+    /// The key sessions and forms are signed with (HMAC-SHA256, 32 bytes or
+    /// more). Give every replica the same one, from your configuration, so
+    /// that a person signed in on one is signed in on all; without one,
+    /// each inbox makes a random key, and its sessions end with the process.
+    ///
+    /// # Panics
+    ///
+    /// If `key` is shorter than 32 bytes.
+    #[must_use]
+    pub fn cookie_key(self, key: impl AsRef<[u8]>) -> Self {
+        let key = key.as_ref();
+        assert!(
+            key.len() >= 32,
+            "Inbox::cookie_key: a key of 32 bytes or more"
+        );
+        let state = &self.state;
+        Inbox {
+            state: Arc::new(pages::State::new(
+                state.tools.clone(),
+                Arc::clone(&state.store),
+                state.auth.clone(),
+                state.scope.clone(),
+                session::Keys::new(key.to_vec()),
+            )),
+        }
+    }
+
+    /// The inbox's routes, under `/inbox`, to merge into a router of your
+    /// own ([`HttpOptions::inbox`](crate::mcp::HttpOptions::inbox) does).
+    pub fn router(&self) -> axum::Router {
+        pages::router(Arc::clone(&self.state))
+    }
+}
+
+impl fmt::Debug for Inbox {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Inbox")
+            .field("scope", &self.state.scope)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,156 @@
+//! Who is signed in to the inbox: a session kept in a cookie signed with
+//! HMAC-SHA256 (the token a person signed in with is never kept), and the
+//! CSRF token every form carries, bound to that session.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hmac::{Hmac, KeyInit, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::Sha256;
+
+use crate::caller::Caller;
+use crate::store::now_ms;
+
+/// The session cookie's name.
+pub(super) const SESSION: &str = "tool_envelope_inbox";
+
+/// The cookie that binds the sign-in form to the browser that got it.
+pub(super) const SIGN_IN: &str = "tool_envelope_sign_in";
+
+/// How long a session lasts.
+pub(super) const SESSION_MS: i64 = 8 * 60 * 60 * 1000;
+
+/// The key sessions and forms are signed with.
+pub(super) struct Keys {
+    key: Vec<u8>,
+}
+
+/// What a session cookie says: who, with which scopes, until when.
+#[derive(Serialize, Deserialize)]
+struct Claims {
+    sub: String,
+    scopes: Vec<String>,
+    exp: i64,
+}
+
+impl Keys {
+    /// Keys made from `key` (32 bytes or more).
+    pub(super) fn new(key: Vec<u8>) -> Self {
+        Keys { key }
+    }
+
+    /// A random key: sessions last as long as the process.
+    pub(super) fn random() -> Self {
+        let mut key = vec![0u8; 32];
+        getrandom::fill(&mut key).expect("the operating system gives random bytes");
+        Keys { key }
+    }
+
+    fn mac(&self, purpose: &str, value: &str) -> Hmac<Sha256> {
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.key)
+            .expect("HMAC takes a key of any size");
+        mac.update(purpose.as_bytes());
+        mac.update(&[0]);
+        mac.update(value.as_bytes());
+        mac
+    }
+
+    fn sign(&self, purpose: &str, value: &str) -> String {
+        URL_SAFE_NO_PAD.encode(self.mac(purpose, value).finalize().into_bytes())
+    }
+
+    fn verify(&self, purpose: &str, value: &str, signature: &str) -> bool {
+        let Ok(signature) = URL_SAFE_NO_PAD.decode(signature) else {
+            return false;
+        };
+        self.mac(purpose, value).verify_slice(&signature).is_ok()
+    }
+
+    /// The cookie value of a session of `caller`, from now.
+    pub(super) fn session_of(&self, caller: &Caller) -> String {
+        let claims = Claims {
+            sub: caller.subject().to_owned(),
+            scopes: caller.scopes().map(str::to_owned).collect(),
+            exp: now_ms().saturating_add(SESSION_MS),
+        };
+        let payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&claims).unwrap_or_default());
+        let signature = self.sign("session", &payload);
+        format!("{payload}.{signature}")
+    }
+
+    /// Who the session `cookie` is of, if it is one this key signed and it
+    /// has not ended.
+    pub(super) fn caller_of(&self, cookie: &str) -> Option<Caller> {
+        let (payload, signature) = cookie.split_once('.')?;
+        if !self.verify("session", payload, signature) {
+            return None;
+        }
+        let claims: Claims = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).ok()?).ok()?;
+        (claims.exp > now_ms()).then(|| Caller::new(claims.sub, claims.scopes))
+    }
+
+    /// The CSRF token of the forms shown to the session `cookie`.
+    pub(super) fn csrf_of(&self, cookie: &str) -> String {
+        self.sign("csrf", cookie)
+    }
+
+    /// Whether `token` is the CSRF token of the session `cookie`.
+    pub(super) fn csrf_holds(&self, cookie: &str, token: &str) -> bool {
+        self.verify("csrf", cookie, token)
+    }
+}
+
+/// A fresh random value for the sign-in cookie.
+pub(super) fn nonce() -> String {
+    crate::store::new_id()
+}
+
+/// The value of the cookie `name` in a `Cookie` header.
+pub(super) fn cookie<'a>(header: &'a str, name: &str) -> Option<&'a str> {
+    header.split(';').find_map(|pair| {
+        let (key, value) = pair.trim().split_once('=')?;
+        (key == name).then_some(value)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_is_read_back_only_as_signed_and_only_with_its_key() {
+        let keys = Keys::random();
+        let carol = Caller::new("carol", ["refunds:approve"]);
+        let cookie = keys.session_of(&carol);
+        assert_eq!(keys.caller_of(&cookie), Some(carol));
+        assert_eq!(Keys::random().caller_of(&cookie), None, "another key");
+        // A payload that grants itself a scope, with the old signature.
+        let (_, signature) = cookie.split_once('.').unwrap();
+        let forged = Claims {
+            sub: "mallory".into(),
+            scopes: vec!["refunds:approve".into()],
+            exp: i64::MAX,
+        };
+        let forged = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&forged).unwrap());
+        assert_eq!(keys.caller_of(&format!("{forged}.{signature}")), None);
+        assert_eq!(keys.caller_of("garbage"), None);
+    }
+
+    #[test]
+    fn a_csrf_token_holds_for_its_session_only() {
+        let keys = Keys::random();
+        let one = keys.session_of(&Caller::new("carol", ["a"]));
+        let two = keys.session_of(&Caller::new("dave", ["a"]));
+        let token = keys.csrf_of(&one);
+        assert!(keys.csrf_holds(&one, &token));
+        assert!(!keys.csrf_holds(&two, &token));
+        assert!(!keys.csrf_holds(&one, ""));
+    }
+
+    #[test]
+    fn cookies_are_read_by_name() {
+        let header = "a=1; tool_envelope_inbox=x.y; b=2";
+        assert_eq!(cookie(header, SESSION), Some("x.y"));
+        assert_eq!(cookie(header, "c"), None);
+    }
+}

@@ -1,0 +1,398 @@
+//! The inbox page over HTTP, as a browser would use it (cookies and forms,
+//! by hand): signing in with the server's own tokens and a scope, the
+//! session cookie's flags, the CSRF token on every POST, an approver who
+//! cannot decide their own call, a decision that runs the call once, and an
+//! escalation resolved — each in the store's audit. A real browser drives
+//! the same page in `scripts/test-inbox.sh`.
+#![cfg(all(feature = "inbox", feature = "sqlite"))]
+
+use std::sync::{Arc, Mutex};
+
+use reqwest::StatusCode;
+use reqwest::header::{COOKIE, SET_COOKIE};
+use serde_json::{Value, json};
+use tool_envelope::guard::{Approvers, Blocked, Caller, Guards, ToolCall};
+use tool_envelope::mcp::{BearerAuth, HttpOptions, Inbox, ToolContext, ToolSet};
+use tool_envelope::store::{self, ApprovalState, EscalationState, Store};
+use tool_envelope::{ErrorEnvelope, Secret, tool};
+
+static DONE: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn times(label: &str) -> usize {
+    DONE.lock().unwrap().iter().filter(|l| *l == label).count()
+}
+
+fn policy(call: &ToolCall) -> Result<(), Blocked> {
+    let order: String = call.require("order")?;
+    if order.starts_with("FROZEN") {
+        return Err(Blocked::new(format!("Order {order} is frozen")).with_reason("FROZEN"));
+    }
+    let amount: u64 = call.require("amount")?;
+    if amount > 500 {
+        return Err(
+            Blocked::new(format!("Refund of ${amount} exceeds the $500 cap"))
+                .with_reason("OVER_CAP")
+                .unless_approved_by(Approvers::scope("refunds:approve")),
+        );
+    }
+    Ok(())
+}
+
+/// Refund an order.
+#[tool(destructive)]
+fn refund(order: String, amount: u64, card: Secret<String>) -> Result<String, ErrorEnvelope> {
+    let _ = card;
+    DONE.lock()
+        .unwrap()
+        .push(format!("refund {order} {amount}"));
+    Ok(format!("Refunded ${amount} on {order}"))
+}
+
+async fn validate(token: String) -> Option<Caller> {
+    match token.as_str() {
+        "agent-token" => Some(Caller::new("agent", ["refunds:write"])),
+        "carol-token" => Some(Caller::new("carol", ["refunds:approve"])),
+        "dave-token" => Some(Caller::new("dave", ["refunds:approve"])),
+        // The agent's own subject, with the approver scope too.
+        "agent-approver-token" => Some(Caller::new("agent", ["refunds:write", "refunds:approve"])),
+        _ => None,
+    }
+}
+
+struct Server {
+    url: String,
+    tools: ToolSet,
+    store: Arc<dyn Store>,
+    http: reqwest::Client,
+}
+
+async fn server(name: &str) -> Server {
+    let path = std::env::temp_dir().join(format!(
+        "tool-envelope-inbox-{}-{name}.db",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&path);
+    let store = store::open(&format!("sqlite:{}", path.display()))
+        .await
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let auth = BearerAuth::new(format!("{url}/mcp"), validate);
+    let tools = ToolSet::new()
+        .server_info("refunds", "1.0.0")
+        .tool::<refund>()
+        .guards(Guards::new().for_all(policy))
+        .store(Arc::clone(&store))
+        // The test runs approved calls itself, when it says so.
+        .approvals_in_background(false);
+    let inbox = Inbox::new(&tools, auth.clone(), "refunds:approve");
+    let served = tools.clone();
+    tokio::spawn(async move {
+        HttpOptions::new()
+            .stateless()
+            .require_bearer(auth)
+            .inbox(inbox)
+            .serve(listener, served)
+            .await
+    });
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    Server {
+        url,
+        tools,
+        store,
+        http,
+    }
+}
+
+/// The value of the hidden `csrf` field of a page.
+fn csrf(page: &str) -> String {
+    let start = page
+        .find("name=\"csrf\" value=\"")
+        .expect("a form with a CSRF token")
+        + 19;
+    page[start..][..page[start..].find('"').unwrap()].to_owned()
+}
+
+/// The `name=value` part of the cookie `name` a response sets, and its
+/// whole header.
+fn set_cookie(response: &reqwest::Response, name: &str) -> Option<(String, String)> {
+    response
+        .headers()
+        .get_all(SET_COOKIE)
+        .iter()
+        .find_map(|value| {
+            let header = value.to_str().ok()?.to_owned();
+            let pair = header.split(';').next()?.to_owned();
+            pair.starts_with(&format!("{name}="))
+                .then_some((pair, header))
+        })
+}
+
+impl Server {
+    /// Signs in with `token`: the session cookie.
+    async fn sign_in(&self, token: &str) -> String {
+        let form = self
+            .http
+            .get(format!("{}/inbox", self.url))
+            .send()
+            .await
+            .unwrap();
+        let (nonce, _) = set_cookie(&form, "tool_envelope_sign_in").expect("the sign-in cookie");
+        let page = form.text().await.unwrap();
+        let response = self
+            .http
+            .post(format!("{}/inbox/sign-in", self.url))
+            .header(COOKIE, &nonce)
+            .form(&[("token", token), ("csrf", &csrf(&page))])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::SEE_OTHER, "{token}");
+        let (session, header) = set_cookie(&response, "tool_envelope_inbox").expect("a session");
+        for flag in ["HttpOnly", "SameSite=Strict", "Path=/inbox"] {
+            assert!(header.contains(flag), "{header}");
+        }
+        assert!(!header.contains(token), "the token is never kept");
+        session
+    }
+
+    async fn get(&self, path: &str, session: &str) -> (StatusCode, String) {
+        let response = self
+            .http
+            .get(format!("{}{path}", self.url))
+            .header(COOKIE, session)
+            .send()
+            .await
+            .unwrap();
+        (response.status(), response.text().await.unwrap())
+    }
+
+    async fn post(&self, path: &str, session: &str, form: &[(&str, &str)]) -> StatusCode {
+        self.http
+            .post(format!("{}{path}", self.url))
+            .header(COOKIE, session)
+            .form(form)
+            .send()
+            .await
+            .unwrap()
+            .status()
+    }
+
+    async fn call_as_agent(&self, order: &str, amount: u64) -> Value {
+        let agent = Caller::new("agent", ["refunds:write"]);
+        let arguments = json!({"order": order, "amount": amount, "card": "4111-1111-1111-1111"});
+        let reply = self
+            .tools
+            .call_with(
+                "refund",
+                arguments,
+                ToolContext::detached().with_caller(agent),
+            )
+            .await
+            .unwrap();
+        reply.structured_content.unwrap()
+    }
+}
+
+#[tokio::test]
+async fn an_approver_signs_in_decides_once_and_the_refund_runs_once() {
+    let server = server("decide").await;
+    let waiting = server.call_as_agent("IN-1", 620).await;
+    assert_eq!(waiting["reason"], "AWAITING_APPROVAL", "{waiting}");
+    let ticket = waiting["escalation"]["ticket"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // Signing in: a token the validator refuses, and one without the scope.
+    let form = server
+        .http
+        .get(format!("{}/inbox", server.url))
+        .send()
+        .await
+        .unwrap();
+    let (nonce, _) = set_cookie(&form, "tool_envelope_sign_in").unwrap();
+    let page = form.text().await.unwrap();
+    for (token, says) in [
+        ("nobody", "not accepted"),
+        ("agent-token", "refunds:approve"),
+    ] {
+        let response = server
+            .http
+            .post(format!("{}/inbox/sign-in", server.url))
+            .header(COOKIE, &nonce)
+            .form(&[("token", token), ("csrf", &csrf(&page))])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::FORBIDDEN, "{token}");
+        assert!(set_cookie(&response, "tool_envelope_inbox").is_none());
+        assert!(response.text().await.unwrap().contains(says));
+    }
+    // A sign-in posted from elsewhere (no sign-in cookie) is refused.
+    let forged = server
+        .http
+        .post(format!("{}/inbox/sign-in", server.url))
+        .form(&[("token", "carol-token"), ("csrf", &csrf(&page))])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
+
+    let carol = server.sign_in("carol-token").await;
+    let (status, page) = server.get("/inbox", &carol).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        page.contains("Refund of $620 exceeds the $500 cap"),
+        "{page}"
+    );
+    assert!(page.contains("OVER_CAP"));
+    assert!(page.contains(&ticket));
+    assert!(!page.contains("4111"), "secrets stay masked");
+
+    // Without the CSRF token, or with another session's, nothing is decided.
+    let path = format!("/inbox/approvals/{ticket}");
+    assert_eq!(
+        server.post(&path, &carol, &[("decision", "approve")]).await,
+        StatusCode::FORBIDDEN
+    );
+    let dave = server.sign_in("dave-token").await;
+    let (_, daves) = server.get("/inbox", &dave).await;
+    assert_eq!(
+        server
+            .post(
+                &path,
+                &carol,
+                &[("decision", "approve"), ("csrf", &csrf(&daves))]
+            )
+            .await,
+        StatusCode::FORBIDDEN
+    );
+    // No session at all.
+    assert_eq!(
+        server
+            .post(
+                &path,
+                "",
+                &[("decision", "approve"), ("csrf", &csrf(&page))]
+            )
+            .await,
+        StatusCode::FORBIDDEN
+    );
+    let pending = server.store.approval(&ticket).await.unwrap().unwrap();
+    assert_eq!(pending.state, ApprovalState::Pending);
+
+    // The agent's own subject, even holding the scope, cannot decide it.
+    let agent = server.sign_in("agent-approver-token").await;
+    let (_, agents) = server.get("/inbox", &agent).await;
+    assert!(agents.contains("your own call"), "{agents}");
+    assert_eq!(
+        server
+            .post(
+                &path,
+                &agent,
+                &[("decision", "approve"), ("csrf", &csrf(&agents))]
+            )
+            .await,
+        StatusCode::FORBIDDEN
+    );
+
+    // Carol approves, with a note.
+    let form = [
+        ("decision", "approve"),
+        ("note", "receipt checked"),
+        ("csrf", &csrf(&page)),
+    ];
+    assert_eq!(
+        server.post(&path, &carol, &form).await,
+        StatusCode::SEE_OTHER
+    );
+    // Dave's decision comes too late.
+    let late = [("decision", "decline"), ("csrf", &csrf(&daves))];
+    assert_eq!(server.post(&path, &dave, &late).await, StatusCode::CONFLICT);
+
+    server.tools.run_approved().await.unwrap();
+    assert_eq!(times("refund IN-1 620"), 1);
+    let (_, detail) = server.get(&path, &carol).await;
+    assert!(detail.contains("Done: Refunded $620 on IN-1"), "{detail}");
+    assert!(detail.contains("receipt checked"));
+    // The agent calling again reads the result; nothing runs again.
+    let result = server.call_as_agent("IN-1", 620).await;
+    assert_eq!(result["result"], "Refunded $620 on IN-1", "{result}");
+    assert_eq!(times("refund IN-1 620"), 1);
+
+    let audit = server.store.audit_log(50).await.unwrap();
+    assert!(
+        audit
+            .iter()
+            .any(|e| e.who == "carol" && e.what == "sign_in")
+    );
+    assert!(audit.iter().any(|e| e.who == "carol"
+        && e.what == "approve"
+        && e.subject == ticket
+        && e.note == "receipt checked"));
+}
+
+#[tokio::test]
+async fn an_escalation_is_resolved_on_the_page_once() {
+    let server = server("resolve").await;
+    let blocked = server.call_as_agent("FROZEN-7", 40).await;
+    assert_eq!(
+        blocked["escalation"]["reason"], "blocked_by_guard",
+        "{blocked}"
+    );
+    let carol = server.sign_in("carol-token").await;
+    let (_, page) = server.get("/inbox", &carol).await;
+    assert!(page.contains("Order FROZEN-7 is frozen"), "{page}");
+    let open = server
+        .store
+        .escalations(EscalationState::Open, 10)
+        .await
+        .unwrap();
+    let id = open[0].id.clone();
+    let path = format!("/inbox/escalations/{id}");
+    assert_eq!(
+        server
+            .post(&path, &carol, &[("note", "unfrozen by hand")])
+            .await,
+        StatusCode::FORBIDDEN,
+        "no CSRF token"
+    );
+    let form = [("note", "unfrozen by hand"), ("csrf", &csrf(&page))];
+    assert_eq!(
+        server.post(&path, &carol, &form).await,
+        StatusCode::SEE_OTHER
+    );
+    assert_eq!(
+        server.post(&path, &carol, &form).await,
+        StatusCode::CONFLICT
+    );
+    let resolved = server
+        .store
+        .escalations(EscalationState::Resolved, 10)
+        .await
+        .unwrap();
+    assert!(resolved.iter().any(|e| e.id == id
+        && e.resolved_by.as_deref() == Some("carol")
+        && e.note.as_deref() == Some("unfrozen by hand")));
+}
+
+#[tokio::test]
+async fn the_page_is_never_framed_cached_or_scripted() {
+    let server = server("headers").await;
+    let response = server
+        .http
+        .get(format!("{}/inbox", server.url))
+        .send()
+        .await
+        .unwrap();
+    let headers = response.headers();
+    let csp = headers["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("default-src 'none'") && csp.contains("frame-ancestors 'none'"));
+    assert_eq!(headers["x-frame-options"], "DENY");
+    assert_eq!(headers["cache-control"], "no-store");
+    assert!(!response.text().await.unwrap().contains("<script"));
+}
