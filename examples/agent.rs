@@ -9,7 +9,10 @@
 //! `--approve` or `--decline`, the agent answers the server's question (an
 //! elicitation) through a handler, as a person at the keyboard would, and
 //! prints the question; without either, it has no handler, and the server's
-//! guard blocks the refund.
+//! guard blocks the refund. A server that checks tokens
+//! (`mcp_server --require-token`) asks no question: the refund waits for an
+//! approver who signs in to its inbox, whatever the agent answers, and the
+//! agent prints the ticket it waits on.
 //!
 //! Given an `http://` or `https://` URL instead of a path, it calls a
 //! deployed server: `--ca-cert FILE` trusts the CA that issued its
@@ -85,6 +88,13 @@ fn route(outcome: &Outcome<Value>) -> String {
             }
             if let Some(next) = envelope.alternatives().first() {
                 line.push_str(&format!("; next: {next}"));
+            }
+            if let Some(ticket) = &escalation.ticket {
+                // Nothing this agent sends decides it: it waits for a person.
+                line.push_str(&format!(
+                    "\n{:<44} ticket {} waits for an approver with `{}`; calling again reads the outcome",
+                    "", ticket.id, ticket.approvers
+                ));
             }
             line
         }

@@ -52,7 +52,8 @@ url="https://localhost:$port/mcp"
 # the URL clients reach it by, through nginx.
 start_replica() {
     "$server" --http 127.0.0.1:0 --stateless --allowed-host localhost \
-        --require-token --resource "$url" >/dev/null 2>"$work/replica-$1.log" &
+        --require-token --resource "$url" --approvals client --store "sqlite:$work/store.db" \
+        >/dev/null 2>"$work/replica-$1.log" &
     pids+=("$!")
 }
 start_replica 1

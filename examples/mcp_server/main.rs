@@ -3,10 +3,15 @@
 //! - `lookup_orders`: a valid empty result for `C-0000`, a transient timeout
 //!   for `C-4821` (retried locally, then escalated);
 //! - `stock_level`: a flaky service, recovered locally on the second attempt;
-//! - `process_refund`: refunds above $500 are blocked by a guard, unless the
-//!   client's user approves: the client is asked (elicitation on 2025-11-25,
-//!   an `InputRequiredResult` round on 2026-07-28); a client that cannot be
-//!   asked gets the block and its alternatives;
+//! - `process_refund`: refunds above $500 are blocked by a guard until
+//!   someone approves. With `--require-token`, that is a person who signs in
+//!   to the inbox page (`/inbox`) with a token granting `refunds:approve`
+//!   (the demo's `approver-token`): the call waits in the store as a ticket,
+//!   the calling agent cannot approve it, and once approved it runs once;
+//!   calling again reads the result. Without tokens, the client's user is
+//!   asked (elicitation on 2025-11-25, an `InputRequiredResult` round on
+//!   2026-07-28), or, with `--approvals client`, even with tokens; a client
+//!   that cannot be asked gets the block and its alternatives;
 //! - `read_payroll`: a permission error with its alternatives;
 //! - `research`: gathers 6 of 10 sources before the provider rate-limits, and
 //!   escalates with the 6 attached.
@@ -26,8 +31,13 @@
 //! With `--require-token`, every HTTP request needs a bearer token (401
 //! otherwise, pointing at the metadata document), and only a token with the
 //! scope `refunds:write` may refund. The demo tokens: `reader-token`
-//! (`orders:read`), and `refunds-token` and `second-desk-token` (two
-//! callers, each `orders:read refunds:write`). A
+//! (`orders:read`), `refunds-token` and `second-desk-token` (two callers,
+//! each `orders:read refunds:write`), and `approver-token` (a person with
+//! `refunds:approve`, who signs in to the inbox). The store is then a SQLite
+//! file, `mcp_server.db` in the working directory, unless `--store` says
+//! otherwise (with the `sqlite` feature; in memory without it), and the
+//! inbox is served with the `inbox` feature. Replicas share sessions of the
+//! inbox when `TOOL_ENVELOPE_INBOX_KEY` (32 bytes or more) is the same. A
 //! deployment validates the tokens of its authorization server instead (a
 //! JWT's signature, issuer, audience and expiry). `--resource URL` is the
 //! URL clients reach the server by (`http://HOST:PORT/mcp` unless given),
@@ -39,16 +49,19 @@
 //! cargo run --example mcp_server --features rmcp -- --http 127.0.0.1:8080 --stateless --allowed-host tools.internal
 //! cargo run --example mcp_server --features rmcp -- --http 127.0.0.1:8080 --require-token
 //! cargo run --example mcp_server --features rmcp,sqlite -- --http 127.0.0.1:8080 --store sqlite:/tmp/tools.db
+//! cargo run --example mcp_server --features rmcp,sqlite,inbox -- --http 127.0.0.1:8080 --require-token
 //! ```
 
 mod tools;
 
+use std::sync::atomic::Ordering;
+
 use tool_envelope::guard::Caller;
 use tool_envelope::mcp::{BearerAuth, DEFAULT_REQUEST_STATE_TTL, HttpOptions};
-use tools::{tools, tools_without_retry};
+use tools::{CLIENT_APPROVES, tools, tools_without_retry};
 
 const USAGE: &str = "usage: mcp_server [--no-retry] [--store URL] [--http HOST:PORT [--stateless] \
-                     [--allowed-host NAME]... [--require-token [--resource URL]]]";
+                     [--allowed-host NAME]... [--require-token [--resource URL] [--approvals client]]]";
 
 /// The demo's token validator: who holds each token, with which scopes.
 async fn demo_token(token: String) -> Option<Caller> {
@@ -59,6 +72,7 @@ async fn demo_token(token: String) -> Option<Caller> {
             ["orders:read", "refunds:write"],
         )),
         "second-desk-token" => Some(Caller::new("second-desk", ["orders:read", "refunds:write"])),
+        "approver-token" => Some(Caller::new("approver", ["orders:read", "refunds:approve"])),
         _ => None,
     }
 }
@@ -81,6 +95,10 @@ async fn main() -> std::io::Result<()> {
             "--allowed-host" => hosts.push(args.next().unwrap_or_else(|| usage())),
             "--require-token" => require_token = true,
             "--resource" => resource = Some(args.next().unwrap_or_else(|| usage())),
+            "--approvals" => match args.next().as_deref() {
+                Some("client") => CLIENT_APPROVES.store(true, Ordering::Relaxed),
+                _ => usage(),
+            },
             _ => usage(),
         }
     }
@@ -91,6 +109,14 @@ async fn main() -> std::io::Result<()> {
     };
     if let Ok(key) = std::env::var("TOOL_ENVELOPE_STATE_KEY") {
         tools = tools.request_state_key(key, DEFAULT_REQUEST_STATE_TTL);
+    }
+    if require_token && store.is_none() {
+        // People decide refunds over the cap: what waits for them is kept.
+        let default = match cfg!(feature = "sqlite") {
+            true => "sqlite:mcp_server.db",
+            false => "memory:",
+        };
+        store = Some(default.to_owned());
     }
     if let Some(url) = store {
         // Replicas that share the store share what outlives a call: an
@@ -115,6 +141,15 @@ async fn main() -> std::io::Result<()> {
         let auth = BearerAuth::new(resource, demo_token)
             .authorization_server("https://auth.example.com")
             .scopes_supported(["orders:read", "refunds:write"]);
+        #[cfg(feature = "inbox")]
+        {
+            let mut inbox = tool_envelope::mcp::Inbox::new(&tools, auth.clone(), "refunds:approve");
+            if let Ok(key) = std::env::var("TOOL_ENVELOPE_INBOX_KEY") {
+                inbox = inbox.cookie_key(key);
+            }
+            options = options.inbox(inbox);
+            eprintln!("inbox on http://{local}/inbox (sign in with approver-token)");
+        }
         options = options.require_bearer(auth);
     }
     eprintln!("listening on http://{local}/mcp");

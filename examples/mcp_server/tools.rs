@@ -3,7 +3,7 @@
 //! tools a user would actually serve.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use tool_envelope::mcp::ToolSet;
 use tool_envelope::{
     ErrorEnvelope, Found, Partial, ToolError,
-    guard::{Blocked, ToolCall},
+    guard::{Approvers, Blocked, ToolCall},
     retry::RetryPolicy,
     tool, tools,
 };
@@ -100,13 +100,21 @@ fn stock_level(
     Ok(sku.len() as u32 * 7)
 }
 
+/// Whether the client's user approves refunds over the cap even from a
+/// caller with a token (`--approvals client`); set once, at start.
+pub static CLIENT_APPROVES: AtomicBool = AtomicBool::new(false);
+
 /// The refund policy: a hard limit, checked in code before the tool runs. It
-/// fails closed: an amount it cannot read blocks the call. Over the cap, a
-/// person may approve the refund, where the client can ask one.
+/// fails closed: an amount it cannot read blocks the call.
 ///
-/// Served with `--require-token`, a refund also needs a token with the scope
-/// `refunds:write`; a call with no token at all comes over stdio, where the
-/// process that started the server is the one trusted.
+/// Over the cap, someone may approve the refund. Served with
+/// `--require-token`, where people sign in, that is an approver whose token
+/// grants `refunds:approve`, on the inbox page — never the calling agent:
+/// the call waits as a ticket. A call with no token at all comes over
+/// stdio (or an open port), where the process that started the server is
+/// trusted and nobody signs in: there the client's user is asked.
+///
+/// With a token, a refund also needs the scope `refunds:write`.
 fn refund_cap(call: &ToolCall) -> Result<(), Blocked> {
     const CAP: u64 = 500;
     if call.caller().is_some() {
@@ -114,13 +122,15 @@ fn refund_cap(call: &ToolCall) -> Result<(), Blocked> {
     }
     let amount: u64 = call.require("amount")?;
     if amount > CAP {
-        return Err(
-            Blocked::new(format!("Refund of ${amount} exceeds the ${CAP} policy cap"))
-                .with_reason("REFUND_OVER_CAP")
-                .with_alternative("Escalate to a human for approval")
-                .with_alternative(format!("Offer store credit up to ${CAP}"))
-                .unless_approved(),
-        );
+        let blocked = Blocked::new(format!("Refund of ${amount} exceeds the ${CAP} policy cap"))
+            .with_reason("REFUND_OVER_CAP")
+            .with_alternative("Escalate to a human for approval")
+            .with_alternative(format!("Offer store credit up to ${CAP}"));
+        let people_decide = call.caller().is_some() && !CLIENT_APPROVES.load(Ordering::Relaxed);
+        return Err(match people_decide {
+            true => blocked.unless_approved_by(Approvers::scope("refunds:approve")),
+            false => blocked.unless_approved(),
+        });
     }
     Ok(())
 }

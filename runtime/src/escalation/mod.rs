@@ -93,13 +93,19 @@ impl Escalation {
         attempts: u32,
         elapsed: Duration,
     ) -> Self {
+        // The ticket of a call that waits for an approver travels up with
+        // it, whoever escalates it next.
+        let ticket = envelope
+            .escalation()
+            .and_then(|escalated| escalated.ticket.clone())
+            .map(Box::new);
         Escalation {
             reason,
             envelope,
             attempts,
             elapsed,
             detail: None,
-            ticket: None,
+            ticket,
             kept: false,
         }
     }

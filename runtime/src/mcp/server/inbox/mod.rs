@@ -4,13 +4,16 @@
 //! served by the tool set's own HTTP server ([`HttpOptions::inbox`]).
 //!
 //! - `session`: the signed session cookie and the forms' CSRF tokens;
-//! - `pages`: the routes, and what each page shows.
+//! - `pages`: the routes;
+//! - `views`: what a page shows of an approval and of an escalation;
+//! - `time`: times as people read them.
 //!
 //! [`HttpOptions::inbox`]: crate::mcp::HttpOptions::inbox
 
 mod pages;
 mod session;
 mod time;
+mod views;
 
 use std::fmt;
 use std::sync::Arc;

@@ -1,0 +1,193 @@
+//! What the inbox's pages show of an approval and of an escalation, read
+//! from the records the store keeps (their envelopes masked already).
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::time::{span, utc};
+use crate::caller::Caller;
+use crate::store::{ApprovalRecord, ApprovalState, EscalationRecord};
+
+/// An approval as the page shows it.
+#[derive(Serialize)]
+pub(super) struct ApprovalView {
+    id: String,
+    headline: String,
+    reason: String,
+    tool: String,
+    caller: String,
+    approvers: String,
+    arguments: Vec<Argument>,
+    alternatives: Vec<String>,
+    created: String,
+    expires: String,
+    state: &'static str,
+    decided_by: Option<String>,
+    decided: Option<String>,
+    decision: &'static str,
+    note: Option<String>,
+    result: Option<String>,
+    result_kind: &'static str,
+    outcome: String,
+    can_decide: bool,
+    why_not: String,
+}
+
+/// One argument of a call, as shown (secrets are masked already).
+#[derive(Serialize)]
+struct Argument {
+    name: String,
+    value: String,
+}
+
+/// The arguments of an envelope's `attempted_query`, numbers first: the
+/// amount a person decides on before the rest.
+fn arguments_of(envelope: &Value) -> Vec<Argument> {
+    let mut arguments: Vec<Argument> = match envelope.get("attempted_query") {
+        Some(Value::Object(fields)) => fields
+            .iter()
+            .map(|(name, value)| Argument {
+                name: name.clone(),
+                value: match value {
+                    Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                },
+            })
+            .collect(),
+        Some(Value::String(query)) => vec![Argument {
+            name: "query".into(),
+            value: query.clone(),
+        }],
+        _ => Vec::new(),
+    };
+    let numeric = |argument: &Argument| argument.value.parse::<f64>().is_ok();
+    arguments.sort_by_key(|argument| !numeric(argument));
+    arguments
+}
+
+fn strings(value: Option<&Value>) -> Vec<String> {
+    value
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| item.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn text(value: Option<&Value>) -> String {
+    value.and_then(Value::as_str).unwrap_or_default().to_owned()
+}
+
+pub(super) fn view(approval: &ApprovalRecord, who: &Caller) -> ApprovalView {
+    let shown = &approval.shown;
+    let own = approval.caller.as_deref() == Some(who.subject());
+    let holds = who.has_scope(&approval.approvers);
+    let pending = approval.state == ApprovalState::Pending;
+    let why_not = match (holds, own) {
+        (false, _) => format!("Deciding this needs `{}`.", approval.approvers),
+        (true, true) => "This is your own call: someone else decides it.".to_owned(),
+        (true, false) => String::new(),
+    };
+    let result = approval.result.as_ref();
+    let structured = result.and_then(|reply| reply.get("structuredContent"));
+    let failed = result
+        .and_then(|reply| reply.get("isError"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let outcome = match (approval.state, structured) {
+        (ApprovalState::Done, Some(content)) if failed => {
+            format!("Failed: {}", text(content.get("message")))
+        }
+        (ApprovalState::Done, Some(content)) => match content.get("result") {
+            Some(Value::String(result)) => format!("Done: {result}"),
+            Some(other) => format!("Done: {other}"),
+            None => "Done".to_owned(),
+        },
+        (ApprovalState::Done, None) => "Done".to_owned(),
+        (state, _) => state.as_str().to_owned(),
+    };
+    ApprovalView {
+        id: approval.id.clone(),
+        headline: text(shown.get("message")),
+        reason: text(shown.get("reason")),
+        tool: approval.tool.clone(),
+        caller: approval
+            .caller
+            .clone()
+            .unwrap_or_else(|| "(anonymous)".into()),
+        approvers: approval.approvers.clone(),
+        arguments: arguments_of(shown),
+        alternatives: strings(shown.get("alternatives")),
+        created: utc(approval.created_ms),
+        expires: utc(approval.expires_ms),
+        state: approval.state.as_str(),
+        decided_by: approval.decided_by.clone(),
+        decided: approval.decided_ms.map(utc),
+        decision: match approval.state {
+            ApprovalState::Declined => "declined",
+            ApprovalState::Pending => "pending",
+            ApprovalState::Expired => "expired",
+            _ => "approved",
+        },
+        note: approval.note.clone().filter(|note| !note.is_empty()),
+        result: structured.map(|content| serde_json::to_string_pretty(content).unwrap_or_default()),
+        result_kind: if failed { "failure" } else { "success" },
+        outcome,
+        can_decide: pending && holds && !own,
+        why_not,
+    }
+}
+
+/// An escalation as the page shows it.
+#[derive(Serialize)]
+pub(super) struct EscalationView {
+    id: String,
+    message: String,
+    category: String,
+    code: String,
+    why: String,
+    tool: String,
+    caller: String,
+    created: String,
+    attempts: u64,
+    elapsed: String,
+    arguments: Vec<Argument>,
+    partial: Option<String>,
+    alternatives: Vec<String>,
+}
+
+pub(super) fn escalation_view(escalation: &EscalationRecord) -> EscalationView {
+    let envelope = &escalation.envelope;
+    let info = envelope.get("escalation");
+    EscalationView {
+        id: escalation.id.clone(),
+        message: text(envelope.get("message")),
+        category: text(envelope.get("errorCategory")),
+        code: text(envelope.get("reason")),
+        why: text(info.and_then(|info| info.get("reason"))),
+        tool: escalation.tool.clone().unwrap_or_default(),
+        caller: escalation
+            .caller
+            .clone()
+            .unwrap_or_else(|| "(anonymous)".into()),
+        created: utc(escalation.created_ms),
+        attempts: info
+            .and_then(|info| info.get("attempts"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
+        elapsed: span(
+            info.and_then(|info| info.get("elapsedMs"))
+                .and_then(Value::as_i64)
+                .unwrap_or(0),
+        ),
+        arguments: arguments_of(envelope),
+        partial: envelope
+            .get("partial_results")
+            .filter(|partial| !partial.is_null())
+            .map(|partial| serde_json::to_string_pretty(partial).unwrap_or_default()),
+        alternatives: strings(envelope.get("alternatives")),
+    }
+}

@@ -1,0 +1,102 @@
+// The inbox page in Debian's Chromium, driven by playwright-core: a person
+// signs in, sees the $620 refund that waits for them, approves it, and sees
+// the result. Run by scripts/test-inbox.sh:
+//
+//     node scripts/inbox_browser.mjs BASE_URL TICKET SCREENSHOT_DIR
+//
+// Exits 0 when every check passes, 1 otherwise.
+import { createRequire } from "node:module";
+import path from "node:path";
+
+const require = createRequire(path.join(process.env.NODE_PATH ?? ".", "x.js"));
+const { chromium } = require("playwright-core");
+
+const [base, ticket, shots] = process.argv.slice(2);
+if (!base || !ticket || !shots) {
+  console.error("usage: inbox_browser.mjs BASE_URL TICKET SCREENSHOT_DIR");
+  process.exit(2);
+}
+
+function check(ok, what) {
+  if (!ok) {
+    throw new Error(what);
+  }
+}
+
+const browser = await chromium.launch({
+  executablePath: "/usr/bin/chromium",
+  args: [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+  ],
+});
+try {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+
+  // A token without the approver scope is refused at sign-in.
+  await page.goto(`${base}/inbox`);
+  await page.fill("#token", "refunds-token");
+  await page.click("button[type=submit]");
+  await page.waitForSelector(".problem");
+  const refusal = await page.textContent(".problem");
+  check(refusal.includes("refunds:approve"), `a refunds-token sign-in was not refused: ${refusal}`);
+  check(
+    !(await context.cookies()).some((cookie) => cookie.name === "tool_envelope_inbox"),
+    "a refused sign-in got a session",
+  );
+  console.log("PASS  a token without refunds:approve cannot sign in");
+
+  // The approver signs in: a session cookie, HttpOnly and SameSite=Strict.
+  await page.fill("#token", "approver-token");
+  await page.click("button[type=submit]");
+  await page.waitForSelector(`#approval-${ticket}`);
+  const session = (await context.cookies()).find((cookie) => cookie.name === "tool_envelope_inbox");
+  check(session && session.httpOnly && session.sameSite === "Strict", `session cookie ${JSON.stringify(session)}`);
+  const card = page.locator(`#approval-${ticket}`);
+  const headline = await card.locator(".headline").textContent();
+  check(headline.includes("$620") && headline.includes("$500"), `headline: ${headline}`);
+  const reason = await card.locator(".tag.reason").textContent();
+  check(reason.includes("REFUND_OVER_CAP"), `reason: ${reason}`);
+  const context_ = await card.textContent();
+  for (const shown of ["process_refund", "refunds-desk", "O-77", "620", "refunds:approve"]) {
+    check(context_.includes(shown), `the card does not show ${shown}: ${context_}`);
+  }
+  await page.screenshot({ path: path.join(shots, "inbox-pending.png"), fullPage: true });
+  console.log("PASS  approver-token signs in and sees the $620 refund, its reason and its context");
+
+  // A POST without the CSRF token, from this very browser, is refused.
+  const forged = await page.request.post(`${base}/inbox/approvals/${ticket}`, {
+    form: { decision: "approve", note: "forged" },
+    maxRedirects: 0,
+  });
+  check(forged.status() === 403, `a POST without the CSRF token got ${forged.status()}`);
+  await page.reload();
+  check(
+    (await page.locator(`#approval-${ticket} .tag.state`).textContent()).trim() === "pending",
+    "the forged POST decided the approval",
+  );
+  console.log("PASS  a POST without the CSRF token is refused (403), nothing decided");
+
+  // Approve, with a note; the page shows the result once the call ran.
+  await card.locator("input[name=note]").fill("receipt checked");
+  await card.locator("button.approve").click();
+  await page.waitForURL(`${base}/inbox/approvals/${ticket}`);
+  await page.waitForSelector(".result.success", { timeout: 20000 });
+  const outcome = await page.textContent(".result");
+  check(outcome.includes("Refunded $620 on O-77"), `outcome: ${outcome}`);
+  const decision = await page.textContent(".outcome");
+  check(decision.includes("approver") && decision.includes("receipt checked"), `decision: ${decision}`);
+  await page.screenshot({ path: path.join(shots, "inbox-done.png"), fullPage: true });
+  console.log("PASS  approved on the page: the refund ran, and its result is shown");
+} catch (error) {
+  console.error(`FAIL  ${error.message}`);
+  process.exitCode = 1;
+} finally {
+  await browser.close();
+}

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The inbox page in a real browser: Debian's Chromium, driven by Playwright
+# (playwright-core from npm, which downloads no browser of its own).
+#
+# Serves examples/mcp_server with `--require-token` (its store a SQLite file
+# here, its inbox at /inbox), then:
+#   1. the agent (examples/agent, with `refunds-token` and `--approve`) asks
+#      for a $620 refund: it cannot approve it, and gets a ticket;
+#   2. in Chromium, a token without `refunds:approve` is refused at sign-in;
+#      `approver-token` signs in, sees the $620 refund with its reason and
+#      context, approves it with a note, and sees the result — the page
+#      refreshes itself until the call has run, once;
+#   3. a POST without the CSRF token, from the signed-in browser, is refused;
+#   4. the agent, calling again, reads the refund's result.
+# Screenshots land in $TOOL_ENVELOPE_SCREENSHOTS (a temporary directory by
+# default).
+#
+#     scripts/test-inbox.sh target/debug/examples/mcp_server target/debug/examples/agent
+#
+# Installs what it needs: `chromium` with apt-get if missing, playwright-core
+# under ${TOOL_ENVELOPE_CACHE:-target/ci-cache}/playwright.
+set -euo pipefail
+
+PLAYWRIGHT_VERSION=1.65.1
+
+server="${1:?usage: test-inbox.sh MCP_SERVER AGENT}"
+agent="${2:?usage: test-inbox.sh MCP_SERVER AGENT}"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cache="${TOOL_ENVELOPE_CACHE:-$root/target/ci-cache}"
+prefix="$cache/playwright"
+
+sudo=""
+[[ "$(id -u)" -ne 0 ]] && sudo="sudo"
+if ! command -v chromium >/dev/null; then
+    echo "==> installing chromium (Debian package)"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+fi
+chromium --version
+
+if [[ ! -f "$prefix/node_modules/playwright-core/package.json" ]] ||
+    [[ "$(node -p "require('$prefix/node_modules/playwright-core/package.json').version")" != "$PLAYWRIGHT_VERSION" ]]; then
+    echo "==> installing playwright-core@$PLAYWRIGHT_VERSION into $prefix"
+    mkdir -p "$prefix"
+    npm install --prefix "$prefix" --no-audit --no-fund --silent "playwright-core@$PLAYWRIGHT_VERSION"
+fi
+
+work="$(mktemp -d)"
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    [[ -n "${TOOL_ENVELOPE_SCREENSHOTS:-}" ]] || rm -rf "$work"
+}
+trap cleanup EXIT
+
+"$server" --http 127.0.0.1:0 --require-token --store "sqlite:$work/store.db" 2>"$work/server.log" &
+pids+=("$!")
+address=""
+for _ in $(seq 1 200); do
+    address="$(grep -o 'http://127.0.0.1:[0-9]*/mcp' "$work/server.log" | head -1 || true)"
+    [[ -n "$address" ]] && break
+    kill -0 "${pids[0]}" 2>/dev/null || { cat "$work/server.log"; echo "the server exited" >&2; exit 1; }
+    sleep 0.05
+done
+[[ -n "$address" ]] || { cat "$work/server.log"; echo "the server did not start" >&2; exit 1; }
+grep -q "inbox on" "$work/server.log" || { echo "the server serves no inbox (build it with --features inbox)" >&2; exit 1; }
+base="${address%/mcp}"
+echo "==> server at $base"
+
+fail() { echo "FAIL  $*" >&2; exit 1; }
+
+# 1. The agent answers yes to any question; none is asked: it gets a ticket.
+first="$("$agent" "$address" --bearer refunds-token --approve)"
+line="$(grep -A1 'a \$620 refund' <<<"$first")"
+grep -q "awaiting_approval" <<<"$line" || fail "the agent's refund did not wait for an approver: $line"
+ticket="$(grep -o 'ticket [A-Za-z0-9_-]* waits' <<<"$line" | head -1 | cut -d' ' -f2)"
+[[ -n "$ticket" ]] || fail "no ticket in: $line"
+grep -q "the server asks" <<<"$first" && fail "the agent was asked to approve: $first"
+echo "PASS  the agent's --approve cannot approve a refund over the cap: ticket $ticket"
+
+# 2-3. The browser.
+shots="${TOOL_ENVELOPE_SCREENSHOTS:-$work}"
+mkdir -p "$shots"
+NODE_PATH="$prefix/node_modules" node "$root/scripts/inbox_browser.mjs" "$base" "$ticket" "$shots"
+
+# 4. The agent calls again, and reads the result.
+again="$("$agent" "$address" --bearer refunds-token)"
+grep 'a \$620 refund' <<<"$again" | grep -q "→ answered" ||
+    fail "the agent did not read the refund's result: $(grep -A1 'a \$620 refund' <<<"$again")"
+echo "PASS  the agent, calling again, reads the refund's result"
+echo "inbox: every check passed"
