@@ -39,8 +39,9 @@ async fn contract(store: Arc<dyn Store>) {
 
 async fn tasks(store: &dyn Store) {
     let now = store::now_ms();
-    let task = TaskRecord::new("slow", json!({"n": 1}), Some("alice".into()), 10 * MINUTE)
+    let mut task = TaskRecord::new("slow", json!({"n": 1}), Some("alice".into()), 10 * MINUTE)
         .held_by("replica-a", now + MINUTE);
+    task.caller_scopes = vec!["orders:read".into(), "refunds:write".into()];
     store.create_task(&task).await.unwrap();
     assert_eq!(store.task(&task.id).await.unwrap().as_ref(), Some(&task));
     assert_eq!(store.task("no-such-task").await.unwrap(), None);

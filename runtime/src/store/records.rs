@@ -68,6 +68,9 @@ pub struct TaskRecord {
     pub arguments: Value,
     /// The subject of the caller that made it, on a protected server.
     pub caller: Option<String>,
+    /// The scopes the caller's token granted: a task run again runs with
+    /// them, as it would have.
+    pub caller_scopes: Vec<String>,
     /// Where it is.
     pub state: TaskState,
     /// What it is doing, for people and models.
@@ -134,6 +137,7 @@ impl TaskRecord {
             tool: tool.into(),
             arguments,
             caller,
+            caller_scopes: Vec::new(),
             state: TaskState::Working,
             status_message: None,
             created_ms: now,

@@ -24,13 +24,22 @@ use super::{
 
 /// The store's schema, as migrations.
 fn migrator() -> Migrator {
-    Migrator::with_migrations(vec![Migration::new(
-        1,
-        Cow::Borrowed("tool-envelope store"),
-        MigrationType::Simple,
-        sqlx::SqlStr::from_static(include_str!("migrations/0001_store.sql")),
-        false,
-    )])
+    Migrator::with_migrations(vec![
+        Migration::new(
+            1,
+            Cow::Borrowed("tool-envelope store"),
+            MigrationType::Simple,
+            sqlx::SqlStr::from_static(include_str!("migrations/0001_store.sql")),
+            false,
+        ),
+        Migration::new(
+            2,
+            Cow::Borrowed("tool-envelope task scopes"),
+            MigrationType::Simple,
+            sqlx::SqlStr::from_static(include_str!("migrations/0002_task_scopes.sql")),
+            false,
+        ),
+    ])
 }
 
 /// A driver's error, as the store's.
@@ -52,7 +61,7 @@ fn json(text: Option<String>) -> Result<Option<Value>, StoreError> {
 /// How many times an optimistic update is tried before it gives up.
 const TRIES: usize = 16;
 
-const TASK_COLUMNS: &str = "id, tool, arguments, caller, state, status_message, created_ms, updated_ms, ttl_ms, holder, lease_until_ms, safe_to_repeat, runs, input_requests, input_responses, cancel_requested, result, error, version";
+const TASK_COLUMNS: &str = "id, tool, arguments, caller, state, status_message, created_ms, updated_ms, ttl_ms, holder, lease_until_ms, safe_to_repeat, runs, input_requests, input_responses, cancel_requested, result, error, version, caller_scopes";
 
 const APPROVAL_COLUMNS: &str = "id, digest, block, tool, arguments, shown, caller, caller_scopes, approvers, state, created_ms, expires_ms, decided_by, decided_ms, note, holder, lease_until_ms, safe_to_repeat, result";
 
@@ -87,6 +96,10 @@ macro_rules! sql_store {
                     arguments: json(Some(row.try_get("arguments").map_err(failed)?))?
                         .unwrap_or(Value::Null),
                     caller: row.try_get("caller").map_err(failed)?,
+                    caller_scopes: serde_json::from_str(
+                        &row.try_get::<String, _>("caller_scopes").map_err(failed)?,
+                    )
+                    .map_err(failed)?,
                     state: TaskState::parse(&state)
                         .ok_or_else(|| StoreError::new(format!("a task in the state `{state}`")))?,
                     status_message: row.try_get("status_message").map_err(failed)?,
@@ -220,7 +233,7 @@ macro_rules! sql_store {
                 Box::pin(async move {
                     let sql = format!(
                         "INSERT INTO te_tasks ({TASK_COLUMNS}) VALUES \
-                         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, 0)"
+                         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, 0, $19)"
                     );
                     sqlx::query(sqlx::AssertSqlSafe(sql))
                         .bind(&task.id)
@@ -241,6 +254,7 @@ macro_rules! sql_store {
                         .bind(task.cancel_requested)
                         .bind(task.result.as_ref().map(text))
                         .bind(task.error.as_ref().map(text))
+                        .bind(text(&serde_json::json!(task.caller_scopes)))
                         .execute(&self.pool)
                         .await
                         .map_err(failed)?;

@@ -9,6 +9,8 @@ pub(crate) mod approval;
 pub(crate) mod arguments;
 #[cfg(feature = "rmcp")]
 pub(crate) mod asking;
+#[cfg(feature = "rmcp")]
+pub(crate) mod held;
 #[cfg(feature = "inbox")]
 pub(crate) mod inbox;
 #[cfg(feature = "rmcp")]

@@ -7,7 +7,9 @@
 //! A task is its caller's: on a protected server every task request is
 //! checked against the subject that made the task, and another caller's
 //! task is answered as an unknown one. Running tasks are bounded, per
-//! server and per caller.
+//! server and per caller. With a store, a task is kept there too
+//! ([`held`](crate::mcp::server::held)), and a task this process does not
+//! run is read, answered and cancelled through the store.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -17,8 +19,11 @@ use std::time::{Duration, Instant};
 use rmcp::ErrorData;
 use rmcp::model::{DetailedTask, Task};
 use rmcp::task_manager::{DEFAULT_TASK_TTL_MS, TaskContext, TaskFuture, TaskManager, TaskOptions};
+use serde_json::Value;
 
 use crate::mcp::definition::ToolDefinition;
+use crate::mcp::server::held;
+use crate::store::{Store, TaskRecord};
 
 /// Whether a tool's calls run as tasks, for a client that declares MCP's
 /// tasks extension ([`ToolSet::tasks`](crate::mcp::ToolSet::tasks)).
@@ -105,11 +110,38 @@ impl Tasks {
     /// # Errors
     ///
     /// Which bound the task would cross; nothing was started.
-    pub(crate) fn spawn(
+    pub(crate) async fn spawn(
         &self,
         subject: Option<&str>,
+        kept: Option<Kept>,
         work: impl FnOnce(TaskContext) -> TaskFuture,
     ) -> Result<Task, Full> {
+        let (created, made) = tokio::sync::oneshot::channel();
+        let mirror = kept.as_ref().map(|kept| Mirror {
+            store: Arc::clone(&kept.store),
+            holder: kept.record.holder.clone().unwrap_or_default(),
+            made,
+        });
+        let task = self.start(subject, mirror, work)?;
+        if let Some(mut kept) = kept {
+            kept.record.id.clone_from(&task.task_id);
+            if let Err(error) = kept.store.create_task(&kept.record).await {
+                tracing::warn!(%error, task = %task.task_id, "a task could not be kept in the store");
+            }
+        }
+        let _ = created.send(());
+        Ok(task)
+    }
+
+    /// Starts `work` as a task of `subject`'s, kept in the store as
+    /// `mirror` says, unless too many run.
+    fn start(
+        &self,
+        subject: Option<&str>,
+        mirror: Option<Mirror>,
+        work: impl FnOnce(TaskContext) -> TaskFuture,
+    ) -> Result<Task, Full> {
+        let manager = self.manager.clone();
         let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
         owners.retain(|_, owner| owner.finished.is_none_or(|at| at.elapsed() < REMEMBERED));
         let running = owners.values().filter(|owner| owner.finished.is_none());
@@ -129,7 +161,14 @@ impl Tasks {
             let id = context.task_id().to_owned();
             let future = work(context);
             Box::pin(async move {
-                let outcome = future.await;
+                let outcome = match mirror {
+                    Some(Mirror {
+                        store,
+                        holder,
+                        made,
+                    }) => held::held(future, id.clone(), store, holder, manager, made).await,
+                    None => future.await,
+                };
                 let mut owners = finished.lock().unwrap_or_else(PoisonError::into_inner);
                 if let Some(owner) = owners.get_mut(&id) {
                     owner.finished = Some(Instant::now());
@@ -147,42 +186,76 @@ impl Tasks {
         Ok(task)
     }
 
-    /// `tasks/get`, for `subject`.
+    /// `tasks/get`, for `subject`: from this process when it runs the task,
+    /// else from `store`.
     ///
     /// # Errors
     ///
     /// [`unknown_task`] for a task this set does not have, or another
     /// caller's.
-    pub(crate) fn get(&self, id: &str, subject: Option<&str>) -> Result<DetailedTask, ErrorData> {
-        self.check(id, subject)?;
-        self.manager.get_task(id).map_err(|_| unknown_task())
-    }
-
-    /// `tasks/update`, for `subject`.
-    ///
-    /// # Errors
-    ///
-    /// As [`get`](Self::get).
-    pub(crate) fn update(
+    pub(crate) async fn get(
         &self,
         id: &str,
         subject: Option<&str>,
-        responses: impl IntoIterator<Item = (String, serde_json::Value)>,
-    ) -> Result<(), ErrorData> {
-        self.check(id, subject)?;
-        self.manager
-            .update_task(id, responses)
-            .map_err(|_| unknown_task())
+        store: Option<&Arc<dyn Store>>,
+    ) -> Result<DetailedTask, ErrorData> {
+        if self.check(id, subject).is_ok()
+            && let Ok(task) = self.manager.get_task(id)
+        {
+            return Ok(task);
+        }
+        let record = kept(id, subject, store).await?;
+        Ok(held::detailed(&record))
     }
 
-    /// `tasks/cancel`, for `subject`.
+    /// `tasks/update`, for `subject`: answered here when this process runs
+    /// the task, else kept in `store` for the replica that does.
     ///
     /// # Errors
     ///
     /// As [`get`](Self::get).
-    pub(crate) fn cancel(&self, id: &str, subject: Option<&str>) -> Result<(), ErrorData> {
-        self.check(id, subject)?;
-        self.manager.cancel_task(id).map_err(|_| unknown_task())
+    pub(crate) async fn update(
+        &self,
+        id: &str,
+        subject: Option<&str>,
+        responses: impl IntoIterator<Item = (String, Value)>,
+        store: Option<&Arc<dyn Store>>,
+    ) -> Result<(), ErrorData> {
+        if self.check(id, subject).is_ok() && self.manager.get_task(id).is_ok() {
+            return self
+                .manager
+                .update_task(id, responses)
+                .map_err(|_| unknown_task());
+        }
+        kept(id, subject, store).await?;
+        let responses = Value::Object(responses.into_iter().collect());
+        let store = store.ok_or_else(unknown_task)?;
+        store
+            .answer_task(id, &responses)
+            .await
+            .map_err(|_| unknown_task())?;
+        Ok(())
+    }
+
+    /// `tasks/cancel`, for `subject`: here when this process runs the task,
+    /// else asked of its replica through `store`.
+    ///
+    /// # Errors
+    ///
+    /// As [`get`](Self::get).
+    pub(crate) async fn cancel(
+        &self,
+        id: &str,
+        subject: Option<&str>,
+        store: Option<&Arc<dyn Store>>,
+    ) -> Result<(), ErrorData> {
+        if self.check(id, subject).is_ok() && self.manager.get_task(id).is_ok() {
+            return self.manager.cancel_task(id).map_err(|_| unknown_task());
+        }
+        kept(id, subject, store).await?;
+        let store = store.ok_or_else(unknown_task)?;
+        store.cancel_task(id).await.map_err(|_| unknown_task())?;
+        Ok(())
     }
 
     /// `Ok` when `id` is a task of `subject`'s.
@@ -193,6 +266,37 @@ impl Tasks {
             _ => Err(unknown_task()),
         }
     }
+}
+
+/// A task kept in the store for `subject`, whatever replica runs it.
+async fn kept(
+    id: &str,
+    subject: Option<&str>,
+    store: Option<&Arc<dyn Store>>,
+) -> Result<TaskRecord, ErrorData> {
+    let Some(store) = store else {
+        return Err(unknown_task());
+    };
+    match store.task(id).await {
+        Ok(Some(record)) if record.caller.as_deref() == subject => Ok(record),
+        _ => Err(unknown_task()),
+    }
+}
+
+/// How a running task is kept in the store: where, by which holder, and
+/// the signal that its record is there.
+struct Mirror {
+    store: Arc<dyn Store>,
+    holder: String,
+    made: tokio::sync::oneshot::Receiver<()>,
+}
+
+/// What a task is kept as in the store: its record, held by this replica.
+pub(crate) struct Kept {
+    /// The store.
+    pub(crate) store: Arc<dyn Store>,
+    /// The record, its id given when the task is made.
+    pub(crate) record: TaskRecord,
 }
 
 /// The error of a task request whose task this server does not have for

@@ -23,10 +23,11 @@ use rmcp::model::InputResponses;
 
 use crate::caller::Caller;
 use crate::mcp::context::ToolContext;
+use crate::mcp::server::held;
 use crate::mcp::server::live::LiveRequest;
 use crate::mcp::server::rmcp::convert::{rmcp_tools, to_error_data, to_rmcp_result};
 use crate::mcp::server::rounds::{Asking, has_rounds};
-use crate::mcp::server::tasks::{Full, TaskSupport, Tasks};
+use crate::mcp::server::tasks::{Full, Kept, TaskSupport, Tasks};
 use crate::mcp::server::toolset::ToolSet;
 use rmcp::model::{
     CancelTaskParams, ClientCapabilities, CreateTaskResult, GetTaskParams, GetTaskResult,
@@ -154,7 +155,10 @@ impl ServerHandler for ToolSet {
         let tasks = self.task_runner().ok_or_else(no_tasks)?;
         let caller = crate::mcp::server::live::caller(&context);
         let subject = caller.as_deref().map(Caller::subject);
-        Ok(GetTaskResult::new(tasks.get(&request.task_id, subject)?))
+        let task = tasks
+            .get(&request.task_id, subject, self.store_ref())
+            .await?;
+        Ok(GetTaskResult::new(task))
     }
 
     /// `tasks/update`: the answers to a task's questions, from the caller
@@ -167,7 +171,10 @@ impl ServerHandler for ToolSet {
         let tasks = self.task_runner().ok_or_else(no_tasks)?;
         let caller = crate::mcp::server::live::caller(&context);
         let subject = caller.as_deref().map(Caller::subject);
-        tasks.update(&request.task_id, subject, request.input_responses)
+        let store = self.store_ref();
+        tasks
+            .update(&request.task_id, subject, request.input_responses, store)
+            .await
     }
 
     /// `tasks/cancel`: the task's call is stopped at its next `.await` —
@@ -180,7 +187,9 @@ impl ServerHandler for ToolSet {
         let tasks = self.task_runner().ok_or_else(no_tasks)?;
         let caller = crate::mcp::server::live::caller(&context);
         let subject = caller.as_deref().map(Caller::subject);
-        tasks.cancel(&request.task_id, subject)
+        tasks
+            .cancel(&request.task_id, subject, self.store_ref())
+            .await
     }
 
     /// A request rmcp could not read as one of MCP's: a known method whose
@@ -295,7 +304,7 @@ impl ToolSet {
             match (tasks.support(definition), declared) {
                 (TaskSupport::Never, _) | (TaskSupport::Optional, false) => {}
                 (TaskSupport::Optional | TaskSupport::Required, true) => {
-                    return Ok(self.spawn_task(tasks, name, arguments, context));
+                    return Ok(self.spawn_task(tasks, name, arguments, context).await);
                 }
                 (TaskSupport::Required, false) => {
                     let tasks = ClientCapabilities::builder().enable_tasks().build();
@@ -338,7 +347,7 @@ impl ToolSet {
     /// Runs the call as a task of `tasks`, and answers with the task — or,
     /// when the server or the caller runs as many tasks as it may, with a
     /// `transient` envelope, reason `TOO_MANY_TASKS`: nothing ran.
-    fn spawn_task(
+    async fn spawn_task(
         &self,
         tasks: &Tasks,
         name: &str,
@@ -348,11 +357,22 @@ impl ToolSet {
         let tools = self.clone();
         let caller = crate::mcp::server::live::caller(context);
         let subject = caller.as_deref().map(Caller::subject);
+        let kept = self.store_ref().map(|store| Kept {
+            store: Arc::clone(store),
+            record: held::record(
+                "",
+                name,
+                &arguments,
+                caller.as_deref(),
+                self.holder(),
+                self.safe_to_repeat(name),
+            ),
+        });
         let refused = arguments.clone();
         let name = name.to_owned();
         let task_name = name.clone();
         let context = context.clone();
-        let spawned = tasks.spawn(subject, move |task| {
+        let spawned = tasks.spawn(subject, kept, move |task| {
             let name = task_name;
             Box::pin(async move {
                 let asking = Asking::task(task.clone(), &context);
@@ -366,7 +386,7 @@ impl ToolSet {
                 }
             })
         });
-        match spawned {
+        match spawned.await {
             Ok(task) => CreateTaskResult::new(task).into(),
             Err(full) => {
                 let reply = self.refuse(&name, refused, too_many_tasks(full));

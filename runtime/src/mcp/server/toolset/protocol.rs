@@ -98,13 +98,16 @@ impl ToolSet {
         self
     }
 
-    /// Keeps in `store` what must outlive one process: today, the approving
-    /// states already used, so that a person's yes opens one call across
-    /// every replica that shares the store (give them the same
-    /// [`request_state_key`](Self::request_state_key) too). Without a
-    /// store, each tool set keeps its own, and single use holds within it.
-    /// Open one with [`store::open`](crate::store::open): a SQLite file for
-    /// replicas on one host, Postgres for replicas anywhere.
+    /// Keeps in `store` what must outlive one process, for every replica
+    /// that shares it: the approving states already used, so that a
+    /// person's yes opens one call (give the replicas the same
+    /// [`request_state_key`](Self::request_state_key) too); the calls that
+    /// wait for an approver ([`Approvers::scope`](crate::guard::Approvers::scope)),
+    /// run once when approved; the [`tasks`](Self::tasks); and every
+    /// escalation the set sends, for the [inbox](crate::mcp::HttpOptions).
+    /// Without a store, each tool set keeps its own, and single use holds
+    /// within it. Open one with [`store::open`](crate::store::open): a
+    /// SQLite file for replicas on one host, Postgres for replicas anywhere.
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
     #[must_use]
     pub fn store(mut self, store: Arc<dyn Store>) -> Self {
@@ -146,14 +149,22 @@ impl ToolSet {
     /// call is answered with a `transient` envelope, reason
     /// `TOO_MANY_TASKS`, and nothing runs.
     ///
-    /// Tasks live in this process for their time to live (5 minutes, and as
-    /// long again once finished): behind a load balancer, every request of
-    /// a task must reach the replica that made it. The call that makes it
-    /// and the `tasks/*` requests that follow carry different `Mcp-Name`s
-    /// (the tool's name, then the task's id), so route on something the
-    /// client keeps for all of them — its session, or a header of its own
-    /// (`hash $http_x_client_id consistent;` in nginx) — never on
-    /// `Mcp-Name`.
+    /// With a [`store`](Self::store), every task is kept there as it goes
+    /// (made, asking, finished), under a lease its replica renews: any
+    /// replica that shares the store answers `tasks/get`, and passes
+    /// `tasks/update` and `tasks/cancel` on to the replica that runs it; a
+    /// task whose replica stopped (it died, it was restarted) is taken over
+    /// by another — run again if its tool is read-only or idempotent, else
+    /// ended with a `MAY_HAVE_TAKEN_EFFECT` envelope, never run twice.
+    ///
+    /// Without a store, tasks live in this process for their time to live
+    /// (5 minutes, and as long again once finished): behind a load
+    /// balancer, every request of a task must reach the replica that made
+    /// it. The call that makes it and the `tasks/*` requests that follow
+    /// carry different `Mcp-Name`s (the tool's name, then the task's id),
+    /// so route on something the client keeps for all of them — its
+    /// session, or a header of its own (`hash $http_x_client_id
+    /// consistent;` in nginx) — never on `Mcp-Name`.
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
     #[must_use]
     pub fn tasks(

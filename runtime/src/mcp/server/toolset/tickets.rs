@@ -18,12 +18,13 @@ use crate::caller::Caller;
 use crate::envelope::ErrorEnvelope;
 use crate::escalation::Escalation;
 use crate::mcp::context::ToolContext;
+use crate::mcp::server::held;
 use crate::mcp::server::state::CallState;
 use crate::mcp::server::ticket::{self, DEFAULT_APPROVAL_TTL, Ticketed, Waiting};
 use crate::reasons;
 use crate::store::{
     ApprovalRecord, ApprovalState, AuditEntry, Decision, EscalationRecord, Store, StoreError,
-    now_ms,
+    TaskState, TaskUpdate, now_ms,
 };
 
 /// How often a replica looks for approved calls it did not see decided.
@@ -211,15 +212,18 @@ impl ToolSet {
         Ok(decided.unwrap_or(approval))
     }
 
-    /// Runs, once each, the approved calls that wait in the store, and
-    /// expires the approvals nobody decided in time: what the background
+    /// Runs, once each, the approved calls that wait in the store, expires
+    /// the approvals nobody decided in time, and takes over the tasks of a
+    /// replica that stopped (see below): what the background
     /// runner does every second on every replica (started when the set
     /// first serves), for a host that drives it itself. Each call is
     /// claimed under a lease, so that of the replicas sharing the store
     /// exactly one runs it; its reply is kept for the caller to read. A
     /// call whose runner died while it ran is run again only if its tool is
-    /// read-only or idempotent; else it ends `MAY_HAVE_TAKEN_EFFECT`. The
-    /// number of calls run.
+    /// read-only or idempotent; else it ends `MAY_HAVE_TAKEN_EFFECT`. A task
+    /// whose replica stopped renewing its lease is taken over the same way:
+    /// run again here if that is safe, else ended `MAY_HAVE_TAKEN_EFFECT`
+    /// (cancelled, if its caller asked). The number of approved calls run.
     ///
     /// # Errors
     ///
@@ -239,6 +243,7 @@ impl ToolSet {
                 .audit(&AuditEntry::new("tool-envelope", "expire", &expired.id, ""))
                 .await?;
         }
+        self.recover_tasks(store.as_ref()).await?;
         let mut ran = 0;
         // Batch after batch, until one is not full: what another replica
         // claimed meanwhile is not listed again.
@@ -268,7 +273,10 @@ impl ToolSet {
         };
         let abandoned = before.state == ApprovalState::Running;
         let (reply, ran) = match abandoned && !claimed.safe_to_repeat {
-            true => (self.may_have_taken_effect(&claimed), 0),
+            true => (
+                self.may_have_taken_effect(&claimed.tool, &claimed.arguments),
+                0,
+            ),
             false => (self.run_claimed(&claimed).await, 1),
         };
         let reply = serde_json::to_value(&reply).unwrap_or_default();
@@ -294,21 +302,79 @@ impl ToolSet {
                     "the approved call could not run: {}",
                     error.message
                 ));
-                self.refuse(&approval.tool, approval.arguments.clone(), envelope)
+                self.failed(&approval.tool, approval.arguments.clone(), envelope)
             }
         }
     }
 
-    /// The reply of an approved call whose runner died while it ran, and
-    /// which may not run again.
-    fn may_have_taken_effect(&self, approval: &ApprovalRecord) -> crate::mcp::reply::ToolReply {
+    /// The reply of a call of `tool` with `arguments` whose replica died
+    /// while it ran, and which may not run again.
+    fn may_have_taken_effect(&self, tool: &str, arguments: &Value) -> crate::mcp::reply::ToolReply {
         let envelope = ErrorEnvelope::other(format!(
-            "the replica running the approved call of `{}` stopped before it finished; the tool is neither read-only nor idempotent, so it was not run again",
-            approval.tool
+            "the replica running `{tool}` stopped before it finished; the tool is neither read-only nor idempotent, so it was not run again"
         ))
         .with_reason(reasons::MAY_HAVE_TAKEN_EFFECT)
         .with_alternative("Check the system the tool changes before calling it again");
-        self.refuse(&approval.tool, approval.arguments.clone(), envelope)
+        self.failed(tool, arguments.clone(), envelope)
+    }
+
+    /// Takes over the tasks whose replica stopped renewing its lease (it
+    /// died, or was restarted): a cancelled one ends cancelled; a read-only
+    /// or idempotent one runs again, here, as its caller; any other ends
+    /// with a `MAY_HAVE_TAKEN_EFFECT` envelope, never run twice.
+    async fn recover_tasks(&self, store: &dyn Store) -> Result<(), StoreError> {
+        let holder = self.holder();
+        let now = now_ms();
+        let lease = now.saturating_add(i64::try_from(held::LEASE.as_millis()).unwrap_or(i64::MAX));
+        for task in store
+            .claim_abandoned_tasks(holder, now, lease, BATCH)
+            .await?
+        {
+            let update = if task.cancel_requested {
+                TaskUpdate::finish(TaskState::Cancelled, None)
+            } else {
+                let reply = match task.safe_to_repeat {
+                    true => {
+                        let mut context = ToolContext::detached();
+                        if let Some(subject) = &task.caller {
+                            let caller = Caller::new(subject.as_str(), &task.caller_scopes);
+                            context = context.with_caller(caller);
+                        }
+                        match self
+                            .call_with(&task.tool, task.arguments.clone(), context)
+                            .await
+                        {
+                            Ok(reply) => reply,
+                            Err(error) => {
+                                let envelope = ErrorEnvelope::other(format!(
+                                    "the task could not run again: {}",
+                                    error.message
+                                ));
+                                self.failed(&task.tool, task.arguments.clone(), envelope)
+                            }
+                        }
+                    }
+                    false => self.may_have_taken_effect(&task.tool, &task.arguments),
+                };
+                TaskUpdate::finish(TaskState::Completed, serde_json::to_value(&reply).ok())
+            };
+            store.update_task(&task.id, holder, &update).await?;
+        }
+        Ok(())
+    }
+
+    /// This tool set's name as a holder of leases in the store.
+    pub(crate) fn holder(&self) -> &str {
+        &self.inner.protocol.approving.holder
+    }
+
+    /// Whether the tool `name` may run again from the start: read-only or
+    /// idempotent.
+    pub(crate) fn safe_to_repeat(&self, name: &str) -> bool {
+        self.inner
+            .index
+            .get(name)
+            .is_some_and(|&index| self.inner.entries[index].facts.safe_to_repeat)
     }
 
     /// The store, when the set has one.

@@ -1,0 +1,182 @@
+//! Tasks kept in the store: a task a tool set with a store runs is written
+//! there as it goes (made, asking, finished), held under a lease its
+//! replica renews, so that any replica answers `tasks/get`, passes on
+//! `tasks/update` and `tasks/cancel`, and a restart or a dead replica loses
+//! nothing: the task is taken over, and run again only when that is safe.
+
+use std::pin::pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::{Either, select};
+use rmcp::model::{
+    CallToolResult, DetailedTask, InputRequests, JsonObject, Task, TaskPayload, TaskStatus,
+};
+use rmcp::task_manager::{TaskExit, TaskFuture, TaskManager};
+use serde_json::Value;
+
+use crate::json::millis::iso8601;
+use crate::store::{Store, TaskRecord, TaskState, TaskUpdate, now_ms};
+
+/// How long a replica holds a task it runs before another may take it over.
+pub(crate) const LEASE: Duration = Duration::from_secs(30);
+
+/// How often the holder renews its lease, and looks for answers and a
+/// cancellation another replica passed on.
+const LOOK: Duration = Duration::from_secs(1);
+
+/// How many looks between two renewals of the lease.
+const LOOKS_PER_RENEWAL: u32 = 10;
+
+/// Milliseconds of `duration`.
+fn ms(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Runs `future`, the call of the task `id`, on this replica (`holder`),
+/// once its record is in `store` (`created`): every second it passes on the
+/// answers and the cancellation other replicas kept, mirrors the task's
+/// questions, and renews its lease; at the end it keeps the outcome.
+pub(crate) async fn held(
+    future: TaskFuture,
+    id: String,
+    store: Arc<dyn Store>,
+    holder: String,
+    manager: TaskManager,
+    created: tokio::sync::oneshot::Receiver<()>,
+) -> Result<CallToolResult, TaskExit> {
+    let _ = created.await;
+    let mut future = pin!(future);
+    let mut answered = serde_json::Map::new();
+    let mut asked: Option<Value> = None;
+    let mut looks = 0u32;
+    let outcome = loop {
+        let look = pin!(tokio::time::sleep(LOOK));
+        match select(future.as_mut(), look).await {
+            Either::Left((outcome, _)) => break outcome,
+            Either::Right(((), _)) => {}
+        }
+        looks += 1;
+        if let Ok(Some(record)) = store.task(&id).await {
+            if record.cancel_requested {
+                let _ = manager.cancel_task(&id);
+            }
+            if let Some(Value::Object(responses)) = &record.input_responses {
+                let new: Vec<(String, Value)> = responses
+                    .iter()
+                    .filter(|(key, _)| !answered.contains_key(*key))
+                    .map(|(key, value)| (key.clone(), value.clone()))
+                    .collect();
+                if !new.is_empty() {
+                    answered.extend(new.iter().cloned());
+                    let _ = manager.update_task(&id, new);
+                }
+            }
+        }
+        let mut update = TaskUpdate::now();
+        let questions = manager
+            .get_task(&id)
+            .ok()
+            .and_then(|task| match task.payload {
+                TaskPayload::InputRequired { input_requests } => {
+                    serde_json::to_value(input_requests).ok()
+                }
+                _ => None,
+            });
+        if questions != asked {
+            update.state = Some(match questions {
+                Some(_) => TaskState::InputRequired,
+                None => TaskState::Working,
+            });
+            update.input_requests = Some(questions.clone());
+            asked = questions;
+        } else if !looks.is_multiple_of(LOOKS_PER_RENEWAL) {
+            continue;
+        }
+        update.lease_until_ms = Some(now_ms().saturating_add(ms(LEASE)));
+        if let Err(error) = store.update_task(&id, &holder, &update).await {
+            tracing::warn!(%error, task = %id, "a task's lease could not be renewed");
+        }
+    };
+    let finish = finish(&outcome);
+    if let Err(error) = store.update_task(&id, &holder, &finish).await {
+        tracing::warn!(%error, task = %id, "a task's outcome could not be kept");
+    }
+    outcome
+}
+
+/// The change that keeps `outcome` as the end of a task.
+fn finish(outcome: &Result<CallToolResult, TaskExit>) -> TaskUpdate {
+    match outcome {
+        Ok(result) => TaskUpdate::finish(TaskState::Completed, serde_json::to_value(result).ok()),
+        Err(TaskExit::Cancelled) => TaskUpdate::finish(TaskState::Cancelled, None),
+        Err(TaskExit::Error(error)) => {
+            TaskUpdate::finish(TaskState::Failed, serde_json::to_value(error).ok())
+        }
+    }
+}
+
+/// A new record of the task `id` of `tool`, called with `arguments` by
+/// `caller` (with `scopes`), held by `holder`.
+pub(crate) fn record(
+    id: &str,
+    tool: &str,
+    arguments: &Value,
+    caller: Option<&crate::caller::Caller>,
+    holder: &str,
+    safe_to_repeat: bool,
+) -> TaskRecord {
+    let ttl = i64::try_from(rmcp::task_manager::DEFAULT_TASK_TTL_MS).unwrap_or(i64::MAX);
+    let mut record = TaskRecord::new(
+        tool,
+        arguments.clone(),
+        caller.map(|caller| caller.subject().to_owned()),
+        ttl,
+    )
+    .held_by(holder, now_ms().saturating_add(ms(LEASE)))
+    .safe_to_repeat(safe_to_repeat);
+    id.clone_into(&mut record.id);
+    record.caller_scopes = caller
+        .map(|caller| caller.scopes().map(str::to_owned).collect())
+        .unwrap_or_default();
+    record
+}
+
+/// The task of `record` as `tasks/get` answers.
+pub(crate) fn detailed(record: &TaskRecord) -> DetailedTask {
+    let object = |value: &Option<Value>| -> JsonObject {
+        match value {
+            Some(Value::Object(object)) => object.clone(),
+            _ => JsonObject::new(),
+        }
+    };
+    let payload = match record.state {
+        TaskState::Working => TaskPayload::Working,
+        TaskState::InputRequired => {
+            match record
+                .input_requests
+                .clone()
+                .and_then(|questions| serde_json::from_value::<InputRequests>(questions).ok())
+            {
+                Some(input_requests) => TaskPayload::InputRequired { input_requests },
+                None => TaskPayload::Working,
+            }
+        }
+        TaskState::Completed => TaskPayload::Completed {
+            result: object(&record.result),
+        },
+        TaskState::Failed => TaskPayload::Failed {
+            error: object(&record.error),
+        },
+        TaskState::Cancelled => TaskPayload::Cancelled,
+    };
+    let mut task = Task::new(
+        record.id.clone(),
+        TaskStatus::Working,
+        iso8601(record.created_ms),
+        iso8601(record.updated_ms),
+    );
+    task.ttl_ms = u64::try_from(record.ttl_ms).ok();
+    task.status_message.clone_from(&record.status_message);
+    DetailedTask::new(task, payload)
+}

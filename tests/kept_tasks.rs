@@ -1,0 +1,253 @@
+//! Tasks kept in the store: two tool sets (two replicas) sharing a store,
+//! each with its own rmcp client. A task made on one is read on the other,
+//! its question is answered through the other, and it is cancelled from
+//! the other; a task whose replica stopped renewing its lease is taken
+//! over — run again when its tool is read-only, ended
+//! `MAY_HAVE_TAKEN_EFFECT` when it is destructive — and a restart (a new
+//! store on the same SQLite file) loses none. The clock is tokio's paused
+//! one where the store is in memory, so the polling waits no real time.
+#![cfg(all(feature = "rmcp", feature = "sqlite"))]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig,
+    GetTaskParams, Implementation, ProtocolVersion, UpdateTaskParams,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::{Value, json};
+use tool_envelope::mcp::{Elicitation, TaskSupport, ToolContext, ToolSet};
+use tool_envelope::store::{self, MemoryStore, Store, TaskRecord};
+use tool_envelope::{ErrorEnvelope, tool};
+
+static REFUNDS: AtomicU32 = AtomicU32::new(0);
+
+/// The quarters reported, in order: each test reports its own.
+static REPORTS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn reports_of(quarter: &str) -> usize {
+    REPORTS
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|q| *q == quarter)
+        .count()
+}
+
+/// A report: read-only, safe to run again.
+#[tool(read_only)]
+fn report(quarter: String) -> Result<String, ErrorEnvelope> {
+    REPORTS.lock().unwrap().push(quarter.clone());
+    Ok(format!("report for {quarter}"))
+}
+
+/// A refund: run twice, it pays twice.
+#[tool(destructive)]
+fn refund(order: String) -> Result<String, ErrorEnvelope> {
+    REFUNDS.fetch_add(1, Ordering::SeqCst);
+    Ok(format!("refunded {order}"))
+}
+
+/// Asks for a confirmation, then answers.
+#[tool(read_only)]
+async fn confirmed(context: ToolContext) -> Result<String, ErrorEnvelope> {
+    let form =
+        json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]});
+    match context.elicit_form("ok", "Go ahead?", form).await? {
+        Elicitation::Accepted(answer) => Ok(format!("confirmed: {}", answer["ok"])),
+        _ => Ok("not confirmed".to_owned()),
+    }
+}
+
+/// Takes an hour: long enough to be cancelled.
+#[tool(read_only)]
+async fn long_job() -> Result<String, ErrorEnvelope> {
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    Ok("done".to_owned())
+}
+
+fn replica(store: Arc<dyn Store>) -> ToolSet {
+    ToolSet::new()
+        .tool::<report>()
+        .tool::<refund>()
+        .tool::<confirmed>()
+        .tool::<long_job>()
+        .tasks(|_| TaskSupport::Optional)
+        .store(store)
+        .approvals_in_background(false)
+}
+
+#[derive(Clone)]
+struct Client;
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = ClientCapabilities::builder()
+            .enable_elicitation()
+            .enable_tasks()
+            .build();
+        ClientConfig::new(capabilities, Implementation::new("kept-tasks-test", "1"))
+    }
+}
+
+async fn connect(tools: ToolSet) -> RunningService<RoleClient, Client> {
+    let (client_io, server_io) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        let running = tools.serve(server_io).await.expect("the server starts");
+        let _ = running.waiting().await;
+    });
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    Client
+        .serve_with_lifecycle(client_io, lifecycle)
+        .await
+        .expect("the client connects")
+}
+
+async fn task_of(
+    client: &RunningService<RoleClient, Client>,
+    tool: &str,
+    arguments: Value,
+) -> String {
+    let params = CallToolRequestParams::new(tool.to_owned())
+        .with_arguments(arguments.as_object().unwrap().clone());
+    match client.call_tool_once(params).await.expect("an answer") {
+        CallToolResponse::Task(created) => created.task.task_id,
+        other => panic!("expected a task, got {other:?}"),
+    }
+}
+
+async fn get(client: &RunningService<RoleClient, Client>, task: &str) -> Value {
+    let detailed = client
+        .get_task(GetTaskParams::new(task))
+        .await
+        .expect("tasks/get");
+    serde_json::to_value(detailed).unwrap()
+}
+
+/// Polls the task (on the paused clock) until its status is not `status`.
+async fn past(client: &RunningService<RoleClient, Client>, task: &str, status: &str) -> Value {
+    for _ in 0..1_000 {
+        let state = get(client, task).await;
+        if state["status"] != status {
+            return state;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    panic!("the task stayed {status}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_made_on_one_replica_is_read_on_the_other() {
+    let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let one = connect(replica(Arc::clone(&shared))).await;
+    let two = connect(replica(Arc::clone(&shared))).await;
+    let mut tasks = Vec::new();
+    for n in 0..20 {
+        tasks.push(task_of(&one, "report", json!({"quarter": format!("Q{n}")})).await);
+    }
+    for (n, task) in tasks.iter().enumerate() {
+        let done = past(&two, task, "working").await;
+        assert_eq!(done["status"], "completed", "{done}");
+        assert_eq!(
+            done["result"]["structuredContent"],
+            json!({"result": format!("report for Q{n}")}),
+            "task {n} read on the other replica"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_question_is_answered_and_a_task_cancelled_through_the_other_replica() {
+    let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let one = connect(replica(Arc::clone(&shared))).await;
+    let two = connect(replica(Arc::clone(&shared))).await;
+
+    let asking = task_of(&one, "confirmed", json!({})).await;
+    let waiting = past(&two, &asking, "working").await;
+    assert_eq!(waiting["status"], "input_required", "{waiting}");
+    assert_eq!(
+        waiting["inputRequests"]["ok"]["method"],
+        "elicitation/create"
+    );
+    let answer = json!({"action": "accept", "content": {"ok": true}});
+    two.update_task(UpdateTaskParams::new(
+        &asking,
+        [("ok".to_owned(), answer)].into(),
+    ))
+    .await
+    .expect("tasks/update on the other replica");
+    let done = past(&two, &asking, "input_required").await;
+    let done = match done["status"].as_str() {
+        Some("working") => past(&two, &asking, "working").await,
+        _ => done,
+    };
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"],
+        json!({"result": "confirmed: true"})
+    );
+
+    let long = task_of(&one, "long_job", json!({})).await;
+    two.cancel_task(CancelTaskParams::new(&long))
+        .await
+        .expect("tasks/cancel on the other replica");
+    let stopped = past(&one, &long, "working").await;
+    assert_eq!(stopped["status"], "cancelled", "{stopped}");
+}
+
+#[tokio::test]
+async fn a_dead_replicas_tasks_are_taken_over_and_a_destructive_one_never_runs_twice() {
+    let path = std::env::temp_dir().join(format!(
+        "tool-envelope-kept-tasks-{}.db",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&path);
+    let url = format!("sqlite:{}", path.display());
+    // A replica that made two tasks and died: its leases ran out.
+    {
+        let dead = store::open(&url).await.unwrap();
+        let expired = store::now_ms() - 1;
+        for (tool, arguments, safe) in [
+            ("refund", json!({"order": "O-9"}), false),
+            ("report", json!({"quarter": "restart"}), true),
+        ] {
+            let mut task = TaskRecord::new(tool, arguments, None, 600_000)
+                .held_by("dead-replica", expired)
+                .safe_to_repeat(safe);
+            task.id = format!("task-{tool}");
+            dead.create_task(&task).await.unwrap();
+        }
+    }
+    // After a restart: a new store on the same file.
+    let tools = replica(store::open(&url).await.unwrap());
+    let client = connect(tools.clone()).await;
+    let refunds = REFUNDS.load(Ordering::SeqCst);
+    tools.run_approved().await.unwrap();
+    tools.run_approved().await.unwrap();
+
+    let refund = get(&client, "task-refund").await;
+    assert_eq!(refund["status"], "completed", "{refund}");
+    assert_eq!(refund["result"]["isError"], true);
+    assert_eq!(
+        refund["result"]["structuredContent"]["reason"], "MAY_HAVE_TAKEN_EFFECT",
+        "{refund}"
+    );
+    assert_eq!(
+        REFUNDS.load(Ordering::SeqCst),
+        refunds,
+        "the refund was not run again"
+    );
+
+    let report = get(&client, "task-report").await;
+    assert_eq!(report["status"], "completed", "{report}");
+    assert_eq!(
+        report["result"]["structuredContent"],
+        json!({"result": "report for restart"})
+    );
+    assert_eq!(reports_of("restart"), 1, "the report ran again, once");
+}
