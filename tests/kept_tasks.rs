@@ -251,3 +251,71 @@ async fn a_dead_replicas_tasks_are_taken_over_and_a_destructive_one_never_runs_t
     );
     assert_eq!(reports_of("restart"), 1, "the report ran again, once");
 }
+
+/// Over $500 an approver with `refunds:approve` decides.
+fn cap(call: &tool_envelope::guard::ToolCall) -> Result<(), tool_envelope::guard::Blocked> {
+    let amount: u64 = call.require("amount")?;
+    if amount > 500 {
+        return Err(tool_envelope::guard::Blocked::new(format!(
+            "Refund of ${amount} exceeds the $500 cap"
+        ))
+        .unless_approved_by(tool_envelope::guard::Approvers::scope("refunds:approve")));
+    }
+    Ok(())
+}
+
+/// A refund over the cap, as a task.
+#[tool(destructive, guard = cap)]
+fn capped_refund(order: String, amount: u64) -> Result<String, ErrorEnvelope> {
+    Ok(format!("refunded ${amount} on {order}"))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_waits_for_its_approver_says_whom_and_ends_with_the_result() {
+    let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let tools = ToolSet::new()
+        .tool::<capped_refund>()
+        .tasks(|_| TaskSupport::Optional)
+        .store(Arc::clone(&shared))
+        .approvals_in_background(false);
+    let one = connect(tools.clone()).await;
+    let other = connect(replica(Arc::clone(&shared))).await;
+    let task = task_of(
+        &one,
+        "capped_refund",
+        json!({"order": "T-620", "amount": 620}),
+    )
+    .await;
+
+    // The task waits, and says for whom: here and on the other replica.
+    let mut waiting = get(&one, &task).await;
+    for _ in 0..100 {
+        if waiting["statusMessage"].is_string() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        waiting = get(&one, &task).await;
+    }
+    assert_eq!(waiting["status"], "working", "{waiting}");
+    let message = waiting["statusMessage"].as_str().unwrap().to_owned();
+    assert!(message.contains("refunds:approve"), "{message}");
+    let ticket = message
+        .split("ticket ")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(')')
+        .to_owned();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let there = get(&other, &task).await;
+    assert_eq!(there["statusMessage"], message, "{there}");
+
+    let approver = tool_envelope::guard::Caller::new("carol", ["refunds:approve"]);
+    tools.decide(&ticket, &approver, true, "ok").await.unwrap();
+    tools.run_approved().await.unwrap();
+    let done = past(&one, &task, "working").await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"],
+        json!({"result": "refunded $620 on T-620"})
+    );
+}

@@ -168,6 +168,11 @@ impl ToolContext {
         ToolContext::of_request(live, caller)
     }
 
+    /// The task the call runs as, when it runs as one.
+    pub(crate) fn task_context(&self) -> Option<&rmcp::task_manager::TaskContext> {
+        self.request()?.asking.task_context()
+    }
+
     /// The request, as rmcp's side holds it.
     fn request(&self) -> Option<&LiveRequest> {
         self.live_side()?.as_any().downcast_ref::<LiveRequest>()

@@ -36,7 +36,8 @@ fn ms(duration: Duration) -> i64 {
 /// Runs `future`, the call of the task `id`, on this replica (`holder`),
 /// once its record is in `store` (`created`): every second it passes on the
 /// answers and the cancellation other replicas kept, mirrors the task's
-/// questions, and renews its lease; at the end it keeps the outcome.
+/// questions and status message, and renews its lease; at the end it keeps
+/// the outcome.
 pub(crate) async fn held(
     future: TaskFuture,
     id: String,
@@ -49,6 +50,7 @@ pub(crate) async fn held(
     let mut future = pin!(future);
     let mut answered = serde_json::Map::new();
     let mut asked: Option<Value> = None;
+    let mut said: Option<String> = None;
     let mut looks = 0u32;
     let outcome = loop {
         let look = pin!(tokio::time::sleep(LOOK));
@@ -74,15 +76,17 @@ pub(crate) async fn held(
             }
         }
         let mut update = TaskUpdate::now();
-        let questions = manager
-            .get_task(&id)
-            .ok()
-            .and_then(|task| match task.payload {
-                TaskPayload::InputRequired { input_requests } => {
-                    serde_json::to_value(input_requests).ok()
-                }
-                _ => None,
-            });
+        let current = manager.get_task(&id).ok();
+        let message = current
+            .as_ref()
+            .and_then(|task| task.task.status_message.clone());
+        let questions = current.and_then(|task| match task.payload {
+            TaskPayload::InputRequired { input_requests } => {
+                serde_json::to_value(input_requests).ok()
+            }
+            _ => None,
+        });
+        let changed = questions != asked || message != said;
         if questions != asked {
             update.state = Some(match questions {
                 Some(_) => TaskState::InputRequired,
@@ -90,7 +94,12 @@ pub(crate) async fn held(
             });
             update.input_requests = Some(questions.clone());
             asked = questions;
-        } else if !looks.is_multiple_of(LOOKS_PER_RENEWAL) {
+        }
+        if message != said {
+            update.status_message = Some(message.clone());
+            said = message;
+        }
+        if !changed && !looks.is_multiple_of(LOOKS_PER_RENEWAL) {
             continue;
         }
         update.lease_until_ms = Some(now_ms().saturating_add(ms(LEASE)));

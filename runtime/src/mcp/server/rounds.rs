@@ -247,6 +247,14 @@ impl Asking {
         }
     }
 
+    /// The task the call runs as, when it runs as one.
+    pub(crate) fn task_context(&self) -> Option<&TaskContext> {
+        match &self.mode {
+            Mode::Task(task, _) => Some(task),
+            Mode::Requests | Mode::Rounds => None,
+        }
+    }
+
     /// Whether a question can stop the call: on 2026-07-28.
     pub(crate) fn stops(&self) -> bool {
         matches!(self.mode, Mode::Rounds)

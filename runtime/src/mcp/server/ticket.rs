@@ -42,8 +42,9 @@ pub(crate) enum Ticketed {
     /// It waits (pending, approved, running): the escalation that carries
     /// its ticket.
     Awaiting(Escalation),
-    /// An approver declined it.
-    Declined(ErrorEnvelope),
+    /// It ended without running: an approver declined it, or nobody
+    /// decided in time.
+    Ended(ErrorEnvelope),
     /// It ran: its reply, as kept.
     Ran(ToolReply),
 }
@@ -145,6 +146,28 @@ pub(crate) async fn wait(
     Ok(standing(&approval, blocked, now))
 }
 
+/// Where the call of the approval `id` stands now: `None` while it waits.
+///
+/// # Errors
+///
+/// When the store cannot be read.
+pub(crate) async fn follow(
+    store: &dyn Store,
+    id: &str,
+    blocked: &ErrorEnvelope,
+) -> Result<Option<Ticketed>, StoreError> {
+    let Some(approval) = store.approval(id).await? else {
+        return Ok(Some(Ticketed::Ended(
+            ErrorEnvelope::other("the approval the call waited for is gone from the store")
+                .with_reason(reasons::APPROVAL_EXPIRED),
+        )));
+    };
+    Ok(match standing(&approval, blocked, now_ms()) {
+        Ticketed::Awaiting(_) => None,
+        ended => Some(ended),
+    })
+}
+
 /// Where the call of `approval` stands, `blocked` being its guard's block.
 fn standing(approval: &ApprovalRecord, blocked: &ErrorEnvelope, now: i64) -> Ticketed {
     match approval.state {
@@ -154,16 +177,16 @@ fn standing(approval: &ApprovalRecord, blocked: &ErrorEnvelope, now: i64) -> Tic
             .and_then(|result| serde_json::from_value::<ToolReply>(result).ok())
         {
             Some(reply) => Ticketed::Ran(reply),
-            None => Ticketed::Declined(
+            None => Ticketed::Ended(
                 ErrorEnvelope::other("the approved call ran, but its result could not be read")
                     .with_reason(reasons::MAY_HAVE_TAKEN_EFFECT),
             ),
         },
-        ApprovalState::Declined => Ticketed::Declined(declined(blocked, approval)),
-        ApprovalState::Pending
-        | ApprovalState::Approved
-        | ApprovalState::Running
-        | ApprovalState::Expired => Ticketed::Awaiting(awaiting(blocked, approval, now)),
+        ApprovalState::Declined => Ticketed::Ended(declined(blocked, approval)),
+        ApprovalState::Expired => Ticketed::Ended(expired(blocked, approval)),
+        ApprovalState::Pending | ApprovalState::Approved | ApprovalState::Running => {
+            Ticketed::Awaiting(awaiting(blocked, approval, now))
+        }
     }
 }
 
@@ -200,6 +223,18 @@ fn awaiting(blocked: &ErrorEnvelope, approval: &ApprovalRecord, now: i64) -> Esc
             approval.id, approval.approvers
         ))
         .with_ticket(ticket)
+}
+
+/// The envelope of a call whose approval nobody decided in time.
+fn expired(blocked: &ErrorEnvelope, approval: &ApprovalRecord) -> ErrorEnvelope {
+    ErrorEnvelope::business(format!(
+        "Nobody with `{}` decided in time: {}",
+        approval.approvers,
+        blocked.message()
+    ))
+    .with_reason(reasons::APPROVAL_EXPIRED)
+    .with_alternatives(blocked.alternatives().iter().cloned())
+    .remade(|parts| parts.refused = Some(Refusal::Declined))
 }
 
 /// The envelope of a call an approver declined.

@@ -446,7 +446,16 @@ impl ToolSet {
             safe_to_repeat: entry.facts.safe_to_repeat,
         };
         let ttl = self.inner.protocol.approving.ttl;
-        match ticket::wait(store.as_ref(), &waiting, failure.envelope(), shown, ttl).await {
+        let standing = ticket::wait(store.as_ref(), &waiting, failure.envelope(), shown, ttl).await;
+        // A call run as a task waits in its task for the outcome, its
+        // status saying for whom.
+        let standing = match (standing, state.context_ref().task_context()) {
+            (Ok(Ticketed::Awaiting(escalation)), Some(task)) => {
+                Self::await_in_task(store.as_ref(), task, escalation, failure.envelope()).await
+            }
+            (standing, _) => standing,
+        };
+        match standing {
             Ok(Ticketed::Awaiting(escalation)) => {
                 let escalation = Escalation {
                     envelope: super::dispatch::settle_here(
@@ -459,7 +468,7 @@ impl ToolSet {
                 };
                 Outcome::Ran(Err(Failure::Escalated(escalation)))
             }
-            Ok(Ticketed::Declined(envelope)) => {
+            Ok(Ticketed::Ended(envelope)) => {
                 let envelope = super::dispatch::settle_here(envelope, entry, arguments, state);
                 Outcome::Ran(Err(Failure::Envelope(envelope)))
             }
@@ -471,6 +480,36 @@ impl ToolSet {
         }
     }
 }
+
+impl ToolSet {
+    /// Waits, in the task `task`, for the outcome of the approval
+    /// `escalation`'s ticket names: the task's status message says whom it
+    /// waits for, and the task ends with the call's kept reply, or with the
+    /// refusal, once an approver decided and the call ran.
+    async fn await_in_task(
+        store: &dyn Store,
+        task: &rmcp::task_manager::TaskContext,
+        escalation: Escalation,
+        blocked: &ErrorEnvelope,
+    ) -> Result<Ticketed, StoreError> {
+        let Some(ticket) = escalation.ticket.as_deref() else {
+            return Ok(Ticketed::Awaiting(escalation));
+        };
+        task.set_status_message(format!(
+            "Waiting for an approver with `{}` (ticket {})",
+            ticket.approvers, ticket.id
+        ));
+        loop {
+            if let Some(ended) = ticket::follow(store, &ticket.id, blocked).await? {
+                return Ok(ended);
+            }
+            tokio::time::sleep(FOLLOW).await;
+        }
+    }
+}
+
+/// How often a task that waits for an approver reads its ticket.
+const FOLLOW: Duration = Duration::from_secs(1);
 
 /// The escalation of an approval nobody decided in time: the block as
 /// approvers saw it, with reason `APPROVAL_EXPIRED`.
