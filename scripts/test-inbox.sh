@@ -11,17 +11,25 @@
 #      context, approves it with a note, and sees the result — the page
 #      refreshes itself until the call has run, once;
 #   3. a POST without the CSRF token, from the signed-in browser, is refused;
-#   4. the agent, calling again, reads the refund's result.
+#   4. the agent, calling again, reads the refund's result;
+#   5. the official Python SDK's `Client` (auto and legacy) and the
+#      TypeScript SDK v2 client each get a $700 refund as a ticket, never
+#      asked to approve it; it is approved on the inbox over HTTP, and
+#      calling again reads the result (scripts/mcp_python_tickets.py,
+#      scripts/ts_v2_tickets.mjs).
 # Screenshots land in $TOOL_ENVELOPE_SCREENSHOTS (a temporary directory by
 # default).
 #
 #     scripts/test-inbox.sh target/debug/examples/mcp_server target/debug/examples/agent
 #
 # Installs what it needs: `chromium` with apt-get if missing, playwright-core
-# under ${TOOL_ENVELOPE_CACHE:-target/ci-cache}/playwright.
+# under ${TOOL_ENVELOPE_CACHE:-target/ci-cache}/playwright, the Python SDK
+# (scripts/python-env.sh) and the TypeScript SDK v2 client.
 set -euo pipefail
 
 PLAYWRIGHT_VERSION=1.65.1
+TS_V2_VERSION=2.4.0
+ZOD_VERSION=4.6.7
 
 server="${1:?usage: test-inbox.sh MCP_SERVER AGENT}"
 agent="${2:?usage: test-inbox.sh MCP_SERVER AGENT}"
@@ -89,4 +97,19 @@ again="$("$agent" "$address" --bearer refunds-token)"
 grep 'a \$620 refund' <<<"$again" | grep -q "→ answered" ||
     fail "the agent did not read the refund's result: $(grep -A1 'a \$620 refund' <<<"$again")"
 echo "PASS  the agent, calling again, reads the refund's result"
+
+# 5. Clients nobody here wrote.
+# shellcheck source=scripts/python-env.sh
+source "$root/scripts/python-env.sh"
+"$venv_python" -O "$root/scripts/mcp_python_tickets.py" "$base"
+ts_client="$cache/ts-v2-client"
+installed="$(node -p 'require(process.argv[1]).version' "$ts_client/node_modules/@modelcontextprotocol/client/package.json" 2>/dev/null || true)"
+if [[ "$installed" != "$TS_V2_VERSION" ]]; then
+    echo "==> installing @modelcontextprotocol/client@$TS_V2_VERSION"
+    mkdir -p "$ts_client"
+    npm install --prefix "$ts_client" --no-audit --no-fund --loglevel=error \
+        "@modelcontextprotocol/client@$TS_V2_VERSION" "zod@$ZOD_VERSION"
+fi
+cp "$root/scripts/ts_v2_tickets.mjs" "$ts_client/ts_v2_tickets.mjs"
+node "$ts_client/ts_v2_tickets.mjs" "$base"
 echo "inbox: every check passed"
