@@ -18,8 +18,8 @@ use crate::mcp::server::rmcp::bearer::BearerAuth;
 use crate::mcp::server::toolset::{DecisionError, ToolSet};
 use crate::store::{ApprovalState, AuditEntry, EscalationState, Store, now_ms};
 
-/// How many of each list a page shows.
-const LISTED: u32 = 200;
+/// How many of each list a page shows: the newest 1,000.
+const LISTED: u32 = 1000;
 
 /// What every route of one inbox shares.
 pub(super) struct State {
