@@ -125,7 +125,10 @@ fn main() {
     // which the runner's look for abandoned tasks would walk.
     let mut fresh: Vec<(&str, Arc<dyn Store>)> = vec![
         ("memory", Arc::new(MemoryStore::new())),
-        ("sqlite", runtime.block_on(store::open(&sqlite_url("click"))).unwrap()),
+        (
+            "sqlite",
+            runtime.block_on(store::open(&sqlite_url("click"))).unwrap(),
+        ),
     ];
     if let Some((_, postgres)) = stores.iter().find(|(name, _)| *name == "postgres") {
         fresh.push(("postgres", Arc::clone(postgres)));

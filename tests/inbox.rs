@@ -396,3 +396,113 @@ async fn the_page_is_never_framed_cached_or_scripted() {
     assert_eq!(headers["cache-control"], "no-store");
     assert!(!response.text().await.unwrap().contains("<script"));
 }
+
+/// A webhook receiver: refuses its first request (503), then takes every
+/// notice; each body, and a signal for each notice it took.
+async fn receiver() -> (
+    String,
+    Arc<Mutex<Vec<Value>>>,
+    tokio::sync::mpsc::UnboundedReceiver<Value>,
+) {
+    use axum::routing::post;
+    let bodies: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let (taken, notices) = tokio::sync::mpsc::unbounded_channel();
+    let seen = Arc::clone(&bodies);
+    let app = axum::Router::new().route(
+        "/hook",
+        post(move |axum::Json(body): axum::Json<Value>| {
+            let seen = Arc::clone(&seen);
+            let taken = taken.clone();
+            async move {
+                let first = {
+                    let mut seen = seen.lock().unwrap();
+                    seen.push(body.clone());
+                    seen.len() == 1
+                };
+                if first {
+                    return axum::http::StatusCode::SERVICE_UNAVAILABLE;
+                }
+                let _ = taken.send(body);
+                axum::http::StatusCode::OK
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, bodies, notices)
+}
+
+#[tokio::test]
+async fn each_new_approval_is_noticed_once_through_the_webhook_retried_when_it_is_down() {
+    use tool_envelope::mcp::Webhook;
+    let (hook, bodies, mut notices) = receiver().await;
+    let path = std::env::temp_dir().join(format!(
+        "tool-envelope-inbox-{}-hook.db",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&path);
+    let store = store::open(&format!("sqlite:{}", path.display()))
+        .await
+        .unwrap();
+    let tools = ToolSet::new()
+        .tool::<refund>()
+        .guards(Guards::new().for_all(policy))
+        .store(store)
+        .approvals_in_background(false)
+        .approval_webhook(Webhook::new(hook).inbox_url("https://tools.example.com/inbox/"));
+    let agent = Caller::new("agent", ["refunds:write"]);
+    let call = |order: &str, amount: u64| {
+        let arguments = json!({"order": order, "amount": amount, "card": "4111-1111-1111-1111"});
+        tools.call_with(
+            "refund",
+            arguments,
+            ToolContext::detached().with_caller(agent.clone()),
+        )
+    };
+    let first = call("WH-1", 640).await.unwrap().structured_content.unwrap();
+    let ticket = first["escalation"]["ticket"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let wait = std::time::Duration::from_secs(20);
+    let notice = tokio::time::timeout(wait, notices.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(notice["ticket"], ticket.as_str());
+    let text = notice["text"].as_str().unwrap();
+    assert!(
+        text.contains("Refund of $640 exceeds the $500 cap"),
+        "{text}"
+    );
+    assert!(
+        text.contains("refunds:approve") && text.contains("agent"),
+        "{text}"
+    );
+    let url = format!("https://tools.example.com/inbox/approvals/{ticket}");
+    assert!(text.contains(&url), "{text}");
+    assert_eq!(notice["url"], url.as_str());
+    assert_eq!(notice["reason"], "OVER_CAP");
+    assert!(!notice.to_string().contains("4111"), "secrets stay masked");
+
+    // The same call again meets the same approval: no new notice. Another
+    // call's approval is noticed, after which the first was posted twice
+    // in all (refused once, then taken), never more.
+    call("WH-1", 640).await.unwrap();
+    let other = call("WH-2", 990).await.unwrap().structured_content.unwrap();
+    let second = tokio::time::timeout(wait, notices.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(second["ticket"], other["escalation"]["ticket"]["id"]);
+    let posted = bodies.lock().unwrap().clone();
+    assert_eq!(
+        posted
+            .iter()
+            .filter(|body| body["ticket"] == ticket.as_str())
+            .count(),
+        2,
+        "{posted:?}"
+    );
+}

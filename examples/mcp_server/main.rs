@@ -36,7 +36,8 @@
 //! `refunds:approve`, who signs in to the inbox). The store is then a SQLite
 //! file, `mcp_server.db` in the working directory, unless `--store` says
 //! otherwise (with the `sqlite` feature; in memory without it), and the
-//! inbox is served with the `inbox` feature. Replicas share sessions of the
+//! inbox is served with the `inbox` feature (`--webhook URL` posts a notice
+//! of each new approval there, Slack-compatible). Replicas share sessions of the
 //! inbox when `TOOL_ENVELOPE_INBOX_KEY` (32 bytes or more) is the same. A
 //! deployment validates the tokens of its authorization server instead (a
 //! JWT's signature, issuer, audience and expiry). `--resource URL` is the
@@ -61,7 +62,8 @@ use tool_envelope::mcp::{BearerAuth, DEFAULT_REQUEST_STATE_TTL, HttpOptions};
 use tools::{CLIENT_APPROVES, tools, tools_without_retry};
 
 const USAGE: &str = "usage: mcp_server [--no-retry] [--store URL] [--http HOST:PORT [--stateless] \
-                     [--allowed-host NAME]... [--require-token [--resource URL] [--approvals client]]]";
+                     [--allowed-host NAME]... [--require-token [--resource URL] [--approvals client] \
+                     [--webhook URL]]]";
 
 /// The demo's token validator: who holds each token, with which scopes.
 async fn demo_token(token: String) -> Option<Caller> {
@@ -86,6 +88,7 @@ async fn main() -> std::io::Result<()> {
     let mut hosts = Vec::new();
     let (mut require_token, mut resource) = (false, None);
     let mut store = None;
+    let mut webhook: Option<String> = None;
     while let Some(flag) = args.next() {
         match flag.as_str() {
             "--http" => http = Some(args.next().unwrap_or_else(|| usage())),
@@ -95,12 +98,20 @@ async fn main() -> std::io::Result<()> {
             "--allowed-host" => hosts.push(args.next().unwrap_or_else(|| usage())),
             "--require-token" => require_token = true,
             "--resource" => resource = Some(args.next().unwrap_or_else(|| usage())),
+            "--webhook" => webhook = Some(args.next().unwrap_or_else(|| usage())),
             "--approvals" => match args.next().as_deref() {
                 Some("client") => CLIENT_APPROVES.store(true, Ordering::Relaxed),
                 _ => usage(),
             },
             _ => usage(),
         }
+    }
+    #[cfg(not(feature = "inbox"))]
+    if webhook.is_some() {
+        eprintln!(
+            "--webhook posts notices of the inbox's approvals: build with the `inbox` feature"
+        );
+        std::process::exit(2);
     }
     let mut tools = if retry {
         tools()
@@ -143,6 +154,12 @@ async fn main() -> std::io::Result<()> {
             .scopes_supported(["orders:read", "refunds:write"]);
         #[cfg(feature = "inbox")]
         {
+            if let Some(url) = webhook.take() {
+                // A notice of each new approval, linking to the inbox.
+                let notices = tool_envelope::mcp::Webhook::new(url)
+                    .inbox_url(format!("http://{local}/inbox"));
+                tools = tools.approval_webhook(notices);
+            }
             let mut inbox = tool_envelope::mcp::Inbox::new(&tools, auth.clone(), "refunds:approve");
             if let Ok(key) = std::env::var("TOOL_ENVELOPE_INBOX_KEY") {
                 inbox = inbox.cookie_key(key);

@@ -181,3 +181,6 @@ pub use server::toolset::DEFAULT_LIST_TTL;
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
 pub use server::toolset::DecisionError;
 pub use server::toolset::{DEFAULT_MAX_RESULT_BYTES, ServableTool, ToolProvider, ToolSet};
+#[cfg(feature = "inbox")]
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "inbox")))]
+pub use server::webhook::Webhook;

@@ -27,3 +27,5 @@ pub(crate) mod tasks;
 #[cfg(feature = "rmcp")]
 pub(crate) mod ticket;
 pub(crate) mod toolset;
+#[cfg(feature = "inbox")]
+pub(crate) mod webhook;

@@ -103,7 +103,8 @@ fn write_canonical(value: &Value, out: &mut Vec<u8>) {
 
 /// Where `call`, blocked with `blocked` (shown to approvers as `shown`),
 /// stands in `store`: the approval of its block is opened when there is no
-/// live one, and read when there is.
+/// live one, and read when there is. The approval, too, when this call
+/// opened it.
 ///
 /// # Errors
 ///
@@ -114,10 +115,11 @@ pub(crate) async fn wait(
     blocked: &ErrorEnvelope,
     shown: Value,
     ttl: Duration,
-) -> Result<Ticketed, StoreError> {
+) -> Result<(Ticketed, Option<ApprovalRecord>), StoreError> {
     let digest = digest(call.tool, call.arguments, call.caller);
     let now = now_ms();
     let live = store.call_approvals(&digest, now).await?;
+    let mut opened = None;
     let approval = match live
         .into_iter()
         .find(|approval| approval.block == call.block)
@@ -140,10 +142,14 @@ pub(crate) async fn wait(
                 .map(|caller| caller.scopes().map(str::to_owned).collect())
                 .unwrap_or_default();
             approval.safe_to_repeat = call.safe_to_repeat;
-            store.open_approval(&approval).await?
+            let kept = store.open_approval(&approval).await?;
+            if kept.id == approval.id {
+                opened = Some(kept.clone());
+            }
+            kept
         }
     };
-    Ok(standing(&approval, blocked, now))
+    Ok((standing(&approval, blocked, now), opened))
 }
 
 /// Where the call of the approval `id` stands now: `None` while it waits.

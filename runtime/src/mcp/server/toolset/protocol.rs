@@ -41,6 +41,9 @@ pub(super) struct Protocol {
     pub(super) store: Option<Arc<dyn Store>>,
     /// How the approvals that wait in the store are run.
     pub(super) approving: Arc<super::tickets::Approving>,
+    /// Where notices of new approvals are posted.
+    #[cfg(feature = "inbox")]
+    pub(super) webhook: Option<Arc<crate::mcp::server::webhook::Webhook>>,
 }
 
 impl Default for Protocol {
@@ -54,6 +57,8 @@ impl Default for Protocol {
             revisions: None,
             store: None,
             approving: Arc::default(),
+            #[cfg(feature = "inbox")]
+            webhook: None,
         }
     }
 }

@@ -152,6 +152,19 @@ impl ToolSet {
         self
     }
 
+    /// Posts a notice to `webhook` for each new approval this set opens
+    /// (Slack-compatible: its `text` says what waits, for whom, and where
+    /// to decide), in the background, retried while the receiver is down.
+    /// Of the replicas that share a store, the one that opened the approval
+    /// sends it, once.
+    #[cfg(feature = "inbox")]
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "inbox")))]
+    #[must_use]
+    pub fn approval_webhook(mut self, webhook: crate::mcp::server::webhook::Webhook) -> Self {
+        self.inner_mut().protocol.webhook = Some(Arc::new(webhook));
+        self
+    }
+
     /// Decides the approval `ticket` (the id of a
     /// [`Ticket`](crate::Ticket)) as `approver`, with `note`: approved, the
     /// call runs once, soon, on whichever replica sharing the store claims
@@ -446,7 +459,18 @@ impl ToolSet {
             safe_to_repeat: entry.facts.safe_to_repeat,
         };
         let ttl = self.inner.protocol.approving.ttl;
-        let standing = ticket::wait(store.as_ref(), &waiting, failure.envelope(), shown, ttl).await;
+        let standing = ticket::wait(store.as_ref(), &waiting, failure.envelope(), shown, ttl)
+            .await
+            .map(|(standing, opened)| {
+                #[cfg(feature = "inbox")]
+                if let (Some(opened), Some(webhook)) = (opened, &self.inner.protocol.webhook) {
+                    let webhook = Arc::clone(webhook);
+                    tokio::spawn(async move { webhook.notify(&opened).await });
+                }
+                #[cfg(not(feature = "inbox"))]
+                let _ = opened;
+                standing
+            });
         // A call run as a task waits in its task for the outcome, its
         // status saying for whom.
         let standing = match (standing, state.context_ref().task_context()) {

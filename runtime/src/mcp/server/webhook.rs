@@ -1,0 +1,145 @@
+//! A notice for each new approval: a JSON `POST` (Slack-compatible: its
+//! `text` is the message) to a webhook, so that the people who decide learn
+//! that something waits for them. Sent by the replica that opened the
+//! approval, once; retried a bounded number of times, by this crate's own
+//! retry loop, when the receiver is down or busy.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::envelope::ErrorEnvelope;
+use crate::retry::RetryPolicy;
+use crate::store::ApprovalRecord;
+
+/// Where notices of new approvals are posted
+/// ([`ToolSet::approval_webhook`](crate::mcp::ToolSet::approval_webhook)).
+///
+/// Each notice is a JSON object whose `text` says what waits, for whom, and
+/// where to decide it — a Slack incoming webhook shows it as it is — with
+/// the approval's fields beside it (`ticket`, `tool`, `caller`,
+/// `approvers`, `reason`, `expiresAtMs`, and `url` when the inbox's address
+/// is given). A receiver that answers 5xx or 429, or cannot be reached, is
+/// tried again, 4 times in all over about 3 seconds; any other answer ends
+/// it. A notice never holds the call up: it is sent in the background.
+///
+/// ```
+/// use tool_envelope::mcp::Webhook;
+///
+/// let webhook = Webhook::new("https://hooks.example.com/approvals")
+///     .inbox_url("https://tools.example.com/inbox");
+/// # let _ = webhook;
+/// ```
+#[derive(Clone)]
+pub struct Webhook {
+    url: String,
+    inbox: Option<String>,
+    client: reqwest::Client,
+    policy: RetryPolicy,
+}
+
+impl Webhook {
+    /// Notices posted to `url`.
+    pub fn new(url: impl Into<String>) -> Self {
+        Webhook {
+            url: url.into(),
+            inbox: None,
+            client: reqwest::Client::builder()
+                .timeout(Duration::from_secs(10))
+                .build()
+                .unwrap_or_default(),
+            policy: RetryPolicy::default()
+                .max_attempts(4)
+                .exponential(Duration::from_millis(200), Duration::from_secs(2)),
+        }
+    }
+
+    /// The inbox's address as people reach it (`https://…/inbox`): each
+    /// notice links to its approval there.
+    #[must_use]
+    pub fn inbox_url(mut self, url: impl Into<String>) -> Self {
+        self.inbox = Some(url.into().trim_end_matches('/').to_owned());
+        self
+    }
+
+    /// The notice of `approval`.
+    pub(crate) fn notice(&self, approval: &ApprovalRecord) -> Value {
+        let shown = &approval.shown;
+        let message = shown
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("A call waits for an approver");
+        let caller = approval.caller.as_deref().unwrap_or("an anonymous caller");
+        let url = (self.inbox.as_ref()).map(|inbox| format!("{inbox}/approvals/{}", approval.id));
+        let mut text = format!(
+            "{message} — `{}` by {caller} waits for an approver with `{}` (ticket {}).",
+            approval.tool, approval.approvers, approval.id
+        );
+        if let Some(url) = &url {
+            text.push_str(&format!(" Decide: {url}"));
+        }
+        json!({
+            "text": text,
+            "ticket": approval.id,
+            "tool": approval.tool,
+            "caller": approval.caller,
+            "approvers": approval.approvers,
+            "reason": shown.get("reason"),
+            "expiresAtMs": approval.expires_ms,
+            "url": url,
+        })
+    }
+
+    /// Posts the notice of `approval`, retried while the receiver is down
+    /// or busy: whether it was delivered.
+    pub(crate) async fn notify(&self, approval: &ApprovalRecord) -> bool {
+        let notice = self.notice(approval);
+        let outcome = self
+            .policy
+            .retry(|| async {
+                let sent = self.client.post(&self.url).json(&notice).send().await;
+                match sent {
+                    Ok(response) if response.status().is_success() => Ok(()),
+                    Ok(response) => {
+                        let status = response.status();
+                        let refused = format!("the webhook answered {status}");
+                        Err(match status.is_server_error() || status.as_u16() == 429 {
+                            true => ErrorEnvelope::transient(refused),
+                            false => ErrorEnvelope::validation(refused),
+                        })
+                    }
+                    Err(error) => Err(ErrorEnvelope::transient(format!(
+                        "the webhook could not be reached: {error}"
+                    ))
+                    .with_not_applied(error.is_connect())),
+                }
+            })
+            .await;
+        match outcome.result {
+            Ok(()) => true,
+            Err(escalation) => {
+                tracing::warn!(
+                    ticket = %approval.id,
+                    attempts = escalation.attempts,
+                    "the approval's notice was not delivered: {}",
+                    escalation.envelope.message()
+                );
+                false
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Webhook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // A webhook's address often is its secret (Slack's are): the host only.
+        let host = reqwest::Url::parse(&self.url)
+            .ok()
+            .and_then(|url| url.host_str().map(str::to_owned));
+        f.debug_struct("Webhook")
+            .field("host", &host)
+            .field("inbox", &self.inbox)
+            .finish_non_exhaustive()
+    }
+}
