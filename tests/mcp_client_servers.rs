@@ -670,3 +670,51 @@ async fn fastmcp_behind_its_bearer_auth_serves_a_token_and_refuses_none() {
     assert_eq!(greeting, json!({"result": "hello Ada"}));
     server.kill().await.unwrap();
 }
+
+#[tokio::test]
+#[ignore = "needs two replicas on PostgreSQL behind nginx: scripts/test-replicas.sh"]
+async fn twenty_tasks_through_nginx_each_followed_to_its_result() {
+    let client = McpClient::connect(env("TOOL_ENVELOPE_REPLICAS_URL"))
+        .bearer("refunds-token")
+        .tasks()
+        .timeout(Duration::from_secs(60))
+        .await
+        .unwrap();
+    for n in 0..20 {
+        let quarter = format!("Q-{n}");
+        let report = client
+            .call("slow_report", json!({"quarter": quarter, "seconds": 0}))
+            .await
+            .unwrap_or_else(|envelope| panic!("task {n}: {envelope}"));
+        assert_eq!(report, json!({"result": format!("Report for {quarter}")}));
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs two replicas on PostgreSQL behind nginx, one killed: scripts/test-replicas.sh"]
+async fn tasks_whose_replica_dies_are_taken_over_and_the_refund_is_not_run_again() {
+    // Every request of this client reaches one replica (nginx hashes on
+    // the header) until it dies; then the other.
+    let client = McpClient::connect(env("TOOL_ENVELOPE_PINNED_URL"))
+        .bearer("refunds-token")
+        .header("x-pin", "kill-test")
+        .tasks()
+        .timeout(Duration::from_secs(180))
+        .await
+        .unwrap();
+    let refund = client.call("slow_refund", json!({"order": "O-KILL", "seconds": 8}));
+    let report = client.call("slow_report", json!({"quarter": "Q-KILL", "seconds": 8}));
+    let (refund, report) = tokio::join!(refund, report);
+    let refund = refund.expect_err("the refund's replica died mid-run");
+    assert_eq!(
+        refund.reason(),
+        Some(reasons::MAY_HAVE_TAKEN_EFFECT),
+        "{refund}"
+    );
+    assert!(!refund.is_retryable(), "{refund}");
+    assert_eq!(
+        report.unwrap(),
+        json!({"result": "Report for Q-KILL"}),
+        "the report ran again"
+    );
+}

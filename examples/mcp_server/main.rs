@@ -25,6 +25,10 @@
 //! `--store URL` (`sqlite:PATH` with the `sqlite` feature, `postgres://…`
 //! with `postgres`), they share a store too, and a person's approval opens
 //! one call across all of them: a replayed approving round runs nothing.
+//! With `--tasks`, calls run as tasks for the clients that declare MCP's
+//! tasks extension, and two slow tools join (`slow_refund`, destructive;
+//! `slow_report`, read-only) to show what becomes of a task whose replica
+//! dies: with a store, another takes it over.
 //! With `--no-retry`, nothing is retried here: every failure is answered as it
 //! happened, and recovery is left to the caller (as `examples/agent.rs` does).
 //!
@@ -55,6 +59,34 @@
 
 mod tools;
 
+/// A slow refund, for a task that outlives its replica: destructive, so a
+/// replica that takes it over never runs it again.
+#[tool_envelope::tool(destructive)]
+async fn slow_refund(
+    /// The order to refund.
+    order: String,
+    /// How long the payment system takes, in seconds.
+    seconds: u64,
+) -> Result<String, tool_envelope::ErrorEnvelope> {
+    eprintln!("started slow_refund {order}");
+    tokio::time::sleep(std::time::Duration::from_secs(seconds)).await;
+    eprintln!("refunded {order} (slow)");
+    Ok(format!("Refunded {order}"))
+}
+
+/// A slow report: read-only, so a replica that takes it over runs it again.
+#[tool_envelope::tool(read_only)]
+async fn slow_report(
+    /// The quarter.
+    quarter: String,
+    /// How long it takes, in seconds.
+    seconds: u64,
+) -> Result<String, tool_envelope::ErrorEnvelope> {
+    eprintln!("started slow_report {quarter}");
+    tokio::time::sleep(std::time::Duration::from_secs(seconds)).await;
+    Ok(format!("Report for {quarter}"))
+}
+
 use std::sync::atomic::Ordering;
 
 use tool_envelope::guard::Caller;
@@ -63,7 +95,7 @@ use tools::{CLIENT_APPROVES, tools, tools_without_retry};
 
 const USAGE: &str = "usage: mcp_server [--no-retry] [--store URL] [--http HOST:PORT [--stateless] \
                      [--allowed-host NAME]... [--require-token [--resource URL] [--approvals client] \
-                     [--webhook URL]]]";
+                     [--webhook URL]]] [--tasks]";
 
 /// The demo's token validator: who holds each token, with which scopes.
 async fn demo_token(token: String) -> Option<Caller> {
@@ -89,6 +121,7 @@ async fn main() -> std::io::Result<()> {
     let (mut require_token, mut resource) = (false, None);
     let mut store = None;
     let mut webhook: Option<String> = None;
+    let mut tasks = false;
     while let Some(flag) = args.next() {
         match flag.as_str() {
             "--http" => http = Some(args.next().unwrap_or_else(|| usage())),
@@ -98,6 +131,7 @@ async fn main() -> std::io::Result<()> {
             "--allowed-host" => hosts.push(args.next().unwrap_or_else(|| usage())),
             "--require-token" => require_token = true,
             "--resource" => resource = Some(args.next().unwrap_or_else(|| usage())),
+            "--tasks" => tasks = true,
             "--webhook" => webhook = Some(args.next().unwrap_or_else(|| usage())),
             "--approvals" => match args.next().as_deref() {
                 Some("client") => CLIENT_APPROVES.store(true, Ordering::Relaxed),
@@ -118,6 +152,14 @@ async fn main() -> std::io::Result<()> {
     } else {
         tools_without_retry()
     };
+    if tasks {
+        // Calls run as tasks for the clients that declare the extension;
+        // with a store, any replica answers for them.
+        tools = tools
+            .tool::<slow_refund>()
+            .tool::<slow_report>()
+            .tasks(|_| tool_envelope::mcp::TaskSupport::Optional);
+    }
     if let Ok(key) = std::env::var("TOOL_ENVELOPE_STATE_KEY") {
         tools = tools.request_state_key(key, DEFAULT_REQUEST_STATE_TTL);
     }
