@@ -5,13 +5,19 @@
 //! - `dispatch`: a call, from its JSON arguments to its reply;
 //! - `failure`: how a failed call is shaped to be sent;
 //! - `protocol` (with `rmcp`): how the set speaks MCP — its sealed rounds,
-//!   its cache hints, its tasks, the revisions it serves.
+//!   its cache hints, its tasks, the revisions it serves, its store;
+//! - `tickets` (with `rmcp`): calls that wait in the store for an approver,
+//!   and the approvers' decisions;
+//! - `runner` (with `rmcp`): what every replica runs in the background —
+//!   approved calls, once; expiries; the tasks of a replica that stopped.
 
 mod dispatch;
 mod entry;
 mod failure;
 #[cfg(feature = "rmcp")]
 mod protocol;
+#[cfg(feature = "rmcp")]
+mod runner;
 #[cfg(feature = "rmcp")]
 mod tickets;
 

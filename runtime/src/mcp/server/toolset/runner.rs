@@ -1,0 +1,260 @@
+//! The runner every replica of a tool set with a store keeps in the
+//! background ([`ToolSet::run_approved`]): it runs each approved call once,
+//! under a lease, expires the approvals nobody decided, and takes over the
+//! tasks of a replica that stopped.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::{Inner, ToolSet};
+use crate::caller::Caller;
+use crate::envelope::ErrorEnvelope;
+use crate::mcp::context::ToolContext;
+use crate::mcp::server::held;
+use crate::reasons;
+use crate::store::{
+    ApprovalRecord, ApprovalState, AuditEntry, EscalationRecord, Store, StoreError, TaskState,
+    TaskUpdate, now_ms,
+};
+
+/// How often a replica looks for approved calls it did not see decided.
+const POLL: Duration = Duration::from_secs(1);
+
+/// How long a replica holds an approved call it runs before another may
+/// take it over.
+const LEASE: Duration = Duration::from_secs(10 * 60);
+
+/// How many approved calls one batch of the runner takes on.
+const BATCH: u32 = 16;
+
+/// How many batches one pass takes on at most.
+const MAX_BATCHES: usize = 64;
+
+impl ToolSet {
+    /// Runs, once each, the approved calls that wait in the store, expires
+    /// the approvals nobody decided in time, and takes over the tasks of a
+    /// replica that stopped (see below): what the background
+    /// runner does every second on every replica (started when the set
+    /// first serves), for a host that drives it itself. Each call is
+    /// claimed under a lease, so that of the replicas sharing the store
+    /// exactly one runs it; its reply is kept for the caller to read. A
+    /// call whose runner died while it ran is run again only if its tool is
+    /// read-only or idempotent; else it ends `MAY_HAVE_TAKEN_EFFECT`. A task
+    /// whose replica stopped renewing its lease is taken over the same way:
+    /// run again here if that is safe, else ended `MAY_HAVE_TAKEN_EFFECT`
+    /// (cancelled, if its caller asked). The number of approved calls run.
+    ///
+    /// # Errors
+    ///
+    /// When the store fails.
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+    pub async fn run_approved(&self) -> Result<usize, StoreError> {
+        let Some(store) = self.store_ref() else {
+            return Ok(0);
+        };
+        for expired in store.expire_approvals(now_ms()).await? {
+            let envelope = expired_escalation(&expired);
+            let json = serde_json::to_value(&envelope).unwrap_or_default();
+            store
+                .record_escalation(&EscalationRecord::new(json, expired.caller.clone()))
+                .await?;
+            store
+                .audit(&AuditEntry::new("tool-envelope", "expire", &expired.id, ""))
+                .await?;
+        }
+        self.recover_tasks(store.as_ref()).await?;
+        let mut ran = 0;
+        // Batch after batch, until one is not full: what another replica
+        // claimed meanwhile is not listed again.
+        for _ in 0..MAX_BATCHES {
+            let ids = store.approvals_to_run(now_ms(), BATCH).await?;
+            for id in &ids {
+                ran += self.run_one(store.as_ref(), id).await?;
+            }
+            if ids.len() < BATCH as usize {
+                break;
+            }
+        }
+        Ok(ran)
+    }
+
+    /// Claims the approved call `id` and runs it: 1 if it ran here, 0 if
+    /// another replica has it or it may not run again.
+    async fn run_one(&self, store: &dyn Store, id: &str) -> Result<usize, StoreError> {
+        let holder = &self.inner.protocol.approving.holder;
+        let Some(before) = store.approval(id).await? else {
+            return Ok(0);
+        };
+        let now = now_ms();
+        let lease = now.saturating_add(i64::try_from(LEASE.as_millis()).unwrap_or(i64::MAX));
+        let Some(claimed) = store.claim_approval(id, holder, now, lease).await? else {
+            return Ok(0);
+        };
+        let abandoned = before.state == ApprovalState::Running;
+        let (reply, ran) = match abandoned && !claimed.safe_to_repeat {
+            true => (
+                self.may_have_taken_effect(&claimed.tool, &claimed.arguments),
+                0,
+            ),
+            false => (self.run_claimed(&claimed).await, 1),
+        };
+        let reply = serde_json::to_value(&reply).unwrap_or_default();
+        store.finish_approval(id, holder, &reply, now_ms()).await?;
+        Ok(ran)
+    }
+
+    /// The call of `approval`, run past its block, as its caller, with its
+    /// ticket as the idempotency key.
+    async fn run_claimed(&self, approval: &ApprovalRecord) -> crate::mcp::reply::ToolReply {
+        let mut context = ToolContext::detached().with_idempotency_key(approval.id.as_str());
+        if let Some(subject) = &approval.caller {
+            context = context.with_caller(Caller::new(subject.as_str(), &approval.caller_scopes));
+        }
+        let arguments = approval.arguments.clone();
+        match self
+            .call_approved(&approval.tool, arguments, context, &approval.block)
+            .await
+        {
+            Ok(reply) => reply,
+            Err(error) => {
+                let envelope = ErrorEnvelope::other(format!(
+                    "the approved call could not run: {}",
+                    error.message
+                ));
+                self.failed(&approval.tool, approval.arguments.clone(), envelope)
+            }
+        }
+    }
+
+    /// The reply of a call of `tool` with `arguments` whose replica died
+    /// while it ran, and which may not run again.
+    fn may_have_taken_effect(&self, tool: &str, arguments: &Value) -> crate::mcp::reply::ToolReply {
+        let envelope = ErrorEnvelope::other(format!(
+            "the replica running `{tool}` stopped before it finished; the tool is neither read-only nor idempotent, so it was not run again"
+        ))
+        .with_reason(reasons::MAY_HAVE_TAKEN_EFFECT)
+        .with_alternative("Check the system the tool changes before calling it again");
+        self.failed(tool, arguments.clone(), envelope)
+    }
+
+    /// Takes over the tasks whose replica stopped renewing its lease (it
+    /// died, or was restarted): a cancelled one ends cancelled; a read-only
+    /// or idempotent one runs again, here, as its caller; any other ends
+    /// with a `MAY_HAVE_TAKEN_EFFECT` envelope, never run twice.
+    async fn recover_tasks(&self, store: &dyn Store) -> Result<(), StoreError> {
+        let holder = self.holder();
+        let now = now_ms();
+        let lease = now.saturating_add(i64::try_from(held::LEASE.as_millis()).unwrap_or(i64::MAX));
+        for task in store
+            .claim_abandoned_tasks(holder, now, lease, BATCH)
+            .await?
+        {
+            let update = if task.cancel_requested {
+                TaskUpdate::finish(TaskState::Cancelled, None)
+            } else {
+                let reply = match task.safe_to_repeat {
+                    true => {
+                        let mut context = ToolContext::detached();
+                        if let Some(subject) = &task.caller {
+                            let caller = Caller::new(subject.as_str(), &task.caller_scopes);
+                            context = context.with_caller(caller);
+                        }
+                        match self
+                            .call_with(&task.tool, task.arguments.clone(), context)
+                            .await
+                        {
+                            Ok(reply) => reply,
+                            Err(error) => {
+                                let envelope = ErrorEnvelope::other(format!(
+                                    "the task could not run again: {}",
+                                    error.message
+                                ));
+                                self.failed(&task.tool, task.arguments.clone(), envelope)
+                            }
+                        }
+                    }
+                    false => self.may_have_taken_effect(&task.tool, &task.arguments),
+                };
+                TaskUpdate::finish(TaskState::Completed, serde_json::to_value(&reply).ok())
+            };
+            store.update_task(&task.id, holder, &update).await?;
+        }
+        Ok(())
+    }
+
+    /// This tool set's name as a holder of leases in the store.
+    pub(crate) fn holder(&self) -> &str {
+        &self.inner.protocol.approving.holder
+    }
+
+    /// Whether the tool `name` may run again from the start: read-only or
+    /// idempotent.
+    pub(crate) fn safe_to_repeat(&self, name: &str) -> bool {
+        self.inner
+            .index
+            .get(name)
+            .is_some_and(|&index| self.inner.entries[index].facts.safe_to_repeat)
+    }
+
+    /// The store, when the set has one.
+    pub(crate) fn store_ref(&self) -> Option<&Arc<dyn Store>> {
+        self.inner.protocol.store.as_ref()
+    }
+
+    /// Starts the background runner of approved calls, once per tool set,
+    /// when the set has a store and a tokio runtime runs. It holds the set
+    /// weakly: it ends when the set is dropped.
+    pub(crate) fn start_runner(&self) {
+        if self.store_ref().is_none() || tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        let approving = &self.inner.protocol.approving;
+        if !approving.background || approving.started.set(()).is_err() {
+            return;
+        }
+        let weak: Weak<Inner> = Arc::downgrade(&self.inner);
+        let approving = Arc::clone(approving);
+        tokio::spawn(async move {
+            loop {
+                let Some(inner) = weak.upgrade() else {
+                    return;
+                };
+                let tools = ToolSet {
+                    inner,
+                    log_threshold: Arc::default(),
+                };
+                if let Err(error) = tools.run_approved().await {
+                    tracing::warn!(%error, "running approved calls: the store failed");
+                }
+                drop(tools);
+                let _ = tokio::time::timeout(POLL, approving.wake.notified()).await;
+            }
+        });
+    }
+}
+
+/// The escalation of an approval nobody decided in time: the block as
+/// approvers saw it, with reason `APPROVAL_EXPIRED`.
+fn expired_escalation(approval: &ApprovalRecord) -> Value {
+    let mut shown = match &approval.shown {
+        Value::Object(shown) => shown.clone(),
+        _ => Map::new(),
+    };
+    shown.insert(
+        "reason".into(),
+        Value::String(reasons::APPROVAL_EXPIRED.into()),
+    );
+    shown.insert(
+        "escalation".into(),
+        serde_json::json!({
+            "reason": "approval_expired",
+            "attempts": 0,
+            "elapsedMs": (approval.expires_ms - approval.created_ms).max(0),
+            "detail": format!("Nobody with `{}` decided approval {} before it expired", approval.approvers, approval.id),
+        }),
+    );
+    shown.insert("tool".into(), Value::String(approval.tool.clone()));
+    Value::Object(shown)
+}
