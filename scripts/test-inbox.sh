@@ -16,7 +16,12 @@
 #      TypeScript SDK v2 client each get a $700 refund as a ticket, never
 #      asked to approve it; it is approved on the inbox over HTTP, and
 #      calling again reads the result (scripts/mcp_python_tickets.py,
-#      scripts/ts_v2_tickets.mjs).
+#      scripts/ts_v2_tickets.mjs); and the Python SDK, given MCP's tasks
+#      extension through its own `ClientExtension`, follows the refund as a
+#      task that says whom it waits for, then completes with the result
+#      (scripts/mcp_python_task_approval.py). (The TypeScript SDK v2 2.4.0
+#      client refuses a task result: "Unsupported result type 'task' for
+#      tools/call".)
 # Screenshots land in $TOOL_ENVELOPE_SCREENSHOTS (a temporary directory by
 # default).
 #
@@ -62,7 +67,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$server" --http 127.0.0.1:0 --require-token --store "sqlite:$work/store.db" 2>"$work/server.log" &
+"$server" --http 127.0.0.1:0 --require-token --tasks --store "sqlite:$work/store.db" 2>"$work/server.log" &
 pids+=("$!")
 address=""
 for _ in $(seq 1 200); do
@@ -102,6 +107,7 @@ echo "PASS  the agent, calling again, reads the refund's result"
 # shellcheck source=scripts/python-env.sh
 source "$root/scripts/python-env.sh"
 "$venv_python" -O "$root/scripts/mcp_python_tickets.py" "$base"
+"$venv_python" -O "$root/scripts/mcp_python_task_approval.py" "$base"
 ts_client="$cache/ts-v2-client"
 installed="$(node -p 'require(process.argv[1]).version' "$ts_client/node_modules/@modelcontextprotocol/client/package.json" 2>/dev/null || true)"
 if [[ "$installed" != "$TS_V2_VERSION" ]]; then
