@@ -14,11 +14,13 @@ trap 'rm -rf "$work"' EXIT
 crate="$work/orders"
 mkdir -p "$crate/src"
 
-# The README's blocks, in order: the first `toml` block and the first `rust` block.
+# The README's quickstart: the first `toml` block and the first `rust` block
+# under its "## Quickstart" heading.
 python3 - "$root/README.md" "$crate" "$root" <<'PY'
 import re, sys
 readme, crate, root = sys.argv[1:]
 text = open(readme).read()
+text = text[text.index("## Quickstart"):]
 blocks = re.findall(r"```(\w+)\n(.*?)```", text, re.S)
 toml = next(body for lang, body in blocks if lang == "toml")
 rust = next(body for lang, body in blocks if lang == "rust")
@@ -37,6 +39,7 @@ echo "$output"
 expected=$(python3 - "$root/README.md" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
+text = text[text.index("## Quickstart"):]
 print(next(body for lang, body in re.findall(r"```(\w+)\n(.*?)```", text, re.S) if lang == "json"), end="")
 PY
 )

@@ -466,3 +466,22 @@ async fn postgres_keeps_the_contract_across_two_replicas() {
     let second = store::open(&url).await.unwrap();
     races(vec![first, second]).await;
 }
+
+/// Replicas started at once on a fresh file race to migrate it: every one
+/// opens.
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_started_at_once_all_open_the_same_new_file() {
+    for round in 0..5 {
+        let path = std::env::temp_dir().join(format!(
+            "tool-envelope-race-{}-{round}.db",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&path);
+        let url = format!("sqlite:{}", path.display());
+        let opened = futures_util::future::join_all((0..4).map(|_| store::open(&url))).await;
+        for store in opened {
+            store.unwrap();
+        }
+    }
+}

@@ -58,6 +58,10 @@ fn json(text: Option<String>) -> Result<Option<Value>, StoreError> {
         .transpose()
 }
 
+/// How many times the migrations are run before a store gives up: replicas
+/// started at once race for them.
+const MIGRATION_TRIES: usize = 4;
+
 /// How many times an optimistic update is tried before it gives up.
 const TRIES: usize = 16;
 
@@ -84,7 +88,16 @@ macro_rules! sql_store {
             ///
             /// When the migrations cannot be run.
             pub async fn from_pool(pool: $pool) -> Result<Self, StoreError> {
-                migrator().run(&pool).await.map_err(failed)?;
+                // Replicas that start together race to migrate one
+                // database: the one that loses finds the migration
+                // recorded when it tries again.
+                let mut tries = 0;
+                while let Err(error) = migrator().run(&pool).await {
+                    tries += 1;
+                    if tries == MIGRATION_TRIES {
+                        return Err(failed(error));
+                    }
+                }
                 Ok($name { pool })
             }
 
