@@ -86,8 +86,16 @@ impl Http {
             sent.credential(&Arc::from(value.to_str().unwrap_or_default()));
             headers.insert(header, value);
         }
+        // Connections are kept, and a request goes out as soon as it is
+        // written: TCP_NODELAY, so that no small write waits for the peer's
+        // delayed ACK (rmcp's own client keeps no connection rather than
+        // meet that 40 ms stall). A connection the server closed while idle
+        // is found closed when it is next taken, and a request that was
+        // never written on it is sent again on a new one (hyper's pool).
         let client = reqwest::Client::builder()
-            .pool_max_idle_per_host(0)
+            .pool_max_idle_per_host(MAX_IDLE_CONNECTIONS)
+            .pool_idle_timeout(IDLE_TIMEOUT)
+            .tcp_nodelay(true)
             .redirect(reqwest::redirect::Policy::none())
             .tls_backend_preconfigured(options.tls.config()?)
             .build()
@@ -100,6 +108,13 @@ impl Http {
         })
     }
 }
+
+/// The most idle connections kept to one server.
+const MAX_IDLE_CONNECTIONS: usize = 32;
+
+/// How long an idle connection is kept: under the keep-alive of common
+/// servers and proxies (nginx's is 75 s), so that the client lets go first.
+const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Whether `url` leaves this machine unencrypted: `https`, or `http` to a
 /// loopback host (`localhost`, `127.0.0.0/8`, `::1`), keeps credentials to
