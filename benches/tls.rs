@@ -1,8 +1,8 @@
 //! Figure 11 of BENCHMARKS.md: the cost of a call through `McpClient` over
 //! TLS against plain HTTP, through the same nginx to the same server
 //! (`benches/servers`' tool-envelope server, stateless), in one run: 1,000
-//! sequential calls of a tool that succeeds. The client keeps no idle
-//! connection, so each call over TLS pays for a handshake.
+//! sequential calls of a tool that succeeds, on the connections the client
+//! keeps.
 //!
 //! `scripts/bench-tls.sh` starts the server and nginx, makes the CA, and
 //! runs this bench with their addresses; run alone, it says so and stops.
