@@ -158,7 +158,17 @@ fn main() {
                 .await
                 .unwrap(),
         ));
+        // `TOOL_ENVELOPE_BENCH_ONLY=bare|2026|2025` runs one client alone
+        // (to profile it, under callgrind say).
+        let only = std::env::var("TOOL_ENVELOPE_BENCH_ONLY").ok();
         let callers = [("bare rmcp, pooled, nodelay", &bare), ("McpClient (2026-07-28)", &ours), ("McpClient pinned to 2025-11-25", &pinned)];
+        let keys = ["bare", "2026", "2025"];
+        let callers: Vec<(&str, &Caller)> = callers
+            .into_iter()
+            .zip(keys)
+            .filter(|(_, key)| only.as_deref().is_none_or(|only| only == *key))
+            .map(|(caller, _)| caller)
+            .collect();
         // Warm up every path once.
         for (_, caller) in &callers {
             for _ in 0..200 {
@@ -190,7 +200,7 @@ fn main() {
                 "{name:<32} sequential {:>7.0} calls/s ({:.3} opens/call) = {:.2}x bare; {CALLERS} callers {:>7.0} calls/s ({:.3} opens/call) = {:.2}x bare",
                 median[0],
                 median[1],
-                median[0] / medians[0][0],
+                median[0] / medians[0][0].max(f64::MIN_POSITIVE),
                 median[2],
                 median[3],
                 median[2] / medians[0][2]
