@@ -9,7 +9,9 @@
 //! 2025-11-25, the revision the bare client speaks.
 //!
 //! `cargo bench --features rmcp,client --bench client_http`
-//! (`-- ROUNDS` for more than 5 rounds).
+//! (`-- ROUNDS` for more than 5 rounds; `TOOL_ENVELOPE_BENCH_ONLY=bare|2026|2025`
+//! for one client alone; `TOOL_ENVELOPE_BENCH_URL` for a server already
+//! running).
 
 #[allow(dead_code)] // The other benches' helpers.
 mod common;
@@ -124,22 +126,33 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    // `TOOL_ENVELOPE_BENCH_URL` points at a server already running (one
+    // under a profiler, say); else the bench starts its own.
+    let given = std::env::var("TOOL_ENVELOPE_BENCH_URL").ok();
     let binary = common::bench_servers().join("tool_envelope_server");
     runtime.block_on(async {
-        let mut server = tokio::process::Command::new(&binary)
-            .args(["--http", "127.0.0.1:0"])
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("the bench server starts");
-        let mut lines = tokio::io::BufReader::new(server.stderr.take().unwrap()).lines();
-        let url = loop {
-            let line = lines.next_line().await.unwrap().expect("the server prints its address");
-            if let Some(at) = line.find("http://") {
-                break line[at..].split_whitespace().next().unwrap().to_owned();
+        let mut server = None;
+        let url = match given {
+            Some(url) => url,
+            None => {
+                let mut child = tokio::process::Command::new(&binary)
+                    .args(["--http", "127.0.0.1:0"])
+                    .stderr(std::process::Stdio::piped())
+                    .kill_on_drop(true)
+                    .spawn()
+                    .expect("the bench server starts");
+                let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+                let url = loop {
+                    let line = lines.next_line().await.unwrap().expect("the server prints its address");
+                    if let Some(at) = line.find("http://") {
+                        break line[at..].split_whitespace().next().unwrap().to_owned();
+                    }
+                };
+                tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+                server = Some(child);
+                url
             }
         };
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
 
         let pooled = reqwest::Client::builder()
             .tcp_nodelay(true)
@@ -206,6 +219,8 @@ fn main() {
                 median[2] / medians[0][2]
             );
         }
-        drop(server.kill().await);
+        if let Some(mut server) = server {
+            drop(server.kill().await);
+        }
     });
 }
