@@ -67,7 +67,7 @@ impl Webhook {
     pub(crate) fn notice(&self, approval: &ApprovalRecord) -> Value {
         let shown = &approval.shown;
         let message = shown
-            .get("message")
+            .get(crate::keys::MESSAGE)
             .and_then(Value::as_str)
             .unwrap_or("A call waits for an approver");
         let caller = approval.caller.as_deref().unwrap_or("an anonymous caller");
@@ -85,7 +85,7 @@ impl Webhook {
             "tool": approval.tool,
             "caller": approval.caller,
             "approvers": approval.approvers,
-            "reason": shown.get("reason"),
+            "reason": shown.get(crate::keys::REASON),
             "expiresAtMs": approval.expires_ms,
             "url": url,
         })

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::time::{span, utc};
 use crate::caller::Caller;
+use crate::keys;
 use crate::store::{ApprovalRecord, ApprovalState, EscalationRecord};
 
 /// An approval as the page shows it.
@@ -43,7 +44,7 @@ struct Argument {
 /// The arguments of an envelope's `attempted_query`, numbers first: the
 /// amount a person decides on before the rest.
 fn arguments_of(envelope: &Value) -> Vec<Argument> {
-    let mut arguments: Vec<Argument> = match envelope.get("attempted_query") {
+    let mut arguments: Vec<Argument> = match envelope.get(keys::ATTEMPTED_QUERY) {
         Some(Value::Object(fields)) => fields
             .iter()
             .map(|(name, value)| Argument {
@@ -99,7 +100,7 @@ pub(super) fn view(approval: &ApprovalRecord, who: &Caller) -> ApprovalView {
         .unwrap_or(false);
     let outcome = match (approval.state, structured) {
         (ApprovalState::Done, Some(content)) if failed => {
-            format!("Failed: {}", text(content.get("message")))
+            format!("Failed: {}", text(content.get(keys::MESSAGE)))
         }
         (ApprovalState::Done, Some(content)) => match content.get("result") {
             Some(Value::String(result)) => format!("Done: {result}"),
@@ -111,8 +112,8 @@ pub(super) fn view(approval: &ApprovalRecord, who: &Caller) -> ApprovalView {
     };
     ApprovalView {
         id: approval.id.clone(),
-        headline: text(shown.get("message")),
-        reason: text(shown.get("reason")),
+        headline: text(shown.get(keys::MESSAGE)),
+        reason: text(shown.get(keys::REASON)),
         tool: approval.tool.clone(),
         caller: approval
             .caller
@@ -120,7 +121,7 @@ pub(super) fn view(approval: &ApprovalRecord, who: &Caller) -> ApprovalView {
             .unwrap_or_else(|| "(anonymous)".into()),
         approvers: approval.approvers.clone(),
         arguments: arguments_of(shown),
-        alternatives: strings(shown.get("alternatives")),
+        alternatives: strings(shown.get(keys::ALTERNATIVES)),
         created: utc(approval.created_ms),
         expires: utc(approval.expires_ms),
         state: approval.state.as_str(),
@@ -161,13 +162,13 @@ pub(super) struct EscalationView {
 
 pub(super) fn escalation_view(escalation: &EscalationRecord) -> EscalationView {
     let envelope = &escalation.envelope;
-    let info = envelope.get("escalation");
+    let info = envelope.get(keys::ESCALATION);
     EscalationView {
         id: escalation.id.clone(),
-        message: text(envelope.get("message")),
-        category: text(envelope.get("errorCategory")),
-        code: text(envelope.get("reason")),
-        why: text(info.and_then(|info| info.get("reason"))),
+        message: text(envelope.get(keys::MESSAGE)),
+        category: text(envelope.get(keys::ERROR_CATEGORY)),
+        code: text(envelope.get(keys::REASON)),
+        why: text(info.and_then(|info| info.get(keys::escalation::REASON))),
         tool: escalation.tool.clone().unwrap_or_default(),
         caller: escalation
             .caller
@@ -175,19 +176,19 @@ pub(super) fn escalation_view(escalation: &EscalationRecord) -> EscalationView {
             .unwrap_or_else(|| "(anonymous)".into()),
         created: utc(escalation.created_ms),
         attempts: info
-            .and_then(|info| info.get("attempts"))
+            .and_then(|info| info.get(keys::escalation::ATTEMPTS))
             .and_then(Value::as_u64)
             .unwrap_or(0),
         elapsed: span(
-            info.and_then(|info| info.get("elapsedMs"))
+            info.and_then(|info| info.get(keys::escalation::ELAPSED_MS))
                 .and_then(Value::as_i64)
                 .unwrap_or(0),
         ),
         arguments: arguments_of(envelope),
         partial: envelope
-            .get("partial_results")
+            .get(keys::PARTIAL_RESULTS)
             .filter(|partial| !partial.is_null())
             .map(|partial| serde_json::to_string_pretty(partial).unwrap_or_default()),
-        alternatives: strings(envelope.get("alternatives")),
+        alternatives: strings(envelope.get(keys::ALTERNATIVES)),
     }
 }

@@ -193,7 +193,11 @@ impl ToolSet {
         };
         let awaiting = Some(crate::EscalationReason::AwaitingApproval.as_str());
         match structured.get(crate::keys::ESCALATION) {
-            Some(escalation) if escalation.get("reason").and_then(Value::as_str) != awaiting => {}
+            Some(escalation)
+                if escalation
+                    .get(crate::keys::escalation::REASON)
+                    .and_then(Value::as_str)
+                    != awaiting => {}
             _ => return,
         }
         let caller = state

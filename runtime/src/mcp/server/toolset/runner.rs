@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use super::{Inner, ToolSet};
 use crate::caller::Caller;
 use crate::envelope::ErrorEnvelope;
+use crate::keys;
 use crate::mcp::context::ToolContext;
 use crate::mcp::server::held;
 use crate::reasons;
@@ -243,18 +244,25 @@ fn expired_escalation(approval: &ApprovalRecord) -> Value {
         _ => Map::new(),
     };
     shown.insert(
-        "reason".into(),
+        keys::REASON.into(),
         Value::String(reasons::APPROVAL_EXPIRED.into()),
     );
-    shown.insert(
-        "escalation".into(),
-        serde_json::json!({
-            "reason": "approval_expired",
-            "attempts": 0,
-            "elapsedMs": (approval.expires_ms - approval.created_ms).max(0),
-            "detail": format!("Nobody with `{}` decided approval {} before it expired", approval.approvers, approval.id),
-        }),
+    let detail = format!(
+        "Nobody with `{}` decided approval {} before it expired",
+        approval.approvers, approval.id
     );
-    shown.insert("tool".into(), Value::String(approval.tool.clone()));
+    let mut escalation = Map::new();
+    escalation.insert(
+        keys::escalation::REASON.into(),
+        Value::String(crate::EscalationReason::ApprovalExpired.as_str().into()),
+    );
+    escalation.insert(keys::escalation::ATTEMPTS.into(), Value::from(0));
+    escalation.insert(
+        keys::escalation::ELAPSED_MS.into(),
+        Value::from((approval.expires_ms - approval.created_ms).max(0)),
+    );
+    escalation.insert(keys::escalation::DETAIL.into(), Value::String(detail));
+    shown.insert(keys::ESCALATION.into(), Value::Object(escalation));
+    shown.insert(keys::TOOL.into(), Value::String(approval.tool.clone()));
     Value::Object(shown)
 }
