@@ -95,14 +95,15 @@ pub(crate) async fn ask(
     audit.push(Value::Object(record));
     match approved {
         true => Approval::Approved,
-        false => Approval::Declined(declined(blocked)),
+        false => Approval::Declined(declined(blocked, "A person")),
     }
 }
 
-/// The envelope of a call a person declined: `business`, never retried,
-/// with the block's alternatives.
-fn declined(blocked: &ErrorEnvelope) -> ErrorEnvelope {
-    ErrorEnvelope::business(format!("A person declined the call: {}", blocked.message()))
+/// The envelope of a call `who` declined: `business`, never retried, with
+/// the block's alternatives — whether the client's user declined it or an
+/// approver at the server.
+pub(crate) fn declined(blocked: &ErrorEnvelope, who: &str) -> ErrorEnvelope {
+    ErrorEnvelope::business(format!("{who} declined the call: {}", blocked.message()))
         .with_reason(reasons::HUMAN_DECLINED)
         .with_alternatives(blocked.alternatives().iter().cloned())
         .remade(|parts| parts.refused = Some(Refusal::Declined))

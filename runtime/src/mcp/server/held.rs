@@ -125,10 +125,10 @@ fn finish(outcome: &Result<CallToolResult, TaskExit>) -> TaskUpdate {
     }
 }
 
-/// A new record of the task `id` of `tool`, called with `arguments` by
-/// `caller` (with `scopes`), held by `holder`.
+/// A new record of a task of `tool`, called with `arguments` by `caller`
+/// (with its scopes), held by `holder`; its id is the task's, given when
+/// the task is made.
 pub(crate) fn record(
-    id: &str,
     tool: &str,
     arguments: &Value,
     caller: Option<&crate::caller::Caller>,
@@ -144,7 +144,6 @@ pub(crate) fn record(
     )
     .held_by(holder, now_ms().saturating_add(ms(LEASE)))
     .safe_to_repeat(safe_to_repeat);
-    id.clone_into(&mut record.id);
     record.caller_scopes = caller
         .map(|caller| caller.scopes().map(str::to_owned).collect())
         .unwrap_or_default();

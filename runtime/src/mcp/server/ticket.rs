@@ -60,7 +60,7 @@ pub(crate) fn digest(
     hash.update(tool.as_bytes());
     hash.update([0]);
     let mut canonical = Vec::new();
-    write_canonical(&Value::Object(arguments.clone()), &mut canonical);
+    write_object(arguments, &mut canonical);
     hash.update(&canonical);
     hash.update([0]);
     hash.update(caller.map_or("", Caller::subject).as_bytes());
@@ -73,20 +73,7 @@ pub(crate) fn digest(
 /// `value` as JSON with the keys of every object sorted.
 fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
-        Value::Object(fields) => {
-            let mut keys: Vec<&String> = fields.keys().collect();
-            keys.sort();
-            out.push(b'{');
-            for (index, key) in keys.into_iter().enumerate() {
-                if index > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(Value::String(key.clone()).to_string().as_bytes());
-                out.push(b':');
-                write_canonical(&fields[key.as_str()], out);
-            }
-            out.push(b'}');
-        }
+        Value::Object(fields) => write_object(fields, out),
         Value::Array(items) => {
             out.push(b'[');
             for (index, item) in items.iter().enumerate() {
@@ -101,7 +88,24 @@ fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     }
 }
 
-/// Where `call`, blocked with `blocked` (shown to approvers as `shown`),
+/// `fields` as a JSON object with its keys sorted, at every level.
+fn write_object(fields: &Map<String, Value>, out: &mut Vec<u8>) {
+    let mut keys: Vec<&String> = fields.keys().collect();
+    keys.sort();
+    out.push(b'{');
+    for (index, key) in keys.into_iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(Value::String(key.clone()).to_string().as_bytes());
+        out.push(b':');
+        write_canonical(&fields[key.as_str()], out);
+    }
+    out.push(b'}');
+}
+
+/// Where `call`, blocked with `blocked` (shown to approvers as `shown`
+/// makes it, which runs only when an approval is opened),
 /// stands in `store`: the approval of its block is opened when there is no
 /// live one, and read when there is. The approval, too, when this call
 /// opened it.
@@ -113,7 +117,7 @@ pub(crate) async fn wait(
     store: &dyn Store,
     call: &Waiting<'_>,
     blocked: &ErrorEnvelope,
-    shown: Value,
+    shown: impl FnOnce() -> Value,
     ttl: Duration,
 ) -> Result<(Ticketed, Option<ApprovalRecord>), StoreError> {
     let digest = digest(call.tool, call.arguments, call.caller);
@@ -132,7 +136,7 @@ pub(crate) async fn wait(
                 call.block,
                 call.tool,
                 Value::Object(call.arguments.clone()),
-                shown,
+                shown(),
                 call.caller.map(|caller| caller.subject().to_owned()),
                 call.approvers,
                 now.saturating_add(ttl_ms),
@@ -243,21 +247,14 @@ fn expired(blocked: &ErrorEnvelope, approval: &ApprovalRecord) -> ErrorEnvelope 
     .remade(|parts| parts.refused = Some(Refusal::Declined))
 }
 
-/// The envelope of a call an approver declined.
+/// The envelope of a call an approver declined: who, and their note.
 fn declined(blocked: &ErrorEnvelope, approval: &ApprovalRecord) -> ErrorEnvelope {
     let by = approval.decided_by.as_deref().unwrap_or("an approver");
-    let note = approval
-        .note
-        .as_deref()
-        .filter(|note| !note.is_empty())
-        .map_or_else(String::new, |note| format!(" ({note})"));
-    ErrorEnvelope::business(format!(
-        "{by} declined the call{note}: {}",
-        blocked.message()
-    ))
-    .with_reason(reasons::HUMAN_DECLINED)
-    .with_alternatives(blocked.alternatives().iter().cloned())
-    .remade(|parts| parts.refused = Some(Refusal::Declined))
+    let who = match approval.note.as_deref().filter(|note| !note.is_empty()) {
+        Some(note) => format!("{by} ({note})"),
+        None => by.to_owned(),
+    };
+    crate::mcp::server::approval::declined(blocked, &who)
 }
 
 #[cfg(test)]

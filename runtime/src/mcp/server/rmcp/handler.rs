@@ -360,7 +360,6 @@ impl ToolSet {
         let kept = self.store_ref().map(|store| Kept {
             store: Arc::clone(store),
             record: held::record(
-                "",
                 name,
                 &arguments,
                 caller.as_deref(),

@@ -107,11 +107,7 @@ impl ToolSet {
     #[must_use]
     pub fn approval_ttl(mut self, ttl: Duration) -> Self {
         let background = self.inner.protocol.approving.background;
-        self.inner_mut().protocol.approving = Arc::new(Approving {
-            ttl,
-            background,
-            ..Approving::default()
-        });
+        self.set_approving(ttl, background);
         self
     }
 
@@ -124,12 +120,18 @@ impl ToolSet {
     #[must_use]
     pub fn approvals_in_background(mut self, background: bool) -> Self {
         let ttl = self.inner.protocol.approving.ttl;
+        self.set_approving(ttl, background);
+        self
+    }
+
+    /// A new way of running approvals, with `ttl` and `background`: set
+    /// while the set is built, before any runner starts.
+    fn set_approving(&mut self, ttl: Duration, background: bool) {
         self.inner_mut().protocol.approving = Arc::new(Approving {
             ttl,
             background,
             ..Approving::default()
         });
-        self
     }
 
     /// Posts a notice to `webhook` for each new approval this set opens
@@ -225,10 +227,13 @@ impl ToolSet {
             return Outcome::Ran(Err(failure));
         };
         self.start_runner();
-        let shown = self
-            .failure(entry, Failure::Envelope(failure.envelope().clone()))
-            .structured_content
-            .unwrap_or_default();
+        // The block as approvers see it (masked, sized as sent), made only
+        // when an approval is opened.
+        let shown = || {
+            self.failure(entry, Failure::Envelope(failure.envelope().clone()))
+                .structured_content
+                .unwrap_or_default()
+        };
         let waiting = Waiting {
             tool: &entry.definition.name,
             arguments,
