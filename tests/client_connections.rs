@@ -2,18 +2,20 @@
 //! the TCP connections it accepts, and calls after the first reuse them —
 //! sequential and 16 at once. A server that closes its idle connections
 //! (shut down, then started again on the same port): a call that meets the
-//! closed connection is sent again only when the one retry decision allows
-//! it — a read-only tool's, under the caller's `RetryPolicy`; a
-//! destructive tool's never — and the calls after it open a new
-//! connection and succeed.
+//! closed connection is sent again under the caller's `RetryPolicy`, and
+//! the calls after it open a new connection and succeed. A request sent on
+//! a kept connection that then breaks (a proxy drops it) is sent again only
+//! when the one retry decision allows it: a read-only tool's, never a
+//! destructive one's.
 #![cfg(all(feature = "rmcp", feature = "client"))]
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use axum::serve::ListenerExt;
 use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tool_envelope::mcp::client::McpClient;
 use tool_envelope::mcp::{HttpOptions, ToolSet};
 use tool_envelope::retry::RetryPolicy;
@@ -25,9 +27,21 @@ fn echo(text: String) -> Result<String, ErrorEnvelope> {
     Ok(text)
 }
 
+/// The orders paid, in order.
+static PAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn paid(order: &str) -> usize {
+    PAID.lock()
+        .unwrap()
+        .iter()
+        .filter(|paid| *paid == order)
+        .count()
+}
+
 /// Pay: repeating it pays twice.
 #[tool(destructive)]
 fn pay(order: String) -> Result<String, ErrorEnvelope> {
+    PAID.lock().unwrap().push(order.clone());
     Ok(format!("paid {order}"))
 }
 
@@ -152,37 +166,82 @@ async fn a_server_that_closed_its_idle_connections_costs_nothing() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_destructive_call_that_meets_a_closed_connection_is_never_sent_again() {
-    for round in 0..5 {
-        let address = free_address().await;
-        let accepted = Arc::new(AtomicUsize::new(0));
-        let (stop_first, stop) = tokio::sync::oneshot::channel();
-        let first = serve(address, Arc::clone(&accepted), stop).await;
-        let client = McpClient::connect(format!("http://{address}/mcp"))
-            .await
-            .unwrap();
-        client.call("echo", json!({"text": "warm"})).await.unwrap();
-        stop_first.send(()).unwrap();
-        first.await.unwrap();
-        let (_stop, stop) = tokio::sync::oneshot::channel();
-        let _second = serve(address, Arc::clone(&accepted), stop).await;
-        let policy = RetryPolicy::default()
-            .max_attempts(3)
-            .constant(std::time::Duration::from_millis(1));
-        let outcome = policy
-            .retry(|| client.call("pay", json!({"order": format!("O-{round}")})))
-            .await;
-        match outcome.result {
-            Ok(paid) => assert_eq!(paid, json!({"result": format!("paid O-{round}")})),
-            Err(escalation) => {
-                assert!(
-                    !escalation.envelope.is_retryable(),
-                    "{:?}",
-                    escalation.envelope
-                );
-                assert_eq!(outcome.stats.attempts, 1, "never sent again");
-            }
+/// A TCP proxy in front of `upstream` that forwards both ways until `cut`
+/// is set: then the next bytes a client sends, on whatever connection, are
+/// dropped and that connection closed — a request sent and never answered.
+/// `cut` clears once used.
+async fn proxy(upstream: SocketAddr, cut: Arc<AtomicBool>) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (client, _) = listener.accept().await.unwrap();
+            let cut = Arc::clone(&cut);
+            tokio::spawn(async move {
+                let server = tokio::net::TcpStream::connect(upstream).await.unwrap();
+                let (mut from_client, mut to_client) = client.into_split();
+                let (mut from_server, mut to_server) = server.into_split();
+                let down = tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut from_server, &mut to_client).await;
+                });
+                let mut buffer = vec![0; 64 * 1024];
+                loop {
+                    let read = match from_client.read(&mut buffer).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(read) => read,
+                    };
+                    if cut.swap(false, Ordering::SeqCst) {
+                        // Both halves dropped: the client reads the end.
+                        down.abort();
+                        return;
+                    }
+                    if to_server.write_all(&buffer[..read]).await.is_err() {
+                        break;
+                    }
+                }
+                let _ = to_server.shutdown().await;
+            });
         }
-    }
+    });
+    address
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_sent_on_a_connection_that_then_breaks_is_sent_again_only_when_safe() {
+    let upstream = free_address().await;
+    let (_stop, stop) = tokio::sync::oneshot::channel();
+    let _server = serve(upstream, Arc::default(), stop).await;
+    let cut = Arc::new(AtomicBool::new(false));
+    let address = proxy(upstream, Arc::clone(&cut)).await;
+    let client = McpClient::connect(format!("http://{address}/mcp"))
+        .await
+        .unwrap();
+    client.call("echo", json!({"text": "warm"})).await.unwrap();
+    let policy = RetryPolicy::default()
+        .max_attempts(3)
+        .constant(std::time::Duration::from_millis(1));
+
+    // A refund whose request was sent on the kept connection, which then
+    // broke before any answer: it may have been applied, so it is never
+    // sent again, and its envelope says so.
+    cut.store(true, Ordering::SeqCst);
+    let outcome = policy
+        .retry(|| client.call("pay", json!({"order": "O-CUT"})))
+        .await;
+    let escalation = outcome.result.expect_err("the connection broke");
+    assert!(
+        !escalation.envelope.is_retryable(),
+        "{:?}",
+        escalation.envelope
+    );
+    assert_eq!(outcome.stats.attempts, 1, "never sent again");
+    assert_eq!(paid("O-CUT"), 0, "the request never reached the server");
+
+    // A read-only call, the same way: sent again, on a new connection.
+    cut.store(true, Ordering::SeqCst);
+    let outcome = policy
+        .retry(|| client.call("echo", json!({"text": "again"})))
+        .await;
+    assert_eq!(outcome.result.unwrap(), json!({"result": "again"}));
+    assert_eq!(outcome.stats.attempts, 2, "sent again once");
 }

@@ -506,3 +506,30 @@ async fn each_new_approval_is_noticed_once_through_the_webhook_retried_when_it_i
         "{posted:?}"
     );
 }
+
+#[tokio::test]
+async fn behind_a_tls_proxy_the_session_cookie_is_secure() {
+    let server = server("secure").await;
+    for (proto, secure) in [(None, false), (Some("https"), true)] {
+        let mut form = server.http.get(format!("{}/inbox", server.url));
+        if let Some(proto) = proto {
+            form = form.header("x-forwarded-proto", proto);
+        }
+        let form = form.send().await.unwrap();
+        let (nonce, nonce_header) = set_cookie(&form, "tool_envelope_sign_in").unwrap();
+        let page = form.text().await.unwrap();
+        let mut signed = server
+            .http
+            .post(format!("{}/inbox/sign-in", server.url))
+            .header(COOKIE, &nonce)
+            .form(&[("token", "carol-token"), ("csrf", &csrf(&page))]);
+        if let Some(proto) = proto {
+            signed = signed.header("x-forwarded-proto", proto);
+        }
+        let signed = signed.send().await.unwrap();
+        let (_, session) = set_cookie(&signed, "tool_envelope_inbox").expect("a session");
+        for header in [&nonce_header, &session] {
+            assert_eq!(header.contains("; Secure"), secure, "{proto:?}: {header}");
+        }
+    }
+}
