@@ -19,9 +19,10 @@
 #      scripts/ts_v2_tickets.mjs); and the Python SDK, given MCP's tasks
 #      extension through its own `ClientExtension`, follows the refund as a
 #      task that says whom it waits for, then completes with the result
-#      (scripts/mcp_python_task_approval.py). (The TypeScript SDK v2 2.4.0
-#      client refuses a task result: "Unsupported result type 'task' for
-#      tools/call".)
+#      (scripts/mcp_python_task_approval.py); the TypeScript SDK v2 does
+#      the same over its own transport (its 2.4.0 `Client` refuses a task
+#      result: "Unsupported result type 'task' for tools/call"), and another
+#      token reads nothing of the task (scripts/ts_v2_task_approval.mjs).
 # Screenshots land in $TOOL_ENVELOPE_SCREENSHOTS (a temporary directory by
 # default).
 #
@@ -116,6 +117,7 @@ if [[ "$installed" != "$TS_V2_VERSION" ]]; then
     npm install --prefix "$ts_client" --no-audit --no-fund --loglevel=error \
         "@modelcontextprotocol/client@$TS_V2_VERSION" "zod@$ZOD_VERSION"
 fi
-cp "$root/scripts/ts_v2_tickets.mjs" "$ts_client/ts_v2_tickets.mjs"
+cp "$root/scripts/ts_v2_tickets.mjs" "$root/scripts/ts_v2_task_approval.mjs" "$ts_client/"
 node "$ts_client/ts_v2_tickets.mjs" "$base"
+node "$ts_client/ts_v2_task_approval.mjs" "$base"
 echo "inbox: every check passed"
