@@ -200,7 +200,13 @@ impl HttpOptions {
 
     /// Serves `servers` over Streamable HTTP at `/mcp` on `listener`, as
     /// these options say, until the listener fails: [`router`](Self::router),
-    /// served.
+    /// served, with `TCP_NODELAY` on every connection it accepts.
+    ///
+    /// Without `TCP_NODELAY` a reply streamed as server-sent events waits
+    /// for the client's delayed acknowledgement (~40 ms on Linux) on a kept
+    /// connection: its events are small writes that Nagle's algorithm holds
+    /// back. Serving [`router`](Self::router) yourself, do the same
+    /// (`axum::serve::ListenerExt::tap_io` with `set_nodelay(true)`).
     ///
     /// ```no_run
     /// use tool_envelope::mcp::{HttpOptions, ToolSet};
@@ -219,6 +225,10 @@ impl HttpOptions {
         listener: tokio::net::TcpListener,
         servers: N,
     ) -> io::Result<()> {
+        let listener = axum::serve::ListenerExt::tap_io(listener, |connection| {
+            // A connection that cannot take the option still serves.
+            let _ = connection.set_nodelay(true);
+        });
         axum::serve(listener, self.router(servers)).await
     }
 }
