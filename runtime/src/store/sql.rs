@@ -59,8 +59,16 @@ fn json(text: Option<String>) -> Result<Option<Value>, StoreError> {
 }
 
 /// How many times the migrations are run before a store gives up: replicas
-/// started at once race for them.
-const MIGRATION_TRIES: usize = 4;
+/// started at once race for them. SQLite answers the loser at once
+/// ("database is locked": a read transaction that cannot become a write
+/// one does not wait), so each try after the first waits a moment, 10 to
+/// 50 ms at random, so that the racers part: two seconds at most.
+const MIGRATION_TRIES: u32 = 64;
+
+/// The wait before another try at opening a store: 10 to 50 ms, at random.
+async fn pause() {
+    tokio::time::sleep(std::time::Duration::from_millis(fastrand::u64(10..=50))).await;
+}
 
 /// How many times an optimistic update is tried before it gives up.
 const TRIES: usize = 16;
@@ -97,6 +105,7 @@ macro_rules! sql_store {
                     if tries == MIGRATION_TRIES {
                         return Err(failed(error));
                     }
+                    pause().await;
                 }
                 Ok($name { pool })
             }
@@ -824,13 +833,30 @@ impl SqliteStore {
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .busy_timeout(std::time::Duration::from_secs(10));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .connect_with(options)
-            .await
-            .map_err(failed)?;
+        // A new file's first connection switches it to the write-ahead
+        // log, which SQLite refuses at once while another replica does.
+        let mut tries = 1;
+        let pool = loop {
+            let pool = SqlitePoolOptions::new().max_connections(4);
+            match pool.connect_with(options.clone()).await {
+                Ok(pool) => break pool,
+                Err(error) if tries < MIGRATION_TRIES && busy(&error) => {
+                    tries += 1;
+                    pause().await;
+                }
+                Err(error) => return Err(failed(error)),
+            }
+        };
         Self::from_pool(pool).await
     }
+}
+
+/// SQLite's "database is locked" (`SQLITE_BUSY`) or "table is locked"
+/// (`SQLITE_LOCKED`): another connection holds the file.
+#[cfg(feature = "sqlite")]
+fn busy(error: &sqlx::Error) -> bool {
+    let code = error.as_database_error().and_then(|error| error.code());
+    matches!(code.as_deref(), Some("5" | "6"))
 }
 
 #[cfg(feature = "postgres")]
