@@ -34,7 +34,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use crate::envelope::{ErrorEnvelope, Parts};
+use crate::envelope::{Attempted, ErrorEnvelope, Parts};
 use crate::json::depth::bounded;
 use crate::partial::merge;
 use crate::query::Query;
@@ -95,15 +95,19 @@ pub(crate) fn settle(
     if !passed_on {
         parts.tool = Some(facts.tool.clone());
     }
-    let shown = match parts.attempted_query.take() {
-        None => query.into_value(),
-        Some(Value::Object(account)) if facts.source == Source::Remote => {
-            Value::Object(query.mask_account(account))
-        }
-        Some(_) if facts.source == Source::Remote => query.into_value(),
-        Some(kept) => kept,
-    };
-    parts.attempted_query = Some(bounded(shown));
+    let remote = facts.source == Source::Remote;
+    parts.attempted_query = Some(match parts.attempted_query.take() {
+        None => query.into_attempted(),
+        Some(account) if remote => match account.into_value() {
+            Value::Object(account) => {
+                Attempted::value(bounded(Value::Object(query.mask_account(account))))
+            }
+            _ => query.into_attempted(),
+        },
+        // Captured text is within depth already.
+        Some(kept) if kept.as_text().is_some() => kept,
+        Some(kept) => Attempted::value(bounded(kept.into_value())),
+    });
     parts.partial_results = match parts.partial_results.take() {
         None => gathered(),
         Some(inner) if passed_on => merge(gathered(), Some(inner)),

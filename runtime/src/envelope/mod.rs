@@ -20,11 +20,13 @@ use serde_json::Value;
 
 use crate::category::ErrorCategory;
 
+mod attempted;
 mod escalated;
 mod parts;
 mod traits;
 mod violation;
 
+pub(crate) use attempted::{Attempted, Text as AttemptedText};
 pub(crate) use escalated::Wire as EscalatedWire;
 pub use escalated::{Escalated, EscalationReason, Ticket};
 pub(crate) use parts::{ErasedOrigin, Origin, Parts, Refusal};
@@ -160,7 +162,13 @@ impl ErrorEnvelope {
     /// `attempted_query`: what was tried — the captured arguments (an
     /// object) or a query string; `None` when unknown.
     pub fn attempted_query(&self) -> Option<&Value> {
-        self.parts.attempted_query.as_ref()
+        self.parts.attempted_query.as_ref().map(Attempted::get)
+    }
+
+    /// `attempted_query` as the compact JSON text it was captured as, while
+    /// it is one: sent as it is.
+    pub(crate) fn attempted_query_text(&self) -> Option<&str> {
+        self.parts.attempted_query.as_ref()?.as_text()
     }
 
     /// `partial_results`: what was gathered before the failure (an array or
@@ -213,7 +221,7 @@ impl ErrorEnvelope {
     /// Sets `attempted_query`: captured arguments (an object) or a query string.
     #[must_use]
     pub fn with_attempted_query(mut self, query: impl Into<Value>) -> Self {
-        self.parts.attempted_query = Some(query.into());
+        self.parts.attempted_query = Some(Attempted::value(query.into()));
         self
     }
 
@@ -398,7 +406,8 @@ impl ErrorEnvelope {
     /// partial results — to rewrite them in place.
     pub(crate) fn visit_values(&mut self, visit: &mut dyn FnMut(&mut Value)) {
         let parts = &mut *self.parts;
-        for value in [&mut parts.attempted_query, &mut parts.partial_results]
+        let query = parts.attempted_query.as_mut().map(Attempted::get_mut);
+        for value in [query, parts.partial_results.as_mut()]
             .into_iter()
             .flatten()
         {

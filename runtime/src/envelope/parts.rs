@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{ErrorEnvelope, Escalated, Violation};
+use super::{Attempted, ErrorEnvelope, Escalated, Violation};
 use crate::category::ErrorCategory;
 
 /// The fields of an envelope: those it sends, and what it knows of its call
@@ -26,7 +26,7 @@ pub(crate) struct Parts {
     /// `message`: one human-readable sentence.
     pub(crate) message: String,
     /// `attempted_query`: the captured arguments (an object) or a query string.
-    pub(crate) attempted_query: Option<Value>,
+    pub(crate) attempted_query: Option<Attempted>,
     /// `partial_results`: what was gathered before the failure.
     pub(crate) partial_results: Option<Value>,
     /// `alternatives`: concrete next moves.

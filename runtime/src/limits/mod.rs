@@ -132,9 +132,11 @@ impl EnvelopeLimits {
                 .chain(envelope.tool());
         let longest_text = texts.map(escaped_len).max().unwrap_or(0);
         EnvelopeLimits {
-            attempted_query_bytes: self
-                .attempted_query_bytes
-                .min(value_len(envelope.attempted_query())),
+            attempted_query_bytes: self.attempted_query_bytes.min(
+                envelope
+                    .attempted_query_text()
+                    .map_or_else(|| value_len(envelope.attempted_query()), str::len),
+            ),
             partial_results_bytes: self
                 .partial_results_bytes
                 .min(value_len(envelope.partial_results())),

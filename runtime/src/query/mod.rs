@@ -6,6 +6,8 @@ pub(crate) mod capture;
 
 use serde_json::{Map, Value};
 
+use crate::envelope::Attempted;
+use crate::json::depth::bounded;
 use crate::query::capture::Capture;
 use crate::redact::values::SecretValues;
 use crate::scope::Scope;
@@ -27,9 +29,19 @@ pub enum Query<'a> {
 }
 
 impl Query<'_> {
-    /// The arguments as a JSON value, masked where the schema says. The
-    /// secret values are masked by the one who shows it, with every other
-    /// text of the failure ([`crate::settle`]).
+    /// The arguments as an envelope holds them, masked where the schema
+    /// says: captured ones as their JSON text, others as a value bounded in
+    /// depth. The secret values are masked by the one who shows it, with
+    /// every other text of the failure ([`crate::settle`]).
+    pub(crate) fn into_attempted(self) -> Attempted {
+        match self {
+            // Within depth, as the capture wrote it: read only if asked.
+            Query::Captured(capture) => Attempted::text(capture.as_str().into()),
+            other => Attempted::value(bounded(other.into_value())),
+        }
+    }
+
+    /// The arguments as a JSON value, masked where the schema says.
     pub(crate) fn into_value(self) -> Value {
         match self {
             Query::Captured(capture) => capture.to_value(),

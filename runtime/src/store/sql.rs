@@ -855,7 +855,9 @@ impl SqliteStore {
 /// (`SQLITE_LOCKED`): another connection holds the file.
 #[cfg(feature = "sqlite")]
 fn busy(error: &sqlx::Error) -> bool {
-    let code = error.as_database_error().and_then(|error| error.code());
+    let code = error
+        .as_database_error()
+        .and_then(sqlx::error::DatabaseError::code);
     matches!(code.as_deref(), Some("5" | "6"))
 }
 

@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use crate::category::ErrorCategory;
 use crate::envelope::EscalatedWire;
-use crate::envelope::{ErrorEnvelope, NO_MESSAGE, Violation};
+use crate::envelope::{Attempted, AttemptedText, ErrorEnvelope, NO_MESSAGE, Violation};
 use crate::json::depth::{MAX_DEPTH, deeper_than, too_deep_marker};
 use crate::keys;
 use crate::limits::{EnvelopeLimits, partial_for_wire, query_for_wire, text_for_wire};
@@ -86,13 +86,39 @@ fn shallow(value: &Value) -> Cow<'_, Value> {
     }
 }
 
+/// `attempted_query` as it is sent.
+enum Query<'a> {
+    /// Captured arguments, as captured.
+    Text(AttemptedText<'a>),
+    /// A value, bounded.
+    Value(Cow<'a, Value>),
+}
+
+impl Query<'_> {
+    fn into_owned(self) -> Attempted {
+        match self {
+            Query::Text(AttemptedText(text)) => Attempted::text(text.into()),
+            Query::Value(value) => Attempted::value(value.into_owned()),
+        }
+    }
+}
+
+impl Serialize for Query<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Query::Text(text) => text.serialize(serializer),
+            Query::Value(value) => value.serialize(serializer),
+        }
+    }
+}
+
 /// The fields of an envelope, as they are sent.
 pub(crate) struct Outgoing<'a> {
     category: ErrorCategory,
     /// `isRetryable` as sent.
     retryable: bool,
     message: Cow<'a, str>,
-    attempted_query: Option<Cow<'a, Value>>,
+    attempted_query: Option<Query<'a>>,
     partial_results: Option<Cow<'a, Value>>,
     alternatives: Cow<'a, [String]>,
     reason: Option<Cow<'a, str>>,
@@ -115,18 +141,23 @@ impl<'a> Outgoing<'a> {
             text(envelope.message())
         };
         let cap = limits.attempted_query_bytes;
-        let attempted_query = envelope
-            .attempted_query()
-            .and_then(|query| match shallow(query) {
-                Cow::Borrowed(Value::Null) => None,
-                Cow::Borrowed(query @ (Value::Object(_) | Value::String(_))) => {
-                    Some(query_for_wire(query, cap))
-                }
-                Cow::Owned(marker) => Some(Cow::Owned(marker)),
-                query => Some(Cow::Owned(
-                    query_for_wire(&Value::String(query.to_string()), cap).into_owned(),
-                )),
-            });
+        let attempted_query = match envelope.attempted_query_text() {
+            // Captured arguments, an object within depth: sent as captured.
+            Some(text) if text.len() <= cap => Some(Query::Text(AttemptedText(text))),
+            _ => envelope
+                .attempted_query()
+                .and_then(|query| match shallow(query) {
+                    Cow::Borrowed(Value::Null) => None,
+                    Cow::Borrowed(query @ (Value::Object(_) | Value::String(_))) => {
+                        Some(query_for_wire(query, cap))
+                    }
+                    Cow::Owned(marker) => Some(Cow::Owned(marker)),
+                    query => Some(Cow::Owned(
+                        query_for_wire(&Value::String(query.to_string()), cap).into_owned(),
+                    )),
+                })
+                .map(Query::Value),
+        };
         let cap = limits.partial_results_bytes;
         let partial_results = envelope
             .partial_results()
@@ -251,7 +282,7 @@ impl<'a> Outgoing<'a> {
     /// The fields as sent, owned, to put into an envelope's parts.
     fn into_owned(self) -> impl FnOnce(&mut crate::envelope::Parts) + use<> {
         let message = self.message.into_owned();
-        let attempted_query = self.attempted_query.map(Cow::into_owned);
+        let attempted_query = self.attempted_query.map(Query::into_owned);
         let partial_results = self.partial_results.map(Cow::into_owned);
         let alternatives = self.alternatives.into_owned();
         let reason = self.reason.map(|reason| Cow::Owned(reason.into_owned()));

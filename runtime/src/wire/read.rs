@@ -10,8 +10,8 @@ use serde::de::{self, Deserializer};
 use serde_json::Value;
 
 use crate::category::ErrorCategory;
-use crate::envelope::ErrorEnvelope;
 use crate::envelope::Escalated;
+use crate::envelope::{Attempted, ErrorEnvelope};
 use crate::keys;
 
 /// Reads the wire format, its keys spelled as [`crate::keys`] says; keys it
@@ -145,7 +145,7 @@ impl<'de> de::Visitor<'de> for EnvelopeVisitor {
         Ok(envelope.remade(|parts| {
             parts.alternatives = optional(alternatives).unwrap_or_default();
             parts.violations = optional(violations).unwrap_or_default();
-            parts.attempted_query = attempted_query.flatten();
+            parts.attempted_query = attempted_query.flatten().map(Attempted::value);
             parts.partial_results = partial_results.flatten();
             parts.retry_after = retry_after_ms.as_ref().and_then(millis);
             parts.tool = optional::<String>(tool).map(Cow::Owned);
