@@ -173,7 +173,7 @@ impl Question {
         key: impl Into<String>,
         message: impl Into<String>,
     ) -> Result<Self, ErrorEnvelope> {
-        let schema = ElicitationSchema::from_type::<T>().map_err(|error| {
+        let (schema, form) = form_of::<T>().map_err(|error| {
             ErrorEnvelope::validation(format!(
                 "`{}` is not a form MCP allows: {error}",
                 std::any::type_name::<T>()
@@ -185,7 +185,12 @@ impl Question {
             message: message.into(),
             requested_schema: schema,
         };
-        Ok(Question::elicitation(key.into(), params))
+        Ok(Question {
+            key: key.into(),
+            kind: Kind::Elicitation,
+            request: InputRequest::Elicitation(ElicitRequest::new(params)),
+            form,
+        })
     }
 
     /// A completion from the client's model.
@@ -247,10 +252,7 @@ impl Question {
             return Ok(());
         }
         let content = result.content.unwrap_or_else(|| json!({}));
-        let validator = jsonschema::options()
-            .should_validate_formats(true)
-            .build(form)
-            .map_err(|error| format!("the form could not be read: {error}"))?;
+        let validator = validator_of(form)?;
         let problems: Vec<String> = validator
             .iter_errors(&content)
             .take(8)
@@ -291,6 +293,69 @@ impl fmt::Debug for Question {
             .field("asks", &self.kind.capability())
             .finish_non_exhaustive()
     }
+}
+
+/// The form of `T` and its `requestedSchema` as JSON, made once for each
+/// type (a tool asks the same form round after round): generating it
+/// costs more than a whole call.
+fn form_of<T: schemars::JsonSchema>()
+-> Result<(ElicitationSchema, Option<std::sync::Arc<Value>>), serde_json::Error> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+    type Form = (ElicitationSchema, Option<Arc<Value>>);
+    static KEPT: OnceLock<Mutex<HashMap<(&'static str, String), Form>>> = OnceLock::new();
+    let kept = KEPT.get_or_init(Mutex::default);
+    let key = (std::any::type_name::<T>(), T::schema_id().into_owned());
+    if let Some(form) = kept
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&key)
+    {
+        return Ok(form.clone());
+    }
+    let schema = ElicitationSchema::from_type::<T>()?;
+    let json = serde_json::to_value(&schema).ok().map(Arc::new);
+    let form = (schema, json);
+    let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
+    if kept.len() >= KEPT_FORMS {
+        kept.clear();
+    }
+    kept.insert(key, form.clone());
+    Ok(form)
+}
+
+/// The most forms [`form_of`] and compiled forms [`validator_of`] keep;
+/// past it, each starts over.
+const KEPT_FORMS: usize = 256;
+
+/// The validator of `form`, compiled once for each form this process asks
+/// (a tool asks the same form round after round) and kept, up to
+/// [`KEPT_FORMS`] forms: compiling a schema costs several times a
+/// whole call.
+fn validator_of(form: &Value) -> Result<std::sync::Arc<jsonschema::Validator>, String> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+    static KEPT: OnceLock<Mutex<HashMap<String, Arc<jsonschema::Validator>>>> = OnceLock::new();
+    let kept = KEPT.get_or_init(Mutex::default);
+    let text = form.to_string();
+    if let Some(validator) = kept
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&text)
+    {
+        return Ok(Arc::clone(validator));
+    }
+    let validator = jsonschema::options()
+        .should_validate_formats(true)
+        .build(form)
+        .map_err(|error| format!("the form could not be read: {error}"))?;
+    let validator = Arc::new(validator);
+    let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
+    if kept.len() >= KEPT_FORMS {
+        kept.clear();
+    }
+    kept.insert(text, Arc::clone(&validator));
+    Ok(validator)
 }
 
 /// The prefix of the question keys this crate keeps for its own questions
