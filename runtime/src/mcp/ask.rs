@@ -295,67 +295,67 @@ impl fmt::Debug for Question {
     }
 }
 
+/// A form and its `requestedSchema` as JSON.
+type Form = (ElicitationSchema, Option<std::sync::Arc<Value>>);
+
 /// The form of `T` and its `requestedSchema` as JSON, made once for each
 /// type (a tool asks the same form round after round): generating it
 /// costs more than a whole call.
-fn form_of<T: schemars::JsonSchema>()
--> Result<(ElicitationSchema, Option<std::sync::Arc<Value>>), serde_json::Error> {
-    use std::collections::HashMap;
-    use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-    type Form = (ElicitationSchema, Option<Arc<Value>>);
-    static KEPT: OnceLock<Mutex<HashMap<(&'static str, String), Form>>> = OnceLock::new();
-    let kept = KEPT.get_or_init(Mutex::default);
+fn form_of<T: schemars::JsonSchema>() -> Result<Form, serde_json::Error> {
+    static KEPT: Kept<(&'static str, String), Form> = Kept::new();
     let key = (std::any::type_name::<T>(), T::schema_id().into_owned());
-    if let Some(form) = kept
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&key)
-    {
-        return Ok(form.clone());
-    }
-    let schema = ElicitationSchema::from_type::<T>()?;
-    let json = serde_json::to_value(&schema).ok().map(Arc::new);
-    let form = (schema, json);
-    let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
-    if kept.len() >= KEPT_FORMS {
-        kept.clear();
-    }
-    kept.insert(key, form.clone());
-    Ok(form)
+    KEPT.get_or_make(key, || {
+        let schema = ElicitationSchema::from_type::<T>()?;
+        let json = serde_json::to_value(&schema).ok().map(std::sync::Arc::new);
+        Ok((schema, json))
+    })
 }
 
-/// The most forms [`form_of`] and compiled forms [`validator_of`] keep;
-/// past it, each starts over.
-const KEPT_FORMS: usize = 256;
-
 /// The validator of `form`, compiled once for each form this process asks
-/// (a tool asks the same form round after round) and kept, up to
-/// [`KEPT_FORMS`] forms: compiling a schema costs several times a
-/// whole call.
+/// (a tool asks the same form round after round): compiling a schema costs
+/// several times a whole call.
 fn validator_of(form: &Value) -> Result<std::sync::Arc<jsonschema::Validator>, String> {
-    use std::collections::HashMap;
-    use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-    static KEPT: OnceLock<Mutex<HashMap<String, Arc<jsonschema::Validator>>>> = OnceLock::new();
-    let kept = KEPT.get_or_init(Mutex::default);
-    let text = form.to_string();
-    if let Some(validator) = kept
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&text)
-    {
-        return Ok(Arc::clone(validator));
+    static KEPT: Kept<String, std::sync::Arc<jsonschema::Validator>> = Kept::new();
+    KEPT.get_or_make(form.to_string(), || {
+        jsonschema::options()
+            .should_validate_formats(true)
+            .build(form)
+            .map(std::sync::Arc::new)
+            .map_err(|error| format!("the form could not be read: {error}"))
+    })
+}
+
+/// What a process makes once and keeps for its questions, up to
+/// [`Kept::MOST`] entries; past it, it starts over.
+struct Kept<K, V>(std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<K, V>>>);
+
+impl<K: Eq + std::hash::Hash, V: Clone> Kept<K, V> {
+    const MOST: usize = 256;
+
+    const fn new() -> Self {
+        Kept(std::sync::OnceLock::new())
     }
-    let validator = jsonschema::options()
-        .should_validate_formats(true)
-        .build(form)
-        .map_err(|error| format!("the form could not be read: {error}"))?;
-    let validator = Arc::new(validator);
-    let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
-    if kept.len() >= KEPT_FORMS {
-        kept.clear();
+
+    /// The value kept for `key`, or the one `make` makes, then kept.
+    fn get_or_make<E>(&self, key: K, make: impl FnOnce() -> Result<V, E>) -> Result<V, E> {
+        use std::sync::PoisonError;
+        let kept = self.0.get_or_init(Default::default);
+        let found = kept
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+            .cloned();
+        if let Some(value) = found {
+            return Ok(value);
+        }
+        let value = make()?;
+        let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.len() >= Self::MOST {
+            kept.clear();
+        }
+        kept.insert(key, value.clone());
+        Ok(value)
     }
-    kept.insert(text, Arc::clone(&validator));
-    Ok(validator)
 }
 
 /// The prefix of the question keys this crate keeps for its own questions
