@@ -117,7 +117,7 @@ if [[ "$installed" != "$TS_V2_VERSION" ]]; then
     npm install --prefix "$ts_client" --no-audit --no-fund --loglevel=error \
         "@modelcontextprotocol/client@$TS_V2_VERSION" "zod@$ZOD_VERSION"
 fi
-cp "$root/scripts/ts_v2_tickets.mjs" "$root/scripts/ts_v2_task_approval.mjs" "$ts_client/"
+cp "$root/scripts/ts_v2_inbox.mjs" "$root/scripts/ts_v2_tickets.mjs" "$root/scripts/ts_v2_task_approval.mjs" "$ts_client/"
 node "$ts_client/ts_v2_tickets.mjs" "$base"
 node "$ts_client/ts_v2_task_approval.mjs" "$base"
 echo "inbox: every check passed"

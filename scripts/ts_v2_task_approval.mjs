@@ -26,6 +26,7 @@ import {
   PROTOCOL_VERSION_META_KEY,
   StreamableHTTPClientTransport,
 } from '@modelcontextprotocol/client';
+import { approve } from './ts_v2_inbox.mjs';
 
 const base = process.argv[2].replace(/\/$/, '');
 const TASKS = 'io.modelcontextprotocol/tasks';
@@ -68,26 +69,6 @@ const caller = async (token) => {
   return { request, close: () => transport.close() };
 };
 
-// A browser's cookie jar, enough for the inbox.
-const jar = new Map();
-const send = async (path, form) => {
-  const response = await fetch(`${base}${path}`, {
-    method: form ? 'POST' : 'GET',
-    redirect: 'manual',
-    headers: {
-      cookie: [...jar].map(([name, value]) => `${name}=${value}`).join('; '),
-      ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
-    },
-    body: form ? new URLSearchParams(form).toString() : undefined,
-  });
-  for (const line of response.headers.getSetCookie()) {
-    const [pair] = line.split(';');
-    const at = pair.indexOf('=');
-    jar.set(pair.slice(0, at), pair.slice(at + 1));
-  }
-  return { status: response.status, text: await response.text() };
-};
-const csrf = (page) => /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? '';
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 try {
@@ -128,12 +109,9 @@ try {
 
   // The approver decides on the inbox.
   const ticket = /ticket ([A-Za-z0-9_-]+)/.exec(message)?.[1] ?? '';
-  const form = await send('/inbox');
-  const signed = await send('/inbox/sign-in', { token: 'approver-token', csrf: csrf(form.text) });
-  check(signed.status === 303, 'the approver signs in', `HTTP ${signed.status}`);
-  const inbox = await send('/inbox');
-  const decided = await send(`/inbox/approvals/${ticket}`, { decision: 'approve', note: 'ts task', csrf: csrf(inbox.text) });
-  check(decided.status === 303, `the approver approves ticket ${ticket}`, `HTTP ${decided.status} ${decided.text.slice(0, 200)}`);
+  const decision = await approve(base, ticket, 'ts task');
+  check(decision.signedIn === 303, 'the approver signs in', `HTTP ${decision.signedIn}`);
+  check(decision.decided === 303, `the approver approves ticket ${ticket}`, `HTTP ${decision.decided} ${decision.body.slice(0, 200)}`);
 
   // The task ends with the refund's result.
   for (;;) {

@@ -10,34 +10,13 @@
 // scripts/test-inbox.sh copies it next to the node_modules holding the SDK.
 // Prints one line per check; exits 1 if any fails.
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { approve } from './ts_v2_inbox.mjs';
 
 const base = process.argv[2].replace(/\/$/, '');
 let failed = 0;
 const check = (ok, what, detail) => {
   console.log(`${ok ? 'PASS' : 'FAIL'}  TypeScript SDK v2: ${what}${ok ? '' : `\n      ${detail}`}`);
   if (!ok) failed += 1;
-};
-
-// A browser's cookie jar, enough for the inbox.
-const jar = new Map();
-const remember = (response) => {
-  for (const line of response.headers.getSetCookie()) {
-    const [pair] = line.split(';');
-    const at = pair.indexOf('=');
-    jar.set(pair.slice(0, at), pair.slice(at + 1));
-  }
-};
-const cookies = () => [...jar].map(([name, value]) => `${name}=${value}`).join('; ');
-const csrf = (page) => /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? '';
-const send = async (path, form) => {
-  const response = await fetch(`${base}${path}`, {
-    method: form ? 'POST' : 'GET',
-    redirect: 'manual',
-    headers: { cookie: cookies(), ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
-    body: form ? new URLSearchParams(form).toString() : undefined,
-  });
-  remember(response);
-  return { status: response.status, text: await response.text() };
 };
 
 const asked = [];
@@ -67,12 +46,9 @@ try {
   check(ticket.approvers === 'refunds:approve' && ticket.id, 'its ticket names refunds:approve', JSON.stringify(ticket));
   check(asked.length === 0, 'the client is never asked to approve', JSON.stringify(asked));
 
-  const form = await send('/inbox');
-  const signed = await send('/inbox/sign-in', { token: 'approver-token', csrf: csrf(form.text) });
-  check(signed.status === 303, 'the approver signs in', `HTTP ${signed.status}`);
-  const inbox = await send('/inbox');
-  const decided = await send(`/inbox/approvals/${ticket.id}`, { decision: 'approve', note: 'ts', csrf: csrf(inbox.text) });
-  check(decided.status === 303, 'the approver approves on the inbox', `HTTP ${decided.status} ${decided.text.slice(0, 200)}`);
+  const decision = await approve(base, ticket.id, 'ts');
+  check(decision.signedIn === 303, 'the approver signs in', `HTTP ${decision.signedIn}`);
+  check(decision.decided === 303, 'the approver approves on the inbox', `HTTP ${decision.decided} ${decision.body.slice(0, 200)}`);
 
   const deadline = Date.now() + 30000;
   let result;
