@@ -16,8 +16,6 @@ set -euo pipefail
 
 readonly FASTMCP_VERSION="4.2.3"
 readonly EVERYTHING_VERSION="2026.8.31"
-readonly TS_V2_VERSION="2.4.0"
-readonly ZOD_VERSION="4.6.7"
 
 script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$script_dir/.." && pwd)"
@@ -42,14 +40,9 @@ fi
 [[ -f "$everything" ]] || { echo "error: server-everything not found at $everything" >&2; exit 1; }
 echo "==> node $(node --version), server-everything $EVERYTHING_VERSION"
 
-ts_v2="$cache/ts-v2"
-installed="$(node -p 'require(process.argv[1]).version' "$ts_v2/node_modules/@modelcontextprotocol/server/package.json" 2>/dev/null || true)"
-if [[ "$installed" != "$TS_V2_VERSION" ]]; then
-    echo "==> installing @modelcontextprotocol/server@$TS_V2_VERSION"
-    mkdir -p "$ts_v2"
-    npm install --prefix "$ts_v2" --no-audit --no-fund --loglevel=error \
-        "@modelcontextprotocol/server@$TS_V2_VERSION" "zod@$ZOD_VERSION"
-fi
+# shellcheck source=scripts/ts-v2-env.sh
+source "$script_dir/ts-v2-env.sh"
+ts_v2="$(ts_v2_install server)"
 # An ES module finds its packages next to itself.
 cp "$script_dir/ts_v2_server.mjs" "$ts_v2/ts_v2_server.mjs"
 echo "==> @modelcontextprotocol/server $TS_V2_VERSION"

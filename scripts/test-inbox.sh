@@ -34,8 +34,6 @@
 set -euo pipefail
 
 PLAYWRIGHT_VERSION=1.65.1
-TS_V2_VERSION=2.4.0
-ZOD_VERSION=4.6.7
 
 server="${1:?usage: test-inbox.sh MCP_SERVER AGENT}"
 agent="${2:?usage: test-inbox.sh MCP_SERVER AGENT}"
@@ -109,14 +107,9 @@ echo "PASS  the agent, calling again, reads the refund's result"
 source "$root/scripts/python-env.sh"
 "$venv_python" -O "$root/scripts/mcp_python_tickets.py" "$base"
 "$venv_python" -O "$root/scripts/mcp_python_task_approval.py" "$base"
-ts_client="$cache/ts-v2-client"
-installed="$(node -p 'require(process.argv[1]).version' "$ts_client/node_modules/@modelcontextprotocol/client/package.json" 2>/dev/null || true)"
-if [[ "$installed" != "$TS_V2_VERSION" ]]; then
-    echo "==> installing @modelcontextprotocol/client@$TS_V2_VERSION"
-    mkdir -p "$ts_client"
-    npm install --prefix "$ts_client" --no-audit --no-fund --loglevel=error \
-        "@modelcontextprotocol/client@$TS_V2_VERSION" "zod@$ZOD_VERSION"
-fi
+# shellcheck source=scripts/ts-v2-env.sh
+source "$root/scripts/ts-v2-env.sh"
+ts_client="$(ts_v2_install client)"
 cp "$root/scripts/ts_v2_inbox.mjs" "$root/scripts/ts_v2_tickets.mjs" "$root/scripts/ts_v2_task_approval.mjs" "$ts_client/"
 node "$ts_client/ts_v2_tickets.mjs" "$base"
 node "$ts_client/ts_v2_task_approval.mjs" "$base"

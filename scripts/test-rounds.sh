@@ -11,8 +11,6 @@
 set -euo pipefail
 
 readonly FASTMCP_VERSION="4.2.3"
-readonly TS_V2_VERSION="2.4.0"
-readonly ZOD_VERSION="4.6.7"
 
 usage="usage: scripts/test-rounds.sh FULL_SERVER_BINARY MCP_SERVER_BINARY"
 server=${1:?$usage}
@@ -30,16 +28,9 @@ echo "==> running mcp_python_rounds.py against $server"
 # With -O, which strips `assert`: the checks must hold without it.
 "$venv_python" -O "$script_dir/mcp_python_rounds.py" "$server" "$refunds"
 
-cache="${TOOL_ENVELOPE_CACHE:-$script_dir/../target/ci-cache}"
-ts_client="$cache/ts-v2-client"
-installed="$(node -p 'require(process.argv[1]).version' "$ts_client/node_modules/@modelcontextprotocol/client/package.json" 2>/dev/null || true)"
-if [[ "$installed" != "$TS_V2_VERSION" ]]; then
-    echo "==> installing @modelcontextprotocol/client@$TS_V2_VERSION"
-    mkdir -p "$ts_client"
-    npm install --prefix "$ts_client" --no-audit --no-fund --loglevel=error \
-        "@modelcontextprotocol/client@$TS_V2_VERSION" "zod@$ZOD_VERSION"
-fi
-# An ES module finds its packages next to itself.
+# shellcheck source=scripts/ts-v2-env.sh
+source "$script_dir/ts-v2-env.sh"
+ts_client="$(ts_v2_install client)"
 cp "$script_dir/ts_v2_client.mjs" "$ts_client/ts_v2_client.mjs"
 log="$(mktemp)"
 "$server" --http 127.0.0.1:0 2>"$log" &
