@@ -19,6 +19,15 @@
 # before it is measured. With SERVER=rmcp_macros_server, the same two calls
 # against rmcp's own macros (no `ask` there): what the revision costs rmcp.
 #
+# PROFILE=callgrind counts instructions instead, which do not depend on the
+# machine's load: the server runs under valgrind's callgrind, and each kind
+# is sent REQUESTS times (1000) over one kept connection after 200 to warm
+# up; the counters are zeroed before and dumped after, and the script
+# prints the server's instructions per request and leaves each kind's
+# profile in target/bench-rounds-profile/ (`callgrind_annotate --inclusive=yes`).
+# Under valgrind, sha2 cannot use the CPU's SHA extensions and runs its
+# software SHA-256: a seal or an open costs ~20k instructions more there.
+#
 #   scripts/bench-rounds.sh          # CONNECTIONS=256 DURATION=10s ROUNDS=3
 set -euo pipefail
 
@@ -38,10 +47,23 @@ work=$(mktemp -d)
 pid=""
 trap '[[ -n "$pid" ]] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 
-"$target/release/$server" --http 127.0.0.1:0 2>"$work/server.log" &
+profile=${PROFILE:-}
+requests=${REQUESTS:-1000}
+profiles="$target/bench-rounds-profile"
+if [[ "$profile" == callgrind ]]; then
+    command -v valgrind >/dev/null || { echo "PROFILE=callgrind needs valgrind (apt-get install valgrind)" >&2; exit 1; }
+    rm -rf "$profiles" && mkdir -p "$profiles"
+    valgrind --tool=callgrind --callgrind-out-file="$profiles/callgrind.%p" \
+        "$target/release/$server" --http 127.0.0.1:0 2>"$work/server.log" </dev/null &
+elif [[ -n "$profile" ]]; then
+    echo "PROFILE must be callgrind or unset, not $profile" >&2
+    exit 1
+else
+    "$target/release/$server" --http 127.0.0.1:0 2>"$work/server.log" &
+fi
 pid=$!
 url=""
-for _ in $(seq 1 100); do
+for _ in $(seq 1 600); do
     url=$(grep -o 'http://[^ ]*/mcp' "$work/server.log" || true)
     [[ -n "$url" ]] && break
     sleep 0.1
@@ -109,6 +131,43 @@ if set(codes) != {"200"}:
     sys.exit(f"{kind}: answers other than 200: {codes}")
 PY
 }
+
+# Instructions per request of one kind, the server under callgrind.
+count() {
+    local kind=$1
+    shift
+    "$oha" -c 1 -n 200 --no-tui -m POST "${accept[@]}" "$@" "$url" >/dev/null
+    callgrind_control --zero "$pid" >/dev/null 2>&1
+    "$oha" -c 1 -n "$requests" --no-tui --output-format json -m POST "${accept[@]}" "$@" "$url" >"$work/$kind.json"
+    callgrind_control --dump="$kind" "$pid" >/dev/null 2>&1
+    local dump=""
+    for _ in $(seq 1 100); do
+        dump=$(grep -l "^desc: Trigger: .*\b$kind\$" "$profiles"/callgrind.* 2>/dev/null || true)
+        [[ -n "$dump" ]] && break
+        sleep 0.1
+    done
+    [[ -n "$dump" ]] || { echo "$kind: callgrind wrote no profile" >&2; exit 1; }
+    mv "$dump" "$profiles/$kind.callgrind"
+    python3 - "$profiles/$kind.callgrind" "$work/$kind.json" "$kind" "$requests" <<'PY'
+import json, sys
+profile, result, kind, requests = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+codes = json.load(open(result)).get("statusCodeDistribution", {})
+if codes != {"200": requests}:
+    sys.exit(f"{kind}: answers other than {requests} 200s: {codes}")
+total = next(int(line.split()[1]) for line in open(profile) if line.startswith("summary:"))
+print(f"{kind:12} {total / requests / 1000:8.1f} k instructions a request ({requests} requests)")
+PY
+}
+
+if [[ "$profile" == callgrind ]]; then
+    count call-2025 "${old[@]}" -d "$call_2025"
+    count call-2026 "${new_echo[@]}" -d "$call_2026"
+    if $asks; then
+        count ask-round-1 "${new_ask[@]}" -d "$round_1"
+        count ask-round-2 "${new_ask[@]}" -d "$round_2"
+    fi
+    exit 0
+fi
 
 for round in $(seq 1 "$rounds"); do
     measure call-2025 "$round" "${old[@]}" -d "$call_2025"

@@ -107,3 +107,18 @@ fn the_counter_counts() {
     let (_, count) = allocations(|| std::hint::black_box(Box::new(1u64)));
     assert_eq!(count, 1);
 }
+
+/// A served call's future is moved several times before it first runs —
+/// rmcp wraps it in its own futures and spawns it — and each move copies
+/// all of it. The rare ways of a call (a question to a person, a ticket, a
+/// kept escalation) and the retry loop are boxed, so that every call does
+/// not copy them: 7,952 bytes before (BENCHMARKS figure 10, 2026-12-03),
+/// when they made half of a served call's instructions.
+#[test]
+fn a_tool_set_call_future_stays_small() {
+    use tool_envelope::mcp::{ToolContext, ToolSet};
+    let tools = ToolSet::new();
+    let call = tools.call_with("echo", serde_json::json!({}), ToolContext::detached());
+    let size = std::mem::size_of_val(&call);
+    assert!(size <= 2048, "a call's future is {size} bytes");
+}

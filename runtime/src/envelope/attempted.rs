@@ -9,11 +9,14 @@ use std::sync::OnceLock;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
+use crate::json::text::JsonText;
+
 /// The attempted query: a value, or the compact JSON text of one.
 #[derive(Clone)]
 pub(crate) struct Attempted {
-    /// The JSON text, while the value has not been changed.
-    text: Option<Box<str>>,
+    /// The JSON text, while the value has not been changed: inline when
+    /// short, so that a failed call's captured query is moved, not copied.
+    text: Option<JsonText>,
     /// The value, once read (or given).
     value: OnceLock<Value>,
 }
@@ -29,7 +32,7 @@ impl Attempted {
 
     /// The attempted query written as `text`, compact JSON that `serde_json`
     /// wrote, nested no deeper than [`MAX_DEPTH`](crate::MAX_DEPTH).
-    pub(crate) fn text(text: Box<str>) -> Self {
+    pub(crate) fn text(text: JsonText) -> Self {
         Attempted {
             text: Some(text),
             value: OnceLock::new(),
@@ -39,7 +42,7 @@ impl Attempted {
     /// The value, read from the text the first time it is asked for.
     pub(crate) fn get(&self) -> &Value {
         self.value.get_or_init(|| {
-            let text = self.text.as_deref().unwrap_or("null");
+            let text = self.text.as_ref().map_or("null", JsonText::as_str);
             serde_json::from_str(text).expect("an attempted query's text is JSON serde_json wrote")
         })
     }
@@ -61,7 +64,7 @@ impl Attempted {
     /// The JSON text, while it says the value: its length is the length of
     /// the value as sent.
     pub(crate) fn as_text(&self) -> Option<&str> {
-        self.text.as_deref()
+        self.text.as_ref().map(JsonText::as_str)
     }
 }
 
@@ -96,12 +99,13 @@ mod tests {
     use serde_json::json;
 
     use super::{Attempted, Text};
+    use crate::json::text::JsonText;
 
     const CAPTURED: &str = r#"{"order":"O-1","amount":620,"note":"a \"quoted\" word"}"#;
 
     #[test]
     fn text_is_read_once_asked_and_sent_as_captured() {
-        let attempted = Attempted::text(CAPTURED.into());
+        let attempted = Attempted::text(JsonText::new(CAPTURED));
         assert_eq!(attempted.as_text(), Some(CAPTURED));
         let value = json!({"order": "O-1", "amount": 620, "note": "a \"quoted\" word"});
         assert_eq!(attempted.get(), &value);
@@ -114,7 +118,7 @@ mod tests {
 
     #[test]
     fn a_changed_value_forgets_its_text() {
-        let mut attempted = Attempted::text(CAPTURED.into());
+        let mut attempted = Attempted::text(JsonText::new(CAPTURED));
         attempted.get_mut()["order"] = json!("[masked]");
         assert_eq!(attempted.as_text(), None);
         assert_eq!(attempted.get()["order"], "[masked]");

@@ -6,3 +6,4 @@ pub(crate) mod depth;
 pub(crate) mod millis;
 pub(crate) mod pointer;
 pub(crate) mod strict;
+pub(crate) mod text;

@@ -139,7 +139,7 @@ pub struct Question {
     kind: Kind,
     request: InputRequest,
     /// A form's `requestedSchema`, which an accepted answer must fit.
-    form: Option<std::sync::Arc<Value>>,
+    form: Option<std::sync::Arc<FormCheck>>,
 }
 
 impl Question {
@@ -219,7 +219,7 @@ impl Question {
                 requested_schema, ..
             } => serde_json::to_value(requested_schema)
                 .ok()
-                .map(std::sync::Arc::new),
+                .map(FormCheck::new),
             _ => None,
         };
         Question {
@@ -252,7 +252,7 @@ impl Question {
             return Ok(());
         }
         let content = result.content.unwrap_or_else(|| json!({}));
-        let validator = validator_of(form)?;
+        let validator = form.validator()?;
         let problems: Vec<String> = validator
             .iter_errors(&content)
             .take(8)
@@ -295,8 +295,37 @@ impl fmt::Debug for Question {
     }
 }
 
-/// A form and its `requestedSchema` as JSON.
-type Form = (ElicitationSchema, Option<std::sync::Arc<Value>>);
+/// A form and its `requestedSchema` as JSON, to check answers with.
+type Form = (ElicitationSchema, Option<std::sync::Arc<FormCheck>>);
+
+/// A form's `requestedSchema` as JSON, and the validator of its answers,
+/// compiled when the first answer comes.
+struct FormCheck {
+    schema: Value,
+    validator: std::sync::OnceLock<std::sync::Arc<jsonschema::Validator>>,
+}
+
+impl FormCheck {
+    fn new(schema: Value) -> std::sync::Arc<Self> {
+        std::sync::Arc::new(FormCheck {
+            schema,
+            validator: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// The validator of the form's answers: kept with the form, so that a
+    /// form kept for its type (`form_of`) finds it at once, round after
+    /// round; a form made anew finds it by its text (`validator_of`).
+    fn validator(&self) -> Result<std::sync::Arc<jsonschema::Validator>, String> {
+        if let Some(validator) = self.validator.get() {
+            return Ok(std::sync::Arc::clone(validator));
+        }
+        let validator = validator_of(&self.schema)?;
+        Ok(std::sync::Arc::clone(
+            self.validator.get_or_init(|| validator),
+        ))
+    }
+}
 
 /// The form of `T` and its `requestedSchema` as JSON, made once for each
 /// type (a tool asks the same form round after round): generating it
@@ -306,7 +335,7 @@ fn form_of<T: schemars::JsonSchema>() -> Result<Form, serde_json::Error> {
     let key = (std::any::type_name::<T>(), T::schema_id().into_owned());
     KEPT.get_or_make(key, || {
         let schema = ElicitationSchema::from_type::<T>()?;
-        let json = serde_json::to_value(&schema).ok().map(std::sync::Arc::new);
+        let json = serde_json::to_value(&schema).ok().map(FormCheck::new);
         Ok((schema, json))
     })
 }

@@ -22,38 +22,22 @@ use serde_json::Value;
 
 use crate::envelope::Violation;
 use crate::json::strict::{self, Problem};
+use crate::json::text::JsonText;
 use crate::redact::REDACTED;
-
-/// Captures up to this many bytes of JSON are kept inline.
-const INLINE: usize = 118;
 
 /// The captured arguments of one call: a JSON object, as text.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Capture {
-    repr: Repr,
+    text: JsonText,
     /// The arguments that could not be represented, and why; `None` in the
     /// common case, so that it costs nothing.
     unrepresentable: Option<Box<[Violation]>>,
 }
 
-#[derive(Clone, PartialEq, Eq)]
-enum Repr {
-    Inline { len: u8, bytes: [u8; INLINE] },
-    Heap(Box<[u8]>),
-}
-
 impl Capture {
     fn new(json: &[u8]) -> Self {
-        let repr = match u8::try_from(json.len()) {
-            Ok(len) if json.len() <= INLINE => {
-                let mut bytes = [0; INLINE];
-                bytes[..json.len()].copy_from_slice(json);
-                Repr::Inline { len, bytes }
-            }
-            _ => Repr::Heap(json.into()),
-        };
         Capture {
-            repr,
+            text: JsonText::of_utf8(json),
             unrepresentable: None,
         }
     }
@@ -65,21 +49,19 @@ impl Capture {
         self.unrepresentable.as_deref().unwrap_or(&[])
     }
 
-    fn bytes(&self) -> &[u8] {
-        match &self.repr {
-            Repr::Inline { len, bytes } => &bytes[..usize::from(*len)],
-            Repr::Heap(bytes) => bytes,
-        }
-    }
-
     /// The JSON text of the arguments object.
     pub fn as_str(&self) -> &str {
-        std::str::from_utf8(self.bytes()).expect("serde_json writes UTF-8")
+        self.text.as_str()
+    }
+
+    /// The JSON text, to keep: an envelope's attempted query.
+    pub(crate) fn into_text(self) -> JsonText {
+        self.text
     }
 
     /// The arguments as a JSON value (an object).
     pub fn to_value(&self) -> Value {
-        serde_json::from_slice(self.bytes())
+        serde_json::from_str(self.as_str())
             .expect("a capture holds the JSON that serde_json wrote for it")
     }
 }
@@ -287,19 +269,20 @@ mod tests {
 #[cfg(test)]
 mod size {
     use super::*;
+    use crate::json::text::INLINE;
 
     #[test]
     fn short_captures_are_inline_and_long_ones_on_the_heap() {
         let short = capture(&mut |w| w.arg("id", &42));
-        assert!(matches!(short.repr, Repr::Inline { .. }));
+        assert!(short.text.is_inline());
         let long_text = "x".repeat(200);
         let long = capture(&mut |w| w.arg("text", &long_text));
-        assert!(matches!(long.repr, Repr::Heap(_)));
+        assert!(!long.text.is_inline());
         assert_eq!(long.to_value()["text"], long_text);
         let exact = "y".repeat(INLINE - r#"{"t":""}"#.len());
         let edge = capture(&mut |w| w.arg("t", &exact));
         assert_eq!(edge.as_str().len(), INLINE);
-        assert!(matches!(edge.repr, Repr::Inline { .. }));
+        assert!(edge.text.is_inline());
         assert_eq!(edge.to_value()["t"], exact);
     }
 }

@@ -36,7 +36,7 @@ impl Query<'_> {
     pub(crate) fn into_attempted(self) -> Attempted {
         match self {
             // Within depth, as the capture wrote it: read only if asked.
-            Query::Captured(capture) => Attempted::text(capture.as_str().into()),
+            Query::Captured(capture) => Attempted::text(capture.into_text()),
             other => Attempted::value(bounded(other.into_value())),
         }
     }

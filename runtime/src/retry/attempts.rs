@@ -211,6 +211,11 @@ impl<'p> Attempts<'p> {
                 Err((reason, _)) => RetryAction::Escalate { reason: *reason },
             },
         });
+        if self.stats.history.capacity() == 0 {
+            // One allocation for the history of a loop that fails again.
+            let most = usize::try_from(self.policy.max_attempts.min(8)).unwrap_or(8);
+            self.stats.history.reserve_exact(most);
+        }
         let mut record = AttemptRecord {
             attempt,
             category: envelope.category(),

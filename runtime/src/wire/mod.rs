@@ -30,6 +30,7 @@ use crate::category::ErrorCategory;
 use crate::envelope::EscalatedWire;
 use crate::envelope::{Attempted, AttemptedText, ErrorEnvelope, NO_MESSAGE, Violation};
 use crate::json::depth::{MAX_DEPTH, deeper_than, too_deep_marker};
+use crate::json::text::JsonText;
 use crate::keys;
 use crate::limits::{EnvelopeLimits, partial_for_wire, query_for_wire, text_for_wire};
 
@@ -97,7 +98,7 @@ enum Query<'a> {
 impl Query<'_> {
     fn into_owned(self) -> Attempted {
         match self {
-            Query::Text(AttemptedText(text)) => Attempted::text(text.into()),
+            Query::Text(AttemptedText(text)) => Attempted::text(JsonText::new(text)),
             Query::Value(value) => Attempted::value(value.into_owned()),
         }
     }

@@ -81,24 +81,31 @@ pub(crate) fn caller(context: &RequestContext<RoleServer>) -> Option<Arc<Caller>
 }
 
 impl LiveRequest {
+    /// The live side of the request `context`, which it keeps: what the
+    /// request says of its client is read from it when first asked for.
     pub(crate) fn new(
-        context: &RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
         tool: &str,
         threshold: &Arc<LogThreshold>,
-        asking: Asking,
+        mut asking: Asking,
     ) -> Self {
         let request_level =
-            has_rounds(context).then(|| context.meta.log_level().map(LogLevel::from));
+            has_rounds(&context).then(|| context.meta.log_level().map(LogLevel::from));
+        let cancel = context.ct.clone();
+        let peer = context.peer.clone();
+        let progress_token = context.meta.get_progress_token();
+        let caller = caller(&context);
+        asking.read_client_from(context);
         LiveRequest {
-            cancel: context.ct.clone(),
-            peer: context.peer.clone(),
-            progress_token: context.meta.get_progress_token(),
+            cancel,
+            peer,
+            progress_token,
             logger: tool.to_owned(),
             threshold: Arc::clone(threshold),
             request_level,
             asking,
             last_progress: Mutex::new(None),
-            caller: caller(context),
+            caller,
         }
     }
 

@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::Notify;
 
+use super::client::ClientSide;
 use super::redeemed::Redemptions;
 use crate::envelope::ErrorEnvelope;
 use crate::mcp::ask::{self, APPROVAL_KEY_PREFIX, Kind, Question};
@@ -142,9 +143,8 @@ enum Mode {
 /// The asking side of one request.
 pub(crate) struct Asking {
     mode: Mode,
-    capabilities: Option<ClientCapabilities>,
-    /// The client's name and version, as it gave them.
-    client: Option<String>,
+    /// What the request says of its client.
+    client: ClientSide,
     answers: HashMap<String, Value>,
     stop: Mutex<Option<Stop>>,
     stopped: Notify,
@@ -226,8 +226,7 @@ impl Asking {
                 true => Mode::Rounds,
                 false => Mode::Requests,
             },
-            capabilities: context.client_capabilities(),
-            client: (context.client_info()).map(|info| format!("{} {}", info.name, info.version)),
+            client: ClientSide::default(),
             answers,
             stop: Mutex::new(None),
             stopped: Notify::new(),
@@ -239,8 +238,7 @@ impl Asking {
     pub(crate) fn task(task: TaskContext, context: &RequestContext<RoleServer>) -> Self {
         Asking {
             mode: Mode::Task(task, Mutex::new(HashMap::new())),
-            capabilities: context.client_capabilities(),
-            client: (context.client_info()).map(|info| format!("{} {}", info.name, info.version)),
+            client: ClientSide::of(context.clone()),
             answers: HashMap::new(),
             stop: Mutex::new(None),
             stopped: Notify::new(),
@@ -260,19 +258,28 @@ impl Asking {
         matches!(self.mode, Mode::Rounds)
     }
 
+    /// Reads what the client says of itself from `request`, the request
+    /// this asking side was opened for, when first asked: most calls never
+    /// ask, and on 2026-07-28 it is decoded from the request's `_meta`.
+    /// [`LiveRequest::new`](super::live::LiveRequest::new) hands the
+    /// request over.
+    pub(crate) fn read_client_from(&mut self, request: RequestContext<RoleServer>) {
+        self.client = ClientSide::of(request);
+    }
+
     /// The client's name and version, as it gave them.
     pub(crate) fn client(&self) -> Option<&str> {
-        self.client.as_deref()
+        self.client.name()
     }
 
     /// What the client declared it can answer.
     pub(crate) fn capabilities(&self) -> Option<&ClientCapabilities> {
-        self.capabilities.as_ref()
+        self.client.capabilities()
     }
 
     /// Whether the client declared it can answer `kind`.
     pub(crate) fn can_answer(&self, kind: Kind) -> bool {
-        let Some(capabilities) = &self.capabilities else {
+        let Some(capabilities) = self.capabilities() else {
             return false;
         };
         match kind {

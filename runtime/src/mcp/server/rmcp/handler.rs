@@ -98,7 +98,7 @@ impl ServerHandler for ToolSet {
             responses: request.input_responses,
             state: request.request_state,
         };
-        self.call_in_request(&request.name, arguments, &context, round)
+        self.call_in_request(&request.name, arguments, context, round)
             .await
     }
 
@@ -294,7 +294,7 @@ impl ToolSet {
         &self,
         name: &str,
         arguments: Value,
-        context: &RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
         round: Round,
     ) -> Result<CallToolResponse, ErrorData> {
         if let Some(tasks) = self.task_runner()
@@ -304,7 +304,9 @@ impl ToolSet {
             match (tasks.support(definition), declared) {
                 (TaskSupport::Never, _) | (TaskSupport::Optional, false) => {}
                 (TaskSupport::Optional | TaskSupport::Required, true) => {
-                    return Ok(self.spawn_task(tasks, name, arguments, context).await);
+                    // Boxed: a rare way, kept out of every call's future.
+                    let task = Box::pin(self.spawn_task(tasks, name, arguments, &context));
+                    return Ok(task.await);
                 }
                 (TaskSupport::Required, false) => {
                     let tasks = ClientCapabilities::builder().enable_tasks().build();
@@ -313,11 +315,11 @@ impl ToolSet {
             }
         }
         let seal = self.seal();
-        let caller = crate::mcp::server::live::caller(context);
+        let caller = crate::mcp::server::live::caller(&context);
         let subject = caller.as_deref().map(crate::caller::Caller::subject);
         let asking = Asking::open(
             seal,
-            context,
+            &context,
             name,
             &arguments,
             subject,
@@ -450,7 +452,7 @@ impl ToolSet {
                         state: call.request_state,
                     };
                     tools
-                        .call_in_request(&call.name, arguments, &call.request_context, round)
+                        .call_in_request(&call.name, arguments, call.request_context, round)
                         .await
                 }) as crate::mcp::server::state::BoxFuture<'_, _>
             });

@@ -167,7 +167,9 @@ impl ToolSet {
             Outcome::Stored(reply) => return Ok(reply),
         };
         #[cfg(feature = "tokio")]
-        self.keep_escalation(&reply, &state).await;
+        if self.escalation_store().is_some() {
+            Box::pin(self.keep_escalation(&reply, &state)).await;
+        }
         #[cfg(feature = "rmcp")]
         {
             let records = state.take_audit();
@@ -296,11 +298,19 @@ impl ToolSet {
                         unreachable!("a block is a failure")
                     };
                     state.keep_audit(records);
-                    return self
-                        .ticketed(entry, arguments, state, failure, &key, &scope)
+                    // Boxed, as the question below: the rare ways keep
+                    // every call's future small.
+                    return Box::pin(self.ticketed(entry, arguments, state, failure, &key, &scope))
                         .await;
                 }
-                match approval::ask(state.context_ref(), &key, blocked, &mut records).await {
+                match Box::pin(approval::ask(
+                    state.context_ref(),
+                    &key,
+                    blocked,
+                    &mut records,
+                ))
+                .await
+                {
                     Approval::Approved => {
                         state.approved().approve(&key);
                         outcome = self.attempts(entry, arguments, state).await;
@@ -364,15 +374,13 @@ impl ToolSet {
             let context = context.context_ref();
             async move { context.retrying(&notice).await }
         };
-        let escalation = match policy
-            .retry_observed(
-                &TokioSleeper,
-                || entry.call.call(arguments, context),
-                report,
-            )
-            .await
-            .result
-        {
+        // Boxed: the retry loop's state stays out of every call's future.
+        let retried = Box::pin(policy.retry_observed(
+            &TokioSleeper,
+            || entry.call.call(arguments, context),
+            report,
+        ));
+        let escalation = match retried.await.result {
             Ok(value) => return Ok(value),
             Err(escalation) => escalation,
         };

@@ -1,0 +1,46 @@
+//! What a served request says of its client: its capabilities and its
+//! name, which rmcp reads from the request (on 2026-07-28, decoded from its
+//! `_meta`) — read here only when a tool, a question or an approval's
+//! audit asks, since most calls never do.
+
+use std::sync::OnceLock;
+
+use rmcp::RoleServer;
+use rmcp::model::ClientCapabilities;
+use rmcp::service::RequestContext;
+
+/// What a request says of its client — its capabilities, its name — read
+/// from the request the first time it is asked for.
+#[derive(Default)]
+pub(crate) struct ClientSide {
+    request: Option<RequestContext<RoleServer>>,
+    capabilities: OnceLock<Option<ClientCapabilities>>,
+    name: OnceLock<Option<String>>,
+}
+
+impl ClientSide {
+    /// What `request` says of its client, read when asked for.
+    pub(crate) fn of(request: RequestContext<RoleServer>) -> Self {
+        ClientSide {
+            request: Some(request),
+            ..ClientSide::default()
+        }
+    }
+
+    /// What the client declared it can answer.
+    pub(crate) fn capabilities(&self) -> Option<&ClientCapabilities> {
+        (self.capabilities)
+            .get_or_init(|| self.request.as_ref()?.client_capabilities())
+            .as_ref()
+    }
+
+    /// The client's name and version, as it gave them.
+    pub(crate) fn name(&self) -> Option<&str> {
+        (self.name)
+            .get_or_init(|| {
+                let info = self.request.as_ref()?.client_info()?;
+                Some(format!("{} {}", info.name, info.version))
+            })
+            .as_deref()
+    }
+}
