@@ -10,7 +10,8 @@ use rmcp::model::ClientCapabilities;
 use rmcp::service::RequestContext;
 
 /// What a request says of its client — its capabilities, its name — read
-/// from the request the first time it is asked for.
+/// from the request the first time it is asked for ([`of`](Self::of)), or
+/// at once ([`read_now`](Self::read_now)).
 #[derive(Default)]
 pub(crate) struct ClientSide {
     request: Option<RequestContext<RoleServer>>,
@@ -27,6 +28,17 @@ impl ClientSide {
         }
     }
 
+    /// What `request` says of its client, read now: for an asking side
+    /// that outlives its request (a task's), which keeps these two facts
+    /// and not the request — its headers, its token — for as long as it runs.
+    pub(crate) fn read_now(request: &RequestContext<RoleServer>) -> Self {
+        ClientSide {
+            request: None,
+            capabilities: OnceLock::from(request.client_capabilities()),
+            name: OnceLock::from(name_of(request)),
+        }
+    }
+
     /// What the client declared it can answer.
     pub(crate) fn capabilities(&self) -> Option<&ClientCapabilities> {
         (self.capabilities)
@@ -37,10 +49,13 @@ impl ClientSide {
     /// The client's name and version, as it gave them.
     pub(crate) fn name(&self) -> Option<&str> {
         (self.name)
-            .get_or_init(|| {
-                let info = self.request.as_ref()?.client_info()?;
-                Some(format!("{} {}", info.name, info.version))
-            })
+            .get_or_init(|| name_of(self.request.as_ref()?))
             .as_deref()
     }
+}
+
+/// The client's name and version as `request` gives them.
+fn name_of(request: &RequestContext<RoleServer>) -> Option<String> {
+    let info = request.client_info()?;
+    Some(format!("{} {}", info.name, info.version))
 }

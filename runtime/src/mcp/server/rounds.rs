@@ -238,7 +238,7 @@ impl Asking {
     pub(crate) fn task(task: TaskContext, context: &RequestContext<RoleServer>) -> Self {
         Asking {
             mode: Mode::Task(task, Mutex::new(HashMap::new())),
-            client: ClientSide::of(context.clone()),
+            client: ClientSide::read_now(context),
             answers: HashMap::new(),
             stop: Mutex::new(None),
             stopped: Notify::new(),

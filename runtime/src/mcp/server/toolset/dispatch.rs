@@ -167,8 +167,9 @@ impl ToolSet {
             Outcome::Stored(reply) => return Ok(reply),
         };
         #[cfg(feature = "tokio")]
-        if self.escalation_store().is_some() {
-            Box::pin(self.keep_escalation(&reply, &state)).await;
+        if let Some((store, record)) = self.escalation_to_keep(&reply, &state) {
+            // Boxed: a rare way, its record kept out of every call's future.
+            Box::pin(keep_escalation(store, record)).await;
         }
         #[cfg(feature = "rmcp")]
         {
@@ -181,36 +182,39 @@ impl ToolSet {
         Ok(reply)
     }
 
-    /// Keeps the escalation `reply` carries, if it carries one, in the
-    /// set's store (or its retry policy's), with the caller: every
-    /// escalation a person may need to see, in the same inbox. A call that
-    /// waits for an approver is kept as its approval, not again here.
+    /// The escalation `reply` carries, if it carries one and the set (or
+    /// its retry policy) has a store, as the record to keep there, with the
+    /// caller: every escalation a person may need to see, in the same
+    /// inbox. A call that waits for an approver is kept as its approval,
+    /// not again here.
     #[cfg(feature = "tokio")]
-    async fn keep_escalation(&self, reply: &ToolReply, state: &CallState) {
-        let Some(store) = self.escalation_store() else {
-            return;
-        };
-        let Some(structured) = reply.structured_content.as_ref().filter(|_| reply.is_error) else {
-            return;
-        };
-        let awaiting = Some(crate::EscalationReason::AwaitingApproval.as_str());
-        match structured.get(crate::keys::ESCALATION) {
-            Some(escalation)
-                if escalation
-                    .get(crate::keys::escalation::REASON)
-                    .and_then(Value::as_str)
-                    != awaiting => {}
-            _ => return,
+    fn escalation_to_keep(
+        &self,
+        reply: &ToolReply,
+        state: &CallState,
+    ) -> Option<(
+        &std::sync::Arc<dyn crate::store::Store>,
+        crate::store::EscalationRecord,
+    )> {
+        let store = self.escalation_store()?;
+        let structured = reply
+            .structured_content
+            .as_ref()
+            .filter(|_| reply.is_error)?;
+        let reason = (structured.get(crate::keys::ESCALATION)?)
+            .get(crate::keys::escalation::REASON)
+            .and_then(Value::as_str);
+        if reason == Some(crate::EscalationReason::AwaitingApproval.as_str()) {
+            return None;
         }
         let caller = state
             .context_ref()
             .caller()
             .map(|caller| caller.subject().to_owned());
-        let record = crate::store::EscalationRecord::new(structured.clone(), caller);
-        if let Err(_error) = store.record_escalation(&record).await {
-            #[cfg(feature = "tracing")]
-            tracing::warn!(error = %_error, "keeping an escalation: the store failed");
-        }
+        Some((
+            store,
+            crate::store::EscalationRecord::new(structured.clone(), caller),
+        ))
     }
 
     /// Where the set keeps escalations: its store, else its retry
@@ -475,4 +479,17 @@ fn too_deep(entry: &Entry, arguments: Value) -> ErrorEnvelope {
     let envelope = invalid_arguments(&entry.facts, violations, query);
     dismantle(arguments);
     envelope
+}
+
+/// Keeps `record` in `store`; a store that fails is logged, and the call's
+/// reply goes out as it is.
+#[cfg(feature = "tokio")]
+async fn keep_escalation(
+    store: &std::sync::Arc<dyn crate::store::Store>,
+    record: crate::store::EscalationRecord,
+) {
+    if let Err(_error) = store.record_escalation(&record).await {
+        #[cfg(feature = "tracing")]
+        tracing::warn!(error = %_error, "keeping an escalation: the store failed");
+    }
 }
