@@ -11,6 +11,9 @@ call, which the machine's load does not change. Run by hand, not in CI:
     scripts/dispatch-instructions.py target/release/tool_envelope_server fail
     scripts/dispatch-instructions.py target/release/rmcp_macros_server fail
 
+KEEP=folder keeps the profile of the run with calls there
+(<server>-<tool>.callgrind, for callgrind_annotate --inclusive=yes).
+
 Needs valgrind. Under valgrind, code that picks a CPU feature at run time
 (SHA, AES) may take its portable path: compare servers, not absolutes.
 """
@@ -18,6 +21,7 @@ Needs valgrind. Under valgrind, code that picks a CPU feature at run time
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -67,6 +71,10 @@ def run(server, tool, calls):
         child.wait()
         with open(path) as profile:
             totals = re.search(r"^(?:summary|totals): (\d+)", profile.read(), re.M)
+        keep = os.environ.get("KEEP")
+        if keep and calls:
+            os.makedirs(keep, exist_ok=True)
+            shutil.copy(path, os.path.join(keep, f"{os.path.basename(server)}-{tool}.callgrind"))
         return int(totals.group(1)), errors
 
 

@@ -189,6 +189,10 @@ fn escaped(byte: u8) -> usize {
     }
 }
 
+/// The most bytes one byte of a string can take inside a JSON string
+/// (`\u001f`).
+pub(crate) const LONGEST_ESCAPE: usize = 6;
+
 /// The bytes `text` takes inside a JSON string, without the quotes.
 pub(crate) fn escaped_len(text: &str) -> usize {
     text.bytes().map(escaped).sum()

@@ -4,7 +4,7 @@
 
 use super::ToolSet;
 use super::entry::Entry;
-use super::failure::{Failure, reply_size};
+use super::failure::{Failure, reply_over};
 
 use serde_json::{Map, Value};
 
@@ -343,20 +343,21 @@ impl ToolSet {
         arguments: &Map<String, Value>,
         state: &CallState,
     ) -> ToolReply {
-        let (reply, size) = match success {
+        let cap = self.inner.max_result_bytes;
+        let (reply, over) = match success {
             Success::Json(value) => {
                 let structured = entry.definition.structured(value);
                 let text = structured.to_string();
-                let size = reply_size(&text);
-                (ToolReply::structured(structured, text, false), size)
+                let over = reply_over(&text, cap);
+                (ToolReply::structured(structured, text, false), over)
             }
             Success::Contents(contents) => {
                 let reply = ToolReply::contents(contents);
                 let size = json_len(&reply);
-                (reply, size)
+                (reply, (size > cap).then_some(size))
             }
         };
-        if size > self.inner.max_result_bytes {
+        if let Some(size) = over {
             let query = state.query(arguments);
             let envelope = too_large(entry, size, self.inner.max_result_bytes, query);
             return self.failure(entry, Failure::Envelope(envelope));

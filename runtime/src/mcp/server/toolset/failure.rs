@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::category::ErrorCategory;
 use crate::envelope::{ErrorEnvelope, Parts};
 use crate::escalation::Escalation;
-use crate::limits::EnvelopeLimits;
+use crate::limits::{EnvelopeLimits, LONGEST_ESCAPE, escaped_len};
 use crate::mcp::reply::ToolReply;
 use crate::redact::text::scrub;
 
@@ -44,10 +44,9 @@ impl ToolSet {
         // shrinks the caps in proportion. At the floors an envelope is a few
         // KB, well within the smallest cap: they are the last resort.
         for round in 0..8 {
-            let size = reply_size(&text);
-            if size <= cap {
+            let Some(size) = reply_over(&text, cap) else {
                 return ToolReply::structured(structured, text, true);
-            }
+            };
             if round == 0 {
                 limits = limits.fitted_to(failure.envelope());
             }
@@ -55,7 +54,7 @@ impl ToolSet {
             structured = failure.to_wire(&limits);
             text = failure.to_wire_text(&limits);
         }
-        if reply_size(&text) > cap {
+        if reply_over(&text, cap).is_some() {
             structured = failure.to_wire(&EnvelopeLimits::floors());
             text = failure.to_wire_text(&EnvelopeLimits::floors());
         }
@@ -63,15 +62,27 @@ impl ToolSet {
     }
 }
 
+/// `{"content":[{"type":"text","text":""}],"structuredContent":,"isError":false}` and room.
+const AROUND: usize = 128;
+
 /// The size of a result carrying `text` — the compact JSON of its structured
-/// content — as sent: the structured content, the text copy, escaped inside
-/// its JSON string, and the keys around them.
-pub(super) fn reply_size(text: &str) -> usize {
-    /// `{"content":[{"type":"text","text":""}],"structuredContent":,"isError":false}` and room.
-    const AROUND: usize = 128;
-    text.len()
-        .saturating_add(crate::limits::escaped_len(text))
-        .saturating_add(AROUND)
+/// content — as sent, if it is over `cap`: the structured content, the text
+/// copy, escaped inside its JSON string, and the keys around them. A text
+/// that would fit even if each of its bytes took the longest escape is not
+/// read (the usual case: a result is far under the default cap).
+pub(super) fn reply_over(text: &str, cap: usize) -> Option<usize> {
+    let longest = text
+        .len()
+        .saturating_mul(1 + LONGEST_ESCAPE)
+        .saturating_add(AROUND);
+    if longest <= cap {
+        return None;
+    }
+    let size = text
+        .len()
+        .saturating_add(escaped_len(text))
+        .saturating_add(AROUND);
+    (size > cap).then_some(size)
 }
 
 /// How a call failed, kept typed until it is sent.
@@ -162,6 +173,27 @@ impl Failure {
         match self {
             Failure::Envelope(envelope) => envelope.to_wire_text(limits),
             Failure::Escalated(escalation) => escalation.to_wire_text(limits),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{AROUND, reply_over};
+    use crate::limits::escaped_len;
+
+    /// The shortcut never changes the answer: for texts of plain, quoted and
+    /// control bytes, at every cap around both bounds.
+    #[test]
+    fn a_reply_over_its_cap_is_told_with_or_without_reading_it() {
+        for text in ["", "plain", "\"q\"\\", "\u{1}\u{1f}\n", "{\"a\":\"\u{2}\"}"] {
+            let text = text.repeat(7);
+            let size = text.len() + escaped_len(&text) + AROUND;
+            let longest = text.len() * 7 + AROUND;
+            for cap in (0..=longest + 2).chain([usize::MAX]) {
+                let exact = (size > cap).then_some(size);
+                assert_eq!(reply_over(&text, cap), exact, "{text:?} under {cap}");
+            }
         }
     }
 }
