@@ -64,14 +64,13 @@ struct Server {
     tools: ToolSet,
     store: Arc<dyn Store>,
     http: reqwest::Client,
+    /// The store's folder, removed with the server.
+    _folder: tempfile::TempDir,
 }
 
 async fn server(name: &str) -> Server {
-    let path = std::env::temp_dir().join(format!(
-        "tool-envelope-inbox-{}-{name}.db",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_file(&path);
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join(format!("{name}.db"));
     let store = store::open(&format!("sqlite:{}", path.display()))
         .await
         .unwrap();
@@ -104,6 +103,7 @@ async fn server(name: &str) -> Server {
         tools,
         store,
         http,
+        _folder: folder,
     }
 }
 
@@ -437,11 +437,8 @@ async fn receiver() -> (
 async fn each_new_approval_is_noticed_once_through_the_webhook_retried_when_it_is_down() {
     use tool_envelope::mcp::Webhook;
     let (hook, bodies, mut notices) = receiver().await;
-    let path = std::env::temp_dir().join(format!(
-        "tool-envelope-inbox-{}-hook.db",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_file(&path);
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join("hook.db");
     let store = store::open(&format!("sqlite:{}", path.display()))
         .await
         .unwrap();

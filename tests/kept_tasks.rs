@@ -202,11 +202,8 @@ async fn a_question_is_answered_and_a_task_cancelled_through_the_other_replica()
 
 #[tokio::test]
 async fn a_dead_replicas_tasks_are_taken_over_and_a_destructive_one_never_runs_twice() {
-    let path = std::env::temp_dir().join(format!(
-        "tool-envelope-kept-tasks-{}.db",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_file(&path);
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join("kept-tasks.db");
     let url = format!("sqlite:{}", path.display());
     // A replica that made two tasks and died: its leases ran out.
     {

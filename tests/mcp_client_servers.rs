@@ -432,10 +432,8 @@ async fn one_coordinator_across_three_servers_one_killed_mid_run() {
         .await
         .unwrap();
     let reference = everything().await;
-    let dir =
-        std::env::temp_dir().join(format!("tool-envelope-coordinator-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let pid_file = dir.join("fastmcp.pid");
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("fastmcp.pid");
     let python = env("TOOL_ENVELOPE_FASTMCP");
     let script = fastmcp_script().display().to_string();
     let pids = pid_file.clone();

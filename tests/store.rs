@@ -431,9 +431,8 @@ fn a_store_url_of_no_backend_is_refused_clearly() {
 #[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sqlite_file_keeps_the_contract_across_two_replicas_and_a_restart() {
-    let folder = std::env::temp_dir().join(format!("tool-envelope-store-{}", store::now_ms()));
-    std::fs::create_dir_all(&folder).unwrap();
-    let url = format!("sqlite:{}", folder.join("store.db").display());
+    let folder = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", folder.path().join("store.db").display());
 
     let first = store::open(&url).await.unwrap();
     contract(Arc::clone(&first)).await;
@@ -451,7 +450,6 @@ async fn a_sqlite_file_keeps_the_contract_across_two_replicas_and_a_restart() {
     let read = reopened.approval(&kept.id).await.unwrap().unwrap();
     assert_eq!(read, kept);
     drop(reopened);
-    std::fs::remove_dir_all(&folder).unwrap();
 }
 
 #[cfg(feature = "postgres")]
@@ -472,12 +470,9 @@ async fn postgres_keeps_the_contract_across_two_replicas() {
 #[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_started_at_once_all_open_the_same_new_file() {
+    let folder = tempfile::tempdir().unwrap();
     for round in 0..5 {
-        let path = std::env::temp_dir().join(format!(
-            "tool-envelope-race-{}-{round}.db",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_file(&path);
+        let path = folder.path().join(format!("race-{round}.db"));
         let url = format!("sqlite:{}", path.display());
         let opened = futures_util::future::join_all((0..4).map(|_| store::open(&url))).await;
         for store in opened {

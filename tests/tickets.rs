@@ -126,12 +126,12 @@ fn ticket_of(reply: &Value) -> String {
     ticket["id"].as_str().unwrap().to_owned()
 }
 
-fn sqlite_url(name: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("tool-envelope-tickets-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{name}.db"));
-    let _ = std::fs::remove_file(&path);
-    format!("sqlite:{}", path.display())
+/// A new SQLite file's URL, in a folder removed when the guard drops.
+fn sqlite_url(name: &str) -> (tempfile::TempDir, String) {
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join(format!("{name}.db"));
+    let url = format!("sqlite:{}", path.display());
+    (folder, url)
 }
 
 #[tokio::test]
@@ -346,7 +346,7 @@ async fn replicas(one: Arc<dyn Store>, two: Arc<dyn Store>, label: &str, n: u64)
 
 #[tokio::test]
 async fn two_replicas_on_one_sqlite_file_run_each_approved_call_once() {
-    let url = sqlite_url("replicas");
+    let (_folder, url) = sqlite_url("replicas");
     replicas(
         store::open(&url).await.unwrap(),
         store::open(&url).await.unwrap(),
@@ -377,7 +377,7 @@ async fn postgres_two_replicas_run_a_hundred_approved_calls_once_each() {
 
 #[tokio::test]
 async fn a_ticket_outlives_a_restart_and_runs_once_after_it() {
-    let url = sqlite_url("restart");
+    let (_folder, url) = sqlite_url("restart");
     let before = tools(store::open(&url).await.unwrap());
     let (_, reply) = call_as(&before, &alice(), "refund", refund_args("S-1", 650)).await;
     let ticket = ticket_of(&reply);

@@ -327,7 +327,7 @@ fn within_bound(value: &Value, budget: &mut usize) -> bool {
 
 /// Every byte of a string escapes to at most six (`\u001f`), plus the quotes.
 fn string_bound(text: &str) -> usize {
-    text.len().saturating_mul(6).saturating_add(2)
+    text.len().saturating_mul(LONGEST_ESCAPE).saturating_add(2)
 }
 
 fn take(budget: &mut usize, bytes: usize) -> bool {
