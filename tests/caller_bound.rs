@@ -367,7 +367,7 @@ async fn post(
     let status = response.status().as_u16();
     let opened =
         (response.headers().get("mcp-session-id")).map(|id| id.to_str().unwrap().to_owned());
-    let text = tokio::time::timeout(Duration::from_secs(5), response.text())
+    let text = tokio::time::timeout(Duration::from_secs(15), response.text())
         .await
         .map(Result::unwrap_or_default)
         .unwrap_or_default();

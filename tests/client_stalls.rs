@@ -10,7 +10,9 @@
 //! Both ends set `TCP_NODELAY`: `McpClient`'s connections and the ones
 //! `HttpOptions::serve` accepts. A stall is ≥ 40 ms on most calls, so the
 //! test looks at the median of 60 sequential calls (a loaded machine's
-//! occasional slow call does not move it), against 20 ms.
+//! occasional slow call does not move it), against 20 ms; the tests take
+//! turns, and a median over 20 ms is measured again, up to three times: a
+//! stall is in every one, a busy moment is not.
 #![cfg(all(feature = "rmcp", feature = "client"))]
 
 use std::time::{Duration, Instant};
@@ -29,6 +31,23 @@ async fn chatty(context: ToolContext, text: String) -> Result<String, ErrorEnvel
 
 /// A stall makes most calls take ≥ 40 ms; without one they take well under 1.
 const STALL_FREE_MEDIAN: Duration = Duration::from_millis(20);
+
+/// One test measures at a time: the two would otherwise share 2 cores.
+static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Fails unless the median of 60 sequential calls on `client` is under
+/// [`STALL_FREE_MEDIAN`] in one of three tries.
+async fn assert_stall_free(client: &McpClient, what: &str) {
+    let mut medians = Vec::new();
+    for _ in 0..3 {
+        let median = median_call(client, 60).await;
+        if median < STALL_FREE_MEDIAN {
+            return;
+        }
+        medians.push(median);
+    }
+    panic!("{what}: the median call took {medians:?} in three tries: a delayed-ACK stall");
+}
 
 /// The median time of `calls` sequential calls on one client.
 async fn median_call(client: &McpClient, calls: usize) -> Duration {
@@ -53,17 +72,15 @@ async fn served(options: HttpOptions) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn json_replies_on_a_kept_connection_never_wait_for_an_acknowledgement() {
+    let _turn = TURN.lock().await;
     let url = served(HttpOptions::new().stateless()).await;
     let client = McpClient::connect(url).await.unwrap();
-    let median = median_call(&client, 60).await;
-    assert!(
-        median < STALL_FREE_MEDIAN,
-        "the median call took {median:?}: a delayed-ACK stall"
-    );
+    assert_stall_free(&client, "JSON replies").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn event_stream_replies_on_a_kept_connection_never_wait_for_an_acknowledgement() {
+    let _turn = TURN.lock().await;
     let url = served(HttpOptions::new()).await;
     for revision in [
         tool_envelope::mcp::client::Revision::V2025_11_25,
@@ -73,10 +90,6 @@ async fn event_stream_replies_on_a_kept_connection_never_wait_for_an_acknowledge
             .revision(revision)
             .await
             .unwrap();
-        let median = median_call(&client, 60).await;
-        assert!(
-            median < STALL_FREE_MEDIAN,
-            "{revision:?}: the median call took {median:?}: a delayed-ACK stall"
-        );
+        assert_stall_free(&client, &format!("{revision:?}")).await;
     }
 }

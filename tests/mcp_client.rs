@@ -467,7 +467,7 @@ async fn unreachable_servers_and_timeouts_are_transient() {
     // A call that outlives the client's timeout (the tool list, which the
     // timeout bounds too, comes in time).
     let client = McpClient::connect(remote().await)
-        .timeout(Duration::from_secs(1))
+        .timeout(Duration::from_secs(3))
         .await
         .unwrap();
     let late = client.call("stuck", json!({})).await.unwrap_err();
@@ -727,8 +727,10 @@ async fn a_restarted_http_server_is_reached_again() {
 
 #[tokio::test]
 async fn what_a_server_sends_is_bounded() {
+    // Ample: nothing here waits for it; a loaded machine's resumptions
+    // (10, 100 ms apart) must still end as a lost connection, not a timeout.
     let client = McpClient::connect(statuses().await)
-        .timeout(Duration::from_secs(2))
+        .timeout(Duration::from_secs(10))
         .await
         .unwrap();
     // A plain-text failure keeps at most 4 KiB of its text as the message.

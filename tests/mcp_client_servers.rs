@@ -199,7 +199,7 @@ async fn fastmcp_failures_are_classified() {
     // Long enough for Python to start on a loaded machine (the handshake
     // gets the same timeout), short enough that the slow calls below run
     // past it.
-    let client = fastmcp(Duration::from_secs(5)).await;
+    let client = fastmcp(Duration::from_secs(10)).await;
 
     // A ToolError: plain text, so `other`, not retryable, its text the message.
     let refused = client
@@ -227,7 +227,7 @@ async fn fastmcp_failures_are_classified() {
     );
     // Our timeout: transient, and retryable since the tool is read-only.
     let late = client
-        .call("slow", json!({"seconds": 10}))
+        .call("slow", json!({"seconds": 30}))
         .await
         .unwrap_err();
     assert_eq!(late.category(), ErrorCategory::Transient);
@@ -235,7 +235,7 @@ async fn fastmcp_failures_are_classified() {
     assert!(late.is_retryable());
     // The same on a tool that writes: not retryable.
     let late_write = client
-        .call("slow_write", json!({"seconds": 10}))
+        .call("slow_write", json!({"seconds": 30}))
         .await
         .unwrap_err();
     assert_eq!(late_write.category(), ErrorCategory::Transient);

@@ -294,7 +294,7 @@ mod client {
         let url = serve().await;
         let client = McpClient::connect(&url)
             .tasks()
-            .timeout(Duration::from_secs(2))
+            .timeout(Duration::from_secs(4))
             .await
             .unwrap();
         let late = client.call("long_job", json!({})).await.unwrap_err();

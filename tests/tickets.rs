@@ -500,7 +500,9 @@ fn signalled_refund(order: String, amount: u64) -> Result<String, ErrorEnvelope>
     Ok(format!("Refunded ${amount} on {order}"))
 }
 
-#[tokio::test]
+/// On a paused clock: the runner's once-a-second look can only come after
+/// the 900 ms bound has passed, whatever the machine's load.
+#[tokio::test(start_paused = true)]
 async fn the_background_runner_runs_a_call_approved_here_at_once() {
     let tools = ToolSet::new()
         .tool::<signalled_refund>()
