@@ -10,7 +10,11 @@
 //! - A total outage with a shared retry budget: the tool calls made, against
 //!   the first attempts.
 //!
-//! `cargo bench --bench retry_scale`
+//! `cargo bench --bench retry_scale`; with `TOOL_ENVELOPE_BENCH_ROUNDS=21`,
+//! instead of criterion's two runs one after the other, 21 alternating
+//! rounds of the two bursts (the order reversed every other round) and the
+//! median of the per-round ratios, which a neighbour's load on a shared
+//! machine moves far less.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Arc;
@@ -182,11 +186,55 @@ fn report(runtime: &tokio::runtime::Runtime) {
     );
 }
 
+/// `rounds` alternating rounds of the two bursts: each round's wall times
+/// and ratio, then the medians.
+fn alternating(runtime: &tokio::runtime::Runtime, rounds: usize) {
+    let policy = policy();
+    runtime.block_on(burst(&policy));
+    runtime.block_on(burst_by_hand());
+    let median = |values: &mut Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    let (mut ours, mut by_hand, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let (a, b) = if round % 2 == 0 {
+            let a = runtime.block_on(burst(&policy));
+            (a, runtime.block_on(burst_by_hand()))
+        } else {
+            let b = runtime.block_on(burst_by_hand());
+            (runtime.block_on(burst(&policy)), b)
+        };
+        let (a, b) = (a.as_secs_f64() * 1e3, b.as_secs_f64() * 1e3);
+        println!(
+            "round {round:>2}: RetryPolicy + #[tool] {a:.1} ms, by hand {b:.1} ms: {:.2}x",
+            a / b
+        );
+        ours.push(a);
+        by_hand.push(b);
+        ratios.push(a / b);
+    }
+    let low = ratios.iter().copied().fold(f64::MAX, f64::min);
+    let high = ratios.iter().copied().fold(f64::MIN, f64::max);
+    println!(
+        "\nmedians over {rounds} rounds: RetryPolicy + #[tool] {:.1} ms, by hand {:.1} ms; \
+         median of the per-round ratios {:.2}x (rounds {low:.2}-{high:.2}x)",
+        median(&mut ours),
+        median(&mut by_hand),
+        median(&mut ratios)
+    );
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap();
+    let rounds = std::env::var("TOOL_ENVELOPE_BENCH_ROUNDS").ok();
+    if let Some(rounds) = rounds.and_then(|rounds| rounds.parse().ok()) {
+        alternating(&runtime, rounds);
+        return;
+    }
     report(&runtime);
     let mut criterion = Criterion::default().configure_from_args();
     let mut group = criterion.benchmark_group("retry_scale");
