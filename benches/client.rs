@@ -5,6 +5,7 @@
 //!
 //! `cargo bench --features rmcp,client --bench client`
 
+#[allow(dead_code)] // The alternating benches' helpers.
 mod common;
 
 use std::future::IntoFuture;

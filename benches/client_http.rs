@@ -111,16 +111,10 @@ async fn measure(caller: &Caller) -> ((f64, f64), (f64, f64)) {
     )
 }
 
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
+use common::median;
 
 fn main() {
-    let rounds: usize = std::env::args()
-        .skip(1)
-        .find_map(|arg| arg.parse().ok())
-        .unwrap_or(5);
+    let rounds = common::rounds(5);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()

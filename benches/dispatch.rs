@@ -7,6 +7,7 @@
 //! `cargo bench --bench dispatch --features rmcp`
 //! (builds `benches/servers` in release mode first).
 
+#[allow(dead_code)] // The alternating benches' helpers.
 mod common;
 
 use std::time::Duration;

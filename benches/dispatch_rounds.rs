@@ -80,16 +80,11 @@ async fn round(client: &RunningService<RoleClient, ()>, tool: &'static str, is_e
 }
 
 fn median(values: &[f64]) -> f64 {
-    let mut values = values.to_vec();
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
+    common::median(&mut values.to_vec())
 }
 
 fn main() {
-    let rounds: usize = std::env::args()
-        .skip(1)
-        .find_map(|arg| arg.parse().ok())
-        .unwrap_or(11);
+    let rounds = common::rounds(11);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -59,6 +59,20 @@ pub async fn calls(
     start.elapsed()
 }
 
+/// The median of `values` (sorted in place).
+pub fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// The rounds the bench's first numeric argument asks for, else `default`.
+pub fn rounds(default: usize) -> usize {
+    std::env::args()
+        .skip(1)
+        .find_map(|arg| arg.parse().ok())
+        .unwrap_or(default)
+}
+
 /// A group of `CALLS`-call samples: 10 of them, flat, over 20 s.
 pub fn group<'a>(criterion: &'a mut Criterion, name: &str) -> BenchmarkGroup<'a, WallTime> {
     let mut group = criterion.benchmark_group(name);
