@@ -13,6 +13,7 @@ use rmcp::model::{
 use serde_json::Value;
 use tokio::time::Instant;
 
+use crate::category::ErrorCategory;
 use crate::envelope::ErrorEnvelope;
 use crate::mcp::client::connection::{Connection, Link};
 use crate::mcp::client::failure;
@@ -23,6 +24,12 @@ use crate::redact::values::SecretValues;
 /// The shortest and longest waits between two polls, whatever the server
 /// suggests.
 const POLL: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(5));
+
+/// How many polls in a row may meet a transient fault before the call gives
+/// up: a replica that dies behind a proxy fails the requests it was
+/// serving (HTTP 502) while the task lives on in the shared store, and
+/// `tasks/get` only reads, so asking again is safe.
+const POLL_FAULTS: u32 = 5;
 
 /// Follows the task `task` of the call of `name` until it ends, or until
 /// `deadline`: its result read as any call's is, or its failure.
@@ -37,13 +44,26 @@ pub(crate) async fn follow(
     let id = task.task_id.clone();
     let mut wait = poll_interval(&task);
     let mut answered: HashSet<String> = HashSet::new();
+    let mut faults = 0;
     let outcome = tokio::time::timeout_at(deadline, async {
         loop {
-            let state = connection
+            let polled = connection
                 .peer()
                 .get_task(GetTaskParams::new(id.clone()))
-                .await
-                .map_err(|error| failure::classify_error(&error, true))?;
+                .await;
+            let state = match polled {
+                Ok(state) => state,
+                Err(error) => {
+                    let fault = failure::classify_error(&error, true);
+                    faults += 1;
+                    if fault.category() != ErrorCategory::Transient || faults == POLL_FAULTS {
+                        return Err(fault);
+                    }
+                    tokio::time::sleep(wait).await;
+                    continue;
+                }
+            };
+            faults = 0;
             wait = poll_interval(&state.task.task);
             match state.task.payload {
                 TaskPayload::Completed { result } => {
