@@ -25,6 +25,9 @@ enum Reply {
     Error(i64, &'static str, Value),
     /// Nothing, ever.
     Hang,
+    /// An HTTP status with no body, as a proxy in front of a dead
+    /// replica answers.
+    Status(u16),
 }
 
 type Answer = Arc<dyn Fn(&str, &Value) -> Reply + Send + Sync>;
@@ -74,6 +77,9 @@ impl Fake {
                         Reply::Error(code, message, data) => json!({"jsonrpc": "2.0", "id": id,
                             "error": {"code": code, "message": message, "data": data}}),
                         Reply::Hang => std::future::pending().await,
+                        Reply::Status(status) => {
+                            return StatusCode::from_u16(status).unwrap().into_response();
+                        }
                     };
                     axum::Json(message).into_response()
                 })
@@ -970,6 +976,63 @@ async fn a_call_the_server_refused_before_running_counts_no_attempt() {
         assert_eq!(escalation.attempts, 0, "{refusal}: {escalation:?}");
         assert_eq!(server.sent("tools/call"), 1);
     }
+}
+
+/// A task's state as the server reports it: `status`, with `extra` fields
+/// (a `result`, an `error`) beside it.
+fn task_state(result_type: &str, status: &str, extra: Value) -> Value {
+    let mut state = json!({"resultType": result_type, "taskId": "task-1", "status": status,
+        "createdAt": "2026-12-03T00:00:00Z", "lastUpdatedAt": "2026-12-03T00:00:00Z",
+        "ttlMs": null, "pollIntervalMs": 50});
+    state
+        .as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    state
+}
+
+/// A server that runs `lookup0` as a task, and answers its `tasks/get`
+/// polls with HTTP 502 — as nginx does for a poll that was in flight on a
+/// replica that died — `bad` times before the task is reported completed.
+async fn task_behind_a_bad_gateway(bad: usize) -> Fake {
+    let polls = Arc::new(AtomicUsize::new(0));
+    Fake::start(move |method, _| match method {
+        "tools/list" => Reply::Result(json!({"tools": tools("lookup", 1)})),
+        "tools/call" => Reply::Result(task_state("task", "working", json!({}))),
+        "tasks/get" if polls.fetch_add(1, Ordering::SeqCst) < bad => Reply::Status(502),
+        "tasks/get" => Reply::Result(task_state(
+            "complete",
+            "completed",
+            json!({"result": {"content": [{"type": "text", "text": "found"}]}}),
+        )),
+        _ => Reply::Result(Value::Null),
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_task_poll_that_meets_a_bad_gateway_is_polled_again_a_few_times() {
+    // Four faults in a row: the task lives on, and the fifth poll reads it.
+    let server = task_behind_a_bad_gateway(4).await;
+    let client = McpClient::connect(&server.url).tasks().await.unwrap();
+    let value = watchdog("the call", client.call("lookup0", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(value, json!("found"), "{value}");
+    assert_eq!(server.sent("tools/call"), 1, "the call was sent once");
+    assert_eq!(server.sent("tasks/get"), 5);
+
+    // Five in a row: the call ends with what the proxy said, and the call
+    // itself was still sent once.
+    let server = task_behind_a_bad_gateway(usize::MAX).await;
+    let client = McpClient::connect(&server.url).tasks().await.unwrap();
+    let failed = watchdog("the call", client.call("lookup0", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(failed.category(), ErrorCategory::Transient, "{failed:?}");
+    assert_eq!(failed.reason(), Some("HTTP_502"), "{failed:?}");
+    assert_eq!(server.sent("tools/call"), 1);
+    assert_eq!(server.sent("tasks/get"), 5);
 }
 
 #[tokio::test]

@@ -13,7 +13,6 @@ use rmcp::model::{
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::category::ErrorCategory;
 use crate::envelope::ErrorEnvelope;
 use crate::mcp::client::connection::{Connection, Link};
 use crate::mcp::client::failure;
@@ -56,7 +55,7 @@ pub(crate) async fn follow(
                 Err(error) => {
                     let fault = failure::classify_error(&error, true);
                     faults += 1;
-                    if fault.category() != ErrorCategory::Transient || faults == POLL_FAULTS {
+                    if !fault.is_retryable() || faults == POLL_FAULTS {
                         return Err(fault);
                     }
                     tokio::time::sleep(wait).await;

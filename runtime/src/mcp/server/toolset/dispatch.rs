@@ -359,7 +359,7 @@ impl ToolSet {
         };
         if let Some(size) = over {
             let query = state.query(arguments);
-            let envelope = too_large(entry, size, self.inner.max_result_bytes, query);
+            let envelope = too_large(entry, size, cap, query);
             return self.failure(entry, Failure::Envelope(envelope));
         }
         reply
