@@ -16,6 +16,9 @@
 //! median of the per-round ratios, which a neighbour's load on a shared
 //! machine moves far less.
 
+#[allow(dead_code)] // The alternating benches' helpers.
+mod common;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicIsize, AtomicU32, AtomicU64, Ordering};
@@ -192,10 +195,6 @@ fn alternating(runtime: &tokio::runtime::Runtime, rounds: usize) {
     let policy = policy();
     runtime.block_on(burst(&policy));
     runtime.block_on(burst_by_hand());
-    let median = |values: &mut Vec<f64>| {
-        values.sort_by(f64::total_cmp);
-        values[values.len() / 2]
-    };
     let (mut ours, mut by_hand, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
         let (a, b) = if round % 2 == 0 {
@@ -219,9 +218,9 @@ fn alternating(runtime: &tokio::runtime::Runtime, rounds: usize) {
     println!(
         "\nmedians over {rounds} rounds: RetryPolicy + #[tool] {:.1} ms, by hand {:.1} ms; \
          median of the per-round ratios {:.2}x (rounds {low:.2}-{high:.2}x)",
-        median(&mut ours),
-        median(&mut by_hand),
-        median(&mut ratios)
+        common::median(&mut ours),
+        common::median(&mut by_hand),
+        common::median(&mut ratios)
     );
 }
 

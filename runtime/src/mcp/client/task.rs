@@ -24,8 +24,8 @@ use crate::redact::values::SecretValues;
 /// suggests.
 const POLL: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(5));
 
-/// How many polls in a row may meet a transient fault before the call gives
-/// up: a replica that dies behind a proxy fails the requests it was
+/// How many polls in a row may meet a retryable fault (the envelope's own
+/// verdict) before the call gives up: a replica that dies behind a proxy fails the requests it was
 /// serving (HTTP 502) while the task lives on in the shared store, and
 /// `tasks/get` only reads, so asking again is safe.
 const POLL_FAULTS: u32 = 5;
