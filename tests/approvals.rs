@@ -166,6 +166,8 @@ fn tools() -> ToolSet {
 #[derive(Clone)]
 struct Person {
     count: Value,
+    /// Fields the person adds to the count's form, which it did not ask.
+    extra: serde_json::Map<String, Value>,
     asked: Arc<Mutex<Vec<String>>>,
 }
 
@@ -173,8 +175,14 @@ impl Person {
     fn new(count: Value) -> Self {
         Person {
             count,
+            extra: serde_json::Map::new(),
             asked: Arc::default(),
         }
+    }
+
+    fn with_extra(mut self, key: &str, value: Value) -> Self {
+        self.extra.insert(key.to_owned(), value);
+        self
     }
 
     fn asked(&self) -> Vec<String> {
@@ -202,7 +210,9 @@ impl ClientHandler for Person {
         } else if properties.get("address").is_some() {
             json!({"address": "221B Baker Street"})
         } else {
-            json!({"count": self.count})
+            let mut content = self.extra.clone();
+            content.insert("count".to_owned(), self.count.clone());
+            Value::Object(content)
         };
         Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content))
     }
@@ -332,6 +342,50 @@ async fn a_replayed_approval_runs_nothing() {
         );
     }
     assert_eq!(times("refund O-REPLAY 550"), 1);
+}
+
+#[tokio::test]
+async fn an_approval_spelled_as_an_array_is_used_once_and_runs_nothing() {
+    // serde reads a struct from an array of its fields too: a yes sent as
+    // `["accept", {...}]` must not slip past the state's single use.
+    let client = connect(Revision::Rounds, Person::new(json!(1))).await;
+    let first = client
+        .call_tool_once(refund_of("O-ARRAY", 550))
+        .await
+        .unwrap();
+    let CallToolResponse::InputRequired(asked) = first else {
+        panic!("expected the approval to be asked, got {first:?}");
+    };
+    let key = asked
+        .input_requests
+        .expect("the approval")
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let state = asked.request_state.expect("a state");
+    let yes = json!(["accept", {"approver": "Grace"}, null]);
+    let approving = refund_of("O-ARRAY", 550)
+        .with_input_responses([(key, yes)].into())
+        .with_request_state(state);
+
+    // The first use: not an answer, refused as such.
+    let refused = client.call_tool_once(approving.clone()).await.unwrap_err();
+    let (code, message, _) = code_and_message(&refused);
+    assert_eq!(code, ErrorCode::INVALID_PARAMS);
+    assert!(message.contains("is not an answer"), "{message}");
+    // Every use after it: the state is spent.
+    for _ in 0..3 {
+        let refused = client.call_tool_once(approving.clone()).await.unwrap_err();
+        let (code, _, data) = code_and_message(&refused);
+        assert_eq!(code, ErrorCode::INVALID_PARAMS);
+        assert_eq!(data.unwrap()["reason"], "REQUEST_STATE_REFUSED");
+    }
+    assert_eq!(
+        times("refund O-ARRAY 550"),
+        0,
+        "no spelling of a yes runs it"
+    );
 }
 
 #[tokio::test]
@@ -534,6 +588,23 @@ async fn an_answer_that_does_not_fit_the_form_never_reaches_the_tool() {
     }
     assert_eq!(times("picked \"DROP TABLE orders\""), 0);
     assert_eq!(times("picked 11"), 0);
+
+    // A fitting count with a field the form never asked: refused too, so
+    // a tool reads only what the person was shown.
+    let sneaky = || Person::new(json!(3)).with_extra("role", json!({"grant": ["admin"]}));
+    let client = connect(Revision::Sessions, sneaky()).await;
+    let refused = outcome(&client, call("pick", json!({}))).await.unwrap_err();
+    assert_eq!(refused["reason"], "INVALID_ANSWER", "{refused}");
+    assert!(
+        refused["message"].as_str().unwrap().contains("role"),
+        "{refused}"
+    );
+    let client = connect(Revision::Rounds, sneaky()).await;
+    let refused = client.call_tool(call("pick", json!({}))).await.unwrap_err();
+    let (code, message, _) = code_and_message(&refused);
+    assert_eq!(code, ErrorCode::INVALID_PARAMS);
+    assert!(message.contains("does not fit the form"), "{message}");
+    assert_eq!(times("picked 3"), 0);
 
     // What fits goes through, on both revisions.
     for revision in BOTH {

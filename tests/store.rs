@@ -221,6 +221,27 @@ async fn approvals(store: &dyn Store) {
     let done = store.approval(&opened.id).await.unwrap().unwrap();
     assert_eq!(done.state, ApprovalState::Done);
     assert_eq!(done.result, Some(reply));
+    // It ran after the time it was opened for had passed: its result is
+    // given to the call made again for one time to live after the run, so
+    // that the call is never asked for, approved and run a second time.
+    let after_the_run = store
+        .call_approvals(&digest, later + MINUTE / 2)
+        .await
+        .unwrap();
+    assert_eq!(
+        after_the_run
+            .iter()
+            .map(|a| (a.id.as_str(), a.state))
+            .collect::<Vec<_>>(),
+        [(opened.id.as_str(), ApprovalState::Done)]
+    );
+    assert!(
+        store
+            .call_approvals(&digest, later + 2 * MINUTE)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(
         store
             .claim_approval(&opened.id, "replica-c", later, later + MINUTE)
@@ -264,13 +285,14 @@ async fn approvals(store: &dyn Store) {
         .open_approval(&approval(&declined_digest, now + MINUTE))
         .await
         .unwrap();
-    assert!(
-        store
-            .decide(&no.id, &Decision::new(false, "carol", "fraud"))
-            .await
-            .unwrap()
-    );
-    let live = store.call_approvals(&declined_digest, now).await.unwrap();
+    // Declined just before it would have expired: the decline stands for
+    // one time to live after the decision.
+    let last_moment = Decision::new(false, "carol", "fraud").at(now + MINUTE - 1_000);
+    assert!(store.decide(&no.id, &last_moment).await.unwrap());
+    let live = store
+        .call_approvals(&declined_digest, now + MINUTE + 30_000)
+        .await
+        .unwrap();
     assert_eq!(
         live.iter().map(|a| a.state).collect::<Vec<_>>(),
         [ApprovalState::Declined]

@@ -230,15 +230,21 @@ impl Question {
         }
     }
 
-    /// Whether `answer` answers this question: it reads as the result of
-    /// its kind of request and, for a form the user accepted, its content
-    /// fits the form — types, bounds, choices, formats and required fields
-    /// — so that what does not fit is refused, never handed to the tool.
+    /// Whether `answer` answers this question: it is an object that reads
+    /// as the result of its kind of request and, for a form the user
+    /// accepted, its content fits the form — types, bounds, choices,
+    /// formats, required fields, and no field the form did not ask — so
+    /// that what does not fit is refused, never handed to the tool.
     ///
     /// # Errors
     ///
     /// What is wrong with it, bounded, to tell the client.
     pub(crate) fn check_answer(&self, answer: &Value) -> Result<(), String> {
+        // Every answer is a result object; serde would also read a struct
+        // from an array of its fields, which no client sends.
+        if !answer.is_object() {
+            return Err("an answer is a JSON object".to_owned());
+        }
         let read = match self.kind {
             Kind::Elicitation => ElicitResult::deserialize(answer).map(Some),
             Kind::Sampling => CreateMessageResult::deserialize(answer).map(|_| None),
@@ -346,9 +352,17 @@ fn form_of<T: schemars::JsonSchema>() -> Result<Form, serde_json::Error> {
 fn validator_of(form: &Value) -> Result<std::sync::Arc<jsonschema::Validator>, String> {
     static KEPT: Kept<String, std::sync::Arc<jsonschema::Validator>> = Kept::new();
     KEPT.get_or_make(form.to_string(), || {
+        // A form's answer holds the fields asked and no others: what a
+        // tool reads from it is what the person was shown.
+        let mut strict = form.clone();
+        if let Some(fields) = strict.as_object_mut() {
+            fields
+                .entry("additionalProperties")
+                .or_insert(Value::Bool(false));
+        }
         jsonschema::options()
             .should_validate_formats(true)
-            .build(form)
+            .build(&strict)
             .map(std::sync::Arc::new)
             .map_err(|error| format!("the form could not be read: {error}"))
     })

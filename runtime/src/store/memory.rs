@@ -218,6 +218,7 @@ impl Store for MemoryStore {
         approval.decided_by = Some(decision.by.clone());
         approval.decided_ms = Some(decision.at_ms);
         approval.note = Some(decision.note.clone());
+        approval.expires_ms = approval.readable_until(decision.at_ms);
         ready(true)
     }
 
@@ -262,7 +263,7 @@ impl Store for MemoryStore {
         id: &'a str,
         holder: &'a str,
         result: &'a Value,
-        _at_ms: i64,
+        at_ms: i64,
     ) -> StoreFuture<'a, bool> {
         let mut state = self.lock();
         let Some(approval) = state.approvals.get_mut(id) else {
@@ -273,6 +274,7 @@ impl Store for MemoryStore {
         }
         approval.state = ApprovalState::Done;
         approval.result = Some(result.clone());
+        approval.expires_ms = approval.readable_until(at_ms);
         ready(true)
     }
 

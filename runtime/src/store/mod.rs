@@ -143,8 +143,10 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     ) -> StoreFuture<'a, Vec<ApprovalRecord>>;
 
     /// Decides the pending approval `id`: one conditional update of a
-    /// pending row that has not expired at `decision.at_ms`. Whether it was
-    /// this decision that decided it.
+    /// pending row that has not expired at `decision.at_ms`, which also
+    /// moves its expiry to
+    /// [`readable_until(decision.at_ms)`](ApprovalRecord::readable_until).
+    /// Whether it was this decision that decided it.
     fn decide<'a>(&'a self, id: &'a str, decision: &'a Decision) -> StoreFuture<'a, bool>;
 
     /// Claims the approval `id` to run its call, for `holder` until
@@ -164,7 +166,9 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     fn approvals_to_run<'a>(&'a self, now_ms: i64, limit: u32) -> StoreFuture<'a, Vec<String>>;
 
     /// Keeps the `result` of the approval `id`'s call and ends it (`done`),
-    /// if `holder` still holds it: whether it did.
+    /// its expiry moved to
+    /// [`readable_until(at_ms)`](ApprovalRecord::readable_until), if
+    /// `holder` still holds it: whether it did.
     fn finish_approval<'a>(
         &'a self,
         id: &'a str,

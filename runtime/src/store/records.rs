@@ -273,8 +273,11 @@ pub struct ApprovalRecord {
     pub state: ApprovalState,
     /// When it was opened (ms since the epoch).
     pub created_ms: i64,
-    /// When it expires if nobody decides, and when its result is no longer
-    /// given for a call made again.
+    /// When it expires if nobody decides, and when its outcome is no
+    /// longer given for a call made again: a decision, and the call's run,
+    /// each move it to one time to live (`expires_ms - created_ms` as
+    /// opened) after them, so that an outcome reached late is still read
+    /// for as long as one reached early.
     pub expires_ms: i64,
     /// Who decided, when, and their note.
     pub decided_by: Option<String>,
@@ -294,6 +297,14 @@ pub struct ApprovalRecord {
 }
 
 impl ApprovalRecord {
+    /// When its outcome, reached at `at_ms`, stops being given for a call
+    /// made again: one time to live after `at_ms`, or `expires_ms` if that
+    /// is later. What every store's `decide` and `finish_approval` set.
+    pub fn readable_until(&self, at_ms: i64) -> i64 {
+        let ttl = self.expires_ms.saturating_sub(self.created_ms).max(0);
+        self.expires_ms.max(at_ms.saturating_add(ttl))
+    }
+
     /// A pending approval of the block `block` of the call `digest`
     /// (`tool` with `arguments`, by `caller`), shown to people as `shown`,
     /// which a person granted the scope `approvers` may decide until

@@ -555,7 +555,11 @@ macro_rules! sql_store {
                         true => ApprovalState::Approved,
                         false => ApprovalState::Declined,
                     };
-                    let sql = "UPDATE te_approvals SET state = $1, decided_by = $2, decided_ms = $3, note = $4 \
+                    // The outcome is given for one time to live after the
+                    // decision (`ApprovalRecord::readable_until`).
+                    let sql = "UPDATE te_approvals SET state = $1, decided_by = $2, decided_ms = $3, note = $4, \
+                               expires_ms = CASE WHEN $3 + (expires_ms - created_ms) > expires_ms \
+                                   THEN $3 + (expires_ms - created_ms) ELSE expires_ms END \
                                WHERE id = $5 AND state = 'pending' AND expires_ms > $3";
                     let done = sqlx::query(sql)
                         .bind(state.as_str())
@@ -621,15 +625,20 @@ macro_rules! sql_store {
                 id: &'a str,
                 holder: &'a str,
                 result: &'a Value,
-                _at_ms: i64,
+                at_ms: i64,
             ) -> StoreFuture<'a, bool> {
                 Box::pin(async move {
-                    let sql = "UPDATE te_approvals SET state = 'done', result = $1 \
+                    // The result is given for one time to live after the run
+                    // (`ApprovalRecord::readable_until`).
+                    let sql = "UPDATE te_approvals SET state = 'done', result = $1, \
+                               expires_ms = CASE WHEN $4 + (expires_ms - created_ms) > expires_ms \
+                                   THEN $4 + (expires_ms - created_ms) ELSE expires_ms END \
                                WHERE id = $2 AND state = 'running' AND holder = $3";
                     let done = sqlx::query(sql)
                         .bind(text(result))
                         .bind(id)
                         .bind(holder)
+                        .bind(at_ms)
                         .execute(&self.pool)
                         .await
                         .map_err(failed)?;

@@ -103,10 +103,19 @@ fn refused_state() -> ErrorData {
     )
 }
 
-/// Whether `answers` hold a person's yes to one of the call's approvals.
+/// Whether `answers` may hold a person's yes to one of the call's
+/// approvals: any answer to an approval that is not plainly a no (an object
+/// whose `action` is `decline` or `cancel`) counts, whatever its shape, so
+/// that no spelling of a yes the decoder would take (an array, say) leaves
+/// the state open for another use. What is not an answer at all is refused
+/// later, when the question reads it.
 fn approves(answers: &HashMap<String, Value>) -> bool {
     answers.iter().any(|(key, answer)| {
-        key.starts_with(APPROVAL_KEY_PREFIX) && answer.get("action") == Some(&Value::from("accept"))
+        let no = matches!(
+            answer.get("action").and_then(Value::as_str),
+            Some("decline" | "cancel")
+        );
+        key.starts_with(APPROVAL_KEY_PREFIX) && !(answer.is_object() && no)
     })
 }
 

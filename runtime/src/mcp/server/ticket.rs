@@ -21,6 +21,10 @@ use crate::store::{ApprovalRecord, ApprovalState, Store, StoreError, now_ms};
 /// outcome is then given to the same call made again.
 pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
+/// The longest time to live an approval is given, whatever is asked
+/// (`ToolSet::approval_ttl`): a hundred years.
+const MAX_APPROVAL_TTL: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
+
 /// A served call a guard blocked until an approver decides.
 pub(crate) struct Waiting<'a> {
     /// The tool called.
@@ -130,7 +134,9 @@ pub(crate) async fn wait(
     {
         Some(approval) => approval,
         None => {
-            let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+            // Bounded, so that an expiry moved after a late decision and a
+            // late run stays far inside every store's integers.
+            let ttl_ms = i64::try_from(ttl.min(MAX_APPROVAL_TTL).as_millis()).unwrap_or(i64::MAX);
             let mut approval = ApprovalRecord::new(
                 digest,
                 call.block,

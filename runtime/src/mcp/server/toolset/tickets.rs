@@ -99,10 +99,13 @@ impl From<StoreError> for DecisionError {
 impl ToolSet {
     /// How long an approval that waits in the store
     /// ([`Approvers::scope`](crate::guard::Approvers::scope)) may wait for
-    /// a decision, and how long its outcome is then given to the same call
-    /// made again: [`DEFAULT_APPROVAL_TTL`](crate::mcp::DEFAULT_APPROVAL_TTL)
-    /// (a day) unless set. Past it, a pending approval expires, which is
-    /// kept as an escalation of its own (`approval_expired`).
+    /// a decision, and how long its outcome (declined, or the call's
+    /// result) is then given to the same call made again, counted from the
+    /// decision and again from the run:
+    /// [`DEFAULT_APPROVAL_TTL`](crate::mcp::DEFAULT_APPROVAL_TTL) (a day)
+    /// unless set, a hundred years at most. Past it, a pending approval
+    /// expires, which is kept as an escalation of its own
+    /// (`approval_expired`).
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
     #[must_use]
     pub fn approval_ttl(mut self, ttl: Duration) -> Self {
