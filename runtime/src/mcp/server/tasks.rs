@@ -55,6 +55,22 @@ struct Owner {
     finished: Option<Instant>,
 }
 
+/// A running task's place among the tasks counted against the bounds:
+/// given back when the task's future ends or is dropped.
+struct Slot {
+    owners: Arc<Mutex<HashMap<String, Owner>>>,
+    id: String,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(owner) = owners.get_mut(&self.id) {
+            owner.finished.get_or_insert_with(Instant::now);
+        }
+    }
+}
+
 /// How long a finished task is remembered: as long as rmcp keeps it (its
 /// time to live, then as long again).
 const REMEMBERED: Duration = Duration::from_millis(2 * DEFAULT_TASK_TTL_MS);
@@ -156,24 +172,27 @@ impl Tasks {
         if theirs >= self.max_per_caller {
             return Err(Full::Caller(self.max_per_caller));
         }
-        let finished = Arc::clone(&self.owners);
+        let owners_then = Arc::clone(&self.owners);
         let task = self.manager.spawn(TaskOptions::new(), move |context| {
             let id = context.task_id().to_owned();
             let future = work(context);
+            // Ends the task's slot however the task ends: finished, or
+            // dropped unfinished, polled or not (rmcp aborts a task at its
+            // time to live, and on shutdown).
+            let slot = Slot {
+                owners: owners_then,
+                id: id.clone(),
+            };
             Box::pin(async move {
-                let outcome = match mirror {
+                let _slot = slot;
+                match mirror {
                     Some(Mirror {
                         store,
                         holder,
                         made,
-                    }) => held::held(future, id.clone(), store, holder, manager, made).await,
+                    }) => held::held(future, id, store, holder, manager, made).await,
                     None => future.await,
-                };
-                let mut owners = finished.lock().unwrap_or_else(PoisonError::into_inner);
-                if let Some(owner) = owners.get_mut(&id) {
-                    owner.finished = Some(Instant::now());
                 }
-                outcome
             })
         });
         owners.insert(
@@ -313,5 +332,37 @@ impl fmt::Debug for Tasks {
             .field("max", &self.max)
             .field("max_per_caller", &self.max_per_caller)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_task_dropped_unfinished_gives_its_slot_back() {
+        let tasks = Tasks::new(|_| TaskSupport::Optional).bounded(1, 1);
+        let (alive, dropped) = tokio::sync::oneshot::channel::<()>();
+        tasks
+            .start(Some("alice"), None, move |_| {
+                Box::pin(async move {
+                    let _alive = alive;
+                    std::future::pending().await
+                })
+            })
+            .expect("the first task starts");
+        let never = |_| -> TaskFuture { Box::pin(std::future::pending()) };
+        assert_eq!(
+            tasks.start(Some("alice"), None, never).err(),
+            Some(Full::Server(1))
+        );
+        // rmcp aborts a task past its time to live the way it aborts every
+        // task on shutdown: the future is dropped, its end never reached.
+        tasks.manager.shutdown();
+        let _ = dropped.await;
+        assert!(
+            tasks.start(Some("alice"), None, never).is_ok(),
+            "the aborted task's slot is free again"
+        );
     }
 }
