@@ -397,6 +397,69 @@ async fn a_ticket_outlives_a_restart_and_runs_once_after_it() {
     assert!(!failed, "{result}");
 }
 
+/// Over $1,000 someone with `finance:approve` must decide as well.
+fn finance(call: &ToolCall) -> Result<(), Blocked> {
+    let amount: u64 = call.require("amount")?;
+    if amount > 1000 {
+        return Err(Blocked::new(format!("Refund of ${amount} needs finance"))
+            .with_reason("OVER_FINANCE_CAP")
+            .unless_approved_by(Approvers::scope("finance:approve")));
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_call_two_guards_block_waits_for_both_approvals_then_runs_once() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let tools = ToolSet::new()
+        .tool::<refund>()
+        .guards(Guards::new().for_all(cap).for_all(finance))
+        .store(Arc::clone(&store))
+        .approvals_in_background(false);
+    let args = refund_args("TWO-1", 1200);
+    let (_, reply) = call_as(&tools, &alice(), "refund", args.clone()).await;
+    let first = ticket_of(&reply);
+
+    // The cap's approver says yes; the run meets the second guard, whose
+    // approval opens then.
+    tools.decide(&first, &approver(), true, "").await.unwrap();
+    tools.run_approved().await.unwrap();
+    assert_eq!(times("refund TWO-1 1200"), 0, "finance has not decided");
+    let (failed, waiting) = call_as(&tools, &alice(), "refund", args.clone()).await;
+    assert!(failed);
+    assert_eq!(waiting["reason"], "AWAITING_APPROVAL", "{waiting}");
+    let ticket = &waiting["escalation"]["ticket"];
+    assert_eq!(ticket["approvers"], "finance:approve", "{waiting}");
+    let second = ticket["id"].as_str().unwrap().to_owned();
+    assert_ne!(second, first);
+
+    // Finance says yes: the call runs once, past both blocks, and the same
+    // call made again reads its result.
+    let frank = Caller::new("frank", ["finance:approve"]);
+    tools.decide(&second, &frank, true, "").await.unwrap();
+    tools.run_approved().await.unwrap();
+    tools.run_approved().await.unwrap();
+    assert_eq!(times("refund TWO-1 1200"), 1, "two yeses, one refund");
+    let (failed, result) = call_as(&tools, &alice(), "refund", args.clone()).await;
+    assert!(!failed, "{result}");
+    assert_eq!(result["result"], "Refunded $1200 on TWO-1");
+    assert_eq!(times("refund TWO-1 1200"), 1);
+
+    // One yes of the two is not both: finance alone runs nothing.
+    let other = refund_args("TWO-2", 1300);
+    let (_, reply) = call_as(&tools, &alice(), "refund", other.clone()).await;
+    let cap_ticket = ticket_of(&reply);
+    tools
+        .decide(&cap_ticket, &approver(), false, "no")
+        .await
+        .unwrap();
+    tools.run_approved().await.unwrap();
+    let (failed, declined) = call_as(&tools, &alice(), "refund", other).await;
+    assert!(failed);
+    assert_eq!(declined["reason"], "HUMAN_DECLINED", "{declined}");
+    assert_eq!(times("refund TWO-2 1300"), 0);
+}
+
 #[tokio::test]
 async fn a_runner_that_died_mid_call_never_runs_a_destructive_tool_twice() {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());

@@ -128,11 +128,10 @@ pub(crate) async fn wait(
     let now = now_ms();
     let live = store.call_approvals(&digest, now).await?;
     let mut opened = None;
-    let approval = match live
-        .into_iter()
-        .find(|approval| approval.block == call.block)
-    {
-        Some(approval) => approval,
+    let approval = match live.iter().find(|approval| approval.block == call.block) {
+        Some(approval) => onward(approval, |id| {
+            live.iter().find(|other| other.id == id).cloned()
+        }),
         None => {
             // Bounded, so that an expiry moved after a late decision and a
             // late run stays far inside every store's integers.
@@ -162,6 +161,45 @@ pub(crate) async fn wait(
     Ok((standing(&approval, blocked, now), opened))
 }
 
+/// The most approvals one call waits for in turn, one a guard: past it, a
+/// chain of approvals is read no further.
+const MOST_IN_TURN: usize = 16;
+
+/// The approval that tells where the call of `approval` stands: itself,
+/// unless its run only met another guard's block and opened that block's
+/// approval (of the same call) — then that one, and so on down the chain,
+/// `find` giving an approval by its id.
+fn onward(
+    approval: &ApprovalRecord,
+    mut find: impl FnMut(&str) -> Option<ApprovalRecord>,
+) -> ApprovalRecord {
+    let mut at = approval.clone();
+    for _ in 0..MOST_IN_TURN {
+        match waits_for(&at).and_then(&mut find) {
+            Some(next) if next.digest == at.digest && next.id != at.id => at = next,
+            _ => break,
+        }
+    }
+    at
+}
+
+/// The id of the approval the run of `approval` waits for: the run ended
+/// blocked again, by another guard that approvers decide.
+fn waits_for(approval: &ApprovalRecord) -> Option<&str> {
+    if approval.state != ApprovalState::Done {
+        return None;
+    }
+    let envelope = approval.result.as_ref()?.get("structuredContent")?;
+    if envelope.get(crate::keys::REASON)?.as_str()? != reasons::AWAITING_APPROVAL {
+        return None;
+    }
+    envelope
+        .get(crate::keys::ESCALATION)?
+        .get(crate::keys::escalation::TICKET)?
+        .get("id")?
+        .as_str()
+}
+
 /// Where the call of the approval `id` stands now: `None` while it waits.
 ///
 /// # Errors
@@ -172,12 +210,23 @@ pub(crate) async fn follow(
     id: &str,
     blocked: &ErrorEnvelope,
 ) -> Result<Option<Ticketed>, StoreError> {
-    let Some(approval) = store.approval(id).await? else {
+    let Some(mut approval) = store.approval(id).await? else {
         return Ok(Some(Ticketed::Ended(
             ErrorEnvelope::other("the approval the call waited for is gone from the store")
                 .with_reason(reasons::APPROVAL_EXPIRED),
         )));
     };
+    for _ in 0..MOST_IN_TURN {
+        let Some(next) = waits_for(&approval) else {
+            break;
+        };
+        match store.approval(next).await? {
+            Some(next) if next.digest == approval.digest && next.id != approval.id => {
+                approval = next;
+            }
+            _ => break,
+        }
+    }
     Ok(match standing(&approval, blocked, now_ms()) {
         Ticketed::Awaiting(_) => None,
         ended => Some(ended),

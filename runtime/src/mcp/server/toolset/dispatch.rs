@@ -86,21 +86,21 @@ impl ToolSet {
         arguments: Value,
         context: ToolContext,
     ) -> Result<ToolReply, ProtocolError> {
-        self.call_past(name, arguments, context, None).await
+        self.call_past(name, arguments, context, &[]).await
     }
 
-    /// [`call_with`](Self::call_with), past the block whose key is
-    /// `approved`, which an approver approved: the run of a ticket.
+    /// [`call_with`](Self::call_with), past the blocks whose keys are
+    /// `approved`, which approvers approved for this very call: the run of
+    /// a ticket.
     #[cfg(feature = "rmcp")]
     pub(super) async fn call_approved(
         &self,
         name: &str,
         arguments: Value,
         context: ToolContext,
-        approved: &str,
+        approved: &[String],
     ) -> Result<ToolReply, ProtocolError> {
-        self.call_past(name, arguments, context, Some(approved))
-            .await
+        self.call_past(name, arguments, context, approved).await
     }
 
     async fn call_past(
@@ -108,7 +108,7 @@ impl ToolSet {
         name: &str,
         arguments: Value,
         context: ToolContext,
-        approved: Option<&str>,
+        approved: &[String],
     ) -> Result<ToolReply, ProtocolError> {
         let Some(&index) = self.inner.index.get(name) else {
             dismantle(arguments);
@@ -133,7 +133,7 @@ impl ToolSet {
             }
         };
         let state = CallState::new(&definition.checks, &self.inner.guards, context);
-        if let Some(key) = approved {
+        for key in approved {
             state.approved().approve(key);
         }
         // Whatever panics — the decoding, a `Serialize`, the set itself —

@@ -99,23 +99,48 @@ impl ToolSet {
                 self.may_have_taken_effect(&claimed.tool, &claimed.arguments),
                 0,
             ),
-            false => (self.run_claimed(&claimed).await, 1),
+            false => (self.run_claimed(store, &claimed).await, 1),
         };
         let reply = serde_json::to_value(&reply).unwrap_or_default();
         store.finish_approval(id, holder, &reply, now_ms()).await?;
         Ok(ran)
     }
 
-    /// The call of `approval`, run past its block, as its caller, with its
-    /// ticket as the idempotency key.
-    async fn run_claimed(&self, approval: &ApprovalRecord) -> crate::mcp::reply::ToolReply {
+    /// The call of `approval`, run past its block and the other blocks
+    /// approvers approved for the same call (a call two guards block waits
+    /// for two approvals, the second opened when the first one's run met
+    /// it), as its caller, with its ticket as the idempotency key.
+    async fn run_claimed(
+        &self,
+        store: &dyn Store,
+        approval: &ApprovalRecord,
+    ) -> crate::mcp::reply::ToolReply {
         let mut context = ToolContext::detached().with_idempotency_key(approval.id.as_str());
         if let Some(subject) = &approval.caller {
             context = context.with_caller(Caller::new(subject.as_str(), &approval.caller_scopes));
         }
+        let mut approved = vec![approval.block.clone()];
+        // Unread, the others stay blocked: the run then waits for them
+        // again, and runs nothing it was not approved for.
+        let others = store
+            .call_approvals(&approval.digest, now_ms())
+            .await
+            .unwrap_or_else(|error| {
+                tracing::warn!(%error, ticket = %approval.id, "the call's other approvals could not be read");
+                Vec::new()
+            });
+        for other in others {
+            let yes = matches!(
+                other.state,
+                ApprovalState::Approved | ApprovalState::Running | ApprovalState::Done
+            );
+            if yes && other.digest == approval.digest && !approved.contains(&other.block) {
+                approved.push(other.block);
+            }
+        }
         let arguments = approval.arguments.clone();
         match self
-            .call_approved(&approval.tool, arguments, context, &approval.block)
+            .call_approved(&approval.tool, arguments, context, &approved)
             .await
         {
             Ok(reply) => reply,
