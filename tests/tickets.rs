@@ -461,6 +461,26 @@ async fn a_call_two_guards_block_waits_for_both_approvals_then_runs_once() {
 }
 
 #[tokio::test]
+async fn the_runner_sweeps_what_no_one_can_read_any_more() {
+    let (_folder, url) = sqlite_url("swept");
+    let store = store::open(&url).await.unwrap();
+    let tools = tools(Arc::clone(&store));
+    // A state spent long ago: its record is of no use past its expiry.
+    let now = store::now_ms();
+    assert!(store.redeem("spent-long-ago", now - 1).await.unwrap());
+    assert!(store.redeem("spent-just-now", now + 60_000).await.unwrap());
+    tools.run_approved().await.unwrap();
+    assert!(
+        store.redeem("spent-long-ago", now + 60_000).await.unwrap(),
+        "the expired record was swept"
+    );
+    assert!(
+        !store.redeem("spent-just-now", now + 60_000).await.unwrap(),
+        "what is still in force stays"
+    );
+}
+
+#[tokio::test]
 async fn a_runner_that_died_mid_call_never_runs_a_destructive_tool_twice() {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let tools = tools(Arc::clone(&store));

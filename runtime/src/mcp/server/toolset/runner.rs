@@ -27,6 +27,10 @@ const POLL: Duration = Duration::from_secs(1);
 /// take it over.
 const LEASE: Duration = Duration::from_secs(10 * 60);
 
+/// How often a replica's runner sweeps the store of what no one can read
+/// any more ([`Store::sweep`]).
+const SWEEP: Duration = Duration::from_secs(60);
+
 /// How many approved calls one batch of the runner takes on.
 const BATCH: u32 = 16;
 
@@ -35,8 +39,10 @@ const MAX_BATCHES: usize = 64;
 
 impl ToolSet {
     /// Runs, once each, the approved calls that wait in the store, expires
-    /// the approvals nobody decided in time, and takes over the tasks of a
-    /// replica that stopped (see below): what the background
+    /// the approvals nobody decided in time, takes over the tasks of a
+    /// replica that stopped (see below), and, once a minute, sweeps the
+    /// store of what no one can read any more
+    /// ([`Store::sweep`](crate::store::Store::sweep)): what the background
     /// runner does every second on every replica (started when the set
     /// first serves), for a host that drives it itself. Each call is
     /// claimed under a lease, so that of the replicas sharing the store
@@ -66,6 +72,7 @@ impl ToolSet {
                 .await?;
         }
         self.recover_tasks(store.as_ref()).await?;
+        self.sweep(store.as_ref()).await?;
         let mut ran = 0;
         // Batch after batch, until one is not full: what another replica
         // claimed meanwhile is not listed again.
@@ -79,6 +86,27 @@ impl ToolSet {
             }
         }
         Ok(ran)
+    }
+
+    /// Sweeps `store` ([`Store::sweep`]) when this set last did so a
+    /// minute ago or more: finished tasks past their time to live, used
+    /// states past their expiry, approvals decided long ago. Without it,
+    /// every state a caller spends and every task it starts would be kept
+    /// for ever.
+    async fn sweep(&self, store: &dyn Store) -> Result<(), StoreError> {
+        use std::sync::atomic::Ordering;
+        let now = now_ms();
+        let every = i64::try_from(SWEEP.as_millis()).unwrap_or(i64::MAX);
+        let swept = &self.inner.protocol.approving.swept_ms;
+        let last = swept.load(Ordering::Relaxed);
+        if now.saturating_sub(last) < every
+            || swept
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            return Ok(());
+        }
+        store.sweep(now).await
     }
 
     /// Claims the approved call `id` and runs it: 1 if it ran here, 0 if

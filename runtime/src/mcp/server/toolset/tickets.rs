@@ -32,6 +32,8 @@ pub(super) struct Approving {
     pub(super) started: OnceLock<()>,
     /// Wakes the runner: an approval was decided here.
     pub(super) wake: tokio::sync::Notify,
+    /// When the runner last swept the store (ms since the epoch; 0: never).
+    pub(super) swept_ms: std::sync::atomic::AtomicI64,
 }
 
 impl Default for Approving {
@@ -42,6 +44,7 @@ impl Default for Approving {
             holder: crate::store::new_id(),
             started: OnceLock::new(),
             wake: tokio::sync::Notify::new(),
+            swept_ms: std::sync::atomic::AtomicI64::new(0),
         }
     }
 }
