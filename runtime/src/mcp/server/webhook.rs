@@ -17,12 +17,15 @@ use crate::store::ApprovalRecord;
 /// ([`ToolSet::approval_webhook`](crate::mcp::ToolSet::approval_webhook)).
 ///
 /// Each notice is a JSON object whose `text` says what waits, for whom, and
-/// where to decide it — a Slack incoming webhook shows it as it is — with
+/// where to decide it — a Slack incoming webhook shows it as it is, and
+/// what the caller chose is escaped in it (`&`, `<`, `>`) so that it makes
+/// no link or mention of its own — with
 /// the approval's fields beside it (`ticket`, `tool`, `caller`,
 /// `approvers`, `reason`, `expiresAtMs`, and `url` when the inbox's address
 /// is given). A receiver that answers 5xx or 429, or cannot be reached, is
 /// tried again, 4 times in all over about 3 seconds; any other answer ends
-/// it. A notice never holds the call up: it is sent in the background.
+/// it, and the failure is logged without the webhook's address. A notice
+/// never holds the call up: it is sent in the background.
 ///
 /// ```
 /// use tool_envelope::mcp::Webhook;
@@ -72,9 +75,16 @@ impl Webhook {
             .unwrap_or("A call waits for an approver");
         let caller = approval.caller.as_deref().unwrap_or("an anonymous caller");
         let url = (self.inbox.as_ref()).map(|inbox| format!("{inbox}/approvals/{}", approval.id));
+        // What the caller chose (the block's message quotes its arguments)
+        // is escaped as Slack asks, so that it cannot make a link, a
+        // mention or a fake "Decide" of its own.
         let mut text = format!(
-            "{message} — `{}` by {caller} waits for an approver with `{}` (ticket {}).",
-            approval.tool, approval.approvers, approval.id
+            "{} — `{}` by {} waits for an approver with `{}` (ticket {}).",
+            slack_escaped(message),
+            slack_escaped(&approval.tool),
+            slack_escaped(caller),
+            slack_escaped(&approval.approvers),
+            approval.id
         );
         if let Some(url) = &url {
             text.push_str(&format!(" Decide: {url}"));
@@ -109,10 +119,7 @@ impl Webhook {
                             false => ErrorEnvelope::validation(refused),
                         })
                     }
-                    Err(error) => Err(ErrorEnvelope::transient(format!(
-                        "the webhook could not be reached: {error}"
-                    ))
-                    .with_not_applied(error.is_connect())),
+                    Err(error) => Err(unreachable(error)),
                 }
             })
             .await;
@@ -131,6 +138,24 @@ impl Webhook {
     }
 }
 
+/// `text` with `&`, `<` and `>` escaped, as Slack's message formatting
+/// asks of text that must stay text.
+fn slack_escaped(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// The failure of a notice that did not reach the webhook: `error` without
+/// the webhook's address, which often is its secret (Slack's are), and
+/// which reqwest's errors print.
+fn unreachable(error: reqwest::Error) -> ErrorEnvelope {
+    let connect = error.is_connect();
+    let error = error.without_url();
+    ErrorEnvelope::transient(format!("the webhook could not be reached: {error}"))
+        .with_not_applied(connect)
+}
+
 impl fmt::Debug for Webhook {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // A webhook's address often is its secret (Slack's are): the host only.
@@ -141,5 +166,70 @@ impl fmt::Debug for Webhook {
             .field("host", &host)
             .field("inbox", &self.inbox)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_unreachable_webhook_is_reported_without_its_address() {
+        // Nothing listens on port 1 of this machine.
+        let secret = "http://127.0.0.1:1/services/T0/B0/SECRET-TOKEN";
+        let error = reqwest::Client::new()
+            .post(secret)
+            .send()
+            .await
+            .expect_err("nothing listens there");
+        assert!(
+            error.to_string().contains("SECRET-TOKEN"),
+            "reqwest shows it"
+        );
+        let envelope = unreachable(error);
+        assert!(
+            !envelope.message().contains("SECRET-TOKEN"),
+            "{}",
+            envelope.message()
+        );
+        assert!(envelope.not_applied());
+    }
+
+    #[test]
+    fn what_the_caller_chose_cannot_make_links_or_mentions() {
+        let shown = json!({
+            "message": "Refund of <https://evil.example/inbox|Decide: https://tools.example.com/inbox> & more",
+            "reason": "OVER_CAP"
+        });
+        let approval = ApprovalRecord::new(
+            "digest",
+            "cap@0",
+            "refund",
+            json!({}),
+            shown,
+            Some("<!channel>".to_owned()),
+            "refunds:approve",
+            0,
+        );
+        let notice = Webhook::new("https://hooks.example.com/x")
+            .inbox_url("https://tools.example.com/inbox")
+            .notice(&approval);
+        let text = notice["text"].as_str().unwrap();
+        assert!(
+            !text.contains("<!channel>") && !text.contains("<https://evil"),
+            "{text}"
+        );
+        assert!(text.contains("&lt;!channel&gt;"), "{text}");
+        assert!(text.contains("&amp; more"), "{text}");
+        // The link to the real inbox is the notice's own.
+        assert!(
+            text.ends_with(&format!(
+                "Decide: https://tools.example.com/inbox/approvals/{}",
+                approval.id
+            )),
+            "{text}"
+        );
+        // The raw fields beside it are as they are.
+        assert_eq!(notice["caller"], "<!channel>");
     }
 }
