@@ -337,6 +337,52 @@ async fn an_approver_signs_in_decides_once_and_the_refund_runs_once() {
 }
 
 #[tokio::test]
+async fn another_scopes_approvals_and_their_results_stay_out_of_sight() {
+    let server = server("scopes").await;
+    // An approval that only `hr:approve` decides, decided and run: its
+    // result is HR's.
+    let now = store::now_ms();
+    let hr = tool_envelope::store::ApprovalRecord::new(
+        "hr-digest",
+        "raise@0",
+        "raise",
+        json!({"employee": "E-7"}),
+        json!({"message": "A raise needs HR", "reason": "HR_ONLY"}),
+        Some("agent".to_owned()),
+        "hr:approve",
+        now + 60_000,
+    );
+    let hr = server.store.open_approval(&hr).await.unwrap();
+    let yes = tool_envelope::store::Decision::new(true, "harriet", "");
+    assert!(server.store.decide(&hr.id, &yes).await.unwrap());
+    server
+        .store
+        .claim_approval(&hr.id, "elsewhere", now, now + 60_000)
+        .await
+        .unwrap()
+        .expect("claimed");
+    let result = json!({"content": [{"type": "text", "text": "SALARY-OF-E-7"}], "isError": false});
+    assert!(
+        server
+            .store
+            .finish_approval(&hr.id, "elsewhere", &result, now)
+            .await
+            .unwrap()
+    );
+
+    let carol = server.sign_in("carol-token").await;
+    let (status, page) = server.get("/inbox", &carol).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!page.contains(&hr.id), "{page}");
+    assert!(!page.contains("SALARY-OF-E-7"), "{page}");
+    let (status, detail) = server
+        .get(&format!("/inbox/approvals/{}", hr.id), &carol)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(!detail.contains("SALARY-OF-E-7"), "{detail}");
+}
+
+#[tokio::test]
 async fn an_escalation_is_resolved_on_the_page_once() {
     let server = server("resolve").await;
     let blocked = server.call_as_agent("FROZEN-7", 40).await;

@@ -34,9 +34,11 @@ use crate::mcp::server::toolset::ToolSet;
 ///   are and what they may do; the page then keeps a session in a signed,
 ///   `HttpOnly`, `SameSite=Strict` cookie (`Secure` behind a TLS proxy that
 ///   says `X-Forwarded-Proto: https`), never the token. Signing in needs
-///   `scope`; deciding an approval needs the scope the approval names
-///   ([`Approvers::scope`](crate::guard::Approvers::scope)), and never
-///   decides the person's own call.
+///   `scope`; seeing an approval (its page, its decision, the call's
+///   result) and deciding it need the scope the approval names
+///   ([`Approvers::scope`](crate::guard::Approvers::scope)) — another
+///   scope's approvals are only counted — and nobody decides their own
+///   call.
 /// - **Forms.** Every POST carries a CSRF token bound to the session; one
 ///   without it, or from no session, is refused (403).
 /// - **Audit.** Every sign-in, decision and resolution is kept in the

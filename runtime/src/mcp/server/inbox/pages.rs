@@ -330,6 +330,12 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
     let (mine, others): (Vec<_>, Vec<_>) = pending
         .iter()
         .partition(|approval| who.has_scope(&approval.approvers));
+    // What was decided, and what the call gave back, is shown only to
+    // those who could have decided it.
+    let decided: Vec<_> = decided
+        .iter()
+        .filter(|approval| who.has_scope(&approval.approvers))
+        .collect();
     let context = minijinja::context! {
         server => server_name(state),
         who => who.subject(),
@@ -337,7 +343,7 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
         problem => problem,
         pending => Serde(mine.into_iter().map(|approval| view(approval, who)).collect::<Vec<_>>()),
         others => others.len(),
-        decided => Serde(decided.iter().map(|approval| view(approval, who)).collect::<Vec<_>>()),
+        decided => Serde(decided.into_iter().map(|approval| view(approval, who)).collect::<Vec<_>>()),
         escalations => Serde(escalations.iter().map(escalation_view).collect::<Vec<_>>()),
     };
     render(state, StatusCode::OK, "inbox.html", context)
@@ -353,8 +359,9 @@ async fn approval(
         return sign_in_form(&state, &headers, None);
     };
     let approval = match state.store.approval(&id).await {
-        Ok(Some(approval)) => approval,
-        Ok(None) => return page(StatusCode::NOT_FOUND, "No such approval.".into()),
+        // Another scope's approval is as unknown as one that never was.
+        Ok(Some(approval)) if who.has_scope(&approval.approvers) => approval,
+        Ok(_) => return page(StatusCode::NOT_FOUND, "No such approval.".into()),
         Err(error) => {
             tracing::warn!(%error, "the inbox could not read the store");
             return page(
