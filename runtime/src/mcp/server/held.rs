@@ -46,6 +46,14 @@ pub(crate) async fn held(
     manager: TaskManager,
     created: tokio::sync::oneshot::Receiver<()>,
 ) -> Result<CallToolResult, TaskExit> {
+    // rmcp ends a task past its time to live by dropping its future: the
+    // record must end too, as rmcp ended it, or its lease would lapse and
+    // another replica would take the task over and run it again.
+    let mut unfinished = Unfinished {
+        store: Some(Arc::clone(&store)),
+        id: id.clone(),
+        holder: holder.clone(),
+    };
     let _ = created.await;
     let mut future = pin!(future);
     let mut answered = serde_json::Map::new();
@@ -107,11 +115,47 @@ pub(crate) async fn held(
             tracing::warn!(%error, task = %id, "a task's lease could not be renewed");
         }
     };
+    unfinished.store = None;
     let finish = finish(&outcome);
     if let Err(error) = store.update_task(&id, &holder, &finish).await {
         tracing::warn!(%error, task = %id, "a task's outcome could not be kept");
     }
     outcome
+}
+
+/// A held task whose future has not finished: dropped so (rmcp aborts a
+/// task at its time to live), it ends the task's record `failed`, in the
+/// background, as rmcp ends the task itself. A process that stops drops it
+/// too, and then nothing is written: its tasks are taken over.
+struct Unfinished {
+    store: Option<Arc<dyn Store>>,
+    id: String,
+    holder: String,
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        let Some(store) = self.store.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (id, holder) = (
+            std::mem::take(&mut self.id),
+            std::mem::take(&mut self.holder),
+        );
+        runtime.spawn(async move {
+            let expired = rmcp::ErrorData::internal_error(
+                "task expired: TTL elapsed before completion",
+                None,
+            );
+            let update = finish(&Err(TaskExit::Error(expired)));
+            if let Err(error) = store.update_task(&id, &holder, &update).await {
+                tracing::warn!(%error, task = %id, "an expired task's end could not be kept");
+            }
+        });
+    }
 }
 
 /// The change that keeps `outcome` as the end of a task.

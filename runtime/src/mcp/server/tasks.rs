@@ -365,4 +365,40 @@ mod tests {
             "the aborted task's slot is free again"
         );
     }
+
+    #[tokio::test]
+    async fn a_kept_task_rmcp_aborts_ends_failed_in_the_store_and_is_never_taken_over() {
+        use crate::store::{MemoryStore, TaskState, now_ms};
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        let tasks = Tasks::new(|_| TaskSupport::Optional);
+        let record = held::record("refund", &serde_json::json!({}), None, "replica-a", true);
+        let kept = Kept {
+            store: Arc::clone(&store),
+            record,
+        };
+        let never = |_| -> TaskFuture { Box::pin(std::future::pending()) };
+        let task = tasks.spawn(None, Some(kept), never).await.expect("started");
+        // Let the task start and wait, then abort it as rmcp does at its
+        // time to live.
+        tokio::task::yield_now().await;
+        tasks.manager.shutdown();
+        let mut ended = None;
+        for _ in 0..1_000 {
+            let record = store.task(&task.task_id).await.unwrap().expect("kept");
+            if record.state == TaskState::Failed {
+                ended = Some(record);
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        let ended = ended.expect("the record ends failed");
+        assert!(ended.error.unwrap().to_string().contains("task expired"));
+        // Its lease lapsing later changes nothing: no replica takes it over.
+        let later = now_ms() + 10 * 60 * 1000;
+        let taken = store
+            .claim_abandoned_tasks("replica-b", later, later + 1000, 10)
+            .await
+            .unwrap();
+        assert!(taken.iter().all(|t| t.id != task.task_id));
+    }
 }
