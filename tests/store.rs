@@ -205,6 +205,27 @@ async fn approvals(store: &dyn Store) {
         .await
         .unwrap();
     assert_eq!(taken.and_then(|a| a.holder), Some("replica-b".to_owned()));
+    // Only the holder renews its lease, and only while the call runs.
+    assert!(
+        !store
+            .renew_approval(&opened.id, "replica-a", later + 5 * MINUTE)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .renew_approval(&opened.id, "replica-b", later + 5 * MINUTE)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .approvals_to_run(later + 2 * MINUTE, 1000)
+            .await
+            .unwrap()
+            .contains(&opened.id),
+        "a renewed lease holds"
+    );
     let reply = json!({"content": [{"type": "text", "text": "refunded"}]});
     assert!(
         !store
@@ -221,6 +242,13 @@ async fn approvals(store: &dyn Store) {
     let done = store.approval(&opened.id).await.unwrap().unwrap();
     assert_eq!(done.state, ApprovalState::Done);
     assert_eq!(done.result, Some(reply));
+    assert!(
+        !store
+            .renew_approval(&opened.id, "replica-b", later + 9 * MINUTE)
+            .await
+            .unwrap(),
+        "a finished call holds no lease"
+    );
     // It ran after the time it was opened for had passed: its result is
     // given to the call made again for one time to live after the run, so
     // that the call is never asked for, approved and run a second time.

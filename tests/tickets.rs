@@ -460,6 +460,65 @@ async fn a_call_two_guards_block_waits_for_both_approvals_then_runs_once() {
     assert_eq!(times("refund TWO-2 1300"), 0);
 }
 
+/// Lets `slow_refund` finish.
+static RELEASE: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// A refund whose back end takes its time: it ends when the test says.
+#[tool(destructive)]
+async fn slow_refund(order: String, amount: u64) -> Result<String, ErrorEnvelope> {
+    RELEASE.notified().await;
+    DONE.lock().unwrap().push(format!("slow {order} {amount}"));
+    Ok(format!("Refunded ${amount} on {order}"))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_that_runs_longer_than_its_lease_keeps_it_and_runs_once() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let tools = ToolSet::new()
+        .tool::<slow_refund>()
+        .guards(Guards::new().for_all(cap))
+        .store(Arc::clone(&store))
+        .approvals_in_background(false);
+    let args = json!({"order": "SLOW-1", "amount": 700});
+    let (_, reply) = call_as(&tools, &alice(), "slow_refund", args.clone()).await;
+    let ticket = ticket_of(&reply);
+    tools.decide(&ticket, &approver(), true, "").await.unwrap();
+    let runner = tokio::spawn({
+        let tools = tools.clone();
+        async move { tools.run_approved().await.unwrap() }
+    });
+    // The call runs (on tokio's paused clock, minutes pass at once) and
+    // its lease is renewed while it does, far past the first one.
+    let mut first = None;
+    let mut renewed = false;
+    for _ in 0..10_000 {
+        tokio::time::sleep(std::time::Duration::from_secs(61)).await;
+        let approval = store.approval(&ticket).await.unwrap().unwrap();
+        if approval.state != ApprovalState::Running {
+            continue;
+        }
+        let lease = *first.get_or_insert(approval.lease_until_ms);
+        if approval.lease_until_ms > lease {
+            renewed = true;
+            break;
+        }
+    }
+    assert!(renewed, "the lease was renewed while the call ran");
+    // Another replica looking for abandoned calls finds none.
+    let elsewhere = ToolSet::new()
+        .tool::<slow_refund>()
+        .guards(Guards::new().for_all(cap))
+        .store(Arc::clone(&store))
+        .approvals_in_background(false);
+    assert_eq!(elsewhere.run_approved().await.unwrap(), 0);
+    RELEASE.notify_one();
+    assert_eq!(runner.await.unwrap(), 1);
+    assert_eq!(times("slow SLOW-1 700"), 1);
+    let (failed, result) = call_as(&tools, &alice(), "slow_refund", args).await;
+    assert!(!failed, "{result}");
+    assert_eq!(result["result"], "Refunded $700 on SLOW-1");
+}
+
 #[tokio::test]
 async fn the_runner_sweeps_what_no_one_can_read_any_more() {
     let (_folder, url) = sqlite_url("swept");

@@ -244,6 +244,23 @@ impl Store for MemoryStore {
         ready(Some(approval.clone()))
     }
 
+    fn renew_approval<'a>(
+        &'a self,
+        id: &'a str,
+        holder: &'a str,
+        lease_until_ms: i64,
+    ) -> StoreFuture<'a, bool> {
+        let mut state = self.lock();
+        let Some(approval) = state.approvals.get_mut(id) else {
+            return ready(false);
+        };
+        if approval.state != ApprovalState::Running || approval.holder.as_deref() != Some(holder) {
+            return ready(false);
+        }
+        approval.lease_until_ms = lease_until_ms;
+        ready(true)
+    }
+
     fn approvals_to_run<'a>(&'a self, now_ms: i64, limit: u32) -> StoreFuture<'a, Vec<String>> {
         let state = self.lock();
         let ids = (state.approvals.values())

@@ -161,6 +161,17 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
         lease_until_ms: i64,
     ) -> StoreFuture<'a, Option<ApprovalRecord>>;
 
+    /// Holds the approval `id`'s call for `holder` until `lease_until_ms`,
+    /// if `holder` still holds it and it still runs: whether it does. The
+    /// runner renews its lease this way while the call runs, so that a long
+    /// call is not taken for an abandoned one.
+    fn renew_approval<'a>(
+        &'a self,
+        id: &'a str,
+        holder: &'a str,
+        lease_until_ms: i64,
+    ) -> StoreFuture<'a, bool>;
+
     /// The ids of approvals that wait to be run — approved, or running with
     /// a lease that ran out before `now_ms` — at most `limit`.
     fn approvals_to_run<'a>(&'a self, now_ms: i64, limit: u32) -> StoreFuture<'a, Vec<String>>;

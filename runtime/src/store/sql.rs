@@ -620,7 +620,27 @@ macro_rules! sql_store {
                 })
             }
 
-            fn finish_approval<'a>(
+            fn renew_approval<'a>(
+                &'a self,
+                id: &'a str,
+                holder: &'a str,
+                lease_until_ms: i64,
+            ) -> StoreFuture<'a, bool> {
+                Box::pin(async move {
+                    let sql = "UPDATE te_approvals SET lease_until_ms = $1 \
+                               WHERE id = $2 AND state = 'running' AND holder = $3";
+                    let done = sqlx::query(sql)
+                        .bind(lease_until_ms)
+                        .bind(id)
+                        .bind(holder)
+                        .execute(&self.pool)
+                        .await
+                        .map_err(failed)?;
+                    Ok(done.rows_affected() == 1)
+                })
+            }
+
+                        fn finish_approval<'a>(
                 &'a self,
                 id: &'a str,
                 holder: &'a str,

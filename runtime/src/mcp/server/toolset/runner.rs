@@ -31,6 +31,14 @@ const LEASE: Duration = Duration::from_secs(10 * 60);
 /// any more ([`Store::sweep`]).
 const SWEEP: Duration = Duration::from_secs(60);
 
+/// Milliseconds of `duration`.
+fn ms(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// How often a replica renews the lease of an approved call it runs.
+const RENEW: Duration = Duration::from_secs(60);
+
 /// How many approved calls one batch of the runner takes on.
 const BATCH: u32 = 16;
 
@@ -117,7 +125,7 @@ impl ToolSet {
             return Ok(0);
         };
         let now = now_ms();
-        let lease = now.saturating_add(i64::try_from(LEASE.as_millis()).unwrap_or(i64::MAX));
+        let lease = now.saturating_add(ms(LEASE));
         let Some(claimed) = store.claim_approval(id, holder, now, lease).await? else {
             return Ok(0);
         };
@@ -127,11 +135,47 @@ impl ToolSet {
                 self.may_have_taken_effect(&claimed.tool, &claimed.arguments),
                 0,
             ),
-            false => (self.run_claimed(store, &claimed).await, 1),
+            false => (self.run_renewed(store, &claimed).await, 1),
         };
         let reply = serde_json::to_value(&reply).unwrap_or_default();
-        store.finish_approval(id, holder, &reply, now_ms()).await?;
+        if !store.finish_approval(id, holder, &reply, now_ms()).await? {
+            tracing::warn!(ticket = %id, "another replica holds the approved call now: this run's reply is not kept");
+        }
         Ok(ran)
+    }
+
+    /// [`run_claimed`](Self::run_claimed), its lease renewed every
+    /// [`RENEW`] while the call runs: a call that runs longer than a lease
+    /// is not taken for one whose runner died.
+    async fn run_renewed(
+        &self,
+        store: &dyn Store,
+        approval: &ApprovalRecord,
+    ) -> crate::mcp::reply::ToolReply {
+        use futures_util::future::{Either, select};
+        let holder = self.holder();
+        let mut run = std::pin::pin!(self.run_claimed(store, approval));
+        loop {
+            let tick = std::pin::pin!(tokio::time::sleep(RENEW));
+            match select(run.as_mut(), tick).await {
+                Either::Left((reply, _)) => return reply,
+                Either::Right(((), _)) => {
+                    let lease = now_ms().saturating_add(ms(LEASE));
+                    match store.renew_approval(&approval.id, holder, lease).await {
+                        Ok(true) => {}
+                        Ok(false) => tracing::warn!(
+                            ticket = %approval.id,
+                            "the approved call's lease was lost to another replica; its reply will not be kept"
+                        ),
+                        Err(error) => tracing::warn!(
+                            %error,
+                            ticket = %approval.id,
+                            "the approved call's lease could not be renewed"
+                        ),
+                    }
+                }
+            }
+        }
     }
 
     /// The call of `approval`, run past its block and the other blocks
