@@ -10,7 +10,9 @@ use crate::store::Store;
 /// The states of approving rounds already opened: each opens once, so that
 /// one person's yes runs one call. A state is remembered for as long as it
 /// could be opened (its time to live); past [`MAX_REDEMPTIONS`] remembered
-/// at once, another approving round is refused rather than forgotten.
+/// at once, or [`MAX_REDEMPTIONS_PER_CALLER`] of one caller's, another
+/// approving round is refused rather than forgotten — so one caller who
+/// spends states as fast as it can refuses only its own.
 ///
 /// Without a store ([`ToolSet::store`](crate::mcp::ToolSet::store)) this
 /// is the ledger of one tool set in one process: replicas that share a key
@@ -18,12 +20,43 @@ use crate::store::Store;
 /// replica that shares the store shares it (SECURITY.md).
 #[derive(Default)]
 pub(super) struct Redemptions {
-    used: Mutex<HashMap<String, Instant>>,
+    used: Mutex<Used>,
     shared: Option<Arc<dyn Store>>,
+}
+
+/// The states remembered, each until when and whose, and how many each
+/// caller has.
+#[derive(Default)]
+struct Used {
+    until: HashMap<String, (Instant, Option<Arc<str>>)>,
+    counts: HashMap<Option<Arc<str>>, usize>,
+}
+
+impl Used {
+    /// Forgets the states whose time is up.
+    fn forget_spent(&mut self, now: Instant) {
+        let counts = &mut self.counts;
+        self.until.retain(|_, (until, caller)| {
+            let keep = *until > now;
+            if !keep && let Some(count) = counts.get_mut(&*caller) {
+                *count = count.saturating_sub(1);
+            }
+            keep
+        });
+        counts.retain(|_, count| *count > 0);
+    }
+
+    fn count(&self, caller: &Option<Arc<str>>) -> usize {
+        self.counts.get(caller).copied().unwrap_or(0)
+    }
 }
 
 /// The most approving states one tool set remembers at once.
 const MAX_REDEMPTIONS: usize = 100_000;
+
+/// The most of one caller's approving states one tool set remembers at once
+/// (callers without a token count as one).
+const MAX_REDEMPTIONS_PER_CALLER: usize = MAX_REDEMPTIONS / 10;
 
 impl Redemptions {
     /// A ledger kept in `store`.
@@ -34,10 +67,10 @@ impl Redemptions {
         }
     }
 
-    /// Records the state `nonce` as used for `ttl`: `false` when it was
-    /// used already, when no more can be remembered, or when the store
-    /// cannot say (a state is refused rather than opened twice).
-    pub(super) async fn redeem(&self, nonce: &str, ttl: Duration) -> bool {
+    /// Records the state `nonce`, `caller`'s, as used for `ttl`: `false`
+    /// when it was used already, when no more can be remembered, or when
+    /// the store cannot say (a state is refused rather than opened twice).
+    pub(super) async fn redeem(&self, nonce: &str, ttl: Duration, caller: Option<&str>) -> bool {
         if let Some(store) = &self.shared {
             let until = crate::store::now_ms()
                 .saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX));
@@ -50,18 +83,71 @@ impl Redemptions {
             };
         }
         let until = Instant::now() + ttl;
+        let caller: Option<Arc<str>> = caller.map(Arc::from);
         let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
         let now = Instant::now();
-        if used.len() >= MAX_REDEMPTIONS {
-            used.retain(|_, until| *until > now);
+        if used.until.len() >= MAX_REDEMPTIONS || used.count(&caller) >= MAX_REDEMPTIONS_PER_CALLER
+        {
+            used.forget_spent(now);
         }
-        match used.get(nonce) {
-            Some(kept) if *kept > now => false,
-            _ if used.len() >= MAX_REDEMPTIONS => false,
+        match used.until.get(nonce) {
+            Some((kept, _)) if *kept > now => false,
+            _ if used.until.len() >= MAX_REDEMPTIONS => false,
+            _ if used.count(&caller) >= MAX_REDEMPTIONS_PER_CALLER => false,
             _ => {
-                used.insert(nonce.to_owned(), until);
+                if let Some((_, before)) =
+                    used.until.insert(nonce.to_owned(), (until, caller.clone()))
+                    && let Some(count) = used.counts.get_mut(&before)
+                {
+                    *count = count.saturating_sub(1);
+                }
+                *used.counts.entry(caller).or_insert(0) += 1;
                 true
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn one_caller_spending_states_refuses_only_its_own() {
+        let ledger = Redemptions::default();
+        let ttl = Duration::from_secs(900);
+        for n in 0..MAX_REDEMPTIONS_PER_CALLER {
+            assert!(ledger.redeem(&format!("m-{n}"), ttl, Some("mallory")).await);
+        }
+        assert!(
+            !ledger.redeem("m-one-more", ttl, Some("mallory")).await,
+            "mallory's share is spent"
+        );
+        assert!(
+            ledger.redeem("alice-1", ttl, Some("alice")).await,
+            "alice's approval still opens"
+        );
+        assert!(!ledger.redeem("alice-1", ttl, Some("alice")).await, "once");
+        assert!(
+            !ledger.redeem("m-7", ttl, Some("alice")).await,
+            "a used state stays used, whoever sends it"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_callers_spent_states_are_forgotten_when_their_time_is_up() {
+        let ledger = Redemptions::default();
+        for n in 0..MAX_REDEMPTIONS_PER_CALLER {
+            assert!(
+                ledger
+                    .redeem(&format!("m-{n}"), Duration::ZERO, Some("mallory"))
+                    .await
+            );
+        }
+        assert!(
+            ledger
+                .redeem("m-next", Duration::from_secs(900), Some("mallory"))
+                .await
+        );
     }
 }

@@ -225,7 +225,7 @@ impl Asking {
                     answers.insert(key, answer);
                 }
             }
-            if approves(&answers) && !seal.redeemed.redeem(&state.nonce, seal.ttl).await {
+            if approves(&answers) && !seal.redeemed.redeem(&state.nonce, seal.ttl, caller).await {
                 tracing::debug!(tool, "requestState refused: its approval was used already");
                 return Err(refused_state());
             }
