@@ -136,6 +136,7 @@ async fn pick(context: ToolContext) -> Result<u64, ErrorEnvelope> {
     match context.elicit_form("count", "How many?", form).await? {
         Elicitation::Accepted(answer) => {
             done(format!("picked {}", answer["count"]));
+            done(format!("pick saw {}", Value::Object(answer.clone())));
             answer["count"]
                 .as_u64()
                 .ok_or_else(|| ErrorEnvelope::other("the tool was handed a count that is not one"))
@@ -589,22 +590,25 @@ async fn an_answer_that_does_not_fit_the_form_never_reaches_the_tool() {
     assert_eq!(times("picked \"DROP TABLE orders\""), 0);
     assert_eq!(times("picked 11"), 0);
 
-    // A fitting count with a field the form never asked: refused too, so
-    // a tool reads only what the person was shown.
-    let sneaky = || Person::new(json!(3)).with_extra("role", json!({"grant": ["admin"]}));
-    let client = connect(Revision::Sessions, sneaky()).await;
-    let refused = outcome(&client, call("pick", json!({}))).await.unwrap_err();
-    assert_eq!(refused["reason"], "INVALID_ANSWER", "{refused}");
+    // A fitting count with fields the form never asked: the tool reads the
+    // fields asked, only what the person was shown.
+    for revision in BOTH {
+        let sneaky = Person::new(json!(3)).with_extra("role", json!({"grant": ["admin"]}));
+        let client = connect(revision, sneaky).await;
+        assert_eq!(
+            outcome(&client, call("pick", json!({}))).await,
+            Ok(json!({"result": 3})),
+            "{revision:?}"
+        );
+    }
+    assert_eq!(times(r#"pick saw {"count":3}"#), 2);
     assert!(
-        refused["message"].as_str().unwrap().contains("role"),
-        "{refused}"
+        DONE.lock()
+            .unwrap()
+            .iter()
+            .all(|seen| !seen.contains("role")),
+        "the unasked field never reached the tool"
     );
-    let client = connect(Revision::Rounds, sneaky()).await;
-    let refused = client.call_tool(call("pick", json!({}))).await.unwrap_err();
-    let (code, message, _) = code_and_message(&refused);
-    assert_eq!(code, ErrorCode::INVALID_PARAMS);
-    assert!(message.contains("does not fit the form"), "{message}");
-    assert_eq!(times("picked 3"), 0);
 
     // What fits goes through, on both revisions.
     for revision in BOTH {

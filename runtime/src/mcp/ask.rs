@@ -230,16 +230,29 @@ impl Question {
         }
     }
 
-    /// Whether `answer` answers this question: it is an object that reads
-    /// as the result of its kind of request and, for a form the user
-    /// accepted, its content fits the form — types, bounds, choices,
-    /// formats, required fields, and no field the form did not ask — so
-    /// that what does not fit is refused, never handed to the tool.
+    /// `answer` as the answer to this question, if it is one: an object
+    /// that reads as the result of its kind of request and, for a form the
+    /// user accepted, whose content fits the form — types, bounds, choices,
+    /// formats, required fields — so that what does not fit is refused,
+    /// never handed to the tool. A form's content is handed on with the
+    /// fields the form asked only: what a tool reads from it is what the
+    /// person was shown.
     ///
     /// # Errors
     ///
     /// What is wrong with it, bounded, to tell the client.
-    pub(crate) fn check_answer(&self, answer: &Value) -> Result<(), String> {
+    pub(crate) fn answer_of(&self, mut answer: Value) -> Result<Value, String> {
+        self.check_answer(&answer)?;
+        if let Some(form) = &self.form
+            && let Some(asked) = form.schema.get("properties").and_then(Value::as_object)
+            && let Some(Value::Object(content)) = answer.get_mut("content")
+        {
+            content.retain(|field, _| asked.contains_key(field));
+        }
+        Ok(answer)
+    }
+
+    fn check_answer(&self, answer: &Value) -> Result<(), String> {
         // Every answer is a result object; serde would also read a struct
         // from an array of its fields, which no client sends.
         if !answer.is_object() {
@@ -352,17 +365,9 @@ fn form_of<T: schemars::JsonSchema>() -> Result<Form, serde_json::Error> {
 fn validator_of(form: &Value) -> Result<std::sync::Arc<jsonschema::Validator>, String> {
     static KEPT: Kept<String, std::sync::Arc<jsonschema::Validator>> = Kept::new();
     KEPT.get_or_make(form.to_string(), || {
-        // A form's answer holds the fields asked and no others: what a
-        // tool reads from it is what the person was shown.
-        let mut strict = form.clone();
-        if let Some(fields) = strict.as_object_mut() {
-            fields
-                .entry("additionalProperties")
-                .or_insert(Value::Bool(false));
-        }
         jsonschema::options()
             .should_validate_formats(true)
-            .build(&strict)
+            .build(form)
             .map(std::sync::Arc::new)
             .map_err(|error| format!("the form could not be read: {error}"))
     })

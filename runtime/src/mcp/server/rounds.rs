@@ -332,8 +332,9 @@ impl Asking {
         let mut unanswered = InputRequests::new();
         for question in questions {
             match self.answers.get(question.key()) {
-                Some(answer) => {
-                    if let Err(error) = question.check_answer(answer) {
+                Some(answer) => match question.answer_of(answer.clone()) {
+                    Ok(answer) => answers.push(answer),
+                    Err(error) => {
                         let message = format!(
                             "inputResponses[`{}`] is not an answer to the {} request asked: {error}",
                             crate::limits::text_for_wire(question.key(), 128),
@@ -342,8 +343,7 @@ impl Asking {
                         let message = crate::limits::text_for_wire(&message, 1024).into_owned();
                         return self.stop(Stop::Invalid(message)).await;
                     }
-                    answers.push(answer.clone());
-                }
+                },
                 None => {
                     unanswered.insert(question.key().to_owned(), question.request().clone());
                 }
@@ -443,9 +443,9 @@ async fn ask_task(
         else {
             return std::future::pending().await;
         };
-        if let Err(error) = question.check_answer(&answer) {
-            return Err(ask::invalid_answer(question.kind(), &error));
-        }
+        let answer = question
+            .answer_of(answer)
+            .map_err(|error| ask::invalid_answer(question.kind(), &error))?;
         (known.lock().unwrap_or_else(PoisonError::into_inner))
             .insert(question.key().to_owned(), answer.clone());
         Ok(answer)
@@ -460,10 +460,9 @@ async fn ask_task(
 /// and checks the answer as a round's is checked.
 async fn request(peer: &Peer<RoleServer>, question: &Question) -> Result<Value, ErrorEnvelope> {
     let answer = ask_peer(peer, question).await?;
-    match question.check_answer(&answer) {
-        Ok(()) => Ok(answer),
-        Err(error) => Err(ask::invalid_answer(question.kind(), &error)),
-    }
+    question
+        .answer_of(answer)
+        .map_err(|error| ask::invalid_answer(question.kind(), &error))
 }
 
 /// Asks `question` as a request to the client.
