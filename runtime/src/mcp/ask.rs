@@ -232,49 +232,32 @@ impl Question {
 
     /// `answer` as the answer to this question, if it is one: an object
     /// that reads as the result of its kind of request and, for a form the
-    /// user accepted, whose content fits the form — types, bounds, choices,
-    /// formats, required fields — so that what does not fit is refused,
-    /// never handed to the tool. A form's content is handed on with the
-    /// fields the form asked only: what a tool reads from it is what the
-    /// person was shown.
+    /// user accepted, whose content fits the form (types, bounds, choices,
+    /// formats, required fields), its fields the form did not ask dropped:
+    /// the tool reads what the person was shown, never what does not fit.
     ///
     /// # Errors
     ///
     /// What is wrong with it, bounded, to tell the client.
     pub(crate) fn answer_of(&self, mut answer: Value) -> Result<Value, String> {
-        self.check_answer(&answer)?;
-        if let Some(form) = &self.form
-            && let Some(asked) = form.schema.get("properties").and_then(Value::as_object)
-            && let Some(Value::Object(content)) = answer.get_mut("content")
-        {
-            content.retain(|field, _| asked.contains_key(field));
-        }
-        Ok(answer)
-    }
-
-    fn check_answer(&self, answer: &Value) -> Result<(), String> {
-        // Every answer is a result object; serde would also read a struct
-        // from an array of its fields, which no client sends.
+        // serde would also read a struct from an array of its fields.
         if !answer.is_object() {
             return Err("an answer is a JSON object".to_owned());
         }
         let read = match self.kind {
-            Kind::Elicitation => ElicitResult::deserialize(answer).map(Some),
-            Kind::Sampling => CreateMessageResult::deserialize(answer).map(|_| None),
-            Kind::Roots => ListRootsResult::deserialize(answer).map(|_| None),
+            Kind::Elicitation => ElicitResult::deserialize(&answer).map(Some),
+            Kind::Sampling => CreateMessageResult::deserialize(&answer).map(|_| None),
+            Kind::Roots => ListRootsResult::deserialize(&answer).map(|_| None),
         };
         let elicited = read.map_err(|error| error.to_string())?;
         let (Some(result), Some(form)) = (elicited, &self.form) else {
-            return Ok(());
+            return Ok(answer);
         };
         if result.action != ElicitationAction::Accept {
-            return Ok(());
+            return Ok(answer);
         }
         let content = result.content.unwrap_or_else(|| json!({}));
-        let validator = form.validator()?;
-        let problems: Vec<String> = validator
-            .iter_errors(&content)
-            .take(8)
+        let problems: Vec<String> = (form.validator()?.iter_errors(&content).take(8))
             .map(|error| {
                 let at = error.instance_path().to_string();
                 let at = if at.is_empty() { "/".to_owned() } else { at };
@@ -282,13 +265,16 @@ impl Question {
                 format!("`{at}`: {}", crate::limits::text_for_wire(&said, 160))
             })
             .collect();
-        match problems.is_empty() {
-            true => Ok(()),
-            false => Err(format!(
-                "the content does not fit the form: {}",
-                problems.join("; ")
-            )),
+        if !problems.is_empty() {
+            let problems = problems.join("; ");
+            return Err(format!("the content does not fit the form: {problems}"));
         }
+        if let Some(asked) = form.schema.get("properties").and_then(Value::as_object)
+            && let Some(Value::Object(content)) = answer.get_mut("content")
+        {
+            content.retain(|field, _| asked.contains_key(field));
+        }
+        Ok(answer)
     }
 
     /// The key the answer comes back under.
