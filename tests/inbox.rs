@@ -380,6 +380,33 @@ async fn another_scopes_approvals_and_their_results_stay_out_of_sight() {
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert!(!detail.contains("SALARY-OF-E-7"), "{detail}");
+    // A decision posted to it is answered as for no approval at all.
+    let pending = tool_envelope::store::ApprovalRecord::new(
+        "hr-digest-2",
+        "raise@0",
+        "raise",
+        json!({"employee": "E-8"}),
+        json!({"message": "Another raise", "reason": "HR_ONLY"}),
+        Some("agent".to_owned()),
+        "hr:approve",
+        now + 60_000,
+    );
+    let pending = server.store.open_approval(&pending).await.unwrap();
+    let form = [("decision", "approve"), ("csrf", &csrf(&page))];
+    let path = format!("/inbox/approvals/{}", pending.id);
+    assert_eq!(
+        server.post(&path, &carol, &form).await,
+        StatusCode::NOT_FOUND
+    );
+    let response = server
+        .http
+        .post(format!("{}{path}", server.url))
+        .header(COOKIE, &carol)
+        .form(&form)
+        .send()
+        .await
+        .unwrap();
+    assert!(!response.text().await.unwrap().contains("hr:approve"));
 }
 
 #[tokio::test]

@@ -278,6 +278,34 @@ async fn approvals(store: &dyn Store) {
         None
     );
 
+    // An approval kept with the largest expiry there is (as one opened
+    // with an unbounded time to live was) is decided, run and swept like
+    // any other: no backend's arithmetic overflows on it.
+    let forever = store
+        .open_approval(&approval(&format!("forever-{now}"), i64::MAX))
+        .await
+        .unwrap();
+    assert!(store.decide(&forever.id, &yes).await.unwrap());
+    assert!(
+        store
+            .claim_approval(&forever.id, "replica-a", now, now + MINUTE)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        store
+            .finish_approval(&forever.id, "replica-a", &json!({}), now + MINUTE)
+            .await
+            .unwrap()
+    );
+    store.sweep(now).await.unwrap();
+    let kept = store.approval(&forever.id).await.unwrap().unwrap();
+    assert_eq!(
+        (kept.state, kept.expires_ms),
+        (ApprovalState::Done, i64::MAX)
+    );
+
     // Nobody decided in time: it expires, and a late decision is refused.
     let stale_digest = format!("stale-{}", now);
     let stale = store

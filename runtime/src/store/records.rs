@@ -301,8 +301,8 @@ impl ApprovalRecord {
     /// made again: one time to live after `at_ms`, or `expires_ms` if that
     /// is later. What every store's `decide` and `finish_approval` set.
     pub fn readable_until(&self, at_ms: i64) -> i64 {
-        let ttl = self.expires_ms.saturating_sub(self.created_ms).max(0);
-        self.expires_ms.max(at_ms.saturating_add(ttl))
+        let late = at_ms.saturating_sub(self.created_ms).max(0);
+        self.expires_ms.saturating_add(late)
     }
 
     /// A pending approval of the block `block` of the call `digest`

@@ -558,8 +558,8 @@ macro_rules! sql_store {
                     // The outcome is given for one time to live after the
                     // decision (`ApprovalRecord::readable_until`).
                     let sql = "UPDATE te_approvals SET state = $1, decided_by = $2, decided_ms = $3, note = $4, \
-                               expires_ms = CASE WHEN $3 + (expires_ms - created_ms) > expires_ms \
-                                   THEN $3 + (expires_ms - created_ms) ELSE expires_ms END \
+                               expires_ms = CASE WHEN $3 > created_ms AND expires_ms <= 9223372036854775807 - ($3 - created_ms) \
+                                   THEN expires_ms + ($3 - created_ms) ELSE expires_ms END \
                                WHERE id = $5 AND state = 'pending' AND expires_ms > $3";
                     let done = sqlx::query(sql)
                         .bind(state.as_str())
@@ -651,8 +651,8 @@ macro_rules! sql_store {
                     // The result is given for one time to live after the run
                     // (`ApprovalRecord::readable_until`).
                     let sql = "UPDATE te_approvals SET state = 'done', result = $1, \
-                               expires_ms = CASE WHEN $4 + (expires_ms - created_ms) > expires_ms \
-                                   THEN $4 + (expires_ms - created_ms) ELSE expires_ms END \
+                               expires_ms = CASE WHEN $4 > created_ms AND expires_ms <= 9223372036854775807 - ($4 - created_ms) \
+                                   THEN expires_ms + ($4 - created_ms) ELSE expires_ms END \
                                WHERE id = $2 AND state = 'running' AND holder = $3";
                     let done = sqlx::query(sql)
                         .bind(text(result))
@@ -821,8 +821,9 @@ macro_rules! sql_store {
                             .await
                             .map_err(failed)?;
                     }
+                    // `expires_ms <= now - kept`, which no expiry overflows.
                     let sql = "DELETE FROM te_approvals WHERE state IN ('done', 'declined', 'expired') \
-                               AND expires_ms + $1 <= $2";
+                               AND expires_ms <= $2 - $1";
                     sqlx::query(sql)
                         .bind(super::memory::KEEP_DECIDED_MS)
                         .bind(now_ms)

@@ -28,8 +28,8 @@ const LOOK: Duration = Duration::from_secs(1);
 /// How many looks between two renewals of the lease.
 const LOOKS_PER_RENEWAL: u32 = 10;
 
-/// Milliseconds of `duration`.
-fn ms(duration: Duration) -> i64 {
+/// Milliseconds of `duration`, as leases and expiries count them.
+pub(crate) fn ms(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use rmcp::ErrorData;
@@ -52,22 +52,18 @@ type Picks = Arc<dyn Fn(&ToolDefinition) -> TaskSupport + Send + Sync>;
 /// Who made a task, and when it finished, if it did.
 struct Owner {
     subject: Option<Arc<str>>,
-    finished: Option<Instant>,
+    finished: Arc<OnceLock<Instant>>,
 }
 
 /// A running task's place among the tasks counted against the bounds:
-/// given back when the task's future ends or is dropped.
-struct Slot {
-    owners: Arc<Mutex<HashMap<String, Owner>>>,
-    id: String,
-}
+/// given back when the task's future ends or is dropped. It holds no lock:
+/// a future may be dropped where the tasks' map is locked (tokio drops a
+/// future spawned while the runtime shuts down at once).
+struct Slot(Arc<OnceLock<Instant>>);
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(owner) = owners.get_mut(&self.id) {
-            owner.finished.get_or_insert_with(Instant::now);
-        }
+        let _ = self.0.set(Instant::now());
     }
 }
 
@@ -159,8 +155,10 @@ impl Tasks {
     ) -> Result<Task, Full> {
         let manager = self.manager.clone();
         let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
-        owners.retain(|_, owner| owner.finished.is_none_or(|at| at.elapsed() < REMEMBERED));
-        let running = owners.values().filter(|owner| owner.finished.is_none());
+        owners.retain(|_, owner| (owner.finished.get()).is_none_or(|at| at.elapsed() < REMEMBERED));
+        let running = owners
+            .values()
+            .filter(|owner| owner.finished.get().is_none());
         let (mut all, mut theirs) = (0, 0);
         for owner in running {
             all += 1;
@@ -172,17 +170,14 @@ impl Tasks {
         if theirs >= self.max_per_caller {
             return Err(Full::Caller(self.max_per_caller));
         }
-        let owners_then = Arc::clone(&self.owners);
+        let finished = Arc::new(OnceLock::new());
+        let slot = Slot(Arc::clone(&finished));
         let task = self.manager.spawn(TaskOptions::new(), move |context| {
             let id = context.task_id().to_owned();
             let future = work(context);
             // Ends the task's slot however the task ends: finished, or
             // dropped unfinished, polled or not (rmcp aborts a task at its
             // time to live, and on shutdown).
-            let slot = Slot {
-                owners: owners_then,
-                id: id.clone(),
-            };
             Box::pin(async move {
                 let _slot = slot;
                 match mirror {
@@ -199,7 +194,7 @@ impl Tasks {
             task.task_id.clone(),
             Owner {
                 subject: subject.map(Arc::from),
-                finished: None,
+                finished,
             },
         );
         Ok(task)

@@ -183,6 +183,32 @@ fn onward(
     at
 }
 
+/// The blocks the run of `approval` passes, of the approvals `live` of its
+/// call: its own, and those of the approvals whose runs met its block and
+/// handed on to it (each approved, its run then blocked by the next guard,
+/// which opened `approval` or one before it in the same chain). No other
+/// approval of the call counts: one that ran the tool, or one that waits
+/// to run on its own, waives nothing here.
+pub(crate) fn chain_blocks(approval: &ApprovalRecord, live: &[ApprovalRecord]) -> Vec<String> {
+    let mut ids = vec![approval.id.as_str()];
+    let mut blocks = vec![approval.block.clone()];
+    for _ in 0..MOST_IN_TURN {
+        let handed = live.iter().find(|before| {
+            before.digest == approval.digest
+                && !ids.contains(&before.id.as_str())
+                && waits_for(before).is_some_and(|next| ids.contains(&next))
+        });
+        let Some(before) = handed else {
+            break;
+        };
+        ids.push(before.id.as_str());
+        if !blocks.contains(&before.block) {
+            blocks.push(before.block.clone());
+        }
+    }
+    blocks
+}
+
 /// The id of the approval the run of `approval` waits for: the run ended
 /// blocked again, by another guard that approvers decide.
 fn waits_for(approval: &ApprovalRecord) -> Option<&str> {
@@ -322,6 +348,57 @@ mod tests {
             Value::Object(map) => map,
             _ => unreachable!(),
         }
+    }
+
+    fn record(block: &str, state: ApprovalState, result: Option<Value>) -> ApprovalRecord {
+        let mut approval = ApprovalRecord::new(
+            "call",
+            block,
+            "refund",
+            json!({}),
+            json!({}),
+            Some("alice".to_owned()),
+            "refunds:approve",
+            i64::MAX,
+        );
+        approval.state = state;
+        approval.result = result;
+        approval
+    }
+
+    fn awaiting(id: &str) -> Value {
+        json!({"structuredContent": {
+            "reason": "AWAITING_APPROVAL",
+            "escalation": {"ticket": {"id": id}}
+        }})
+    }
+
+    #[test]
+    fn a_run_passes_only_the_blocks_of_the_approvals_that_handed_on_to_it() {
+        // The cap's approval ran and met finance's block; finance's is the
+        // one that runs now: it passes both.
+        let finance = record("finance@1", ApprovalState::Running, None);
+        let cap = record("cap@0", ApprovalState::Done, Some(awaiting(&finance.id)));
+        let live = [cap.clone(), finance.clone()];
+        assert_eq!(chain_blocks(&finance, &live), ["finance@1", "cap@0"]);
+
+        // Finance's approval ran the tool; later a new cap approval of the
+        // same call runs: finance's spent yes waives nothing for it, nor
+        // does another approval that waits to run on its own.
+        let ran = record(
+            "finance@1",
+            ApprovalState::Done,
+            Some(json!({"structuredContent": {"result": "Refunded"}})),
+        );
+        let again = record("cap@0", ApprovalState::Running, None);
+        let waiting = record("other@2", ApprovalState::Approved, None);
+        let live = [ran, again.clone(), waiting];
+        assert_eq!(chain_blocks(&again, &live), ["cap@0"]);
+
+        // Another call's approval that names this one is not of this call.
+        let mut elsewhere = record("x@3", ApprovalState::Done, Some(awaiting(&again.id)));
+        elsewhere.digest = "another call".to_owned();
+        assert_eq!(chain_blocks(&again, &[elsewhere]), ["cap@0"]);
     }
 
     #[test]

@@ -19,7 +19,9 @@ use crate::store::ApprovalRecord;
 /// Each notice is a JSON object whose `text` says what waits, for whom, and
 /// where to decide it — a Slack incoming webhook shows it as it is, and
 /// what the caller chose is escaped in it (`&`, `<`, `>`) so that it makes
-/// no link or mention of its own — with
+/// no mention and no `<url|label>` link of its own (a bare address in it
+/// stays text Slack may link; the notice's own link is the `Decide:` at its
+/// end) — with
 /// the approval's fields beside it (`ticket`, `tool`, `caller`,
 /// `approvers`, `reason`, `expiresAtMs`, and `url` when the inbox's address
 /// is given). A receiver that answers 5xx or 429, or cannot be reached, is
@@ -76,8 +78,8 @@ impl Webhook {
         let caller = approval.caller.as_deref().unwrap_or("an anonymous caller");
         let url = (self.inbox.as_ref()).map(|inbox| format!("{inbox}/approvals/{}", approval.id));
         // What the caller chose (the block's message quotes its arguments)
-        // is escaped as Slack asks, so that it cannot make a link, a
-        // mention or a fake "Decide" of its own.
+        // is escaped as Slack asks, so that it cannot make a mention or a
+        // labelled link (a fake "Decide" hiding another address).
         let mut text = format!(
             "{} — `{}` by {} waits for an approver with `{}` (ticket {}).",
             slack_escaped(message),

@@ -21,6 +21,10 @@ use crate::store::{ApprovalState, AuditEntry, EscalationState, Store, now_ms};
 /// How many of each list a page shows: the newest 1,000.
 const LISTED: u32 = 1000;
 
+/// How many decided approvals a page shows, the newest of the person's
+/// scopes (of the newest [`LISTED`] of all).
+const DECIDED_LISTED: usize = 20;
+
 /// What every route of one inbox shares.
 pub(super) struct State {
     pub(super) tools: ToolSet,
@@ -311,7 +315,7 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
                     ApprovalState::Declined,
                     ApprovalState::Expired,
                 ],
-                20,
+                LISTED,
             )
             .await?;
         let escalations = store.escalations(EscalationState::Open, LISTED).await?;
@@ -335,6 +339,7 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
     let decided: Vec<_> = decided
         .iter()
         .filter(|approval| who.has_scope(&approval.approvers))
+        .take(DECIDED_LISTED)
         .collect();
     let context = minijinja::context! {
         server => server_name(state),
@@ -413,10 +418,12 @@ async fn decide(
         Ok(_) => see_other(&format!("/inbox/approvals/{id}")),
         Err(error) => {
             let status = match error {
-                DecisionError::UnknownTicket => StatusCode::NOT_FOUND,
-                DecisionError::NotAnApprover { .. } | DecisionError::OwnCall => {
-                    StatusCode::FORBIDDEN
+                // Another scope's approval is as unknown as one that never
+                // was: the answer names neither it nor its scope.
+                DecisionError::UnknownTicket | DecisionError::NotAnApprover { .. } => {
+                    return page(StatusCode::NOT_FOUND, "No such approval.".into());
                 }
+                DecisionError::OwnCall => StatusCode::FORBIDDEN,
                 DecisionError::NotPending(_) => StatusCode::CONFLICT,
                 _ => StatusCode::SERVICE_UNAVAILABLE,
             };

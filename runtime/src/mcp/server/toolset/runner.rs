@@ -13,7 +13,7 @@ use crate::caller::Caller;
 use crate::envelope::ErrorEnvelope;
 use crate::keys;
 use crate::mcp::context::ToolContext;
-use crate::mcp::server::held;
+use crate::mcp::server::{held, ticket};
 use crate::reasons;
 use crate::store::{
     ApprovalRecord, ApprovalState, AuditEntry, EscalationRecord, Store, StoreError, TaskState,
@@ -30,11 +30,6 @@ const LEASE: Duration = Duration::from_secs(10 * 60);
 /// How often a replica's runner sweeps the store of what no one can read
 /// any more ([`Store::sweep`]).
 const SWEEP: Duration = Duration::from_secs(60);
-
-/// Milliseconds of `duration`.
-fn ms(duration: Duration) -> i64 {
-    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
-}
 
 /// How often a replica renews the lease of an approved call it runs.
 const RENEW: Duration = Duration::from_secs(60);
@@ -80,7 +75,9 @@ impl ToolSet {
                 .await?;
         }
         self.recover_tasks(store.as_ref()).await?;
-        self.sweep(store.as_ref()).await?;
+        if let Err(error) = self.sweep(store.as_ref()).await {
+            tracing::warn!(%error, "sweeping the store failed; approved calls run all the same");
+        }
         let mut ran = 0;
         // Batch after batch, until one is not full: what another replica
         // claimed meanwhile is not listed again.
@@ -104,7 +101,7 @@ impl ToolSet {
     async fn sweep(&self, store: &dyn Store) -> Result<(), StoreError> {
         use std::sync::atomic::Ordering;
         let now = now_ms();
-        let every = i64::try_from(SWEEP.as_millis()).unwrap_or(i64::MAX);
+        let every = held::ms(SWEEP);
         let swept = &self.inner.protocol.approving.swept_ms;
         let last = swept.load(Ordering::Relaxed);
         if now.saturating_sub(last) < every
@@ -124,8 +121,12 @@ impl ToolSet {
         let Some(before) = store.approval(id).await? else {
             return Ok(0);
         };
+        // The blocks its run passes, read before anything is claimed: a
+        // store that cannot say leaves the call to the next pass.
+        let live = store.call_approvals(&before.digest, now_ms()).await?;
+        let blocks = ticket::chain_blocks(&before, &live);
         let now = now_ms();
-        let lease = now.saturating_add(ms(LEASE));
+        let lease = now.saturating_add(held::ms(LEASE));
         let Some(claimed) = store.claim_approval(id, holder, now, lease).await? else {
             return Ok(0);
         };
@@ -135,7 +136,7 @@ impl ToolSet {
                 self.may_have_taken_effect(&claimed.tool, &claimed.arguments),
                 0,
             ),
-            false => (self.run_renewed(store, &claimed).await, 1),
+            false => (self.run_renewed(store, &claimed, &blocks).await, 1),
         };
         let reply = serde_json::to_value(&reply).unwrap_or_default();
         if !store.finish_approval(id, holder, &reply, now_ms()).await? {
@@ -151,16 +152,17 @@ impl ToolSet {
         &self,
         store: &dyn Store,
         approval: &ApprovalRecord,
+        blocks: &[String],
     ) -> crate::mcp::reply::ToolReply {
         use futures_util::future::{Either, select};
         let holder = self.holder();
-        let mut run = std::pin::pin!(self.run_claimed(store, approval));
+        let mut run = std::pin::pin!(self.run_claimed(approval, blocks));
         loop {
             let tick = std::pin::pin!(tokio::time::sleep(RENEW));
             match select(run.as_mut(), tick).await {
                 Either::Left((reply, _)) => return reply,
                 Either::Right(((), _)) => {
-                    let lease = now_ms().saturating_add(ms(LEASE));
+                    let lease = now_ms().saturating_add(held::ms(LEASE));
                     match store.renew_approval(&approval.id, holder, lease).await {
                         Ok(true) => {}
                         Ok(false) => tracing::warn!(
@@ -178,41 +180,21 @@ impl ToolSet {
         }
     }
 
-    /// The call of `approval`, run past its block and the other blocks
-    /// approvers approved for the same call (a call two guards block waits
-    /// for two approvals, the second opened when the first one's run met
-    /// it), as its caller, with its ticket as the idempotency key.
+    /// The call of `approval`, run past `blocks` (its own, and those of
+    /// the approvals that handed on to it: `ticket::chain_blocks`), as its
+    /// caller, with its ticket as the idempotency key.
     async fn run_claimed(
         &self,
-        store: &dyn Store,
         approval: &ApprovalRecord,
+        blocks: &[String],
     ) -> crate::mcp::reply::ToolReply {
         let mut context = ToolContext::detached().with_idempotency_key(approval.id.as_str());
         if let Some(subject) = &approval.caller {
             context = context.with_caller(Caller::new(subject.as_str(), &approval.caller_scopes));
         }
-        let mut approved = vec![approval.block.clone()];
-        // Unread, the others stay blocked: the run then waits for them
-        // again, and runs nothing it was not approved for.
-        let others = store
-            .call_approvals(&approval.digest, now_ms())
-            .await
-            .unwrap_or_else(|error| {
-                tracing::warn!(%error, ticket = %approval.id, "the call's other approvals could not be read");
-                Vec::new()
-            });
-        for other in others {
-            let yes = matches!(
-                other.state,
-                ApprovalState::Approved | ApprovalState::Running | ApprovalState::Done
-            );
-            if yes && other.digest == approval.digest && !approved.contains(&other.block) {
-                approved.push(other.block);
-            }
-        }
         let arguments = approval.arguments.clone();
         match self
-            .call_approved(&approval.tool, arguments, context, &approved)
+            .call_approved(&approval.tool, arguments, context, blocks)
             .await
         {
             Ok(reply) => reply,
@@ -244,7 +226,7 @@ impl ToolSet {
     async fn recover_tasks(&self, store: &dyn Store) -> Result<(), StoreError> {
         let holder = self.holder();
         let now = now_ms();
-        let lease = now.saturating_add(i64::try_from(held::LEASE.as_millis()).unwrap_or(i64::MAX));
+        let lease = now.saturating_add(held::ms(held::LEASE));
         for task in store
             .claim_abandoned_tasks(holder, now, lease, BATCH)
             .await?
