@@ -38,6 +38,15 @@ impl MemoryStore {
     }
 }
 
+impl State {
+    /// The approval `id`, if its call runs held by `holder`.
+    fn running(&mut self, id: &str, holder: &str) -> Option<&mut ApprovalRecord> {
+        (self.approvals.get_mut(id)).filter(|approval| {
+            approval.state == ApprovalState::Running && approval.holder.as_deref() == Some(holder)
+        })
+    }
+}
+
 /// An answer, ready.
 fn ready<'a, T: Send + 'a>(value: T) -> StoreFuture<'a, T> {
     Box::pin(std::future::ready(Ok(value)))
@@ -251,12 +260,9 @@ impl Store for MemoryStore {
         lease_until_ms: i64,
     ) -> StoreFuture<'a, bool> {
         let mut state = self.lock();
-        let Some(approval) = state.approvals.get_mut(id) else {
+        let Some(approval) = state.running(id, holder) else {
             return ready(false);
         };
-        if approval.state != ApprovalState::Running || approval.holder.as_deref() != Some(holder) {
-            return ready(false);
-        }
         approval.lease_until_ms = lease_until_ms;
         ready(true)
     }
@@ -283,12 +289,9 @@ impl Store for MemoryStore {
         at_ms: i64,
     ) -> StoreFuture<'a, bool> {
         let mut state = self.lock();
-        let Some(approval) = state.approvals.get_mut(id) else {
+        let Some(approval) = state.running(id, holder) else {
             return ready(false);
         };
-        if approval.state != ApprovalState::Running || approval.holder.as_deref() != Some(holder) {
-            return ready(false);
-        }
         approval.state = ApprovalState::Done;
         approval.result = Some(result.clone());
         approval.expires_ms = approval.readable_until(at_ms);

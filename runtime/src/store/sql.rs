@@ -640,7 +640,7 @@ macro_rules! sql_store {
                 })
             }
 
-                        fn finish_approval<'a>(
+            fn finish_approval<'a>(
                 &'a self,
                 id: &'a str,
                 holder: &'a str,
