@@ -111,11 +111,12 @@ fn refused_state() -> ErrorData {
 /// later, when the question reads it.
 fn approves(answers: &HashMap<String, Value>) -> bool {
     answers.iter().any(|(key, answer)| {
+        // Only an object has an `action` to read.
         let no = matches!(
             answer.get("action").and_then(Value::as_str),
             Some("decline" | "cancel")
         );
-        key.starts_with(APPROVAL_KEY_PREFIX) && !(answer.is_object() && no)
+        key.starts_with(APPROVAL_KEY_PREFIX) && !no
     })
 }
 

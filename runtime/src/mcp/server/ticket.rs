@@ -129,9 +129,7 @@ pub(crate) async fn wait(
     let live = store.call_approvals(&digest, now).await?;
     let mut opened = None;
     let approval = match live.iter().find(|approval| approval.block == call.block) {
-        Some(approval) => onward(approval, |id| {
-            live.iter().find(|other| other.id == id).cloned()
-        }),
+        Some(approval) => onward(approval, &live),
         None => {
             // Bounded, so that an expiry moved after a late decision and a
             // late run stays far inside every store's integers.
@@ -167,20 +165,18 @@ const MOST_IN_TURN: usize = 16;
 
 /// The approval that tells where the call of `approval` stands: itself,
 /// unless its run only met another guard's block and opened that block's
-/// approval (of the same call) — then that one, and so on down the chain,
-/// `find` giving an approval by its id.
-fn onward(
-    approval: &ApprovalRecord,
-    mut find: impl FnMut(&str) -> Option<ApprovalRecord>,
-) -> ApprovalRecord {
-    let mut at = approval.clone();
+/// approval (of the same call, among `live`) — then that one, and so on
+/// down the chain.
+fn onward(approval: &ApprovalRecord, live: &[ApprovalRecord]) -> ApprovalRecord {
+    let mut at = approval;
     for _ in 0..MOST_IN_TURN {
-        match waits_for(&at).and_then(&mut find) {
+        let next = waits_for(at).and_then(|id| live.iter().find(|other| other.id == id));
+        match next {
             Some(next) if next.digest == at.digest && next.id != at.id => at = next,
             _ => break,
         }
     }
-    at
+    at.clone()
 }
 
 /// The blocks the run of `approval` passes, of the approvals `live` of its
@@ -242,16 +238,9 @@ pub(crate) async fn follow(
                 .with_reason(reasons::APPROVAL_EXPIRED),
         )));
     };
-    for _ in 0..MOST_IN_TURN {
-        let Some(next) = waits_for(&approval) else {
-            break;
-        };
-        match store.approval(next).await? {
-            Some(next) if next.digest == approval.digest && next.id != approval.id => {
-                approval = next;
-            }
-            _ => break,
-        }
+    if waits_for(&approval).is_some() {
+        let live = store.call_approvals(&approval.digest, now_ms()).await?;
+        approval = onward(&approval, &live);
     }
     Ok(match standing(&approval, blocked, now_ms()) {
         Ticketed::Awaiting(_) => None,
@@ -371,6 +360,21 @@ mod tests {
             "reason": "AWAITING_APPROVAL",
             "escalation": {"ticket": {"id": id}}
         }})
+    }
+
+    #[test]
+    fn a_ticket_whose_run_met_the_next_block_answers_for_that_blocks_ticket() {
+        let finance = record("finance@1", ApprovalState::Pending, None);
+        let cap = record("cap@0", ApprovalState::Done, Some(awaiting(&finance.id)));
+        let live = [cap.clone(), finance.clone()];
+        assert_eq!(onward(&cap, &live).id, finance.id);
+        // Finance's own ticket stands for itself; so does a ticket whose
+        // next one is another call's, or gone.
+        assert_eq!(onward(&finance, &live).id, finance.id);
+        let mut elsewhere = finance.clone();
+        elsewhere.digest = "another call".to_owned();
+        assert_eq!(onward(&cap, &[cap.clone(), elsewhere]).id, cap.id);
+        assert_eq!(onward(&cap, std::slice::from_ref(&cap)).id, cap.id);
     }
 
     #[test]
