@@ -79,11 +79,9 @@ mod budget;
 pub(crate) mod keep;
 mod policy;
 mod sleep;
+mod within;
 
 use std::future::Future;
-use std::pin::pin;
-
-use futures_util::future::{Either, select};
 
 pub use attempts::{AttemptRecord, RetryStats};
 pub use backoff::{Backoff, Delays, Jitter};
@@ -99,6 +97,17 @@ use crate::escalation::Escalation;
 pub(crate) use attempts::RetryNotice;
 use attempts::{Attempts, Next};
 use sleep::{BlockingSleeper, ThreadSleeper};
+use within::Within;
+
+/// Who keeps what a retry loop gives up on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// The loop, in its policy's store, if it has one.
+    InStore,
+    /// Its caller: a tool set keeps an escalation with the call's caller.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+    ByCaller,
+}
 
 /// The end of a retry loop: the value or the escalation, and what the loop did.
 #[derive(Debug)]
@@ -154,40 +163,42 @@ impl RetryPolicy {
     /// ```
     #[cfg(feature = "tokio")]
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "tokio")))]
-    pub async fn retry<T, E, F, Fut>(&self, op: F) -> Outcome<T>
+    // Not an `async fn`: the loop's own future is returned as it is, where
+    // one more layer would be one more copy of it into every spawned task.
+    pub fn retry<T, E, F, Fut>(&self, op: F) -> impl Future<Output = Outcome<T>>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
         E: ToolError,
     {
-        self.retry_with(&TokioSleeper, op).await
+        self.retry_with(&TokioSleeper, op)
     }
 
     /// [`retry`](Self::retry) on any clock: `sleeper` gives the time and the sleeps.
-    pub async fn retry_with<S, T, E, F, Fut>(&self, sleeper: &S, op: F) -> Outcome<T>
+    pub fn retry_with<S, T, E, F, Fut>(
+        &self,
+        sleeper: &S,
+        op: F,
+    ) -> impl Future<Output = Outcome<T>>
     where
         S: Sleeper,
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
         E: ToolError,
     {
-        let mut outcome = self
-            .retry_observed(sleeper, op, |_| std::future::ready(()))
-            .await;
-        if let (Some(store), Err(escalation)) = (&self.store, &mut outcome.result) {
-            keep::keep(store.as_ref(), escalation, None).await;
-        }
-        outcome
+        self.retry_observed(sleeper, op, |_| std::future::ready(()), Keep::InStore)
     }
 
     /// [`retry_with`](Self::retry_with), awaiting `observe` before each
     /// retry's sleep: a tool set reports each retry to the client that way,
-    /// in order, before the call's reply.
+    /// in order, before the call's reply; it keeps its escalations itself
+    /// ([`Keep::ByCaller`]).
     pub(crate) async fn retry_observed<S, T, E, F, Fut, O, OFut>(
         &self,
         sleeper: &S,
         mut op: F,
         mut observe: O,
+        keep: Keep,
     ) -> Outcome<T>
     where
         S: Sleeper,
@@ -198,47 +209,39 @@ impl RetryPolicy {
         OFut: Future<Output = ()>,
     {
         let mut attempts = Attempts::new(self, sleeper.now());
-        loop {
+        // One timer for the deadline, across every attempt; boxed, so that
+        // the loop's future holds a pointer where there is no deadline.
+        let mut deadline = self.deadline.map(|limit| Box::pin(sleeper.sleep(limit)));
+        let (mut escalation, stats) = loop {
             attempts.begin();
-            let result = match attempts.remaining(sleeper.now()) {
-                None => op().await,
-                Some(left) => {
-                    let attempt = pin!(op());
-                    let timer = pin!(sleeper.sleep(left));
-                    match select(attempt, timer).await {
-                        Either::Left((result, _)) => result,
-                        Either::Right(((), _)) => {
-                            let (escalation, stats) = attempts.cut_off(sleeper.now());
-                            return Outcome {
-                                result: Err(escalation),
-                                stats,
-                            };
-                        }
-                    }
-                }
-            };
-            match result {
-                Ok(value) => {
+            let error = match Within::new(op(), deadline.as_mut()).await {
+                Some(Ok(value)) => {
                     return Outcome {
                         result: Ok(value),
                         stats: attempts.succeeded(sleeper.now()),
                     };
                 }
-                Err(error) => match attempts.failed(error.into_envelope(), sleeper.now()) {
-                    Next::Retry(notice) => {
-                        let delay = notice.delay;
-                        observe(notice).await;
-                        sleeper.sleep(delay).await;
-                        attempts.slept(delay);
-                    }
-                    Next::Stop(escalation) => {
-                        return Outcome {
-                            result: Err(*escalation),
-                            stats: attempts.into_stats(),
-                        };
-                    }
-                },
-            }
+                Some(Err(error)) => error,
+                None => break attempts.cut_off(sleeper.now()),
+            };
+            // Decided before anything is awaited: only the notice is kept.
+            let notice = match attempts.failed(error.into_envelope(), sleeper.now()) {
+                Next::Retry(notice) => notice,
+                Next::Stop(escalation) => break (*escalation, attempts.into_stats()),
+            };
+            let delay = notice.delay;
+            observe(notice).await;
+            sleeper.sleep(delay).await;
+            attempts.slept(delay);
+        };
+        if let (Keep::InStore, Some(store)) = (keep, &self.store) {
+            // Boxed: a store's write stays out of the loop's future, which
+            // every call that never escalates carries as well.
+            Box::pin(keep::keep(store.as_ref(), &mut escalation, None)).await;
+        }
+        Outcome {
+            result: Err(escalation),
+            stats,
         }
     }
 

@@ -26,7 +26,7 @@ use crate::query::Query;
 use crate::reasons;
 use crate::redact::arguments::ArgumentMask;
 #[cfg(feature = "tokio")]
-use crate::retry::{RetryNotice, RetryPolicy, TokioSleeper};
+use crate::retry::{Keep, RetryNotice, RetryPolicy, TokioSleeper};
 use crate::scope::Scope;
 use crate::settle::settle;
 use futures_util::future::{Either, select};
@@ -384,6 +384,7 @@ impl ToolSet {
             &TokioSleeper,
             || entry.call.call(arguments, context),
             report,
+            Keep::ByCaller,
         ));
         let escalation = match retried.await.result {
             Ok(value) => return Ok(value),
