@@ -316,3 +316,49 @@ async fn a_task_waits_for_its_approver_says_whom_and_ends_with_the_result() {
         json!({"result": "refunded $620 on T-620"})
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_task_still_waiting_for_its_approver_ends_with_its_ticket_before_it_expires() {
+    let tools = ToolSet::new()
+        .tool::<capped_refund>()
+        .tasks(|_| TaskSupport::Optional)
+        .store(Arc::new(MemoryStore::new()))
+        .approvals_in_background(false);
+    let client = connect(tools.clone()).await;
+    let arguments = json!({"order": "T-730", "amount": 730});
+    let made = tokio::time::Instant::now();
+    let task = task_of(&client, "capped_refund", arguments.clone()).await;
+
+    // Nobody decides. rmcp would fail the task at its time to live (5
+    // minutes), saying only that it expired; it ends before that, with the
+    // ticket, as the call not run as a task is answered.
+    let ended = past(&client, &task, "working").await;
+    let waited = made.elapsed();
+    assert_eq!(ended["status"], "completed", "{ended}");
+    assert!(
+        waited >= Duration::from_secs(285) && waited < Duration::from_secs(300),
+        "{waited:?}"
+    );
+    let reply = &ended["result"];
+    assert_eq!(reply["isError"], true, "{reply}");
+    let envelope = &reply["structuredContent"];
+    assert_eq!(envelope["reason"], "AWAITING_APPROVAL", "{envelope}");
+    assert_eq!(envelope["escalation"]["reason"], "awaiting_approval");
+    let ticket = envelope["escalation"]["ticket"]["id"]
+        .as_str()
+        .expect("the ticket's id")
+        .to_owned();
+
+    // The approval outlived the task: once decided and run, the call made
+    // again reads the outcome, and the refund ran once.
+    let approver = tool_envelope::guard::Caller::new("carol", ["refunds:approve"]);
+    tools.decide(&ticket, &approver, true, "ok").await.unwrap();
+    tools.run_approved().await.unwrap();
+    let again = task_of(&client, "capped_refund", arguments).await;
+    let done = past(&client, &again, "working").await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"],
+        json!({"result": "refunded $730 on T-730"})
+    );
+}

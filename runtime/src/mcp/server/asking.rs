@@ -168,8 +168,11 @@ impl ToolContext {
         ToolContext::of_request(live, caller)
     }
 
-    /// The task the call runs as, when it runs as one.
-    pub(crate) fn task_context(&self) -> Option<&rmcp::task_manager::TaskContext> {
+    /// The task the call runs as, and when its time to live ends, when it
+    /// runs as one.
+    pub(crate) fn task_context(
+        &self,
+    ) -> Option<(&rmcp::task_manager::TaskContext, tokio::time::Instant)> {
         self.request()?.asking.task_context()
     }
 

@@ -26,6 +26,7 @@ use rmcp::{ErrorData, Peer, RoleServer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 use super::client::ClientSide;
 use super::redeemed::Redemptions;
@@ -146,8 +147,8 @@ enum Mode {
     Rounds,
     /// A call run as a task: the task's `inputRequests`, answered by
     /// `tasks/update`; the answers so far, by key (a key is asked once in a
-    /// task's life, and a retry asks again).
-    Task(TaskContext, Mutex<HashMap<String, Value>>),
+    /// task's life, and a retry asks again); when its time to live ends.
+    Task(TaskContext, Mutex<HashMap<String, Value>>, Instant),
 }
 
 /// The asking side of one request.
@@ -243,11 +244,15 @@ impl Asking {
         })
     }
 
-    /// The asking side of a call run as the task `task`, for the client
-    /// the request that made it came from.
-    pub(crate) fn task(task: TaskContext, context: &RequestContext<RoleServer>) -> Self {
+    /// The asking side of a call run as the task `task`, whose time to
+    /// live `ends`, for the client the request that made it came from.
+    pub(crate) fn task(
+        task: TaskContext,
+        context: &RequestContext<RoleServer>,
+        ends: Instant,
+    ) -> Self {
         Asking {
-            mode: Mode::Task(task, Mutex::new(HashMap::new())),
+            mode: Mode::Task(task, Mutex::new(HashMap::new()), ends),
             client: ClientSide::read_now(context),
             answers: HashMap::new(),
             stop: Mutex::new(None),
@@ -255,10 +260,10 @@ impl Asking {
         }
     }
 
-    /// The task the call runs as, when it runs as one.
-    pub(crate) fn task_context(&self) -> Option<&TaskContext> {
+    /// The task the call runs as, if it does, and when its time to live ends.
+    pub(crate) fn task_context(&self) -> Option<(&TaskContext, Instant)> {
         match &self.mode {
-            Mode::Task(task, _) => Some(task),
+            Mode::Task(task, _, ends) => Some((task, *ends)),
             Mode::Requests | Mode::Rounds => None,
         }
     }
@@ -324,7 +329,7 @@ impl Asking {
                 }
                 return Ok(answers);
             }
-            Mode::Task(task, known) => return ask_task(task, known, questions).await,
+            Mode::Task(task, known, _) => return ask_task(task, known, questions).await,
         }
         if !missing.is_empty() {
             return self.stop(Stop::Missing(missing)).await;

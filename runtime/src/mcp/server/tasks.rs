@@ -67,9 +67,14 @@ impl Drop for Slot {
     }
 }
 
+/// A task's time to live, from its creation: rmcp's default, which rmcp
+/// fails a task at if it still runs (a call that waits for an approver
+/// ends before it: see [`tickets`](crate::mcp::server::toolset)).
+pub(crate) const TASK_TTL: Duration = Duration::from_millis(DEFAULT_TASK_TTL_MS);
+
 /// How long a finished task is remembered: as long as rmcp keeps it (its
 /// time to live, then as long again).
-const REMEMBERED: Duration = Duration::from_millis(2 * DEFAULT_TASK_TTL_MS);
+const REMEMBERED: Duration = TASK_TTL.saturating_mul(2);
 
 /// The tasks of a tool set, which of its tools run as tasks, who made
 /// each, and how many may run at once.
@@ -172,7 +177,8 @@ impl Tasks {
         }
         let finished = Arc::new(OnceLock::new());
         let slot = Slot(Arc::clone(&finished));
-        let task = self.manager.spawn(TaskOptions::new(), move |context| {
+        let options = TaskOptions::new().with_ttl_ms(DEFAULT_TASK_TTL_MS);
+        let task = self.manager.spawn(options, move |context| {
             let id = context.task_id().to_owned();
             let future = work(context);
             // Ends the task's slot however the task ends: finished, or

@@ -222,7 +222,7 @@ fn waits_for(approval: &ApprovalRecord) -> Option<&str> {
         .as_str()
 }
 
-/// Where the call of the approval `id` stands now: `None` while it waits.
+/// Where the call of the approval `id` stands now.
 ///
 /// # Errors
 ///
@@ -231,21 +231,18 @@ pub(crate) async fn follow(
     store: &dyn Store,
     id: &str,
     blocked: &ErrorEnvelope,
-) -> Result<Option<Ticketed>, StoreError> {
+) -> Result<Ticketed, StoreError> {
     let Some(mut approval) = store.approval(id).await? else {
-        return Ok(Some(Ticketed::Ended(
+        return Ok(Ticketed::Ended(
             ErrorEnvelope::other("the approval the call waited for is gone from the store")
                 .with_reason(reasons::APPROVAL_EXPIRED),
-        )));
+        ));
     };
     if waits_for(&approval).is_some() {
         let live = store.call_approvals(&approval.digest, now_ms()).await?;
         approval = onward(&approval, &live);
     }
-    Ok(match standing(&approval, blocked, now_ms()) {
-        Ticketed::Awaiting(_) => None,
-        ended => Some(ended),
-    })
+    Ok(standing(&approval, blocked, now_ms()))
 }
 
 /// Where the call of `approval` stands, `blocked` being its guard's block.

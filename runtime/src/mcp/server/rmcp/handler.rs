@@ -27,7 +27,7 @@ use crate::mcp::server::held;
 use crate::mcp::server::live::LiveRequest;
 use crate::mcp::server::rmcp::convert::{rmcp_tools, to_error_data, to_rmcp_result};
 use crate::mcp::server::rounds::{Asking, has_rounds};
-use crate::mcp::server::tasks::{Full, Kept, TaskSupport, Tasks};
+use crate::mcp::server::tasks::{Full, Kept, TASK_TTL, TaskSupport, Tasks};
 use crate::mcp::server::toolset::ToolSet;
 use rmcp::model::{
     CancelTaskParams, ClientCapabilities, CreateTaskResult, GetTaskParams, GetTaskResult,
@@ -375,8 +375,10 @@ impl ToolSet {
         let context = context.clone();
         let spawned = tasks.spawn(subject, kept, move |task| {
             let name = task_name;
+            // Made with the task: rmcp counts its time to live from here.
+            let ends = tokio::time::Instant::now() + TASK_TTL;
             Box::pin(async move {
-                let asking = Asking::task(task.clone(), &context);
+                let asking = Asking::task(task.clone(), &context, ends);
                 let threshold = tools.log_threshold();
                 let live = LiveRequest::task(&context, &name, threshold, asking);
                 let call = tools.call_with(&name, arguments, ToolContext::live(Arc::new(live)));

@@ -170,6 +170,16 @@ impl ToolSet {
     /// so route on something the client keeps for all of them — its
     /// session, or a header of its own (`hash $http_x_client_id
     /// consistent;` in nginx) — never on `Mcp-Name`.
+    ///
+    /// A call a guard blocks until an approver with a scope decides
+    /// ([`Approvers::scope`](crate::guard::Approvers::scope)) waits in its
+    /// task, which says for whom, and ends with the call's result once it
+    /// ran. A task lives 5 minutes; an approval, a day by default
+    /// ([`approval_ttl`](Self::approval_ttl)): still
+    /// waiting 10 seconds before its task would expire, the call ends it
+    /// with the `AWAITING_APPROVAL` envelope and its ticket, as a call not
+    /// run as a task is answered at once, and the call made again later
+    /// reads the outcome.
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
     #[must_use]
     pub fn tasks(

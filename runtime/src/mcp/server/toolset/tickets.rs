@@ -262,10 +262,12 @@ impl ToolSet {
                 standing
             });
         // A call run as a task waits in its task for the outcome, its
-        // status saying for whom.
+        // status saying for whom, until shortly before the task would expire.
         let standing = match (standing, state.context_ref().task_context()) {
-            (Ok(Ticketed::Awaiting(escalation)), Some(task)) => {
-                Self::await_in_task(store.as_ref(), task, escalation, failure.envelope()).await
+            (Ok(Ticketed::Awaiting(escalation)), Some((task, ends))) => {
+                let bound = ends.checked_sub(BEFORE_EXPIRY).unwrap_or(ends);
+                let blocked = failure.envelope();
+                Self::await_in_task(store.as_ref(), task, bound, escalation, blocked).await
             }
             (standing, _) => standing,
         };
@@ -299,10 +301,15 @@ impl ToolSet {
     /// Waits, in the task `task`, for the outcome of the approval
     /// `escalation`'s ticket names: the task's status message says whom it
     /// waits for, and the task ends with the call's kept reply, or with the
-    /// refusal, once an approver decided and the call ran.
+    /// refusal, once an approver decided and the call ran — or, still
+    /// waiting at `bound`, with where the ticket stands then, as a call not
+    /// run as a task is answered: the approval outlives the task, and the
+    /// call made again reads its outcome. (Past its time to live, rmcp
+    /// would fail the task, saying only that it expired.)
     async fn await_in_task(
         store: &dyn Store,
         task: &rmcp::task_manager::TaskContext,
+        bound: tokio::time::Instant,
         escalation: Escalation,
         blocked: &ErrorEnvelope,
     ) -> Result<Ticketed, StoreError> {
@@ -314,13 +321,19 @@ impl ToolSet {
             ticket.approvers, ticket.id
         ));
         loop {
-            if let Some(ended) = ticket::follow(store, &ticket.id, blocked).await? {
-                return Ok(ended);
+            let standing = ticket::follow(store, &ticket.id, blocked).await?;
+            let now = tokio::time::Instant::now();
+            if !matches!(standing, Ticketed::Awaiting(_)) || now >= bound {
+                return Ok(standing);
             }
-            tokio::time::sleep(FOLLOW).await;
+            tokio::time::sleep_until((now + FOLLOW).min(bound)).await;
         }
     }
 }
 
 /// How often a task that waits for an approver reads its ticket.
 const FOLLOW: Duration = Duration::from_secs(1);
+
+/// How long before its task would expire a call that waits for an approver
+/// in it ends with its ticket: time for the reply to be kept and read.
+const BEFORE_EXPIRY: Duration = Duration::from_secs(10);
