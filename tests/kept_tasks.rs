@@ -261,9 +261,13 @@ fn cap(call: &tool_envelope::guard::ToolCall) -> Result<(), tool_envelope::guard
     Ok(())
 }
 
+/// The orders refunded over the cap, in order: each test refunds its own.
+static CAPPED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
 /// A refund over the cap, as a task.
 #[tool(destructive, guard = cap)]
 fn capped_refund(order: String, amount: u64) -> Result<String, ErrorEnvelope> {
+    CAPPED.lock().unwrap().push(order.clone());
     Ok(format!("refunded ${amount} on {order}"))
 }
 
@@ -329,9 +333,24 @@ async fn a_task_still_waiting_for_its_approver_ends_with_its_ticket_before_it_ex
     let made = tokio::time::Instant::now();
     let task = task_of(&client, "capped_refund", arguments.clone()).await;
 
-    // Nobody decides. rmcp would fail the task at its time to live (5
-    // minutes), saying only that it expired; it ends before that, with the
-    // ticket, as the call not run as a task is answered.
+    // An approver says yes a minute in, but nothing runs the call yet.
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let waiting = get(&client, &task).await;
+    assert_eq!(waiting["status"], "working", "{waiting}");
+    let message = waiting["statusMessage"]
+        .as_str()
+        .expect("whom it waits for");
+    let ticket = message
+        .split("ticket ")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(')');
+    let approver = tool_envelope::guard::Caller::new("carol", ["refunds:approve"]);
+    tools.decide(ticket, &approver, true, "ok").await.unwrap();
+
+    // rmcp would fail the task at its time to live (5 minutes), saying
+    // only that it expired; it ends before that with its ticket, as it
+    // stands then, as the call not run as a task is answered.
     let ended = past(&client, &task, "working").await;
     let waited = made.elapsed();
     assert_eq!(ended["status"], "completed", "{ended}");
@@ -344,15 +363,12 @@ async fn a_task_still_waiting_for_its_approver_ends_with_its_ticket_before_it_ex
     let envelope = &reply["structuredContent"];
     assert_eq!(envelope["reason"], "AWAITING_APPROVAL", "{envelope}");
     assert_eq!(envelope["escalation"]["reason"], "awaiting_approval");
-    let ticket = envelope["escalation"]["ticket"]["id"]
-        .as_str()
-        .expect("the ticket's id")
-        .to_owned();
+    assert_eq!(envelope["escalation"]["ticket"]["id"], ticket);
+    assert_eq!(envelope["escalation"]["ticket"]["status"], "approved");
+    assert_eq!(refunds_of("T-730"), 0);
 
-    // The approval outlived the task: once decided and run, the call made
-    // again reads the outcome, and the refund ran once.
-    let approver = tool_envelope::guard::Caller::new("carol", ["refunds:approve"]);
-    tools.decide(&ticket, &approver, true, "ok").await.unwrap();
+    // The approval outlived the task: once run, the call made again reads
+    // the outcome, and the refund ran once.
     tools.run_approved().await.unwrap();
     let again = task_of(&client, "capped_refund", arguments).await;
     let done = past(&client, &again, "working").await;
@@ -361,4 +377,14 @@ async fn a_task_still_waiting_for_its_approver_ends_with_its_ticket_before_it_ex
         done["result"]["structuredContent"],
         json!({"result": "refunded $730 on T-730"})
     );
+    assert_eq!(refunds_of("T-730"), 1);
+}
+
+fn refunds_of(order: &str) -> usize {
+    CAPPED
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|o| *o == order)
+        .count()
 }

@@ -207,6 +207,37 @@ async fn the_deadline_cuts_off_an_attempt_still_running() {
     assert_eq!(outcome.stats.history.len(), 2);
 }
 
+/// tokio's clock, with sleeps that start counting when first polled, as a
+/// sleep written as an `async fn` does.
+struct FromFirstPoll;
+
+impl Sleeper for FromFirstPoll {
+    fn now(&self) -> std::time::Instant {
+        Instant::now().into_std()
+    }
+
+    async fn sleep(&self, duration: Duration) {
+        tokio::time::sleep(duration).await;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_counts_from_the_first_attempt_whatever_the_sleeper() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let start = Instant::now();
+    // The first attempt fails at once, the second hangs from 400 ms.
+    let outcome = steady(400)
+        .deadline(ms(1_000))
+        .retry_with(&FromFirstPoll, || hang(calls.clone()))
+        .await;
+    assert_eq!(start.elapsed(), ms(1_000));
+    assert_eq!(
+        outcome.result.unwrap_err().reason,
+        EscalationReason::DeadlineExceeded
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
+
 /// Finds nothing.
 #[tool(read_only, skip(calls))]
 async fn find_nothing(calls: Arc<AtomicU32>) -> Result<Found<u32>, InventoryError> {

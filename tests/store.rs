@@ -118,6 +118,29 @@ async fn tasks(store: &dyn Store) {
     // Past its time to live, a task is swept.
     store.sweep(now + 11 * MINUTE).await.unwrap();
     assert_eq!(store.task(&task.id).await.unwrap(), None);
+
+    // A task that finished late in its life is read for its time to live
+    // after it finished, not only until its creation's.
+    let late =
+        TaskRecord::new("slow", json!({}), None, 10 * MINUTE).held_by("replica-a", now + MINUTE);
+    store.create_task(&late).await.unwrap();
+    let mut finished = TaskUpdate::finish(TaskState::Completed, Some(json!({"content": []})));
+    finished.at_ms = now + 9 * MINUTE;
+    assert!(
+        store
+            .update_task(&late.id, "replica-a", &finished)
+            .await
+            .unwrap()
+    );
+    store.sweep(now + 11 * MINUTE).await.unwrap();
+    let read = store
+        .task(&late.id)
+        .await
+        .unwrap()
+        .expect("read after its creation's time to live");
+    assert_eq!(read.state, TaskState::Completed);
+    store.sweep(now + 19 * MINUTE).await.unwrap();
+    assert_eq!(store.task(&late.id).await.unwrap(), None);
 }
 
 async fn approvals(store: &dyn Store) {

@@ -111,6 +111,13 @@ impl<'p> Attempts<'p> {
         self.stats.attempts = self.stats.attempts.saturating_add(1);
     }
 
+    /// Time left before the deadline, if there is one.
+    pub(crate) fn remaining(&self, now: Instant) -> Option<Duration> {
+        self.policy
+            .deadline
+            .map(|deadline| deadline.saturating_sub(now.saturating_duration_since(self.started)))
+    }
+
     pub(crate) fn slept(&mut self, delay: Duration) {
         self.stats.slept = self.stats.slept.saturating_add(delay);
     }

@@ -209,11 +209,19 @@ impl RetryPolicy {
         OFut: Future<Output = ()>,
     {
         let mut attempts = Attempts::new(self, sleeper.now());
-        // One timer for the deadline, across every attempt; boxed, so that
+        // The deadline's timer, made again for each attempt with the time
+        // left (a sleeper's may count from its first poll), in one box:
         // the loop's future holds a pointer where there is no deadline.
-        let mut deadline = self.deadline.map(|limit| Box::pin(sleeper.sleep(limit)));
+        let mut deadline = None;
         let (mut escalation, stats) = loop {
             attempts.begin();
+            if let Some(left) = attempts.remaining(sleeper.now()) {
+                let timer = sleeper.sleep(left);
+                match &mut deadline {
+                    None => deadline = Some(Box::pin(timer)),
+                    Some(boxed) => boxed.as_mut().set(timer),
+                }
+            }
             let error = match Within::new(op(), deadline.as_mut()).await {
                 Some(Ok(value)) => {
                     return Outcome {

@@ -380,7 +380,7 @@ impl Store for MemoryStore {
         let mut state = self.lock();
         state
             .tasks
-            .retain(|_, task| task.created_ms.saturating_add(task.ttl_ms) > now_ms);
+            .retain(|_, task| task.updated_ms.saturating_add(task.ttl_ms) > now_ms);
         state.redeemed.retain(|_, until| *until > now_ms);
         state.approvals.retain(|_, approval| {
             !matches!(

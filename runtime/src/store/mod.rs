@@ -230,8 +230,10 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
 
     // ---- upkeep ----
 
-    /// Forgets what no one can read any more at `now_ms`: finished tasks
-    /// past their time to live, used states past their expiry.
+    /// Forgets what no one can read any more at `now_ms`: tasks a time to
+    /// live after their last change (a finished one is read for its time
+    /// to live after it finished, as rmcp keeps it), used states past their
+    /// expiry.
     fn sweep<'a>(&'a self, now_ms: i64) -> StoreFuture<'a, ()>;
 }
 

@@ -811,7 +811,7 @@ macro_rules! sql_store {
             fn sweep<'a>(&'a self, now_ms: i64) -> StoreFuture<'a, ()> {
                 Box::pin(async move {
                     let statements = [
-                        "DELETE FROM te_tasks WHERE created_ms + ttl_ms <= $1",
+                        "DELETE FROM te_tasks WHERE updated_ms + ttl_ms <= $1",
                         "DELETE FROM te_redemptions WHERE until_ms <= $1",
                     ];
                     for sql in statements {

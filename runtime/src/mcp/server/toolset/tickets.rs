@@ -320,11 +320,20 @@ impl ToolSet {
             "Waiting for an approver with `{}` (ticket {})",
             ticket.approvers, ticket.id
         ));
+        let id = ticket.id.clone();
+        let mut last = escalation;
         loop {
-            let standing = ticket::follow(store, &ticket.id, blocked).await?;
+            // A store that stalls at the bound does not keep the task past
+            // it: the task ends with where the ticket stood last.
+            let read = ticket::follow(store, &id, blocked);
+            match tokio::time::timeout_at(bound, read).await {
+                Ok(Ok(Ticketed::Awaiting(standing))) => last = standing,
+                Ok(ended) => return ended,
+                Err(_) => return Ok(Ticketed::Awaiting(last)),
+            }
             let now = tokio::time::Instant::now();
-            if !matches!(standing, Ticketed::Awaiting(_)) || now >= bound {
-                return Ok(standing);
+            if now >= bound {
+                return Ok(Ticketed::Awaiting(last));
             }
             tokio::time::sleep_until((now + FOLLOW).min(bound)).await;
         }
