@@ -69,7 +69,7 @@ impl Drop for Slot {
 
 /// A task's time to live, from its creation: rmcp's default, which rmcp
 /// fails a task at if it still runs (a call that waits for an approver
-/// ends before it: see [`tickets`](crate::mcp::server::toolset)).
+/// ends before it: `toolset/tickets.rs`).
 pub(crate) const TASK_TTL: Duration = Duration::from_millis(DEFAULT_TASK_TTL_MS);
 
 /// How long a finished task is remembered: as long as rmcp keeps it (its

@@ -375,7 +375,7 @@ impl ToolSet {
         let context = context.clone();
         let spawned = tasks.spawn(subject, kept, move |task| {
             let name = task_name;
-            // Made with the task: rmcp counts its time to live from here.
+            // Taken as rmcp makes the task and starts counting its time to live.
             let ends = tokio::time::Instant::now() + TASK_TTL;
             Box::pin(async move {
                 let asking = Asking::task(task.clone(), &context, ends);
