@@ -25,22 +25,23 @@ use tool_envelope::{ErrorEnvelope, tool};
 
 static REFUNDS: AtomicU32 = AtomicU32::new(0);
 
-/// The quarters reported, in order: each test reports its own.
-static REPORTS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+/// What the tools below did, in order — the quarters reported, the orders
+/// refunded over the cap: each test uses its own.
+static DONE: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
 
-fn reports_of(quarter: &str) -> usize {
-    REPORTS
-        .lock()
+/// How many times `what` was done.
+fn times(what: &str) -> usize {
+    DONE.lock()
         .unwrap()
         .iter()
-        .filter(|q| *q == quarter)
+        .filter(|done| *done == what)
         .count()
 }
 
 /// A report: read-only, safe to run again.
 #[tool(read_only)]
 fn report(quarter: String) -> Result<String, ErrorEnvelope> {
-    REPORTS.lock().unwrap().push(quarter.clone());
+    DONE.lock().unwrap().push(quarter.clone());
     Ok(format!("report for {quarter}"))
 }
 
@@ -246,7 +247,7 @@ async fn a_dead_replicas_tasks_are_taken_over_and_a_destructive_one_never_runs_t
         report["result"]["structuredContent"],
         json!({"result": "report for restart"})
     );
-    assert_eq!(reports_of("restart"), 1, "the report ran again, once");
+    assert_eq!(times("restart"), 1, "the report ran again, once");
 }
 
 /// Over $500 an approver with `refunds:approve` decides.
@@ -261,13 +262,10 @@ fn cap(call: &tool_envelope::guard::ToolCall) -> Result<(), tool_envelope::guard
     Ok(())
 }
 
-/// The orders refunded over the cap, in order: each test refunds its own.
-static CAPPED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-
 /// A refund over the cap, as a task.
 #[tool(destructive, guard = cap)]
 fn capped_refund(order: String, amount: u64) -> Result<String, ErrorEnvelope> {
-    CAPPED.lock().unwrap().push(order.clone());
+    DONE.lock().unwrap().push(order.clone());
     Ok(format!("refunded ${amount} on {order}"))
 }
 
@@ -365,7 +363,7 @@ async fn a_task_still_waiting_for_its_approver_ends_with_its_ticket_before_it_ex
     assert_eq!(envelope["escalation"]["reason"], "awaiting_approval");
     assert_eq!(envelope["escalation"]["ticket"]["id"], ticket);
     assert_eq!(envelope["escalation"]["ticket"]["status"], "approved");
-    assert_eq!(refunds_of("T-730"), 0);
+    assert_eq!(times("T-730"), 0);
 
     // The approval outlived the task: once run, the call made again reads
     // the outcome, and the refund ran once.
@@ -377,14 +375,5 @@ async fn a_task_still_waiting_for_its_approver_ends_with_its_ticket_before_it_ex
         done["result"]["structuredContent"],
         json!({"result": "refunded $730 on T-730"})
     );
-    assert_eq!(refunds_of("T-730"), 1);
-}
-
-fn refunds_of(order: &str) -> usize {
-    CAPPED
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|o| *o == order)
-        .count()
+    assert_eq!(times("T-730"), 1);
 }
