@@ -186,6 +186,11 @@ async fn approvals(store: &dyn Store) {
     assert_eq!(read.state, ApprovalState::Approved);
     assert_eq!(read.decided_by.as_deref(), Some("carol"));
     assert_eq!(read.note.as_deref(), Some("customer verified"));
+    // The decision taken left its line in the audit; the one refused, none.
+    assert_eq!(
+        audit_of(store, &opened.id).await,
+        [yes.audit_entry(&opened.id)]
+    );
 
     // Run once: one claim, then only its holder finishes it.
     assert!(
@@ -337,11 +342,11 @@ async fn approvals(store: &dyn Store) {
         .unwrap();
     let late = Decision::new(true, "carol", "").at(now + 20);
     assert!(!store.decide(&stale.id, &late).await.unwrap());
-    let expired = store.expire_approvals(now + 20).await.unwrap();
+    let expired = store.expire_approvals(now + 20, &escalate).await.unwrap();
     assert!(expired.iter().any(|a| a.id == stale.id));
     assert!(
         store
-            .expire_approvals(now + 20)
+            .expire_approvals(now + 20, &escalate)
             .await
             .unwrap()
             .iter()
@@ -350,6 +355,12 @@ async fn approvals(store: &dyn Store) {
     assert_eq!(
         store.approval(&stale.id).await.unwrap().map(|a| a.state),
         Some(ApprovalState::Expired)
+    );
+    // Expired once, escalated once, audited once.
+    assert_eq!(escalations_of(store, &stale.id).await, 1);
+    assert_eq!(
+        audit_of(store, &stale.id).await,
+        [AuditEntry::expired(&stale.id, now + 20)]
     );
     // An expired approval does not stand for its call: a new one opens.
     let fresh = store
@@ -434,11 +445,48 @@ async fn escalations_and_audit(store: &dyn Store) {
     let kept = resolved.iter().find(|e| e.id == escalation.id).unwrap();
     assert_eq!(kept.resolved_by.as_deref(), Some("carol"));
     assert_eq!(kept.note.as_deref(), Some("refunded by hand"));
+    assert_eq!(
+        audit_of(store, &escalation.id).await,
+        [AuditEntry::resolved(
+            "carol",
+            &escalation.id,
+            "refunded by hand",
+            at
+        )]
+    );
 
-    let entry = AuditEntry::new("carol", "resolve", &escalation.id, "refunded by hand");
+    let entry = AuditEntry::new("carol", "sign_in", format!("inbox-{at}"), "");
     store.audit(&entry).await.unwrap();
-    let log = store.audit_log(10).await.unwrap();
-    assert_eq!(log.first(), Some(&entry));
+    assert_eq!(
+        audit_of(store, &entry.subject).await,
+        std::slice::from_ref(&entry)
+    );
+}
+
+/// What the runner keeps for an approval that expired: an escalation that
+/// names it.
+fn escalate(expired: &ApprovalRecord) -> EscalationRecord {
+    EscalationRecord::new(json!({"approval": expired.id}), expired.caller.clone())
+}
+
+/// The lines of the audit about `subject`, oldest first.
+async fn audit_of(store: &dyn Store, subject: &str) -> Vec<AuditEntry> {
+    let mut lines: Vec<_> = (store.audit_log(10_000).await.unwrap().into_iter())
+        .filter(|entry| entry.subject == subject)
+        .collect();
+    lines.reverse();
+    lines
+}
+
+/// How many open escalations [`escalate`] kept for the approval `id`.
+async fn escalations_of(store: &dyn Store, id: &str) -> usize {
+    (store
+        .escalations(EscalationState::Open, 10_000)
+        .await
+        .unwrap()
+        .iter())
+    .filter(|escalation| escalation.envelope["approval"] == id)
+    .count()
 }
 
 /// Many replicas at once on one approval: one decides, one claims, one
@@ -563,7 +611,116 @@ async fn postgres_keeps_the_contract_across_two_replicas() {
     let first = store::open(&url).await.unwrap();
     contract(Arc::clone(&first)).await;
     let second = store::open(&url).await.unwrap();
-    races(vec![first, second]).await;
+    races(vec![Arc::clone(&first), second]).await;
+
+    // Last, alone on the database: the audit made to fail for a moment.
+    let beside = sqlx::PgPool::connect(&url).await.unwrap();
+    let sql = |statement: &'static str| {
+        let beside = beside.clone();
+        async move {
+            sqlx::query(statement).execute(&beside).await.unwrap();
+        }
+    };
+    let down = [
+        "CREATE OR REPLACE FUNCTION te_test_audit_down() RETURNS trigger AS $$ \
+         BEGIN RAISE EXCEPTION 'the audit cannot be written'; END $$ LANGUAGE plpgsql",
+        "CREATE TRIGGER audit_down BEFORE INSERT ON te_audit \
+         FOR EACH ROW EXECUTE FUNCTION te_test_audit_down()",
+    ];
+    let up = [
+        "DROP TRIGGER audit_down ON te_audit",
+        "DROP FUNCTION te_test_audit_down()",
+    ];
+    nothing_without_its_audit(&*first, sql, &down, &up).await;
+}
+
+/// A decision, an expiry and a resolution are kept with their line of the
+/// audit or not at all: with the audit failing (`down`, run beside the
+/// store, makes the database refuse every line, as a full disk or a lost
+/// connection would at that moment), each fails and changes nothing; once
+/// `up` mends it, each is taken.
+async fn nothing_without_its_audit<F, Fut>(
+    store: &dyn Store,
+    sql: F,
+    down: &[&'static str],
+    up: &[&'static str],
+) where
+    F: Fn(&'static str) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let now = store::now_ms();
+    let pending = store
+        .open_approval(&approval(&format!("audited-{now}"), now + MINUTE))
+        .await
+        .unwrap();
+    let stale = store
+        .open_approval(&approval(&format!("audited-stale-{now}"), now + 10))
+        .await
+        .unwrap();
+    let escalation = EscalationRecord::new(json!({"tool": "refund"}), None);
+    store.record_escalation(&escalation).await.unwrap();
+
+    for statement in down {
+        sql(statement).await;
+    }
+    let yes = Decision::new(true, "carol", "ok");
+    let error = store.decide(&pending.id, &yes).await.unwrap_err();
+    assert!(
+        error.to_string().contains("audit cannot be written"),
+        "{error}"
+    );
+    assert!(
+        store
+            .resolve_escalation(&escalation.id, "carol", "done", now)
+            .await
+            .is_err()
+    );
+    assert!(store.expire_approvals(now + 20, &escalate).await.is_err());
+    for id in [&pending.id, &stale.id] {
+        let read = store.approval(id).await.unwrap().unwrap();
+        assert_eq!(read.state, ApprovalState::Pending, "{id}");
+    }
+    assert_eq!(escalations_of(store, &stale.id).await, 0);
+    let open = store
+        .escalations(EscalationState::Open, 10_000)
+        .await
+        .unwrap();
+    assert!(open.iter().any(|e| e.id == escalation.id), "still open");
+
+    for statement in up {
+        sql(statement).await;
+    }
+    assert!(store.decide(&pending.id, &yes).await.unwrap());
+    assert!(
+        store
+            .resolve_escalation(&escalation.id, "carol", "done", now)
+            .await
+            .unwrap()
+    );
+    let expired = store.expire_approvals(now + 20, &escalate).await.unwrap();
+    assert!(expired.iter().any(|a| a.id == stale.id));
+    assert_eq!(escalations_of(store, &stale.id).await, 1);
+    for id in [&pending.id, &stale.id, &escalation.id] {
+        assert_eq!(audit_of(store, id).await.len(), 1, "{id}");
+    }
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_sqlite_nothing_is_decided_without_its_line_in_the_audit() {
+    let folder = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", folder.path().join("store.db").display());
+    let store = store::open(&url).await.unwrap();
+    let beside = sqlx::SqlitePool::connect(&url).await.unwrap();
+    let sql = |statement: &'static str| {
+        let beside = beside.clone();
+        async move {
+            sqlx::query(statement).execute(&beside).await.unwrap();
+        }
+    };
+    let down = ["CREATE TRIGGER audit_down BEFORE INSERT ON te_audit \
+         BEGIN SELECT RAISE(ABORT, 'the audit cannot be written'); END"];
+    nothing_without_its_audit(&*store, sql, &down, &["DROP TRIGGER audit_down"]).await;
 }
 
 /// Replicas started at once on a fresh file race to migrate it: every one

@@ -8,8 +8,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use serde_json::Value;
 
 use super::{
-    ApprovalRecord, ApprovalState, AuditEntry, Decision, EscalationRecord, EscalationState, Store,
-    StoreFuture, TaskRecord, TaskUpdate,
+    ApprovalRecord, ApprovalState, AuditEntry, Decision, Escalate, EscalationRecord,
+    EscalationState, Store, StoreFuture, TaskRecord, TaskUpdate,
 };
 
 /// The store in the process ([`Store`]): nothing outlives it.
@@ -228,6 +228,7 @@ impl Store for MemoryStore {
         approval.decided_ms = Some(decision.at_ms);
         approval.note = Some(decision.note.clone());
         approval.expires_ms = approval.readable_until(decision.at_ms);
+        state.audit.push(decision.audit_entry(id));
         ready(true)
     }
 
@@ -298,7 +299,11 @@ impl Store for MemoryStore {
         ready(true)
     }
 
-    fn expire_approvals<'a>(&'a self, now_ms: i64) -> StoreFuture<'a, Vec<ApprovalRecord>> {
+    fn expire_approvals<'a>(
+        &'a self,
+        now_ms: i64,
+        escalate: &'a Escalate,
+    ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
         let mut state = self.lock();
         let mut expired = Vec::new();
         for approval in state.approvals.values_mut() {
@@ -306,6 +311,11 @@ impl Store for MemoryStore {
                 approval.state = ApprovalState::Expired;
                 expired.push(approval.clone());
             }
+        }
+        for approval in &expired {
+            let escalation = escalate(approval);
+            state.escalations.insert(escalation.id.clone(), escalation);
+            state.audit.push(AuditEntry::expired(&approval.id, now_ms));
         }
         ready(expired)
     }
@@ -355,6 +365,7 @@ impl Store for MemoryStore {
         escalation.resolved_by = Some(by.to_owned());
         escalation.resolved_ms = Some(at_ms);
         escalation.note = Some(note.to_owned());
+        state.audit.push(AuditEntry::resolved(by, id, note, at_ms));
         ready(true)
     }
 

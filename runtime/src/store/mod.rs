@@ -20,6 +20,7 @@
 //! epoch, given by the caller, so that every replica and every backend read
 //! a lease the same way.
 
+mod audit;
 mod memory;
 mod records;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
@@ -31,10 +32,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+pub use audit::AuditEntry;
 pub use memory::MemoryStore;
 pub use records::{
-    ApprovalRecord, ApprovalState, AuditEntry, Decision, EscalationRecord, EscalationState,
-    TaskRecord, TaskState, TaskUpdate,
+    ApprovalRecord, ApprovalState, Decision, EscalationRecord, EscalationState, TaskRecord,
+    TaskState, TaskUpdate,
 };
 #[cfg(feature = "postgres")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "postgres")))]
@@ -42,6 +44,10 @@ pub use sql::PostgresStore;
 #[cfg(feature = "sqlite")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "sqlite")))]
 pub use sql::SqliteStore;
+
+/// What [`Store::expire_approvals`] keeps for an approval that expired
+/// undecided: the escalation that tells someone.
+pub type Escalate = dyn Fn(&ApprovalRecord) -> EscalationRecord + Send + Sync;
 
 /// A boxed future, as the store's methods answer.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
@@ -145,7 +151,9 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// Decides the pending approval `id`: one conditional update of a
     /// pending row that has not expired at `decision.at_ms`, which also
     /// moves its expiry to
-    /// [`readable_until(decision.at_ms)`](ApprovalRecord::readable_until).
+    /// [`readable_until(decision.at_ms)`](ApprovalRecord::readable_until),
+    /// and, in the same transaction, the decision's line of the audit
+    /// ([`Decision::audit_entry`]): no decision is taken without it.
     /// Whether it was this decision that decided it.
     fn decide<'a>(&'a self, id: &'a str, decision: &'a Decision) -> StoreFuture<'a, bool>;
 
@@ -189,8 +197,15 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     ) -> StoreFuture<'a, bool>;
 
     /// Ends every pending approval whose time ran out before `now_ms`
-    /// (`expired`): those it ended.
-    fn expire_approvals<'a>(&'a self, now_ms: i64) -> StoreFuture<'a, Vec<ApprovalRecord>>;
+    /// (`expired`), and keeps, in the same transaction, the escalation
+    /// `escalate` makes of each and its line of the audit
+    /// ([`AuditEntry::expired`]): no approval expires unseen, however the
+    /// store fails. Those it ended.
+    fn expire_approvals<'a>(
+        &'a self,
+        now_ms: i64,
+        escalate: &'a Escalate,
+    ) -> StoreFuture<'a, Vec<ApprovalRecord>>;
 
     // ---- single use ----
 
@@ -210,8 +225,10 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
         limit: u32,
     ) -> StoreFuture<'a, Vec<EscalationRecord>>;
 
-    /// Resolves the open escalation `id`: one conditional update. Whether
-    /// it was this call that resolved it.
+    /// Resolves the open escalation `id`: one conditional update and, in
+    /// the same transaction, its line of the audit
+    /// ([`AuditEntry::resolved`]). Whether it was this call that resolved
+    /// it.
     fn resolve_escalation<'a>(
         &'a self,
         id: &'a str,

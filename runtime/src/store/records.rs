@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::AuditEntry;
+
 /// Where a task is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -375,6 +377,18 @@ impl Decision {
         self.at_ms = at_ms;
         self
     }
+
+    /// The line of the audit this decision leaves on the approval
+    /// `approval`: `approve` or `decline`, by whom, when, with the note.
+    pub fn audit_entry(&self, approval: &str) -> AuditEntry {
+        AuditEntry {
+            at_ms: self.at_ms,
+            who: self.by.clone(),
+            what: if self.approve { "approve" } else { "decline" }.to_owned(),
+            subject: approval.to_owned(),
+            note: self.note.clone(),
+        }
+    }
 }
 
 /// Whether an escalation still needs someone.
@@ -440,40 +454,6 @@ impl EscalationRecord {
             resolved_by: None,
             resolved_ms: None,
             note: None,
-        }
-    }
-}
-
-/// One line of the audit: who did what to which record, when, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct AuditEntry {
-    /// When (ms since the epoch).
-    pub at_ms: i64,
-    /// Who: the subject they signed in as.
-    pub who: String,
-    /// What: `approve`, `decline`, `resolve`, `sign_in`, `expire`.
-    pub what: String,
-    /// The id of the approval or escalation.
-    pub subject: String,
-    /// Their note.
-    pub note: String,
-}
-
-impl AuditEntry {
-    /// An entry now.
-    pub fn new(
-        who: impl Into<String>,
-        what: impl Into<String>,
-        subject: impl Into<String>,
-        note: impl Into<String>,
-    ) -> Self {
-        AuditEntry {
-            at_ms: super::now_ms(),
-            who: who.into(),
-            what: what.into(),
-            subject: subject.into(),
-            note: note.into(),
         }
     }
 }

@@ -18,8 +18,8 @@ use sqlx::Row;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 
 use super::{
-    ApprovalRecord, ApprovalState, AuditEntry, Decision, EscalationRecord, EscalationState, Store,
-    StoreError, StoreFuture, TaskRecord, TaskState, TaskUpdate,
+    ApprovalRecord, ApprovalState, AuditEntry, Decision, Escalate, EscalationRecord,
+    EscalationState, Store, StoreError, StoreFuture, TaskRecord, TaskState, TaskUpdate,
 };
 
 /// The store's schema, as migrations.
@@ -193,6 +193,53 @@ macro_rules! sql_store {
                     resolved_ms: row.try_get("resolved_ms").map_err(failed)?,
                     note: row.try_get("note").map_err(failed)?,
                 })
+            }
+
+            /// Writes `entry` into the audit, on `connection` (in its
+            /// transaction, if it has one).
+            async fn write_audit(
+                connection: &mut <$db as sqlx::Database>::Connection,
+                entry: &AuditEntry,
+            ) -> Result<(), StoreError> {
+                let sql = "INSERT INTO te_audit (id, at_ms, who, what, subject, note) \
+                           VALUES ($1, $2, $3, $4, $5, $6)";
+                sqlx::query(sql)
+                    .bind(super::new_id())
+                    .bind(entry.at_ms)
+                    .bind(&entry.who)
+                    .bind(&entry.what)
+                    .bind(&entry.subject)
+                    .bind(&entry.note)
+                    .execute(connection)
+                    .await
+                    .map_err(failed)?;
+                Ok(())
+            }
+
+            /// Keeps `escalation`, on `connection` (in its transaction, if
+            /// it has one).
+            async fn write_escalation(
+                connection: &mut <$db as sqlx::Database>::Connection,
+                escalation: &EscalationRecord,
+            ) -> Result<(), StoreError> {
+                let sql = format!(
+                    "INSERT INTO te_escalations ({ESCALATION_COLUMNS}) VALUES \
+                     ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+                );
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(&escalation.id)
+                    .bind(&escalation.tool)
+                    .bind(&escalation.caller)
+                    .bind(text(&escalation.envelope))
+                    .bind(escalation.state.as_str())
+                    .bind(escalation.created_ms)
+                    .bind(&escalation.resolved_by)
+                    .bind(escalation.resolved_ms)
+                    .bind(&escalation.note)
+                    .execute(connection)
+                    .await
+                    .map_err(failed)?;
+                Ok(())
             }
 
             async fn task_row(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
@@ -561,16 +608,23 @@ macro_rules! sql_store {
                                expires_ms = CASE WHEN $3 > created_ms AND expires_ms <= 9223372036854775807 - ($3 - created_ms) \
                                    THEN expires_ms + ($3 - created_ms) ELSE expires_ms END \
                                WHERE id = $5 AND state = 'pending' AND expires_ms > $3";
+                    // The decision and its audit, both or neither.
+                    let mut tx = self.pool.begin().await.map_err(failed)?;
                     let done = sqlx::query(sql)
                         .bind(state.as_str())
                         .bind(&decision.by)
                         .bind(decision.at_ms)
                         .bind(&decision.note)
                         .bind(id)
-                        .execute(&self.pool)
+                        .execute(&mut *tx)
                         .await
                         .map_err(failed)?;
-                    Ok(done.rows_affected() == 1)
+                    if done.rows_affected() != 1 {
+                        return Ok(false);
+                    }
+                    Self::write_audit(&mut tx, &decision.audit_entry(id)).await?;
+                    tx.commit().await.map_err(failed)?;
+                    Ok(true)
                 })
             }
 
@@ -666,20 +720,33 @@ macro_rules! sql_store {
                 })
             }
 
-            fn expire_approvals<'a>(&'a self, now_ms: i64) -> StoreFuture<'a, Vec<ApprovalRecord>> {
+            fn expire_approvals<'a>(
+                &'a self,
+                now_ms: i64,
+                escalate: &'a Escalate,
+            ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
                 Box::pin(async move {
                     let sql = format!(
                         "UPDATE te_approvals SET state = 'expired' \
                          WHERE state = 'pending' AND expires_ms <= $1 RETURNING {APPROVAL_COLUMNS}"
                     );
-                    sqlx::query(sqlx::AssertSqlSafe(sql))
+                    // Expired, escalated and audited, all or none.
+                    let mut tx = self.pool.begin().await.map_err(failed)?;
+                    let expired = sqlx::query(sqlx::AssertSqlSafe(sql))
                         .bind(now_ms)
-                        .fetch_all(&self.pool)
+                        .fetch_all(&mut *tx)
                         .await
                         .map_err(failed)?
                         .iter()
                         .map(Self::approval_of)
-                        .collect()
+                        .collect::<Result<Vec<_>, _>>()?;
+                    for approval in &expired {
+                        Self::write_escalation(&mut tx, &escalate(approval)).await?;
+                        Self::write_audit(&mut tx, &AuditEntry::expired(&approval.id, now_ms))
+                            .await?;
+                    }
+                    tx.commit().await.map_err(failed)?;
+                    Ok(expired)
                 })
             }
 
@@ -702,24 +769,8 @@ macro_rules! sql_store {
                 escalation: &'a EscalationRecord,
             ) -> StoreFuture<'a, ()> {
                 Box::pin(async move {
-                    let sql = format!(
-                        "INSERT INTO te_escalations ({ESCALATION_COLUMNS}) VALUES \
-                         ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
-                    );
-                    sqlx::query(sqlx::AssertSqlSafe(sql))
-                        .bind(&escalation.id)
-                        .bind(&escalation.tool)
-                        .bind(&escalation.caller)
-                        .bind(text(&escalation.envelope))
-                        .bind(escalation.state.as_str())
-                        .bind(escalation.created_ms)
-                        .bind(&escalation.resolved_by)
-                        .bind(escalation.resolved_ms)
-                        .bind(&escalation.note)
-                        .execute(&self.pool)
-                        .await
-                        .map_err(failed)?;
-                    Ok(())
+                    let mut connection = self.pool.acquire().await.map_err(failed)?;
+                    Self::write_escalation(&mut connection, escalation).await
                 })
             }
 
@@ -755,33 +806,28 @@ macro_rules! sql_store {
                 Box::pin(async move {
                     let sql = "UPDATE te_escalations SET state = 'resolved', resolved_by = $1, \
                                resolved_ms = $2, note = $3 WHERE id = $4 AND state = 'open'";
+                    let mut tx = self.pool.begin().await.map_err(failed)?;
                     let done = sqlx::query(sql)
                         .bind(by)
                         .bind(at_ms)
                         .bind(note)
                         .bind(id)
-                        .execute(&self.pool)
+                        .execute(&mut *tx)
                         .await
                         .map_err(failed)?;
-                    Ok(done.rows_affected() == 1)
+                    if done.rows_affected() != 1 {
+                        return Ok(false);
+                    }
+                    Self::write_audit(&mut tx, &AuditEntry::resolved(by, id, note, at_ms)).await?;
+                    tx.commit().await.map_err(failed)?;
+                    Ok(true)
                 })
             }
 
             fn audit<'a>(&'a self, entry: &'a AuditEntry) -> StoreFuture<'a, ()> {
                 Box::pin(async move {
-                    let sql = "INSERT INTO te_audit (id, at_ms, who, what, subject, note) \
-                               VALUES ($1, $2, $3, $4, $5, $6)";
-                    sqlx::query(sql)
-                        .bind(super::new_id())
-                        .bind(entry.at_ms)
-                        .bind(&entry.who)
-                        .bind(&entry.what)
-                        .bind(&entry.subject)
-                        .bind(&entry.note)
-                        .execute(&self.pool)
-                        .await
-                        .map_err(failed)?;
-                    Ok(())
+                    let mut connection = self.pool.acquire().await.map_err(failed)?;
+                    Self::write_audit(&mut connection, entry).await
                 })
             }
 

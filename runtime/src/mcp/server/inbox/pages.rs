@@ -461,17 +461,9 @@ async fn resolve(
         .store
         .resolve_escalation(&id, who.subject(), &note, now_ms())
         .await;
-    let kept = match resolved {
-        Ok(true) => state
-            .store
-            .audit(&AuditEntry::new(
-                who.subject(),
-                "resolve",
-                &id,
-                note.as_ref(),
-            ))
-            .await
-            .is_ok(),
+    match resolved {
+        // Resolved and audited, in one transaction.
+        Ok(true) => see_other("/inbox"),
         Ok(false) => {
             let cookie = signed_in(&state, &headers)
                 .map(|(_, cookie)| cookie)
@@ -484,13 +476,9 @@ async fn resolve(
             )
             .await;
             *response.status_mut() = StatusCode::CONFLICT;
-            return response;
+            response
         }
-        Err(_) => false,
-    };
-    match kept {
-        true => see_other("/inbox"),
-        false => page(
+        Err(_) => page(
             StatusCode::SERVICE_UNAVAILABLE,
             "The store cannot be reached.".into(),
         ),

@@ -16,8 +16,8 @@ use crate::mcp::context::ToolContext;
 use crate::mcp::server::{held, ticket};
 use crate::reasons;
 use crate::store::{
-    ApprovalRecord, ApprovalState, AuditEntry, EscalationRecord, Store, StoreError, TaskState,
-    TaskUpdate, now_ms,
+    ApprovalRecord, ApprovalState, EscalationRecord, Store, StoreError, TaskState, TaskUpdate,
+    now_ms,
 };
 
 /// How often a replica looks for approved calls it did not see decided.
@@ -64,16 +64,12 @@ impl ToolSet {
         let Some(store) = self.store_ref() else {
             return Ok(0);
         };
-        for expired in store.expire_approvals(now_ms()).await? {
-            let envelope = expired_escalation(&expired);
-            let json = serde_json::to_value(&envelope).unwrap_or_default();
-            store
-                .record_escalation(&EscalationRecord::new(json, expired.caller.clone()))
-                .await?;
-            store
-                .audit(&AuditEntry::new("tool-envelope", "expire", &expired.id, ""))
-                .await?;
-        }
+        // Each expired approval's escalation and audit are kept with its
+        // expiry, in one transaction: none expires unseen.
+        let escalate = |expired: &ApprovalRecord| {
+            EscalationRecord::new(expired_escalation(expired), expired.caller.clone())
+        };
+        store.expire_approvals(now_ms(), &escalate).await?;
         self.recover_tasks(store.as_ref()).await?;
         if let Err(error) = self.sweep(store.as_ref()).await {
             tracing::warn!(%error, "sweeping the store failed; approved calls run all the same");

@@ -18,7 +18,7 @@ use crate::envelope::ErrorEnvelope;
 use crate::escalation::Escalation;
 use crate::mcp::server::state::CallState;
 use crate::mcp::server::ticket::{self, DEFAULT_APPROVAL_TTL, Ticketed, Waiting};
-use crate::store::{ApprovalRecord, ApprovalState, AuditEntry, Decision, Store, StoreError};
+use crate::store::{ApprovalRecord, ApprovalState, Decision, Store, StoreError};
 
 /// What a tool set keeps to run the approved calls of its store.
 pub(super) struct Approving {
@@ -196,15 +196,6 @@ impl ToolSet {
                 .map_or(ApprovalState::Expired, |approval| approval.state);
             return Err(DecisionError::NotPending(state));
         }
-        let what = if approve { "approve" } else { "decline" };
-        store
-            .audit(&AuditEntry::new(
-                approver.subject(),
-                what,
-                ticket,
-                note.as_ref(),
-            ))
-            .await?;
         if approve {
             self.start_runner();
             self.inner.protocol.approving.wake.notify_one();
