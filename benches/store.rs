@@ -177,7 +177,9 @@ fn main() {
     let tools = ToolSet::new()
         .tool::<refund>()
         .store(Arc::clone(&store))
-        .approvals_in_background(false);
+        .approvals_in_background(false)
+        // One caller's thousand: above the default bound.
+        .max_waiting_approvals(1000);
     for n in 0..1000 {
         let arguments = json!({"order": format!("P-{n}"), "amount": 501 + n});
         let context = ToolContext::detached().with_caller(agent.clone());

@@ -173,6 +173,28 @@ async fn approvals(store: &dyn Store) {
         .unwrap();
     assert!(pending.iter().any(|a| a.id == opened.id));
 
+    // Counted by caller, to bound how many of one caller's wait: pending
+    // and not expired.
+    let who = format!("counted-{now}");
+    for (digest, expires_ms) in [("count", now + MINUTE), ("count-old", now + 10)] {
+        let mut theirs = approval(&format!("{digest}-{now}"), expires_ms);
+        theirs.caller = Some(who.clone());
+        store.open_approval(&theirs).await.unwrap();
+    }
+    let mut anonymous = approval(&format!("count-anonymous-{now}"), now + MINUTE);
+    anonymous.caller = None;
+    store.open_approval(&anonymous).await.unwrap();
+    assert_eq!(store.waiting_approvals(Some(&who), now).await.unwrap(), 2);
+    assert_eq!(
+        store.waiting_approvals(Some(&who), now + 20).await.unwrap(),
+        1
+    );
+    assert_eq!(
+        store.waiting_approvals(Some("nobody"), now).await.unwrap(),
+        0
+    );
+    assert!(store.waiting_approvals(None, now).await.unwrap() >= 1);
+
     // Decided once: the second decision, either way, changes nothing.
     let yes = Decision::new(true, "carol", "customer verified");
     assert!(store.decide(&opened.id, &yes).await.unwrap());

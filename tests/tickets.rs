@@ -217,6 +217,63 @@ async fn a_refund_over_the_cap_waits_for_an_approver_and_runs_once() {
     );
 }
 
+/// One caller cannot bury the approvers under blocked calls: past the
+/// bound, a blocked call of theirs opens no approval (and sends no
+/// notice), and nothing runs; their calls that wait already are read as
+/// before, another caller opens theirs, and once one of theirs is decided
+/// the refused call opens its approval. Counted in a SQLite file.
+#[tokio::test]
+async fn one_caller_cannot_flood_the_approvers_with_blocked_calls() {
+    let (_folder, url) = sqlite_url("flood");
+    let store = store::open(&url).await.unwrap();
+    let tools = tools(Arc::clone(&store)).max_waiting_approvals(3);
+    let mallory = Caller::new("mallory", ["refunds:write"]);
+    let args = |n: u64| refund_args(&format!("F-{n}"), 600 + n);
+    let mut tickets = Vec::new();
+    for n in 0..3 {
+        let (_, reply) = call_as(&tools, &mallory, "refund", args(n)).await;
+        tickets.push(ticket_of(&reply));
+    }
+    let schema: Value =
+        serde_json::from_str(include_str!("../schema/error-envelope.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for n in 3..103 {
+        let (failed, reply) = call_as(&tools, &mallory, "refund", args(n)).await;
+        assert!(failed);
+        assert_eq!(reply["reason"], "TOO_MANY_APPROVALS", "{reply}");
+        assert_eq!(reply["errorCategory"], "business");
+        assert_eq!(reply["escalation"]["attempts"], 0, "nothing ran");
+        assert!(reply["escalation"].get("ticket").is_none(), "{reply}");
+        assert!(validator.is_valid(&reply), "{reply}");
+        assert!(!reply.to_string().contains("4111-1111"), "{reply}");
+    }
+    let mallorys = |pending: Vec<store::ApprovalRecord>| {
+        (pending.iter())
+            .filter(|approval| approval.caller.as_deref() == Some("mallory"))
+            .count()
+    };
+    let pending = store.approvals(&[ApprovalState::Pending], 1000).await;
+    assert_eq!(mallorys(pending.unwrap()), 3);
+
+    // A call that waits already is read as before.
+    let (_, again) = call_as(&tools, &mallory, "refund", args(0)).await;
+    assert_eq!(ticket_of(&again), tickets[0]);
+    // Another caller is not held back by mallory's.
+    let (_, alices) = call_as(&tools, &alice(), "refund", args(3)).await;
+    assert!(!tickets.contains(&ticket_of(&alices)));
+    // One of mallory's decided: the refused call opens its approval.
+    tools
+        .decide(&tickets[1], &approver(), false, "no")
+        .await
+        .unwrap();
+    let (_, opened) = call_as(&tools, &mallory, "refund", args(3)).await;
+    assert!(!tickets.contains(&ticket_of(&opened)));
+    let (_, full) = call_as(&tools, &mallory, "refund", args(4)).await;
+    assert_eq!(full["reason"], "TOO_MANY_APPROVALS", "{full}");
+    tools.run_approved().await.unwrap();
+    assert_eq!(times("refund F-3 603") + times("refund F-4 604"), 0);
+}
+
 #[tokio::test]
 async fn a_declined_ticket_is_human_declined_and_never_runs() {
     let tools = tools(Arc::new(MemoryStore::new()));

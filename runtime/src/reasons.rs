@@ -131,6 +131,10 @@ pub const INVALID_ANSWER: &str = "INVALID_ANSWER";
 /// A server refused to start another task: too many of the caller's, or of
 /// the server's, are running. Nothing ran.
 pub const TOO_MANY_TASKS: &str = "TOO_MANY_TASKS";
+/// A call a guard blocked until an approver decides opened no approval:
+/// its caller has as many waiting as they may. Nothing ran; the call made
+/// again once some are decided opens one.
+pub const TOO_MANY_APPROVALS: &str = "TOO_MANY_APPROVALS";
 /// A server asked more questions in one round (or at once) than the client
 /// answers.
 pub const TOO_MANY_QUESTIONS: &str = "TOO_MANY_QUESTIONS";

@@ -174,7 +174,7 @@ pub use server::rounds::DEFAULT_REQUEST_STATE_TTL;
 pub use server::tasks::{DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_CALLER, TaskSupport};
 #[cfg(feature = "rmcp")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
-pub use server::ticket::DEFAULT_APPROVAL_TTL;
+pub use server::ticket::{DEFAULT_APPROVAL_TTL, DEFAULT_MAX_WAITING_APPROVALS};
 #[cfg(feature = "rmcp")]
 pub use server::toolset::DEFAULT_LIST_TTL;
 #[cfg(feature = "rmcp")]

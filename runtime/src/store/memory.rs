@@ -195,6 +195,22 @@ impl Store for MemoryStore {
         ready(newest(found, |approval| approval.created_ms, u32::MAX))
     }
 
+    fn waiting_approvals<'a>(
+        &'a self,
+        caller: Option<&'a str>,
+        now_ms: i64,
+    ) -> StoreFuture<'a, u64> {
+        let state = self.lock();
+        let waiting = (state.approvals.values())
+            .filter(|approval| {
+                approval.caller.as_deref() == caller
+                    && approval.state == ApprovalState::Pending
+                    && approval.expires_ms > now_ms
+            })
+            .count();
+        ready(u64::try_from(waiting).unwrap_or(u64::MAX))
+    }
+
     fn approval<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<ApprovalRecord>> {
         ready(self.lock().approvals.get(id).cloned())
     }

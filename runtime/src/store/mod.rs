@@ -138,6 +138,14 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
         now_ms: i64,
     ) -> StoreFuture<'a, Vec<ApprovalRecord>>;
 
+    /// How many approvals of `caller` (a subject; `None`, of callers
+    /// without one) wait for a decision at `now_ms`: pending, not expired.
+    fn waiting_approvals<'a>(
+        &'a self,
+        caller: Option<&'a str>,
+        now_ms: i64,
+    ) -> StoreFuture<'a, u64>;
+
     /// The approval `id`.
     fn approval<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<ApprovalRecord>>;
 

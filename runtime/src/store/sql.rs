@@ -39,6 +39,13 @@ fn migrator() -> Migrator {
             sqlx::SqlStr::from_static(include_str!("migrations/0002_task_scopes.sql")),
             false,
         ),
+        Migration::new(
+            3,
+            Cow::Borrowed("tool-envelope approvals waiting by caller"),
+            MigrationType::Simple,
+            sqlx::SqlStr::from_static(include_str!("migrations/0003_waiting_by_caller.sql")),
+            false,
+        ),
     ])
 }
 
@@ -554,6 +561,29 @@ macro_rules! sql_store {
                 now_ms: i64,
             ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
                 Box::pin(self.live_approvals(digest, now_ms))
+            }
+
+            fn waiting_approvals<'a>(
+                &'a self,
+                caller: Option<&'a str>,
+                now_ms: i64,
+            ) -> StoreFuture<'a, u64> {
+                Box::pin(async move {
+                    let sql = match caller {
+                        Some(_) => "SELECT COUNT(*) AS n FROM te_approvals WHERE caller = $1 \
+                                    AND state = 'pending' AND expires_ms > $2",
+                        None => "SELECT COUNT(*) AS n FROM te_approvals WHERE caller IS NULL \
+                                 AND $1 IS NULL AND state = 'pending' AND expires_ms > $2",
+                    };
+                    let row = sqlx::query(sql)
+                        .bind(caller)
+                        .bind(now_ms)
+                        .fetch_one(&self.pool)
+                        .await
+                        .map_err(failed)?;
+                    let n: i64 = row.try_get("n").map_err(failed)?;
+                    Ok(u64::try_from(n).unwrap_or(0))
+                })
             }
 
             fn approval<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<ApprovalRecord>> {

@@ -21,6 +21,12 @@ use crate::store::{ApprovalRecord, ApprovalState, Store, StoreError, now_ms};
 /// outcome is then given to the same call made again.
 pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
+/// How many approvals one caller may have waiting for a decision at once
+/// by default (`ToolSet::max_waiting_approvals`): past it, a blocked call
+/// of theirs opens no new one (`TOO_MANY_APPROVALS`), so that a caller
+/// cannot bury the approvers' inbox and their webhook under blocked calls.
+pub const DEFAULT_MAX_WAITING_APPROVALS: usize = 100;
+
 /// The longest time to live an approval is given, whatever is asked
 /// (`ToolSet::approval_ttl`): a hundred years.
 const MAX_APPROVAL_TTL: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
@@ -39,6 +45,8 @@ pub(crate) struct Waiting<'a> {
     pub(crate) approvers: &'a str,
     /// Whether the tool may run again from the start (read-only, idempotent).
     pub(crate) safe_to_repeat: bool,
+    /// How many approvals of the caller may wait at once.
+    pub(crate) most_waiting: usize,
 }
 
 /// Where a waiting call stands.
@@ -111,8 +119,9 @@ fn write_object(fields: &Map<String, Value>, out: &mut Vec<u8>) {
 /// Where `call`, blocked with `blocked` (shown to approvers as `shown`
 /// makes it, which runs only when an approval is opened),
 /// stands in `store`: the approval of its block is opened when there is no
-/// live one, and read when there is. The approval, too, when this call
-/// opened it.
+/// live one, and read when there is — unless the caller has as many
+/// waiting as they may, and the call ends `TOO_MANY_APPROVALS`. The
+/// approval, too, when this call opened it.
 ///
 /// # Errors
 ///
@@ -131,6 +140,13 @@ pub(crate) async fn wait(
     let approval = match live.iter().find(|approval| approval.block == call.block) {
         Some(approval) => onward(approval, &live),
         None => {
+            // Counted, then opened: replicas opening at the same moment
+            // may each pass the count, by one approval each at most.
+            let caller = call.caller.map(Caller::subject);
+            let waiting = store.waiting_approvals(caller, now).await?;
+            if waiting >= u64::try_from(call.most_waiting).unwrap_or(u64::MAX) {
+                return Ok((Ticketed::Ended(too_many(blocked, waiting)), None));
+            }
             // Bounded, so that an expiry moved after a late decision and a
             // late run stays far inside every store's integers.
             let ttl_ms = i64::try_from(ttl.min(MAX_APPROVAL_TTL).as_millis()).unwrap_or(i64::MAX);
@@ -300,6 +316,21 @@ fn awaiting(blocked: &ErrorEnvelope, approval: &ApprovalRecord, now: i64) -> Esc
             approval.id, approval.approvers
         ))
         .with_ticket(ticket)
+}
+
+/// The envelope of a blocked call that opened no approval: its caller has
+/// `waiting` waiting already, as many as they may. Nothing ran.
+fn too_many(blocked: &ErrorEnvelope, waiting: u64) -> ErrorEnvelope {
+    ErrorEnvelope::business(format!(
+        "{} — not sent to the approvers: {waiting} approvals of this caller wait for a decision already, as many as may wait at once",
+        blocked.message().trim_end()
+    ))
+    .with_reason(reasons::TOO_MANY_APPROVALS)
+    .with_alternatives(blocked.alternatives().iter().cloned())
+    .with_alternative(
+        "Call again once approvers have decided the calls of yours that wait, or once they expire",
+    )
+    .remade(|parts| parts.refused = Some(Refusal::Blocked))
 }
 
 /// The envelope of a call whose approval nobody decided in time.

@@ -17,7 +17,9 @@ use crate::caller::Caller;
 use crate::envelope::ErrorEnvelope;
 use crate::escalation::Escalation;
 use crate::mcp::server::state::CallState;
-use crate::mcp::server::ticket::{self, DEFAULT_APPROVAL_TTL, Ticketed, Waiting};
+use crate::mcp::server::ticket::{
+    self, DEFAULT_APPROVAL_TTL, DEFAULT_MAX_WAITING_APPROVALS, Ticketed, Waiting,
+};
 use crate::store::{ApprovalRecord, ApprovalState, Decision, Store, StoreError};
 
 /// What a tool set keeps to run the approved calls of its store.
@@ -26,6 +28,8 @@ pub(super) struct Approving {
     pub(super) ttl: Duration,
     /// Whether a runner in the background runs approved calls.
     pub(super) background: bool,
+    /// How many approvals of one caller may wait at once.
+    pub(super) most_waiting: usize,
     /// This process's name as a holder of leases: random, one per tool set.
     pub(super) holder: String,
     /// Whether the background runner was started.
@@ -41,6 +45,7 @@ impl Default for Approving {
         Approving {
             ttl: DEFAULT_APPROVAL_TTL,
             background: true,
+            most_waiting: DEFAULT_MAX_WAITING_APPROVALS,
             holder: crate::store::new_id(),
             started: OnceLock::new(),
             wake: tokio::sync::Notify::new(),
@@ -112,8 +117,26 @@ impl ToolSet {
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
     #[must_use]
     pub fn approval_ttl(mut self, ttl: Duration) -> Self {
-        let background = self.inner.protocol.approving.background;
-        self.set_approving(ttl, background);
+        self.set_approving(|approving| approving.ttl = ttl);
+        self
+    }
+
+    /// How many approvals of one caller (a bearer token's subject; on a
+    /// server that checks none, every client together) may wait for a
+    /// decision at once:
+    /// [`DEFAULT_MAX_WAITING_APPROVALS`](crate::mcp::DEFAULT_MAX_WAITING_APPROVALS)
+    /// unless set, at least 1. Past it, a blocked call of theirs that would
+    /// open another ends with a `business` envelope, reason
+    /// `TOO_MANY_APPROVALS`, and nothing runs — so that one caller cannot
+    /// bury the approvers' inbox and webhook under blocked calls. The
+    /// same call made again once some are decided (or expired) opens its
+    /// approval; calls that wait already are read as before. Counted in
+    /// the store, so the bound holds across the replicas sharing it (two
+    /// opening at the same moment may each pass it by one).
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+    #[must_use]
+    pub fn max_waiting_approvals(mut self, per_caller: usize) -> Self {
+        self.set_approving(|approving| approving.most_waiting = per_caller.max(1));
         self
     }
 
@@ -125,19 +148,22 @@ impl ToolSet {
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
     #[must_use]
     pub fn approvals_in_background(mut self, background: bool) -> Self {
-        let ttl = self.inner.protocol.approving.ttl;
-        self.set_approving(ttl, background);
+        self.set_approving(|approving| approving.background = background);
         self
     }
 
-    /// A new way of running approvals, with `ttl` and `background`: set
-    /// while the set is built, before any runner starts.
-    fn set_approving(&mut self, ttl: Duration, background: bool) {
-        self.inner_mut().protocol.approving = Arc::new(Approving {
-            ttl,
-            background,
+    /// A new way of running approvals, the settings so far changed by
+    /// `change`: set while the set is built, before any runner starts.
+    fn set_approving(&mut self, change: impl FnOnce(&mut Approving)) {
+        let now = &self.inner.protocol.approving;
+        let mut approving = Approving {
+            ttl: now.ttl,
+            background: now.background,
+            most_waiting: now.most_waiting,
             ..Approving::default()
-        });
+        };
+        change(&mut approving);
+        self.inner_mut().protocol.approving = Arc::new(approving);
     }
 
     /// Posts a notice to `webhook` for each new approval this set opens
@@ -238,6 +264,7 @@ impl ToolSet {
             block: key,
             approvers: scope,
             safe_to_repeat: entry.facts.safe_to_repeat,
+            most_waiting: self.inner.protocol.approving.most_waiting,
         };
         let ttl = self.inner.protocol.approving.ttl;
         let standing = ticket::wait(store.as_ref(), &waiting, failure.envelope(), shown, ttl)
