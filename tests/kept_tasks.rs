@@ -363,6 +363,12 @@ async fn a_task_still_waiting_for_its_approver_ends_with_its_ticket_before_it_ex
     assert_eq!(envelope["escalation"]["reason"], "awaiting_approval");
     assert_eq!(envelope["escalation"]["ticket"]["id"], ticket);
     assert_eq!(envelope["escalation"]["ticket"]["status"], "approved");
+    // Its words say so too: no longer "waiting for an approver".
+    let said = envelope["message"].as_str().unwrap();
+    assert!(
+        said.contains("approved by") && !said.contains("waiting for an approver"),
+        "{said}"
+    );
     assert_eq!(times("T-730"), 0);
 
     // The approval outlived the task: once run, the call made again reads

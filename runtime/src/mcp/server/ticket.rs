@@ -296,18 +296,32 @@ fn awaiting(blocked: &ErrorEnvelope, approval: &ApprovalRecord, now: i64) -> Esc
         u64::try_from(approval.expires_ms).unwrap_or(0),
         read,
     );
+    // Where it stands, in words: an agent relays this message, and
+    // "waiting for an approver" would be false once one said yes.
+    let by = approval.decided_by.as_deref().unwrap_or("an approver");
+    let (stands, next) = match approval.state {
+        ApprovalState::Approved => (
+            format!("approved by {by}; the call runs shortly"),
+            "Wait for the approved call to run, then call again with the same arguments to read its result",
+        ),
+        ApprovalState::Running => (
+            format!("approved by {by}; the call is running now"),
+            "Wait for the approved call to finish, then call again with the same arguments to read its result",
+        ),
+        _ => (
+            format!("waiting for an approver with `{}`", approval.approvers),
+            "Wait for the approver's decision, then call again with the same arguments to read the outcome",
+        ),
+    };
     let message = format!(
-        "{} — waiting for an approver with `{}` (ticket {})",
+        "{} — {stands} (ticket {})",
         blocked.message().trim_end(),
-        approval.approvers,
         approval.id
     );
     let envelope = ErrorEnvelope::business(message)
         .with_reason(reasons::AWAITING_APPROVAL)
         .with_alternatives(blocked.alternatives().iter().cloned())
-        .with_alternative(
-            "Wait for the approver's decision, then call again with the same arguments to read the outcome",
-        )
+        .with_alternative(next)
         .remade(|parts| parts.refused = Some(Refusal::Blocked));
     let elapsed = Duration::from_millis(u64::try_from(now - approval.created_ms).unwrap_or(0));
     Escalation::new(EscalationReason::AwaitingApproval, envelope, 0, elapsed)
