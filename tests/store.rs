@@ -477,6 +477,22 @@ async fn escalations_and_audit(store: &dyn Store) {
         )]
     );
 
+    // Counted by caller, to bound how many of one caller's stay open.
+    let who = format!("escalated-{at}");
+    let theirs = EscalationRecord::new(json!({}), Some(who.clone()));
+    store.record_escalation(&theirs).await.unwrap();
+    assert_eq!(store.open_escalations(Some(&who)).await.unwrap(), 1);
+    assert!(
+        store
+            .resolve_escalation(&theirs.id, "carol", "", at)
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.open_escalations(Some(&who)).await.unwrap(), 0);
+    let anonymous = EscalationRecord::new(json!({}), None);
+    store.record_escalation(&anonymous).await.unwrap();
+    assert!(store.open_escalations(None).await.unwrap() >= 1);
+
     let entry = AuditEntry::new("carol", "sign_in", format!("inbox-{at}"), "");
     store.audit(&entry).await.unwrap();
     assert_eq!(

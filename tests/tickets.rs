@@ -765,6 +765,66 @@ async fn every_escalation_of_a_tool_set_with_a_store_is_kept_once_with_its_calle
     assert!(!kept.envelope.to_string().contains("4111-1111"));
 }
 
+/// A caller who makes calls fail on purpose cannot fill the store and
+/// bury the inbox: past the bound, their escalations are not kept (each
+/// still reaches them whole in its reply), another caller's still are, and
+/// once a person resolves theirs, theirs are kept again. In a SQLite file.
+#[tokio::test]
+async fn one_caller_cannot_fill_the_store_with_escalations() {
+    let (_folder, url) = sqlite_url("escalations");
+    let store = store::open(&url).await.unwrap();
+    let tools = ToolSet::new()
+        .tool::<refund>()
+        .guards(Guards::new().for_all(frozen))
+        .store(Arc::clone(&store))
+        .approvals_in_background(false)
+        .max_open_escalations(5);
+    let mallory = Caller::new("mallory", ["refunds:write"]);
+    for n in 0..60 {
+        let (failed, reply) = call_as(
+            &tools,
+            &mallory,
+            "refund",
+            refund_args(&format!("FROZEN-{n}"), 20),
+        )
+        .await;
+        assert!(failed);
+        assert_eq!(reply["escalation"]["reason"], "blocked_by_guard", "{reply}");
+    }
+    let of = |who: &'static str| {
+        let store = Arc::clone(&store);
+        async move {
+            (store
+                .escalations(EscalationState::Open, 1000)
+                .await
+                .unwrap())
+            .into_iter()
+            .filter(|escalation| escalation.caller.as_deref() == Some(who))
+            .collect::<Vec<_>>()
+        }
+    };
+    let mallorys = of("mallory").await;
+    assert_eq!(mallorys.len(), 5, "kept up to the bound, no more");
+    assert_eq!(store.open_escalations(Some("mallory")).await.unwrap(), 5);
+
+    // Another caller is not held back by mallory's.
+    call_as(&tools, &alice(), "refund", refund_args("FROZEN-A", 20)).await;
+    assert_eq!(of("alice").await.len(), 1);
+
+    // Resolved by a person: room again.
+    store
+        .resolve_escalation(&mallorys[0].id, "carol", "looked into it", store::now_ms())
+        .await
+        .unwrap();
+    call_as(&tools, &mallory, "refund", refund_args("FROZEN-61", 20)).await;
+    let kept = of("mallory").await;
+    assert_eq!(kept.len(), 5);
+    assert!(
+        kept.iter()
+            .any(|escalation| escalation.envelope.to_string().contains("FROZEN-61"))
+    );
+}
+
 #[tokio::test]
 async fn a_local_agents_escalations_land_in_the_same_store_once() {
     use tool_envelope::coordinator::Coordinator;

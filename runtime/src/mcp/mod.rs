@@ -177,6 +177,9 @@ pub use server::tasks::{DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_CALLER, TaskSup
 pub use server::ticket::{DEFAULT_APPROVAL_TTL, DEFAULT_MAX_WAITING_APPROVALS};
 #[cfg(feature = "rmcp")]
 pub use server::toolset::DEFAULT_LIST_TTL;
+#[cfg(feature = "tokio")]
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "tokio")))]
+pub use server::toolset::DEFAULT_MAX_OPEN_ESCALATIONS;
 #[cfg(feature = "rmcp")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
 pub use server::toolset::DecisionError;

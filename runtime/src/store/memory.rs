@@ -363,6 +363,16 @@ impl Store for MemoryStore {
         ready(newest(found, |escalation| escalation.created_ms, limit))
     }
 
+    fn open_escalations<'a>(&'a self, caller: Option<&'a str>) -> StoreFuture<'a, u64> {
+        let state = self.lock();
+        let open = (state.escalations.values())
+            .filter(|escalation| {
+                escalation.caller.as_deref() == caller && escalation.state == EscalationState::Open
+            })
+            .count();
+        ready(u64::try_from(open).unwrap_or(u64::MAX))
+    }
+
     fn resolve_escalation<'a>(
         &'a self,
         id: &'a str,

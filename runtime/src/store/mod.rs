@@ -233,6 +233,10 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
         limit: u32,
     ) -> StoreFuture<'a, Vec<EscalationRecord>>;
 
+    /// How many escalations of `caller` (a subject; `None`, of callers
+    /// without one) are open.
+    fn open_escalations<'a>(&'a self, caller: Option<&'a str>) -> StoreFuture<'a, u64>;
+
     /// Resolves the open escalation `id`: one conditional update and, in
     /// the same transaction, its line of the audit
     /// ([`AuditEntry::resolved`]). Whether it was this call that resolved

@@ -41,9 +41,9 @@ fn migrator() -> Migrator {
         ),
         Migration::new(
             3,
-            Cow::Borrowed("tool-envelope approvals waiting by caller"),
+            Cow::Borrowed("tool-envelope counts by caller"),
             MigrationType::Simple,
-            sqlx::SqlStr::from_static(include_str!("migrations/0003_waiting_by_caller.sql")),
+            sqlx::SqlStr::from_static(include_str!("migrations/0003_counts_by_caller.sql")),
             false,
         ),
     ])
@@ -823,6 +823,24 @@ macro_rules! sql_store {
                         .iter()
                         .map(Self::escalation_of)
                         .collect()
+                })
+            }
+
+            fn open_escalations<'a>(&'a self, caller: Option<&'a str>) -> StoreFuture<'a, u64> {
+                Box::pin(async move {
+                    let sql = match caller {
+                        Some(_) => "SELECT COUNT(*) AS n FROM te_escalations WHERE caller = $1 \
+                                    AND state = 'open'",
+                        None => "SELECT COUNT(*) AS n FROM te_escalations WHERE caller IS NULL \
+                                 AND $1 IS NULL AND state = 'open'",
+                    };
+                    let row = sqlx::query(sql)
+                        .bind(caller)
+                        .fetch_one(&self.pool)
+                        .await
+                        .map_err(failed)?;
+                    let n: i64 = row.try_get("n").map_err(failed)?;
+                    Ok(u64::try_from(n).unwrap_or(0))
                 })
             }
 

@@ -26,7 +26,7 @@ use crate::query::Query;
 use crate::reasons;
 use crate::redact::arguments::ArgumentMask;
 #[cfg(feature = "tokio")]
-use crate::retry::{Keep, RetryNotice, RetryPolicy, TokioSleeper};
+use crate::retry::{Keep, RetryNotice, TokioSleeper};
 use crate::scope::Scope;
 use crate::settle::settle;
 use futures_util::future::{Either, select};
@@ -167,9 +167,9 @@ impl ToolSet {
             Outcome::Stored(reply) => return Ok(reply),
         };
         #[cfg(feature = "tokio")]
-        if let Some((store, record)) = self.escalation_to_keep(&reply, &state) {
+        if reply.is_error {
             // Boxed: a rare way, its record kept out of every call's future.
-            Box::pin(keep_escalation(store, record)).await;
+            Box::pin(self.keep_escalation(&reply, &state)).await;
         }
         #[cfg(feature = "rmcp")]
         {
@@ -180,55 +180,6 @@ impl ToolSet {
             }
         }
         Ok(reply)
-    }
-
-    /// The escalation `reply` carries, if it carries one and the set (or
-    /// its retry policy) has a store, as the record to keep there, with the
-    /// caller: every escalation a person may need to see, in the same
-    /// inbox. A call that waits for an approver is kept as its approval,
-    /// not again here.
-    #[cfg(feature = "tokio")]
-    fn escalation_to_keep(
-        &self,
-        reply: &ToolReply,
-        state: &CallState,
-    ) -> Option<(
-        &std::sync::Arc<dyn crate::store::Store>,
-        crate::store::EscalationRecord,
-    )> {
-        let store = self.escalation_store()?;
-        let structured = reply
-            .structured_content
-            .as_ref()
-            .filter(|_| reply.is_error)?;
-        let reason = (structured.get(crate::keys::ESCALATION)?)
-            .get(crate::keys::escalation::REASON)
-            .and_then(Value::as_str);
-        if reason == Some(crate::EscalationReason::AwaitingApproval.as_str()) {
-            return None;
-        }
-        let caller = state
-            .context_ref()
-            .caller()
-            .map(|caller| caller.subject().to_owned());
-        Some((
-            store,
-            crate::store::EscalationRecord::new(structured.clone(), caller),
-        ))
-    }
-
-    /// Where the set keeps escalations: its store, else its retry
-    /// policy's.
-    #[cfg(feature = "tokio")]
-    fn escalation_store(&self) -> Option<&std::sync::Arc<dyn crate::store::Store>> {
-        #[cfg(feature = "rmcp")]
-        if let Some(store) = &self.inner.protocol.store {
-            return Some(store);
-        }
-        self.inner
-            .retry
-            .as_ref()
-            .and_then(RetryPolicy::escalation_store)
     }
 
     /// The reply of a call of `name` with `arguments`, refused before it
@@ -481,17 +432,4 @@ fn too_deep(entry: &Entry, arguments: Value) -> ErrorEnvelope {
     let envelope = invalid_arguments(&entry.facts, violations, query);
     dismantle(arguments);
     envelope
-}
-
-/// Keeps `record` in `store`; a store that fails is logged, and the call's
-/// reply goes out as it is.
-#[cfg(feature = "tokio")]
-async fn keep_escalation(
-    store: &std::sync::Arc<dyn crate::store::Store>,
-    record: crate::store::EscalationRecord,
-) {
-    if let Err(_error) = store.record_escalation(&record).await {
-        #[cfg(feature = "tracing")]
-        tracing::warn!(error = %_error, "keeping an escalation: the store failed");
-    }
 }

@@ -4,6 +4,7 @@
 //! - `entry`: what it holds for each tool;
 //! - `dispatch`: a call, from its JSON arguments to its reply;
 //! - `failure`: how a failed call is shaped to be sent;
+//! - `kept` (with `tokio`): the escalations it keeps for a person;
 //! - `protocol` (with `rmcp`): how the set speaks MCP — its sealed rounds,
 //!   its cache hints, its tasks, the revisions it serves, its store;
 //! - `tickets` (with `rmcp`): calls that wait in the store for an approver,
@@ -14,6 +15,8 @@
 mod dispatch;
 mod entry;
 mod failure;
+#[cfg(feature = "tokio")]
+mod kept;
 #[cfg(feature = "rmcp")]
 mod protocol;
 #[cfg(feature = "rmcp")]
@@ -22,6 +25,8 @@ mod runner;
 mod tickets;
 
 pub use entry::{FreeTool, MethodTool, ServableTool, ToolProvider};
+#[cfg(feature = "tokio")]
+pub use kept::DEFAULT_MAX_OPEN_ESCALATIONS;
 #[cfg(feature = "rmcp")]
 pub use protocol::DEFAULT_LIST_TTL;
 #[cfg(feature = "rmcp")]
@@ -50,6 +55,9 @@ struct Inner {
     guards: Arc<Guards>,
     #[cfg(feature = "tokio")]
     retry: Option<RetryPolicy>,
+    /// How many open escalations of one caller it keeps.
+    #[cfg(feature = "tokio")]
+    most_open_escalations: usize,
     name: Option<Cow<'static, str>>,
     version: Option<Cow<'static, str>>,
     mask_internal: Option<Cow<'static, str>>,
@@ -76,6 +84,8 @@ impl Default for Inner {
             guards: Arc::new(Guards::default()),
             #[cfg(feature = "tokio")]
             retry: None,
+            #[cfg(feature = "tokio")]
+            most_open_escalations: kept::DEFAULT_MAX_OPEN_ESCALATIONS,
             name: None,
             version: None,
             mask_internal: None,

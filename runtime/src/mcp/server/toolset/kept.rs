@@ -1,0 +1,104 @@
+//! The escalations a tool set keeps for a person, in its store (or its
+//! retry policy's): every one its calls end with — but a call that waits
+//! for an approver, kept as its approval — and no more than so many open
+//! of one caller, so that a caller who makes calls fail on purpose cannot
+//! fill the store and bury the inbox.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::ToolSet;
+use crate::mcp::reply::ToolReply;
+use crate::mcp::server::state::CallState;
+use crate::retry::RetryPolicy;
+use crate::store::{EscalationRecord, Store};
+
+/// How many open escalations of one caller a tool set keeps by default
+/// ([`ToolSet::max_open_escalations`]).
+pub const DEFAULT_MAX_OPEN_ESCALATIONS: usize = 1000;
+
+impl ToolSet {
+    /// How many open escalations of one caller (a bearer token's subject;
+    /// every caller without one together) the set keeps in its store:
+    /// [`DEFAULT_MAX_OPEN_ESCALATIONS`] unless set, at least 1. Past it,
+    /// another escalation of theirs is not kept (a warning is logged) until
+    /// a person resolves some; the caller's reply carries it whole all the
+    /// same. Counted in the store, so the bound holds across replicas (two
+    /// keeping at the same moment may each pass it by one).
+    #[must_use]
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "tokio")))]
+    pub fn max_open_escalations(mut self, per_caller: usize) -> Self {
+        self.inner_mut().most_open_escalations = per_caller.max(1);
+        self
+    }
+
+    /// Keeps the escalation `reply` carries, if it carries one the set
+    /// keeps (see [`escalation_to_keep`](Self::escalation_to_keep)) and
+    /// its caller has room; a store that fails is logged, and the reply
+    /// goes out as it is.
+    pub(super) async fn keep_escalation(&self, reply: &ToolReply, state: &CallState) {
+        let Some((store, record)) = self.escalation_to_keep(reply, state) else {
+            return;
+        };
+        let most = u64::try_from(self.inner.most_open_escalations).unwrap_or(u64::MAX);
+        let kept = match store.open_escalations(record.caller.as_deref()).await {
+            Ok(open) if open >= most => {
+                #[cfg(feature = "tracing")]
+                tracing::warn!(
+                    caller = record.caller.as_deref().unwrap_or("(none)"),
+                    open,
+                    "an escalation was not kept: its caller has as many open as the tool set keeps"
+                );
+                return;
+            }
+            Ok(_) => store.record_escalation(&record).await,
+            Err(error) => Err(error),
+        };
+        if let Err(_error) = kept {
+            #[cfg(feature = "tracing")]
+            tracing::warn!(error = %_error, "keeping an escalation: the store failed");
+        }
+    }
+
+    /// The escalation `reply` carries, if it carries one and the set (or
+    /// its retry policy) has a store, as the record to keep there, with the
+    /// caller: every escalation a person may need to see, in the same
+    /// inbox. A call that waits for an approver is kept as its approval,
+    /// not again here.
+    fn escalation_to_keep(
+        &self,
+        reply: &ToolReply,
+        state: &CallState,
+    ) -> Option<(&Arc<dyn Store>, EscalationRecord)> {
+        let store = self.escalation_store()?;
+        let structured = reply
+            .structured_content
+            .as_ref()
+            .filter(|_| reply.is_error)?;
+        let reason = (structured.get(crate::keys::ESCALATION)?)
+            .get(crate::keys::escalation::REASON)
+            .and_then(Value::as_str);
+        if reason == Some(crate::EscalationReason::AwaitingApproval.as_str()) {
+            return None;
+        }
+        let caller = state
+            .context_ref()
+            .caller()
+            .map(|caller| caller.subject().to_owned());
+        Some((store, EscalationRecord::new(structured.clone(), caller)))
+    }
+
+    /// Where the set keeps escalations: its store, else its retry
+    /// policy's.
+    fn escalation_store(&self) -> Option<&Arc<dyn Store>> {
+        #[cfg(feature = "rmcp")]
+        if let Some(store) = &self.inner.protocol.store {
+            return Some(store);
+        }
+        self.inner
+            .retry
+            .as_ref()
+            .and_then(RetryPolicy::escalation_store)
+    }
+}
