@@ -162,6 +162,47 @@ async fn a_task_made_on_one_replica_is_read_on_the_other() {
     }
 }
 
+/// A caller's bound on running tasks holds across the replicas sharing a
+/// store: two running on one replica, the other refuses a third with
+/// `TOO_MANY_TASKS` (each replica alone would take two), and takes it once
+/// one of them ended.
+#[tokio::test(start_paused = true)]
+async fn a_callers_task_bound_holds_across_the_replicas() {
+    let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let one = connect(replica(Arc::clone(&shared)).max_tasks(100, 2)).await;
+    let two = connect(replica(Arc::clone(&shared)).max_tasks(100, 2)).await;
+    let first = task_of(&one, "long_job", json!({})).await;
+    task_of(&one, "long_job", json!({})).await;
+
+    let params = || CallToolRequestParams::new("long_job").with_arguments(serde_json::Map::new());
+    match two.call_tool_once(params()).await.expect("an answer") {
+        CallToolResponse::Complete(result) => {
+            assert_eq!(result.is_error, Some(true));
+            let envelope = result.structured_content.unwrap();
+            assert_eq!(envelope["reason"], "TOO_MANY_TASKS", "{envelope}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+
+    one.cancel_task(CancelTaskParams::new(&first))
+        .await
+        .expect("tasks/cancel");
+    let stopped = past(&one, &first, "working").await;
+    assert_eq!(stopped["status"], "cancelled", "{stopped}");
+    // Its end reaches the store as the task's replica writes it.
+    for _ in 0..1_000 {
+        let kept = shared.task(&first).await.unwrap().unwrap();
+        if kept.state.is_finished() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    match two.call_tool_once(params()).await.expect("an answer") {
+        CallToolResponse::Task(_) => {}
+        other => panic!("expected a task once one ended, got {other:?}"),
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_question_is_answered_and_a_task_cancelled_through_the_other_replica() {
     let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());

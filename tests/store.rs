@@ -384,6 +384,27 @@ async fn approvals(store: &dyn Store) {
         audit_of(store, &stale.id).await,
         [AuditEntry::expired(&stale.id, now + 20)]
     );
+    // The escalation is the runner's to decide, given the caller's open
+    // ones counted with the expiry: none kept, the expiry and its audit
+    // are.
+    let busy = format!("busy-{now}");
+    let theirs = EscalationRecord::new(json!({}), Some(busy.clone()));
+    store.record_escalation(&theirs).await.unwrap();
+    let mut unseen = approval(&format!("unseen-{now}"), now + 10);
+    unseen.caller = Some(busy.clone());
+    let unseen = store.open_approval(&unseen).await.unwrap();
+    let counted = std::sync::Mutex::new(Vec::new());
+    let none = |expired: &ApprovalRecord, open: u64| {
+        if expired.caller.as_deref() == Some(busy.as_str()) {
+            counted.lock().unwrap().push(open);
+        }
+        None
+    };
+    let expired = store.expire_approvals(now + 20, &none).await.unwrap();
+    assert!(expired.iter().any(|a| a.id == unseen.id));
+    assert_eq!(*counted.lock().unwrap(), [1]);
+    assert_eq!(escalations_of(store, &unseen.id).await, 0);
+    assert_eq!(audit_of(store, &unseen.id).await.len(), 1);
     // An expired approval does not stand for its call: a new one opens.
     let fresh = store
         .open_approval(&approval(&stale_digest, now + MINUTE))
@@ -503,8 +524,11 @@ async fn escalations_and_audit(store: &dyn Store) {
 
 /// What the runner keeps for an approval that expired: an escalation that
 /// names it.
-fn escalate(expired: &ApprovalRecord) -> EscalationRecord {
-    EscalationRecord::new(json!({"approval": expired.id}), expired.caller.clone())
+fn escalate(expired: &ApprovalRecord, _open: u64) -> Option<EscalationRecord> {
+    Some(EscalationRecord::new(
+        json!({"approval": expired.id}),
+        expired.caller.clone(),
+    ))
 }
 
 /// The lines of the audit about `subject`, oldest first.
@@ -677,6 +701,7 @@ async fn postgres_keeps_the_contract_across_two_replicas() {
 /// store, makes the database refuse every line, as a full disk or a lost
 /// connection would at that moment), each fails and changes nothing; once
 /// `up` mends it, each is taken.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 async fn nothing_without_its_audit<F, Fut>(
     store: &dyn Store,
     sql: F,

@@ -218,26 +218,38 @@ async fn a_refund_over_the_cap_waits_for_an_approver_and_runs_once() {
 }
 
 /// One caller cannot bury the approvers under blocked calls: past the
-/// bound, a blocked call of theirs opens no approval (and sends no
-/// notice), and nothing runs; their calls that wait already are read as
+/// bound, a blocked call of theirs opens no approval (so no notice goes
+/// out), is not kept as an escalation either, and nothing runs — however
+/// many are in flight at once; their calls that wait already are read as
 /// before, another caller opens theirs, and once one of theirs is decided
 /// the refused call opens its approval. Counted in a SQLite file.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_caller_cannot_flood_the_approvers_with_blocked_calls() {
     let (_folder, url) = sqlite_url("flood");
     let store = store::open(&url).await.unwrap();
     let tools = tools(Arc::clone(&store)).max_waiting_approvals(3);
     let mallory = Caller::new("mallory", ["refunds:write"]);
     let args = |n: u64| refund_args(&format!("F-{n}"), 600 + n);
+    // Forty at once, each its own call: three open, the rest are refused.
+    let replies = futures_util::future::join_all(
+        (0..40).map(|n| call_as(&tools, &mallory, "refund", args(n))),
+    )
+    .await;
     let mut tickets = Vec::new();
-    for n in 0..3 {
-        let (_, reply) = call_as(&tools, &mallory, "refund", args(n)).await;
-        tickets.push(ticket_of(&reply));
+    for (n, (failed, reply)) in replies.into_iter().enumerate() {
+        assert!(failed);
+        match reply["reason"].as_str() {
+            Some("AWAITING_APPROVAL") => tickets.push((n as u64, ticket_of(&reply))),
+            _ => assert_eq!(reply["reason"], "TOO_MANY_APPROVALS", "{reply}"),
+        }
     }
+    assert_eq!(tickets.len(), 3, "{tickets:?}");
+    let (opened, tickets): (Vec<u64>, Vec<String>) = tickets.into_iter().unzip();
+    let refused: Vec<u64> = (0..103).filter(|n| !opened.contains(n)).collect();
     let schema: Value =
         serde_json::from_str(include_str!("../schema/error-envelope.schema.json")).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
-    for n in 3..103 {
+    for &n in &refused {
         let (failed, reply) = call_as(&tools, &mallory, "refund", args(n)).await;
         assert!(failed);
         assert_eq!(reply["reason"], "TOO_MANY_APPROVALS", "{reply}");
@@ -254,24 +266,63 @@ async fn one_caller_cannot_flood_the_approvers_with_blocked_calls() {
     };
     let pending = store.approvals(&[ApprovalState::Pending], 1000).await;
     assert_eq!(mallorys(pending.unwrap()), 3);
+    let open = store
+        .escalations(EscalationState::Open, 1000)
+        .await
+        .unwrap();
+    assert!(
+        open.iter().all(|e| e.caller.as_deref() != Some("mallory")),
+        "the refusals moved into the escalations: {open:?}"
+    );
 
     // A call that waits already is read as before.
-    let (_, again) = call_as(&tools, &mallory, "refund", args(0)).await;
+    let (_, again) = call_as(&tools, &mallory, "refund", args(opened[0])).await;
     assert_eq!(ticket_of(&again), tickets[0]);
     // Another caller is not held back by mallory's.
-    let (_, alices) = call_as(&tools, &alice(), "refund", args(3)).await;
+    let (_, alices) = call_as(&tools, &alice(), "refund", args(refused[0])).await;
     assert!(!tickets.contains(&ticket_of(&alices)));
     // One of mallory's decided: the refused call opens its approval.
     tools
         .decide(&tickets[1], &approver(), false, "no")
         .await
         .unwrap();
-    let (_, opened) = call_as(&tools, &mallory, "refund", args(3)).await;
-    assert!(!tickets.contains(&ticket_of(&opened)));
-    let (_, full) = call_as(&tools, &mallory, "refund", args(4)).await;
+    let (_, now) = call_as(&tools, &mallory, "refund", args(refused[0])).await;
+    assert!(!tickets.contains(&ticket_of(&now)));
+    let (_, full) = call_as(&tools, &mallory, "refund", args(refused[1])).await;
     assert_eq!(full["reason"], "TOO_MANY_APPROVALS", "{full}");
     tools.run_approved().await.unwrap();
-    assert_eq!(times("refund F-3 603") + times("refund F-4 604"), 0);
+    for n in refused {
+        assert_eq!(times(&format!("refund F-{n} {}", 600 + n)), 0);
+    }
+}
+
+/// An approver's yes that meets the next guard's block opens that block's
+/// approval even when its caller has as many waiting as they may: the
+/// approvers, not the caller, made it, and the yes is not wasted.
+#[tokio::test]
+async fn an_approved_call_that_meets_the_next_block_opens_it_whatever_waits() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let tools = ToolSet::new()
+        .tool::<refund>()
+        .guards(Guards::new().for_all(cap).for_all(finance))
+        .store(Arc::clone(&store))
+        .approvals_in_background(false)
+        .max_waiting_approvals(1);
+    let args = refund_args("BOUND-1", 1200);
+    let (_, reply) = call_as(&tools, &alice(), "refund", args.clone()).await;
+    let first = ticket_of(&reply);
+    tools.decide(&first, &approver(), true, "").await.unwrap();
+    // Alice fills her one place with another call.
+    let (_, other) = call_as(&tools, &alice(), "refund", refund_args("BOUND-2", 700)).await;
+    ticket_of(&other);
+
+    tools.run_approved().await.unwrap();
+    let (_, waiting) = call_as(&tools, &alice(), "refund", args).await;
+    assert_eq!(waiting["reason"], "AWAITING_APPROVAL", "{waiting}");
+    assert_eq!(
+        waiting["escalation"]["ticket"]["approvers"], "finance:approve",
+        "{waiting}"
+    );
 }
 
 #[tokio::test]

@@ -190,6 +190,7 @@ impl RetryPolicy {
     }
 
     /// Where escalations are kept, if they are.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn escalation_store(&self) -> Option<&std::sync::Arc<dyn crate::store::Store>> {
         self.store.as_ref()
     }

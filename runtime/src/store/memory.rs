@@ -318,7 +318,7 @@ impl Store for MemoryStore {
     fn expire_approvals<'a>(
         &'a self,
         now_ms: i64,
-        escalate: &'a Escalate,
+        escalate: &'a Escalate<'a>,
     ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
         let mut state = self.lock();
         let mut expired = Vec::new();
@@ -329,8 +329,10 @@ impl Store for MemoryStore {
             }
         }
         for approval in &expired {
-            let escalation = escalate(approval);
-            state.escalations.insert(escalation.id.clone(), escalation);
+            let open = open_of(&state, approval.caller.as_deref());
+            if let Some(escalation) = escalate(approval, open) {
+                state.escalations.insert(escalation.id.clone(), escalation);
+            }
             state.audit.push(AuditEntry::expired(&approval.id, now_ms));
         }
         ready(expired)
@@ -364,13 +366,7 @@ impl Store for MemoryStore {
     }
 
     fn open_escalations<'a>(&'a self, caller: Option<&'a str>) -> StoreFuture<'a, u64> {
-        let state = self.lock();
-        let open = (state.escalations.values())
-            .filter(|escalation| {
-                escalation.caller.as_deref() == caller && escalation.state == EscalationState::Open
-            })
-            .count();
-        ready(u64::try_from(open).unwrap_or(u64::MAX))
+        ready(open_of(&self.lock(), caller))
     }
 
     fn resolve_escalation<'a>(
@@ -454,4 +450,14 @@ pub(super) fn apply(task: &mut TaskRecord, update: &TaskUpdate) {
         task.error = Some(error.clone());
     }
     task.updated_ms = update.at_ms;
+}
+
+/// How many escalations of `caller` are open in `state`.
+fn open_of(state: &State, caller: Option<&str>) -> u64 {
+    let open = (state.escalations.values())
+        .filter(|escalation| {
+            escalation.caller.as_deref() == caller && escalation.state == EscalationState::Open
+        })
+        .count();
+    u64::try_from(open).unwrap_or(u64::MAX)
 }

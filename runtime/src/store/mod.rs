@@ -46,8 +46,10 @@ pub use sql::PostgresStore;
 pub use sql::SqliteStore;
 
 /// What [`Store::expire_approvals`] keeps for an approval that expired
-/// undecided: the escalation that tells someone.
-pub type Escalate = dyn Fn(&ApprovalRecord) -> EscalationRecord + Send + Sync;
+/// undecided, given how many escalations of its caller are open then: the
+/// escalation that tells someone, or none (its caller has as many open as
+/// are kept).
+pub type Escalate<'a> = dyn Fn(&ApprovalRecord, u64) -> Option<EscalationRecord> + Send + Sync + 'a;
 
 /// A boxed future, as the store's methods answer.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
@@ -205,14 +207,15 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     ) -> StoreFuture<'a, bool>;
 
     /// Ends every pending approval whose time ran out before `now_ms`
-    /// (`expired`), and keeps, in the same transaction, the escalation
-    /// `escalate` makes of each and its line of the audit
-    /// ([`AuditEntry::expired`]): no approval expires unseen, however the
-    /// store fails. Those it ended.
+    /// (`expired`), and keeps, in the same transaction, its line of the
+    /// audit ([`AuditEntry::expired`]) and the escalation `escalate` makes
+    /// of it, if any, given the open escalations of its caller counted in
+    /// that transaction: no approval expires unrecorded, however the store
+    /// fails. Those it ended.
     fn expire_approvals<'a>(
         &'a self,
         now_ms: i64,
-        escalate: &'a Escalate,
+        escalate: &'a Escalate<'a>,
     ) -> StoreFuture<'a, Vec<ApprovalRecord>>;
 
     // ---- single use ----

@@ -223,6 +223,23 @@ macro_rules! sql_store {
                 Ok(())
             }
 
+            /// How many escalations of `caller` are open, on `connection`
+            /// (in its transaction, if it has one).
+            async fn count_open(
+                connection: &mut <$db as sqlx::Database>::Connection,
+                caller: Option<&str>,
+            ) -> Result<u64, StoreError> {
+                let sql = "SELECT COUNT(*) AS n FROM te_escalations \
+                           WHERE caller IS NOT DISTINCT FROM $1 AND state = 'open'";
+                let row = sqlx::query(sql)
+                    .bind(caller)
+                    .fetch_one(connection)
+                    .await
+                    .map_err(failed)?;
+                let n: i64 = row.try_get("n").map_err(failed)?;
+                Ok(u64::try_from(n).unwrap_or(0))
+            }
+
             /// Keeps `escalation`, on `connection` (in its transaction, if
             /// it has one).
             async fn write_escalation(
@@ -753,7 +770,7 @@ macro_rules! sql_store {
             fn expire_approvals<'a>(
                 &'a self,
                 now_ms: i64,
-                escalate: &'a Escalate,
+                escalate: &'a Escalate<'a>,
             ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
                 Box::pin(async move {
                     let sql = format!(
@@ -771,7 +788,10 @@ macro_rules! sql_store {
                         .map(Self::approval_of)
                         .collect::<Result<Vec<_>, _>>()?;
                     for approval in &expired {
-                        Self::write_escalation(&mut tx, &escalate(approval)).await?;
+                        let open = Self::count_open(&mut tx, approval.caller.as_deref()).await?;
+                        if let Some(escalation) = escalate(approval, open) {
+                            Self::write_escalation(&mut tx, &escalation).await?;
+                        }
                         Self::write_audit(&mut tx, &AuditEntry::expired(&approval.id, now_ms))
                             .await?;
                     }
@@ -828,19 +848,8 @@ macro_rules! sql_store {
 
             fn open_escalations<'a>(&'a self, caller: Option<&'a str>) -> StoreFuture<'a, u64> {
                 Box::pin(async move {
-                    let sql = match caller {
-                        Some(_) => "SELECT COUNT(*) AS n FROM te_escalations WHERE caller = $1 \
-                                    AND state = 'open'",
-                        None => "SELECT COUNT(*) AS n FROM te_escalations WHERE caller IS NULL \
-                                 AND $1 IS NULL AND state = 'open'",
-                    };
-                    let row = sqlx::query(sql)
-                        .bind(caller)
-                        .fetch_one(&self.pool)
-                        .await
-                        .map_err(failed)?;
-                    let n: i64 = row.try_get("n").map_err(failed)?;
-                    Ok(u64::try_from(n).unwrap_or(0))
+                    let mut connection = self.pool.acquire().await.map_err(failed)?;
+                    Self::count_open(&mut connection, caller).await
                 })
             }
 

@@ -28,6 +28,9 @@ pub struct CallState {
     partial: Mutex<Option<Collector>>,
     /// The blocks a person approved.
     approved: Approved,
+    /// Whether the runner runs it for an approver's yes: its blocks were
+    /// approved before it began.
+    for_approval: bool,
     /// The record of every approval asked, for the result's `_meta`.
     audit: Mutex<Vec<Value>>,
     /// The values the call's `Secret`s were sent as.
@@ -55,12 +58,29 @@ impl CallState {
         CallState {
             partial: Mutex::new(None),
             approved: Approved::default(),
+            for_approval: false,
             audit: Mutex::default(),
             noted: OnceLock::new(),
             checks: Arc::clone(checks),
             guards: (!guards.is_empty()).then(|| Arc::clone(guards)),
             context,
         }
+    }
+
+    /// The call, approved before it began: `blocks` passed, and run for
+    /// an approver's yes (the runner's).
+    pub(crate) fn approved_before(mut self, blocks: &[String]) -> Self {
+        for key in blocks {
+            self.approved.approve(key);
+        }
+        self.for_approval = !blocks.is_empty();
+        self
+    }
+
+    /// Whether the runner runs this call for an approver's yes.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+    pub(crate) fn is_for_approval(&self) -> bool {
+        self.for_approval
     }
 
     /// The request's context, for a tool that takes a `ToolContext`.

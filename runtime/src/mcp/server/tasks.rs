@@ -122,7 +122,9 @@ impl Tasks {
         (self.picks)(definition)
     }
 
-    /// Starts `work` as a task of `subject`'s, unless too many run.
+    /// Starts `work` as a task of `subject`'s, unless too many run: of
+    /// this replica's, or of the caller's — counted in the store as well,
+    /// when the task is `kept` there.
     ///
     /// # Errors
     ///
@@ -133,6 +135,23 @@ impl Tasks {
         kept: Option<Kept>,
         work: impl FnOnce(TaskContext) -> TaskFuture,
     ) -> Result<Task, Full> {
+        if let Some(kept) = &kept {
+            // One caller's bound counts their tasks on every replica that
+            // shares the store (replicas starting one at the same moment
+            // may each pass it by one); the server's bound is this
+            // replica's own.
+            match kept.store.running_tasks(subject).await {
+                Ok((_, theirs))
+                    if theirs >= u64::try_from(self.max_per_caller).unwrap_or(u64::MAX) =>
+                {
+                    return Err(Full::Caller(self.max_per_caller));
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "counting a caller's tasks in the store failed: this replica's count stands");
+                }
+            }
+        }
         let (created, made) = tokio::sync::oneshot::channel();
         let mirror = kept.as_ref().map(|kept| Mirror {
             store: Arc::clone(&kept.store),

@@ -47,6 +47,8 @@ pub(crate) struct Waiting<'a> {
     pub(crate) safe_to_repeat: bool,
     /// How many approvals of the caller may wait at once.
     pub(crate) most_waiting: usize,
+    /// Held while a new approval is counted and opened.
+    pub(crate) opening: &'a tokio::sync::Mutex<()>,
 }
 
 /// Where a waiting call stands.
@@ -135,13 +137,19 @@ pub(crate) async fn wait(
 ) -> Result<(Ticketed, Option<ApprovalRecord>), StoreError> {
     let digest = digest(call.tool, call.arguments, call.caller);
     let now = now_ms();
-    let live = store.call_approvals(&digest, now).await?;
+    let mut live = store.call_approvals(&digest, now).await?;
+    let mut opening = None;
+    if !live.iter().any(|approval| approval.block == call.block) {
+        // Counted, then opened, one at a time here: replicas opening at
+        // the same moment may each pass the count by one. The same call
+        // made at once may have opened it meanwhile: read again.
+        opening = Some(call.opening.lock().await);
+        live = store.call_approvals(&digest, now).await?;
+    }
     let mut opened = None;
     let approval = match live.iter().find(|approval| approval.block == call.block) {
         Some(approval) => onward(approval, &live),
         None => {
-            // Counted, then opened: replicas opening at the same moment
-            // may each pass the count, by one approval each at most.
             let caller = call.caller.map(Caller::subject);
             let waiting = store.waiting_approvals(caller, now).await?;
             if waiting >= u64::try_from(call.most_waiting).unwrap_or(u64::MAX) {
@@ -172,6 +180,7 @@ pub(crate) async fn wait(
             kept
         }
     };
+    drop(opening);
     Ok((standing(&approval, blocked, now), opened))
 }
 

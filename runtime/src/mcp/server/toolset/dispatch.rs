@@ -133,9 +133,7 @@ impl ToolSet {
             }
         };
         let state = CallState::new(&definition.checks, &self.inner.guards, context);
-        for key in approved {
-            state.approved().approve(key);
-        }
+        let state = state.approved_before(approved);
         // Whatever panics — the decoding, a `Serialize`, the set itself —
         // answers with an envelope that keeps what the call knows: a request
         // is never left without a reply.

@@ -16,7 +16,7 @@ use crate::store::{EscalationRecord, Store};
 
 /// How many open escalations of one caller a tool set keeps by default
 /// ([`ToolSet::max_open_escalations`]).
-pub const DEFAULT_MAX_OPEN_ESCALATIONS: usize = 1000;
+pub const DEFAULT_MAX_OPEN_ESCALATIONS: usize = 100;
 
 impl ToolSet {
     /// How many open escalations of one caller (a bearer token's subject;
@@ -24,8 +24,10 @@ impl ToolSet {
     /// [`DEFAULT_MAX_OPEN_ESCALATIONS`] unless set, at least 1. Past it,
     /// another escalation of theirs is not kept (a warning is logged) until
     /// a person resolves some; the caller's reply carries it whole all the
-    /// same. Counted in the store, so the bound holds across replicas (two
-    /// keeping at the same moment may each pass it by one).
+    /// same. Counted in the store, one at a time on each replica, so the
+    /// bound holds across the replicas sharing it (each of them keeping at
+    /// the same moment may pass it by one). The escalations of approvals
+    /// that expired undecided count too, and are not kept past it either.
     #[must_use]
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "tokio")))]
     pub fn max_open_escalations(mut self, per_caller: usize) -> Self {
@@ -42,6 +44,8 @@ impl ToolSet {
             return;
         };
         let most = u64::try_from(self.inner.most_open_escalations).unwrap_or(u64::MAX);
+        // Counted, then kept, one at a time here.
+        let _one_at_a_time = self.inner.keeping.lock().await;
         let kept = match store.open_escalations(record.caller.as_deref()).await {
             Ok(open) if open >= most => {
                 #[cfg(feature = "tracing")]
@@ -65,7 +69,9 @@ impl ToolSet {
     /// its retry policy) has a store, as the record to keep there, with the
     /// caller: every escalation a person may need to see, in the same
     /// inbox. A call that waits for an approver is kept as its approval,
-    /// not again here.
+    /// not again here; one whose caller has as many approvals waiting as
+    /// may be (`TOO_MANY_APPROVALS`) is not kept at all: it would move a
+    /// flood of blocked calls into the escalations.
     fn escalation_to_keep(
         &self,
         reply: &ToolReply,
@@ -79,7 +85,10 @@ impl ToolSet {
         let reason = (structured.get(crate::keys::ESCALATION)?)
             .get(crate::keys::escalation::REASON)
             .and_then(Value::as_str);
-        if reason == Some(crate::EscalationReason::AwaitingApproval.as_str()) {
+        if reason == Some(crate::EscalationReason::AwaitingApproval.as_str())
+            || structured.get(crate::keys::REASON).and_then(Value::as_str)
+                == Some(crate::reasons::TOO_MANY_APPROVALS)
+        {
             return None;
         }
         let caller = state

@@ -58,6 +58,9 @@ struct Inner {
     /// How many open escalations of one caller it keeps.
     #[cfg(feature = "tokio")]
     most_open_escalations: usize,
+    /// Held while an escalation is counted and kept: one at a time.
+    #[cfg(feature = "tokio")]
+    keeping: Arc<tokio::sync::Mutex<()>>,
     name: Option<Cow<'static, str>>,
     version: Option<Cow<'static, str>>,
     mask_internal: Option<Cow<'static, str>>,
@@ -86,6 +89,8 @@ impl Default for Inner {
             retry: None,
             #[cfg(feature = "tokio")]
             most_open_escalations: kept::DEFAULT_MAX_OPEN_ESCALATIONS,
+            #[cfg(feature = "tokio")]
+            keeping: Arc::default(),
             name: None,
             version: None,
             mask_internal: None,

@@ -195,7 +195,10 @@ impl ToolSet {
     /// How many tasks may run at once ([`tasks`](Self::tasks)): `max` in
     /// all, `per_caller` of them one caller's — a bearer token's subject,
     /// or, on a server that checks none, every client together (at least 1
-    /// each).
+    /// each). `max` is each replica's own; with a [`store`](Self::store),
+    /// `per_caller` counts the caller's tasks on every replica sharing it
+    /// (two replicas starting one at the same moment may each pass it by
+    /// one).
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
     #[must_use]
     pub fn max_tasks(mut self, max: usize, per_caller: usize) -> Self {

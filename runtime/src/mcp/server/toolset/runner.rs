@@ -64,10 +64,13 @@ impl ToolSet {
         let Some(store) = self.store_ref() else {
             return Ok(0);
         };
-        // Each expired approval's escalation and audit are kept with its
-        // expiry, in one transaction: none expires unseen.
-        let escalate = |expired: &ApprovalRecord| {
-            EscalationRecord::new(expired_escalation(expired), expired.caller.clone())
+        // Each expired approval's audit, and its escalation unless its
+        // caller has as many open as the set keeps, are kept with its
+        // expiry, in one transaction: none expires unrecorded.
+        let most = u64::try_from(self.inner.most_open_escalations).unwrap_or(u64::MAX);
+        let escalate = |expired: &ApprovalRecord, open: u64| {
+            (open < most)
+                .then(|| EscalationRecord::new(expired_escalation(expired), expired.caller.clone()))
         };
         store.expire_approvals(now_ms(), &escalate).await?;
         self.recover_tasks(store.as_ref()).await?;

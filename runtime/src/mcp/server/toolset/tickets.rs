@@ -30,6 +30,10 @@ pub(super) struct Approving {
     pub(super) background: bool,
     /// How many approvals of one caller may wait at once.
     pub(super) most_waiting: usize,
+    /// Held while a new approval is counted and opened: on this replica,
+    /// one at a time, so that calls in flight together cannot all pass
+    /// the count.
+    pub(super) opening: tokio::sync::Mutex<()>,
     /// This process's name as a holder of leases: random, one per tool set.
     pub(super) holder: String,
     /// Whether the background runner was started.
@@ -46,6 +50,7 @@ impl Default for Approving {
             ttl: DEFAULT_APPROVAL_TTL,
             background: true,
             most_waiting: DEFAULT_MAX_WAITING_APPROVALS,
+            opening: tokio::sync::Mutex::new(()),
             holder: crate::store::new_id(),
             started: OnceLock::new(),
             wake: tokio::sync::Notify::new(),
@@ -130,9 +135,12 @@ impl ToolSet {
     /// `TOO_MANY_APPROVALS`, and nothing runs — so that one caller cannot
     /// bury the approvers' inbox and webhook under blocked calls. The
     /// same call made again once some are decided (or expired) opens its
-    /// approval; calls that wait already are read as before. Counted in
-    /// the store, so the bound holds across the replicas sharing it (two
-    /// opening at the same moment may each pass it by one).
+    /// approval; calls that wait already are read as before, and a call
+    /// run for an approver's yes that meets another block opens that
+    /// block's approval whatever is waiting. Counted in the store, one
+    /// opening at a time on each replica, so the bound holds across the
+    /// replicas sharing it (each of them opening at the same moment may
+    /// pass it by one).
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
     #[must_use]
     pub fn max_waiting_approvals(mut self, per_caller: usize) -> Self {
@@ -264,7 +272,14 @@ impl ToolSet {
             block: key,
             approvers: scope,
             safe_to_repeat: entry.facts.safe_to_repeat,
-            most_waiting: self.inner.protocol.approving.most_waiting,
+            // An approver's yes that meets the next block opens its
+            // approval whatever the caller has waiting: approvers, not
+            // the caller, made it.
+            most_waiting: match state.is_for_approval() {
+                true => usize::MAX,
+                false => self.inner.protocol.approving.most_waiting,
+            },
+            opening: &self.inner.protocol.approving.opening,
         };
         let ttl = self.inner.protocol.approving.ttl;
         let standing = ticket::wait(store.as_ref(), &waiting, failure.envelope(), shown, ttl)
