@@ -586,12 +586,9 @@ macro_rules! sql_store {
                 now_ms: i64,
             ) -> StoreFuture<'a, u64> {
                 Box::pin(async move {
-                    let sql = match caller {
-                        Some(_) => "SELECT COUNT(*) AS n FROM te_approvals WHERE caller = $1 \
-                                    AND state = 'pending' AND expires_ms > $2",
-                        None => "SELECT COUNT(*) AS n FROM te_approvals WHERE caller IS NULL \
-                                 AND $1 IS NULL AND state = 'pending' AND expires_ms > $2",
-                    };
+                    let sql = "SELECT COUNT(*) AS n FROM te_approvals \
+                               WHERE caller IS NOT DISTINCT FROM $1 \
+                               AND state = 'pending' AND expires_ms > $2";
                     let row = sqlx::query(sql)
                         .bind(caller)
                         .bind(now_ms)
