@@ -203,6 +203,37 @@ async fn a_callers_task_bound_holds_across_the_replicas() {
     }
 }
 
+/// Calls starting tasks at the same moment on one replica do not pass the
+/// caller's bound together: each counts the tasks in the store only once the
+/// one before it is kept there. One task runs on the other replica, the
+/// bound is two, and of eight starts at once on this one, one is taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starts_at_the_same_moment_on_one_replica_do_not_pass_the_bound_together() {
+    let folder = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", folder.path().join("bound.db").display());
+    let shared = store::open(&url).await.unwrap();
+    let one = connect(replica(Arc::clone(&shared)).max_tasks(100, 2)).await;
+    let two = connect(replica(Arc::clone(&shared)).max_tasks(100, 2)).await;
+    task_of(&two, "long_job", json!({})).await;
+
+    let params = || CallToolRequestParams::new("long_job").with_arguments(serde_json::Map::new());
+    let answers =
+        futures_util::future::join_all((0..8).map(|_| one.call_tool_once(params()))).await;
+    let (mut started, mut refused) = (0, 0);
+    for answer in answers {
+        match answer.expect("an answer") {
+            CallToolResponse::Task(_) => started += 1,
+            CallToolResponse::Complete(result) => {
+                let envelope = result.structured_content.unwrap();
+                assert_eq!(envelope["reason"], "TOO_MANY_TASKS", "{envelope}");
+                refused += 1;
+            }
+            other => panic!("expected a task or a refusal, got {other:?}"),
+        }
+    }
+    assert_eq!((started, refused), (1, 7));
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_question_is_answered_and_a_task_cancelled_through_the_other_replica() {
     let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());

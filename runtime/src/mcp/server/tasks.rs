@@ -85,6 +85,9 @@ pub(crate) struct Tasks {
     owners: Arc<Mutex<HashMap<String, Owner>>>,
     max: usize,
     max_per_caller: usize,
+    /// Held from counting a kept task's caller in the store to keeping the
+    /// task there: one kept task starts at a time on this replica.
+    starting: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// Why a task was not started.
@@ -106,6 +109,7 @@ impl Tasks {
             owners: Arc::default(),
             max: DEFAULT_MAX_TASKS,
             max_per_caller: DEFAULT_MAX_TASKS_PER_CALLER,
+            starting: Arc::default(),
         }
     }
 
@@ -135,11 +139,16 @@ impl Tasks {
         kept: Option<Kept>,
         work: impl FnOnce(TaskContext) -> TaskFuture,
     ) -> Result<Task, Full> {
+        // One caller's bound counts their tasks on every replica that
+        // shares the store, one start at a time on each replica from the
+        // count to the task kept (replicas starting one at the same moment
+        // may each pass it by one); the server's bound is this replica's
+        // own.
+        let _starting = match &kept {
+            Some(_) => Some(self.starting.lock().await),
+            None => None,
+        };
         if let Some(kept) = &kept {
-            // One caller's bound counts their tasks on every replica that
-            // shares the store (replicas starting one at the same moment
-            // may each pass it by one); the server's bound is this
-            // replica's own.
             match kept.store.running_tasks(subject).await {
                 Ok((_, theirs))
                     if theirs >= u64::try_from(self.max_per_caller).unwrap_or(u64::MAX) =>
