@@ -65,7 +65,7 @@ struct Server {
     store: Arc<dyn Store>,
     http: reqwest::Client,
     /// The store's folder, removed with the server.
-    _folder: tempfile::TempDir,
+    _folder: Option<tempfile::TempDir>,
 }
 
 async fn server(name: &str) -> Server {
@@ -74,6 +74,16 @@ async fn server(name: &str) -> Server {
     let store = store::open(&format!("sqlite:{}", path.display()))
         .await
         .unwrap();
+    serve(store, Some(folder), None).await
+}
+
+/// A server on `store`, its inbox's cookies signed with `key` (a random one
+/// without).
+async fn serve(
+    store: Arc<dyn Store>,
+    folder: Option<tempfile::TempDir>,
+    key: Option<&[u8]>,
+) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let auth = BearerAuth::new(format!("{url}/mcp"), validate);
@@ -84,7 +94,10 @@ async fn server(name: &str) -> Server {
         .store(Arc::clone(&store))
         // The test runs approved calls itself, when it says so.
         .approvals_in_background(false);
-    let inbox = Inbox::new(&tools, auth.clone(), "refunds:approve");
+    let mut inbox = Inbox::new(&tools, auth.clone(), "refunds:approve");
+    if let Some(key) = key {
+        inbox = inbox.cookie_key(key);
+    }
     let served = tools.clone();
     tokio::spawn(async move {
         HttpOptions::new()
@@ -578,6 +591,69 @@ async fn each_new_approval_is_noticed_once_through_the_webhook_retried_when_it_i
         2,
         "{posted:?}"
     );
+}
+
+/// Signing out ends the session for good: its cookie, kept by whoever
+/// copied it and replayed on this replica or on another sharing the store
+/// and the cookie key, is no session — the page asks to sign in, its forms
+/// decide nothing — and the sign-out is in the audit. The same person's
+/// other session stays.
+#[tokio::test]
+async fn a_session_signed_out_of_is_refused_on_every_replica() {
+    let key = [7u8; 32];
+    let folder = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", folder.path().join("out.db").display());
+    let one = serve(store::open(&url).await.unwrap(), Some(folder), Some(&key)).await;
+    let two = serve(Arc::clone(&one.store), None, Some(&key)).await;
+    let waiting = one.call_as_agent("OUT-1", 700).await;
+    let ticket = waiting["escalation"]["ticket"]["id"].as_str().unwrap();
+    let path = format!("/inbox/approvals/{ticket}");
+
+    let copied = one.sign_in("carol-token").await;
+    let other = one.sign_in("carol-token").await;
+    let (status, page) = two.get(&path, &copied).await;
+    assert_eq!(status, StatusCode::OK, "signed in on both replicas");
+    let token = csrf(&page);
+    assert_eq!(
+        one.post("/inbox/sign-out", &copied, &[("csrf", &token)])
+            .await,
+        StatusCode::SEE_OTHER
+    );
+
+    for replica in [&one, &two] {
+        let (status, page) = replica.get(&path, &copied).await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(page.contains("/inbox/sign-in"), "the sign-in form: {page}");
+        assert!(!page.contains("OVER_CAP"), "{page}");
+        let form = [("csrf", token.as_str()), ("decision", "approve")];
+        assert_eq!(
+            replica.post(&path, &copied, &form).await,
+            StatusCode::FORBIDDEN
+        );
+        assert_eq!(
+            replica
+                .post("/inbox/sign-out", &copied, &[("csrf", &token)])
+                .await,
+            StatusCode::FORBIDDEN,
+            "signed out once"
+        );
+    }
+    let approval = one.store.approval(ticket).await.unwrap().unwrap();
+    assert_eq!(approval.state, ApprovalState::Pending);
+    let audit = one.store.audit_log(100).await.unwrap();
+    let signed_out: Vec<_> = audit
+        .iter()
+        .filter(|entry| entry.what == "sign_out")
+        .collect();
+    assert_eq!(signed_out.len(), 1, "{audit:?}");
+    assert_eq!(signed_out[0].who, "carol");
+
+    let (_, page) = two.get(&path, &other).await;
+    let fresh = csrf(&page);
+    let form = [("csrf", fresh.as_str()), ("decision", "approve")];
+    assert_eq!(two.post(&path, &other, &form).await, StatusCode::SEE_OTHER);
+    let approval = one.store.approval(ticket).await.unwrap().unwrap();
+    assert_eq!(approval.state, ApprovalState::Approved);
 }
 
 #[tokio::test]

@@ -442,13 +442,17 @@ async fn approvals(store: &dyn Store) {
 async fn single_use(store: &dyn Store) {
     let now = store::now_ms();
     let nonce = format!("nonce-{now}");
+    assert!(!store.redeemed(&nonce).await.unwrap(), "read before");
     assert!(store.redeem(&nonce, now + MINUTE).await.unwrap());
+    assert!(store.redeemed(&nonce).await.unwrap(), "read after");
     assert!(
         !store.redeem(&nonce, now + MINUTE).await.unwrap(),
         "redeemed twice"
     );
+    assert!(!store.redeemed(&format!("{nonce}-other")).await.unwrap());
     // Past its expiry the state is refused anyway; the record may go.
     store.sweep(now + 2 * MINUTE).await.unwrap();
+    assert!(!store.redeemed(&nonce).await.unwrap(), "swept");
     assert!(store.redeem(&nonce, now + 3 * MINUTE).await.unwrap());
 }
 

@@ -347,6 +347,10 @@ impl Store for MemoryStore {
         ready(true)
     }
 
+    fn redeemed<'a>(&'a self, nonce: &'a str) -> StoreFuture<'a, bool> {
+        ready(self.lock().redeemed.contains_key(nonce))
+    }
+
     fn record_escalation<'a>(&'a self, escalation: &'a EscalationRecord) -> StoreFuture<'a, ()> {
         (self.lock().escalations).insert(escalation.id.clone(), escalation.clone());
         ready(())

@@ -223,6 +223,9 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// Records the approving state `nonce` as used until `until_ms`:
     /// whether it was not used already.
     fn redeem<'a>(&'a self, nonce: &'a str, until_ms: i64) -> StoreFuture<'a, bool>;
+    /// Whether `nonce` was redeemed ([`redeem`](Self::redeem)) and not
+    /// swept since: the inbox reads a session it ended this way.
+    fn redeemed<'a>(&'a self, nonce: &'a str) -> StoreFuture<'a, bool>;
 
     // ---- escalations ----
 

@@ -811,6 +811,18 @@ macro_rules! sql_store {
                 })
             }
 
+            fn redeemed<'a>(&'a self, nonce: &'a str) -> StoreFuture<'a, bool> {
+                Box::pin(async move {
+                    let sql = "SELECT COUNT(*) FROM te_redemptions WHERE nonce = $1";
+                    let (found,): (i64,) = sqlx::query_as(sql)
+                        .bind(nonce)
+                        .fetch_one(&self.pool)
+                        .await
+                        .map_err(failed)?;
+                    Ok(found > 0)
+                })
+            }
+
             fn record_escalation<'a>(
                 &'a self,
                 escalation: &'a EscalationRecord,

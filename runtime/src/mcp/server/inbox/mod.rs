@@ -4,6 +4,8 @@
 //! served by the tool set's own HTTP server ([`HttpOptions::inbox`]).
 //!
 //! - `session`: the signed session cookie and the forms' CSRF tokens;
+//! - `respond`: what every page shares, and how a page is answered;
+//! - `signing`: signing in and out, and who a request's session is of;
 //! - `pages`: the routes;
 //! - `views`: what a page shows of an approval and of an escalation;
 //! - `time`: times as people read them.
@@ -11,7 +13,9 @@
 //! [`HttpOptions::inbox`]: crate::mcp::HttpOptions::inbox
 
 mod pages;
+mod respond;
 mod session;
+mod signing;
 mod time;
 mod views;
 
@@ -33,7 +37,9 @@ use crate::mcp::server::toolset::ToolSet;
 /// - **Sign-in.** A person pastes a token once; the validator says who they
 ///   are and what they may do; the page then keeps a session in a signed,
 ///   `HttpOnly`, `SameSite=Strict` cookie (`Secure` behind a TLS proxy that
-///   says `X-Forwarded-Proto: https`), never the token. Signing in needs
+///   says `X-Forwarded-Proto: https`), never the token, for 8 hours or
+///   until they sign out: signing out ends the session in the store, so a
+///   copy of the cookie is refused on every replica. Signing in needs
 ///   `scope`; seeing an approval (its page, its decision, the call's
 ///   result) and deciding it need the scope the approval names
 ///   ([`Approvers::scope`](crate::guard::Approvers::scope)) — another
@@ -57,7 +63,7 @@ use crate::mcp::server::toolset::ToolSet;
 /// ```
 #[derive(Clone)]
 pub struct Inbox {
-    state: Arc<pages::State>,
+    state: Arc<respond::State>,
 }
 
 impl Inbox {
@@ -74,7 +80,7 @@ impl Inbox {
             .cloned()
             .unwrap_or_else(|| panic!("Inbox::new: the tool set has no store (ToolSet::store)"));
         Inbox {
-            state: Arc::new(pages::State::new(
+            state: Arc::new(respond::State::new(
                 tools.clone(),
                 store,
                 auth,
@@ -101,7 +107,7 @@ impl Inbox {
         );
         let state = &self.state;
         Inbox {
-            state: Arc::new(pages::State::new(
+            state: Arc::new(respond::State::new(
                 state.tools.clone(),
                 Arc::clone(&state.store),
                 state.auth.clone(),

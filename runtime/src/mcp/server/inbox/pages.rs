@@ -7,16 +7,16 @@ use axum::extract::{Path, State as Shared};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use minijinja::Environment;
 use minijinja::value::Serde;
 use serde::Deserialize;
 
-use super::session::{self, Keys, SESSION, SESSION_MS, SIGN_IN};
+use super::respond::{State, page, refused, render, see_other, server_name};
+use super::session::Session;
+use super::signing::{checked, sign_in, sign_in_form, sign_out, signed_in};
 use super::views::{escalation_view, view};
 use crate::caller::Caller;
-use crate::mcp::server::rmcp::bearer::BearerAuth;
-use crate::mcp::server::toolset::{DecisionError, ToolSet};
-use crate::store::{ApprovalState, AuditEntry, EscalationState, Store, now_ms};
+use crate::mcp::server::toolset::DecisionError;
+use crate::store::{ApprovalState, EscalationState, now_ms};
 
 /// How many of each list a page shows: the newest 1,000.
 const LISTED: u32 = 1000;
@@ -24,51 +24,6 @@ const LISTED: u32 = 1000;
 /// How many decided approvals a page shows, the newest of the person's
 /// scopes (of the newest [`LISTED`] of all).
 const DECIDED_LISTED: usize = 20;
-
-/// What every route of one inbox shares.
-pub(super) struct State {
-    pub(super) tools: ToolSet,
-    pub(super) store: Arc<dyn Store>,
-    pub(super) auth: BearerAuth,
-    pub(super) scope: String,
-    keys: Keys,
-    pages: Environment<'static>,
-}
-
-impl State {
-    pub(super) fn new(
-        tools: ToolSet,
-        store: Arc<dyn Store>,
-        auth: BearerAuth,
-        scope: String,
-        keys: Keys,
-    ) -> Self {
-        let mut pages = Environment::new();
-        for (name, source) in [
-            ("base.html", include_str!("templates/base.html")),
-            ("sign_in.html", include_str!("templates/sign_in.html")),
-            ("inbox.html", include_str!("templates/inbox.html")),
-            ("approval.html", include_str!("templates/approval.html")),
-            (
-                "approval_card.html",
-                include_str!("templates/approval_card.html"),
-            ),
-            ("arguments.html", include_str!("templates/arguments.html")),
-        ] {
-            pages
-                .add_template(name, source)
-                .unwrap_or_else(|error| panic!("the inbox's template {name}: {error}"));
-        }
-        State {
-            tools,
-            store,
-            auth,
-            scope,
-            keys,
-            pages,
-        }
-    }
-}
 
 /// The routes, under `/inbox`.
 pub(super) fn router(state: Arc<State>) -> axum::Router {
@@ -80,97 +35,6 @@ pub(super) fn router(state: Arc<State>) -> axum::Router {
         .route("/inbox/approvals/{id}", get(approval).post(decide))
         .route("/inbox/escalations/{id}", post(resolve))
         .with_state(state)
-}
-
-/// Who the request's session cookie is of, and the cookie.
-fn signed_in(state: &State, headers: &HeaderMap) -> Option<(Caller, String)> {
-    let cookies = headers.get(header::COOKIE)?.to_str().ok()?;
-    let cookie = session::cookie(cookies, SESSION)?;
-    let caller = state.keys.caller_of(cookie)?;
-    Some((caller, cookie.to_owned()))
-}
-
-/// A page: `html` with `status`, never cached, never framed, loading
-/// nothing but its own style sheet.
-fn page(status: StatusCode, html: String) -> Response {
-    let mut response = (status, html).into_response();
-    let headers = response.headers_mut();
-    for (name, value) in [
-        (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-        (header::CACHE_CONTROL, "no-store"),
-        (
-            header::CONTENT_SECURITY_POLICY,
-            "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-        ),
-        (header::X_FRAME_OPTIONS, "DENY"),
-        (header::REFERRER_POLICY, "no-referrer"),
-        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-    ] {
-        headers.insert(name, HeaderValue::from_static(value));
-    }
-    response
-}
-
-/// Renders the template `name` with `context`.
-fn render(state: &State, status: StatusCode, name: &str, context: minijinja::Value) -> Response {
-    match state
-        .pages
-        .get_template(name)
-        .and_then(|template| template.render(context))
-    {
-        Ok(html) => page(status, html),
-        Err(error) => {
-            tracing::warn!(%error, template = name, "the inbox could not render a page");
-            page(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "The page could not be shown.".into(),
-            )
-        }
-    }
-}
-
-/// A redirect after a form, to `to`.
-fn see_other(to: &str) -> Response {
-    let mut response = StatusCode::SEE_OTHER.into_response();
-    if let Ok(to) = HeaderValue::from_str(to) {
-        response.headers_mut().insert(header::LOCATION, to);
-    }
-    response
-}
-
-/// A cookie `name=value`, `HttpOnly`, `SameSite=Strict`, for the inbox's
-/// paths, lasting `max_age` seconds; `Secure` when the request came through
-/// TLS.
-fn set_cookie(response: &mut Response, headers: &HeaderMap, name: &str, value: &str, max_age: i64) {
-    let secure = headers
-        .get("x-forwarded-proto")
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|proto| proto.eq_ignore_ascii_case("https"));
-    let cookie = format!(
-        "{name}={value}; Path=/inbox; HttpOnly; SameSite=Strict; Max-Age={max_age}{}",
-        if secure { "; Secure" } else { "" }
-    );
-    if let Ok(cookie) = HeaderValue::from_str(&cookie) {
-        response.headers_mut().append(header::SET_COOKIE, cookie);
-    }
-}
-
-/// The refusal of a form: `status`, saying `problem` on the sign-in page.
-fn refused(state: &State, status: StatusCode, problem: &str) -> Response {
-    let context = minijinja::context! {
-        server => server_name(state),
-        problem => problem,
-        scope => state.scope.as_str(),
-        hours => SESSION_MS / 3_600_000,
-    };
-    render(state, status, "sign_in.html", context)
-}
-
-fn server_name(state: &State) -> String {
-    state
-        .tools
-        .name()
-        .map_or_else(|| "tool-envelope".to_owned(), str::to_owned)
 }
 
 async fn style() -> Response {
@@ -189,115 +53,10 @@ async fn style() -> Response {
 
 /// The inbox, or the sign-in form.
 async fn index(Shared(state): Shared<Arc<State>>, headers: HeaderMap) -> Response {
-    match signed_in(&state, &headers) {
-        Some((caller, cookie)) => listing(&state, &caller, &cookie, None).await,
+    match signed_in(&state, &headers).await {
+        Some((session, cookie)) => listing(&state, &session.caller, &cookie, None).await,
         None => sign_in_form(&state, &headers, None),
     }
-}
-
-/// The sign-in form, bound to this browser by a cookie of its own.
-fn sign_in_form(state: &State, headers: &HeaderMap, problem: Option<&str>) -> Response {
-    let existing = headers
-        .get(header::COOKIE)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|cookies| session::cookie(cookies, SIGN_IN))
-        .map(str::to_owned);
-    let nonce = existing.clone().unwrap_or_else(session::nonce);
-    let context = minijinja::context! {
-        server => server_name(state),
-        csrf => state.keys.csrf_of(&nonce),
-        scope => state.scope.as_str(),
-        hours => SESSION_MS / 3_600_000,
-        problem => problem,
-    };
-    let mut response = render(state, StatusCode::OK, "sign_in.html", context);
-    if existing.is_none() {
-        set_cookie(&mut response, headers, SIGN_IN, &nonce, 3600);
-    }
-    response
-}
-
-#[derive(Deserialize)]
-struct SignIn {
-    #[serde(default)]
-    token: String,
-    #[serde(default)]
-    csrf: String,
-}
-
-async fn sign_in(
-    Shared(state): Shared<Arc<State>>,
-    headers: HeaderMap,
-    Form(form): Form<SignIn>,
-) -> Response {
-    let nonce = headers
-        .get(header::COOKIE)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|cookies| session::cookie(cookies, SIGN_IN));
-    if !nonce.is_some_and(|nonce| state.keys.csrf_holds(nonce, &form.csrf)) {
-        return refused(
-            &state,
-            StatusCode::FORBIDDEN,
-            "The form had expired: sign in again.",
-        );
-    }
-    let Some(caller) = state.auth.caller_of(form.token.trim()).await else {
-        return sign_in_form_refused(&state, &headers, "That token is not accepted here.");
-    };
-    if !caller.has_scope(&state.scope) {
-        let problem = format!("Signing in here needs the scope `{}`.", state.scope);
-        return sign_in_form_refused(&state, &headers, &problem);
-    }
-    let audit = AuditEntry::new(caller.subject(), "sign_in", "inbox", "");
-    if let Err(error) = state.store.audit(&audit).await {
-        tracing::warn!(%error, "the inbox could not keep a sign-in in the audit");
-        return refused(
-            &state,
-            StatusCode::SERVICE_UNAVAILABLE,
-            "The store cannot be reached.",
-        );
-    }
-    let mut response = see_other("/inbox");
-    let value = state.keys.session_of(&caller);
-    set_cookie(&mut response, &headers, SESSION, &value, SESSION_MS / 1000);
-    response
-}
-
-fn sign_in_form_refused(state: &State, headers: &HeaderMap, problem: &str) -> Response {
-    let mut response = sign_in_form(state, headers, Some(problem));
-    *response.status_mut() = StatusCode::FORBIDDEN;
-    response
-}
-
-#[derive(Deserialize)]
-struct Plain {
-    #[serde(default)]
-    csrf: String,
-}
-
-async fn sign_out(
-    Shared(state): Shared<Arc<State>>,
-    headers: HeaderMap,
-    Form(form): Form<Plain>,
-) -> Response {
-    if let Err(problem) = checked(&state, &headers, &form.csrf) {
-        return refused(&state, StatusCode::FORBIDDEN, problem);
-    }
-    let mut response = see_other("/inbox");
-    set_cookie(&mut response, &headers, SESSION, "", 0);
-    response
-}
-
-/// The signed-in person of a form whose CSRF token is `csrf`, or why the
-/// form is refused (403).
-fn checked(state: &State, headers: &HeaderMap, csrf: &str) -> Result<Caller, &'static str> {
-    let Some((caller, cookie)) = signed_in(state, headers) else {
-        return Err("Sign in first.");
-    };
-    if !state.keys.csrf_holds(&cookie, csrf) {
-        return Err("The form did not come from this page: nothing was done.");
-    }
-    Ok(caller)
 }
 
 /// The inbox of `who`: what waits for them, the open escalations, and
@@ -360,7 +119,7 @@ async fn approval(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    let Some((who, cookie)) = signed_in(&state, &headers) else {
+    let Some((Session { caller: who, .. }, cookie)) = signed_in(&state, &headers).await else {
         return sign_in_form(&state, &headers, None);
     };
     let approval = match state.store.approval(&id).await {
@@ -405,8 +164,8 @@ async fn decide(
     Path(id): Path<String>,
     Form(form): Form<Decide>,
 ) -> Response {
-    let who = match checked(&state, &headers, &form.csrf) {
-        Ok(who) => who,
+    let (who, cookie) = match checked(&state, &headers, &form.csrf).await {
+        Ok((session, cookie)) => (session.caller, cookie),
         Err(problem) => return refused(&state, StatusCode::FORBIDDEN, problem),
     };
     let approve = match form.decision.as_str() {
@@ -427,9 +186,6 @@ async fn decide(
                 DecisionError::NotPending(_) => StatusCode::CONFLICT,
                 _ => StatusCode::SERVICE_UNAVAILABLE,
             };
-            let cookie = signed_in(&state, &headers)
-                .map(|(_, cookie)| cookie)
-                .unwrap_or_default();
             let problem = format!("Not decided: {error}.");
             let mut response = listing(&state, &who, &cookie, Some(&problem)).await;
             *response.status_mut() = status;
@@ -452,8 +208,8 @@ async fn resolve(
     Path(id): Path<String>,
     Form(form): Form<Resolve>,
 ) -> Response {
-    let who = match checked(&state, &headers, &form.csrf) {
-        Ok(who) => who,
+    let (who, cookie) = match checked(&state, &headers, &form.csrf).await {
+        Ok((session, cookie)) => (session.caller, cookie),
         Err(problem) => return refused(&state, StatusCode::FORBIDDEN, problem),
     };
     let note = crate::limits::text_for_wire(&form.note, 1024);
@@ -465,9 +221,6 @@ async fn resolve(
         // Resolved and audited, in one transaction.
         Ok(true) => see_other("/inbox"),
         Ok(false) => {
-            let cookie = signed_in(&state, &headers)
-                .map(|(_, cookie)| cookie)
-                .unwrap_or_default();
             let mut response = listing(
                 &state,
                 &who,

@@ -1,6 +1,8 @@
 //! Who is signed in to the inbox: a session kept in a cookie signed with
 //! HMAC-SHA256 (the token a person signed in with is never kept), and the
-//! CSRF token every form carries, bound to that session.
+//! CSRF token every form carries, bound to that session. Signing out
+//! redeems the session's id in the store ([`ended`]), so the same cookie,
+//! replayed on any replica sharing the store, is a session no more.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -25,12 +27,31 @@ pub(super) struct Keys {
     key: Vec<u8>,
 }
 
-/// What a session cookie says: who, with which scopes, until when.
+/// What a session cookie says: who, with which scopes, until when, and
+/// the session's own id.
 #[derive(Serialize, Deserialize)]
 struct Claims {
     sub: String,
     scopes: Vec<String>,
     exp: i64,
+    sid: String,
+}
+
+/// A session read from its cookie.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Session {
+    /// Who signed in, with the scopes they had then.
+    pub(super) caller: Caller,
+    /// Its id: random, one for each sign-in.
+    pub(super) id: String,
+    /// When it ends, in milliseconds since the epoch.
+    pub(super) until_ms: i64,
+}
+
+/// The single-use nonce ([`Store::redeem`](crate::store::Store::redeem))
+/// that says the session `id` was signed out of.
+pub(super) fn ended(id: &str) -> String {
+    format!("inbox-session:{id}")
 }
 
 impl Keys {
@@ -72,21 +93,26 @@ impl Keys {
             sub: caller.subject().to_owned(),
             scopes: caller.scopes().map(str::to_owned).collect(),
             exp: now_ms().saturating_add(SESSION_MS),
+            sid: crate::store::new_id(),
         };
         let payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&claims).unwrap_or_default());
         let signature = self.sign("session", &payload);
         format!("{payload}.{signature}")
     }
 
-    /// Who the session `cookie` is of, if it is one this key signed and it
-    /// has not ended.
-    pub(super) fn caller_of(&self, cookie: &str) -> Option<Caller> {
+    /// The session `cookie` holds, if it is one this key signed and its
+    /// time has not run out (whether it was signed out of, the store says).
+    pub(super) fn session(&self, cookie: &str) -> Option<Session> {
         let (payload, signature) = cookie.split_once('.')?;
         if !self.verify("session", payload, signature) {
             return None;
         }
         let claims: Claims = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).ok()?).ok()?;
-        (claims.exp > now_ms()).then(|| Caller::new(claims.sub, claims.scopes))
+        (claims.exp > now_ms()).then(|| Session {
+            caller: Caller::new(claims.sub, claims.scopes),
+            id: claims.sid,
+            until_ms: claims.exp,
+        })
     }
 
     /// The CSRF token of the forms shown to the session `cookie`.
@@ -122,18 +148,22 @@ mod tests {
         let keys = Keys::random();
         let carol = Caller::new("carol", ["refunds:approve"]);
         let cookie = keys.session_of(&carol);
-        assert_eq!(keys.caller_of(&cookie), Some(carol));
-        assert_eq!(Keys::random().caller_of(&cookie), None, "another key");
+        let session = keys.session(&cookie).unwrap();
+        assert_eq!(session.caller, carol);
+        let again = keys.session(&keys.session_of(&carol)).unwrap();
+        assert_ne!(session.id, again.id, "each sign-in its own session");
+        assert_eq!(Keys::random().session(&cookie), None, "another key");
         // A payload that grants itself a scope, with the old signature.
         let (_, signature) = cookie.split_once('.').unwrap();
         let forged = Claims {
             sub: "mallory".into(),
             scopes: vec!["refunds:approve".into()],
             exp: i64::MAX,
+            sid: session.id,
         };
         let forged = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&forged).unwrap());
-        assert_eq!(keys.caller_of(&format!("{forged}.{signature}")), None);
-        assert_eq!(keys.caller_of("garbage"), None);
+        assert_eq!(keys.session(&format!("{forged}.{signature}")), None);
+        assert_eq!(keys.session("garbage"), None);
     }
 
     #[test]

@@ -1,0 +1,153 @@
+//! What every page of the inbox shares: its state (the tool set, the
+//! store, the sign-in, the keys, the templates) and how a page, a redirect,
+//! a cookie and a refusal are answered.
+
+use std::sync::Arc;
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use minijinja::Environment;
+
+use super::session::{Keys, SESSION_MS};
+use crate::mcp::server::rmcp::bearer::BearerAuth;
+use crate::mcp::server::toolset::ToolSet;
+use crate::store::Store;
+
+/// What every route of one inbox shares.
+pub(super) struct State {
+    pub(super) tools: ToolSet,
+    pub(super) store: Arc<dyn Store>,
+    pub(super) auth: BearerAuth,
+    pub(super) scope: String,
+    pub(super) keys: Keys,
+    pages: Environment<'static>,
+}
+
+impl State {
+    pub(super) fn new(
+        tools: ToolSet,
+        store: Arc<dyn Store>,
+        auth: BearerAuth,
+        scope: String,
+        keys: Keys,
+    ) -> Self {
+        let mut pages = Environment::new();
+        for (name, source) in [
+            ("base.html", include_str!("templates/base.html")),
+            ("sign_in.html", include_str!("templates/sign_in.html")),
+            ("inbox.html", include_str!("templates/inbox.html")),
+            ("approval.html", include_str!("templates/approval.html")),
+            (
+                "approval_card.html",
+                include_str!("templates/approval_card.html"),
+            ),
+            ("arguments.html", include_str!("templates/arguments.html")),
+        ] {
+            pages
+                .add_template(name, source)
+                .unwrap_or_else(|error| panic!("the inbox's template {name}: {error}"));
+        }
+        State {
+            tools,
+            store,
+            auth,
+            scope,
+            keys,
+            pages,
+        }
+    }
+}
+
+/// A page: `html` with `status`, never cached, never framed, loading
+/// nothing but its own style sheet.
+pub(super) fn page(status: StatusCode, html: String) -> Response {
+    let mut response = (status, html).into_response();
+    let headers = response.headers_mut();
+    for (name, value) in [
+        (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+        (header::CACHE_CONTROL, "no-store"),
+        (
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        ),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    response
+}
+
+/// Renders the template `name` with `context`.
+pub(super) fn render(
+    state: &State,
+    status: StatusCode,
+    name: &str,
+    context: minijinja::Value,
+) -> Response {
+    match state
+        .pages
+        .get_template(name)
+        .and_then(|template| template.render(context))
+    {
+        Ok(html) => page(status, html),
+        Err(error) => {
+            tracing::warn!(%error, template = name, "the inbox could not render a page");
+            page(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "The page could not be shown.".into(),
+            )
+        }
+    }
+}
+
+/// A redirect after a form, to `to`.
+pub(super) fn see_other(to: &str) -> Response {
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    if let Ok(to) = HeaderValue::from_str(to) {
+        response.headers_mut().insert(header::LOCATION, to);
+    }
+    response
+}
+
+/// A cookie `name=value`, `HttpOnly`, `SameSite=Strict`, for the inbox's
+/// paths, lasting `max_age` seconds; `Secure` when the request came through
+/// TLS.
+pub(super) fn set_cookie(
+    response: &mut Response,
+    headers: &HeaderMap,
+    name: &str,
+    value: &str,
+    max_age: i64,
+) {
+    let secure = headers
+        .get("x-forwarded-proto")
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|proto| proto.eq_ignore_ascii_case("https"));
+    let cookie = format!(
+        "{name}={value}; Path=/inbox; HttpOnly; SameSite=Strict; Max-Age={max_age}{}",
+        if secure { "; Secure" } else { "" }
+    );
+    if let Ok(cookie) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+}
+
+/// The refusal of a form: `status`, saying `problem` on the sign-in page.
+pub(super) fn refused(state: &State, status: StatusCode, problem: &str) -> Response {
+    let context = minijinja::context! {
+        server => server_name(state),
+        problem => problem,
+        scope => state.scope.as_str(),
+        hours => SESSION_MS / 3_600_000,
+    };
+    render(state, status, "sign_in.html", context)
+}
+
+pub(super) fn server_name(state: &State) -> String {
+    state
+        .tools
+        .name()
+        .map_or_else(|| "tool-envelope".to_owned(), str::to_owned)
+}
