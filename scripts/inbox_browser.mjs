@@ -94,6 +94,21 @@ try {
   check(decision.includes("approver") && decision.includes("receipt checked"), `decision: ${decision}`);
   await page.screenshot({ path: path.join(shots, "inbox-done.png"), fullPage: true });
   console.log("PASS  approved on the page: the refund ran, and its result is shown");
+
+  // Sign out; then the cookie copied before, put back into the browser as
+  // a thief would, is no session: the page asks to sign in again.
+  const copied = (await context.cookies()).find((cookie) => cookie.name === "tool_envelope_inbox");
+  await page.click("form.sign-out button");
+  await page.waitForSelector("#token");
+  check(
+    !(await context.cookies()).some((cookie) => cookie.name === "tool_envelope_inbox"),
+    "the session cookie stayed after signing out",
+  );
+  await context.addCookies([copied]);
+  await page.goto(`${base}/inbox`);
+  await page.waitForSelector("#token");
+  check((await page.locator(".sign-out").count()) === 0, "a replayed cookie was signed in");
+  console.log("PASS  signed out: the copied session cookie, replayed, is refused");
 } catch (error) {
   console.error(`FAIL  ${error.message}`);
   process.exitCode = 1;

@@ -11,6 +11,8 @@
 #      context, approves it with a note, and sees the result — the page
 #      refreshes itself until the call has run, once;
 #   3. a POST without the CSRF token, from the signed-in browser, is refused;
+#      the approver signs out, and the session cookie copied before,
+#      put back into the browser, is refused;
 #   4. the agent, calling again, reads the refund's result;
 #   5. the official Python SDK's `Client` (auto and legacy) and the
 #      TypeScript SDK v2 client each get a $700 refund as a ticket, never
