@@ -111,11 +111,12 @@ impl<'p> Attempts<'p> {
         self.stats.attempts = self.stats.attempts.saturating_add(1);
     }
 
-    /// Time left before the deadline, if there is one.
-    pub(crate) fn remaining(&self, now: Instant) -> Option<Duration> {
+    /// Time left before the deadline, if there is one: the clock, `now`,
+    /// is read only then.
+    pub(crate) fn remaining(&self, now: impl FnOnce() -> Instant) -> Option<Duration> {
         self.policy
             .deadline
-            .map(|deadline| deadline.saturating_sub(now.saturating_duration_since(self.started)))
+            .map(|deadline| deadline.saturating_sub(now().saturating_duration_since(self.started)))
     }
 
     pub(crate) fn slept(&mut self, delay: Duration) {

@@ -215,7 +215,7 @@ impl RetryPolicy {
         let mut deadline = None;
         let (mut escalation, stats) = loop {
             attempts.begin();
-            if let Some(left) = attempts.remaining(sleeper.now()) {
+            if let Some(left) = attempts.remaining(|| sleeper.now()) {
                 let timer = sleeper.sleep(left);
                 match &mut deadline {
                     None => deadline = Some(Box::pin(timer)),
