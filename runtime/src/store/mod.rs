@@ -220,11 +220,14 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
 
     // ---- single use ----
 
-    /// Records the approving state `nonce` as used until `until_ms`:
-    /// whether it was not used already.
+    /// Records `nonce` as used until `until_ms`: whether it was not used
+    /// already. An approving state is spent this way, and an inbox session
+    /// signed out of. Every replica sharing the store must see the record
+    /// at once: only one of two redeeming the same nonce gets `true`.
     fn redeem<'a>(&'a self, nonce: &'a str, until_ms: i64) -> StoreFuture<'a, bool>;
     /// Whether `nonce` was redeemed ([`redeem`](Self::redeem)) and not
-    /// swept since: the inbox reads a session it ended this way.
+    /// swept since, as every replica sees it once `redeem` returned: the
+    /// inbox reads a session it ended this way.
     fn redeemed<'a>(&'a self, nonce: &'a str) -> StoreFuture<'a, bool>;
 
     // ---- escalations ----

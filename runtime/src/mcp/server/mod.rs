@@ -29,5 +29,7 @@ pub(crate) mod tasks;
 #[cfg(feature = "rmcp")]
 pub(crate) mod ticket;
 pub(crate) mod toolset;
+#[cfg(feature = "tokio")]
+pub(crate) mod turns;
 #[cfg(feature = "inbox")]
 pub(crate) mod webhook;

@@ -23,6 +23,7 @@ use serde_json::Value;
 
 use crate::mcp::definition::ToolDefinition;
 use crate::mcp::server::held;
+use crate::mcp::server::turns::Turns;
 use crate::store::{Store, TaskRecord};
 
 /// Whether a tool's calls run as tasks, for a client that declares MCP's
@@ -85,9 +86,10 @@ pub(crate) struct Tasks {
     owners: Arc<Mutex<HashMap<String, Owner>>>,
     max: usize,
     max_per_caller: usize,
-    /// Held from counting a kept task's caller in the store to keeping the
-    /// task there: one kept task starts at a time on this replica.
-    starting: Arc<tokio::sync::Mutex<()>>,
+    /// A caller's turn, held from counting their tasks in the store to
+    /// keeping the new one there: one kept task of theirs starts at a time
+    /// on this replica.
+    starting: Arc<Turns>,
 }
 
 /// Why a task was not started.
@@ -140,12 +142,12 @@ impl Tasks {
         work: impl FnOnce(TaskContext) -> TaskFuture,
     ) -> Result<Task, Full> {
         // One caller's bound counts their tasks on every replica that
-        // shares the store, one start at a time on each replica from the
-        // count to the task kept (replicas starting one at the same moment
-        // may each pass it by one); the server's bound is this replica's
-        // own.
-        let _starting = match &kept {
-            Some(_) => Some(self.starting.lock().await),
+        // shares the store, one start of theirs at a time on each replica
+        // from the count to the task kept (replicas starting one at the
+        // same moment may each pass it by one); the server's bound is this
+        // replica's own.
+        let _turn = match &kept {
+            Some(_) => Some(self.starting.take(subject).await),
             None => None,
         };
         if let Some(kept) = &kept {

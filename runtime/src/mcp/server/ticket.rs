@@ -14,6 +14,7 @@ use crate::caller::Caller;
 use crate::envelope::{ErrorEnvelope, Refusal, Ticket};
 use crate::escalation::{Escalation, EscalationReason};
 use crate::mcp::reply::ToolReply;
+use crate::mcp::server::turns::Turns;
 use crate::reasons;
 use crate::store::{ApprovalRecord, ApprovalState, Store, StoreError, now_ms};
 
@@ -47,8 +48,9 @@ pub(crate) struct Waiting<'a> {
     pub(crate) safe_to_repeat: bool,
     /// How many approvals of the caller may wait at once.
     pub(crate) most_waiting: usize,
-    /// Held while a new approval is counted and opened.
-    pub(crate) opening: &'a tokio::sync::Mutex<()>,
+    /// The callers' turns, one held while a new approval is counted and
+    /// opened.
+    pub(crate) opening: &'a Turns,
 }
 
 /// Where a waiting call stands.
@@ -140,10 +142,11 @@ pub(crate) async fn wait(
     let mut live = store.call_approvals(&digest, now).await?;
     let mut opening = None;
     if !live.iter().any(|approval| approval.block == call.block) {
-        // Counted, then opened, one at a time here: replicas opening at
-        // the same moment may each pass the count by one. The same call
-        // made at once may have opened it meanwhile: read again.
-        opening = Some(call.opening.lock().await);
+        // Counted, then opened, one at a time for the caller here:
+        // replicas opening at the same moment may each pass the count by
+        // one. The same call made at once (the same caller's) may have
+        // opened it meanwhile: read again.
+        opening = Some(call.opening.take(call.caller.map(Caller::subject)).await);
         live = store.call_approvals(&digest, now).await?;
     }
     let mut opened = None;

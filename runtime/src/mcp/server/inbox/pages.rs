@@ -166,7 +166,7 @@ async fn decide(
 ) -> Response {
     let (who, cookie) = match checked(&state, &headers, &form.csrf).await {
         Ok((session, cookie)) => (session.caller, cookie),
-        Err(problem) => return refused(&state, StatusCode::FORBIDDEN, problem),
+        Err((status, problem)) => return refused(&state, status, problem),
     };
     let approve = match form.decision.as_str() {
         "approve" => true,
@@ -210,7 +210,7 @@ async fn resolve(
 ) -> Response {
     let (who, cookie) = match checked(&state, &headers, &form.csrf).await {
         Ok((session, cookie)) => (session.caller, cookie),
-        Err(problem) => return refused(&state, StatusCode::FORBIDDEN, problem),
+        Err((status, problem)) => return refused(&state, status, problem),
     };
     let note = crate::limits::text_for_wire(&form.note, 1024);
     let resolved = state

@@ -22,6 +22,10 @@ pub(super) const SIGN_IN: &str = "tool_envelope_sign_in";
 /// How long a session lasts.
 pub(super) const SESSION_MS: i64 = 8 * 60 * 60 * 1000;
 
+/// How long after its cookie runs out a signed-out session stays ended in
+/// the store: the clocks of the replicas sharing it may differ by as much.
+pub(super) const ENDED_MARGIN_MS: i64 = 10 * 60 * 1000;
+
 /// The key sessions and forms are signed with.
 pub(super) struct Keys {
     key: Vec<u8>,

@@ -16,15 +16,29 @@ use crate::store::AuditEntry;
 /// not past its end, and not signed out of on any replica sharing the
 /// store (a store that cannot say is taken as a no).
 pub(super) async fn signed_in(state: &State, headers: &HeaderMap) -> Option<(Session, String)> {
-    let cookies = headers.get(header::COOKIE)?.to_str().ok()?;
-    let cookie = session::cookie(cookies, SESSION)?;
-    let session = state.keys.session(cookie)?;
+    session_of(state, headers).await.ok().flatten()
+}
+
+/// As [`signed_in`], with `Err` when the store cannot say whether the
+/// session was signed out of (logged). A request with no cookie, or one
+/// this key did not sign or whose time ran out, never reaches the store.
+async fn session_of(state: &State, headers: &HeaderMap) -> Result<Option<(Session, String)>, ()> {
+    let Some(cookie) = headers
+        .get(header::COOKIE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|cookies| session::cookie(cookies, SESSION))
+    else {
+        return Ok(None);
+    };
+    let Some(session) = state.keys.session(cookie) else {
+        return Ok(None);
+    };
     match state.store.redeemed(&session::ended(&session.id)).await {
-        Ok(false) => Some((session, cookie.to_owned())),
-        Ok(true) => None,
+        Ok(false) => Ok(Some((session, cookie.to_owned()))),
+        Ok(true) => Ok(None),
         Err(error) => {
             tracing::warn!(%error, "the inbox could not read the store: no session is taken");
-            None
+            Err(())
         }
     }
 }
@@ -116,19 +130,28 @@ pub(super) async fn sign_out(
 ) -> Response {
     let session = match checked(&state, &headers, &form.csrf).await {
         Ok((session, _)) => session,
-        Err(problem) => return refused(&state, StatusCode::FORBIDDEN, problem),
+        Err((status, problem)) => return refused(&state, status, problem),
     };
-    // Ended in the store, for every replica: a copy of the cookie is no
-    // session any more.
+    // Ended in the store, for every replica, until a while after its
+    // cookie runs out (a replica whose clock is behind the sweeping one's
+    // still refuses it): a copy of the cookie is no session any more.
     let ended = session::ended(&session.id);
-    if let Err(error) = state.store.redeem(&ended, session.until_ms).await {
-        tracing::warn!(%error, "the inbox could not end a session in the store");
-        let problem = "The store cannot be reached: you are still signed in.";
-        return refused(&state, StatusCode::SERVICE_UNAVAILABLE, problem);
-    }
-    let audit = AuditEntry::new(session.caller.subject(), "sign_out", "inbox", "");
-    if let Err(error) = state.store.audit(&audit).await {
-        tracing::warn!(%error, "the inbox could not keep a sign-out in the audit");
+    let until_ms = session.until_ms.saturating_add(session::ENDED_MARGIN_MS);
+    match state.store.redeem(&ended, until_ms).await {
+        Ok(true) => {
+            let audit = AuditEntry::new(session.caller.subject(), "sign_out", "inbox", "");
+            if let Err(error) = state.store.audit(&audit).await {
+                // The session is ended all the same; only its line is missing.
+                tracing::warn!(%error, "the inbox could not keep a sign-out in the audit");
+            }
+        }
+        // Signed out at the same moment by another request: its line is kept.
+        Ok(false) => {}
+        Err(error) => {
+            tracing::warn!(%error, "the inbox could not end a session in the store");
+            let problem = "The store cannot be reached: you are still signed in.";
+            return refused(&state, StatusCode::SERVICE_UNAVAILABLE, problem);
+        }
     }
     let mut response = see_other("/inbox");
     set_cookie(&mut response, &headers, SESSION, "", 0);
@@ -136,17 +159,27 @@ pub(super) async fn sign_out(
 }
 
 /// The session, and its cookie, of a form whose CSRF token is `csrf`, or
-/// why the form is refused (403).
+/// why the form is refused: 403, or 503 when the store cannot say whether
+/// the session was signed out of.
 pub(super) async fn checked(
     state: &State,
     headers: &HeaderMap,
     csrf: &str,
-) -> Result<(Session, String), &'static str> {
-    let Some((session, cookie)) = signed_in(state, headers).await else {
-        return Err("Sign in first.");
+) -> Result<(Session, String), (StatusCode, &'static str)> {
+    let Ok(found) = session_of(state, headers).await else {
+        return Err((
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The store cannot be reached: nothing was done.",
+        ));
+    };
+    let Some((session, cookie)) = found else {
+        return Err((StatusCode::FORBIDDEN, "Sign in first."));
     };
     if !state.keys.csrf_holds(&cookie, csrf) {
-        return Err("The form did not come from this page: nothing was done.");
+        return Err((
+            StatusCode::FORBIDDEN,
+            "The form did not come from this page: nothing was done.",
+        ));
     }
     Ok((session, cookie))
 }

@@ -44,8 +44,8 @@ impl ToolSet {
             return;
         };
         let most = u64::try_from(self.inner.most_open_escalations).unwrap_or(u64::MAX);
-        // Counted, then kept, one at a time here.
-        let _one_at_a_time = self.inner.keeping.lock().await;
+        // Counted, then kept, one at a time for the caller here.
+        let _turn = self.inner.keeping.take(record.caller.as_deref()).await;
         let kept = match store.open_escalations(record.caller.as_deref()).await {
             Ok(open) if open >= most => {
                 #[cfg(feature = "tracing")]

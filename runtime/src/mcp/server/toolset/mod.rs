@@ -58,9 +58,10 @@ struct Inner {
     /// How many open escalations of one caller it keeps.
     #[cfg(feature = "tokio")]
     most_open_escalations: usize,
-    /// Held while an escalation is counted and kept: one at a time.
+    /// A caller's turn, held while an escalation of theirs is counted and
+    /// kept: one at a time for each caller.
     #[cfg(feature = "tokio")]
-    keeping: Arc<tokio::sync::Mutex<()>>,
+    keeping: Arc<crate::mcp::server::turns::Turns>,
     name: Option<Cow<'static, str>>,
     version: Option<Cow<'static, str>>,
     mask_internal: Option<Cow<'static, str>>,

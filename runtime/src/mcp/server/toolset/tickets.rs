@@ -20,6 +20,7 @@ use crate::mcp::server::state::CallState;
 use crate::mcp::server::ticket::{
     self, DEFAULT_APPROVAL_TTL, DEFAULT_MAX_WAITING_APPROVALS, Ticketed, Waiting,
 };
+use crate::mcp::server::turns::Turns;
 use crate::store::{ApprovalRecord, ApprovalState, Decision, Store, StoreError};
 
 /// What a tool set keeps to run the approved calls of its store.
@@ -30,10 +31,10 @@ pub(super) struct Approving {
     pub(super) background: bool,
     /// How many approvals of one caller may wait at once.
     pub(super) most_waiting: usize,
-    /// Held while a new approval is counted and opened: on this replica,
-    /// one at a time, so that calls in flight together cannot all pass
-    /// the count.
-    pub(super) opening: tokio::sync::Mutex<()>,
+    /// A caller's turn, held while a new approval of theirs is counted and
+    /// opened: on this replica, one at a time for each caller, so that
+    /// their calls in flight together cannot all pass the count.
+    pub(super) opening: Turns,
     /// This process's name as a holder of leases: random, one per tool set.
     pub(super) holder: String,
     /// Whether the background runner was started.
@@ -50,7 +51,7 @@ impl Default for Approving {
             ttl: DEFAULT_APPROVAL_TTL,
             background: true,
             most_waiting: DEFAULT_MAX_WAITING_APPROVALS,
-            opening: tokio::sync::Mutex::new(()),
+            opening: Turns::default(),
             holder: crate::store::new_id(),
             started: OnceLock::new(),
             wake: tokio::sync::Notify::new(),
