@@ -6,6 +6,7 @@
 //! the same page in `scripts/test-inbox.sh`.
 #![cfg(all(feature = "inbox", feature = "sqlite"))]
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use reqwest::StatusCode;
@@ -13,7 +14,10 @@ use reqwest::header::{COOKIE, SET_COOKIE};
 use serde_json::{Value, json};
 use tool_envelope::guard::{Approvers, Blocked, Caller, Guards, ToolCall};
 use tool_envelope::mcp::{BearerAuth, HttpOptions, Inbox, ToolContext, ToolSet};
-use tool_envelope::store::{self, ApprovalState, EscalationState, Store};
+use tool_envelope::store::{
+    self, ApprovalRecord, ApprovalState, AuditEntry, Decision, Escalate, EscalationRecord,
+    EscalationState, MemoryStore, Store, StoreError, StoreFuture, TaskRecord, TaskUpdate,
+};
 use tool_envelope::{ErrorEnvelope, Secret, tool};
 
 static DONE: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -681,4 +685,145 @@ async fn behind_a_tls_proxy_the_session_cookie_is_secure() {
             assert_eq!(header.contains("; Secure"), secure, "{proto:?}: {header}");
         }
     }
+}
+
+/// A store that fails, when told, to read whether a session ended
+/// (`redeemed`) or to end one (`redeem`), as a database that went away
+/// would; everything else it passes on.
+#[derive(Debug)]
+struct Faltering {
+    inner: Arc<dyn Store>,
+    reading_fails: AtomicBool,
+    ending_fails: AtomicBool,
+}
+
+/// The store's methods this test does not fail, passed on as they are.
+macro_rules! passed_on {
+    ($($name:ident($($arg:ident: $ty:ty),*) -> $out:ty;)*) => {
+        $(fn $name<'a>(&'a self, $($arg: $ty),*) -> StoreFuture<'a, $out> {
+            self.inner.$name($($arg),*)
+        })*
+    };
+}
+
+impl Store for Faltering {
+    passed_on! {
+        create_task(task: &'a TaskRecord) -> ();
+        task(id: &'a str) -> Option<TaskRecord>;
+        update_task(id: &'a str, holder: &'a str, update: &'a TaskUpdate) -> bool;
+        answer_task(id: &'a str, responses: &'a Value) -> bool;
+        cancel_task(id: &'a str) -> bool;
+        running_tasks(caller: Option<&'a str>) -> (u64, u64);
+        claim_abandoned_tasks(holder: &'a str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Vec<TaskRecord>;
+        open_approval(approval: &'a ApprovalRecord) -> ApprovalRecord;
+        call_approvals(digest: &'a str, now_ms: i64) -> Vec<ApprovalRecord>;
+        waiting_approvals(caller: Option<&'a str>, now_ms: i64) -> u64;
+        approval(id: &'a str) -> Option<ApprovalRecord>;
+        approvals(states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
+        decide(id: &'a str, decision: &'a Decision) -> bool;
+        claim_approval(id: &'a str, holder: &'a str, now_ms: i64, lease_until_ms: i64) -> Option<ApprovalRecord>;
+        renew_approval(id: &'a str, holder: &'a str, lease_until_ms: i64) -> bool;
+        approvals_to_run(now_ms: i64, limit: u32) -> Vec<String>;
+        finish_approval(id: &'a str, holder: &'a str, result: &'a Value, at_ms: i64) -> bool;
+        expire_approvals(now_ms: i64, escalate: &'a Escalate<'a>) -> Vec<ApprovalRecord>;
+        record_escalation(escalation: &'a EscalationRecord) -> ();
+        escalations(state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
+        open_escalations(caller: Option<&'a str>) -> u64;
+        resolve_escalation(id: &'a str, by: &'a str, note: &'a str, at_ms: i64) -> bool;
+        audit(entry: &'a AuditEntry) -> ();
+        audit_log(limit: u32) -> Vec<AuditEntry>;
+        sweep(now_ms: i64) -> ();
+    }
+
+    fn redeem<'a>(&'a self, nonce: &'a str, until_ms: i64) -> StoreFuture<'a, bool> {
+        if self.ending_fails.load(Ordering::SeqCst) {
+            return Box::pin(async { Err(StoreError::new("the database went away")) });
+        }
+        self.inner.redeem(nonce, until_ms)
+    }
+
+    fn redeemed<'a>(&'a self, nonce: &'a str) -> StoreFuture<'a, bool> {
+        if self.reading_fails.load(Ordering::SeqCst) {
+            return Box::pin(async { Err(StoreError::new("the database went away")) });
+        }
+        self.inner.redeemed(nonce)
+    }
+}
+
+#[tokio::test]
+async fn a_store_that_cannot_say_whether_a_session_ended_lets_nothing_be_done() {
+    let store = Arc::new(Faltering {
+        inner: Arc::new(MemoryStore::new()),
+        reading_fails: AtomicBool::new(false),
+        ending_fails: AtomicBool::new(false),
+    });
+    let server = serve(Arc::clone(&store) as Arc<dyn Store>, None, None).await;
+    let waiting = server.call_as_agent("DOWN-1", 800).await;
+    let ticket = waiting["escalation"]["ticket"]["id"].as_str().unwrap();
+    let path = format!("/inbox/approvals/{ticket}");
+    let session = server.sign_in("carol-token").await;
+    let (status, page) = server.get(&path, &session).await;
+    assert_eq!(status, StatusCode::OK);
+    let token = csrf(&page);
+    let approve = [("csrf", token.as_str()), ("decision", "approve")];
+
+    // Whether the session was signed out of cannot be read: no decision
+    // and no sign-out is taken on a session that may have ended.
+    store.reading_fails.store(true, Ordering::SeqCst);
+    let (status, page) = server.get(&path, &session).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        page.contains("/inbox/sign-in"),
+        "no session is taken: {page}"
+    );
+    assert!(!page.contains("OVER_CAP"), "{page}");
+    for (form_path, form) in [
+        (path.as_str(), &approve[..]),
+        ("/inbox/sign-out", &approve[..1]),
+    ] {
+        let response = server
+            .http
+            .post(format!("{}{form_path}", server.url))
+            .header(COOKIE, &session)
+            .form(form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert!(set_cookie(&response, "tool_envelope_inbox").is_none());
+        let page = response.text().await.unwrap();
+        assert!(page.contains("nothing was done"), "{page}");
+    }
+    let approval = server.store.approval(ticket).await.unwrap().unwrap();
+    assert_eq!(approval.state, ApprovalState::Pending, "not decided");
+
+    // The session cannot be ended in the store: the person is told they
+    // are still signed in, and the cookie is kept, as the session is.
+    store.reading_fails.store(false, Ordering::SeqCst);
+    store.ending_fails.store(true, Ordering::SeqCst);
+    let response = server
+        .http
+        .post(format!("{}/inbox/sign-out", server.url))
+        .header(COOKIE, &session)
+        .form(&approve[..1])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(set_cookie(&response, "tool_envelope_inbox").is_none());
+    assert!(response.text().await.unwrap().contains("still signed in"));
+    let audit = server.store.audit_log(100).await.unwrap();
+    assert!(
+        audit.iter().all(|entry| entry.what != "sign_out"),
+        "{audit:?}"
+    );
+
+    // Back up: the same session decides, once.
+    store.ending_fails.store(false, Ordering::SeqCst);
+    assert_eq!(
+        server.post(&path, &session, &approve).await,
+        StatusCode::SEE_OTHER
+    );
+    let approval = server.store.approval(ticket).await.unwrap().unwrap();
+    assert_eq!(approval.state, ApprovalState::Approved);
 }

@@ -21,6 +21,8 @@
 //! a lease the same way.
 
 mod audit;
+#[cfg(all(test, feature = "rmcp"))]
+pub(crate) mod gated;
 mod memory;
 mod records;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]

@@ -432,4 +432,53 @@ mod tests {
             .unwrap();
         assert!(taken.iter().all(|t| t.id != task.task_id));
     }
+
+    #[tokio::test]
+    async fn a_callers_kept_starts_are_counted_one_at_a_time_and_others_are_not_held() {
+        use std::task::{Context, Poll, Waker};
+
+        use crate::caller::Caller;
+        use crate::store::gated::Gated;
+        let store = Gated::new();
+        let tasks = Tasks::new(|_| TaskSupport::Optional).bounded(100, 1);
+        let start = |who: &'static str| {
+            let caller = Caller::new(who, ["tasks"]);
+            let record = held::record(
+                "report",
+                &serde_json::json!({}),
+                Some(&caller),
+                "replica-a",
+                true,
+            );
+            let store: Arc<dyn Store> = store.clone();
+            let never = |_| -> TaskFuture { Box::pin(std::future::pending()) };
+            let tasks = tasks.clone();
+            async move {
+                tasks
+                    .spawn(Some(who), Some(Kept { store, record }), never)
+                    .await
+            }
+        };
+        let mut first = std::pin::pin!(start("alice"));
+        let mut second = std::pin::pin!(start("alice"));
+        let mut bob = std::pin::pin!(start("bob"));
+        // Each start goes as far as it can while the count is held.
+        let mut context = Context::from_waker(Waker::noop());
+        for future in [first.as_mut(), second.as_mut(), bob.as_mut()] {
+            assert!(matches!(future.poll(&mut context), Poll::Pending));
+        }
+        assert_eq!(
+            store.entered(),
+            2,
+            "alice's second start waits for her first; bob's is not held by hers"
+        );
+        store.open();
+        assert!(first.await.is_ok());
+        assert_eq!(
+            second.await.err(),
+            Some(Full::Caller(1)),
+            "counted after the first was kept"
+        );
+        assert!(bob.await.is_ok());
+    }
 }

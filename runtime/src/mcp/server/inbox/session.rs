@@ -4,6 +4,7 @@
 //! redeems the session's id in the store ([`ended`]), so the same cookie,
 //! replayed on any replica sharing the store, is a session no more.
 
+use axum::http::{HeaderMap, header};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, KeyInit, Mac};
@@ -135,12 +136,18 @@ pub(super) fn nonce() -> String {
     crate::store::new_id()
 }
 
-/// The value of the cookie `name` in a `Cookie` header.
-pub(super) fn cookie<'a>(header: &'a str, name: &str) -> Option<&'a str> {
-    header.split(';').find_map(|pair| {
-        let (key, value) = pair.trim().split_once('=')?;
-        (key == name).then_some(value)
-    })
+/// The value of the cookie `name` a request carries, in any of its
+/// `Cookie` headers (HTTP/2 may send one header a cookie).
+pub(super) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|cookies| cookies.split(';'))
+        .find_map(|pair| {
+            let (key, value) = pair.trim().split_once('=')?;
+            (key == name).then_some(value)
+        })
 }
 
 #[cfg(test)]
@@ -182,9 +189,13 @@ mod tests {
     }
 
     #[test]
-    fn cookies_are_read_by_name() {
-        let header = "a=1; tool_envelope_inbox=x.y; b=2";
-        assert_eq!(cookie(header, SESSION), Some("x.y"));
-        assert_eq!(cookie(header, "c"), None);
+    fn cookies_are_read_by_name_from_every_cookie_header() {
+        let mut headers = HeaderMap::new();
+        headers.append(header::COOKIE, "a=1; b=2".parse().unwrap());
+        headers.append(header::COOKIE, "tool_envelope_inbox=x.y".parse().unwrap());
+        assert_eq!(cookie(&headers, SESSION), Some("x.y"));
+        assert_eq!(cookie(&headers, "b"), Some("2"));
+        assert_eq!(cookie(&headers, "c"), None);
+        assert_eq!(cookie(&HeaderMap::new(), SESSION), None);
     }
 }

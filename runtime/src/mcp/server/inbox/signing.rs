@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use axum::Form;
 use axum::extract::State as Shared;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Deserialize;
 
@@ -23,11 +23,7 @@ pub(super) async fn signed_in(state: &State, headers: &HeaderMap) -> Option<(Ses
 /// session was signed out of (logged). A request with no cookie, or one
 /// this key did not sign or whose time ran out, never reaches the store.
 async fn session_of(state: &State, headers: &HeaderMap) -> Result<Option<(Session, String)>, ()> {
-    let Some(cookie) = headers
-        .get(header::COOKIE)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|cookies| session::cookie(cookies, SESSION))
-    else {
+    let Some(cookie) = session::cookie(headers, SESSION) else {
         return Ok(None);
     };
     let Some(session) = state.keys.session(cookie) else {
@@ -45,11 +41,7 @@ async fn session_of(state: &State, headers: &HeaderMap) -> Result<Option<(Sessio
 
 /// The sign-in form, bound to this browser by a cookie of its own.
 pub(super) fn sign_in_form(state: &State, headers: &HeaderMap, problem: Option<&str>) -> Response {
-    let existing = headers
-        .get(header::COOKIE)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|cookies| session::cookie(cookies, SIGN_IN))
-        .map(str::to_owned);
+    let existing = session::cookie(headers, SIGN_IN).map(str::to_owned);
     let nonce = existing.clone().unwrap_or_else(session::nonce);
     let context = minijinja::context! {
         server => server_name(state),
@@ -78,10 +70,7 @@ pub(super) async fn sign_in(
     headers: HeaderMap,
     Form(form): Form<SignIn>,
 ) -> Response {
-    let nonce = headers
-        .get(header::COOKIE)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|cookies| session::cookie(cookies, SIGN_IN));
+    let nonce = session::cookie(&headers, SIGN_IN);
     if !nonce.is_some_and(|nonce| state.keys.csrf_holds(nonce, &form.csrf)) {
         return refused(
             &state,

@@ -1,0 +1,94 @@
+//! A store for tests that holds every count of running tasks at a gate
+//! until the test opens it: two starts can then be seen at the same moment
+//! deterministically, with no timing at all.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::Value;
+use tokio::sync::Semaphore;
+
+use super::{
+    ApprovalRecord, ApprovalState, AuditEntry, Decision, Escalate, EscalationRecord,
+    EscalationState, MemoryStore, Store, StoreFuture, TaskRecord, TaskUpdate,
+};
+
+/// A [`MemoryStore`] whose [`running_tasks`](Store::running_tasks) waits
+/// at a gate, shut until [`open`](Gated::open).
+#[derive(Debug)]
+pub(crate) struct Gated {
+    inner: MemoryStore,
+    gate: Semaphore,
+    entered: AtomicUsize,
+}
+
+impl Gated {
+    /// An empty store, its gate shut.
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(Gated {
+            inner: MemoryStore::new(),
+            gate: Semaphore::new(0),
+            entered: AtomicUsize::new(0),
+        })
+    }
+
+    /// How many counts of running tasks reached the gate so far.
+    pub(crate) fn entered(&self) -> usize {
+        self.entered.load(Ordering::SeqCst)
+    }
+
+    /// Opens the gate for good: every count waiting passes, and every
+    /// later one does not stop.
+    pub(crate) fn open(&self) {
+        self.gate.close();
+    }
+}
+
+/// The methods the gate does not hold, passed on to the memory store.
+macro_rules! passed_on {
+    ($($name:ident($($arg:ident: $ty:ty),*) -> $out:ty;)*) => {
+        $(fn $name<'a>(&'a self, $($arg: $ty),*) -> StoreFuture<'a, $out> {
+            self.inner.$name($($arg),*)
+        })*
+    };
+}
+
+impl Store for Gated {
+    fn running_tasks<'a>(&'a self, caller: Option<&'a str>) -> StoreFuture<'a, (u64, u64)> {
+        Box::pin(async move {
+            self.entered.fetch_add(1, Ordering::SeqCst);
+            // Shut: never a permit; opened: closed, so that it passes.
+            let _ = self.gate.acquire().await;
+            self.inner.running_tasks(caller).await
+        })
+    }
+
+    passed_on! {
+        create_task(task: &'a TaskRecord) -> ();
+        task(id: &'a str) -> Option<TaskRecord>;
+        update_task(id: &'a str, holder: &'a str, update: &'a TaskUpdate) -> bool;
+        answer_task(id: &'a str, responses: &'a Value) -> bool;
+        cancel_task(id: &'a str) -> bool;
+        claim_abandoned_tasks(holder: &'a str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Vec<TaskRecord>;
+        open_approval(approval: &'a ApprovalRecord) -> ApprovalRecord;
+        call_approvals(digest: &'a str, now_ms: i64) -> Vec<ApprovalRecord>;
+        waiting_approvals(caller: Option<&'a str>, now_ms: i64) -> u64;
+        approval(id: &'a str) -> Option<ApprovalRecord>;
+        approvals(states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
+        decide(id: &'a str, decision: &'a Decision) -> bool;
+        claim_approval(id: &'a str, holder: &'a str, now_ms: i64, lease_until_ms: i64) -> Option<ApprovalRecord>;
+        renew_approval(id: &'a str, holder: &'a str, lease_until_ms: i64) -> bool;
+        approvals_to_run(now_ms: i64, limit: u32) -> Vec<String>;
+        finish_approval(id: &'a str, holder: &'a str, result: &'a Value, at_ms: i64) -> bool;
+        expire_approvals(now_ms: i64, escalate: &'a Escalate<'a>) -> Vec<ApprovalRecord>;
+        redeem(nonce: &'a str, until_ms: i64) -> bool;
+        redeemed(nonce: &'a str) -> bool;
+        record_escalation(escalation: &'a EscalationRecord) -> ();
+        escalations(state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
+        open_escalations(caller: Option<&'a str>) -> u64;
+        resolve_escalation(id: &'a str, by: &'a str, note: &'a str, at_ms: i64) -> bool;
+        audit(entry: &'a AuditEntry) -> ();
+        audit_log(limit: u32) -> Vec<AuditEntry>;
+        sweep(now_ms: i64) -> ();
+    }
+}
