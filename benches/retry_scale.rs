@@ -163,6 +163,14 @@ fn report(runtime: &tokio::runtime::Runtime) {
         peak / 1024,
         peak / CALLS as isize
     );
+    let attempts = Arc::new(AtomicU32::new(0));
+    let call = || flaky(0, attempts.clone());
+    println!(
+        "  futures: #[tool] {} bytes, the retry loop's {} bytes; by hand {} bytes",
+        std::mem::size_of_val(&call()),
+        std::mem::size_of_val(&policy.retry(call)),
+        std::mem::size_of_val(&plain(0, &attempts)),
+    );
 
     let budget = RetryBudget::new(100.0);
     let outage = policy.clone().budget(&budget);

@@ -122,3 +122,38 @@ fn a_tool_set_call_future_stays_small() {
     let size = std::mem::size_of_val(&call);
     assert!(size <= 2048, "a call's future is {size} bytes");
 }
+
+/// Every pending call under a retry policy carries the loop's state, and
+/// 10,000 of them waiting on their timers are all touched at each tick:
+/// what only a loop that failed needs (its backoff, history, gathered
+/// results) is made at the first failure, out of the loop's future
+/// (it added 264 bytes in a test build before; in the bench's release
+/// build, BENCHMARKS figure 5, the loop's future went 504 → 352 bytes).
+#[test]
+fn a_retry_loop_adds_little_to_its_attempts_future() {
+    let policy = tool_envelope::retry::RetryPolicy::default();
+    let attempt = || lookup_async(NAME.to_owned(), 7, Partial::new());
+    let tool = std::mem::size_of_val(&attempt());
+    let looped = std::mem::size_of_val(&policy.retry(attempt));
+    assert!(
+        looped - tool <= 160,
+        "the retry loop adds {} bytes to a {tool}-byte attempt",
+        looped - tool
+    );
+}
+
+#[test]
+fn a_call_that_succeeds_at_once_under_a_retry_policy_allocates_nothing() {
+    let policy = tool_envelope::retry::RetryPolicy::default();
+    let _ = lookup(NAME.to_owned(), 7, Mode::Fast);
+    for _ in 0..100 {
+        let name = NAME.to_owned();
+        let (outcome, count) = allocations(|| {
+            let mut name = Some(name);
+            policy.retry_blocking(|| lookup(name.take().unwrap_or_default(), 7, Mode::Fast))
+        });
+        assert_eq!(outcome.result.unwrap(), 39);
+        assert_eq!(outcome.stats.attempts, 1);
+        assert_eq!(count, 0, "a first-time success allocated {count} times");
+    }
+}

@@ -79,11 +79,21 @@ pub(crate) struct RetryNotice {
     pub(crate) delay: Duration,
 }
 
-/// The state of one retry loop.
+/// The state of one retry loop: small, as every pending call carries it
+/// (10,000 calls waiting on their timers are 10,000 of these); what only a
+/// loop that failed needs is boxed, made at its first failure.
 pub(crate) struct Attempts<'p> {
     policy: &'p RetryPolicy,
-    delays: Delays,
     started: Instant,
+    /// Attempts begun.
+    attempts: u32,
+    failures: Option<Box<Failures>>,
+}
+
+/// What a retry loop keeps once an attempt failed.
+struct Failures {
+    delays: Delays,
+    /// The stats but the attempts: history, time slept, time elapsed.
     stats: RetryStats,
     /// Consecutive failed attempts that gathered nothing new.
     stalled: u32,
@@ -97,18 +107,35 @@ impl<'p> Attempts<'p> {
     pub(crate) fn new(policy: &'p RetryPolicy, now: Instant) -> Self {
         Attempts {
             policy,
-            delays: policy.backoff.delays(),
             started: now,
-            stats: RetryStats::default(),
-            stalled: 0,
-            gathered: None,
-            last: None,
+            attempts: 0,
+            failures: None,
         }
+    }
+
+    /// What the loop keeps of its failures, made at the first.
+    fn failures(&mut self) -> &mut Failures {
+        let policy = self.policy;
+        self.failures.get_or_insert_with(|| {
+            let mut history = Vec::new();
+            // One allocation for the history of a loop that fails again.
+            history.reserve_exact(usize::try_from(policy.max_attempts.min(8)).unwrap_or(8));
+            Box::new(Failures {
+                delays: policy.backoff.delays(),
+                stats: RetryStats {
+                    history,
+                    ..RetryStats::default()
+                },
+                stalled: 0,
+                gathered: None,
+                last: None,
+            })
+        })
     }
 
     /// Counts an attempt about to start.
     pub(crate) fn begin(&mut self) {
-        self.stats.attempts = self.stats.attempts.saturating_add(1);
+        self.attempts = self.attempts.saturating_add(1);
     }
 
     /// Time left before the deadline, if there is one: the clock, `now`,
@@ -120,46 +147,52 @@ impl<'p> Attempts<'p> {
     }
 
     pub(crate) fn slept(&mut self, delay: Duration) {
-        self.stats.slept = self.stats.slept.saturating_add(delay);
+        let stats = &mut self.failures().stats;
+        stats.slept = stats.slept.saturating_add(delay);
     }
 
-    pub(crate) fn succeeded(mut self, now: Instant) -> RetryStats {
+    pub(crate) fn succeeded(self, now: Instant) -> RetryStats {
         if let Some(budget) = &self.policy.budget {
             budget.record_success();
         }
-        self.stats.elapsed = now.saturating_duration_since(self.started);
-        self.stats
+        let elapsed = now.saturating_duration_since(self.started);
+        let mut stats = self.into_stats();
+        stats.elapsed = elapsed;
+        stats
     }
 
     /// The attempt was still running when the deadline came: escalate with the
     /// last envelope, or one saying so.
     pub(crate) fn cut_off(&mut self, now: Instant) -> (Escalation, RetryStats) {
         let deadline = self.policy.deadline.unwrap_or_default();
+        let attempt = self.attempts;
+        let elapsed = now.saturating_duration_since(self.started);
         let message = format!(
-            "attempt {} was still running at the {} ms deadline",
-            self.stats.attempts,
+            "attempt {attempt} was still running at the {} ms deadline",
             duration_to_ms(deadline)
         );
-        let mut envelope = match self.last.take() {
+        let failures = self.failures();
+        let mut envelope = match failures.last.take() {
             Some(last) => last,
             None => ErrorEnvelope::transient(message.clone())
                 .with_reason(crate::reasons::DEADLINE_EXCEEDED),
         };
-        if let Some(gathered) = &self.gathered {
+        if let Some(gathered) = &failures.gathered {
             envelope = envelope.remade(|parts| parts.partial_results = Some(gathered.clone()));
         }
-        self.stats.history.push(AttemptRecord {
-            attempt: self.stats.attempts,
+        failures.stats.history.push(AttemptRecord {
+            attempt,
             category: ErrorCategory::Transient,
             retryable: true,
             message: message.clone(),
-            gathered: count(self.gathered.as_ref()),
+            gathered: count(failures.gathered.as_ref()),
             delay: None,
         });
-        self.stats.elapsed = now.saturating_duration_since(self.started);
+        failures.stats.elapsed = elapsed;
+        let stats = std::mem::take(&mut failures.stats);
         self.policy.emit(&RetryEvent {
             tool: envelope.tool(),
-            attempt: self.stats.attempts,
+            attempt,
             category: ErrorCategory::Transient,
             message: &message,
             reason: envelope.reason(),
@@ -170,33 +203,40 @@ impl<'p> Attempts<'p> {
         let escalation = Escalation::new(
             EscalationReason::DeadlineExceeded,
             envelope,
-            self.stats.attempts,
-            self.stats.elapsed,
+            attempt,
+            elapsed,
         )
         .with_detail(message);
-        (escalation, std::mem::take(&mut self.stats))
+        (
+            escalation,
+            RetryStats {
+                attempts: attempt,
+                ..stats
+            },
+        )
     }
 
     /// Decides what follows a failed attempt.
     pub(crate) fn failed(&mut self, envelope: ErrorEnvelope, now: Instant) -> Next {
-        let attempt = self.stats.attempts;
+        let attempt = self.attempts;
         let elapsed = now.saturating_duration_since(self.started);
-        self.stats.elapsed = elapsed;
+        let failures = self.failures();
+        failures.stats.elapsed = elapsed;
 
-        let before = count(self.gathered.as_ref());
+        let before = count(failures.gathered.as_ref());
         // Only a tool that gathers partial results can make progress, or stall.
         let mut parts = envelope.into_parts();
         let latest = parts.partial_results.take();
         let gathers = latest.is_some();
-        self.gathered = merge(self.gathered.take(), latest);
-        parts.partial_results.clone_from(&self.gathered);
+        failures.gathered = merge(failures.gathered.take(), latest);
+        parts.partial_results.clone_from(&failures.gathered);
         let envelope = ErrorEnvelope::from_parts(parts);
-        let gathered = count(self.gathered.as_ref());
+        let gathered = count(failures.gathered.as_ref());
         if gathers {
-            self.stalled = if gathered > before {
+            failures.stalled = if gathered > before {
                 0
             } else {
-                self.stalled + 1
+                failures.stalled + 1
             };
         }
 
@@ -212,11 +252,6 @@ impl<'p> Attempts<'p> {
                 Err((reason, _)) => RetryAction::Escalate { reason: *reason },
             },
         });
-        if self.stats.history.capacity() == 0 {
-            // One allocation for the history of a loop that fails again.
-            let most = usize::try_from(self.policy.max_attempts.min(8)).unwrap_or(8);
-            self.stats.history.reserve_exact(most);
-        }
         let mut record = AttemptRecord {
             attempt,
             category: envelope.category(),
@@ -234,20 +269,22 @@ impl<'p> Attempts<'p> {
                     reason: envelope.reason_code(),
                     delay,
                 };
-                if self.policy.deadline.is_some() {
+                let keep_last = self.policy.deadline.is_some();
+                let failures = self.failures();
+                if keep_last {
                     // Kept, to escalate with if the next attempt is cut off.
                     record.message = envelope.message().to_owned();
-                    self.last = Some(envelope);
+                    failures.last = Some(envelope);
                 } else {
                     // Nothing else needs this envelope: its message moves into the history.
                     record.message = envelope.into_parts().message;
                 }
-                self.stats.history.push(record);
+                failures.stats.history.push(record);
                 Next::Retry(notice)
             }
             Err((reason, detail)) => {
                 record.message = envelope.message().to_owned();
-                self.stats.history.push(record);
+                self.failures().stats.history.push(record);
                 // A call refused before the tool ran — blocked by a guard, its
                 // arguments unusable — does not count as a run.
                 let ran = if envelope.was_refused() {
@@ -291,13 +328,13 @@ impl<'p> Attempts<'p> {
             ));
         }
         if let Some(limit) = policy.no_progress
-            && self.stalled >= limit
+            && let stalled = self.failures().stalled
+            && stalled >= limit
         {
             return Err((
                 EscalationReason::NoProgress,
                 Some(format!(
-                    "{} consecutive attempts gathered nothing new",
-                    self.stalled
+                    "{stalled} consecutive attempts gathered nothing new"
                 )),
             ));
         }
@@ -309,7 +346,7 @@ impl<'p> Attempts<'p> {
                 Some("the shared retry budget is spent: the dependency looks down".to_owned()),
             ));
         }
-        let Some(scheduled) = self.delays.next() else {
+        let Some(scheduled) = self.failures().delays.next() else {
             return Err((
                 EscalationReason::RetriesExhausted,
                 Some(format!(
@@ -338,6 +375,13 @@ impl<'p> Attempts<'p> {
 
     /// The loop ends; the stats so far.
     pub(crate) fn into_stats(self) -> RetryStats {
-        self.stats
+        let stats = self
+            .failures
+            .map(|failures| failures.stats)
+            .unwrap_or_default();
+        RetryStats {
+            attempts: self.attempts,
+            ..stats
+        }
     }
 }
