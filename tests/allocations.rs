@@ -142,18 +142,31 @@ fn a_retry_loop_adds_little_to_its_attempts_future() {
     );
 }
 
+/// A retry loop's backoff is made at its first failure: a call that
+/// succeeds at once clones no schedule and seeds no random source.
 #[test]
 fn a_call_that_succeeds_at_once_under_a_retry_policy_allocates_nothing() {
-    let policy = tool_envelope::retry::RetryPolicy::default();
+    use std::time::Duration;
+    use tool_envelope::retry::{Backoff, RetryPolicy};
+    let schedule = vec![Duration::from_millis(5), Duration::from_millis(50)];
+    let policies = [
+        RetryPolicy::default(),
+        RetryPolicy::default().backoff(Backoff::from_iter(schedule)),
+    ];
     let _ = lookup(NAME.to_owned(), 7, Mode::Fast);
-    for _ in 0..100 {
-        let name = NAME.to_owned();
-        let (outcome, count) = allocations(|| {
-            let mut name = Some(name);
-            policy.retry_blocking(|| lookup(name.take().unwrap_or_default(), 7, Mode::Fast))
-        });
-        assert_eq!(outcome.result.unwrap(), 39);
-        assert_eq!(outcome.stats.attempts, 1);
-        assert_eq!(count, 0, "a first-time success allocated {count} times");
+    for policy in &policies {
+        for _ in 0..100 {
+            let name = NAME.to_owned();
+            let (outcome, count) = allocations(|| {
+                let mut name = Some(name);
+                policy.retry_blocking(|| lookup(name.take().unwrap_or_default(), 7, Mode::Fast))
+            });
+            assert_eq!(outcome.result.unwrap(), 39);
+            assert_eq!(outcome.stats.attempts, 1);
+            assert_eq!(
+                count, 0,
+                "{policy:?}: a first-time success allocated {count} times"
+            );
+        }
     }
 }

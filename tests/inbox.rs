@@ -767,16 +767,16 @@ async fn a_store_that_cannot_say_whether_a_session_ended_lets_nothing_be_done() 
     let token = csrf(&page);
     let approve = [("csrf", token.as_str()), ("decision", "approve")];
 
-    // Whether the session was signed out of cannot be read: no decision
-    // and no sign-out is taken on a session that may have ended.
+    // Whether the session was signed out of cannot be read: nothing is
+    // shown, and no decision or sign-out taken, on a session that may
+    // have ended.
     store.reading_fails.store(true, Ordering::SeqCst);
-    let (status, page) = server.get(&path, &session).await;
-    assert_eq!(status, StatusCode::OK);
-    assert!(
-        page.contains("/inbox/sign-in"),
-        "no session is taken: {page}"
-    );
-    assert!(!page.contains("OVER_CAP"), "{page}");
+    for page_path in ["/inbox", path.as_str()] {
+        let (status, page) = server.get(page_path, &session).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{page_path}");
+        assert!(page.contains("cannot be reached"), "{page}");
+        assert!(!page.contains("OVER_CAP"), "{page}");
+    }
     for (form_path, form) in [
         (path.as_str(), &approve[..]),
         ("/inbox/sign-out", &approve[..1]),

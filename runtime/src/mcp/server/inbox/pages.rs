@@ -10,7 +10,7 @@ use axum::routing::{get, post};
 use minijinja::value::Serde;
 use serde::Deserialize;
 
-use super::respond::{State, page, refused, render, see_other, server_name};
+use super::respond::{State, page, refused, render, see_other, server_name, store_unreachable};
 use super::session::Session;
 use super::signing::{checked, sign_in, sign_in_form, sign_out, signed_in};
 use super::views::{escalation_view, view};
@@ -54,8 +54,9 @@ async fn style() -> Response {
 /// The inbox, or the sign-in form.
 async fn index(Shared(state): Shared<Arc<State>>, headers: HeaderMap) -> Response {
     match signed_in(&state, &headers).await {
-        Some((session, cookie)) => listing(&state, &session.caller, &cookie, None).await,
-        None => sign_in_form(&state, &headers, None),
+        Ok(Some((session, cookie))) => listing(&state, &session.caller, &cookie, None).await,
+        Ok(None) => sign_in_form(&state, &headers, None),
+        Err(()) => store_unreachable(),
     }
 }
 
@@ -84,10 +85,7 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
         Ok(lists) => lists,
         Err(error) => {
             tracing::warn!(%error, "the inbox could not read the store");
-            return page(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "The store cannot be reached.".into(),
-            );
+            return store_unreachable();
         }
     };
     let (mine, others): (Vec<_>, Vec<_>) = pending
@@ -119,8 +117,10 @@ async fn approval(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    let Some((Session { caller: who, .. }, cookie)) = signed_in(&state, &headers).await else {
-        return sign_in_form(&state, &headers, None);
+    let (Session { caller: who, .. }, cookie) = match signed_in(&state, &headers).await {
+        Ok(Some(found)) => found,
+        Ok(None) => return sign_in_form(&state, &headers, None),
+        Err(()) => return store_unreachable(),
     };
     let approval = match state.store.approval(&id).await {
         // Another scope's approval is as unknown as one that never was.
@@ -128,10 +128,7 @@ async fn approval(
         Ok(_) => return page(StatusCode::NOT_FOUND, "No such approval.".into()),
         Err(error) => {
             tracing::warn!(%error, "the inbox could not read the store");
-            return page(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "The store cannot be reached.".into(),
-            );
+            return store_unreachable();
         }
     };
     let waiting = matches!(
@@ -231,9 +228,6 @@ async fn resolve(
             *response.status_mut() = StatusCode::CONFLICT;
             response
         }
-        Err(_) => page(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "The store cannot be reached.".into(),
-        ),
+        Err(_) => store_unreachable(),
     }
 }

@@ -58,6 +58,14 @@ impl State {
     }
 }
 
+/// The answer to a request the store could not serve: 503, nothing done.
+pub(super) fn store_unreachable() -> Response {
+    page(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "The store cannot be reached.".into(),
+    )
+}
+
 /// A page: `html` with `status`, never cached, never framed, loading
 /// nothing but its own style sheet.
 pub(super) fn page(status: StatusCode, html: String) -> Response {

@@ -14,15 +14,13 @@ use crate::store::AuditEntry;
 
 /// The request's session, and its cookie: one this inbox's key signed,
 /// not past its end, and not signed out of on any replica sharing the
-/// store (a store that cannot say is taken as a no).
-pub(super) async fn signed_in(state: &State, headers: &HeaderMap) -> Option<(Session, String)> {
-    session_of(state, headers).await.ok().flatten()
-}
-
-/// As [`signed_in`], with `Err` when the store cannot say whether the
-/// session was signed out of (logged). A request with no cookie, or one
-/// this key did not sign or whose time ran out, never reaches the store.
-async fn session_of(state: &State, headers: &HeaderMap) -> Result<Option<(Session, String)>, ()> {
+/// store; `Err` when the store cannot say whether it was signed out of
+/// (logged). A request with no cookie, or one this key did not sign or
+/// whose time ran out, never reaches the store.
+pub(super) async fn signed_in(
+    state: &State,
+    headers: &HeaderMap,
+) -> Result<Option<(Session, String)>, ()> {
     let Some(cookie) = session::cookie(headers, SESSION) else {
         return Ok(None);
     };
@@ -155,7 +153,7 @@ pub(super) async fn checked(
     headers: &HeaderMap,
     csrf: &str,
 ) -> Result<(Session, String), (StatusCode, &'static str)> {
-    let Ok(found) = session_of(state, headers).await else {
+    let Ok(found) = signed_in(state, headers).await else {
         return Err((
             StatusCode::SERVICE_UNAVAILABLE,
             "The store cannot be reached: nothing was done.",
