@@ -327,8 +327,8 @@ impl<'p> Attempts<'p> {
                 Some(format!("all {attempt} attempts failed")),
             ));
         }
+        let stalled = self.failures().stalled;
         if let Some(limit) = policy.no_progress
-            && let stalled = self.failures().stalled
             && stalled >= limit
         {
             return Err((
