@@ -1,6 +1,6 @@
 // The inbox page in Debian's Chromium, driven by playwright-core: a person
 // signs in, sees the $620 refund that waits for them, approves it, and sees
-// the result. Run by scripts/test-inbox.sh:
+// the result; signs out, and out everywhere. Run by scripts/test-inbox.sh:
 //
 //     node scripts/inbox_browser.mjs BASE_URL TICKET SCREENSHOT_DIR
 //
@@ -98,7 +98,7 @@ try {
   // Sign out; then the cookie copied before, put back into the browser as
   // a thief would, is no session: the page asks to sign in again.
   const copied = (await context.cookies()).find((cookie) => cookie.name === "tool_envelope_inbox");
-  await page.click("form.sign-out button");
+  await page.click("form.sign-out button:not([name])");
   await page.waitForSelector("#token");
   check(
     !(await context.cookies()).some((cookie) => cookie.name === "tool_envelope_inbox"),
@@ -109,6 +109,25 @@ try {
   await page.waitForSelector("#token");
   check((await page.locator(".sign-out").count()) === 0, "a replayed cookie was signed in");
   console.log("PASS  signed out: the copied session cookie, replayed, is refused");
+
+  // Signed in on two browsers — a laptop and a phone — then "Sign out
+  // everywhere" on the laptop: the phone's next page asks to sign in.
+  const phone = await (await browser.newContext()).newPage();
+  for (const each of [page, phone]) {
+    await each.goto(`${base}/inbox`);
+    await each.fill("#token", "approver-token");
+    await each.click("button[type=submit]");
+    await each.waitForSelector(".sign-out");
+  }
+  await page.click("form.sign-out button[name=everywhere]");
+  await page.waitForSelector("#token");
+  await phone.reload();
+  await phone.waitForSelector("#token");
+  check((await phone.locator(".sign-out").count()) === 0, "the phone stayed signed in");
+  await page.fill("#token", "approver-token");
+  await page.click("button[type=submit]");
+  await page.waitForSelector(".sign-out");
+  console.log("PASS  signed out everywhere: the other browser's session is refused, a new sign-in is not");
 } catch (error) {
   console.error(`FAIL  ${error.message}`);
   process.exitCode = 1;

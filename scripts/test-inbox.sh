@@ -12,7 +12,8 @@
 #      refreshes itself until the call has run, once;
 #   3. a POST without the CSRF token, from the signed-in browser, is refused;
 #      the approver signs out, and the session cookie copied before,
-#      put back into the browser, is refused;
+#      put back into the browser, is refused; signed in on two browsers,
+#      "Sign out everywhere" on one ends the other's session too;
 #   4. the agent, calling again, reads the refund's result;
 #   5. the official Python SDK's `Client` (auto and legacy) and the
 #      TypeScript SDK v2 client each get a $700 refund as a ticket, never

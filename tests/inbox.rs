@@ -66,6 +66,7 @@ async fn validate(token: String) -> Option<Caller> {
 struct Server {
     url: String,
     tools: ToolSet,
+    inbox: Inbox,
     store: Arc<dyn Store>,
     http: reqwest::Client,
     /// The store's folder, removed with the server.
@@ -103,11 +104,12 @@ async fn serve(
         inbox = inbox.cookie_key(key);
     }
     let served = tools.clone();
+    let mounted = inbox.clone();
     tokio::spawn(async move {
         HttpOptions::new()
             .stateless()
             .require_bearer(auth)
-            .inbox(inbox)
+            .inbox(mounted)
             .serve(listener, served)
             .await
     });
@@ -118,6 +120,7 @@ async fn serve(
     Server {
         url,
         tools,
+        inbox,
         store,
         http,
         _folder: folder,
@@ -597,6 +600,22 @@ async fn each_new_approval_is_noticed_once_through_the_webhook_retried_when_it_i
     );
 }
 
+/// Two replicas sharing a SQLite store and a cookie key, and the ticket of
+/// the $700 refund of `order` the agent asked for, waiting on them.
+async fn replicas(name: &str, order: &str) -> (Server, Server, String) {
+    let key = [9u8; 32];
+    let folder = tempfile::tempdir().unwrap();
+    let url = format!(
+        "sqlite:{}",
+        folder.path().join(format!("{name}.db")).display()
+    );
+    let one = serve(store::open(&url).await.unwrap(), Some(folder), Some(&key)).await;
+    let two = serve(Arc::clone(&one.store), None, Some(&key)).await;
+    let waiting = one.call_as_agent(order, 700).await;
+    let ticket = waiting["escalation"]["ticket"]["id"].as_str().unwrap();
+    (one, two, ticket.to_owned())
+}
+
 /// Signing out ends the session for good: its cookie, kept by whoever
 /// copied it and replayed on this replica or on another sharing the store
 /// and the cookie key, is no session — the page asks to sign in, its forms
@@ -604,13 +623,7 @@ async fn each_new_approval_is_noticed_once_through_the_webhook_retried_when_it_i
 /// other session stays.
 #[tokio::test]
 async fn a_session_signed_out_of_is_refused_on_every_replica() {
-    let key = [7u8; 32];
-    let folder = tempfile::tempdir().unwrap();
-    let url = format!("sqlite:{}", folder.path().join("out.db").display());
-    let one = serve(store::open(&url).await.unwrap(), Some(folder), Some(&key)).await;
-    let two = serve(Arc::clone(&one.store), None, Some(&key)).await;
-    let waiting = one.call_as_agent("OUT-1", 700).await;
-    let ticket = waiting["escalation"]["ticket"]["id"].as_str().unwrap();
+    let (one, two, ticket) = replicas("out", "OUT-1").await;
     let path = format!("/inbox/approvals/{ticket}");
 
     let copied = one.sign_in("carol-token").await;
@@ -642,7 +655,7 @@ async fn a_session_signed_out_of_is_refused_on_every_replica() {
             "signed out once"
         );
     }
-    let approval = one.store.approval(ticket).await.unwrap().unwrap();
+    let approval = one.store.approval(&ticket).await.unwrap().unwrap();
     assert_eq!(approval.state, ApprovalState::Pending);
     let audit = one.store.audit_log(100).await.unwrap();
     let signed_out: Vec<_> = audit
@@ -656,8 +669,84 @@ async fn a_session_signed_out_of_is_refused_on_every_replica() {
     let fresh = csrf(&page);
     let form = [("csrf", fresh.as_str()), ("decision", "approve")];
     assert_eq!(two.post(&path, &other, &form).await, StatusCode::SEE_OTHER);
-    let approval = one.store.approval(ticket).await.unwrap().unwrap();
+    let approval = one.store.approval(&ticket).await.unwrap().unwrap();
     assert_eq!(approval.state, ApprovalState::Approved);
+}
+
+/// Whether `session` is signed in on `replica`: its page, or the sign-in form.
+async fn signed_in(replica: &Server, session: &str) -> bool {
+    let (status, page) = replica.get("/inbox", session).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    !page.contains("/inbox/sign-in")
+}
+
+#[tokio::test]
+async fn every_session_of_a_person_ends_when_asked_on_every_replica_and_no_other() {
+    let (one, two, ticket) = replicas("ended", "END-1").await;
+    let path = format!("/inbox/approvals/{ticket}");
+
+    // Carol on both replicas, Dave on one; then Carol's token is taken
+    // away and the operator ends her sessions, on the first replica.
+    let carol = [
+        one.sign_in("carol-token").await,
+        two.sign_in("carol-token").await,
+    ];
+    let dave = two.sign_in("dave-token").await;
+    let (_, page) = two.get(&path, &carol[0]).await;
+    let token = csrf(&page);
+    assert!(one.inbox.end_sessions_of("carol", "ops").await.unwrap());
+    for replica in [&one, &two] {
+        for session in &carol {
+            assert!(!signed_in(replica, session).await, "a session of Carol's");
+            let (_, page) = replica.get(&path, session).await;
+            assert!(!page.contains("OVER_CAP"), "{page}");
+            let form = [("csrf", token.as_str()), ("decision", "approve")];
+            assert_eq!(
+                replica.post(&path, session, &form).await,
+                StatusCode::FORBIDDEN
+            );
+        }
+        assert!(signed_in(replica, &dave).await, "Dave's stays");
+    }
+    let approval = one.store.approval(&ticket).await.unwrap().unwrap();
+    assert_eq!(approval.state, ApprovalState::Pending);
+
+    // Signed in again (her token accepted again): a new session, which the
+    // next end ends, on its own — and not a session signed in after that.
+    let again = two.sign_in("carol-token").await;
+    assert!(signed_in(&one, &again).await);
+    assert!(!signed_in(&one, &carol[1]).await, "the old one stays ended");
+    assert!(two.inbox.end_sessions_of("carol", "ops").await.unwrap());
+    assert!(!signed_in(&one, &again).await);
+    let last = one.sign_in("carol-token").await;
+    assert!(signed_in(&two, &last).await);
+
+    // Carol herself: "Sign out everywhere", from a page on one replica.
+    let elsewhere = two.sign_in("carol-token").await;
+    let (_, page) = one.get("/inbox", &last).await;
+    assert!(page.contains("Sign out everywhere"), "{page}");
+    let token = csrf(&page);
+    let form = [("csrf", token.as_str()), ("everywhere", "yes")];
+    assert_eq!(
+        one.post("/inbox/sign-out", &last, &form).await,
+        StatusCode::SEE_OTHER
+    );
+    for (replica, session) in [(&one, &last), (&two, &elsewhere), (&one, &elsewhere)] {
+        assert!(!signed_in(replica, session).await);
+    }
+    assert!(signed_in(&one, &dave).await, "Dave's stays");
+
+    let audit = one.store.audit_log(100).await.unwrap();
+    let ended: Vec<_> = audit
+        .iter()
+        .filter(|entry| entry.what == "sessions_ended")
+        .map(|entry| (entry.who.as_str(), entry.subject.as_str()))
+        .collect();
+    assert_eq!(
+        ended,
+        [("carol", "carol"), ("ops", "carol"), ("ops", "carol")],
+        "newest first: {audit:?}"
+    );
 }
 
 #[tokio::test]

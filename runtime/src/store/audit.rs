@@ -9,11 +9,15 @@ use serde::{Deserialize, Serialize};
 pub struct AuditEntry {
     /// When (ms since the epoch).
     pub at_ms: i64,
-    /// Who: the subject they signed in as.
+    /// Who: the subject they signed in as; for `sessions_ended`, whoever
+    /// asked.
     pub who: String,
-    /// What: `approve`, `decline`, `resolve`, `sign_in`, `expire`.
+    /// What: `approve`, `decline`, `resolve`, `expire`, `sign_in`,
+    /// `sign_out`, `sessions_ended` (every session of the person named by
+    /// `subject`).
     pub what: String,
-    /// The id of the approval or escalation.
+    /// The id of the approval or escalation; `inbox` for a sign-in or out;
+    /// the person, for `sessions_ended`.
     pub subject: String,
     /// Their note.
     pub note: String,

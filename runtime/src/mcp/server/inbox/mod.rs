@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 use crate::mcp::server::rmcp::bearer::BearerAuth;
 use crate::mcp::server::toolset::ToolSet;
+use crate::store::StoreError;
 
 /// The inbox page of a tool set that keeps its approvals and escalations in
 /// a store ([`ToolSet::store`]): people sign in with the server's own
@@ -39,7 +40,9 @@ use crate::mcp::server::toolset::ToolSet;
 ///   `HttpOnly`, `SameSite=Strict` cookie (`Secure` behind a TLS proxy that
 ///   says `X-Forwarded-Proto: https`), never the token, for 8 hours or
 ///   until they sign out: signing out ends the session in the store, so a
-///   copy of the cookie is refused on every replica. Signing in needs
+///   copy of the cookie is refused on every replica. "Sign out everywhere",
+///   or [`Inbox::end_sessions_of`], ends every session of the person.
+///   Signing in needs
 ///   `scope`; seeing an approval (its page, its decision, the call's
 ///   result) and deciding it need the scope the approval names
 ///   ([`Approvers::scope`](crate::guard::Approvers::scope)) — another
@@ -115,6 +118,34 @@ impl Inbox {
                 session::Keys::new(key.to_vec()),
             )),
         }
+    }
+
+    /// Ends every session `subject` is signed in with, on every replica
+    /// sharing the store: their next page asks them to sign in, their open
+    /// forms decide nothing. A session signed in afterwards is not ended:
+    /// when a person's token is revoked, or their scope taken away, have
+    /// the validator refuse it too, then call this — a session carries the
+    /// scopes of its sign-in for its 8 hours otherwise. Kept in the audit
+    /// as `sessions_ended` of `subject`, by `by` (who asked). Whether this
+    /// call ended them: `false` when another ended the same sessions at the
+    /// same moment. The person's own "Sign out everywhere" does the same.
+    ///
+    /// ```no_run
+    /// # use tool_envelope::mcp::Inbox;
+    /// # async fn run(inbox: &Inbox) -> Result<(), tool_envelope::store::StoreError> {
+    /// // Carol left the team: her token is refused from now on, and so is
+    /// // every session she signed in with before.
+    /// inbox.end_sessions_of("carol", "ops: offboarding").await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The store could not be read or written: nothing may have been
+    /// ended, and calling again is safe.
+    pub async fn end_sessions_of(&self, subject: &str, by: &str) -> Result<bool, StoreError> {
+        signing::end_sessions_of(&self.state, subject, by).await
     }
 
     /// The inbox's routes, under `/inbox`, to merge into a router of your

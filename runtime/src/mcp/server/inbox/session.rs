@@ -2,7 +2,9 @@
 //! HMAC-SHA256 (the token a person signed in with is never kept), and the
 //! CSRF token every form carries, bound to that session. Signing out
 //! redeems the session's id in the store ([`ended`]), so the same cookie,
-//! replayed on any replica sharing the store, is a session no more.
+//! replayed on any replica sharing the store, is a session no more; ending
+//! every session of a person redeems the epoch their sessions were signed
+//! in with ([`epoch`]).
 
 use axum::http::{HeaderMap, header};
 use base64::Engine;
@@ -32,14 +34,17 @@ pub(super) struct Keys {
     key: Vec<u8>,
 }
 
-/// What a session cookie says: who, with which scopes, until when, and
-/// the session's own id.
+/// What a session cookie says: who, with which scopes, until when, the
+/// session's own id, and the epoch of the person's sessions it began in
+/// (a cookie from before epochs is of the first).
 #[derive(Serialize, Deserialize)]
 struct Claims {
     sub: String,
     scopes: Vec<String>,
     exp: i64,
     sid: String,
+    #[serde(default)]
+    epoch: u64,
 }
 
 /// A session read from its cookie.
@@ -51,12 +56,25 @@ pub(super) struct Session {
     pub(super) id: String,
     /// When it ends, in milliseconds since the epoch.
     pub(super) until_ms: i64,
+    /// The epoch of its person's sessions it began in ([`epoch`]).
+    pub(super) epoch: u64,
 }
 
 /// The single-use nonce ([`Store::redeem`](crate::store::Store::redeem))
 /// that says the session `id` was signed out of.
 pub(super) fn ended(id: &str) -> String {
     format!("inbox-session:{id}")
+}
+
+/// The single-use nonce that says every session `subject` signed in with
+/// during their epoch `n` was ended ([`Inbox::end_sessions_of`]). Redeemed
+/// for good, never swept: the redeemed epochs of a person are always
+/// `0..n`, and a sign-in takes the first that is not.
+///
+/// [`Inbox::end_sessions_of`]: super::Inbox::end_sessions_of
+pub(super) fn epoch(subject: &str, n: u64) -> String {
+    // The number first, digits only: no two (subject, n) give one nonce.
+    format!("inbox-sessions:{n}:{subject}")
 }
 
 impl Keys {
@@ -92,13 +110,15 @@ impl Keys {
         self.mac(purpose, value).verify_slice(&signature).is_ok()
     }
 
-    /// The cookie value of a session of `caller`, from now.
-    pub(super) fn session_of(&self, caller: &Caller) -> String {
+    /// The cookie value of a session of `caller`, from now, in the
+    /// `epoch` of their sessions.
+    pub(super) fn session_of(&self, caller: &Caller, epoch: u64) -> String {
         let claims = Claims {
             sub: caller.subject().to_owned(),
             scopes: caller.scopes().map(str::to_owned).collect(),
             exp: now_ms().saturating_add(SESSION_MS),
             sid: crate::store::new_id(),
+            epoch,
         };
         let payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&claims).unwrap_or_default());
         let signature = self.sign("session", &payload);
@@ -117,6 +137,7 @@ impl Keys {
             caller: Caller::new(claims.sub, claims.scopes),
             id: claims.sid,
             until_ms: claims.exp,
+            epoch: claims.epoch,
         })
     }
 
@@ -158,10 +179,11 @@ mod tests {
     fn a_session_is_read_back_only_as_signed_and_only_with_its_key() {
         let keys = Keys::random();
         let carol = Caller::new("carol", ["refunds:approve"]);
-        let cookie = keys.session_of(&carol);
+        let cookie = keys.session_of(&carol, 3);
         let session = keys.session(&cookie).unwrap();
         assert_eq!(session.caller, carol);
-        let again = keys.session(&keys.session_of(&carol)).unwrap();
+        assert_eq!(session.epoch, 3);
+        let again = keys.session(&keys.session_of(&carol, 0)).unwrap();
         assert_ne!(session.id, again.id, "each sign-in its own session");
         assert_eq!(Keys::random().session(&cookie), None, "another key");
         // A payload that grants itself a scope, with the old signature.
@@ -171,6 +193,7 @@ mod tests {
             scopes: vec!["refunds:approve".into()],
             exp: i64::MAX,
             sid: session.id,
+            epoch: 0,
         };
         let forged = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&forged).unwrap());
         assert_eq!(keys.session(&format!("{forged}.{signature}")), None);
@@ -180,12 +203,23 @@ mod tests {
     #[test]
     fn a_csrf_token_holds_for_its_session_only() {
         let keys = Keys::random();
-        let one = keys.session_of(&Caller::new("carol", ["a"]));
-        let two = keys.session_of(&Caller::new("dave", ["a"]));
+        let one = keys.session_of(&Caller::new("carol", ["a"]), 0);
+        let two = keys.session_of(&Caller::new("dave", ["a"]), 0);
         let token = keys.csrf_of(&one);
         assert!(keys.csrf_holds(&one, &token));
         assert!(!keys.csrf_holds(&two, &token));
         assert!(!keys.csrf_holds(&one, ""));
+    }
+
+    #[test]
+    fn a_cookie_signed_before_epochs_is_of_the_first() {
+        let keys = Keys::random();
+        let old = serde_json::json!({
+            "sub": "carol", "scopes": ["a"], "exp": i64::MAX, "sid": "s1",
+        });
+        let payload = URL_SAFE_NO_PAD.encode(old.to_string());
+        let cookie = format!("{payload}.{}", keys.sign("session", &payload));
+        assert_eq!(keys.session(&cookie).unwrap().epoch, 0);
     }
 
     #[test]

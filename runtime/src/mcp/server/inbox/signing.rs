@@ -10,13 +10,13 @@ use serde::Deserialize;
 
 use super::respond::{State, refused, render, see_other, server_name, set_cookie};
 use super::session::{self, SESSION, SESSION_MS, SIGN_IN, Session};
-use crate::store::AuditEntry;
+use crate::store::{AuditEntry, Store, StoreError};
 
 /// The request's session, and its cookie: one this inbox's key signed,
-/// not past its end, and not signed out of on any replica sharing the
-/// store; `Err` when the store cannot say whether it was signed out of
-/// (logged). A request with no cookie, or one this key did not sign or
-/// whose time ran out, never reaches the store.
+/// not past its end, not signed out of on any replica sharing the store,
+/// and not of an epoch of its person's sessions that was ended; `Err` when
+/// the store cannot say (logged). A request with no cookie, or one this
+/// key did not sign or whose time ran out, never reaches the store.
 pub(super) async fn signed_in(
     state: &State,
     headers: &HeaderMap,
@@ -27,7 +27,15 @@ pub(super) async fn signed_in(
     let Some(session) = state.keys.session(cookie) else {
         return Ok(None);
     };
-    match state.store.redeemed(&session::ended(&session.id)).await {
+    let subject = session.caller.subject();
+    let ended = match state.store.redeemed(&session::ended(&session.id)).await {
+        Ok(false) => {
+            let epoch = session::epoch(subject, session.epoch);
+            state.store.redeemed(&epoch).await
+        }
+        other => other,
+    };
+    match ended {
         Ok(false) => Ok(Some((session, cookie.to_owned()))),
         Ok(true) => Ok(None),
         Err(error) => {
@@ -35,6 +43,55 @@ pub(super) async fn signed_in(
             Err(())
         }
     }
+}
+
+/// The epoch a session of `subject` begins in now: the first not ended.
+/// The ended ones are `0..n` (each is ended once the one before it was,
+/// and never swept), so `n` is found in about `2·log2(n)` reads.
+pub(super) async fn current_epoch(store: &dyn Store, subject: &str) -> Result<u64, StoreError> {
+    let ended = async |n: u64| store.redeemed(&session::epoch(subject, n)).await;
+    if !ended(0).await? {
+        return Ok(0);
+    }
+    // `low` ended, `high` not: doubled until so, then halved between.
+    let (mut low, mut high) = (0u64, 1u64);
+    while ended(high).await? {
+        low = high;
+        high = high.saturating_mul(2);
+    }
+    while high - low > 1 {
+        let middle = low + (high - low) / 2;
+        if ended(middle).await? {
+            low = middle;
+        } else {
+            high = middle;
+        }
+    }
+    Ok(high)
+}
+
+/// Ends every session `subject` is signed in with, on every replica
+/// sharing the store: the current epoch of their sessions, redeemed for
+/// good, and a line in the audit (`sessions_ended`, by `by`). Whether this
+/// call ended it (another may have at the same moment).
+pub(super) async fn end_sessions_of(
+    state: &State,
+    subject: &str,
+    by: &str,
+) -> Result<bool, StoreError> {
+    let epoch = current_epoch(state.store.as_ref(), subject).await?;
+    let ended = state
+        .store
+        .redeem(&session::epoch(subject, epoch), i64::MAX)
+        .await?;
+    if ended {
+        let audit = AuditEntry::new(by, "sessions_ended", subject, "");
+        if let Err(error) = state.store.audit(&audit).await {
+            // The sessions are ended all the same; only the line is missing.
+            tracing::warn!(%error, "the inbox could not keep an end of sessions in the audit");
+        }
+    }
+    Ok(ended)
 }
 
 /// The sign-in form, bound to this browser by a cookie of its own.
@@ -83,17 +140,24 @@ pub(super) async fn sign_in(
         let problem = format!("Signing in here needs the scope `{}`.", state.scope);
         return sign_in_form_refused(&state, &headers, &problem);
     }
-    let audit = AuditEntry::new(caller.subject(), "sign_in", "inbox", "");
-    if let Err(error) = state.store.audit(&audit).await {
-        tracing::warn!(%error, "the inbox could not keep a sign-in in the audit");
-        return refused(
+    let unreachable = |error: StoreError, what: &str| {
+        tracing::warn!(%error, "the inbox could not {what}");
+        refused(
             &state,
             StatusCode::SERVICE_UNAVAILABLE,
             "The store cannot be reached.",
-        );
+        )
+    };
+    let epoch = match current_epoch(state.store.as_ref(), caller.subject()).await {
+        Ok(epoch) => epoch,
+        Err(error) => return unreachable(error, "read whose sessions were ended"),
+    };
+    let audit = AuditEntry::new(caller.subject(), "sign_in", "inbox", "");
+    if let Err(error) = state.store.audit(&audit).await {
+        return unreachable(error, "keep a sign-in in the audit");
     }
     let mut response = see_other("/inbox");
-    let value = state.keys.session_of(&caller);
+    let value = state.keys.session_of(&caller, epoch);
     set_cookie(&mut response, &headers, SESSION, &value, SESSION_MS / 1000);
     response
 }
@@ -105,20 +169,34 @@ pub(super) fn sign_in_form_refused(state: &State, headers: &HeaderMap, problem: 
 }
 
 #[derive(Deserialize)]
-pub(super) struct Plain {
+pub(super) struct SignOut {
     #[serde(default)]
     csrf: String,
+    /// Any value: every session of the person, not only this one.
+    #[serde(default)]
+    everywhere: Option<String>,
 }
 
 pub(super) async fn sign_out(
     Shared(state): Shared<Arc<State>>,
     headers: HeaderMap,
-    Form(form): Form<Plain>,
+    Form(form): Form<SignOut>,
 ) -> Response {
     let session = match checked(&state, &headers, &form.csrf).await {
         Ok((session, _)) => session,
         Err((status, problem)) => return refused(&state, status, problem),
     };
+    if form.everywhere.is_some() {
+        let subject = session.caller.subject();
+        if let Err(error) = end_sessions_of(&state, subject, subject).await {
+            tracing::warn!(%error, "the inbox could not end a person's sessions in the store");
+            let problem = "The store cannot be reached: you are still signed in everywhere.";
+            return refused(&state, StatusCode::SERVICE_UNAVAILABLE, problem);
+        }
+        let mut response = see_other("/inbox");
+        set_cookie(&mut response, &headers, SESSION, "", 0);
+        return response;
+    }
     // Ended in the store, for every replica, until a while after its
     // cookie runs out (a replica whose clock is behind the sweeping one's
     // still refuses it): a copy of the cookie is no session any more.
@@ -169,4 +247,27 @@ pub(super) async fn checked(
         ));
     }
     Ok((session, cookie))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{current_epoch, session};
+    use crate::store::{MemoryStore, Store};
+
+    #[tokio::test]
+    async fn the_current_epoch_is_the_first_not_ended_whatever_came_before() {
+        let store = MemoryStore::new();
+        for ended in 0..40u64 {
+            assert_eq!(current_epoch(&store, "carol").await.unwrap(), ended);
+            assert_eq!(current_epoch(&store, "dave").await.unwrap(), 0);
+            assert!(
+                store
+                    .redeem(&session::epoch("carol", ended), i64::MAX)
+                    .await
+                    .unwrap()
+            );
+        }
+        // Another subject that holds the first's name and more.
+        assert_eq!(current_epoch(&store, "carol:0").await.unwrap(), 0);
+    }
 }
