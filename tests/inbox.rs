@@ -154,6 +154,18 @@ fn set_cookie(response: &reqwest::Response, name: &str) -> Option<(String, Strin
 impl Server {
     /// Signs in with `token`: the session cookie.
     async fn sign_in(&self, token: &str) -> String {
+        let response = self.try_sign_in(token).await;
+        assert_eq!(response.status(), StatusCode::SEE_OTHER, "{token}");
+        let (session, header) = set_cookie(&response, "tool_envelope_inbox").expect("a session");
+        for flag in ["HttpOnly", "SameSite=Strict", "Path=/inbox"] {
+            assert!(header.contains(flag), "{header}");
+        }
+        assert!(!header.contains(token), "the token is never kept");
+        session
+    }
+
+    /// The answer to signing in with `token`, from a fresh sign-in form.
+    async fn try_sign_in(&self, token: &str) -> reqwest::Response {
         let form = self
             .http
             .get(format!("{}/inbox", self.url))
@@ -162,21 +174,13 @@ impl Server {
             .unwrap();
         let (nonce, _) = set_cookie(&form, "tool_envelope_sign_in").expect("the sign-in cookie");
         let page = form.text().await.unwrap();
-        let response = self
-            .http
+        self.http
             .post(format!("{}/inbox/sign-in", self.url))
             .header(COOKIE, &nonce)
             .form(&[("token", token), ("csrf", &csrf(&page))])
             .send()
             .await
-            .unwrap();
-        assert_eq!(response.status(), StatusCode::SEE_OTHER, "{token}");
-        let (session, header) = set_cookie(&response, "tool_envelope_inbox").expect("a session");
-        for flag in ["HttpOnly", "SameSite=Strict", "Path=/inbox"] {
-            assert!(header.contains(flag), "{header}");
-        }
-        assert!(!header.contains(token), "the token is never kept");
-        session
+            .unwrap()
     }
 
     async fn get(&self, path: &str, session: &str) -> (StatusCode, String) {
@@ -692,11 +696,17 @@ async fn every_session_of_a_person_ends_when_asked_on_every_replica_and_no_other
         two.sign_in("carol-token").await,
     ];
     let dave = two.sign_in("dave-token").await;
-    let (_, page) = two.get(&path, &carol[0]).await;
-    let token = csrf(&page);
+    let mut tokens = Vec::new();
+    for session in &carol {
+        for replica in [&one, &two] {
+            let (_, page) = replica.get(&path, session).await;
+            assert!(page.contains("OVER_CAP"), "signed in before: {page}");
+        }
+        tokens.push(csrf(&one.get(&path, session).await.1));
+    }
     assert!(one.inbox.end_sessions_of("carol", "ops").await.unwrap());
     for replica in [&one, &two] {
-        for session in &carol {
+        for (session, token) in carol.iter().zip(&tokens) {
             assert!(!signed_in(replica, session).await, "a session of Carol's");
             let (_, page) = replica.get(&path, session).await;
             assert!(!page.contains("OVER_CAP"), "{page}");
@@ -712,19 +722,34 @@ async fn every_session_of_a_person_ends_when_asked_on_every_replica_and_no_other
     assert_eq!(approval.state, ApprovalState::Pending);
 
     // Signed in again (her token accepted again): a new session, which the
-    // next end ends, on its own — and not a session signed in after that.
+    // next end ends — two ends at the same moment, one of them ending it —
+    // and not a session signed in after that.
     let again = two.sign_in("carol-token").await;
     assert!(signed_in(&one, &again).await);
     assert!(!signed_in(&one, &carol[1]).await, "the old one stays ended");
-    assert!(two.inbox.end_sessions_of("carol", "ops").await.unwrap());
+    let (first, second) = tokio::join!(
+        one.inbox.end_sessions_of("carol", "ops"),
+        two.inbox.end_sessions_of("carol", "ops"),
+    );
+    assert!(
+        first.unwrap() ^ second.unwrap(),
+        "one of the two ended them"
+    );
     assert!(!signed_in(&one, &again).await);
     let last = one.sign_in("carol-token").await;
     assert!(signed_in(&two, &last).await);
 
-    // Carol herself: "Sign out everywhere", from a page on one replica.
+    // Carol herself: "Sign out everywhere", from a page on one replica;
+    // with another session's CSRF token, nothing is done.
     let elsewhere = two.sign_in("carol-token").await;
     let (_, page) = one.get("/inbox", &last).await;
     assert!(page.contains("Sign out everywhere"), "{page}");
+    let forged = [("csrf", tokens[0].as_str()), ("everywhere", "yes")];
+    assert_eq!(
+        one.post("/inbox/sign-out", &last, &forged).await,
+        StatusCode::FORBIDDEN
+    );
+    assert!(signed_in(&two, &elsewhere).await);
     let token = csrf(&page);
     let form = [("csrf", token.as_str()), ("everywhere", "yes")];
     assert_eq!(
@@ -777,13 +802,20 @@ async fn behind_a_tls_proxy_the_session_cookie_is_secure() {
 }
 
 /// A store that fails, when told, to read whether a session ended
-/// (`redeemed`) or to end one (`redeem`), as a database that went away
-/// would; everything else it passes on.
+/// (`redeemed`, of the nonces that begin with a prefix) or to end one
+/// (`redeem`), as a database that went away would; everything else it
+/// passes on.
 #[derive(Debug)]
 struct Faltering {
     inner: Arc<dyn Store>,
-    reading_fails: AtomicBool,
+    reading_fails: std::sync::Mutex<Option<&'static str>>,
     ending_fails: AtomicBool,
+}
+
+impl Faltering {
+    fn fail_reading(&self, prefix: Option<&'static str>) {
+        *self.reading_fails.lock().unwrap() = prefix;
+    }
 }
 
 /// The store's methods this test does not fail, passed on as they are.
@@ -832,10 +864,49 @@ impl Store for Faltering {
     }
 
     fn redeemed<'a>(&'a self, nonce: &'a str) -> StoreFuture<'a, bool> {
-        if self.reading_fails.load(Ordering::SeqCst) {
+        let fails = *self.reading_fails.lock().unwrap();
+        if fails.is_some_and(|prefix| nonce.starts_with(prefix)) {
             return Box::pin(async { Err(StoreError::new("the database went away")) });
         }
         self.inner.redeemed(nonce)
+    }
+}
+
+/// Every page and form of `session` answers 503, nothing shown or done.
+async fn refuses_everything(server: &Server, session: &str, path: &str, token: &str, why: &str) {
+    for page_path in ["/inbox", path] {
+        let (status, page) = server.get(page_path, session).await;
+        assert_eq!(
+            status,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "{why}: {page_path}"
+        );
+        assert!(page.contains("cannot be reached"), "{page}");
+        assert!(!page.contains("OVER_CAP"), "{page}");
+    }
+    let approve = [("csrf", token), ("decision", "approve")];
+    let everywhere = [("csrf", token), ("everywhere", "yes")];
+    for (form_path, form) in [
+        (path, &approve[..]),
+        ("/inbox/sign-out", &approve[..1]),
+        ("/inbox/sign-out", &everywhere[..]),
+    ] {
+        let response = server
+            .http
+            .post(format!("{}{form_path}", server.url))
+            .header(COOKIE, session)
+            .form(form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            response.status(),
+            StatusCode::SERVICE_UNAVAILABLE,
+            "{why}: {form_path}"
+        );
+        assert!(set_cookie(&response, "tool_envelope_inbox").is_none());
+        let page = response.text().await.unwrap();
+        assert!(page.contains("nothing was done"), "{page}");
     }
 }
 
@@ -843,7 +914,7 @@ impl Store for Faltering {
 async fn a_store_that_cannot_say_whether_a_session_ended_lets_nothing_be_done() {
     let store = Arc::new(Faltering {
         inner: Arc::new(MemoryStore::new()),
-        reading_fails: AtomicBool::new(false),
+        reading_fails: std::sync::Mutex::new(None),
         ending_fails: AtomicBool::new(false),
     });
     let server = serve(Arc::clone(&store) as Arc<dyn Store>, None, None).await;
@@ -856,23 +927,36 @@ async fn a_store_that_cannot_say_whether_a_session_ended_lets_nothing_be_done() 
     let token = csrf(&page);
     let approve = [("csrf", token.as_str()), ("decision", "approve")];
 
-    // Whether the session was signed out of cannot be read: nothing is
-    // shown, and no decision or sign-out taken, on a session that may
-    // have ended.
-    store.reading_fails.store(true, Ordering::SeqCst);
-    for page_path in ["/inbox", path.as_str()] {
-        let (status, page) = server.get(page_path, &session).await;
-        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{page_path}");
-        assert!(page.contains("cannot be reached"), "{page}");
-        assert!(!page.contains("OVER_CAP"), "{page}");
+    // Whether the session was signed out of, or its person's sessions
+    // ended, cannot be read (either, or both): nothing is shown, and no
+    // decision or sign-out taken, on a session that may have ended; and
+    // nobody signs in, as the epoch of their sessions is unknown.
+    for prefix in ["", "inbox-session:", "inbox-sessions:"] {
+        store.fail_reading(Some(prefix));
+        refuses_everything(&server, &session, &path, &token, prefix).await;
+        if prefix != "inbox-session:" {
+            let response = server.try_sign_in("carol-token").await;
+            assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert!(set_cookie(&response, "tool_envelope_inbox").is_none());
+        }
     }
-    for (form_path, form) in [
-        (path.as_str(), &approve[..]),
-        ("/inbox/sign-out", &approve[..1]),
+    let approval = server.store.approval(ticket).await.unwrap().unwrap();
+    assert_eq!(approval.state, ApprovalState::Pending, "not decided");
+
+    // The session cannot be ended in the store: the person is told they
+    // are still signed in, and the cookie is kept, as the session is.
+    store.fail_reading(None);
+    store.ending_fails.store(true, Ordering::SeqCst);
+    for (form, said) in [
+        (&approve[..1], "still signed in"),
+        (
+            &[approve[0], ("everywhere", "yes")][..],
+            "still signed in everywhere",
+        ),
     ] {
         let response = server
             .http
-            .post(format!("{}{form_path}", server.url))
+            .post(format!("{}/inbox/sign-out", server.url))
             .header(COOKIE, &session)
             .form(form)
             .send()
@@ -880,30 +964,13 @@ async fn a_store_that_cannot_say_whether_a_session_ended_lets_nothing_be_done() 
             .unwrap();
         assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
         assert!(set_cookie(&response, "tool_envelope_inbox").is_none());
-        let page = response.text().await.unwrap();
-        assert!(page.contains("nothing was done"), "{page}");
+        assert!(response.text().await.unwrap().contains(said));
     }
-    let approval = server.store.approval(ticket).await.unwrap().unwrap();
-    assert_eq!(approval.state, ApprovalState::Pending, "not decided");
-
-    // The session cannot be ended in the store: the person is told they
-    // are still signed in, and the cookie is kept, as the session is.
-    store.reading_fails.store(false, Ordering::SeqCst);
-    store.ending_fails.store(true, Ordering::SeqCst);
-    let response = server
-        .http
-        .post(format!("{}/inbox/sign-out", server.url))
-        .header(COOKIE, &session)
-        .form(&approve[..1])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
-    assert!(set_cookie(&response, "tool_envelope_inbox").is_none());
-    assert!(response.text().await.unwrap().contains("still signed in"));
     let audit = server.store.audit_log(100).await.unwrap();
     assert!(
-        audit.iter().all(|entry| entry.what != "sign_out"),
+        audit
+            .iter()
+            .all(|entry| entry.what != "sign_out" && entry.what != "sessions_ended"),
         "{audit:?}"
     );
 

@@ -451,9 +451,16 @@ async fn single_use(store: &dyn Store) {
     );
     assert!(!store.redeemed(&format!("{nonce}-other")).await.unwrap());
     // Past its expiry the state is refused anyway; the record may go.
+    // Redeemed for good (every inbox session of a person ended): kept
+    // through any sweep.
+    let forever = format!("forever-{now}");
+    assert!(store.redeem(&forever, i64::MAX).await.unwrap());
     store.sweep(now + 2 * MINUTE).await.unwrap();
     assert!(!store.redeemed(&nonce).await.unwrap(), "swept");
     assert!(store.redeem(&nonce, now + 3 * MINUTE).await.unwrap());
+    store.sweep(i64::MAX - 1).await.unwrap();
+    assert!(store.redeemed(&forever).await.unwrap(), "kept for good");
+    assert!(!store.redeem(&forever, i64::MAX).await.unwrap());
 }
 
 async fn escalations_and_audit(store: &dyn Store) {

@@ -223,9 +223,13 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     // ---- single use ----
 
     /// Records `nonce` as used until `until_ms`: whether it was not used
-    /// already. An approving state is spent this way, and an inbox session
-    /// signed out of. Every replica sharing the store must see the record
-    /// at once: only one of two redeeming the same nonce gets `true`.
+    /// already. An approving state is spent this way, an inbox session
+    /// signed out of, and every session of a person ended (until
+    /// `i64::MAX`). The record must be kept until `until_ms` has passed —
+    /// `i64::MAX` is for good: a store that lets records expire sooner
+    /// would bring ended sessions back. Every replica sharing the store
+    /// must see the record at once: only one of two redeeming the same
+    /// nonce gets `true`.
     fn redeem<'a>(&'a self, nonce: &'a str, until_ms: i64) -> StoreFuture<'a, bool>;
     /// Whether `nonce` was redeemed ([`redeem`](Self::redeem)) and not
     /// swept since, as every replica sees it once `redeem` returned: the
@@ -272,8 +276,8 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
 
     /// Forgets what no one can read any more at `now_ms`: tasks a time to
     /// live after their last change (a finished one is read for its time
-    /// to live after it finished, as rmcp keeps it), used states past their
-    /// expiry.
+    /// to live after it finished, as rmcp keeps it), redeemed nonces whose
+    /// `until_ms` is past (never one redeemed until `i64::MAX`).
     fn sweep<'a>(&'a self, now_ms: i64) -> StoreFuture<'a, ()>;
 }
 

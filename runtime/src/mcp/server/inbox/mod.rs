@@ -121,13 +121,16 @@ impl Inbox {
     }
 
     /// Ends every session `subject` is signed in with, on every replica
-    /// sharing the store: their next page asks them to sign in, their open
-    /// forms decide nothing. A session signed in afterwards is not ended:
-    /// when a person's token is revoked, or their scope taken away, have
-    /// the validator refuse it too, then call this — a session carries the
-    /// scopes of its sign-in for its 8 hours otherwise. Kept in the audit
-    /// as `sessions_ended` of `subject`, by `by` (who asked). Whether this
-    /// call ended them: `false` when another ended the same sessions at the
+    /// sharing the store (and running this version): their next page asks
+    /// them to sign in, their open forms decide nothing. A session signed
+    /// in afterwards is not ended, so when a person's token is revoked or
+    /// their scope taken away, have the validator refuse the token first —
+    /// one it still accepts (a JWT until it expires) signs in again — then
+    /// call this: otherwise a session keeps the scopes of its sign-in for
+    /// its 8 hours. The end is kept in the audit as `sessions_ended` of
+    /// `subject` by `by` (who asked; a line the store fails to write is
+    /// logged, and the sessions are ended all the same). Whether this call
+    /// ended them: `false` when another ended the same sessions at the
     /// same moment. The person's own "Sign out everywhere" does the same.
     ///
     /// ```no_run
@@ -135,15 +138,16 @@ impl Inbox {
     /// # async fn run(inbox: &Inbox) -> Result<(), tool_envelope::store::StoreError> {
     /// // Carol left the team: her token is refused from now on, and so is
     /// // every session she signed in with before.
-    /// inbox.end_sessions_of("carol", "ops: offboarding").await?;
+    /// inbox.end_sessions_of("carol", "ops@example.com").await?;
     /// # Ok(())
     /// # }
     /// ```
     ///
     /// # Errors
     ///
-    /// The store could not be read or written: nothing may have been
-    /// ended, and calling again is safe.
+    /// The store could not be read or written: the sessions may or may not
+    /// have been ended. Calling again ends them for certain, and with them
+    /// any session the person signed in with since the failed call.
     pub async fn end_sessions_of(&self, subject: &str, by: &str) -> Result<bool, StoreError> {
         signing::end_sessions_of(&self.state, subject, by).await
     }
