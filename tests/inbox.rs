@@ -477,6 +477,53 @@ async fn an_escalation_is_resolved_on_the_page_once() {
         && e.note.as_deref() == Some("unfrozen by hand")));
 }
 
+/// A tool set that says how long to keep resolved escalations forgets
+/// them at its runner's sweep, and only them; one that does not keeps them.
+#[tokio::test]
+async fn resolved_escalations_are_forgotten_only_when_the_set_says_so() {
+    let folder = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", folder.path().join("forget.db").display());
+    let store = store::open(&url).await.unwrap();
+    let open = EscalationRecord::new(json!({}), Some("agent".into()));
+    let resolved = EscalationRecord::new(json!({}), Some("agent".into()));
+    for record in [&open, &resolved] {
+        store.record_escalation(record).await.unwrap();
+    }
+    let at = store::now_ms() - 60_000;
+    assert!(
+        store
+            .resolve_escalation(&resolved.id, "carol", "done", at)
+            .await
+            .unwrap()
+    );
+    // A sweep of a set that keeps resolved escalations `keep` seconds.
+    let sweep = async |keep: Option<u64>| {
+        let mut set = ToolSet::new()
+            .tool::<refund>()
+            .store(Arc::clone(&store))
+            .approvals_in_background(false);
+        if let Some(seconds) = keep {
+            set = set.forget_resolved_escalations_after(std::time::Duration::from_secs(seconds));
+        }
+        set.run_approved().await.unwrap();
+    };
+    let count = async |state| store.escalations(state, 10).await.unwrap().len();
+
+    sweep(None).await;
+    sweep(Some(3600)).await;
+    assert_eq!(count(EscalationState::Resolved).await, 1, "kept");
+    sweep(Some(30)).await;
+    assert_eq!(count(EscalationState::Resolved).await, 0, "forgotten");
+    assert_eq!(count(EscalationState::Open).await, 1, "the open one stays");
+    let audit = store.audit_log(10).await.unwrap();
+    assert!(
+        audit
+            .iter()
+            .any(|entry| entry.what == "resolve" && entry.subject == resolved.id),
+        "{audit:?}"
+    );
+}
+
 #[tokio::test]
 async fn the_page_is_never_framed_cached_or_scripted() {
     let server = server("headers").await;
@@ -850,6 +897,7 @@ impl Store for Faltering {
         record_escalation(escalation: &'a EscalationRecord) -> ();
         escalations(state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
         open_escalations(caller: Option<&'a str>) -> u64;
+        forget_resolved_escalations(resolved_before_ms: i64) -> u64;
         resolve_escalation(id: &'a str, by: &'a str, note: &'a str, at_ms: i64) -> bool;
         audit(entry: &'a AuditEntry) -> ();
         audit_log(limit: u32) -> Vec<AuditEntry>;

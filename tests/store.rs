@@ -525,6 +525,55 @@ async fn escalations_and_audit(store: &dyn Store) {
     store.record_escalation(&anonymous).await.unwrap();
     assert!(store.open_escalations(None).await.unwrap() >= 1);
 
+    // Resolved long ago: forgotten when asked, its resolution's line in the
+    // audit kept; neither an open one nor one resolved since goes with it.
+    let day = 86_400_000;
+    let old = EscalationRecord::new(json!({}), Some(who.clone()));
+    let recent = EscalationRecord::new(json!({}), Some(who.clone()));
+    let still_open = EscalationRecord::new(json!({}), Some(who.clone()));
+    for record in [&old, &recent, &still_open] {
+        store.record_escalation(record).await.unwrap();
+    }
+    assert!(
+        store
+            .resolve_escalation(&old.id, "carol", "long ago", at - 10 * day)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .resolve_escalation(&recent.id, "carol", "lately", at - day)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .forget_resolved_escalations(at - 7 * day)
+            .await
+            .unwrap()
+            >= 1
+    );
+    let resolved = store
+        .escalations(EscalationState::Resolved, 1000)
+        .await
+        .unwrap();
+    assert!(!resolved.iter().any(|e| e.id == old.id), "forgotten");
+    assert!(resolved.iter().any(|e| e.id == recent.id));
+    assert!(resolved.iter().any(|e| e.id == escalation.id));
+    let open = store
+        .escalations(EscalationState::Open, 1000)
+        .await
+        .unwrap();
+    assert!(open.iter().any(|e| e.id == still_open.id));
+    assert_eq!(audit_of(store, &old.id).await.len(), 1, "its line stays");
+    assert_eq!(
+        store
+            .forget_resolved_escalations(at - 7 * day)
+            .await
+            .unwrap(),
+        0
+    );
+
     let entry = AuditEntry::new("carol", "sign_in", format!("inbox-{at}"), "");
     store.audit(&entry).await.unwrap();
     assert_eq!(

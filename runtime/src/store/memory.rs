@@ -373,6 +373,18 @@ impl Store for MemoryStore {
         ready(open_of(&self.lock(), caller))
     }
 
+    fn forget_resolved_escalations<'a>(&'a self, resolved_before_ms: i64) -> StoreFuture<'a, u64> {
+        let mut state = self.lock();
+        let before = state.escalations.len();
+        state.escalations.retain(|_, escalation| {
+            escalation.state != EscalationState::Resolved
+                || escalation
+                    .resolved_ms
+                    .is_none_or(|at| at >= resolved_before_ms)
+        });
+        ready(u64::try_from(before - state.escalations.len()).unwrap_or(u64::MAX))
+    }
+
     fn resolve_escalation<'a>(
         &'a self,
         id: &'a str,

@@ -46,6 +46,13 @@ fn migrator() -> Migrator {
             sqlx::SqlStr::from_static(include_str!("migrations/0003_counts_by_caller.sql")),
             false,
         ),
+        Migration::new(
+            4,
+            Cow::Borrowed("tool-envelope resolved escalations by time"),
+            MigrationType::Simple,
+            sqlx::SqlStr::from_static(include_str!("migrations/0004_resolved_by_time.sql")),
+            false,
+        ),
     ])
 }
 
@@ -887,6 +894,22 @@ macro_rules! sql_store {
                     Self::write_audit(&mut tx, &AuditEntry::resolved(by, id, note, at_ms)).await?;
                     tx.commit().await.map_err(failed)?;
                     Ok(true)
+                })
+            }
+
+            fn forget_resolved_escalations<'a>(
+                &'a self,
+                resolved_before_ms: i64,
+            ) -> StoreFuture<'a, u64> {
+                Box::pin(async move {
+                    let sql = "DELETE FROM te_escalations WHERE state = 'resolved' \
+                               AND resolved_ms < $1";
+                    let done = sqlx::query(sql)
+                        .bind(resolved_before_ms)
+                        .execute(&self.pool)
+                        .await
+                        .map_err(failed)?;
+                    Ok(done.rows_affected())
                 })
             }
 

@@ -67,6 +67,10 @@ struct Inner {
     mask_internal: Option<Cow<'static, str>>,
     max_result_bytes: usize,
     limits: EnvelopeLimits,
+    /// How long after its resolution an escalation is kept in the store;
+    /// `None`: for good.
+    #[cfg(feature = "rmcp")]
+    forget_resolved_after: Option<std::time::Duration>,
     /// How the set speaks MCP through rmcp.
     #[cfg(feature = "rmcp")]
     protocol: protocol::Protocol,
@@ -97,6 +101,8 @@ impl Default for Inner {
             mask_internal: None,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             limits: EnvelopeLimits::default(),
+            #[cfg(feature = "rmcp")]
+            forget_resolved_after: None,
             #[cfg(feature = "rmcp")]
             protocol: protocol::Protocol::default(),
         }

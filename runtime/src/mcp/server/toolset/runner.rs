@@ -41,6 +41,26 @@ const BATCH: u32 = 16;
 const MAX_BATCHES: usize = 64;
 
 impl ToolSet {
+    /// Forgets each escalation kept in the store `age` after a person
+    /// resolved it, at the runner's sweep (once a minute): its record, not
+    /// its resolution's line in the audit, which stays. Open escalations
+    /// are never forgotten. Without it, resolved escalations are kept for
+    /// good (the default: nothing a person may look for is lost unasked).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tool_envelope::mcp::ToolSet;
+    ///
+    /// let tools = ToolSet::new().forget_resolved_escalations_after(Duration::from_secs(90 * 86_400));
+    /// # let _ = tools;
+    /// ```
+    #[must_use]
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+    pub fn forget_resolved_escalations_after(mut self, age: Duration) -> Self {
+        self.inner_mut().forget_resolved_after = Some(age);
+        self
+    }
+
     /// Runs, once each, the approved calls that wait in the store, expires
     /// the approvals nobody decided in time, takes over the tasks of a
     /// replica that stopped (see below), and, once a minute, sweeps the
@@ -94,9 +114,9 @@ impl ToolSet {
 
     /// Sweeps `store` ([`Store::sweep`]) when this set last did so a
     /// minute ago or more: finished tasks past their time to live, used
-    /// states past their expiry, approvals decided long ago. Without it,
-    /// every state a caller spends and every task it starts would be kept
-    /// for ever.
+    /// states past their expiry, approvals decided long ago, and, when the
+    /// set says so, escalations resolved long ago. Without it, every state
+    /// a caller spends and every task it starts would be kept for ever.
     async fn sweep(&self, store: &dyn Store) -> Result<(), StoreError> {
         use std::sync::atomic::Ordering;
         let now = now_ms();
@@ -110,7 +130,14 @@ impl ToolSet {
         {
             return Ok(());
         }
-        store.sweep(now).await
+        store.sweep(now).await?;
+        if let Some(age) = self.inner.forget_resolved_after {
+            let age = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
+            store
+                .forget_resolved_escalations(now.saturating_sub(age))
+                .await?;
+        }
+        Ok(())
     }
 
     /// Claims the approved call `id` and runs it: 1 if it ran here, 0 if
