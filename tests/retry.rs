@@ -122,6 +122,7 @@ async fn a_fault_that_never_clears_stops_at_the_cap_with_exponential_delays() {
     assert_eq!(calls.load(Ordering::SeqCst), 4);
     assert_eq!(outcome.stats.delays(), [ms(100), ms(200), ms(300)]);
     assert_eq!(start.elapsed(), ms(600));
+    assert_eq!(outcome.stats.elapsed, ms(600));
     let escalation = outcome.result.unwrap_err();
     assert_eq!(escalation.reason, EscalationReason::RetriesExhausted);
     assert_eq!(escalation.attempts, 4);

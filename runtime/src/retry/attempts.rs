@@ -216,12 +216,15 @@ impl<'p> Attempts<'p> {
         )
     }
 
-    /// Decides what follows a failed attempt.
-    pub(crate) fn failed(&mut self, envelope: ErrorEnvelope, now: Instant) -> Next {
+    /// Decides what follows a failed attempt. The clock, `now`, is read
+    /// only when the loop has a deadline or stops here: a retry without a
+    /// deadline needs no time (the stats' `elapsed` is set at the end).
+    pub(crate) fn failed(&mut self, envelope: ErrorEnvelope, now: impl Fn() -> Instant) -> Next {
         let attempt = self.attempts;
-        let elapsed = now.saturating_duration_since(self.started);
+        let started = self.started;
+        let elapsed = || now().saturating_duration_since(started);
+        let by_deadline = self.policy.deadline.map(|_| elapsed());
         let failures = self.failures();
-        failures.stats.elapsed = elapsed;
 
         let before = count(failures.gathered.as_ref());
         // Only a tool that gathers partial results can make progress, or stall.
@@ -240,7 +243,7 @@ impl<'p> Attempts<'p> {
             };
         }
 
-        let next = self.decide(&envelope, attempt, elapsed);
+        let next = self.decide(&envelope, attempt, by_deadline);
         self.policy.emit(&RetryEvent {
             tool: envelope.tool(),
             attempt,
@@ -283,8 +286,11 @@ impl<'p> Attempts<'p> {
                 Next::Retry(notice)
             }
             Err((reason, detail)) => {
+                let elapsed = by_deadline.unwrap_or_else(elapsed);
                 record.message = envelope.message().to_owned();
-                self.failures().stats.history.push(record);
+                let stats = &mut self.failures().stats;
+                stats.history.push(record);
+                stats.elapsed = elapsed;
                 // A call refused before the tool ran — blocked by a guard, its
                 // arguments unusable — does not count as a run.
                 let ran = if envelope.was_refused() {
@@ -299,11 +305,13 @@ impl<'p> Attempts<'p> {
         }
     }
 
+    /// `elapsed`: the time since the first attempt, when the loop has a
+    /// deadline.
     fn decide(
         &mut self,
         envelope: &ErrorEnvelope,
         attempt: u32,
-        elapsed: Duration,
+        elapsed: Option<Duration>,
     ) -> Result<Duration, (EscalationReason, Option<String>)> {
         let policy = self.policy;
         let reason = EscalationReason::of_final(envelope);
@@ -358,7 +366,7 @@ impl<'p> Attempts<'p> {
             Some(hint) => hint.min(policy.max_retry_after),
             None => scheduled,
         };
-        if let Some(deadline) = policy.deadline
+        if let (Some(deadline), Some(elapsed)) = (policy.deadline, elapsed)
             && elapsed.saturating_add(delay) >= deadline
         {
             return Err((

@@ -233,7 +233,7 @@ impl RetryPolicy {
                 None => break attempts.cut_off(sleeper.now()),
             };
             // Decided before anything is awaited: only the notice is kept.
-            let notice = match attempts.failed(error.into_envelope(), sleeper.now()) {
+            let notice = match attempts.failed(error.into_envelope(), || sleeper.now()) {
                 Next::Retry(notice) => notice,
                 Next::Stop(escalation) => break (*escalation, attempts.into_stats()),
             };
@@ -295,7 +295,7 @@ impl RetryPolicy {
                         stats: attempts.succeeded(sleeper.now()),
                     };
                 }
-                Err(error) => match attempts.failed(error.into_envelope(), sleeper.now()) {
+                Err(error) => match attempts.failed(error.into_envelope(), || sleeper.now()) {
                     Next::Retry(notice) => {
                         sleeper.sleep(notice.delay);
                         attempts.slept(notice.delay);
