@@ -169,8 +169,10 @@ async fn a_delay_that_would_cross_the_deadline_is_not_slept() {
     // Attempts at 0 and 400 ms; at 800 ms the next 400 ms would reach the deadline.
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     assert_eq!(start.elapsed(), ms(800));
+    assert_eq!(outcome.stats.elapsed, ms(800));
     let escalation = outcome.result.unwrap_err();
     assert_eq!(escalation.reason, EscalationReason::DeadlineExceeded);
+    assert_eq!(escalation.elapsed, ms(800));
     assert!(
         escalation
             .detail
@@ -670,6 +672,30 @@ fn any_runtime_can_supply_the_sleeper() {
     assert_eq!(outcome.result.unwrap(), 3);
     assert_eq!(*clock.sleeps.lock().unwrap(), [ms(250), ms(250)]);
     assert_eq!(outcome.stats.elapsed, ms(500));
+}
+
+#[test]
+fn the_time_a_loop_took_is_reported_when_it_stops_on_a_non_retryable_failure() {
+    // Two transient failures, then one that is not retryable (a deadline's
+    // stop: `a_delay_that_would_cross_the_deadline_is_not_slept`).
+    let at = VirtualClock {
+        origin: Some(std::time::Instant::now()),
+        ..Default::default()
+    };
+    let calls = AtomicU32::new(0);
+    let outcome = futures_executor_block_on(steady(250).max_attempts(5).retry_with(&at, || {
+        let n = calls.fetch_add(1, Ordering::SeqCst);
+        async move {
+            match n {
+                0 | 1 => Err::<u32, _>(InventoryError::RateLimited),
+                _ => Err(InventoryError::Denied),
+            }
+        }
+    }));
+    assert_eq!(outcome.stats.elapsed, ms(500));
+    let escalation = outcome.result.unwrap_err();
+    assert_eq!(escalation.reason, EscalationReason::NonRetryable);
+    assert_eq!(escalation.elapsed, ms(500));
 }
 
 /// Polls a future that never waits to completion, without any runtime.

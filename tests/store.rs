@@ -542,10 +542,11 @@ async fn escalations_and_audit(store: &dyn Store) {
     );
     assert!(
         store
-            .resolve_escalation(&recent.id, "carol", "lately", at - day)
+            .resolve_escalation(&recent.id, "carol", "lately", at - 7 * day)
             .await
             .unwrap()
     );
+    // Resolved before the cut-off goes; resolved at it stays.
     assert!(
         store
             .forget_resolved_escalations(at - 7 * day)

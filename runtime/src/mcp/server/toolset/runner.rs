@@ -46,6 +46,9 @@ impl ToolSet {
     /// its resolution's line in the audit, which stays. Open escalations
     /// are never forgotten. Without it, resolved escalations are kept for
     /// good (the default: nothing a person may look for is lost unasked).
+    /// It is the set's own store ([`ToolSet::store`]) that is swept: for
+    /// escalations kept in another (a retry policy's, a coordinator's),
+    /// call [`Store::forget_resolved_escalations`] yourself.
     ///
     /// ```
     /// use std::time::Duration;
@@ -67,7 +70,10 @@ impl ToolSet {
     /// store of what no one can read any more
     /// ([`Store::sweep`](crate::store::Store::sweep)): what the background
     /// runner does every second on every replica (started when the set
-    /// first serves), for a host that drives it itself. Each call is
+    /// first serves), for a host that drives it itself; the sweep also
+    /// forgets old resolved escalations when
+    /// [`forget_resolved_escalations_after`](Self::forget_resolved_escalations_after)
+    /// says how old. Each call is
     /// claimed under a lease, so that of the replicas sharing the store
     /// exactly one runs it; its reply is kept for the caller to read. A
     /// call whose runner died while it ran is run again only if its tool is
@@ -130,14 +136,19 @@ impl ToolSet {
         {
             return Ok(());
         }
-        store.sweep(now).await?;
-        if let Some(age) = self.inner.forget_resolved_after {
-            let age = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
-            store
-                .forget_resolved_escalations(now.saturating_sub(age))
-                .await?;
-        }
-        Ok(())
+        // Both steps, whichever fails: the first error is reported.
+        let swept = store.sweep(now).await;
+        let forgotten = match self.inner.forget_resolved_after {
+            Some(age) => {
+                let age = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
+                store
+                    .forget_resolved_escalations(now.saturating_sub(age))
+                    .await
+                    .map(drop)
+            }
+            None => Ok(()),
+        };
+        swept.and(forgotten)
     }
 
     /// Claims the approved call `id` and runs it: 1 if it ran here, 0 if
