@@ -478,12 +478,14 @@ async fn an_escalation_is_resolved_on_the_page_once() {
 }
 
 /// A tool set that says how long to keep resolved escalations forgets
-/// them at its runner's sweep, and only them; one that does not keeps them.
+/// them at its runner's sweep, and only them — even when the rest of the
+/// sweep fails; one that does not keeps them.
 #[tokio::test]
 async fn resolved_escalations_are_forgotten_only_when_the_set_says_so() {
     let folder = tempfile::tempdir().unwrap();
     let url = format!("sqlite:{}", folder.path().join("forget.db").display());
-    let store = store::open(&url).await.unwrap();
+    let faltering = Arc::new(Faltering::new(store::open(&url).await.unwrap()));
+    let store: Arc<dyn Store> = Arc::clone(&faltering) as Arc<dyn Store>;
     let open = EscalationRecord::new(json!({}), Some("agent".into()));
     let resolved = EscalationRecord::new(json!({}), Some("agent".into()));
     for record in [&open, &resolved] {
@@ -512,6 +514,7 @@ async fn resolved_escalations_are_forgotten_only_when_the_set_says_so() {
     sweep(None).await;
     sweep(Some(3600)).await;
     assert_eq!(count(EscalationState::Resolved).await, 1, "kept");
+    faltering.sweeping_fails.store(true, Ordering::SeqCst);
     sweep(Some(30)).await;
     assert_eq!(count(EscalationState::Resolved).await, 0, "forgotten");
     assert_eq!(count(EscalationState::Open).await, 1, "the open one stays");
@@ -849,17 +852,27 @@ async fn behind_a_tls_proxy_the_session_cookie_is_secure() {
 }
 
 /// A store that fails, when told, to read whether a session ended
-/// (`redeemed`, of the nonces that begin with a prefix) or to end one
-/// (`redeem`), as a database that went away would; everything else it
-/// passes on.
+/// (`redeemed`, of the nonces that begin with a prefix), to end one
+/// (`redeem`) or to sweep, as a database that went away would; everything
+/// else it passes on.
 #[derive(Debug)]
 struct Faltering {
     inner: Arc<dyn Store>,
     reading_fails: std::sync::Mutex<Option<&'static str>>,
     ending_fails: AtomicBool,
+    sweeping_fails: AtomicBool,
 }
 
 impl Faltering {
+    fn new(inner: Arc<dyn Store>) -> Self {
+        Faltering {
+            inner,
+            reading_fails: std::sync::Mutex::new(None),
+            ending_fails: AtomicBool::new(false),
+            sweeping_fails: AtomicBool::new(false),
+        }
+    }
+
     fn fail_reading(&self, prefix: Option<&'static str>) {
         *self.reading_fails.lock().unwrap() = prefix;
     }
@@ -901,7 +914,13 @@ impl Store for Faltering {
         resolve_escalation(id: &'a str, by: &'a str, note: &'a str, at_ms: i64) -> bool;
         audit(entry: &'a AuditEntry) -> ();
         audit_log(limit: u32) -> Vec<AuditEntry>;
-        sweep(now_ms: i64) -> ();
+    }
+
+    fn sweep<'a>(&'a self, now_ms: i64) -> StoreFuture<'a, ()> {
+        if self.sweeping_fails.load(Ordering::SeqCst) {
+            return Box::pin(async { Err(StoreError::new("the database went away")) });
+        }
+        self.inner.sweep(now_ms)
     }
 
     fn redeem<'a>(&'a self, nonce: &'a str, until_ms: i64) -> StoreFuture<'a, bool> {
@@ -960,11 +979,7 @@ async fn refuses_everything(server: &Server, session: &str, path: &str, token: &
 
 #[tokio::test]
 async fn a_store_that_cannot_say_whether_a_session_ended_lets_nothing_be_done() {
-    let store = Arc::new(Faltering {
-        inner: Arc::new(MemoryStore::new()),
-        reading_fails: std::sync::Mutex::new(None),
-        ending_fails: AtomicBool::new(false),
-    });
+    let store = Arc::new(Faltering::new(Arc::new(MemoryStore::new())));
     let server = serve(Arc::clone(&store) as Arc<dyn Store>, None, None).await;
     let waiting = server.call_as_agent("DOWN-1", 800).await;
     let ticket = waiting["escalation"]["ticket"]["id"].as_str().unwrap();

@@ -311,3 +311,58 @@ impl RetryPolicy {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::time::{Duration, Instant};
+
+    use super::{BlockingSleeper, RetryPolicy};
+    use crate::envelope::ErrorEnvelope;
+
+    /// A clock that moves only when slept on.
+    struct Fake {
+        origin: Instant,
+        slept: Cell<Duration>,
+    }
+
+    impl BlockingSleeper for Fake {
+        fn now(&self) -> Instant {
+            self.origin + self.slept.get()
+        }
+
+        fn sleep(&self, duration: Duration) {
+            self.slept.set(self.slept.get() + duration);
+        }
+    }
+
+    #[test]
+    fn the_blocking_loop_reports_the_time_it_took_however_it_ends() {
+        let policy = RetryPolicy::default()
+            .max_attempts(3)
+            .constant(Duration::from_millis(250));
+        let fake = || Fake {
+            origin: Instant::now(),
+            slept: Cell::new(Duration::ZERO),
+        };
+        let mut calls = 0;
+        let outcome = policy.retry_blocking_on(&fake(), || {
+            calls += 1;
+            match calls {
+                3 => Ok(calls),
+                _ => Err(ErrorEnvelope::transient("Inventory busy")),
+            }
+        });
+        assert_eq!(outcome.stats.elapsed, Duration::from_millis(500));
+        assert_eq!(outcome.result.unwrap(), 3);
+
+        let outcome = policy.retry_blocking_on(&fake(), || {
+            Err::<(), _>(ErrorEnvelope::transient("Inventory busy"))
+        });
+        assert_eq!(outcome.stats.elapsed, Duration::from_millis(500));
+        assert_eq!(
+            outcome.result.unwrap_err().elapsed,
+            Duration::from_millis(500)
+        );
+    }
+}
