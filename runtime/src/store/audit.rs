@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 pub struct AuditEntry {
     /// When (ms since the epoch).
     pub at_ms: i64,
-    /// Who: the subject they signed in as; for `sessions_ended`, whoever
-    /// asked.
+    /// Who: the subject they signed in as; `tool-envelope` for an expiry;
+    /// for `sessions_ended`, whoever asked.
     pub who: String,
     /// What: `approve`, `decline`, `resolve`, `expire`, `sign_in`,
     /// `sign_out`, `sessions_ended` (every session of the person named by

@@ -285,7 +285,8 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// Forgets what no one can read any more at `now_ms`: tasks a time to
     /// live after their last change (a finished one is read for its time
     /// to live after it finished, as rmcp keeps it), redeemed nonces whose
-    /// `until_ms` is past (never one redeemed until `i64::MAX`).
+    /// `until_ms` is past (never one redeemed until `i64::MAX`), approvals
+    /// done, declined or expired more than a week past their expiry.
     fn sweep<'a>(&'a self, now_ms: i64) -> StoreFuture<'a, ()>;
 }
 

@@ -130,8 +130,9 @@ impl Inbox {
     /// its 8 hours. The end is kept in the audit as `sessions_ended` of
     /// `subject` by `by` (who asked; a line the store fails to write is
     /// logged, and the sessions are ended all the same). Whether this call
-    /// ended them: `false` when another ended the same sessions at the
-    /// same moment. The person's own "Sign out everywhere" does the same.
+    /// ended an epoch of the person's sessions: `false` when another call
+    /// ended the same one at the same moment (a call that comes just after
+    /// another ends the next epoch, empty, and says `true`). The person's own "Sign out everywhere" does the same.
     ///
     /// ```no_run
     /// # use tool_envelope::mcp::Inbox;
