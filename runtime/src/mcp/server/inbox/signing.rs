@@ -186,41 +186,42 @@ pub(super) async fn sign_out(
         Ok((session, _)) => session,
         Err((status, problem)) => return refused(&state, status, problem),
     };
-    if form.everywhere.is_some() {
-        let subject = session.caller.subject();
-        if let Err(error) = end_sessions_of(&state, subject, subject).await {
-            tracing::warn!(%error, "the inbox could not end a person's sessions in the store");
-            let problem = "The store cannot be reached: you are still signed in everywhere.";
-            return refused(&state, StatusCode::SERVICE_UNAVAILABLE, problem);
-        }
-        let mut response = see_other("/inbox");
-        set_cookie(&mut response, &headers, SESSION, "", 0);
-        return response;
-    }
-    // Ended in the store, for every replica, until a while after its
-    // cookie runs out (a replica whose clock is behind the sweeping one's
-    // still refuses it): a copy of the cookie is no session any more.
-    let ended = session::ended(&session.id);
-    let until_ms = session.until_ms.saturating_add(session::ENDED_MARGIN_MS);
-    match state.store.redeem(&ended, until_ms).await {
-        Ok(true) => {
-            let audit = AuditEntry::new(session.caller.subject(), "sign_out", "inbox", "");
-            if let Err(error) = state.store.audit(&audit).await {
-                // The session is ended all the same; only its line is missing.
-                tracing::warn!(%error, "the inbox could not keep a sign-out in the audit");
-            }
-        }
-        // Signed out at the same moment by another request: its line is kept.
-        Ok(false) => {}
-        Err(error) => {
-            tracing::warn!(%error, "the inbox could not end a session in the store");
-            let problem = "The store cannot be reached: you are still signed in.";
-            return refused(&state, StatusCode::SERVICE_UNAVAILABLE, problem);
-        }
+    let subject = session.caller.subject();
+    let (ended, problem) = match form.everywhere {
+        Some(_) => (
+            end_sessions_of(&state, subject, subject).await.map(drop),
+            "The store cannot be reached: you are still signed in everywhere.",
+        ),
+        None => (
+            end_session(&state, &session).await,
+            "The store cannot be reached: you are still signed in.",
+        ),
+    };
+    if let Err(error) = ended {
+        tracing::warn!(%error, "the inbox could not end a session in the store");
+        return refused(&state, StatusCode::SERVICE_UNAVAILABLE, problem);
     }
     let mut response = see_other("/inbox");
     set_cookie(&mut response, &headers, SESSION, "", 0);
     response
+}
+
+/// Ends `session` in the store, for every replica, until a while after its
+/// cookie runs out (a replica whose clock is behind the sweeping one's
+/// still refuses it): a copy of the cookie is no session any more. The
+/// sign-out is in the audit when this call ended it (another request may
+/// have at the same moment, and kept its line).
+async fn end_session(state: &State, session: &Session) -> Result<(), StoreError> {
+    let ended = session::ended(&session.id);
+    let until_ms = session.until_ms.saturating_add(session::ENDED_MARGIN_MS);
+    if state.store.redeem(&ended, until_ms).await? {
+        let audit = AuditEntry::new(session.caller.subject(), "sign_out", "inbox", "");
+        if let Err(error) = state.store.audit(&audit).await {
+            // The session is ended all the same; only its line is missing.
+            tracing::warn!(%error, "the inbox could not keep a sign-out in the audit");
+        }
+    }
+    Ok(())
 }
 
 /// The session, and its cookie, of a form whose CSRF token is `csrf`, or
