@@ -6,9 +6,12 @@
 # prebuilt, the crate itself from scratch) and after touching one function
 # (after one untimed touch, so that each timed one finds the incremental
 # cache as an edit-compile loop does). Each is built twice: as a library, and
-# as the stdio server binary a user actually builds — rustc defers generic
-# code to the crate that instantiates it, so a library of rmcp tools compiles
-# almost none of its tools' code, while the server binary compiles all of it.
+# as the stdio server binary a user actually builds. rmcp's library is built
+# twice more: with its router private, as rmcp's examples write it (nothing
+# outside the crate can then build its server, so rustc generates no code for
+# its tools there and the binary compiles all of it), and with
+# `#[tool_router(vis = "pub")]`, a library another crate can serve, as
+# tool-envelope's `pub fn tools()` is.
 # Build times on a shared VM vary by tens of percent from run to run: the
 # median of several runs is reported.
 #
@@ -113,6 +116,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 ''')
 
+# The same rmcp library, usable by a server in another crate: as written above
+# (the router private, as rmcp's examples have it), nothing outside the crate
+# can build a `Server`, so rustc generates no code for its tools at all. A
+# library of tools exists to be served from elsewhere, as tool-envelope's
+# `pub fn tools()` is: `vis = "pub"` makes rmcp's router public.
+rmcp_lib = open(f"{crates}/rmcp_lib/src/lib.rs").read()
+assert "\n#[tool_router]\n" in rmcp_lib
+write(f"{crates}/rmcp_pub_lib/Cargo.toml", open(f"{crates}/rmcp_lib/Cargo.toml").read().replace('"rmcp_lib"', '"rmcp_pub_lib"'))
+write(f"{crates}/rmcp_pub_lib/src/lib.rs", rmcp_lib.replace("\n#[tool_router]\n", '\n#[tool_router(vis = "pub")]\n'))
+
 # tool-envelope's #[tool]: the functions themselves, async as rmcp's are,
 # served by a ToolSet.
 functions = "\n".join(f'''/// Tool number {i}: looks up orders.
@@ -149,7 +162,7 @@ calc() { python3 -c "print(round($1, 3))"; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
 declare -A cold touched
-crates=(plain_lib rmcp_lib envelope_lib plain_bin rmcp_bin envelope_bin)
+crates=(plain_lib rmcp_lib rmcp_pub_lib envelope_lib plain_bin rmcp_bin envelope_bin)
 for crate in "${crates[@]}"; do
     dir="$work/crates/$crate"
     src="$dir/src/lib.rs"
@@ -182,8 +195,11 @@ printf '%-16s %10s %10s\n' crate "cold (s)" "touch (s)"
 for crate in "${crates[@]}"; do
     printf '%-16s %10.2f %10.2f\n' "$crate" "${cold[$crate]}" "${touched[$crate]}"
 done
-for kind in lib bin; do
-    printf 'tool-envelope / rmcp (%s): cold %.2fx, touched %.2fx\n' "$kind" \
-        "$(calc "${cold[envelope_$kind]} / ${cold[rmcp_$kind]}")" \
-        "$(calc "${touched[envelope_$kind]} / ${touched[rmcp_$kind]}")"
-done
+ratio() { # $1: label, $2: ours, $3: rmcp's
+    printf 'tool-envelope / rmcp (%s): cold %.2fx, touched %.2fx\n' "$1" \
+        "$(calc "${cold[$2]} / ${cold[$3]}")" \
+        "$(calc "${touched[$2]} / ${touched[$3]}")"
+}
+ratio "lib, rmcp's router private" envelope_lib rmcp_lib
+ratio "lib, rmcp's router public" envelope_lib rmcp_pub_lib
+ratio bin envelope_bin rmcp_bin
