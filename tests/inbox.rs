@@ -376,7 +376,12 @@ async fn another_scopes_approvals_and_their_results_stay_out_of_sight() {
         "hr:approve",
         now + 60_000,
     );
-    let hr = server.store.open_approval(&hr).await.unwrap();
+    let hr = server
+        .store
+        .open_approval(&hr, u64::MAX)
+        .await
+        .unwrap()
+        .expect("opened: no bound to pass");
     let yes = tool_envelope::store::Decision::new(true, "harriet", "");
     assert!(server.store.decide(&hr.id, &yes).await.unwrap());
     server
@@ -415,7 +420,12 @@ async fn another_scopes_approvals_and_their_results_stay_out_of_sight() {
         "hr:approve",
         now + 60_000,
     );
-    let pending = server.store.open_approval(&pending).await.unwrap();
+    let pending = server
+        .store
+        .open_approval(&pending, u64::MAX)
+        .await
+        .unwrap()
+        .expect("opened: no bound to pass");
     let form = [("decision", "approve"), ("csrf", &csrf(&page))];
     let path = format!("/inbox/approvals/{}", pending.id);
     assert_eq!(
@@ -489,7 +499,7 @@ async fn resolved_escalations_are_forgotten_only_when_the_set_says_so() {
     let open = EscalationRecord::new(json!({}), Some("agent".into()));
     let resolved = EscalationRecord::new(json!({}), Some("agent".into()));
     for record in [&open, &resolved] {
-        store.record_escalation(record).await.unwrap();
+        assert!(store.record_escalation(record, u64::MAX).await.unwrap());
     }
     let at = store::now_ms() - 60_000;
     assert!(
@@ -896,7 +906,7 @@ impl Store for Faltering {
         cancel_task(id: &'a str) -> bool;
         running_tasks(caller: Option<&'a str>) -> (u64, u64);
         claim_abandoned_tasks(holder: &'a str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Vec<TaskRecord>;
-        open_approval(approval: &'a ApprovalRecord) -> ApprovalRecord;
+        open_approval(approval: &'a ApprovalRecord, most_waiting: u64) -> Option<ApprovalRecord>;
         call_approvals(digest: &'a str, now_ms: i64) -> Vec<ApprovalRecord>;
         waiting_approvals(caller: Option<&'a str>, now_ms: i64) -> u64;
         approval(id: &'a str) -> Option<ApprovalRecord>;
@@ -907,7 +917,7 @@ impl Store for Faltering {
         approvals_to_run(now_ms: i64, limit: u32) -> Vec<String>;
         finish_approval(id: &'a str, holder: &'a str, result: &'a Value, at_ms: i64) -> bool;
         expire_approvals(now_ms: i64, escalate: &'a Escalate<'a>) -> Vec<ApprovalRecord>;
-        record_escalation(escalation: &'a EscalationRecord) -> ();
+        record_escalation(escalation: &'a EscalationRecord, most_open: u64) -> bool;
         escalations(state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
         open_escalations(caller: Option<&'a str>) -> u64;
         forget_resolved_escalations(resolved_before_ms: i64) -> u64;

@@ -147,16 +147,18 @@ async fn approvals(store: &dyn Store) {
     let now = store::now_ms();
     let digest = format!("digest-{}", now);
     let opened = store
-        .open_approval(&approval(&digest, now + MINUTE))
+        .open_approval(&approval(&digest, now + MINUTE), u64::MAX)
         .await
-        .unwrap();
+        .unwrap()
+        .expect("opened: no bound to pass");
     assert_eq!(opened.state, ApprovalState::Pending);
 
     // The same call and block meet the approval already open.
     let again = store
-        .open_approval(&approval(&digest, now + MINUTE))
+        .open_approval(&approval(&digest, now + MINUTE), u64::MAX)
         .await
-        .unwrap();
+        .unwrap()
+        .expect("opened: no bound to pass");
     assert_eq!(again.id, opened.id);
     let live = store.call_approvals(&digest, now).await.unwrap();
     assert_eq!(live.len(), 1);
@@ -179,11 +181,19 @@ async fn approvals(store: &dyn Store) {
     for (digest, expires_ms) in [("count", now + MINUTE), ("count-old", now + 10)] {
         let mut theirs = approval(&format!("{digest}-{now}"), expires_ms);
         theirs.caller = Some(who.clone());
-        store.open_approval(&theirs).await.unwrap();
+        store
+            .open_approval(&theirs, u64::MAX)
+            .await
+            .unwrap()
+            .expect("opened: no bound to pass");
     }
     let mut anonymous = approval(&format!("count-anonymous-{now}"), now + MINUTE);
     anonymous.caller = None;
-    store.open_approval(&anonymous).await.unwrap();
+    store
+        .open_approval(&anonymous, u64::MAX)
+        .await
+        .unwrap()
+        .expect("opened: no bound to pass");
     assert_eq!(store.waiting_approvals(Some(&who), now).await.unwrap(), 2);
     assert_eq!(
         store.waiting_approvals(Some(&who), now + 20).await.unwrap(),
@@ -194,6 +204,33 @@ async fn approvals(store: &dyn Store) {
         0
     );
     assert!(store.waiting_approvals(None, now).await.unwrap() >= 1);
+
+    // Bounded by caller: past `most_waiting` of theirs waiting, nothing is
+    // kept; the call already waiting is still met; another caller opens.
+    let bounded = |digest: &str, caller: &str| {
+        let mut theirs = approval(&format!("{digest}-{now}"), now + MINUTE);
+        theirs.caller = Some(caller.to_owned());
+        theirs.created_ms = now;
+        theirs
+    };
+    let first = bounded("bound-1", &who);
+    let refused = bounded("bound-2", &who);
+    assert_eq!(
+        store.open_approval(&first, 3).await.unwrap().map(|a| a.id),
+        Some(first.id.clone()),
+        "two wait: a third may"
+    );
+    assert_eq!(store.open_approval(&refused, 3).await.unwrap(), None);
+    assert_eq!(store.waiting_approvals(Some(&who), now).await.unwrap(), 3);
+    assert!(store.approval(&refused.id).await.unwrap().is_none());
+    let met = store
+        .open_approval(&bounded("bound-1", &who), 3)
+        .await
+        .unwrap()
+        .expect("the call that waits already is met at the bound");
+    assert_eq!(met.id, first.id);
+    let other = bounded("bound-other", &format!("other-{now}"));
+    assert!(store.open_approval(&other, 3).await.unwrap().is_some());
 
     // Decided once: the second decision, either way, changes nothing.
     let yes = Decision::new(true, "carol", "customer verified");
@@ -332,9 +369,10 @@ async fn approvals(store: &dyn Store) {
     // with an unbounded time to live was) is decided, run and swept like
     // any other: no backend's arithmetic overflows on it.
     let forever = store
-        .open_approval(&approval(&format!("forever-{now}"), i64::MAX))
+        .open_approval(&approval(&format!("forever-{now}"), i64::MAX), u64::MAX)
         .await
-        .unwrap();
+        .unwrap()
+        .expect("opened: no bound to pass");
     assert!(store.decide(&forever.id, &yes).await.unwrap());
     assert!(
         store
@@ -359,9 +397,10 @@ async fn approvals(store: &dyn Store) {
     // Nobody decided in time: it expires, and a late decision is refused.
     let stale_digest = format!("stale-{}", now);
     let stale = store
-        .open_approval(&approval(&stale_digest, now + 10))
+        .open_approval(&approval(&stale_digest, now + 10), u64::MAX)
         .await
-        .unwrap();
+        .unwrap()
+        .expect("opened: no bound to pass");
     let late = Decision::new(true, "carol", "").at(now + 20);
     assert!(!store.decide(&stale.id, &late).await.unwrap());
     let expired = store.expire_approvals(now + 20, &escalate).await.unwrap();
@@ -389,10 +428,14 @@ async fn approvals(store: &dyn Store) {
     // are.
     let busy = format!("busy-{now}");
     let theirs = EscalationRecord::new(json!({}), Some(busy.clone()));
-    store.record_escalation(&theirs).await.unwrap();
+    assert!(store.record_escalation(&theirs, u64::MAX).await.unwrap());
     let mut unseen = approval(&format!("unseen-{now}"), now + 10);
     unseen.caller = Some(busy.clone());
-    let unseen = store.open_approval(&unseen).await.unwrap();
+    let unseen = store
+        .open_approval(&unseen, u64::MAX)
+        .await
+        .unwrap()
+        .expect("opened: no bound to pass");
     let counted = std::sync::Mutex::new(Vec::new());
     let none = |expired: &ApprovalRecord, open: u64| {
         if expired.caller.as_deref() == Some(busy.as_str()) {
@@ -407,17 +450,19 @@ async fn approvals(store: &dyn Store) {
     assert_eq!(audit_of(store, &unseen.id).await.len(), 1);
     // An expired approval does not stand for its call: a new one opens.
     let fresh = store
-        .open_approval(&approval(&stale_digest, now + MINUTE))
+        .open_approval(&approval(&stale_digest, now + MINUTE), u64::MAX)
         .await
-        .unwrap();
+        .unwrap()
+        .expect("opened: no bound to pass");
     assert_ne!(fresh.id, stale.id);
 
     // A decline is kept, and stands for its call until it expires.
     let declined_digest = format!("declined-{}", now);
     let no = store
-        .open_approval(&approval(&declined_digest, now + MINUTE))
+        .open_approval(&approval(&declined_digest, now + MINUTE), u64::MAX)
         .await
-        .unwrap();
+        .unwrap()
+        .expect("opened: no bound to pass");
     // Declined just before it would have expired: the decline stands for
     // one time to live after the decision.
     let last_moment = Decision::new(false, "carol", "fraud").at(now + MINUTE - 1_000);
@@ -471,7 +516,12 @@ async fn escalations_and_audit(store: &dyn Store) {
     envelope["tool"] = json!("process_refund");
     let escalation = EscalationRecord::new(envelope.clone(), Some("agent".into()));
     assert_eq!(escalation.tool.as_deref(), Some("process_refund"));
-    store.record_escalation(&escalation).await.unwrap();
+    assert!(
+        store
+            .record_escalation(&escalation, u64::MAX)
+            .await
+            .unwrap()
+    );
     let open = store
         .escalations(EscalationState::Open, 1000)
         .await
@@ -512,7 +562,7 @@ async fn escalations_and_audit(store: &dyn Store) {
     // Counted by caller, to bound how many of one caller's stay open.
     let who = format!("escalated-{at}");
     let theirs = EscalationRecord::new(json!({}), Some(who.clone()));
-    store.record_escalation(&theirs).await.unwrap();
+    assert!(store.record_escalation(&theirs, u64::MAX).await.unwrap());
     assert_eq!(store.open_escalations(Some(&who)).await.unwrap(), 1);
     assert!(
         store
@@ -521,8 +571,23 @@ async fn escalations_and_audit(store: &dyn Store) {
             .unwrap()
     );
     assert_eq!(store.open_escalations(Some(&who)).await.unwrap(), 0);
+    // Bounded by caller: past `most_open` of theirs open, nothing is kept
+    // (a resolved one does not count); another caller's is.
+    let bounded = EscalationRecord::new(json!({}), Some(who.clone()));
+    assert!(store.record_escalation(&bounded, 1).await.unwrap());
+    let past = EscalationRecord::new(json!({}), Some(who.clone()));
+    assert!(!store.record_escalation(&past, 1).await.unwrap());
+    assert_eq!(store.open_escalations(Some(&who)).await.unwrap(), 1);
+    let others = EscalationRecord::new(json!({}), Some(format!("other-{at}")));
+    assert!(store.record_escalation(&others, 1).await.unwrap());
+    assert!(
+        store
+            .resolve_escalation(&bounded.id, "carol", "", at)
+            .await
+            .unwrap()
+    );
     let anonymous = EscalationRecord::new(json!({}), None);
-    store.record_escalation(&anonymous).await.unwrap();
+    assert!(store.record_escalation(&anonymous, u64::MAX).await.unwrap());
     assert!(store.open_escalations(None).await.unwrap() >= 1);
 
     // Resolved long ago: forgotten when asked, its resolution's line in the
@@ -532,7 +597,7 @@ async fn escalations_and_audit(store: &dyn Store) {
     let recent = EscalationRecord::new(json!({}), Some(who.clone()));
     let still_open = EscalationRecord::new(json!({}), Some(who.clone()));
     for record in [&old, &recent, &still_open] {
-        store.record_escalation(record).await.unwrap();
+        assert!(store.record_escalation(record, u64::MAX).await.unwrap());
     }
     assert!(
         store
@@ -618,9 +683,10 @@ async fn races(replicas: Vec<Arc<dyn Store>>) {
     let now = store::now_ms();
     let digest = format!("race-{now}");
     let opened = replicas[0]
-        .open_approval(&approval(&digest, now + MINUTE))
+        .open_approval(&approval(&digest, now + MINUTE), u64::MAX)
         .await
-        .unwrap();
+        .unwrap()
+        .expect("opened: no bound to pass");
     let nonce = format!("race-nonce-{now}");
 
     let mut decides = Vec::new();
@@ -652,9 +718,13 @@ async fn races(replicas: Vec<Arc<dyn Store>>) {
     // Whichever decision won, an approved call is claimed by one replica:
     // a second approval, approved once, raced for by all of them.
     let approved = replicas[0]
-        .open_approval(&approval(&format!("race-run-{now}"), now + MINUTE))
+        .open_approval(
+            &approval(&format!("race-run-{now}"), now + MINUTE),
+            u64::MAX,
+        )
         .await
-        .unwrap();
+        .unwrap()
+        .expect("opened: no bound to pass");
     let yes = Decision::new(true, "carol", "");
     assert!(replicas[0].decide(&approved.id, &yes).await.unwrap());
     let mut claims = Vec::new();
@@ -674,6 +744,43 @@ async fn races(replicas: Vec<Arc<dyn Store>>) {
         claimed += usize::from(claim.await.unwrap());
     }
     assert_eq!(claimed, 1, "one approval claimed {claimed} times");
+
+    // One caller's calls opening approvals at once on every replica, each
+    // a different call: no more than the bound are kept.
+    let caller = format!("crowd-{now}");
+    let mut opens = Vec::new();
+    for n in 0..40 {
+        let store = Arc::clone(&replicas[n % replicas.len()]);
+        let mut theirs = approval(&format!("crowd-{now}-{n}"), now + MINUTE);
+        theirs.caller = Some(caller.clone());
+        opens.push(tokio::spawn(async move {
+            store.open_approval(&theirs, 3).await.unwrap().is_some()
+        }));
+    }
+    let mut opened = 0;
+    for open in opens {
+        opened += usize::from(open.await.unwrap());
+    }
+    assert_eq!(opened, 3, "{opened} approvals kept against a bound of 3");
+    let waiting = replicas[0].waiting_approvals(Some(&caller), now).await;
+    assert_eq!(waiting.unwrap(), 3);
+
+    // And their escalations kept at once: no more than the bound are open.
+    let mut keeps = Vec::new();
+    for n in 0..40 {
+        let store = Arc::clone(&replicas[n % replicas.len()]);
+        let theirs = EscalationRecord::new(json!({"n": n}), Some(caller.clone()));
+        keeps.push(tokio::spawn(async move {
+            store.record_escalation(&theirs, 3).await.unwrap()
+        }));
+    }
+    let mut kept = 0;
+    for keep in keeps {
+        kept += usize::from(keep.await.unwrap());
+    }
+    assert_eq!(kept, 3, "{kept} escalations kept against a bound of 3");
+    let open = replicas[0].open_escalations(Some(&caller)).await;
+    assert_eq!(open.unwrap(), 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -714,9 +821,10 @@ async fn a_sqlite_file_keeps_the_contract_across_two_replicas_and_a_restart() {
     // What was kept is there after a restart, migrations run again.
     let now = store::now_ms();
     let kept = first
-        .open_approval(&approval("restart", now + MINUTE))
+        .open_approval(&approval("restart", now + MINUTE), u64::MAX)
         .await
-        .unwrap();
+        .unwrap()
+        .expect("opened: no bound to pass");
     drop(first);
     let reopened = store::open(&url).await.unwrap();
     let read = reopened.approval(&kept.id).await.unwrap().unwrap();
@@ -774,15 +882,25 @@ async fn nothing_without_its_audit<F, Fut>(
 {
     let now = store::now_ms();
     let pending = store
-        .open_approval(&approval(&format!("audited-{now}"), now + MINUTE))
+        .open_approval(&approval(&format!("audited-{now}"), now + MINUTE), u64::MAX)
         .await
-        .unwrap();
+        .unwrap()
+        .expect("opened: no bound to pass");
     let stale = store
-        .open_approval(&approval(&format!("audited-stale-{now}"), now + 10))
+        .open_approval(
+            &approval(&format!("audited-stale-{now}"), now + 10),
+            u64::MAX,
+        )
         .await
-        .unwrap();
+        .unwrap()
+        .expect("opened: no bound to pass");
     let escalation = EscalationRecord::new(json!({"tool": "refund"}), None);
-    store.record_escalation(&escalation).await.unwrap();
+    assert!(
+        store
+            .record_escalation(&escalation, u64::MAX)
+            .await
+            .unwrap()
+    );
 
     for statement in down {
         sql(statement).await;

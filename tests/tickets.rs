@@ -222,18 +222,23 @@ async fn a_refund_over_the_cap_waits_for_an_approver_and_runs_once() {
 /// out), is not kept as an escalation either, and nothing runs — however
 /// many are in flight at once; their calls that wait already are read as
 /// before, another caller opens theirs, and once one of theirs is decided
-/// the refused call opens its approval. Counted in a SQLite file.
+/// the refused call opens its approval. Counted in a SQLite file two
+/// replicas share, half the calls in flight on each: exactly the bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_caller_cannot_flood_the_approvers_with_blocked_calls() {
     let (_folder, url) = sqlite_url("flood");
     let store = store::open(&url).await.unwrap();
     let tools = tools(Arc::clone(&store)).max_waiting_approvals(3);
+    // A second replica on the same file.
+    let replica = self::tools(store::open(&url).await.unwrap()).max_waiting_approvals(3);
     let mallory = Caller::new("mallory", ["refunds:write"]);
     let args = |n: u64| refund_args(&format!("F-{n}"), 600 + n);
-    // Forty at once, each its own call: three open, the rest are refused.
-    let replies = futures_util::future::join_all(
-        (0..40).map(|n| call_as(&tools, &mallory, "refund", args(n))),
-    )
+    // Forty at once, each its own call, half of them on each replica: three
+    // open, the rest are refused.
+    let replies = futures_util::future::join_all((0..40).map(|n| {
+        let on = if n % 2 == 0 { &tools } else { &replica };
+        call_as(on, &mallory, "refund", args(n))
+    }))
     .await;
     let mut tickets = Vec::new();
     for (n, (failed, reply)) in replies.into_iter().enumerate() {

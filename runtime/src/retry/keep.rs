@@ -15,8 +15,8 @@ pub(crate) async fn keep(store: &dyn Store, escalation: &mut Escalation, caller:
     }
     let envelope = serde_json::to_value(&*escalation).unwrap_or_default();
     let record = EscalationRecord::new(envelope, caller.map(str::to_owned));
-    match store.record_escalation(&record).await {
-        Ok(()) => escalation.kept = true,
+    match store.record_escalation(&record, u64::MAX).await {
+        Ok(_) => escalation.kept = true,
         Err(_error) => {
             #[cfg(feature = "tracing")]
             tracing::warn!(error = %_error, "keeping an escalation: the store failed");

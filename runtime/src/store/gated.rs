@@ -70,7 +70,7 @@ impl Store for Gated {
         answer_task(id: &'a str, responses: &'a Value) -> bool;
         cancel_task(id: &'a str) -> bool;
         claim_abandoned_tasks(holder: &'a str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Vec<TaskRecord>;
-        open_approval(approval: &'a ApprovalRecord) -> ApprovalRecord;
+        open_approval(approval: &'a ApprovalRecord, most_waiting: u64) -> Option<ApprovalRecord>;
         call_approvals(digest: &'a str, now_ms: i64) -> Vec<ApprovalRecord>;
         waiting_approvals(caller: Option<&'a str>, now_ms: i64) -> u64;
         approval(id: &'a str) -> Option<ApprovalRecord>;
@@ -83,7 +83,7 @@ impl Store for Gated {
         expire_approvals(now_ms: i64, escalate: &'a Escalate<'a>) -> Vec<ApprovalRecord>;
         redeem(nonce: &'a str, until_ms: i64) -> bool;
         redeemed(nonce: &'a str) -> bool;
-        record_escalation(escalation: &'a EscalationRecord) -> ();
+        record_escalation(escalation: &'a EscalationRecord, most_open: u64) -> bool;
         escalations(state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
         open_escalations(caller: Option<&'a str>) -> u64;
         forget_resolved_escalations(resolved_before_ms: i64) -> u64;

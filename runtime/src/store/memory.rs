@@ -62,6 +62,18 @@ pub(super) fn is_live(approval: &ApprovalRecord, now_ms: i64) -> bool {
     }
 }
 
+/// How many approvals of `caller` wait for a decision at `now_ms`.
+fn waiting(state: &State, caller: Option<&str>, now_ms: i64) -> u64 {
+    let waiting = (state.approvals.values())
+        .filter(|approval| {
+            approval.caller.as_deref() == caller
+                && approval.state == ApprovalState::Pending
+                && approval.expires_ms > now_ms
+        })
+        .count();
+    u64::try_from(waiting).unwrap_or(u64::MAX)
+}
+
 /// Newest first, at most `limit`.
 fn newest<T>(mut items: Vec<T>, created: impl Fn(&T) -> i64, limit: u32) -> Vec<T> {
     items.sort_by_key(|item| std::cmp::Reverse(created(item)));
@@ -167,19 +179,23 @@ impl Store for MemoryStore {
     fn open_approval<'a>(
         &'a self,
         approval: &'a ApprovalRecord,
-    ) -> StoreFuture<'a, ApprovalRecord> {
+        most_waiting: u64,
+    ) -> StoreFuture<'a, Option<ApprovalRecord>> {
         let mut state = self.lock();
         let now = approval.created_ms;
         let existing = state.approvals.values().find(|known| {
             known.digest == approval.digest && known.block == approval.block && is_live(known, now)
         });
         if let Some(existing) = existing {
-            return ready(existing.clone());
+            return ready(Some(existing.clone()));
+        }
+        if waiting(&state, approval.caller.as_deref(), now) >= most_waiting {
+            return ready(None);
         }
         state
             .approvals
             .insert(approval.id.clone(), approval.clone());
-        ready(approval.clone())
+        ready(Some(approval.clone()))
     }
 
     fn call_approvals<'a>(
@@ -200,15 +216,7 @@ impl Store for MemoryStore {
         caller: Option<&'a str>,
         now_ms: i64,
     ) -> StoreFuture<'a, u64> {
-        let state = self.lock();
-        let waiting = (state.approvals.values())
-            .filter(|approval| {
-                approval.caller.as_deref() == caller
-                    && approval.state == ApprovalState::Pending
-                    && approval.expires_ms > now_ms
-            })
-            .count();
-        ready(u64::try_from(waiting).unwrap_or(u64::MAX))
+        ready(waiting(&self.lock(), caller, now_ms))
     }
 
     fn approval<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<ApprovalRecord>> {
@@ -351,9 +359,17 @@ impl Store for MemoryStore {
         ready(self.lock().redeemed.contains_key(nonce))
     }
 
-    fn record_escalation<'a>(&'a self, escalation: &'a EscalationRecord) -> StoreFuture<'a, ()> {
-        (self.lock().escalations).insert(escalation.id.clone(), escalation.clone());
-        ready(())
+    fn record_escalation<'a>(
+        &'a self,
+        escalation: &'a EscalationRecord,
+        most_open: u64,
+    ) -> StoreFuture<'a, bool> {
+        let mut state = self.lock();
+        if open_of(&state, escalation.caller.as_deref()) >= most_open {
+            return ready(false);
+        }
+        (state.escalations).insert(escalation.id.clone(), escalation.clone());
+        ready(true)
     }
 
     fn escalations<'a>(

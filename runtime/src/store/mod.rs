@@ -129,9 +129,22 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
 
     /// Keeps `approval`, pending, unless a live one (pending, approved,
     /// running, or done and not yet past its expiry) exists for the same
-    /// call and block: the one kept, new or old.
-    fn open_approval<'a>(&'a self, approval: &'a ApprovalRecord)
-    -> StoreFuture<'a, ApprovalRecord>;
+    /// call and block: the one kept, new or old. Or keeps nothing and
+    /// answers `None` when there is no such live one and its caller has
+    /// `most_waiting` or more [waiting](Self::waiting_approvals) at
+    /// `approval.created_ms` already.
+    ///
+    /// The count and the keeping are one step for the caller, on every
+    /// replica sharing the store: however many open one of theirs at the
+    /// same moment, no more than `most_waiting` wait at once (SQLite: one
+    /// write transaction, `BEGIN IMMEDIATE`; Postgres: a transaction that
+    /// takes an advisory lock on the caller first). A store of your own
+    /// must keep that promise too; the store contract's test holds it.
+    fn open_approval<'a>(
+        &'a self,
+        approval: &'a ApprovalRecord,
+        most_waiting: u64,
+    ) -> StoreFuture<'a, Option<ApprovalRecord>>;
 
     /// The live approvals of the call `digest` at `now_ms` (pending,
     /// approved, running; done or declined and not yet expired), newest
@@ -238,8 +251,19 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
 
     // ---- escalations ----
 
-    /// Keeps an escalation.
-    fn record_escalation<'a>(&'a self, escalation: &'a EscalationRecord) -> StoreFuture<'a, ()>;
+    /// Keeps `escalation` unless its caller has `most_open` or more
+    /// [open](Self::open_escalations) already: whether it was kept. Pass
+    /// `u64::MAX` to keep it whatever is open.
+    ///
+    /// The count and the keeping are one step for the caller, on every
+    /// replica sharing the store, as in
+    /// [`open_approval`](Self::open_approval): however many are kept at
+    /// the same moment, no more than `most_open` of theirs are open.
+    fn record_escalation<'a>(
+        &'a self,
+        escalation: &'a EscalationRecord,
+        most_open: u64,
+    ) -> StoreFuture<'a, bool>;
 
     /// The escalations of `state`, newest first, at most `limit`.
     fn escalations<'a>(

@@ -96,7 +96,7 @@ const ESCALATION_COLUMNS: &str =
 
 /// The store of one backend: `$name` over `$db`'s pool.
 macro_rules! sql_store {
-    ($(#[$doc:meta])* $name:ident, $db:ty, $pool:ty) => {
+    ($(#[$doc:meta])* $name:ident, $db:ty, $pool:ty, $begin_counted:path) => {
         $(#[$doc])*
         #[derive(Debug, Clone)]
         pub struct $name {
@@ -228,6 +228,26 @@ macro_rules! sql_store {
                     .await
                     .map_err(failed)?;
                 Ok(())
+            }
+
+            /// How many approvals of `caller` wait for a decision at
+            /// `now_ms`, on `connection` (in its transaction, if it has one).
+            async fn count_waiting(
+                connection: &mut <$db as sqlx::Database>::Connection,
+                caller: Option<&str>,
+                now_ms: i64,
+            ) -> Result<u64, StoreError> {
+                let sql = "SELECT COUNT(*) AS n FROM te_approvals \
+                           WHERE caller IS NOT DISTINCT FROM $1 \
+                           AND state = 'pending' AND expires_ms > $2";
+                let row = sqlx::query(sql)
+                    .bind(caller)
+                    .bind(now_ms)
+                    .fetch_one(connection)
+                    .await
+                    .map_err(failed)?;
+                let n: i64 = row.try_get("n").map_err(failed)?;
+                Ok(u64::try_from(n).unwrap_or(0))
             }
 
             /// How many escalations of `caller` are open, on `connection`
@@ -545,37 +565,50 @@ macro_rules! sql_store {
             fn open_approval<'a>(
                 &'a self,
                 approval: &'a ApprovalRecord,
-            ) -> StoreFuture<'a, ApprovalRecord> {
+                most_waiting: u64,
+            ) -> StoreFuture<'a, Option<ApprovalRecord>> {
                 Box::pin(async move {
                     let now = approval.created_ms;
                     if let Some(live) = self.live_approval(&approval.digest, &approval.block, now).await? {
-                        return Ok(live);
+                        return Ok(Some(live));
                     }
-                    let sql = format!(
-                        "INSERT INTO te_approvals ({APPROVAL_COLUMNS}) VALUES \
-                         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, NULL, NULL, NULL, 0, $13, NULL) \
-                         ON CONFLICT DO NOTHING"
-                    );
-                    sqlx::query(sqlx::AssertSqlSafe(sql))
-                        .bind(&approval.id)
-                        .bind(&approval.digest)
-                        .bind(&approval.block)
-                        .bind(&approval.tool)
-                        .bind(text(&approval.arguments))
-                        .bind(text(&approval.shown))
-                        .bind(&approval.caller)
-                        .bind(text(&serde_json::json!(approval.caller_scopes)))
-                        .bind(&approval.approvers)
-                        .bind(approval.state.as_str())
-                        .bind(approval.created_ms)
-                        .bind(approval.expires_ms)
-                        .bind(approval.safe_to_repeat)
-                        .execute(&self.pool)
-                        .await
-                        .map_err(failed)?;
-                    self.live_approval(&approval.digest, &approval.block, now)
-                        .await?
-                        .ok_or_else(|| StoreError::new("an approval opened, then gone"))
+                    // Counted and kept in one transaction that no other
+                    // of the caller's runs beside, on any replica.
+                    let caller = approval.caller.as_deref();
+                    let mut tx = $begin_counted(&self.pool, caller).await?;
+                    let mut opened = false;
+                    if Self::count_waiting(&mut tx, caller, now).await? < most_waiting {
+                        let sql = format!(
+                            "INSERT INTO te_approvals ({APPROVAL_COLUMNS}) VALUES \
+                             ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, NULL, NULL, NULL, 0, $13, NULL) \
+                             ON CONFLICT DO NOTHING"
+                        );
+                        let done = sqlx::query(sqlx::AssertSqlSafe(sql))
+                            .bind(&approval.id)
+                            .bind(&approval.digest)
+                            .bind(&approval.block)
+                            .bind(&approval.tool)
+                            .bind(text(&approval.arguments))
+                            .bind(text(&approval.shown))
+                            .bind(caller)
+                            .bind(text(&serde_json::json!(approval.caller_scopes)))
+                            .bind(&approval.approvers)
+                            .bind(approval.state.as_str())
+                            .bind(approval.created_ms)
+                            .bind(approval.expires_ms)
+                            .bind(approval.safe_to_repeat)
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(failed)?;
+                        opened = done.rows_affected() == 1;
+                    }
+                    tx.commit().await.map_err(failed)?;
+                    if opened {
+                        return Ok(Some(approval.clone()));
+                    }
+                    // Another replica opened the same call's meanwhile, or
+                    // the caller has as many waiting as may.
+                    self.live_approval(&approval.digest, &approval.block, now).await
                 })
             }
 
@@ -593,17 +626,8 @@ macro_rules! sql_store {
                 now_ms: i64,
             ) -> StoreFuture<'a, u64> {
                 Box::pin(async move {
-                    let sql = "SELECT COUNT(*) AS n FROM te_approvals \
-                               WHERE caller IS NOT DISTINCT FROM $1 \
-                               AND state = 'pending' AND expires_ms > $2";
-                    let row = sqlx::query(sql)
-                        .bind(caller)
-                        .bind(now_ms)
-                        .fetch_one(&self.pool)
-                        .await
-                        .map_err(failed)?;
-                    let n: i64 = row.try_get("n").map_err(failed)?;
-                    Ok(u64::try_from(n).unwrap_or(0))
+                    let mut connection = self.pool.acquire().await.map_err(failed)?;
+                    Self::count_waiting(&mut connection, caller, now_ms).await
                 })
             }
 
@@ -833,10 +857,25 @@ macro_rules! sql_store {
             fn record_escalation<'a>(
                 &'a self,
                 escalation: &'a EscalationRecord,
-            ) -> StoreFuture<'a, ()> {
+                most_open: u64,
+            ) -> StoreFuture<'a, bool> {
                 Box::pin(async move {
-                    let mut connection = self.pool.acquire().await.map_err(failed)?;
-                    Self::write_escalation(&mut connection, escalation).await
+                    if most_open == u64::MAX {
+                        let mut connection = self.pool.acquire().await.map_err(failed)?;
+                        Self::write_escalation(&mut connection, escalation).await?;
+                        return Ok(true);
+                    }
+                    // Counted and kept in one transaction that no other
+                    // of the caller's runs beside, on any replica.
+                    let caller = escalation.caller.as_deref();
+                    let mut tx = $begin_counted(&self.pool, caller).await?;
+                    if Self::count_open(&mut tx, caller).await? >= most_open {
+                        tx.rollback().await.map_err(failed)?;
+                        return Ok(false);
+                    }
+                    Self::write_escalation(&mut tx, escalation).await?;
+                    tx.commit().await.map_err(failed)?;
+                    Ok(true)
                 })
             }
 
@@ -979,7 +1018,8 @@ sql_store!(
     /// (write-ahead log, a busy timeout).
     SqliteStore,
     sqlx::Sqlite,
-    sqlx::SqlitePool
+    sqlx::SqlitePool,
+    begin_counted_sqlite
 );
 
 #[cfg(feature = "sqlite")]
@@ -1016,6 +1056,19 @@ impl SqliteStore {
     }
 }
 
+/// A transaction in which a caller's count and what it bounds are one
+/// step: SQLite takes the file's write lock at once (`BEGIN IMMEDIATE`),
+/// so no other connection, of any replica, writes between the count and
+/// the insert. (A deferred transaction would read, then fail to become a
+/// writer when another wrote meanwhile.)
+#[cfg(feature = "sqlite")]
+async fn begin_counted_sqlite(
+    pool: &sqlx::SqlitePool,
+    _caller: Option<&str>,
+) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
+    pool.begin_with("BEGIN IMMEDIATE").await.map_err(failed)
+}
+
 /// SQLite's "database is locked" (`SQLITE_BUSY`) or "table is locked"
 /// (`SQLITE_LOCKED`): another connection holds the file.
 #[cfg(feature = "sqlite")]
@@ -1031,8 +1084,35 @@ sql_store!(
     /// The store in Postgres ([`Store`]): for N replicas, which share it.
     PostgresStore,
     sqlx::Postgres,
-    sqlx::PgPool
+    sqlx::PgPool,
+    begin_counted_postgres
 );
+
+/// A transaction in which a caller's count and what it bounds are one
+/// step: it first takes a transaction-scoped advisory lock on the caller,
+/// which every replica's transaction for the same caller waits for, so
+/// that two at once cannot both count below the bound (under Postgres's
+/// default isolation each would read the count without the other's row).
+/// Other callers' do not wait (unless their keys collide: then only a
+/// little longer).
+#[cfg(feature = "postgres")]
+async fn begin_counted_postgres(
+    pool: &sqlx::PgPool,
+    caller: Option<&str>,
+) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, StoreError> {
+    let mut tx = pool.begin().await.map_err(failed)?;
+    // A caller without a subject is keyed apart from every subject.
+    let key = caller.map_or_else(
+        || "te-caller:".to_owned(),
+        |caller| format!("te-caller:s:{caller}"),
+    );
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+        .bind(key)
+        .execute(&mut *tx)
+        .await
+        .map_err(failed)?;
+    Ok(tx)
+}
 
 #[cfg(feature = "postgres")]
 impl PostgresStore {

@@ -121,7 +121,7 @@ fn write_object(fields: &Map<String, Value>, out: &mut Vec<u8>) {
 }
 
 /// Where `call`, blocked with `blocked` (shown to approvers as `shown`
-/// makes it, which runs only when an approval is opened),
+/// makes it, which runs only when an approval is to be opened),
 /// stands in `store`: the approval of its block is opened when there is no
 /// live one, and read when there is — unless the caller has as many
 /// waiting as they may, and the call ends `TOO_MANY_APPROVALS`. The
@@ -142,10 +142,10 @@ pub(crate) async fn wait(
     let mut live = store.call_approvals(&digest, now).await?;
     let mut opening = None;
     if !live.iter().any(|approval| approval.block == call.block) {
-        // Counted, then opened, one at a time for the caller here:
-        // replicas opening at the same moment may each pass the count by
-        // one. The same call made at once (the same caller's) may have
-        // opened it meanwhile: read again.
+        // Opened one at a time for the caller here (the store counts and
+        // keeps in one step across the replicas; this spares it the
+        // caller's own crowd). The same call made at once (the same
+        // caller's) may have opened it meanwhile: read again.
         opening = Some(call.opening.take(call.caller.map(Caller::subject)).await);
         live = store.call_approvals(&digest, now).await?;
     }
@@ -153,11 +153,6 @@ pub(crate) async fn wait(
     let approval = match live.iter().find(|approval| approval.block == call.block) {
         Some(approval) => onward(approval, &live),
         None => {
-            let caller = call.caller.map(Caller::subject);
-            let waiting = store.waiting_approvals(caller, now).await?;
-            if waiting >= u64::try_from(call.most_waiting).unwrap_or(u64::MAX) {
-                return Ok((Ticketed::Ended(too_many(blocked, waiting)), None));
-            }
             // Bounded, so that an expiry moved after a late decision and a
             // late run stays far inside every store's integers.
             let ttl_ms = i64::try_from(ttl.min(MAX_APPROVAL_TTL).as_millis()).unwrap_or(i64::MAX);
@@ -176,7 +171,12 @@ pub(crate) async fn wait(
                 .map(|caller| caller.scopes().map(str::to_owned).collect())
                 .unwrap_or_default();
             approval.safe_to_repeat = call.safe_to_repeat;
-            let kept = store.open_approval(&approval).await?;
+            let most = u64::try_from(call.most_waiting).unwrap_or(u64::MAX);
+            let Some(kept) = store.open_approval(&approval, most).await? else {
+                let caller = call.caller.map(Caller::subject);
+                let waiting = store.waiting_approvals(caller, now).await?.max(most);
+                return Ok((Ticketed::Ended(too_many(blocked, waiting)), None));
+            };
             if kept.id == approval.id {
                 opened = Some(kept.clone());
             }

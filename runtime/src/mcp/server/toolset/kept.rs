@@ -24,10 +24,12 @@ impl ToolSet {
     /// [`DEFAULT_MAX_OPEN_ESCALATIONS`] unless set, at least 1. Past it,
     /// another escalation of theirs is not kept (a warning is logged) until
     /// a person resolves some; the caller's reply carries it whole all the
-    /// same. Counted in the store, one at a time on each replica, so the
-    /// bound holds across the replicas sharing it (each of them keeping at
-    /// the same moment may pass it by one). The escalations of approvals
-    /// that expired undecided count too, and are not kept past it either.
+    /// same. Counted and kept in one step in the store
+    /// ([`Store::record_escalation`]), so the bound holds exactly across
+    /// the replicas sharing it. The escalations of approvals that expired
+    /// undecided count too, and are not kept past it either.
+    ///
+    /// [`Store::record_escalation`]: crate::store::Store::record_escalation
     #[must_use]
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "tokio")))]
     pub fn max_open_escalations(mut self, per_caller: usize) -> Self {
@@ -44,24 +46,24 @@ impl ToolSet {
             return;
         };
         let most = u64::try_from(self.inner.most_open_escalations).unwrap_or(u64::MAX);
-        // Counted, then kept, one at a time for the caller here.
+        // Kept one at a time for the caller here (the store counts and
+        // keeps in one step across the replicas; this spares it the
+        // caller's own crowd).
         let _turn = self.inner.keeping.take(record.caller.as_deref()).await;
-        let kept = match store.open_escalations(record.caller.as_deref()).await {
-            Ok(open) if open >= most => {
+        match store.record_escalation(&record, most).await {
+            Ok(true) => {}
+            Ok(false) => {
                 #[cfg(feature = "tracing")]
                 tracing::warn!(
                     caller = record.caller.as_deref().unwrap_or("(none)"),
-                    open,
+                    most,
                     "an escalation was not kept: its caller has as many open as the tool set keeps"
                 );
-                return;
             }
-            Ok(_) => store.record_escalation(&record).await,
-            Err(error) => Err(error),
-        };
-        if let Err(_error) = kept {
-            #[cfg(feature = "tracing")]
-            tracing::warn!(error = %_error, "keeping an escalation: the store failed");
+            Err(_error) => {
+                #[cfg(feature = "tracing")]
+                tracing::warn!(error = %_error, "keeping an escalation: the store failed");
+            }
         }
     }
 

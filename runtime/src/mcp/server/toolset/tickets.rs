@@ -138,10 +138,12 @@ impl ToolSet {
     /// same call made again once some are decided (or expired) opens its
     /// approval; calls that wait already are read as before, and a call
     /// run for an approver's yes that meets another block opens that
-    /// block's approval whatever is waiting. Counted in the store, one
-    /// opening at a time on each replica, so the bound holds across the
-    /// replicas sharing it (each of them opening at the same moment may
-    /// pass it by one).
+    /// block's approval whatever is waiting. Counted and opened in one
+    /// step in the store ([`Store::open_approval`]), so the bound holds
+    /// exactly across the replicas sharing it, however many open one at
+    /// the same moment.
+    ///
+    /// [`Store::open_approval`]: crate::store::Store::open_approval
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
     #[must_use]
     pub fn max_waiting_approvals(mut self, per_caller: usize) -> Self {
