@@ -110,7 +110,7 @@ fn main() {
                         60_000,
                     )
                     .held_by("bench", store::now_ms() + 86_400_000);
-                    store.create_task(&task).await.unwrap();
+                    assert!(store.create_task(&task, u64::MAX).await.unwrap());
                     store.task(&task.id).await.unwrap().unwrap()
                 })
             });

@@ -899,7 +899,7 @@ macro_rules! passed_on {
 
 impl Store for Faltering {
     passed_on! {
-        create_task(task: &'a TaskRecord) -> ();
+        create_task(task: &'a TaskRecord, most_running: u64) -> bool;
         task(id: &'a str) -> Option<TaskRecord>;
         update_task(id: &'a str, holder: &'a str, update: &'a TaskUpdate) -> bool;
         answer_task(id: &'a str, responses: &'a Value) -> bool;

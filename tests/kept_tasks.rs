@@ -70,12 +70,21 @@ async fn long_job() -> Result<String, ErrorEnvelope> {
     Ok("done".to_owned())
 }
 
+/// Says it began, then takes an hour.
+#[tool(read_only)]
+async fn tagged_job(tag: String) -> Result<String, ErrorEnvelope> {
+    DONE.lock().unwrap().push(tag);
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    Ok("done".to_owned())
+}
+
 fn replica(store: Arc<dyn Store>) -> ToolSet {
     ToolSet::new()
         .tool::<report>()
         .tool::<refund>()
         .tool::<confirmed>()
         .tool::<long_job>()
+        .tool::<tagged_job>()
         .tasks(|_| TaskSupport::Optional)
         .store(store)
         .approvals_in_background(false)
@@ -234,6 +243,50 @@ async fn starts_at_the_same_moment_on_one_replica_do_not_pass_the_bound_together
     assert_eq!((started, refused), (1, 7));
 }
 
+/// Nor do starts at the same moment on two replicas: the store counts a
+/// caller's tasks and keeps the next in one step. Eight starts at once on
+/// each of two replicas sharing a SQLite file, against a bound of two: two
+/// are taken, and the fourteen refused never run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starts_at_the_same_moment_on_two_replicas_do_not_pass_the_bound_together() {
+    let folder = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", folder.path().join("bound.db").display());
+    let one = connect(replica(store::open(&url).await.unwrap()).max_tasks(100, 2)).await;
+    let two = connect(replica(store::open(&url).await.unwrap()).max_tasks(100, 2)).await;
+    let tag = |n: usize| format!("two-replicas-{n}");
+    let start = |n: usize| {
+        let params = CallToolRequestParams::new("tagged_job")
+            .with_arguments(json!({"tag": tag(n)}).as_object().unwrap().clone());
+        let on = if n.is_multiple_of(2) { &one } else { &two };
+        on.call_tool_once(params)
+    };
+    let answers = futures_util::future::join_all((0..16).map(start)).await;
+    let (mut started, mut refused) = (Vec::new(), Vec::new());
+    for (n, answer) in answers.into_iter().enumerate() {
+        match answer.expect("an answer") {
+            CallToolResponse::Task(_) => started.push(n),
+            CallToolResponse::Complete(result) => {
+                let envelope = result.structured_content.unwrap();
+                assert_eq!(envelope["reason"], "TOO_MANY_TASKS", "{envelope}");
+                refused.push(n);
+            }
+            other => panic!("expected a task or a refusal, got {other:?}"),
+        }
+    }
+    assert_eq!(started.len(), 2, "started {started:?}");
+    // The two taken begin; by then a refused one would have too.
+    for _ in 0..10_000 {
+        if started.iter().all(|&n| times(&tag(n)) == 1) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert!(started.iter().all(|&n| times(&tag(n)) == 1));
+    for n in refused {
+        assert_eq!(times(&tag(n)), 0, "refused start {n} ran");
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_question_is_answered_and_a_task_cancelled_through_the_other_replica() {
     let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
@@ -290,7 +343,7 @@ async fn a_dead_replicas_tasks_are_taken_over_and_a_destructive_one_never_runs_t
                 .held_by("dead-replica", expired)
                 .safe_to_repeat(safe);
             task.id = format!("task-{tool}");
-            dead.create_task(&task).await.unwrap();
+            assert!(dead.create_task(&task, u64::MAX).await.unwrap());
         }
     }
     // After a restart: a new store on the same file.

@@ -42,7 +42,7 @@ async fn tasks(store: &dyn Store) {
     let mut task = TaskRecord::new("slow", json!({"n": 1}), Some("alice".into()), 10 * MINUTE)
         .held_by("replica-a", now + MINUTE);
     task.caller_scopes = vec!["orders:read".into(), "refunds:write".into()];
-    store.create_task(&task).await.unwrap();
+    assert!(store.create_task(&task, u64::MAX).await.unwrap());
     assert_eq!(store.task(&task.id).await.unwrap().as_ref(), Some(&task));
     assert_eq!(store.task("no-such-task").await.unwrap(), None);
 
@@ -50,6 +50,18 @@ async fn tasks(store: &dyn Store) {
     let (_, bobs) = store.running_tasks(Some("bob")).await.unwrap();
     assert!(alices >= 1, "alice's task counts as hers");
     assert_eq!(bobs, 0, "alice's task is not bob's");
+
+    // Bounded by caller: past `most_running` of theirs running, nothing is
+    // kept; another caller's is.
+    let who = format!("tasked-{now}");
+    let theirs = || TaskRecord::new("slow", json!({}), Some(who.clone()), MINUTE);
+    assert!(store.create_task(&theirs(), 1).await.unwrap());
+    let past = theirs();
+    assert!(!store.create_task(&past, 1).await.unwrap());
+    assert_eq!(store.task(&past.id).await.unwrap(), None);
+    assert_eq!(store.running_tasks(Some(&who)).await.unwrap().1, 1);
+    let others = TaskRecord::new("slow", json!({}), Some(format!("other-{now}")), MINUTE);
+    assert!(store.create_task(&others, 1).await.unwrap());
 
     // Only the holder changes it.
     let mut working = TaskUpdate::now();
@@ -101,7 +113,7 @@ async fn tasks(store: &dyn Store) {
     let abandoned = TaskRecord::new("slow", json!({}), None, 10 * MINUTE)
         .held_by("replica-dead", now - 1)
         .safe_to_repeat(true);
-    store.create_task(&abandoned).await.unwrap();
+    assert!(store.create_task(&abandoned, u64::MAX).await.unwrap());
     let claimed = (store.claim_abandoned_tasks("replica-b", now, now + MINUTE, 100))
         .await
         .unwrap();
@@ -123,7 +135,7 @@ async fn tasks(store: &dyn Store) {
     // after it finished, not only until its creation's.
     let late =
         TaskRecord::new("slow", json!({}), None, 10 * MINUTE).held_by("replica-a", now + MINUTE);
-    store.create_task(&late).await.unwrap();
+    assert!(store.create_task(&late, u64::MAX).await.unwrap());
     let mut finished = TaskUpdate::finish(TaskState::Completed, Some(json!({"content": []})));
     finished.at_ms = now + 9 * MINUTE;
     assert!(
@@ -781,6 +793,23 @@ async fn races(replicas: Vec<Arc<dyn Store>>) {
     assert_eq!(kept, 3, "{kept} escalations kept against a bound of 3");
     let open = replicas[0].open_escalations(Some(&caller)).await;
     assert_eq!(open.unwrap(), 3);
+
+    // And their tasks started at once: no more than the bound run.
+    let mut starts = Vec::new();
+    for n in 0..40 {
+        let store = Arc::clone(&replicas[n % replicas.len()]);
+        let theirs = TaskRecord::new("slow", json!({"n": n}), Some(caller.clone()), MINUTE);
+        starts.push(tokio::spawn(async move {
+            store.create_task(&theirs, 3).await.unwrap()
+        }));
+    }
+    let mut started = 0;
+    for start in starts {
+        started += usize::from(start.await.unwrap());
+    }
+    assert_eq!(started, 3, "{started} tasks kept against a bound of 3");
+    let running = replicas[0].running_tasks(Some(&caller)).await;
+    assert_eq!(running.unwrap().1, 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -62,16 +62,20 @@ pub(super) fn is_live(approval: &ApprovalRecord, now_ms: i64) -> bool {
     }
 }
 
+/// How many tasks run, and how many of them are `caller`'s.
+fn running(state: &State, caller: Option<&str>) -> (u64, u64) {
+    let running = (state.tasks.values()).filter(|task| !task.state.is_finished());
+    let mine = |task: &TaskRecord| u64::from(task.caller.as_deref() == caller);
+    running.fold((0, 0), |(all, theirs), task| (all + 1, theirs + mine(task)))
+}
+
 /// How many approvals of `caller` wait for a decision at `now_ms`.
 fn waiting(state: &State, caller: Option<&str>, now_ms: i64) -> u64 {
-    let waiting = (state.approvals.values())
-        .filter(|approval| {
-            approval.caller.as_deref() == caller
-                && approval.state == ApprovalState::Pending
-                && approval.expires_ms > now_ms
-        })
-        .count();
-    u64::try_from(waiting).unwrap_or(u64::MAX)
+    let waits = |approval: &&ApprovalRecord| {
+        approval.state == ApprovalState::Pending && approval.expires_ms > now_ms
+    };
+    let theirs = (state.approvals.values()).filter(|approval| approval.caller.as_deref() == caller);
+    u64::try_from(theirs.filter(waits).count()).unwrap_or(u64::MAX)
 }
 
 /// Newest first, at most `limit`.
@@ -82,9 +86,13 @@ fn newest<T>(mut items: Vec<T>, created: impl Fn(&T) -> i64, limit: u32) -> Vec<
 }
 
 impl Store for MemoryStore {
-    fn create_task<'a>(&'a self, task: &'a TaskRecord) -> StoreFuture<'a, ()> {
-        self.lock().tasks.insert(task.id.clone(), task.clone());
-        ready(())
+    fn create_task<'a>(&'a self, task: &'a TaskRecord, most_running: u64) -> StoreFuture<'a, bool> {
+        let mut state = self.lock();
+        if running(&state, task.caller.as_deref()).1 >= most_running {
+            return ready(false);
+        }
+        state.tasks.insert(task.id.clone(), task.clone());
+        ready(true)
     }
 
     fn task<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {
@@ -140,17 +148,7 @@ impl Store for MemoryStore {
     }
 
     fn running_tasks<'a>(&'a self, caller: Option<&'a str>) -> StoreFuture<'a, (u64, u64)> {
-        let state = self.lock();
-        let running = state
-            .tasks
-            .values()
-            .filter(|task| !task.state.is_finished());
-        let (mut all, mut theirs) = (0, 0);
-        for task in running {
-            all += 1;
-            theirs += u64::from(task.caller.as_deref() == caller);
-        }
-        ready((all, theirs))
+        ready(running(&self.lock(), caller))
     }
 
     fn claim_abandoned_tasks<'a>(

@@ -84,8 +84,15 @@ impl std::error::Error for StoreError {}
 pub trait Store: Send + Sync + fmt::Debug + 'static {
     // ---- tasks ----
 
-    /// Keeps a new task.
-    fn create_task<'a>(&'a self, task: &'a TaskRecord) -> StoreFuture<'a, ()>;
+    /// Keeps a new task, unless its caller has `most_running` or more
+    /// [running](Self::running_tasks) already: whether it was kept. Pass
+    /// `u64::MAX` to keep it whatever runs.
+    ///
+    /// The count and the keeping are one step for the caller, on every
+    /// replica sharing the store, as in
+    /// [`open_approval`](Self::open_approval): however many start at the
+    /// same moment, no more than `most_running` of theirs run.
+    fn create_task<'a>(&'a self, task: &'a TaskRecord, most_running: u64) -> StoreFuture<'a, bool>;
 
     /// The task `id`, if it is kept.
     fn task<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>>;

@@ -230,6 +230,28 @@ macro_rules! sql_store {
                 Ok(())
             }
 
+            /// How many tasks run, and how many of them are `caller`'s,
+            /// on `connection` (in its transaction, if it has one).
+            async fn count_running(
+                connection: &mut <$db as sqlx::Database>::Connection,
+                caller: Option<&str>,
+            ) -> Result<(u64, u64), StoreError> {
+                let sql = "SELECT COUNT(*) AS all_tasks, \
+                           SUM(CASE WHEN caller IS NOT DISTINCT FROM $1 THEN 1 ELSE 0 END) AS theirs \
+                           FROM te_tasks WHERE state IN ('working', 'input_required')";
+                let row = sqlx::query(sql)
+                    .bind(caller)
+                    .fetch_one(connection)
+                    .await
+                    .map_err(failed)?;
+                let all: i64 = row.try_get("all_tasks").map_err(failed)?;
+                let theirs: Option<i64> = row.try_get("theirs").map_err(failed)?;
+                Ok((
+                    u64::try_from(all).unwrap_or(0),
+                    u64::try_from(theirs.unwrap_or(0)).unwrap_or(0),
+                ))
+            }
+
             /// How many approvals of `caller` wait for a decision at
             /// `now_ms`, on `connection` (in its transaction, if it has one).
             async fn count_waiting(
@@ -349,8 +371,22 @@ macro_rules! sql_store {
         }
 
         impl Store for $name {
-            fn create_task<'a>(&'a self, task: &'a TaskRecord) -> StoreFuture<'a, ()> {
+            fn create_task<'a>(
+                &'a self,
+                task: &'a TaskRecord,
+                most_running: u64,
+            ) -> StoreFuture<'a, bool> {
                 Box::pin(async move {
+                    // Counted and kept in one transaction that no other
+                    // of the caller's runs beside, on any replica.
+                    let caller = task.caller.as_deref();
+                    let mut tx = $begin_counted(&self.pool, caller).await?;
+                    if most_running != u64::MAX
+                        && Self::count_running(&mut tx, caller).await?.1 >= most_running
+                    {
+                        tx.rollback().await.map_err(failed)?;
+                        return Ok(false);
+                    }
                     let sql = format!(
                         "INSERT INTO te_tasks ({TASK_COLUMNS}) VALUES \
                          ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, 0, $19)"
@@ -375,10 +411,11 @@ macro_rules! sql_store {
                         .bind(task.result.as_ref().map(text))
                         .bind(task.error.as_ref().map(text))
                         .bind(text(&serde_json::json!(task.caller_scopes)))
-                        .execute(&self.pool)
+                        .execute(&mut *tx)
                         .await
                         .map_err(failed)?;
-                    Ok(())
+                    tx.commit().await.map_err(failed)?;
+                    Ok(true)
                 })
             }
 
@@ -500,20 +537,8 @@ macro_rules! sql_store {
                 caller: Option<&'a str>,
             ) -> StoreFuture<'a, (u64, u64)> {
                 Box::pin(async move {
-                    let sql = "SELECT COUNT(*) AS all_tasks, \
-                               SUM(CASE WHEN caller IS NOT DISTINCT FROM $1 THEN 1 ELSE 0 END) AS theirs \
-                               FROM te_tasks WHERE state IN ('working', 'input_required')";
-                    let row = sqlx::query(sql)
-                        .bind(caller)
-                        .fetch_one(&self.pool)
-                        .await
-                        .map_err(failed)?;
-                    let all: i64 = row.try_get("all_tasks").map_err(failed)?;
-                    let theirs: Option<i64> = row.try_get("theirs").map_err(failed)?;
-                    Ok((
-                        u64::try_from(all).unwrap_or(0),
-                        u64::try_from(theirs.unwrap_or(0)).unwrap_or(0),
-                    ))
+                    let mut connection = self.pool.acquire().await.map_err(failed)?;
+                    Self::count_running(&mut connection, caller).await
                 })
             }
 

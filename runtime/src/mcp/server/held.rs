@@ -44,7 +44,7 @@ pub(crate) async fn held(
     store: Arc<dyn Store>,
     holder: String,
     manager: TaskManager,
-    created: tokio::sync::oneshot::Receiver<()>,
+    created: tokio::sync::oneshot::Receiver<bool>,
 ) -> Result<CallToolResult, TaskExit> {
     // rmcp ends a task past its time to live by dropping its future: the
     // record must end too, as rmcp ended it, or its lease would lapse and
@@ -54,7 +54,12 @@ pub(crate) async fn held(
         id: id.clone(),
         holder: holder.clone(),
     };
-    let _ = created.await;
+    if created.await == Ok(false) {
+        // Not kept: its caller runs as many tasks as they may across the
+        // replicas. Nothing ran, and there is no record to end.
+        unfinished.store = None;
+        return Err(TaskExit::Cancelled);
+    }
     let mut future = pin!(future);
     let mut answered = serde_json::Map::new();
     let mut asked: Option<Value> = None;

@@ -142,10 +142,12 @@ impl Tasks {
         work: impl FnOnce(TaskContext) -> TaskFuture,
     ) -> Result<Task, Full> {
         // One caller's bound counts their tasks on every replica that
-        // shares the store, one start of theirs at a time on each replica
-        // from the count to the task kept (replicas starting one at the
-        // same moment may each pass it by one); the server's bound is this
-        // replica's own.
+        // shares the store: read first, to refuse at once what is plainly
+        // past it, then counted again as the task is kept, in one step
+        // with keeping it, so that replicas starting one at the same
+        // moment do not pass it together (a task refused then never
+        // runs). One start of theirs at a time here spares the store the
+        // caller's own crowd. The server's bound is this replica's own.
         let _turn = match &kept {
             Some(_) => Some(self.starting.take(subject).await),
             None => None,
@@ -163,7 +165,7 @@ impl Tasks {
                 }
             }
         }
-        let (created, made) = tokio::sync::oneshot::channel();
+        let (created, made) = tokio::sync::oneshot::channel::<bool>();
         let mirror = kept.as_ref().map(|kept| Mirror {
             store: Arc::clone(&kept.store),
             holder: kept.record.holder.clone().unwrap_or_default(),
@@ -172,11 +174,20 @@ impl Tasks {
         let task = self.start(subject, mirror, work)?;
         if let Some(mut kept) = kept {
             kept.record.id.clone_from(&task.task_id);
-            if let Err(error) = kept.store.create_task(&kept.record).await {
-                tracing::warn!(%error, task = %task.task_id, "a task could not be kept in the store");
+            let most = u64::try_from(self.max_per_caller).unwrap_or(u64::MAX);
+            match kept.store.create_task(&kept.record, most).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    // Never runs: its future ends before the work starts.
+                    let _ = created.send(false);
+                    return Err(Full::Caller(self.max_per_caller));
+                }
+                Err(error) => {
+                    tracing::warn!(%error, task = %task.task_id, "a task could not be kept in the store");
+                }
             }
         }
-        let _ = created.send(());
+        let _ = created.send(true);
         Ok(task)
     }
 
@@ -334,11 +345,12 @@ async fn kept(
 }
 
 /// How a running task is kept in the store: where, by which holder, and
-/// the signal that its record is there.
+/// the signal that its record is there (or, `false`, that it was not kept
+/// and must not run).
 struct Mirror {
     store: Arc<dyn Store>,
     holder: String,
-    made: tokio::sync::oneshot::Receiver<()>,
+    made: tokio::sync::oneshot::Receiver<bool>,
 }
 
 /// What a task is kept as in the store: its record, held by this replica.

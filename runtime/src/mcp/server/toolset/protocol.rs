@@ -196,9 +196,11 @@ impl ToolSet {
     /// all, `per_caller` of them one caller's — a bearer token's subject,
     /// or, on a server that checks none, every client together (at least 1
     /// each). `max` is each replica's own; with a [`store`](Self::store),
-    /// `per_caller` counts the caller's tasks on every replica sharing it
-    /// (two replicas starting one at the same moment may each pass it by
-    /// one).
+    /// `per_caller` counts the caller's tasks on every replica sharing it,
+    /// in one step with keeping the next there
+    /// ([`Store::create_task`](crate::store::Store::create_task)), so that
+    /// replicas starting one at the same moment do not pass it together
+    /// (a task refused then never runs).
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
     #[must_use]
     pub fn max_tasks(mut self, max: usize, per_caller: usize) -> Self {
