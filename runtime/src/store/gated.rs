@@ -1,6 +1,7 @@
-//! A store for tests that holds every count of running tasks at a gate
-//! until the test opens it: two starts can then be seen at the same moment
-//! deterministically, with no timing at all.
+//! A store for tests that holds every count of running tasks at a gate,
+//! and every task kept at another, until the test opens them: two starts
+//! can then be seen at the same moment deterministically, with no timing
+//! at all.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,11 +15,14 @@ use super::{
 };
 
 /// A [`MemoryStore`] whose [`running_tasks`](Store::running_tasks) waits
-/// at a gate, shut until [`open`](Gated::open).
+/// at a gate, shut until [`open_counts`](Gated::open_counts), and whose
+/// [`create_task`](Store::create_task) waits at another, shut until
+/// [`open`](Gated::open) opens both.
 #[derive(Debug)]
 pub(crate) struct Gated {
     inner: MemoryStore,
     gate: Semaphore,
+    keeping: Semaphore,
     entered: AtomicUsize,
 }
 
@@ -28,6 +32,7 @@ impl Gated {
         Arc::new(Gated {
             inner: MemoryStore::new(),
             gate: Semaphore::new(0),
+            keeping: Semaphore::new(0),
             entered: AtomicUsize::new(0),
         })
     }
@@ -37,9 +42,15 @@ impl Gated {
         self.entered.load(Ordering::SeqCst)
     }
 
-    /// Opens the gate for good: every count waiting passes, and every
-    /// later one does not stop.
+    /// Opens both gates for good: every count and every task kept that
+    /// waits passes, and every later one does not stop.
     pub(crate) fn open(&self) {
+        self.gate.close();
+        self.keeping.close();
+    }
+
+    /// Opens the gate of the counts for good; tasks kept still wait.
+    pub(crate) fn open_counts(&self) {
         self.gate.close();
     }
 }
@@ -63,8 +74,14 @@ impl Store for Gated {
         })
     }
 
+    fn create_task<'a>(&'a self, task: &'a TaskRecord, most_running: u64) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let _ = self.keeping.acquire().await;
+            self.inner.create_task(task, most_running).await
+        })
+    }
+
     passed_on! {
-        create_task(task: &'a TaskRecord, most_running: u64) -> bool;
         task(id: &'a str) -> Option<TaskRecord>;
         update_task(id: &'a str, holder: &'a str, update: &'a TaskUpdate) -> bool;
         answer_task(id: &'a str, responses: &'a Value) -> bool;

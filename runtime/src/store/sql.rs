@@ -96,7 +96,7 @@ const ESCALATION_COLUMNS: &str =
 
 /// The store of one backend: `$name` over `$db`'s pool.
 macro_rules! sql_store {
-    ($(#[$doc:meta])* $name:ident, $db:ty, $pool:ty, $begin_counted:path) => {
+    ($(#[$doc:meta])* $name:ident, $db:ty, $pool:ty, $begin_writing:path, $lock_callers:path) => {
         $(#[$doc])*
         #[derive(Debug, Clone)]
         pub struct $name {
@@ -122,6 +122,17 @@ macro_rules! sql_store {
                     pause().await;
                 }
                 Ok($name { pool })
+            }
+
+            /// A transaction in which `caller`'s count and what it bounds
+            /// are one step, on every replica sharing the store.
+            async fn begin_counted(
+                &self,
+                caller: Option<&str>,
+            ) -> Result<sqlx::Transaction<'static, $db>, StoreError> {
+                let mut tx = $begin_writing(&self.pool).await?;
+                $lock_callers(&mut tx, &[caller]).await?;
+                Ok(tx)
             }
 
             fn task_of(row: &<$db as sqlx::Database>::Row) -> Result<TaskRecord, StoreError> {
@@ -380,7 +391,7 @@ macro_rules! sql_store {
                     // Counted and kept in one transaction that no other
                     // of the caller's runs beside, on any replica.
                     let caller = task.caller.as_deref();
-                    let mut tx = $begin_counted(&self.pool, caller).await?;
+                    let mut tx = self.begin_counted(caller).await?;
                     if most_running != u64::MAX
                         && Self::count_running(&mut tx, caller).await?.1 >= most_running
                     {
@@ -600,7 +611,7 @@ macro_rules! sql_store {
                     // Counted and kept in one transaction that no other
                     // of the caller's runs beside, on any replica.
                     let caller = approval.caller.as_deref();
-                    let mut tx = $begin_counted(&self.pool, caller).await?;
+                    let mut tx = self.begin_counted(caller).await?;
                     let mut opened = false;
                     if Self::count_waiting(&mut tx, caller, now).await? < most_waiting {
                         let sql = format!(
@@ -830,8 +841,21 @@ macro_rules! sql_store {
                         "UPDATE te_approvals SET state = 'expired' \
                          WHERE state = 'pending' AND expires_ms <= $1 RETURNING {APPROVAL_COLUMNS}"
                     );
-                    // Expired, escalated and audited, all or none.
-                    let mut tx = self.pool.begin().await.map_err(failed)?;
+                    // Expired, escalated and audited, all or none; the
+                    // callers of those due locked first, so that each
+                    // escalation is counted as a call's would be (one due
+                    // just after is counted unlocked).
+                    let mut tx = $begin_writing(&self.pool).await?;
+                    let due: Vec<Option<String>> = sqlx::query_scalar(
+                        "SELECT DISTINCT caller FROM te_approvals \
+                         WHERE state = 'pending' AND expires_ms <= $1",
+                    )
+                    .bind(now_ms)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(failed)?;
+                    let due: Vec<Option<&str>> = due.iter().map(Option::as_deref).collect();
+                    $lock_callers(&mut tx, &due).await?;
                     let expired = sqlx::query(sqlx::AssertSqlSafe(sql))
                         .bind(now_ms)
                         .fetch_all(&mut *tx)
@@ -893,7 +917,7 @@ macro_rules! sql_store {
                     // Counted and kept in one transaction that no other
                     // of the caller's runs beside, on any replica.
                     let caller = escalation.caller.as_deref();
-                    let mut tx = $begin_counted(&self.pool, caller).await?;
+                    let mut tx = self.begin_counted(caller).await?;
                     if Self::count_open(&mut tx, caller).await? >= most_open {
                         tx.rollback().await.map_err(failed)?;
                         return Ok(false);
@@ -1044,7 +1068,8 @@ sql_store!(
     SqliteStore,
     sqlx::Sqlite,
     sqlx::SqlitePool,
-    begin_counted_sqlite
+    begin_writing_sqlite,
+    lock_callers_sqlite
 );
 
 #[cfg(feature = "sqlite")]
@@ -1081,15 +1106,13 @@ impl SqliteStore {
     }
 }
 
-/// A transaction in which a caller's count and what it bounds are one
-/// step: SQLite takes the file's write lock at once (`BEGIN IMMEDIATE`),
-/// so no other connection, of any replica, writes between the count and
-/// the insert. (A deferred transaction would read, then fail to become a
-/// writer when another wrote meanwhile.)
+/// A transaction that writes, on SQLite: it takes the file's write lock at
+/// once (`BEGIN IMMEDIATE`), so that no other connection, of any replica,
+/// writes between what it reads and what it writes (a deferred one would
+/// read, then fail to become a writer when another wrote meanwhile).
 #[cfg(feature = "sqlite")]
-async fn begin_counted_sqlite(
+async fn begin_writing_sqlite(
     pool: &sqlx::SqlitePool,
-    _caller: Option<&str>,
 ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
     pool.begin_with("BEGIN IMMEDIATE").await.map_err(failed)
 }
@@ -1110,33 +1133,72 @@ sql_store!(
     PostgresStore,
     sqlx::Postgres,
     sqlx::PgPool,
-    begin_counted_postgres
+    begin_writing_postgres,
+    lock_callers_postgres
 );
 
-/// A transaction in which a caller's count and what it bounds are one
-/// step: it first takes a transaction-scoped advisory lock on the caller,
-/// which every replica's transaction for the same caller waits for, so
-/// that two at once cannot both count below the bound (under Postgres's
-/// default isolation each would read the count without the other's row).
-/// Other callers' do not wait (unless their keys collide: then only a
-/// little longer).
+/// A transaction that writes, on Postgres: read committed whatever the
+/// database's default, so that each statement sees what was committed
+/// before it began — a count made after a caller's lock was taken sees
+/// the rows of whoever held it before.
 #[cfg(feature = "postgres")]
-async fn begin_counted_postgres(
+async fn begin_writing_postgres(
     pool: &sqlx::PgPool,
-    caller: Option<&str>,
 ) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, StoreError> {
-    let mut tx = pool.begin().await.map_err(failed)?;
-    // A caller without a subject is keyed apart from every subject.
-    let key = caller.map_or_else(
-        || "te-caller:".to_owned(),
-        |caller| format!("te-caller:s:{caller}"),
-    );
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
-        .bind(key)
-        .execute(&mut *tx)
+    (pool.begin_with("BEGIN ISOLATION LEVEL READ COMMITTED"))
         .await
-        .map_err(failed)?;
-    Ok(tx)
+        .map_err(failed)
+}
+
+/// Takes transaction-scoped advisory locks on `callers` in
+/// `connection`'s transaction, which every replica's transaction for the
+/// same caller waits for, so that two at once cannot both count below a
+/// bound (other callers' do not wait, unless their keys collide: then
+/// only a little longer); in one order every transaction takes them in (so that two taking
+/// several cannot wait on each other), waiting 10 seconds at most for
+/// them (as SQLite waits for its file), and ending the transaction should
+/// it sit idle for a minute: a replica cut off while it holds a caller's
+/// lock holds no one up for longer.
+#[cfg(feature = "postgres")]
+async fn lock_callers_postgres(
+    connection: &mut sqlx::PgConnection,
+    callers: &[Option<&str>],
+) -> Result<(), StoreError> {
+    // A caller without a subject is keyed apart from every subject.
+    let keys: Vec<String> = (callers.iter())
+        .map(|caller| {
+            caller.map_or_else(
+                || "te-caller:".to_owned(),
+                |caller| format!("te-caller:s:{caller}"),
+            )
+        })
+        .collect();
+    sqlx::query(
+        "SELECT set_config('lock_timeout', '10s', true), \
+         set_config('idle_in_transaction_session_timeout', '60s', true)",
+    )
+    .execute(&mut *connection)
+    .await
+    .map_err(failed)?;
+    sqlx::query(
+        "SELECT pg_advisory_xact_lock(h) FROM \
+         (SELECT DISTINCT hashtextextended(k, 0) AS h FROM unnest($1::text[]) AS k ORDER BY h) AS ordered",
+    )
+    .bind(keys)
+    .execute(&mut *connection)
+    .await
+    .map_err(failed)?;
+    Ok(())
+}
+
+/// SQLite needs no lock on a caller: a transaction that writes holds the
+/// whole file from its first write.
+#[cfg(feature = "sqlite")]
+async fn lock_callers_sqlite(
+    _connection: &mut sqlx::SqliteConnection,
+    _callers: &[Option<&str>],
+) -> Result<(), StoreError> {
+    Ok(())
 }
 
 #[cfg(feature = "postgres")]

@@ -54,9 +54,10 @@ pub(crate) async fn held(
         id: id.clone(),
         holder: holder.clone(),
     };
-    if created.await == Ok(false) {
-        // Not kept: its caller runs as many tasks as they may across the
-        // replicas. Nothing ran, and there is no record to end.
+    if created.await != Ok(true) {
+        // Not kept — its caller runs as many tasks as they may across the
+        // replicas, or its start was dropped before it was: nothing ran,
+        // and there is no record to end.
         unfinished.store = None;
         return Err(TaskExit::Cancelled);
     }

@@ -1,8 +1,9 @@
 //! One at a time for each caller: a caller's turn, held by a replica from
 //! counting what the caller has in the store to writing the new one (a
 //! kept task started, an approval opened, an escalation kept), so that one
-//! caller's calls at the same moment do not pass their bound together —
-//! and no caller waits behind another's.
+//! caller's crowd of calls at the same moment waits here, not in the store
+//! — and no caller waits behind another's. The store's own count, made in
+//! one step with the write, is what holds the bound across replicas.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};

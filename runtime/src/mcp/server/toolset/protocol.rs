@@ -200,7 +200,9 @@ impl ToolSet {
     /// in one step with keeping the next there
     /// ([`Store::create_task`](crate::store::Store::create_task)), so that
     /// replicas starting one at the same moment do not pass it together
-    /// (a task refused then never runs).
+    /// (a task refused then never runs). A store that fails as a task is
+    /// kept does not stop it: it runs, counted by this replica alone, and
+    /// a warning is logged.
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
     #[must_use]
     pub fn max_tasks(mut self, max: usize, per_caller: usize) -> Self {

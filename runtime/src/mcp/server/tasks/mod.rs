@@ -88,7 +88,8 @@ pub(crate) struct Tasks {
     max_per_caller: usize,
     /// A caller's turn, held from counting their tasks in the store to
     /// keeping the new one there: one kept task of theirs starts at a time
-    /// on this replica.
+    /// on this replica (the store's own count as it keeps the task is what
+    /// holds the bound across replicas).
     starting: Arc<Turns>,
 }
 
@@ -178,11 +179,15 @@ impl Tasks {
             match kept.store.create_task(&kept.record, most).await {
                 Ok(true) => {}
                 Ok(false) => {
-                    // Never runs: its future ends before the work starts.
+                    // Never runs: its future ends before the work starts,
+                    // and no one is told its id.
                     let _ = created.send(false);
+                    (self.owners.lock().unwrap_or_else(PoisonError::into_inner))
+                        .remove(&task.task_id);
                     return Err(Full::Caller(self.max_per_caller));
                 }
                 Err(error) => {
+                    // Run all the same, as a task of this replica's alone.
                     tracing::warn!(%error, task = %task.task_id, "a task could not be kept in the store");
                 }
             }
@@ -379,118 +384,4 @@ impl fmt::Debug for Tasks {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn a_task_dropped_unfinished_gives_its_slot_back() {
-        let tasks = Tasks::new(|_| TaskSupport::Optional).bounded(1, 1);
-        let (alive, dropped) = tokio::sync::oneshot::channel::<()>();
-        tasks
-            .start(Some("alice"), None, move |_| {
-                Box::pin(async move {
-                    let _alive = alive;
-                    std::future::pending().await
-                })
-            })
-            .expect("the first task starts");
-        let never = |_| -> TaskFuture { Box::pin(std::future::pending()) };
-        assert_eq!(
-            tasks.start(Some("alice"), None, never).err(),
-            Some(Full::Server(1))
-        );
-        // rmcp aborts a task past its time to live the way it aborts every
-        // task on shutdown: the future is dropped, its end never reached.
-        tasks.manager.shutdown();
-        let _ = dropped.await;
-        assert!(
-            tasks.start(Some("alice"), None, never).is_ok(),
-            "the aborted task's slot is free again"
-        );
-    }
-
-    #[tokio::test]
-    async fn a_kept_task_rmcp_aborts_ends_failed_in_the_store_and_is_never_taken_over() {
-        use crate::store::{MemoryStore, TaskState, now_ms};
-        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-        let tasks = Tasks::new(|_| TaskSupport::Optional);
-        let record = held::record("refund", &serde_json::json!({}), None, "replica-a", true);
-        let kept = Kept {
-            store: Arc::clone(&store),
-            record,
-        };
-        let never = |_| -> TaskFuture { Box::pin(std::future::pending()) };
-        let task = tasks.spawn(None, Some(kept), never).await.expect("started");
-        // Let the task start and wait, then abort it as rmcp does at its
-        // time to live.
-        tokio::task::yield_now().await;
-        tasks.manager.shutdown();
-        let mut ended = None;
-        for _ in 0..1_000 {
-            let record = store.task(&task.task_id).await.unwrap().expect("kept");
-            if record.state == TaskState::Failed {
-                ended = Some(record);
-                break;
-            }
-            tokio::task::yield_now().await;
-        }
-        let ended = ended.expect("the record ends failed");
-        assert!(ended.error.unwrap().to_string().contains("task expired"));
-        // Its lease lapsing later changes nothing: no replica takes it over.
-        let later = now_ms() + 10 * 60 * 1000;
-        let taken = store
-            .claim_abandoned_tasks("replica-b", later, later + 1000, 10)
-            .await
-            .unwrap();
-        assert!(taken.iter().all(|t| t.id != task.task_id));
-    }
-
-    #[tokio::test]
-    async fn a_callers_kept_starts_are_counted_one_at_a_time_and_others_are_not_held() {
-        use std::task::{Context, Poll, Waker};
-
-        use crate::caller::Caller;
-        use crate::store::gated::Gated;
-        let store = Gated::new();
-        let tasks = Tasks::new(|_| TaskSupport::Optional).bounded(100, 1);
-        let start = |who: &'static str| {
-            let caller = Caller::new(who, ["tasks"]);
-            let record = held::record(
-                "report",
-                &serde_json::json!({}),
-                Some(&caller),
-                "replica-a",
-                true,
-            );
-            let store: Arc<dyn Store> = store.clone();
-            let never = |_| -> TaskFuture { Box::pin(std::future::pending()) };
-            let tasks = tasks.clone();
-            async move {
-                tasks
-                    .spawn(Some(who), Some(Kept { store, record }), never)
-                    .await
-            }
-        };
-        let mut first = std::pin::pin!(start("alice"));
-        let mut second = std::pin::pin!(start("alice"));
-        let mut bob = std::pin::pin!(start("bob"));
-        // Each start goes as far as it can while the count is held.
-        let mut context = Context::from_waker(Waker::noop());
-        for future in [first.as_mut(), second.as_mut(), bob.as_mut()] {
-            assert!(matches!(future.poll(&mut context), Poll::Pending));
-        }
-        assert_eq!(
-            store.entered(),
-            2,
-            "alice's second start waits for her first; bob's is not held by hers"
-        );
-        store.open();
-        assert!(first.await.is_ok());
-        assert_eq!(
-            second.await.err(),
-            Some(Full::Caller(1)),
-            "counted after the first was kept"
-        );
-        assert!(bob.await.is_ok());
-    }
-}
+mod tests;
