@@ -241,6 +241,42 @@ macro_rules! sql_store {
                 Ok(())
             }
 
+            /// Keeps `task`, on `connection` (in its transaction, if it
+            /// has one).
+            async fn insert_task(
+                connection: &mut <$db as sqlx::Database>::Connection,
+                task: &TaskRecord,
+            ) -> Result<(), StoreError> {
+                let sql = format!(
+                    "INSERT INTO te_tasks ({TASK_COLUMNS}) VALUES \
+                     ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, 0, $19)"
+                );
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(&task.id)
+                    .bind(&task.tool)
+                    .bind(text(&task.arguments))
+                    .bind(&task.caller)
+                    .bind(task.state.as_str())
+                    .bind(&task.status_message)
+                    .bind(task.created_ms)
+                    .bind(task.updated_ms)
+                    .bind(task.ttl_ms)
+                    .bind(&task.holder)
+                    .bind(task.lease_until_ms)
+                    .bind(task.safe_to_repeat)
+                    .bind(i64::from(task.runs))
+                    .bind(task.input_requests.as_ref().map(text))
+                    .bind(task.input_responses.as_ref().map(text))
+                    .bind(task.cancel_requested)
+                    .bind(task.result.as_ref().map(text))
+                    .bind(task.error.as_ref().map(text))
+                    .bind(text(&serde_json::json!(task.caller_scopes)))
+                    .execute(connection)
+                    .await
+                    .map_err(failed)?;
+                Ok(())
+            }
+
             /// How many tasks run, and how many of them are `caller`'s,
             /// on `connection` (in its transaction, if it has one).
             async fn count_running(
@@ -388,43 +424,20 @@ macro_rules! sql_store {
                 most_running: u64,
             ) -> StoreFuture<'a, bool> {
                 Box::pin(async move {
+                    let caller = task.caller.as_deref();
+                    if most_running == u64::MAX {
+                        let mut connection = self.pool.acquire().await.map_err(failed)?;
+                        Self::insert_task(&mut connection, task).await?;
+                        return Ok(true);
+                    }
                     // Counted and kept in one transaction that no other
                     // of the caller's runs beside, on any replica.
-                    let caller = task.caller.as_deref();
                     let mut tx = self.begin_counted(caller).await?;
-                    if most_running != u64::MAX
-                        && Self::count_running(&mut tx, caller).await?.1 >= most_running
-                    {
+                    if Self::count_running(&mut tx, caller).await?.1 >= most_running {
                         tx.rollback().await.map_err(failed)?;
                         return Ok(false);
                     }
-                    let sql = format!(
-                        "INSERT INTO te_tasks ({TASK_COLUMNS}) VALUES \
-                         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, 0, $19)"
-                    );
-                    sqlx::query(sqlx::AssertSqlSafe(sql))
-                        .bind(&task.id)
-                        .bind(&task.tool)
-                        .bind(text(&task.arguments))
-                        .bind(&task.caller)
-                        .bind(task.state.as_str())
-                        .bind(&task.status_message)
-                        .bind(task.created_ms)
-                        .bind(task.updated_ms)
-                        .bind(task.ttl_ms)
-                        .bind(&task.holder)
-                        .bind(task.lease_until_ms)
-                        .bind(task.safe_to_repeat)
-                        .bind(i64::from(task.runs))
-                        .bind(task.input_requests.as_ref().map(text))
-                        .bind(task.input_responses.as_ref().map(text))
-                        .bind(task.cancel_requested)
-                        .bind(task.result.as_ref().map(text))
-                        .bind(task.error.as_ref().map(text))
-                        .bind(text(&serde_json::json!(task.caller_scopes)))
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(failed)?;
+                    Self::insert_task(&mut tx, task).await?;
                     tx.commit().await.map_err(failed)?;
                     Ok(true)
                 })
