@@ -959,6 +959,8 @@ async fn refuses_everything(server: &Server, session: &str, path: &str, token: &
             "{why}: {page_path}"
         );
         assert!(page.contains("cannot be reached"), "{page}");
+        // The inbox's own page, as its forms' refusals are.
+        assert!(page.contains("/inbox/style.css"), "{page}");
         assert!(!page.contains("OVER_CAP"), "{page}");
     }
     let approve = [("csrf", token), ("decision", "approve")];

@@ -56,7 +56,7 @@ async fn index(Shared(state): Shared<Arc<State>>, headers: HeaderMap) -> Respons
     match signed_in(&state, &headers).await {
         Ok(Some((session, cookie))) => listing(&state, &session.caller, &cookie, None).await,
         Ok(None) => sign_in_form(&state, &headers, None),
-        Err(()) => store_unreachable(),
+        Err(()) => store_unreachable(&state),
     }
 }
 
@@ -85,7 +85,7 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
         Ok(lists) => lists,
         Err(error) => {
             tracing::warn!(%error, "the inbox could not read the store");
-            return store_unreachable();
+            return store_unreachable(&state);
         }
     };
     let (mine, others): (Vec<_>, Vec<_>) = pending
@@ -120,7 +120,7 @@ async fn approval(
     let (Session { caller: who, .. }, cookie) = match signed_in(&state, &headers).await {
         Ok(Some(found)) => found,
         Ok(None) => return sign_in_form(&state, &headers, None),
-        Err(()) => return store_unreachable(),
+        Err(()) => return store_unreachable(&state),
     };
     let approval = match state.store.approval(&id).await {
         // Another scope's approval is as unknown as one that never was.
@@ -128,7 +128,7 @@ async fn approval(
         Ok(_) => return page(StatusCode::NOT_FOUND, "No such approval.".into()),
         Err(error) => {
             tracing::warn!(%error, "the inbox could not read the store");
-            return store_unreachable();
+            return store_unreachable(&state);
         }
     };
     let waiting = matches!(
@@ -228,6 +228,6 @@ async fn resolve(
             *response.status_mut() = StatusCode::CONFLICT;
             response
         }
-        Err(_) => store_unreachable(),
+        Err(_) => store_unreachable(&state),
     }
 }

@@ -42,6 +42,10 @@ impl State {
                 include_str!("templates/approval_card.html"),
             ),
             ("arguments.html", include_str!("templates/arguments.html")),
+            (
+                "unavailable.html",
+                include_str!("templates/unavailable.html"),
+            ),
         ] {
             pages
                 .add_template(name, source)
@@ -58,11 +62,18 @@ impl State {
     }
 }
 
-/// The answer to a request the store could not serve: 503, nothing done.
-pub(super) fn store_unreachable() -> Response {
-    page(
+/// The answer to a request the store could not serve: 503, nothing done,
+/// on the inbox's own page.
+pub(super) fn store_unreachable(state: &State) -> Response {
+    let context = minijinja::context! {
+        server => server_name(state),
+        problem => "The store cannot be reached.",
+    };
+    render(
+        state,
         StatusCode::SERVICE_UNAVAILABLE,
-        "The store cannot be reached.".into(),
+        "unavailable.html",
+        context,
     )
 }
 
