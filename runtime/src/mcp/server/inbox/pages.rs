@@ -85,7 +85,7 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
         Ok(lists) => lists,
         Err(error) => {
             tracing::warn!(%error, "the inbox could not read the store");
-            return store_unreachable(&state);
+            return store_unreachable(state);
         }
     };
     let (mine, others): (Vec<_>, Vec<_>) = pending
