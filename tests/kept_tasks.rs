@@ -213,9 +213,10 @@ async fn a_callers_task_bound_holds_across_the_replicas() {
 }
 
 /// Calls starting tasks at the same moment on one replica do not pass the
-/// caller's bound together: each counts the tasks in the store only once the
-/// one before it is kept there. One task runs on the other replica, the
-/// bound is two, and of eight starts at once on this one, one is taken.
+/// caller's bound together: they start one at a time on the replica, and
+/// the store counts again as it keeps each. One task runs on the other
+/// replica, the bound is two, and of eight starts at once on this one, one
+/// is taken.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn starts_at_the_same_moment_on_one_replica_do_not_pass_the_bound_together() {
     let folder = tempfile::tempdir().unwrap();
@@ -246,7 +247,10 @@ async fn starts_at_the_same_moment_on_one_replica_do_not_pass_the_bound_together
 /// Nor do starts at the same moment on two replicas: the store counts a
 /// caller's tasks and keeps the next in one step. Eight starts at once on
 /// each of two replicas sharing a SQLite file, against a bound of two: two
-/// are taken, and the fourteen refused never run.
+/// are taken, and the fourteen refused never run. (Which refusals the
+/// store makes, rather than the count read before it, depends on timing
+/// here; `runtime/src/mcp/server/tasks/tests.rs` holds that case without
+/// any.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn starts_at_the_same_moment_on_two_replicas_do_not_pass_the_bound_together() {
     let folder = tempfile::tempdir().unwrap();

@@ -1204,8 +1204,9 @@ async fn lock_callers_postgres(
     Ok(())
 }
 
-/// SQLite needs no lock on a caller: a transaction that writes holds the
-/// whole file from its first write.
+/// SQLite needs no lock on a caller: a counted transaction begins with
+/// `BEGIN IMMEDIATE` ([`begin_writing_sqlite`]), which holds the whole
+/// file's write lock from its start, before it counts.
 #[cfg(feature = "sqlite")]
 async fn lock_callers_sqlite(
     _connection: &mut sqlx::SqliteConnection,

@@ -54,12 +54,18 @@ pub(crate) async fn held(
         id: id.clone(),
         holder: holder.clone(),
     };
-    if created.await != Ok(true) {
-        // Not kept — its caller runs as many tasks as they may across the
-        // replicas, or its start was dropped before it was: nothing ran,
-        // and there is no record to end.
-        unfinished.store = None;
-        return Err(TaskExit::Cancelled);
+    match created.await {
+        Ok(true) => {}
+        // Not kept: its caller runs as many tasks as they may across the
+        // replicas. Nothing ran, and there is no record to end.
+        Ok(false) => {
+            unfinished.store = None;
+            return Err(TaskExit::Cancelled);
+        }
+        // Its start was dropped, before or after the record was kept:
+        // nothing runs, and the guard ends the record if there is one, so
+        // that it neither counts against its caller nor is taken over.
+        Err(_) => return Err(TaskExit::Cancelled),
     }
     let mut future = pin!(future);
     let mut answered = serde_json::Map::new();

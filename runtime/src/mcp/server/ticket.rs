@@ -121,7 +121,7 @@ fn write_object(fields: &Map<String, Value>, out: &mut Vec<u8>) {
 }
 
 /// Where `call`, blocked with `blocked` (shown to approvers as `shown`
-/// makes it, which runs only when an approval is to be opened),
+/// makes it, which runs only when an approval may be opened),
 /// stands in `store`: the approval of its block is opened when there is no
 /// live one, and read when there is — unless the caller has as many
 /// waiting as they may, and the call ends `TOO_MANY_APPROVALS`. The
@@ -153,6 +153,15 @@ pub(crate) async fn wait(
     let approval = match live.iter().find(|approval| approval.block == call.block) {
         Some(approval) => onward(approval, &live),
         None => {
+            // Refused at once when plainly past the bound, with a read
+            // alone: no write, no view made for approvers. The store
+            // counts again as it opens one.
+            let caller = call.caller.map(Caller::subject);
+            let most = u64::try_from(call.most_waiting).unwrap_or(u64::MAX);
+            let waiting = store.waiting_approvals(caller, now).await?;
+            if waiting >= most {
+                return Ok((Ticketed::Ended(too_many(blocked, waiting)), None));
+            }
             // Bounded, so that an expiry moved after a late decision and a
             // late run stays far inside every store's integers.
             let ttl_ms = i64::try_from(ttl.min(MAX_APPROVAL_TTL).as_millis()).unwrap_or(i64::MAX);
@@ -171,9 +180,7 @@ pub(crate) async fn wait(
                 .map(|caller| caller.scopes().map(str::to_owned).collect())
                 .unwrap_or_default();
             approval.safe_to_repeat = call.safe_to_repeat;
-            let most = u64::try_from(call.most_waiting).unwrap_or(u64::MAX);
             let Some(kept) = store.open_approval(&approval, most).await? else {
-                let caller = call.caller.map(Caller::subject);
                 let waiting = store.waiting_approvals(caller, now).await?.max(most);
                 return Ok((Ticketed::Ended(too_many(blocked, waiting)), None));
             };

@@ -262,7 +262,8 @@ impl ToolSet {
         };
         self.start_runner();
         // The block as approvers see it (masked, sized as sent), made only
-        // when an approval is opened.
+        // when an approval may be opened (none lives, the caller is below
+        // the bound).
         let shown = || {
             self.failure(entry, Failure::Envelope(failure.envelope().clone()))
                 .structured_content
