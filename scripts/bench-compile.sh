@@ -7,10 +7,11 @@
 # (after one untimed touch, so that each timed one finds the incremental
 # cache as an edit-compile loop does). Each is built twice: as a library, and
 # as the stdio server binary a user actually builds. rmcp's library is built
-# twice more: with its router private, as rmcp's examples write it (nothing
-# outside the crate can then build its server, so rustc generates no code for
+# two ways: with its router private, as rmcp's examples write it (nothing
+# outside the crate can then build its server, so rustc generates almost no code for
 # its tools there and the binary compiles all of it), and with
-# `#[tool_router(vis = "pub")]`, a library another crate can serve, as
+# `#[tool_router(vis = "pub")]` and its field public, a library another
+# crate can serve, as
 # tool-envelope's `pub fn tools()` is.
 # Build times on a shared VM vary by tens of percent from run to run: the
 # median of several runs is reported.
@@ -120,11 +121,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 # (the router private, as rmcp's examples have it), nothing outside the crate
 # can build a `Server`, so rustc generates no code for its tools at all. A
 # library of tools exists to be served from elsewhere, as tool-envelope's
-# `pub fn tools()` is: `vis = "pub"` makes rmcp's router public.
+# `pub fn tools()` is: `vis = "pub"` makes rmcp's router public, and a
+# public field lets another crate build the server with it.
 rmcp_lib = open(f"{crates}/rmcp_lib/src/lib.rs").read()
 assert "\n#[tool_router]\n" in rmcp_lib
 write(f"{crates}/rmcp_pub_lib/Cargo.toml", open(f"{crates}/rmcp_lib/Cargo.toml").read().replace('"rmcp_lib"', '"rmcp_pub_lib"'))
-write(f"{crates}/rmcp_pub_lib/src/lib.rs", rmcp_lib.replace("\n#[tool_router]\n", '\n#[tool_router(vis = "pub")]\n'))
+assert "    tool_router: ToolRouter<Self>," in rmcp_lib
+write(f"{crates}/rmcp_pub_lib/src/lib.rs", rmcp_lib
+      .replace("\n#[tool_router]\n", '\n#[tool_router(vis = "pub")]\n')
+      .replace("    tool_router: ToolRouter<Self>,", "    pub tool_router: ToolRouter<Self>,"))
 
 # tool-envelope's #[tool]: the functions themselves, async as rmcp's are,
 # served by a ToolSet.
