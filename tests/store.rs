@@ -760,56 +760,52 @@ async fn races(replicas: Vec<Arc<dyn Store>>) {
     // One caller's calls opening approvals at once on every replica, each
     // a different call: no more than the bound are kept.
     let caller = format!("crowd-{now}");
-    let mut opens = Vec::new();
-    for n in 0..40 {
-        let store = Arc::clone(&replicas[n % replicas.len()]);
+    let opened = crowd(&replicas, |store, n| {
         let mut theirs = approval(&format!("crowd-{now}-{n}"), now + MINUTE);
         theirs.caller = Some(caller.clone());
-        opens.push(tokio::spawn(async move {
-            store.open_approval(&theirs, 3).await.unwrap().is_some()
-        }));
-    }
-    let mut opened = 0;
-    for open in opens {
-        opened += usize::from(open.await.unwrap());
-    }
+        async move { store.open_approval(&theirs, 3).await.unwrap().is_some() }
+    })
+    .await;
     assert_eq!(opened, 3, "{opened} approvals kept against a bound of 3");
     let waiting = replicas[0].waiting_approvals(Some(&caller), now).await;
     assert_eq!(waiting.unwrap(), 3);
 
     // And their escalations kept at once: no more than the bound are open.
-    let mut keeps = Vec::new();
-    for n in 0..40 {
-        let store = Arc::clone(&replicas[n % replicas.len()]);
+    let kept = crowd(&replicas, |store, n| {
         let theirs = EscalationRecord::new(json!({"n": n}), Some(caller.clone()));
-        keeps.push(tokio::spawn(async move {
-            store.record_escalation(&theirs, 3).await.unwrap()
-        }));
-    }
-    let mut kept = 0;
-    for keep in keeps {
-        kept += usize::from(keep.await.unwrap());
-    }
+        async move { store.record_escalation(&theirs, 3).await.unwrap() }
+    })
+    .await;
     assert_eq!(kept, 3, "{kept} escalations kept against a bound of 3");
     let open = replicas[0].open_escalations(Some(&caller)).await;
     assert_eq!(open.unwrap(), 3);
 
     // And their tasks started at once: no more than the bound run.
-    let mut starts = Vec::new();
-    for n in 0..40 {
-        let store = Arc::clone(&replicas[n % replicas.len()]);
+    let started = crowd(&replicas, |store, n| {
         let theirs = TaskRecord::new("slow", json!({"n": n}), Some(caller.clone()), MINUTE);
-        starts.push(tokio::spawn(async move {
-            store.create_task(&theirs, 3).await.unwrap()
-        }));
-    }
-    let mut started = 0;
-    for start in starts {
-        started += usize::from(start.await.unwrap());
-    }
+        async move { store.create_task(&theirs, 3).await.unwrap() }
+    })
+    .await;
     assert_eq!(started, 3, "{started} tasks kept against a bound of 3");
     let running = replicas[0].running_tasks(Some(&caller)).await;
     assert_eq!(running.unwrap().1, 3);
+}
+
+/// Forty at once, spread over `replicas`, each `keep(store, n)` spawned:
+/// how many said they kept theirs.
+async fn crowd<F, Fut>(replicas: &[Arc<dyn Store>], keep: F) -> usize
+where
+    F: Fn(Arc<dyn Store>, usize) -> Fut,
+    Fut: std::future::Future<Output = bool> + Send + 'static,
+{
+    let spawned: Vec<_> = (0..40)
+        .map(|n| tokio::spawn(keep(Arc::clone(&replicas[n % replicas.len()]), n)))
+        .collect();
+    let mut kept = 0;
+    for one in spawned {
+        kept += usize::from(one.await.unwrap());
+    }
+    kept
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
