@@ -180,9 +180,9 @@ pub(crate) async fn wait(
                 .map(|caller| caller.scopes().map(str::to_owned).collect())
                 .unwrap_or_default();
             approval.safe_to_repeat = call.safe_to_repeat;
+            // Refused by the store's own count: as many as may wait, wait.
             let Some(kept) = store.open_approval(&approval, most).await? else {
-                let waiting = store.waiting_approvals(caller, now).await?.max(most);
-                return Ok((Ticketed::Ended(too_many(blocked, waiting)), None));
+                return Ok((Ticketed::Ended(too_many(blocked, most)), None));
             };
             if kept.id == approval.id {
                 opened = Some(kept.clone());
