@@ -3,9 +3,9 @@
 # over plain HTTP, through the same nginx (Debian's package) to the same
 # server (benches/servers' tool_envelope_server, release, stateless), in one
 # run. nginx listens twice, plainly and with a certificate from a CA made
-# here with openssl; the criterion bench benches/tls.rs calls through both.
+# here with openssl; benches/tls.rs calls through both, in alternating rounds.
 #
-#   scripts/bench-tls.sh            # the bench's own criterion arguments may follow
+#   scripts/bench-tls.sh [ROUNDS]   # alternating rounds, 11 unless given
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,6 +48,9 @@ $(nginx_temp_paths "$work")
         listen 127.0.0.1:$tls_port ssl;
         ssl_certificate $work/server.pem;
         ssl_certificate_key $work/server.key;
+        # nginx 1.22 (Debian 12) offers TLS 1.3 only when asked; later
+        # versions offer it by default, as any current deployment does.
+        ssl_protocols TLSv1.2 TLSv1.3;
         location / {
             proxy_pass http://server;
             proxy_http_version 1.1;
