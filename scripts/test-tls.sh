@@ -10,6 +10,7 @@
 # - Without the CA, every attempt fails with the certificate envelope
 #   (`permission`, `TLS_CERTIFICATE`), and nothing reaches the replicas:
 #   nginx's access log does not grow.
+# - Every request that reached nginx came over TLS 1.3.
 # - The official Python SDK's client (scripts/mcp_python_bearer.py), over
 #   the same TLS: 401 without a token, served with one, and the refund
 #   guard on the `refunds:write` scope.
@@ -69,7 +70,7 @@ pid $work/nginx.pid;
 error_log stderr crit;
 events { worker_connections 512; }
 http {
-    log_format upstream '\$upstream_addr \$status \$request_method';
+    log_format upstream '\$upstream_addr \$status \$request_method \$ssl_protocol';
     access_log $work/access.log upstream;
 $(nginx_temp_paths "$work")
     upstream mcp_replicas {
@@ -81,6 +82,8 @@ $(nginx_temp_paths "$work")
         listen 127.0.0.1:$port ssl;
         ssl_certificate $work/server.pem;
         ssl_certificate_key $work/server.key;
+        # nginx 1.22 (Debian 12) offers TLS 1.3 only when asked.
+        ssl_protocols TLSv1.2 TLSv1.3;
         location / {
             proxy_pass http://mcp_replicas;
             proxy_http_version 1.1;
@@ -131,14 +134,20 @@ echo "PASS  without the CA: nothing reached nginx's upstreams ($after log lines 
     TOOL_ENVELOPE_TLS_URL="$url" TOOL_ENVELOPE_TLS_CA="$work/ca.pem" \
         cargo test --quiet --all-features --test mcp_tls -- --ignored --nocapture --test-threads 1 a_thousand_calls)
 
-# Both replicas took their share, and nginx answered nothing itself.
+# Both replicas took their share, nginx answered nothing itself, and every
+# client (McpClient, the agent, the Python SDK) spoke TLS 1.3.
 "$venv_python" - "$work/access.log" "$first" "$second" <<'PY'
 import collections, sys
 log, *replicas = sys.argv[1:]
-counts = collections.Counter(line.split()[0] for line in open(log))
+lines = [line.split() for line in open(log)]
+counts = collections.Counter(fields[0] for fields in lines)
 print(f"requests per replica: {dict(counts)}")
 if counts["-"]:
     sys.exit(f"nginx answered {counts['-']} requests itself")
+protocols = collections.Counter(fields[3] for fields in lines)
+print(f"TLS versions: {dict(protocols)}")
+if set(protocols) != {"TLSv1.3"}:
+    sys.exit(f"not every request came over TLS 1.3: {dict(protocols)}")
 for replica in replicas:
     if counts[replica] < 300:
         sys.exit(f"replica {replica} answered {counts[replica]} requests")
