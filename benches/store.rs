@@ -1,14 +1,19 @@
-//! Figure 13 of BENCHMARKS.md: what the store costs.
+//! Figure 12 of BENCHMARKS.md: what the store costs.
 //!
-//! - 13a: a call that uses neither tasks nor approvals, through a `ToolSet`
+//! - 12a: a call that uses neither tasks nor approvals, through a `ToolSet`
 //!   without a store, with an in-memory store and with a SQLite one;
-//! - 13b: a task made and read back (`create_task` + `task`), in memory, in
-//!   SQLite and, with `TOOL_ENVELOPE_BENCH_POSTGRES=postgres://…`, in
-//!   Postgres;
-//! - 13c: from an approver's decision (`ToolSet::decide`, what the inbox's
+//! - 12e: a task kept and finished, its caller's running tasks counted in
+//!   the same step (`create_task` with a bound, as `ToolSet::max_tasks`
+//!   asks) against kept whatever runs (`u64::MAX`, one plain statement),
+//!   with 50 other callers' tasks running, in memory, in SQLite and, with
+//!   `TOOL_ENVELOPE_BENCH_POSTGRES=postgres://…`, in Postgres (a database
+//!   of its own: 12b leaves its tasks running, and a count reads them all);
+//! - 12b: a task made and read back (`create_task` + `task`), in the same
+//!   stores;
+//! - 12c: from an approver's decision (`ToolSet::decide`, what the inbox's
 //!   Approve button does) to the tool's reply kept in the store, run by the
 //!   background runner: p50 and p99 over 200 approvals, printed;
-//! - 13d: the inbox page with 1,000 pending approvals, over HTTP.
+//! - 12d: the inbox page with 1,000 pending approvals, over HTTP.
 //!
 //! `cargo bench --bench store --features rmcp,sqlite,postgres,inbox`
 
@@ -19,7 +24,9 @@ use criterion::{Criterion, Throughput};
 use serde_json::json;
 use tool_envelope::guard::{Approvers, Blocked, Caller, ToolCall};
 use tool_envelope::mcp::{BearerAuth, HttpOptions, Inbox, ToolContext, ToolSet};
-use tool_envelope::store::{self, ApprovalState, MemoryStore, Store, TaskRecord};
+use tool_envelope::store::{
+    self, ApprovalState, MemoryStore, Store, TaskRecord, TaskState, TaskUpdate,
+};
 use tool_envelope::{ErrorEnvelope, tool};
 
 /// Look up an order.
@@ -62,7 +69,7 @@ fn main() {
         .unwrap();
     let mut criterion = Criterion::default().configure_from_args();
 
-    // 13a: the same call, with and without a store the call never uses.
+    // 12a: the same call, with and without a store the call never uses.
     let plain = ToolSet::new().tool::<lookup>();
     let memory = plain.clone().store(Arc::new(MemoryStore::new()));
     let sqlite = runtime.block_on(store::open(&sqlite_url("plain"))).unwrap();
@@ -86,7 +93,6 @@ fn main() {
     }
     group.finish();
 
-    // 13b: a task made and read back.
     let mut stores: Vec<(&str, Arc<dyn Store>)> = vec![
         ("memory", Arc::new(MemoryStore::new())),
         (
@@ -97,6 +103,50 @@ fn main() {
     if let Ok(url) = std::env::var("TOOL_ENVELOPE_BENCH_POSTGRES") {
         stores.push(("postgres", runtime.block_on(store::open(&url)).unwrap()));
     }
+
+    // 12e, first, while the stores hold only what it makes: a task kept and
+    // finished, counted against not, beside 50 other callers' running tasks
+    // (what a count reads: the running tasks, every caller's, for the
+    // store-wide bound as well).
+    let task = |caller: &str| {
+        TaskRecord::new(
+            "lookup",
+            json!({"order": "O-1"}),
+            Some(caller.into()),
+            60_000,
+        )
+        .held_by("bench", store::now_ms() + 86_400_000)
+    };
+    for (_, store) in &stores {
+        runtime.block_on(async {
+            for other in 0..50 {
+                let running = task(&format!("other-{other}"));
+                assert!(store.create_task(&running, u64::MAX).await.unwrap());
+            }
+        });
+    }
+    // The caller is new each run: 12b's tasks, left running in a database
+    // a run before, are "agent"'s.
+    let caller = format!("counted-{}", store::now_ms());
+    let mut group = criterion.benchmark_group("store_task_keep_counted");
+    group.throughput(Throughput::Elements(1));
+    for (name, store) in &stores {
+        for (bound, most_running) in [("unbounded", u64::MAX), ("counted", 8)] {
+            group.bench_function(format!("{name}_{bound}"), |b| {
+                b.iter(|| {
+                    runtime.block_on(async {
+                        let kept = task(&caller);
+                        assert!(store.create_task(&kept, most_running).await.unwrap());
+                        let done = TaskUpdate::finish(TaskState::Completed, Some(json!("ok")));
+                        assert!(store.update_task(&kept.id, "bench", &done).await.unwrap());
+                    });
+                });
+            });
+        }
+    }
+    group.finish();
+
+    // 12b: a task made and read back.
     let mut group = criterion.benchmark_group("store_task_create_get");
     group.throughput(Throughput::Elements(1));
     for (name, store) in &stores {
@@ -118,10 +168,10 @@ fn main() {
     }
     group.finish();
 
-    // 13c: decision to result, by the background runner.
+    // 12c: decision to result, by the background runner.
     let agent = Caller::new("agent", ["refunds:write"]);
     let approver = Caller::new("approver", ["refunds:approve"]);
-    // Fresh stores: the in-memory one above holds every task 13b made,
+    // Fresh stores: the in-memory one above holds every task 12b made,
     // which the runner's look for abandoned tasks would walk.
     let mut fresh: Vec<(&str, Arc<dyn Store>)> = vec![
         ("memory", Arc::new(MemoryStore::new())),
@@ -172,7 +222,7 @@ fn main() {
         );
     }
 
-    // 13d: the inbox with 1,000 pending approvals.
+    // 12d: the inbox with 1,000 pending approvals.
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let tools = ToolSet::new()
         .tool::<refund>()

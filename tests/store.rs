@@ -54,14 +54,29 @@ async fn tasks(store: &dyn Store) {
     // Bounded by caller: past `most_running` of theirs running, nothing is
     // kept; another caller's is.
     let who = format!("tasked-{now}");
-    let theirs = || TaskRecord::new("slow", json!({}), Some(who.clone()), MINUTE);
-    assert!(store.create_task(&theirs(), 1).await.unwrap());
+    let theirs = || {
+        TaskRecord::new("slow", json!({}), Some(who.clone()), MINUTE)
+            .held_by("replica-a", now + MINUTE)
+    };
+    let first = theirs();
+    assert!(store.create_task(&first, 1).await.unwrap());
     let past = theirs();
     assert!(!store.create_task(&past, 1).await.unwrap());
     assert_eq!(store.task(&past.id).await.unwrap(), None);
     assert_eq!(store.running_tasks(Some(&who)).await.unwrap().1, 1);
     let others = TaskRecord::new("slow", json!({}), Some(format!("other-{now}")), MINUTE);
     assert!(store.create_task(&others, 1).await.unwrap());
+    // A task that finished runs no more: its caller may start another.
+    let ended = TaskUpdate::finish(TaskState::Completed, None);
+    assert!(
+        store
+            .update_task(&first.id, "replica-a", &ended)
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.running_tasks(Some(&who)).await.unwrap().1, 0);
+    assert!(store.create_task(&theirs(), 1).await.unwrap());
+    assert_eq!(store.running_tasks(Some(&who)).await.unwrap().1, 1);
 
     // Only the holder changes it.
     let mut working = TaskUpdate::now();
@@ -126,10 +141,39 @@ async fn tasks(store: &dyn Store) {
         .await
         .unwrap();
     assert!(again.iter().all(|t| t.id != abandoned.id), "claimed twice");
+    // A task that finished is never claimed, whatever its lease says.
+    let over = TaskRecord::new("slow", json!({}), None, 10 * MINUTE)
+        .held_by("replica-dead", now + MINUTE)
+        .safe_to_repeat(true);
+    assert!(store.create_task(&over, u64::MAX).await.unwrap());
+    assert!(
+        store
+            .update_task(&over.id, "replica-dead", &ended)
+            .await
+            .unwrap()
+    );
+    let later = now + 2 * MINUTE;
+    let claimed = (store.claim_abandoned_tasks("replica-b", later, later + MINUTE, 100))
+        .await
+        .unwrap();
+    assert!(
+        claimed.iter().all(|t| t.id != over.id),
+        "a finished task claimed"
+    );
 
-    // Past its time to live, a task is swept.
+    // Past its time to live, a task is swept, running or not, and counts
+    // no more.
     store.sweep(now + 11 * MINUTE).await.unwrap();
     assert_eq!(store.task(&task.id).await.unwrap(), None);
+    assert_eq!(store.running_tasks(Some(&who)).await.unwrap().1, 0);
+    let (swept_at, lease) = (now + 11 * MINUTE, now + 12 * MINUTE);
+    let swept = (store.claim_abandoned_tasks("replica-b", swept_at, lease, 100))
+        .await
+        .unwrap();
+    assert!(
+        swept.iter().all(|t| t.id != abandoned.id),
+        "a swept task claimed"
+    );
 
     // A task that finished late in its life is read for its time to live
     // after it finished, not only until its creation's.
@@ -888,6 +932,35 @@ async fn postgres_keeps_the_contract_across_two_replicas() {
         "DROP FUNCTION te_test_audit_down()",
     ];
     nothing_without_its_audit(&*first, sql, &down, &up).await;
+
+    // A caller's lock held elsewhere (a replica cut off in the middle of a
+    // count) holds a counted keep up for 10 seconds, then the store says
+    // so; a keep that counts nothing does not wait for it, nor does
+    // another caller's.
+    let held = format!("held-{}", store::now_ms());
+    let mut holder = beside.begin().await.unwrap();
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+        .bind(format!("te-caller:s:{held}"))
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let task = |caller: &str| TaskRecord::new("slow", json!({}), Some(caller.into()), MINUTE);
+    assert!(first.create_task(&task(&held), u64::MAX).await.unwrap());
+    assert!(first.create_task(&task("someone-else"), 5).await.unwrap());
+    let started = std::time::Instant::now();
+    let waited = first.create_task(&task(&held), 5).await;
+    let error = waited.expect_err("kept while another held the caller's lock");
+    assert!(
+        error.to_string().contains("lock timeout"),
+        "the lock's wait ended by its timeout: {error}"
+    );
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(9),
+        "gave up after {:?}, before the 10 s lock timeout",
+        started.elapsed()
+    );
+    holder.rollback().await.unwrap();
+    assert!(first.create_task(&task(&held), 5).await.unwrap());
 }
 
 /// A decision, an expiry and a resolution are kept with their line of the

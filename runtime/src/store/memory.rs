@@ -2,7 +2,7 @@
 //! its tasks and approvals when it restarts. Every "decide once" method is
 //! one change under one lock.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde_json::Value;
@@ -21,6 +21,10 @@ pub struct MemoryStore {
 #[derive(Debug, Default)]
 struct State {
     tasks: HashMap<String, TaskRecord>,
+    /// The ids of the tasks not finished: what a count of running tasks
+    /// and the look for abandoned ones walk, rather than every task kept
+    /// until its time to live ends.
+    running: HashSet<String>,
     approvals: HashMap<String, ApprovalRecord>,
     redeemed: HashMap<String, i64>,
     escalations: HashMap<String, EscalationRecord>,
@@ -39,6 +43,16 @@ impl MemoryStore {
 }
 
 impl State {
+    /// Keeps `task`, and notes whether it runs.
+    fn keep_task(&mut self, task: TaskRecord) {
+        if task.state.is_finished() {
+            self.running.remove(&task.id);
+        } else {
+            self.running.insert(task.id.clone());
+        }
+        self.tasks.insert(task.id.clone(), task);
+    }
+
     /// The approval `id`, if its call runs held by `holder`.
     fn running(&mut self, id: &str, holder: &str) -> Option<&mut ApprovalRecord> {
         (self.approvals.get_mut(id)).filter(|approval| {
@@ -64,7 +78,7 @@ pub(super) fn is_live(approval: &ApprovalRecord, now_ms: i64) -> bool {
 
 /// How many tasks run, and how many of them are `caller`'s.
 fn running(state: &State, caller: Option<&str>) -> (u64, u64) {
-    let running = (state.tasks.values()).filter(|task| !task.state.is_finished());
+    let running = (state.running.iter()).filter_map(|id| state.tasks.get(id));
     let mine = |task: &TaskRecord| u64::from(task.caller.as_deref() == caller);
     running.fold((0, 0), |(all, theirs), task| (all + 1, theirs + mine(task)))
 }
@@ -88,10 +102,10 @@ fn newest<T>(mut items: Vec<T>, created: impl Fn(&T) -> i64, limit: u32) -> Vec<
 impl Store for MemoryStore {
     fn create_task<'a>(&'a self, task: &'a TaskRecord, most_running: u64) -> StoreFuture<'a, bool> {
         let mut state = self.lock();
-        if running(&state, task.caller.as_deref()).1 >= most_running {
+        if most_running != u64::MAX && running(&state, task.caller.as_deref()).1 >= most_running {
             return ready(false);
         }
-        state.tasks.insert(task.id.clone(), task.clone());
+        state.keep_task(task.clone());
         ready(true)
     }
 
@@ -106,13 +120,17 @@ impl Store for MemoryStore {
         update: &'a TaskUpdate,
     ) -> StoreFuture<'a, bool> {
         let mut state = self.lock();
-        let Some(task) = state.tasks.get_mut(id) else {
+        let State { tasks, running, .. } = &mut *state;
+        let Some(task) = tasks.get_mut(id) else {
             return ready(false);
         };
         if task.holder.as_deref() != Some(holder) || task.state.is_finished() {
             return ready(false);
         }
-        apply(task, update);
+        update.apply_to(task);
+        if task.state.is_finished() {
+            running.remove(id);
+        }
         ready(true)
     }
 
@@ -159,12 +177,16 @@ impl Store for MemoryStore {
         limit: u32,
     ) -> StoreFuture<'a, Vec<TaskRecord>> {
         let mut state = self.lock();
+        let State { tasks, running, .. } = &mut *state;
         let mut claimed = Vec::new();
-        for task in state.tasks.values_mut() {
+        for id in running.iter() {
             if claimed.len() == limit as usize {
                 break;
             }
-            if !task.state.is_finished() && task.lease_until_ms < now_ms {
+            let Some(task) = tasks.get_mut(id) else {
+                continue;
+            };
+            if task.lease_until_ms < now_ms {
                 task.holder = Some(holder.to_owned());
                 task.lease_until_ms = lease_until_ms;
                 task.runs += 1;
@@ -441,9 +463,14 @@ impl Store for MemoryStore {
 
     fn sweep<'a>(&'a self, now_ms: i64) -> StoreFuture<'a, ()> {
         let mut state = self.lock();
-        state
-            .tasks
-            .retain(|_, task| task.updated_ms.saturating_add(task.ttl_ms) > now_ms);
+        let State { tasks, running, .. } = &mut *state;
+        tasks.retain(|id, task| {
+            let kept = task.updated_ms.saturating_add(task.ttl_ms) > now_ms;
+            if !kept {
+                running.remove(id);
+            }
+            kept
+        });
         state.redeemed.retain(|_, until| *until > now_ms);
         state.approvals.retain(|_, approval| {
             !matches!(
@@ -458,29 +485,6 @@ impl Store for MemoryStore {
 /// How long a decided approval is kept past its expiry, for the audit's
 /// readers (7 days).
 pub(super) const KEEP_DECIDED_MS: i64 = 7 * 24 * 60 * 60 * 1000;
-
-/// `update`, applied to `task`.
-pub(super) fn apply(task: &mut TaskRecord, update: &TaskUpdate) {
-    if let Some(state) = update.state {
-        task.state = state;
-    }
-    if let Some(message) = &update.status_message {
-        task.status_message.clone_from(message);
-    }
-    if let Some(lease) = update.lease_until_ms {
-        task.lease_until_ms = lease;
-    }
-    if let Some(requests) = &update.input_requests {
-        task.input_requests.clone_from(requests);
-    }
-    if let Some(result) = &update.result {
-        task.result = Some(result.clone());
-    }
-    if let Some(error) = &update.error {
-        task.error = Some(error.clone());
-    }
-    task.updated_ms = update.at_ms;
-}
 
 /// How many escalations of `caller` are open in `state`.
 fn open_of(state: &State, caller: Option<&str>) -> u64 {

@@ -196,6 +196,30 @@ impl TaskUpdate {
         }
         update
     }
+
+    /// This change, made to `task`: what every store's `update_task` does
+    /// once it holds the task.
+    pub(super) fn apply_to(&self, task: &mut TaskRecord) {
+        if let Some(state) = self.state {
+            task.state = state;
+        }
+        if let Some(message) = &self.status_message {
+            task.status_message.clone_from(message);
+        }
+        if let Some(lease) = self.lease_until_ms {
+            task.lease_until_ms = lease;
+        }
+        if let Some(requests) = &self.input_requests {
+            task.input_requests.clone_from(requests);
+        }
+        if let Some(result) = &self.result {
+            task.result = Some(result.clone());
+        }
+        if let Some(error) = &self.error {
+            task.error = Some(error.clone());
+        }
+        task.updated_ms = self.at_ms;
+    }
 }
 
 /// Where an approval is in its life.

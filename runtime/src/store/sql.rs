@@ -471,7 +471,7 @@ macro_rules! sql_store {
                                 .try_get("version")
                                 .map_err(failed)?
                         };
-                        super::memory::apply(&mut task, update);
+                        update.apply_to(&mut task);
                         let sql = "UPDATE te_tasks SET state = $1, status_message = $2, \
                                    lease_until_ms = $3, input_requests = $4, result = $5, error = $6, \
                                    updated_ms = $7, version = version + 1 \
@@ -1153,25 +1153,31 @@ sql_store!(
 /// A transaction that writes, on Postgres: read committed whatever the
 /// database's default, so that each statement sees what was committed
 /// before it began — a count made after a caller's lock was taken sees
-/// the rows of whoever held it before.
+/// the rows of whoever held it before; waiting 10 seconds at most for a
+/// lock (as SQLite waits for its file), and ended should it sit idle for a
+/// minute, so that a replica cut off while it holds a caller's lock holds
+/// no one up for longer. One message, one round trip: `BEGIN` and both
+/// settings, local to the transaction.
 #[cfg(feature = "postgres")]
 async fn begin_writing_postgres(
     pool: &sqlx::PgPool,
 ) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, StoreError> {
-    (pool.begin_with("BEGIN ISOLATION LEVEL READ COMMITTED"))
-        .await
-        .map_err(failed)
+    (pool.begin_with(
+        "BEGIN ISOLATION LEVEL READ COMMITTED; \
+         SET LOCAL lock_timeout = '10s'; \
+         SET LOCAL idle_in_transaction_session_timeout = '60s'",
+    ))
+    .await
+    .map_err(failed)
 }
 
 /// Takes transaction-scoped advisory locks on `callers` in
 /// `connection`'s transaction, which every replica's transaction for the
 /// same caller waits for, so that two at once cannot both count below a
 /// bound (other callers' do not wait, unless their keys collide: then
-/// only a little longer); in one order every transaction takes them in (so that two taking
-/// several cannot wait on each other), waiting 10 seconds at most for
-/// them (as SQLite waits for its file), and ending the transaction should
-/// it sit idle for a minute: a replica cut off while it holds a caller's
-/// lock holds no one up for longer.
+/// only a little longer); in one order every transaction takes them in (so
+/// that two taking several cannot wait on each other), for as long as
+/// [`begin_writing_postgres`] lets a lock be waited for.
 #[cfg(feature = "postgres")]
 async fn lock_callers_postgres(
     connection: &mut sqlx::PgConnection,
@@ -1186,13 +1192,6 @@ async fn lock_callers_postgres(
             )
         })
         .collect();
-    sqlx::query(
-        "SELECT set_config('lock_timeout', '10s', true), \
-         set_config('idle_in_transaction_session_timeout', '60s', true)",
-    )
-    .execute(&mut *connection)
-    .await
-    .map_err(failed)?;
     sqlx::query(
         "SELECT pg_advisory_xact_lock(h) FROM \
          (SELECT DISTINCT hashtextextended(k, 0) AS h FROM unnest($1::text[]) AS k ORDER BY h) AS ordered",
