@@ -138,6 +138,10 @@ fn main() {
         let chosen: Vec<usize> = (0..callers.len())
             .filter(|index| only.as_deref().is_none_or(|only| only == callers[*index].0))
             .collect();
+        assert!(
+            !chosen.is_empty(),
+            "TOOL_ENVELOPE_BENCH_ONLY is one of ours-plain, ours-tls, bare-plain, bare-tls"
+        );
         // Warm up every path once: connections made, handshakes done.
         for index in &chosen {
             for _ in 0..200 {

@@ -29,6 +29,63 @@ fn approval(digest: &str, expires_ms: i64) -> ApprovalRecord {
     )
 }
 
+/// The holder renews a task's lease on one replica, over and over, while it
+/// finishes the task on the other: whatever the order, the task stays
+/// finished with its result — no renewal writes back a task it read before
+/// the finish.
+async fn renewals_never_undo_a_finish(replicas: &[Arc<dyn Store>]) {
+    let now = store::now_ms();
+    let mut races = Vec::new();
+    for n in 0..30 {
+        let task = TaskRecord::new("slow", json!({"n": n}), Some("racer".into()), 10 * MINUTE)
+            .held_by("replica-a", now + MINUTE);
+        assert!(replicas[0].create_task(&task, u64::MAX).await.unwrap());
+        let renewing = Arc::clone(&replicas[n % replicas.len()]);
+        let finishing = Arc::clone(&replicas[(n + 1) % replicas.len()]);
+        let id = task.id.clone();
+        races.push(tokio::spawn(async move {
+            let renewals = {
+                let id = id.clone();
+                tokio::spawn(async move {
+                    let mut renew = TaskUpdate::now();
+                    renew.lease_until_ms = Some(now + 2 * MINUTE);
+                    // Until the task is found finished (a bounded number
+                    // of times: a task brought back to work is renewed for
+                    // ever).
+                    for _ in 0..500 {
+                        match renewing.update_task(&id, "replica-a", &renew).await {
+                            Ok(true) => {}
+                            Ok(false) => break,
+                            Err(error) => assert!(error.to_string().contains("too often")),
+                        }
+                    }
+                })
+            };
+            tokio::task::yield_now().await;
+            let done = TaskUpdate::finish(TaskState::Completed, Some(json!({"n": n})));
+            // A store may answer that the task changed too often while it
+            // tried: the holder tries again, as the runner's next pass would.
+            loop {
+                match finishing.update_task(&id, "replica-a", &done).await {
+                    Ok(finished) => break assert!(finished, "the holder's finish refused"),
+                    Err(error) => assert!(error.to_string().contains("too often"), "{error}"),
+                }
+            }
+            renewals.await.unwrap();
+            let read = finishing.task(&id).await.unwrap().unwrap();
+            assert_eq!(read.state, TaskState::Completed, "a renewal undid a finish");
+            assert_eq!(
+                read.result,
+                Some(json!({"n": n})),
+                "a renewal lost a result"
+            );
+        }));
+    }
+    for race in races {
+        race.await.unwrap();
+    }
+}
+
 /// Every promise of one store, in order.
 async fn contract(store: Arc<dyn Store>) {
     tasks(&*store).await;
@@ -736,6 +793,7 @@ async fn escalations_of(store: &dyn Store, id: &str) -> usize {
 /// Many replicas at once on one approval: one decides, one claims, one
 /// redeems.
 async fn races(replicas: Vec<Arc<dyn Store>>) {
+    renewals_never_undo_a_finish(&replicas).await;
     let now = store::now_ms();
     let digest = format!("race-{now}");
     let opened = replicas[0]

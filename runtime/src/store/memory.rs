@@ -186,7 +186,7 @@ impl Store for MemoryStore {
             let Some(task) = tasks.get_mut(id) else {
                 continue;
             };
-            if task.lease_until_ms < now_ms {
+            if !task.state.is_finished() && task.lease_until_ms < now_ms {
                 task.holder = Some(holder.to_owned());
                 task.lease_until_ms = lease_until_ms;
                 task.runs += 1;

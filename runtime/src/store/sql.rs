@@ -455,22 +455,27 @@ macro_rules! sql_store {
             ) -> StoreFuture<'a, bool> {
                 Box::pin(async move {
                     for _ in 0..TRIES {
+                        // The version first, then the task: a change made
+                        // between the two reads fails the update below,
+                        // which tries again, rather than writing back a
+                        // task read before that change (a lease renewed
+                        // over a task finished a moment before).
+                        let sql = "SELECT version FROM te_tasks WHERE id = $1";
+                        let Some(row) = sqlx::query(sql)
+                            .bind(id)
+                            .fetch_optional(&self.pool)
+                            .await
+                            .map_err(failed)?
+                        else {
+                            return Ok(false);
+                        };
+                        let version: i64 = row.try_get("version").map_err(failed)?;
                         let Some(mut task) = self.task_row(id).await? else {
                             return Ok(false);
                         };
                         if task.holder.as_deref() != Some(holder) || task.state.is_finished() {
                             return Ok(false);
                         }
-                        let version: i64 = {
-                            let sql = "SELECT version FROM te_tasks WHERE id = $1";
-                            sqlx::query(sql)
-                                .bind(id)
-                                .fetch_one(&self.pool)
-                                .await
-                                .map_err(failed)?
-                                .try_get("version")
-                                .map_err(failed)?
-                        };
                         update.apply_to(&mut task);
                         let sql = "UPDATE te_tasks SET state = $1, status_message = $2, \
                                    lease_until_ms = $3, input_requests = $4, result = $5, error = $6, \
@@ -1153,22 +1158,20 @@ sql_store!(
 /// A transaction that writes, on Postgres: read committed whatever the
 /// database's default, so that each statement sees what was committed
 /// before it began — a count made after a caller's lock was taken sees
-/// the rows of whoever held it before; waiting 10 seconds at most for a
-/// lock (as SQLite waits for its file), and ended should it sit idle for a
-/// minute, so that a replica cut off while it holds a caller's lock holds
-/// no one up for longer. One message, one round trip: `BEGIN` and both
-/// settings, local to the transaction.
+/// the rows of whoever held it before.
+///
+/// `BEGIN` alone: the timeouts are set by a statement of their own once
+/// the transaction is open ([`lock_callers_postgres`]). Sent in `BEGIN`'s
+/// own message they would save a round trip, but should one of them fail
+/// there, sqlx, which rolls back only a transaction it saw begin, would
+/// put the connection back in the pool inside an aborted transaction.
 #[cfg(feature = "postgres")]
 async fn begin_writing_postgres(
     pool: &sqlx::PgPool,
 ) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, StoreError> {
-    (pool.begin_with(
-        "BEGIN ISOLATION LEVEL READ COMMITTED; \
-         SET LOCAL lock_timeout = '10s'; \
-         SET LOCAL idle_in_transaction_session_timeout = '60s'",
-    ))
-    .await
-    .map_err(failed)
+    (pool.begin_with("BEGIN ISOLATION LEVEL READ COMMITTED"))
+        .await
+        .map_err(failed)
 }
 
 /// Takes transaction-scoped advisory locks on `callers` in
@@ -1176,8 +1179,10 @@ async fn begin_writing_postgres(
 /// same caller waits for, so that two at once cannot both count below a
 /// bound (other callers' do not wait, unless their keys collide: then
 /// only a little longer); in one order every transaction takes them in (so
-/// that two taking several cannot wait on each other), for as long as
-/// [`begin_writing_postgres`] lets a lock be waited for.
+/// that two taking several cannot wait on each other), waiting 10 seconds
+/// at most for them (as SQLite waits for its file), and ending the
+/// transaction should it sit idle for a minute: a replica cut off while it
+/// holds a caller's lock holds no one up for longer.
 #[cfg(feature = "postgres")]
 async fn lock_callers_postgres(
     connection: &mut sqlx::PgConnection,
@@ -1192,6 +1197,13 @@ async fn lock_callers_postgres(
             )
         })
         .collect();
+    sqlx::query(
+        "SELECT set_config('lock_timeout', '10s', true), \
+         set_config('idle_in_transaction_session_timeout', '60s', true)",
+    )
+    .execute(&mut *connection)
+    .await
+    .map_err(failed)?;
     sqlx::query(
         "SELECT pg_advisory_xact_lock(h) FROM \
          (SELECT DISTINCT hashtextextended(k, 0) AS h FROM unnest($1::text[]) AS k ORDER BY h) AS ordered",
