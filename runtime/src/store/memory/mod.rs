@@ -495,3 +495,6 @@ fn open_of(state: &State, caller: Option<&str>) -> u64 {
         .count();
     u64::try_from(open).unwrap_or(u64::MAX)
 }
+
+#[cfg(test)]
+mod tests;
