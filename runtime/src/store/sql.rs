@@ -363,13 +363,26 @@ macro_rules! sql_store {
             }
 
             async fn task_row(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+                Ok(self.versioned_task(id).await?.map(|(task, _)| task))
+            }
+
+            /// The task `id` and its version, read in one row: what an
+            /// optimistic update writes against.
+            async fn versioned_task(
+                &self,
+                id: &str,
+            ) -> Result<Option<(TaskRecord, i64)>, StoreError> {
                 let sql = format!("SELECT {TASK_COLUMNS} FROM te_tasks WHERE id = $1");
                 let row = sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(id)
                     .fetch_optional(&self.pool)
                     .await
                     .map_err(failed)?;
-                row.as_ref().map(Self::task_of).transpose()
+                let Some(row) = row else {
+                    return Ok(None);
+                };
+                let version: i64 = row.try_get("version").map_err(failed)?;
+                Ok(Some((Self::task_of(&row)?, version)))
             }
 
             async fn live_approvals(
@@ -455,22 +468,12 @@ macro_rules! sql_store {
             ) -> StoreFuture<'a, bool> {
                 Box::pin(async move {
                     for _ in 0..TRIES {
-                        // The version first, then the task: a change made
-                        // between the two reads fails the update below,
-                        // which tries again, rather than writing back a
-                        // task read before that change (a lease renewed
-                        // over a task finished a moment before).
-                        let sql = "SELECT version FROM te_tasks WHERE id = $1";
-                        let Some(row) = sqlx::query(sql)
-                            .bind(id)
-                            .fetch_optional(&self.pool)
-                            .await
-                            .map_err(failed)?
-                        else {
-                            return Ok(false);
-                        };
-                        let version: i64 = row.try_get("version").map_err(failed)?;
-                        let Some(mut task) = self.task_row(id).await? else {
+                        // The task and its version in one row: a change made
+                        // after it was read fails the update below, which
+                        // tries again, rather than writing back a task read
+                        // before that change (a lease renewed over a task
+                        // finished a moment before).
+                        let Some((mut task, version)) = self.versioned_task(id).await? else {
                             return Ok(false);
                         };
                         if task.holder.as_deref() != Some(holder) || task.state.is_finished() {
