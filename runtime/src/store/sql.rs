@@ -94,6 +94,48 @@ const APPROVAL_COLUMNS: &str = "id, digest, block, tool, arguments, shown, calle
 const ESCALATION_COLUMNS: &str =
     "id, tool, caller, envelope, state, created_ms, resolved_by, resolved_ms, note";
 
+/// `INSERT INTO table (columns)` of one row of `values` — unless `most` is
+/// bounded and as many rows match `counted` already, counted in the same
+/// statement (one round trip where a count and an insert were two), the
+/// bound the statement's `bound_parameter` ([`bind_bound`]). When the
+/// bound is reached it keeps nothing, and its rows affected say so: none.
+/// It still runs in a transaction that holds the caller's lock
+/// (`begin_counted`): under read committed, two such statements at once
+/// would each count without the other's row.
+fn bounded_insert(
+    table: &str,
+    columns: &str,
+    values: &str,
+    counted: &str,
+    bound_parameter: &str,
+    most: u64,
+) -> String {
+    if most == u64::MAX {
+        format!("INSERT INTO {table} ({columns}) VALUES ({values})")
+    } else {
+        format!(
+            "INSERT INTO {table} ({columns}) SELECT {values} \
+             WHERE (SELECT COUNT(*) FROM {table} WHERE {counted}) < {bound_parameter}"
+        )
+    }
+}
+
+/// Binds `most` to a [`bounded_insert`]'s bound, when it has one
+/// (`u64::MAX` is none; above `i64::MAX`, no count reaches it either).
+fn bind_bound<'q, DB: sqlx::Database>(
+    query: sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments>,
+    most: u64,
+) -> sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments>
+where
+    i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+{
+    if most == u64::MAX {
+        query
+    } else {
+        query.bind(i64::try_from(most).unwrap_or(i64::MAX))
+    }
+}
+
 /// The store of one backend: `$name` over `$db`'s pool.
 macro_rules! sql_store {
     ($(#[$doc:meta])* $name:ident, $db:ty, $pool:ty, $begin_writing:path, $lock_callers:path) => {
@@ -242,16 +284,24 @@ macro_rules! sql_store {
             }
 
             /// Keeps `task`, on `connection` (in its transaction, if it
-            /// has one).
+            /// has one), unless its caller has `most_running` tasks
+            /// running already, counted in the same statement (`bounded_insert`).
+            /// Whether it was kept.
             async fn insert_task(
                 connection: &mut <$db as sqlx::Database>::Connection,
                 task: &TaskRecord,
-            ) -> Result<(), StoreError> {
-                let sql = format!(
-                    "INSERT INTO te_tasks ({TASK_COLUMNS}) VALUES \
-                     ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, 0, $19)"
+                most_running: u64,
+            ) -> Result<bool, StoreError> {
+                let values = "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, 0, $19";
+                let sql = bounded_insert(
+                    "te_tasks",
+                    TASK_COLUMNS,
+                    values,
+                    "caller IS NOT DISTINCT FROM $4 AND state IN ('working', 'input_required')",
+                    "$20",
+                    most_running,
                 );
-                sqlx::query(sqlx::AssertSqlSafe(sql))
+                let query = sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(&task.id)
                     .bind(&task.tool)
                     .bind(text(&task.arguments))
@@ -270,11 +320,12 @@ macro_rules! sql_store {
                     .bind(task.cancel_requested)
                     .bind(task.result.as_ref().map(text))
                     .bind(task.error.as_ref().map(text))
-                    .bind(text(&serde_json::json!(task.caller_scopes)))
+                    .bind(text(&serde_json::json!(task.caller_scopes)));
+                let done = bind_bound(query, most_running)
                     .execute(connection)
                     .await
                     .map_err(failed)?;
-                Ok(())
+                Ok(done.rows_affected() == 1)
             }
 
             /// How many tasks run, and how many of them are `caller`'s,
@@ -337,16 +388,23 @@ macro_rules! sql_store {
             }
 
             /// Keeps `escalation`, on `connection` (in its transaction, if
-            /// it has one).
+            /// it has one), unless its caller has `most_open` escalations
+            /// open already, counted in the same statement
+            /// (`bounded_insert`). Whether it was kept.
             async fn write_escalation(
                 connection: &mut <$db as sqlx::Database>::Connection,
                 escalation: &EscalationRecord,
-            ) -> Result<(), StoreError> {
-                let sql = format!(
-                    "INSERT INTO te_escalations ({ESCALATION_COLUMNS}) VALUES \
-                     ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+                most_open: u64,
+            ) -> Result<bool, StoreError> {
+                let sql = bounded_insert(
+                    "te_escalations",
+                    ESCALATION_COLUMNS,
+                    "$1, $2, $3, $4, $5, $6, $7, $8, $9",
+                    "caller IS NOT DISTINCT FROM $3 AND state = 'open'",
+                    "$10",
+                    most_open,
                 );
-                sqlx::query(sqlx::AssertSqlSafe(sql))
+                let query = sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(&escalation.id)
                     .bind(&escalation.tool)
                     .bind(&escalation.caller)
@@ -355,11 +413,12 @@ macro_rules! sql_store {
                     .bind(escalation.created_ms)
                     .bind(&escalation.resolved_by)
                     .bind(escalation.resolved_ms)
-                    .bind(&escalation.note)
+                    .bind(&escalation.note);
+                let done = bind_bound(query, most_open)
                     .execute(connection)
                     .await
                     .map_err(failed)?;
-                Ok(())
+                Ok(done.rows_affected() == 1)
             }
 
             async fn task_row(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
@@ -440,19 +499,14 @@ macro_rules! sql_store {
                     let caller = task.caller.as_deref();
                     if most_running == u64::MAX {
                         let mut connection = self.pool.acquire().await.map_err(failed)?;
-                        Self::insert_task(&mut connection, task).await?;
-                        return Ok(true);
+                        return Self::insert_task(&mut connection, task, most_running).await;
                     }
                     // Counted and kept in one transaction that no other
                     // of the caller's runs beside, on any replica.
                     let mut tx = self.begin_counted(caller).await?;
-                    if Self::count_running(&mut tx, caller).await?.1 >= most_running {
-                        tx.rollback().await.map_err(failed)?;
-                        return Ok(false);
-                    }
-                    Self::insert_task(&mut tx, task).await?;
+                    let kept = Self::insert_task(&mut tx, task, most_running).await?;
                     tx.commit().await.map_err(failed)?;
-                    Ok(true)
+                    Ok(kept)
                 })
             }
 
@@ -633,14 +687,17 @@ macro_rules! sql_store {
                     // of the caller's runs beside, on any replica.
                     let caller = approval.caller.as_deref();
                     let mut tx = self.begin_counted(caller).await?;
-                    let mut opened = false;
-                    if Self::count_waiting(&mut tx, caller, now).await? < most_waiting {
-                        let sql = format!(
-                            "INSERT INTO te_approvals ({APPROVAL_COLUMNS}) VALUES \
-                             ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, NULL, NULL, NULL, 0, $13, NULL) \
-                             ON CONFLICT DO NOTHING"
-                        );
-                        let done = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    // The count is the approval's own time's: one that
+                    // expired by then waits no more.
+                    let sql = bounded_insert(
+                        "te_approvals",
+                        APPROVAL_COLUMNS,
+                        "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, NULL, NULL, NULL, 0, $13, NULL",
+                        "caller IS NOT DISTINCT FROM $7 AND state = 'pending' AND expires_ms > $11",
+                        "$14",
+                        most_waiting,
+                    ) + " ON CONFLICT DO NOTHING";
+                    let query = sqlx::query(sqlx::AssertSqlSafe(sql))
                             .bind(&approval.id)
                             .bind(&approval.digest)
                             .bind(&approval.block)
@@ -653,14 +710,13 @@ macro_rules! sql_store {
                             .bind(approval.state.as_str())
                             .bind(approval.created_ms)
                             .bind(approval.expires_ms)
-                            .bind(approval.safe_to_repeat)
-                            .execute(&mut *tx)
-                            .await
-                            .map_err(failed)?;
-                        opened = done.rows_affected() == 1;
-                    }
+                            .bind(approval.safe_to_repeat);
+                    let done = bind_bound(query, most_waiting)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(failed)?;
                     tx.commit().await.map_err(failed)?;
-                    if opened {
+                    if done.rows_affected() == 1 {
                         return Ok(Some(approval.clone()));
                     }
                     // Another replica opened the same call's meanwhile, or
@@ -888,7 +944,7 @@ macro_rules! sql_store {
                     for approval in &expired {
                         let open = Self::count_open(&mut tx, approval.caller.as_deref()).await?;
                         if let Some(escalation) = escalate(approval, open) {
-                            Self::write_escalation(&mut tx, &escalation).await?;
+                            Self::write_escalation(&mut tx, &escalation, u64::MAX).await?;
                         }
                         Self::write_audit(&mut tx, &AuditEntry::expired(&approval.id, now_ms))
                             .await?;
@@ -932,20 +988,15 @@ macro_rules! sql_store {
                 Box::pin(async move {
                     if most_open == u64::MAX {
                         let mut connection = self.pool.acquire().await.map_err(failed)?;
-                        Self::write_escalation(&mut connection, escalation).await?;
-                        return Ok(true);
+                        return Self::write_escalation(&mut connection, escalation, most_open).await;
                     }
                     // Counted and kept in one transaction that no other
                     // of the caller's runs beside, on any replica.
                     let caller = escalation.caller.as_deref();
                     let mut tx = self.begin_counted(caller).await?;
-                    if Self::count_open(&mut tx, caller).await? >= most_open {
-                        tx.rollback().await.map_err(failed)?;
-                        return Ok(false);
-                    }
-                    Self::write_escalation(&mut tx, escalation).await?;
+                    let kept = Self::write_escalation(&mut tx, escalation, most_open).await?;
                     tx.commit().await.map_err(failed)?;
-                    Ok(true)
+                    Ok(kept)
                 })
             }
 
