@@ -1008,10 +1008,13 @@ async fn postgres_keeps_the_contract_across_two_replicas() {
     let started = std::time::Instant::now();
     let waited = first.create_task(&task(&held), 5).await;
     let error = waited.expect_err("kept while another held the caller's lock");
-    assert!(
-        error.to_string().contains("lock timeout"),
+    // SQLSTATE 55P03, lock_not_available: whatever the server's language.
+    assert_eq!(
+        error.code(),
+        Some("55P03"),
         "the lock's wait ended by its timeout: {error}"
     );
+    assert!(error.to_string().ends_with("(code 55P03)"), "{error}");
     assert!(
         started.elapsed() >= std::time::Duration::from_secs(9),
         "gave up after {:?}, before the 10 s lock timeout",
@@ -1063,6 +1066,12 @@ async fn nothing_without_its_audit<F, Fut>(
     }
     let yes = Decision::new(true, "carol", "ok");
     let error = store.decide(&pending.id, &yes).await.unwrap_err();
+    // The database's own code comes with the text: SQLite's extended code
+    // of a trigger's abort, Postgres's SQLSTATE of a raised exception.
+    assert!(
+        matches!(error.code(), Some("1811" | "P0001")),
+        "the database's code: {error:?}"
+    );
     assert!(
         error.to_string().contains("audit cannot be written"),
         "{error}"

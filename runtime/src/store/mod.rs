@@ -57,20 +57,47 @@ pub type Escalate<'a> = dyn Fn(&ApprovalRecord, u64) -> Option<EscalationRecord>
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
 /// A store's failure: the backend's own error, as text (never a secret: the
-/// SQL drivers do not quote parameters).
+/// SQL drivers do not quote parameters), and the database's own code for
+/// it when it gave one ([`code`](Self::code)).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoreError(String);
+pub struct StoreError {
+    what: String,
+    code: Option<String>,
+}
 
 impl StoreError {
     /// An error that says `what`.
     pub fn new(what: impl Into<String>) -> Self {
-        StoreError(what.into())
+        StoreError {
+            what: what.into(),
+            code: None,
+        }
+    }
+
+    /// The same error, with the database's own code for it.
+    #[must_use]
+    pub fn with_code(mut self, code: impl Into<String>) -> Self {
+        self.code = Some(code.into());
+        self
+    }
+
+    /// The database's own code for the failure, when it gave one: the
+    /// SQLSTATE on Postgres (`55P03`, a lock not had in time; `40001`, a
+    /// serialization failure), SQLite's extended result code (`5`, the
+    /// file busy). Unlike the text, it does not change with the server's
+    /// language, so it is what to match on.
+    pub fn code(&self) -> Option<&str> {
+        self.code.as_deref()
     }
 }
 
 impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "the store failed: {}", self.0)
+        write!(f, "the store failed: {}", self.what)?;
+        if let Some(code) = &self.code {
+            write!(f, " (code {code})")?;
+        }
+        Ok(())
     }
 }
 

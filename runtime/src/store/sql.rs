@@ -56,9 +56,26 @@ fn migrator() -> Migrator {
     ])
 }
 
-/// A driver's error, as the store's.
-fn failed(error: impl std::fmt::Display) -> StoreError {
-    StoreError::new(error.to_string())
+/// A driver's error, as the store's: its text, and the database's code
+/// for it when the database answered with one (a migration's too).
+fn failed(error: impl std::error::Error + 'static) -> StoreError {
+    let mut code = None;
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&error);
+    while let Some(error) = cause {
+        if let Some(database) = (error.downcast_ref::<sqlx::Error>())
+            .and_then(sqlx::Error::as_database_error)
+            .and_then(sqlx::error::DatabaseError::code)
+        {
+            code = Some(database.into_owned());
+            break;
+        }
+        cause = error.source();
+    }
+    let failure = StoreError::new(error.to_string());
+    match code {
+        Some(code) => failure.with_code(code),
+        None => failure,
+    }
 }
 
 /// JSON as it is kept: text.

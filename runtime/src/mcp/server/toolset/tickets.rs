@@ -97,7 +97,8 @@ impl fmt::Display for DecisionError {
             DecisionError::NotPending(state) => {
                 write!(f, "the approval is {} already", state.as_str())
             }
-            DecisionError::Store(error) => write!(f, "the store failed: {error}"),
+            // `StoreError` says "the store failed" itself.
+            DecisionError::Store(error) => write!(f, "{error}"),
         }
     }
 }
@@ -383,3 +384,19 @@ const FOLLOW: Duration = Duration::from_secs(1);
 /// How long before its task would expire a call that waits for an approver
 /// in it ends with its ticket: time for the reply to be kept and read.
 const BEFORE_EXPIRY: Duration = Duration::from_secs(10);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_failure_says_so_once_with_the_database_code() {
+        let error = DecisionError::from(
+            StoreError::new("canceling statement due to lock timeout").with_code("55P03"),
+        );
+        assert_eq!(
+            error.to_string(),
+            "the store failed: canceling statement due to lock timeout (code 55P03)"
+        );
+    }
+}
