@@ -117,6 +117,11 @@ async fn tasks(store: &dyn Store) {
     };
     let first = theirs();
     assert!(store.create_task(&first, 1).await.unwrap());
+    assert_eq!(
+        store.task(&first.id).await.unwrap().as_ref(),
+        Some(&first),
+        "kept through the count as it was given"
+    );
     let past = theirs();
     assert!(!store.create_task(&past, 1).await.unwrap());
     assert_eq!(store.task(&past.id).await.unwrap(), None);
@@ -134,6 +139,20 @@ async fn tasks(store: &dyn Store) {
     assert_eq!(store.running_tasks(Some(&who)).await.unwrap().1, 0);
     assert!(store.create_task(&theirs(), 1).await.unwrap());
     assert_eq!(store.running_tasks(Some(&who)).await.unwrap().1, 1);
+    // A caller without a subject is bounded as one caller too.
+    let anonymous =
+        || TaskRecord::new("slow", json!({}), None, MINUTE).held_by("replica-a", now + MINUTE);
+    let running = store.running_tasks(None).await.unwrap().1;
+    let kept = anonymous();
+    assert!(store.create_task(&kept, running + 1).await.unwrap());
+    assert!(!store.create_task(&anonymous(), running + 1).await.unwrap());
+    assert_eq!(store.running_tasks(None).await.unwrap().1, running + 1);
+    assert!(
+        store
+            .update_task(&kept.id, "replica-a", &ended)
+            .await
+            .unwrap()
+    );
 
     // Only the holder changes it.
     let mut working = TaskUpdate::now();
@@ -333,6 +352,11 @@ async fn approvals(store: &dyn Store) {
         Some(first.id.clone()),
         "two wait: a third may"
     );
+    assert_eq!(
+        store.approval(&first.id).await.unwrap().as_ref(),
+        Some(&first),
+        "kept through the count as it was given"
+    );
     assert_eq!(store.open_approval(&refused, 3).await.unwrap(), None);
     assert_eq!(store.waiting_approvals(Some(&who), now).await.unwrap(), 3);
     assert!(store.approval(&refused.id).await.unwrap().is_none());
@@ -344,6 +368,27 @@ async fn approvals(store: &dyn Store) {
     assert_eq!(met.id, first.id);
     let other = bounded("bound-other", &format!("other-{now}"));
     assert!(store.open_approval(&other, 3).await.unwrap().is_some());
+    // A caller without a subject is bounded as one caller too.
+    let anonymous = |digest: &str| {
+        let mut theirs = bounded(digest, "nobody");
+        theirs.caller = None;
+        theirs
+    };
+    let waiting = store.waiting_approvals(None, now).await.unwrap();
+    let kept = anonymous("bound-anonymous-1");
+    assert!(
+        store
+            .open_approval(&kept, waiting + 1)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let past = anonymous("bound-anonymous-2");
+    assert_eq!(store.open_approval(&past, waiting + 1).await.unwrap(), None);
+    assert_eq!(
+        store.waiting_approvals(None, now).await.unwrap(),
+        waiting + 1
+    );
 
     // Decided once: the second decision, either way, changes nothing.
     let yes = Decision::new(true, "carol", "customer verified");
@@ -688,6 +733,32 @@ async fn escalations_and_audit(store: &dyn Store) {
     // (a resolved one does not count); another caller's is.
     let bounded = EscalationRecord::new(json!({}), Some(who.clone()));
     assert!(store.record_escalation(&bounded, 1).await.unwrap());
+    let open = store
+        .escalations(EscalationState::Open, 10_000)
+        .await
+        .unwrap();
+    assert_eq!(
+        open.iter().find(|escalation| escalation.id == bounded.id),
+        Some(&bounded),
+        "kept through the count as it was given"
+    );
+    // A caller without a subject is bounded as one caller too.
+    let open = store.open_escalations(None).await.unwrap();
+    let anonymous = EscalationRecord::new(json!({}), None);
+    assert!(store.record_escalation(&anonymous, open + 1).await.unwrap());
+    let past_anonymous = EscalationRecord::new(json!({}), None);
+    assert!(
+        !store
+            .record_escalation(&past_anonymous, open + 1)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .resolve_escalation(&anonymous.id, "carol", "", at)
+            .await
+            .unwrap()
+    );
     let past = EscalationRecord::new(json!({}), Some(who.clone()));
     assert!(!store.record_escalation(&past, 1).await.unwrap());
     assert_eq!(store.open_escalations(Some(&who)).await.unwrap(), 1);
@@ -989,7 +1060,8 @@ async fn postgres_keeps_the_contract_across_two_replicas() {
         "DROP TRIGGER audit_down ON te_audit",
         "DROP FUNCTION te_test_audit_down()",
     ];
-    nothing_without_its_audit(&*first, sql, &down, &up).await;
+    // P0001: a raised exception's SQLSTATE.
+    nothing_without_its_audit(&*first, sql, &down, &up, "P0001").await;
 
     // A caller's lock held elsewhere (a replica cut off in the middle of a
     // count) holds a counted keep up for 10 seconds, then the store says
@@ -1028,13 +1100,14 @@ async fn postgres_keeps_the_contract_across_two_replicas() {
 /// audit or not at all: with the audit failing (`down`, run beside the
 /// store, makes the database refuse every line, as a full disk or a lost
 /// connection would at that moment), each fails and changes nothing; once
-/// `up` mends it, each is taken.
+/// `up` mends it, each is taken. A failure carries the database's `code`.
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 async fn nothing_without_its_audit<F, Fut>(
     store: &dyn Store,
     sql: F,
     down: &[&'static str],
     up: &[&'static str],
+    code: &str,
 ) where
     F: Fn(&'static str) -> Fut,
     Fut: std::future::Future<Output = ()>,
@@ -1066,11 +1139,12 @@ async fn nothing_without_its_audit<F, Fut>(
     }
     let yes = Decision::new(true, "carol", "ok");
     let error = store.decide(&pending.id, &yes).await.unwrap_err();
-    // The database's own code comes with the text: SQLite's extended code
-    // of a trigger's abort, Postgres's SQLSTATE of a raised exception.
-    assert!(
-        matches!(error.code(), Some("1811" | "P0001")),
-        "the database's code: {error:?}"
+    // The database's own code comes with the text.
+    assert_eq!(error.code(), Some(code), "the database's code: {error:?}");
+    assert_eq!(
+        error.to_string().matches(code).count(),
+        1,
+        "named once: {error}"
     );
     assert!(
         error.to_string().contains("audit cannot be written"),
@@ -1127,7 +1201,9 @@ async fn on_sqlite_nothing_is_decided_without_its_line_in_the_audit() {
     };
     let down = ["CREATE TRIGGER audit_down BEFORE INSERT ON te_audit \
          BEGIN SELECT RAISE(ABORT, 'the audit cannot be written'); END"];
-    nothing_without_its_audit(&*store, sql, &down, &["DROP TRIGGER audit_down"]).await;
+    // 1811: SQLITE_CONSTRAINT_TRIGGER, a trigger's abort.
+    let up = ["DROP TRIGGER audit_down"];
+    nothing_without_its_audit(&*store, sql, &down, &up, "1811").await;
 }
 
 /// Replicas started at once on a fresh file race to migrate it: every one

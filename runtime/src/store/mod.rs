@@ -84,8 +84,9 @@ impl StoreError {
     /// The database's own code for the failure, when it gave one: the
     /// SQLSTATE on Postgres (`55P03`, a lock not had in time; `40001`, a
     /// serialization failure), SQLite's extended result code (`5`, the
-    /// file busy). Unlike the text, it does not change with the server's
-    /// language, so it is what to match on.
+    /// file busy, or `517`, busy on a stale snapshot: the low byte of an
+    /// extended code is the primary one). Unlike the text, it does not
+    /// change with the server's language, so it is what to match on.
     pub fn code(&self) -> Option<&str> {
         self.code.as_deref()
     }
@@ -94,10 +95,13 @@ impl StoreError {
 impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "the store failed: {}", self.what)?;
-        if let Some(code) = &self.code {
-            write!(f, " (code {code})")?;
+        // sqlx's SQLite errors name their code in their text already.
+        match &self.code {
+            Some(code) if !self.what.contains(&format!("(code: {code})")) => {
+                write!(f, " (code {code})")
+            }
+            _ => Ok(()),
         }
-        Ok(())
     }
 }
 

@@ -53,6 +53,13 @@ fn migrator() -> Migrator {
             sqlx::SqlStr::from_static(include_str!("migrations/0004_resolved_by_time.sql")),
             false,
         ),
+        Migration::new(
+            5,
+            Cow::Borrowed("tool-envelope tasks by caller"),
+            MigrationType::Simple,
+            sqlx::SqlStr::from_static(include_str!("migrations/0005_tasks_by_caller.sql")),
+            false,
+        ),
     ])
 }
 
@@ -113,12 +120,12 @@ const ESCALATION_COLUMNS: &str =
 
 /// `INSERT INTO table (columns)` of one row of `values` — unless `most` is
 /// bounded and as many rows match `counted` already, counted in the same
-/// statement (one round trip where a count and an insert were two), the
-/// bound the statement's `bound_parameter` ([`bind_bound`]). When the
-/// bound is reached it keeps nothing, and its rows affected say so: none.
-/// It still runs in a transaction that holds the caller's lock
-/// (`begin_counted`): under read committed, two such statements at once
-/// would each count without the other's row.
+/// statement (one round trip where a count and an insert were two); the
+/// bound is the parameter `bound_parameter`, bound by [`bind_bound`]. When
+/// the bound is reached it keeps nothing, and its rows affected say so:
+/// none. Its callers run it, bounded, only in a transaction that holds the
+/// caller's lock (`begin_counted`): under read committed, two such
+/// statements at once would each count without the other's row.
 fn bounded_insert(
     table: &str,
     columns: &str,
@@ -134,6 +141,18 @@ fn bounded_insert(
             "INSERT INTO {table} ({columns}) SELECT {values} \
              WHERE (SELECT COUNT(*) FROM {table} WHERE {counted}) < {bound_parameter}"
         )
+    }
+}
+
+/// The rows of one caller, `parameter` holding the caller: `caller =
+/// parameter` for a subject — an index on `caller` serves it, which
+/// Postgres cannot use for `IS NOT DISTINCT FROM` — and `caller IS NULL`
+/// for a caller without one (the parameter, then null, still named, so
+/// that the statement takes the same arguments either way).
+fn of_caller(parameter: &str, caller: Option<&str>) -> String {
+    match caller {
+        Some(_) => format!("caller = {parameter}"),
+        None => format!("caller IS NULL AND {parameter} IS NULL"),
     }
 }
 
@@ -314,7 +333,10 @@ macro_rules! sql_store {
                     "te_tasks",
                     TASK_COLUMNS,
                     values,
-                    "caller IS NOT DISTINCT FROM $4 AND state IN ('working', 'input_required')",
+                    &format!(
+                        "{} AND state IN ('working', 'input_required')",
+                        of_caller("$4", task.caller.as_deref())
+                    ),
                     "$20",
                     most_running,
                 );
@@ -374,10 +396,12 @@ macro_rules! sql_store {
                 caller: Option<&str>,
                 now_ms: i64,
             ) -> Result<u64, StoreError> {
-                let sql = "SELECT COUNT(*) AS n FROM te_approvals \
-                           WHERE caller IS NOT DISTINCT FROM $1 \
-                           AND state = 'pending' AND expires_ms > $2";
-                let row = sqlx::query(sql)
+                let sql = format!(
+                    "SELECT COUNT(*) AS n FROM te_approvals \
+                     WHERE {} AND state = 'pending' AND expires_ms > $2",
+                    of_caller("$1", caller)
+                );
+                let row = sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(caller)
                     .bind(now_ms)
                     .fetch_one(connection)
@@ -393,9 +417,11 @@ macro_rules! sql_store {
                 connection: &mut <$db as sqlx::Database>::Connection,
                 caller: Option<&str>,
             ) -> Result<u64, StoreError> {
-                let sql = "SELECT COUNT(*) AS n FROM te_escalations \
-                           WHERE caller IS NOT DISTINCT FROM $1 AND state = 'open'";
-                let row = sqlx::query(sql)
+                let sql = format!(
+                    "SELECT COUNT(*) AS n FROM te_escalations WHERE {} AND state = 'open'",
+                    of_caller("$1", caller)
+                );
+                let row = sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(caller)
                     .fetch_one(connection)
                     .await
@@ -417,7 +443,10 @@ macro_rules! sql_store {
                     "te_escalations",
                     ESCALATION_COLUMNS,
                     "$1, $2, $3, $4, $5, $6, $7, $8, $9",
-                    "caller IS NOT DISTINCT FROM $3 AND state = 'open'",
+                    &format!(
+                        "{} AND state = 'open'",
+                        of_caller("$3", escalation.caller.as_deref())
+                    ),
                     "$10",
                     most_open,
                 );
@@ -710,7 +739,10 @@ macro_rules! sql_store {
                         "te_approvals",
                         APPROVAL_COLUMNS,
                         "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, NULL, NULL, NULL, 0, $13, NULL",
-                        "caller IS NOT DISTINCT FROM $7 AND state = 'pending' AND expires_ms > $11",
+                        &format!(
+                            "{} AND state = 'pending' AND expires_ms > $11",
+                            of_caller("$7", caller)
+                        ),
                         "$14",
                         most_waiting,
                     ) + " ON CONFLICT DO NOTHING";
@@ -1207,13 +1239,16 @@ async fn begin_writing_sqlite(
 }
 
 /// SQLite's "database is locked" (`SQLITE_BUSY`) or "table is locked"
-/// (`SQLITE_LOCKED`): another connection holds the file.
+/// (`SQLITE_LOCKED`): another connection holds the file. sqlx gives the
+/// extended result code (`SQLITE_BUSY_SNAPSHOT` is 517, say): its low
+/// byte is the primary one.
 #[cfg(feature = "sqlite")]
 fn busy(error: &sqlx::Error) -> bool {
     let code = error
         .as_database_error()
-        .and_then(sqlx::error::DatabaseError::code);
-    matches!(code.as_deref(), Some("5" | "6"))
+        .and_then(sqlx::error::DatabaseError::code)
+        .and_then(|code| code.parse::<u32>().ok());
+    matches!(code.map(|code| code & 0xff), Some(5 | 6))
 }
 
 #[cfg(feature = "postgres")]
