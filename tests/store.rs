@@ -943,6 +943,19 @@ async fn races(replicas: Vec<Arc<dyn Store>>) {
     let waiting = replicas[0].waiting_approvals(Some(&caller), now).await;
     assert_eq!(waiting.unwrap(), 3);
 
+    // One call opened at once on every replica, under a bound: one is
+    // kept, and every replica meets it (the others' inserts conflict).
+    let same = format!("same-{now}");
+    let met = crowd(&replicas, |store, _| {
+        let mut theirs = approval(&same, now + MINUTE);
+        theirs.caller = Some(same.clone());
+        async move { store.open_approval(&theirs, 3).await.unwrap().is_some() }
+    })
+    .await;
+    assert_eq!(met, 40, "{met} of 40 met the one call's approval");
+    let waiting = replicas[0].waiting_approvals(Some(&same), now).await;
+    assert_eq!(waiting.unwrap(), 1);
+
     // And their escalations kept at once: no more than the bound are open.
     let kept = crowd(&replicas, |store, n| {
         let theirs = EscalationRecord::new(json!({"n": n}), Some(caller.clone()));
