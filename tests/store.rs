@@ -1089,6 +1089,22 @@ async fn postgres_keeps_the_contract_across_two_replicas() {
         .unwrap();
     let task = |caller: &str| TaskRecord::new("slow", json!({}), Some(caller.into()), MINUTE);
     assert!(first.create_task(&task(&held), u64::MAX).await.unwrap());
+    let mut unbounded = approval(&format!("unbounded-{held}"), store::now_ms() + MINUTE);
+    unbounded.caller = Some(held.clone());
+    assert!(
+        first
+            .open_approval(&unbounded, u64::MAX)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let escalation = EscalationRecord::new(json!({}), Some(held.clone()));
+    assert!(
+        first
+            .record_escalation(&escalation, u64::MAX)
+            .await
+            .unwrap()
+    );
     assert!(first.create_task(&task("someone-else"), 5).await.unwrap());
     let started = std::time::Instant::now();
     let waited = first.create_task(&task(&held), 5).await;

@@ -170,7 +170,7 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// call and block: the one kept, new or old. Or keeps nothing and
     /// answers `None` when there is no such live one and its caller has
     /// `most_waiting` or more [waiting](Self::waiting_approvals) at
-    /// `approval.created_ms` already.
+    /// `approval.created_ms` already. Pass `u64::MAX` to count nothing.
     ///
     /// The count and the keeping are one step for the caller, on every
     /// replica sharing the store: however many open one of theirs at the

@@ -729,10 +729,7 @@ macro_rules! sql_store {
                     if let Some(live) = self.live_approval(&approval.digest, &approval.block, now).await? {
                         return Ok(Some(live));
                     }
-                    // Counted and kept in one transaction that no other
-                    // of the caller's runs beside, on any replica.
                     let caller = approval.caller.as_deref();
-                    let mut tx = self.begin_counted(caller).await?;
                     // The count is the approval's own time's: one that
                     // expired by then waits no more.
                     let sql = bounded_insert(
@@ -747,24 +744,31 @@ macro_rules! sql_store {
                         most_waiting,
                     ) + " ON CONFLICT DO NOTHING";
                     let query = sqlx::query(sqlx::AssertSqlSafe(sql))
-                            .bind(&approval.id)
-                            .bind(&approval.digest)
-                            .bind(&approval.block)
-                            .bind(&approval.tool)
-                            .bind(text(&approval.arguments))
-                            .bind(text(&approval.shown))
-                            .bind(caller)
-                            .bind(text(&serde_json::json!(approval.caller_scopes)))
-                            .bind(&approval.approvers)
-                            .bind(approval.state.as_str())
-                            .bind(approval.created_ms)
-                            .bind(approval.expires_ms)
-                            .bind(approval.safe_to_repeat);
-                    let done = bind_bound(query, most_waiting)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(failed)?;
-                    tx.commit().await.map_err(failed)?;
+                        .bind(&approval.id)
+                        .bind(&approval.digest)
+                        .bind(&approval.block)
+                        .bind(&approval.tool)
+                        .bind(text(&approval.arguments))
+                        .bind(text(&approval.shown))
+                        .bind(caller)
+                        .bind(text(&serde_json::json!(approval.caller_scopes)))
+                        .bind(&approval.approvers)
+                        .bind(approval.state.as_str())
+                        .bind(approval.created_ms)
+                        .bind(approval.expires_ms)
+                        .bind(approval.safe_to_repeat);
+                    let query = bind_bound(query, most_waiting);
+                    let done = if most_waiting == u64::MAX {
+                        // Nothing counted: no transaction, no lock to wait for.
+                        query.execute(&self.pool).await.map_err(failed)?
+                    } else {
+                        // Counted and kept in one transaction that no other
+                        // of the caller's runs beside, on any replica.
+                        let mut tx = self.begin_counted(caller).await?;
+                        let done = query.execute(&mut *tx).await.map_err(failed)?;
+                        tx.commit().await.map_err(failed)?;
+                        done
+                    };
                     if done.rows_affected() == 1 {
                         return Ok(Some(approval.clone()));
                     }
