@@ -59,10 +59,17 @@ pub async fn calls(
     start.elapsed()
 }
 
-/// The median of `values` (sorted in place).
+/// The median of `values` (sorted in place): the middle value, or the
+/// mean of the two middle ones of an even count.
 pub fn median(values: &mut [f64]) -> f64 {
+    assert!(!values.is_empty(), "the median of no values");
     values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
+    let middle = values.len() / 2;
+    if values.len().is_multiple_of(2) {
+        (values[middle - 1] + values[middle]) / 2.0
+    } else {
+        values[middle]
+    }
 }
 
 /// The rounds the bench's first numeric argument asks for, else `default`.
