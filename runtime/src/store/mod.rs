@@ -95,12 +95,9 @@ impl StoreError {
 impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "the store failed: {}", self.what)?;
-        // sqlx's SQLite errors name their code in their text already.
         match &self.code {
-            Some(code) if !self.what.contains(&format!("(code: {code})")) => {
-                write!(f, " (code {code})")
-            }
-            _ => Ok(()),
+            Some(code) => write!(f, " (code {code})"),
+            None => Ok(()),
         }
     }
 }

@@ -64,21 +64,30 @@ fn migrator() -> Migrator {
 }
 
 /// A driver's error, as the store's: its text, and the database's code
-/// for it when the database answered with one (a migration's too).
+/// for it when the database answered with one (a migration's too). The
+/// database's own answer is kept as the database worded it, without
+/// sqlx's decoration (which names SQLite's code in the text), so that
+/// `StoreError` names the code once.
 fn failed(error: impl std::error::Error + 'static) -> StoreError {
+    fn database<'e>(
+        error: &'e (dyn std::error::Error + 'static),
+    ) -> Option<&'e dyn sqlx::error::DatabaseError> {
+        (error.downcast_ref::<sqlx::Error>()).and_then(sqlx::Error::as_database_error)
+    }
     let mut code = None;
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&error);
     while let Some(error) = cause {
-        if let Some(database) = (error.downcast_ref::<sqlx::Error>())
-            .and_then(sqlx::Error::as_database_error)
-            .and_then(sqlx::error::DatabaseError::code)
-        {
-            code = Some(database.into_owned());
+        if let Some(found) = database(error).and_then(sqlx::error::DatabaseError::code) {
+            code = Some(found.into_owned());
             break;
         }
         cause = error.source();
     }
-    let failure = StoreError::new(error.to_string());
+    let text = match database(&error) {
+        Some(answer) => answer.message().to_owned(),
+        None => error.to_string(),
+    };
+    let failure = StoreError::new(text);
     match code {
         Some(code) => failure.with_code(code),
         None => failure,

@@ -54,7 +54,7 @@ impl State {
     }
 
     /// The approval `id`, if its call runs held by `holder`.
-    fn running(&mut self, id: &str, holder: &str) -> Option<&mut ApprovalRecord> {
+    fn running_approval(&mut self, id: &str, holder: &str) -> Option<&mut ApprovalRecord> {
         (self.approvals.get_mut(id)).filter(|approval| {
             approval.state == ApprovalState::Running && approval.holder.as_deref() == Some(holder)
         })
@@ -76,8 +76,8 @@ pub(super) fn is_live(approval: &ApprovalRecord, now_ms: i64) -> bool {
     }
 }
 
-/// How many tasks run, and how many of them are `caller`'s.
-fn running(state: &State, caller: Option<&str>) -> (u64, u64) {
+/// How many tasks are in flight (not finished), and how many are `caller`'s.
+fn in_flight(state: &State, caller: Option<&str>) -> (u64, u64) {
     let running = (state.running.iter()).filter_map(|id| state.tasks.get(id));
     let mine = |task: &TaskRecord| u64::from(task.caller.as_deref() == caller);
     running.fold((0, 0), |(all, theirs), task| (all + 1, theirs + mine(task)))
@@ -102,7 +102,7 @@ fn newest<T>(mut items: Vec<T>, created: impl Fn(&T) -> i64, limit: u32) -> Vec<
 impl Store for MemoryStore {
     fn create_task<'a>(&'a self, task: &'a TaskRecord, most_running: u64) -> StoreFuture<'a, bool> {
         let mut state = self.lock();
-        if most_running != u64::MAX && running(&state, task.caller.as_deref()).1 >= most_running {
+        if most_running != u64::MAX && in_flight(&state, task.caller.as_deref()).1 >= most_running {
             return ready(false);
         }
         state.keep_task(task.clone());
@@ -166,7 +166,7 @@ impl Store for MemoryStore {
     }
 
     fn running_tasks<'a>(&'a self, caller: Option<&'a str>) -> StoreFuture<'a, (u64, u64)> {
-        ready(running(&self.lock(), caller))
+        ready(in_flight(&self.lock(), caller))
     }
 
     fn claim_abandoned_tasks<'a>(
@@ -305,7 +305,7 @@ impl Store for MemoryStore {
         lease_until_ms: i64,
     ) -> StoreFuture<'a, bool> {
         let mut state = self.lock();
-        let Some(approval) = state.running(id, holder) else {
+        let Some(approval) = state.running_approval(id, holder) else {
             return ready(false);
         };
         approval.lease_until_ms = lease_until_ms;
@@ -334,7 +334,7 @@ impl Store for MemoryStore {
         at_ms: i64,
     ) -> StoreFuture<'a, bool> {
         let mut state = self.lock();
-        let Some(approval) = state.running(id, holder) else {
+        let Some(approval) = state.running_approval(id, holder) else {
             return ready(false);
         };
         approval.state = ApprovalState::Done;
