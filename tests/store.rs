@@ -128,6 +128,15 @@ async fn tasks(store: &dyn Store) {
     assert_eq!(store.running_tasks(Some(&who)).await.unwrap().1, 1);
     let others = TaskRecord::new("slow", json!({}), Some(format!("other-{now}")), MINUTE);
     assert!(store.create_task(&others, 1).await.unwrap());
+    // Every caller's running tasks are counted in all: theirs and the
+    // other caller's (no other test touches either).
+    let (all, whose) = store.running_tasks(Some(&who)).await.unwrap();
+    let (_, other) = store.running_tasks(others.caller.as_deref()).await.unwrap();
+    assert_eq!((whose, other), (1, 1));
+    assert!(
+        all >= whose + other,
+        "{all} running in all, 2 of them these"
+    );
     // A task that finished runs no more: its caller may start another.
     let ended = TaskUpdate::finish(TaskState::Completed, None);
     assert!(
