@@ -57,6 +57,8 @@ async fn validate(token: String) -> Option<Caller> {
         "agent-token" => Some(Caller::new("agent", ["refunds:write"])),
         "carol-token" => Some(Caller::new("carol", ["refunds:approve"])),
         "dave-token" => Some(Caller::new("dave", ["refunds:approve"])),
+        // HR's approver, who may enter this inbox too.
+        "harriet-token" => Some(Caller::new("harriet", ["refunds:approve", "hr:approve"])),
         // The agent's own subject, with the approver scope too.
         "agent-approver-token" => Some(Caller::new("agent", ["refunds:write", "refunds:approve"])),
         _ => None,
@@ -89,9 +91,23 @@ async fn serve(
     folder: Option<tempfile::TempDir>,
     key: Option<&[u8]>,
 ) -> Server {
+    serve_validated(store, folder, key, validate).await
+}
+
+/// [`serve`], its tokens checked by `validator`.
+async fn serve_validated<F, Fut>(
+    store: Arc<dyn Store>,
+    folder: Option<tempfile::TempDir>,
+    key: Option<&[u8]>,
+    validator: F,
+) -> Server
+where
+    F: Fn(String) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Option<Caller>> + Send + 'static,
+{
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let auth = BearerAuth::new(format!("{url}/mcp"), validate);
+    let auth = BearerAuth::new(format!("{url}/mcp"), validator);
     let tools = ToolSet::new()
         .server_info("refunds", "1.0.0")
         .tool::<refund>()
@@ -441,6 +457,91 @@ async fn another_scopes_approvals_and_their_results_stay_out_of_sight() {
         .await
         .unwrap();
     assert!(!response.text().await.unwrap().contains("hr:approve"));
+}
+
+/// An approval of another scope that expires undecided is kept as an
+/// escalation its approvers alone see and resolve, as they alone saw the
+/// approval; and nobody resolves the escalation of their own call.
+#[tokio::test]
+async fn another_scopes_escalations_stay_out_of_sight_and_nobody_resolves_their_own() {
+    let server = server("escalation-scopes").await;
+    let now = store::now_ms();
+    let hr = ApprovalRecord::new(
+        "hr-expiring",
+        "raise@0",
+        "raise",
+        json!({"employee": "E-9"}),
+        json!({"message": "A raise needs HR", "attempted_query": {"employee": "E-9"}}),
+        Some("agent".to_owned()),
+        "hr:approve",
+        now - 1,
+    );
+    let hr = server
+        .store
+        .open_approval(&hr, u64::MAX)
+        .await
+        .unwrap()
+        .expect("opened: no bound to pass");
+    server.tools.run_approved().await.unwrap();
+    let open = server
+        .store
+        .escalations(EscalationState::Open, 10)
+        .await
+        .unwrap();
+    let expired = open
+        .iter()
+        .find(|escalation| escalation.envelope["reason"] == "APPROVAL_EXPIRED")
+        .expect("the expiry is kept as an escalation");
+    assert_eq!(expired.approvers.as_deref(), Some("hr:approve"));
+    let path = format!("/inbox/escalations/{}", expired.id);
+
+    let carol = server.sign_in("carol-token").await;
+    let (status, page) = server.get("/inbox", &carol).await;
+    assert_eq!(status, StatusCode::OK);
+    for secret in ["E-9", "hr:approve", &hr.id, &expired.id] {
+        assert!(!page.contains(secret), "{secret} in {page}");
+    }
+    let form = [("note", "not mine to say"), ("csrf", &csrf(&page))];
+    assert_eq!(
+        server.post(&path, &carol, &form).await,
+        StatusCode::NOT_FOUND
+    );
+
+    let harriet = server.sign_in("harriet-token").await;
+    let (_, page) = server.get("/inbox", &harriet).await;
+    assert!(page.contains("E-9"), "{page}");
+    let form = [("note", "asked HR by phone"), ("csrf", &csrf(&page))];
+    assert_eq!(
+        server.post(&path, &harriet, &form).await,
+        StatusCode::SEE_OTHER
+    );
+
+    // The agent's own call, escalated: the agent, an approver too, does not
+    // resolve it; another approver does.
+    let blocked = server.call_as_agent("FROZEN-9", 40).await;
+    assert_eq!(blocked["escalation"]["reason"], "blocked_by_guard");
+    let own = server
+        .store
+        .escalations(EscalationState::Open, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|escalation| escalation.caller.as_deref() == Some("agent"))
+        .expect("the agent's escalation");
+    let path = format!("/inbox/escalations/{}", own.id);
+    let agent = server.sign_in("agent-approver-token").await;
+    let (_, page) = server.get("/inbox", &agent).await;
+    let form = [("note", "fine by me"), ("csrf", &csrf(&page))];
+    assert_eq!(
+        server.post(&path, &agent, &form).await,
+        StatusCode::FORBIDDEN
+    );
+    let (_, page) = server.get("/inbox", &carol).await;
+    let form = [("note", "unfrozen by hand"), ("csrf", &csrf(&page))];
+    assert_eq!(
+        server.post(&path, &carol, &form).await,
+        StatusCode::SEE_OTHER
+    );
 }
 
 #[tokio::test]
@@ -871,6 +972,10 @@ struct Faltering {
     reading_fails: std::sync::Mutex<Option<&'static str>>,
     ending_fails: AtomicBool,
     sweeping_fails: AtomicBool,
+    deciding_fails: AtomicBool,
+    /// An approval another replica claims, with a lease that has run out
+    /// already (it died), as the next call's approvals are read.
+    claimed_meanwhile: std::sync::Mutex<Option<String>>,
 }
 
 impl Faltering {
@@ -880,6 +985,8 @@ impl Faltering {
             reading_fails: std::sync::Mutex::new(None),
             ending_fails: AtomicBool::new(false),
             sweeping_fails: AtomicBool::new(false),
+            deciding_fails: AtomicBool::new(false),
+            claimed_meanwhile: std::sync::Mutex::new(None),
         }
     }
 
@@ -907,11 +1014,9 @@ impl Store for Faltering {
         running_tasks(caller: Option<&'a str>) -> (u64, u64);
         claim_abandoned_tasks(holder: &'a str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Vec<TaskRecord>;
         open_approval(approval: &'a ApprovalRecord, most_waiting: u64) -> Option<ApprovalRecord>;
-        call_approvals(digest: &'a str, now_ms: i64) -> Vec<ApprovalRecord>;
         waiting_approvals(caller: Option<&'a str>, now_ms: i64) -> u64;
         approval(id: &'a str) -> Option<ApprovalRecord>;
         approvals(states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
-        decide(id: &'a str, decision: &'a Decision) -> bool;
         claim_approval(id: &'a str, holder: &'a str, now_ms: i64, lease_until_ms: i64) -> Option<ApprovalRecord>;
         renew_approval(id: &'a str, holder: &'a str, lease_until_ms: i64) -> bool;
         approvals_to_run(now_ms: i64, limit: u32) -> Vec<String>;
@@ -919,6 +1024,7 @@ impl Store for Faltering {
         expire_approvals(now_ms: i64, escalate: &'a Escalate<'a>) -> Vec<ApprovalRecord>;
         record_escalation(escalation: &'a EscalationRecord, most_open: u64) -> bool;
         escalations(state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
+        escalation(id: &'a str) -> Option<EscalationRecord>;
         open_escalations(caller: Option<&'a str>) -> u64;
         forget_resolved_escalations(resolved_before_ms: i64) -> u64;
         resolve_escalation(id: &'a str, by: &'a str, note: &'a str, at_ms: i64) -> bool;
@@ -931,6 +1037,30 @@ impl Store for Faltering {
             return Box::pin(async { Err(StoreError::new("the database went away")) });
         }
         self.inner.sweep(now_ms)
+    }
+
+    fn call_approvals<'a>(
+        &'a self,
+        digest: &'a str,
+        now_ms: i64,
+    ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
+        let meanwhile = self.claimed_meanwhile.lock().unwrap().take();
+        Box::pin(async move {
+            if let Some(id) = meanwhile {
+                let dead = self.inner.claim_approval(&id, "dead", now_ms, now_ms - 1);
+                assert!(dead.await?.is_some(), "claimed by the replica that dies");
+            }
+            self.inner.call_approvals(digest, now_ms).await
+        })
+    }
+
+    fn decide<'a>(&'a self, id: &'a str, decision: &'a Decision) -> StoreFuture<'a, bool> {
+        if self.deciding_fails.load(Ordering::SeqCst) {
+            let error = StoreError::new("relation \"te_approvals\" is locked by pid 4242")
+                .with_code("55P03");
+            return Box::pin(async move { Err(error) });
+        }
+        self.inner.decide(id, decision)
     }
 
     fn redeem<'a>(&'a self, nonce: &'a str, until_ms: i64) -> StoreFuture<'a, bool> {
@@ -1057,4 +1187,97 @@ async fn a_store_that_cannot_say_whether_a_session_ended_lets_nothing_be_done() 
     );
     let approval = server.store.approval(ticket).await.unwrap().unwrap();
     assert_eq!(approval.state, ApprovalState::Approved);
+}
+
+/// A decision the store fails to keep is answered as the store being out of
+/// reach: the database's own words go to the log, not to the page.
+#[tokio::test]
+async fn a_store_failing_a_decision_shows_the_page_none_of_its_words() {
+    let store = Arc::new(Faltering::new(Arc::new(MemoryStore::new())));
+    let server = serve(Arc::clone(&store) as Arc<dyn Store>, None, None).await;
+    let waiting = server.call_as_agent("LOCKED-1", 800).await;
+    let ticket = waiting["escalation"]["ticket"]["id"].as_str().unwrap();
+    let path = format!("/inbox/approvals/{ticket}");
+    let session = server.sign_in("carol-token").await;
+    let (_, page) = server.get(&path, &session).await;
+    store.deciding_fails.store(true, Ordering::SeqCst);
+    let response = server
+        .http
+        .post(format!("{}{path}", server.url))
+        .header(COOKIE, &session)
+        .form(&[("csrf", csrf(&page).as_str()), ("decision", "approve")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let page = response.text().await.unwrap();
+    assert!(page.contains("cannot be reached"), "{page}");
+    for word in ["te_approvals", "4242", "55P03", "store failed"] {
+        assert!(!page.contains(word), "{word} in {page}");
+    }
+    let approval = server.store.approval(ticket).await.unwrap().unwrap();
+    assert_eq!(approval.state, ApprovalState::Pending, "not decided");
+}
+
+/// The inbox the next test's validator ends Mallory's sessions on.
+static MALLORYS_INBOX: std::sync::OnceLock<Inbox> = std::sync::OnceLock::new();
+/// Whether Mallory's token was revoked (once it was first accepted).
+static MALLORY_REVOKED: AtomicBool = AtomicBool::new(false);
+
+/// Mallory's token is accepted once — and before that answer reaches the
+/// inbox, it is revoked and her sessions are ended, as
+/// `Inbox::end_sessions_of` says to do — and refused after: the sign-in
+/// it was given for ends in no session, as one a moment later would.
+#[tokio::test]
+async fn a_token_revoked_and_ended_while_its_person_signs_in_gives_no_session() {
+    async fn mallory_revoked_as_she_signs_in(token: String) -> Option<Caller> {
+        if token != "mallory-token" {
+            return validate(token).await;
+        }
+        if MALLORY_REVOKED.swap(true, Ordering::SeqCst) {
+            return None;
+        }
+        let inbox = MALLORYS_INBOX.get().expect("the inbox is served");
+        assert!(inbox.end_sessions_of("mallory", "ops").await.unwrap());
+        Some(Caller::new("mallory", ["refunds:approve"]))
+    }
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let server = serve_validated(store, None, None, mallory_revoked_as_she_signs_in).await;
+    assert!(MALLORYS_INBOX.set(server.inbox.clone()).is_ok());
+    let response = server.try_sign_in("mallory-token").await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    assert!(set_cookie(&response, "tool_envelope_inbox").is_none());
+    assert!(
+        MALLORY_REVOKED.load(Ordering::SeqCst),
+        "asked once, then revoked"
+    );
+    // Nobody else's sign-in is asked twice in vain.
+    server.sign_in("carol-token").await;
+}
+
+/// A replica reads an approved call, and before it claims it another claims
+/// it, runs it (perhaps) and dies: the first takes the call for the
+/// abandoned run it now is, not for a first one, and a refund, which may
+/// not run twice, is not run again.
+#[tokio::test]
+async fn a_stale_read_of_an_approved_call_does_not_run_it_again() {
+    let store = Arc::new(Faltering::new(Arc::new(MemoryStore::new())));
+    let server = serve(Arc::clone(&store) as Arc<dyn Store>, None, None).await;
+    let waiting = server.call_as_agent("STALE-1", 800).await;
+    let ticket = waiting["escalation"]["ticket"]["id"].as_str().unwrap();
+    let carol = Caller::new("carol", ["refunds:approve"]);
+    server.tools.decide(ticket, &carol, true, "").await.unwrap();
+    *store.claimed_meanwhile.lock().unwrap() = Some(ticket.to_owned());
+    assert_eq!(server.tools.run_approved().await.unwrap(), 0);
+    assert_eq!(times("refund STALE-1 800"), 0);
+    // The next pass finds it abandoned: it may have taken effect.
+    assert_eq!(server.tools.run_approved().await.unwrap(), 0);
+    assert_eq!(times("refund STALE-1 800"), 0);
+    let approval = server.store.approval(ticket).await.unwrap().unwrap();
+    assert_eq!(approval.state, ApprovalState::Done);
+    let reply = approval.result.expect("its reply kept");
+    assert_eq!(
+        reply["structuredContent"]["reason"], "MAY_HAVE_TAKEN_EFFECT",
+        "{reply}"
+    );
 }

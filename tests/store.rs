@@ -695,6 +695,20 @@ async fn escalations_and_audit(store: &dyn Store) {
         .unwrap();
     let kept = open.iter().find(|e| e.id == escalation.id).unwrap();
     assert_eq!(kept.envelope, envelope);
+    assert_eq!(kept.approvers, None);
+    assert_eq!(
+        store.escalation(&escalation.id).await.unwrap().as_ref(),
+        Some(kept)
+    );
+    assert_eq!(store.escalation("no-such-escalation").await.unwrap(), None);
+    // One kept for an approval's approvers says whose it is.
+    let theirs =
+        EscalationRecord::new(envelope.clone(), Some("agent".into())).for_approvers("hr:approve");
+    assert!(store.record_escalation(&theirs, u64::MAX).await.unwrap());
+    assert_eq!(
+        store.escalation(&theirs.id).await.unwrap().as_ref(),
+        Some(&theirs)
+    );
 
     let at = store::now_ms();
     assert!(

@@ -332,7 +332,8 @@ async fn an_approved_call_that_meets_the_next_block_opens_it_whatever_waits() {
 
 #[tokio::test]
 async fn a_declined_ticket_is_human_declined_and_never_runs() {
-    let tools = tools(Arc::new(MemoryStore::new()));
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let tools = tools(Arc::clone(&store));
     let args = refund_args("T-2", 700);
     let (_, reply) = call_as(&tools, &alice(), "refund", args.clone()).await;
     let ticket = ticket_of(&reply);
@@ -353,6 +354,10 @@ async fn a_declined_ticket_is_human_declined_and_never_runs() {
         "{reply}"
     );
     assert_eq!(times("refund T-2 700"), 0);
+    // A person decided: the call does not go back to the inbox, nor their
+    // name and note to everyone who may enter it.
+    let open = store.escalations(EscalationState::Open, 10).await.unwrap();
+    assert!(open.is_empty(), "{open:?}");
 }
 
 /// A client whose user accepts every question it is asked.

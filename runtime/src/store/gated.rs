@@ -102,6 +102,7 @@ impl Store for Gated {
         redeemed(nonce: &'a str) -> bool;
         record_escalation(escalation: &'a EscalationRecord, most_open: u64) -> bool;
         escalations(state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
+        escalation(id: &'a str) -> Option<EscalationRecord>;
         open_escalations(caller: Option<&'a str>) -> u64;
         forget_resolved_escalations(resolved_before_ms: i64) -> u64;
         resolve_escalation(id: &'a str, by: &'a str, note: &'a str, at_ms: i64) -> bool;

@@ -309,6 +309,9 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
         limit: u32,
     ) -> StoreFuture<'a, Vec<EscalationRecord>>;
 
+    /// The escalation `id`, open or resolved, if it is kept.
+    fn escalation<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<EscalationRecord>>;
+
     /// How many escalations of `caller` (a subject; `None`, of callers
     /// without one) are open.
     fn open_escalations<'a>(&'a self, caller: Option<&'a str>) -> StoreFuture<'a, u64>;

@@ -460,6 +460,10 @@ pub struct EscalationRecord {
     pub resolved_ms: Option<i64>,
     /// The resolver's note.
     pub note: Option<String>,
+    /// Who may see and resolve it: the scope a person's token must grant
+    /// (an approval's escalation is its approvers'); `None`, anyone who
+    /// may enter the inbox.
+    pub approvers: Option<String>,
 }
 
 impl EscalationRecord {
@@ -478,6 +482,14 @@ impl EscalationRecord {
             resolved_by: None,
             resolved_ms: None,
             note: None,
+            approvers: None,
         }
+    }
+
+    /// Seen and resolved only by people whose token grants `scope`.
+    #[must_use]
+    pub fn for_approvers(mut self, scope: impl Into<String>) -> Self {
+        self.approvers = Some(scope.into());
+        self
     }
 }

@@ -60,6 +60,13 @@ fn migrator() -> Migrator {
             sqlx::SqlStr::from_static(include_str!("migrations/0005_tasks_by_caller.sql")),
             false,
         ),
+        Migration::new(
+            6,
+            Cow::Borrowed("tool-envelope escalation approvers"),
+            MigrationType::Simple,
+            sqlx::SqlStr::from_static(include_str!("migrations/0006_escalation_approvers.sql")),
+            false,
+        ),
     ])
 }
 
@@ -125,7 +132,7 @@ const TASK_COLUMNS: &str = "id, tool, arguments, caller, state, status_message, 
 const APPROVAL_COLUMNS: &str = "id, digest, block, tool, arguments, shown, caller, caller_scopes, approvers, state, created_ms, expires_ms, decided_by, decided_ms, note, holder, lease_until_ms, safe_to_repeat, result";
 
 const ESCALATION_COLUMNS: &str =
-    "id, tool, caller, envelope, state, created_ms, resolved_by, resolved_ms, note";
+    "id, tool, caller, envelope, state, created_ms, resolved_by, resolved_ms, note, approvers";
 
 /// `INSERT INTO table (columns)` of one row of `values` — unless `most` is
 /// bounded and as many rows match `counted` already, counted in the same
@@ -304,6 +311,7 @@ macro_rules! sql_store {
                     resolved_by: row.try_get("resolved_by").map_err(failed)?,
                     resolved_ms: row.try_get("resolved_ms").map_err(failed)?,
                     note: row.try_get("note").map_err(failed)?,
+                    approvers: row.try_get("approvers").map_err(failed)?,
                 })
             }
 
@@ -451,12 +459,12 @@ macro_rules! sql_store {
                 let sql = bounded_insert(
                     "te_escalations",
                     ESCALATION_COLUMNS,
-                    "$1, $2, $3, $4, $5, $6, $7, $8, $9",
+                    "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10",
                     &format!(
                         "{} AND state = 'open'",
                         of_caller("$3", escalation.caller.as_deref())
                     ),
-                    "$10",
+                    "$11",
                     most_open,
                 );
                 let query = sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -468,7 +476,8 @@ macro_rules! sql_store {
                     .bind(escalation.created_ms)
                     .bind(&escalation.resolved_by)
                     .bind(escalation.resolved_ms)
-                    .bind(&escalation.note);
+                    .bind(&escalation.note)
+                    .bind(&escalation.approvers);
                 let done = bind_bound(query, most_open)
                     .execute(connection)
                     .await
@@ -1081,6 +1090,20 @@ macro_rules! sql_store {
                         .iter()
                         .map(Self::escalation_of)
                         .collect()
+                })
+            }
+
+            fn escalation<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<EscalationRecord>> {
+                Box::pin(async move {
+                    let sql = format!("SELECT {ESCALATION_COLUMNS} FROM te_escalations WHERE id = $1");
+                    sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .bind(id)
+                        .fetch_optional(&self.pool)
+                        .await
+                        .map_err(failed)?
+                        .as_ref()
+                        .map(Self::escalation_of)
+                        .transpose()
                 })
             }
 

@@ -2,11 +2,11 @@
 //! its tasks and approvals when it restarts. Every "decide once" method is
 //! one change under one lock.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde_json::Value;
 
+use self::state::State;
 use super::{
     ApprovalRecord, ApprovalState, AuditEntry, Decision, Escalate, EscalationRecord,
     EscalationState, Store, StoreFuture, TaskRecord, TaskUpdate,
@@ -18,19 +18,6 @@ pub struct MemoryStore {
     state: Mutex<State>,
 }
 
-#[derive(Debug, Default)]
-struct State {
-    tasks: HashMap<String, TaskRecord>,
-    /// The ids of the tasks not finished: what a count of running tasks
-    /// and the look for abandoned ones walk, rather than every task kept
-    /// until its time to live ends.
-    running: HashSet<String>,
-    approvals: HashMap<String, ApprovalRecord>,
-    redeemed: HashMap<String, i64>,
-    escalations: HashMap<String, EscalationRecord>,
-    audit: Vec<AuditEntry>,
-}
-
 impl MemoryStore {
     /// An empty store.
     pub fn new() -> Self {
@@ -39,25 +26,6 @@ impl MemoryStore {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl State {
-    /// Keeps `task`, and notes whether it runs.
-    fn keep_task(&mut self, task: TaskRecord) {
-        if task.state.is_finished() {
-            self.running.remove(&task.id);
-        } else {
-            self.running.insert(task.id.clone());
-        }
-        self.tasks.insert(task.id.clone(), task);
-    }
-
-    /// The approval `id`, if its call runs held by `holder`.
-    fn running_approval(&mut self, id: &str, holder: &str) -> Option<&mut ApprovalRecord> {
-        (self.approvals.get_mut(id)).filter(|approval| {
-            approval.state == ApprovalState::Running && approval.holder.as_deref() == Some(holder)
-        })
     }
 }
 
@@ -76,22 +44,6 @@ pub(super) fn is_live(approval: &ApprovalRecord, now_ms: i64) -> bool {
     }
 }
 
-/// How many tasks are in flight (not finished), and how many are `caller`'s.
-fn in_flight(state: &State, caller: Option<&str>) -> (u64, u64) {
-    let running = (state.running.iter()).filter_map(|id| state.tasks.get(id));
-    let mine = |task: &TaskRecord| u64::from(task.caller.as_deref() == caller);
-    running.fold((0, 0), |(all, theirs), task| (all + 1, theirs + mine(task)))
-}
-
-/// How many approvals of `caller` wait for a decision at `now_ms`.
-fn waiting(state: &State, caller: Option<&str>, now_ms: i64) -> u64 {
-    let waits = |approval: &&ApprovalRecord| {
-        approval.state == ApprovalState::Pending && approval.expires_ms > now_ms
-    };
-    let theirs = (state.approvals.values()).filter(|approval| approval.caller.as_deref() == caller);
-    u64::try_from(theirs.filter(waits).count()).unwrap_or(u64::MAX)
-}
-
 /// Newest first, at most `limit`.
 fn newest<T>(mut items: Vec<T>, created: impl Fn(&T) -> i64, limit: u32) -> Vec<T> {
     items.sort_by_key(|item| std::cmp::Reverse(created(item)));
@@ -102,7 +54,7 @@ fn newest<T>(mut items: Vec<T>, created: impl Fn(&T) -> i64, limit: u32) -> Vec<
 impl Store for MemoryStore {
     fn create_task<'a>(&'a self, task: &'a TaskRecord, most_running: u64) -> StoreFuture<'a, bool> {
         let mut state = self.lock();
-        if most_running != u64::MAX && in_flight(&state, task.caller.as_deref()).1 >= most_running {
+        if most_running != u64::MAX && state.in_flight(task.caller.as_deref()).1 >= most_running {
             return ready(false);
         }
         state.keep_task(task.clone());
@@ -166,7 +118,7 @@ impl Store for MemoryStore {
     }
 
     fn running_tasks<'a>(&'a self, caller: Option<&'a str>) -> StoreFuture<'a, (u64, u64)> {
-        ready(in_flight(&self.lock(), caller))
+        ready(self.lock().in_flight(caller))
     }
 
     fn claim_abandoned_tasks<'a>(
@@ -209,7 +161,7 @@ impl Store for MemoryStore {
         if let Some(existing) = existing {
             return ready(Some(existing.clone()));
         }
-        if waiting(&state, approval.caller.as_deref(), now) >= most_waiting {
+        if state.waiting(approval.caller.as_deref(), now) >= most_waiting {
             return ready(None);
         }
         state
@@ -236,7 +188,7 @@ impl Store for MemoryStore {
         caller: Option<&'a str>,
         now_ms: i64,
     ) -> StoreFuture<'a, u64> {
-        ready(waiting(&self.lock(), caller, now_ms))
+        ready(self.lock().waiting(caller, now_ms))
     }
 
     fn approval<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<ApprovalRecord>> {
@@ -357,7 +309,7 @@ impl Store for MemoryStore {
             }
         }
         for approval in &expired {
-            let open = open_of(&state, approval.caller.as_deref());
+            let open = state.open_of(approval.caller.as_deref());
             if let Some(escalation) = escalate(approval, open) {
                 state.escalations.insert(escalation.id.clone(), escalation);
             }
@@ -385,7 +337,7 @@ impl Store for MemoryStore {
         most_open: u64,
     ) -> StoreFuture<'a, bool> {
         let mut state = self.lock();
-        if open_of(&state, escalation.caller.as_deref()) >= most_open {
+        if state.open_of(escalation.caller.as_deref()) >= most_open {
             return ready(false);
         }
         (state.escalations).insert(escalation.id.clone(), escalation.clone());
@@ -405,8 +357,12 @@ impl Store for MemoryStore {
         ready(newest(found, |escalation| escalation.created_ms, limit))
     }
 
+    fn escalation<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<EscalationRecord>> {
+        ready(self.lock().escalations.get(id).cloned())
+    }
+
     fn open_escalations<'a>(&'a self, caller: Option<&'a str>) -> StoreFuture<'a, u64> {
-        ready(open_of(&self.lock(), caller))
+        ready(self.lock().open_of(caller))
     }
 
     fn forget_resolved_escalations<'a>(&'a self, resolved_before_ms: i64) -> StoreFuture<'a, u64> {
@@ -486,15 +442,6 @@ impl Store for MemoryStore {
 /// readers (7 days).
 pub(super) const KEEP_DECIDED_MS: i64 = 7 * 24 * 60 * 60 * 1000;
 
-/// How many escalations of `caller` are open in `state`.
-fn open_of(state: &State, caller: Option<&str>) -> u64 {
-    let open = (state.escalations.values())
-        .filter(|escalation| {
-            escalation.caller.as_deref() == caller && escalation.state == EscalationState::Open
-        })
-        .count();
-    u64::try_from(open).unwrap_or(u64::MAX)
-}
-
+mod state;
 #[cfg(test)]
 mod tests;

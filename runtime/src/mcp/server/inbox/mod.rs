@@ -41,7 +41,10 @@ use crate::store::StoreError;
 ///   says `X-Forwarded-Proto: https`), never the token, for 8 hours or
 ///   until they sign out: signing out ends the session in the store, so a
 ///   copy of the cookie is refused on every replica. "Sign out everywhere",
-///   or [`Inbox::end_sessions_of`], ends every session of the person.
+///   or [`Inbox::end_sessions_of`], ends every session of the person. The
+///   token is asked about twice, before and after the store says which of
+///   the person's sessions were ended, so one refused and ended while its
+///   person signs in gives no session.
 ///   Signing in needs
 ///   `scope`; seeing an approval (its page, its decision, the call's
 ///   result) and deciding it need the scope the approval names

@@ -16,7 +16,7 @@ use super::signing::{checked, sign_in, sign_in_form, sign_out, signed_in};
 use super::views::{escalation_view, view};
 use crate::caller::Caller;
 use crate::mcp::server::toolset::DecisionError;
-use crate::store::{ApprovalState, EscalationState, now_ms};
+use crate::store::{ApprovalState, EscalationRecord, EscalationState, now_ms};
 
 /// How many of each list a page shows: the newest 1,000.
 const LISTED: u32 = 1000;
@@ -106,9 +106,15 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
         pending => Serde(mine.into_iter().map(|approval| view(approval, who)).collect::<Vec<_>>()),
         others => others.len(),
         decided => Serde(decided.into_iter().map(|approval| view(approval, who)).collect::<Vec<_>>()),
-        escalations => Serde(escalations.iter().map(escalation_view).collect::<Vec<_>>()),
+        escalations => Serde(escalations.iter().filter(|escalation| may_see(who, escalation)).map(escalation_view).collect::<Vec<_>>()),
     };
     render(state, StatusCode::OK, "inbox.html", context)
+}
+
+/// Whether `who` may see and resolve `escalation`: one kept for an
+/// approval's approvers (its expiry) is theirs alone, as the approval was.
+fn may_see(who: &Caller, escalation: &EscalationRecord) -> bool {
+    (escalation.approvers.as_deref()).is_none_or(|scope| who.has_scope(scope))
 }
 
 /// One approval, with its decision and result.
@@ -181,7 +187,12 @@ async fn decide(
                 }
                 DecisionError::OwnCall => StatusCode::FORBIDDEN,
                 DecisionError::NotPending(_) => StatusCode::CONFLICT,
-                _ => StatusCode::SERVICE_UNAVAILABLE,
+                DecisionError::Store(error) => {
+                    // The database's own words are for the log, not the page.
+                    tracing::warn!(%error, "the inbox could not keep a decision");
+                    return store_unreachable(&state);
+                }
+                DecisionError::NoStore => StatusCode::SERVICE_UNAVAILABLE,
             };
             let problem = format!("Not decided: {error}.");
             let mut response = listing(&state, &who, &cookie, Some(&problem)).await;
@@ -209,6 +220,24 @@ async fn resolve(
         Ok((session, cookie)) => (session.caller, cookie),
         Err((status, problem)) => return refused(&state, status, problem),
     };
+    // Another scope's escalation is as unknown as one that never was; the
+    // caller whose call it is does not resolve it (as nobody decides the
+    // approval of their own call).
+    match state.store.escalation(&id).await {
+        Ok(Some(escalation)) if may_see(&who, &escalation) => {
+            if escalation.caller.as_deref() == Some(who.subject()) {
+                let problem = "Not resolved: nobody resolves the escalation of their own call.";
+                let mut response = listing(&state, &who, &cookie, Some(problem)).await;
+                *response.status_mut() = StatusCode::FORBIDDEN;
+                return response;
+            }
+        }
+        Ok(_) => return page(StatusCode::NOT_FOUND, "No such escalation.".into()),
+        Err(error) => {
+            tracing::warn!(%error, "the inbox could not read the store");
+            return store_unreachable(&state);
+        }
+    }
     let note = crate::limits::text_for_wire(&form.note, 1024);
     let resolved = state
         .store

@@ -133,7 +133,8 @@ pub(super) async fn sign_in(
             "The form had expired: sign in again.",
         );
     }
-    let Some(caller) = state.auth.caller_of(form.token.trim()).await else {
+    let token = form.token.trim();
+    let Some(caller) = state.auth.caller_of(token).await else {
         return sign_in_form_refused(&state, &headers, "That token is not accepted here.");
     };
     if !caller.has_scope(&state.scope) {
@@ -151,6 +152,17 @@ pub(super) async fn sign_in(
     let epoch = match current_epoch(state.store.as_ref(), caller.subject()).await {
         Ok(epoch) => epoch,
         Err(error) => return unreachable(error, "read whose sessions were ended"),
+    };
+    // The token is asked about again now that the epoch is read: one
+    // refused and its person's sessions ended (in that order, as
+    // `Inbox::end_sessions_of` asks) between the first answer and the read
+    // would otherwise sign in to an epoch nobody ends. The session keeps
+    // what the later answer says.
+    let again = state.auth.caller_of(token).await;
+    let Some(caller) =
+        again.filter(|again| again.subject() == caller.subject() && again.has_scope(&state.scope))
+    else {
+        return sign_in_form_refused(&state, &headers, "That token is not accepted here.");
     };
     let audit = AuditEntry::new(caller.subject(), "sign_in", "inbox", "");
     if let Err(error) = state.store.audit(&audit).await {

@@ -73,7 +73,11 @@ impl ToolSet {
     /// inbox. A call that waits for an approver is kept as its approval,
     /// not again here; one whose caller has as many approvals waiting as
     /// may be (`TOO_MANY_APPROVALS`) is not kept at all: it would move a
-    /// flood of blocked calls into the escalations.
+    /// flood of blocked calls into the escalations. Nor is a call a person
+    /// declined (`HUMAN_DECLINED`: they decided; and it names them and
+    /// their note, for the caller, not for everyone in the inbox) or whose
+    /// approval expired (`APPROVAL_EXPIRED`: the expiry is kept as an
+    /// escalation once, for the approval's approvers, by the runner).
     fn escalation_to_keep(
         &self,
         reply: &ToolReply,
@@ -87,9 +91,15 @@ impl ToolSet {
         let reason = (structured.get(crate::keys::ESCALATION)?)
             .get(crate::keys::escalation::REASON)
             .and_then(Value::as_str);
+        let refused = structured.get(crate::keys::REASON).and_then(Value::as_str);
         if reason == Some(crate::EscalationReason::AwaitingApproval.as_str())
-            || structured.get(crate::keys::REASON).and_then(Value::as_str)
-                == Some(crate::reasons::TOO_MANY_APPROVALS)
+            || [
+                crate::reasons::TOO_MANY_APPROVALS,
+                crate::reasons::HUMAN_DECLINED,
+                crate::reasons::APPROVAL_EXPIRED,
+            ]
+            .iter()
+            .any(|not_kept| refused == Some(*not_kept))
         {
             return None;
         }

@@ -95,8 +95,11 @@ impl ToolSet {
         // expiry, in one transaction: none expires unrecorded.
         let most = u64::try_from(self.inner.most_open_escalations).unwrap_or(u64::MAX);
         let escalate = |expired: &ApprovalRecord, open: u64| {
-            (open < most)
-                .then(|| EscalationRecord::new(expired_escalation(expired), expired.caller.clone()))
+            // Seen only by those who could have decided it.
+            (open < most).then(|| {
+                EscalationRecord::new(expired_escalation(expired), expired.caller.clone())
+                    .for_approvers(expired.approvers.clone())
+            })
         };
         store.expire_approvals(now_ms(), &escalate).await?;
         self.recover_tasks(store.as_ref()).await?;
@@ -164,10 +167,19 @@ impl ToolSet {
         let blocks = ticket::chain_blocks(&before, &live);
         let now = now_ms();
         let lease = now.saturating_add(held::ms(LEASE));
-        let Some(claimed) = store.claim_approval(id, holder, now, lease).await? else {
+        // The claim takes the call from where it was read, and from nowhere
+        // else: read as approved, only an approved call is claimed (no lease
+        // ran out before the first instant). Otherwise a read gone stale —
+        // another replica claimed the call since, then died — would take
+        // its run for a first one, and run it again.
+        let abandoned = before.state == ApprovalState::Running;
+        let ran_out_before = if abandoned { now } else { i64::MIN };
+        let Some(claimed) = store
+            .claim_approval(id, holder, ran_out_before, lease)
+            .await?
+        else {
             return Ok(0);
         };
-        let abandoned = before.state == ApprovalState::Running;
         let (reply, ran) = match abandoned && !claimed.safe_to_repeat {
             true => (
                 self.may_have_taken_effect(&claimed.tool, &claimed.arguments),

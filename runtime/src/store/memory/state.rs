@@ -1,0 +1,73 @@
+//! What the memory store holds, under its one lock, and what it counts
+//! against a caller's bounds: their tasks in flight, their approvals
+//! waiting, their escalations open.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::store::{
+    ApprovalRecord, ApprovalState, AuditEntry, EscalationRecord, EscalationState, TaskRecord,
+};
+
+/// Everything the store keeps.
+#[derive(Debug, Default)]
+pub(super) struct State {
+    pub(super) tasks: HashMap<String, TaskRecord>,
+    /// The ids of the tasks not finished: what a count of running tasks
+    /// and the look for abandoned ones walk, rather than every task kept
+    /// until its time to live ends.
+    pub(super) running: HashSet<String>,
+    pub(super) approvals: HashMap<String, ApprovalRecord>,
+    pub(super) redeemed: HashMap<String, i64>,
+    pub(super) escalations: HashMap<String, EscalationRecord>,
+    pub(super) audit: Vec<AuditEntry>,
+}
+
+impl State {
+    /// Keeps `task`, and notes whether it runs.
+    pub(super) fn keep_task(&mut self, task: TaskRecord) {
+        if task.state.is_finished() {
+            self.running.remove(&task.id);
+        } else {
+            self.running.insert(task.id.clone());
+        }
+        self.tasks.insert(task.id.clone(), task);
+    }
+
+    /// The approval `id`, if its call runs held by `holder`.
+    pub(super) fn running_approval(
+        &mut self,
+        id: &str,
+        holder: &str,
+    ) -> Option<&mut ApprovalRecord> {
+        (self.approvals.get_mut(id)).filter(|approval| {
+            approval.state == ApprovalState::Running && approval.holder.as_deref() == Some(holder)
+        })
+    }
+
+    /// How many tasks are in flight (not finished), and how many are `caller`'s.
+    pub(super) fn in_flight(&self, caller: Option<&str>) -> (u64, u64) {
+        let running = (self.running.iter()).filter_map(|id| self.tasks.get(id));
+        let mine = |task: &TaskRecord| u64::from(task.caller.as_deref() == caller);
+        running.fold((0, 0), |(all, theirs), task| (all + 1, theirs + mine(task)))
+    }
+
+    /// How many approvals of `caller` wait for a decision at `now_ms`.
+    pub(super) fn waiting(&self, caller: Option<&str>, now_ms: i64) -> u64 {
+        let waits = |approval: &&ApprovalRecord| {
+            approval.state == ApprovalState::Pending && approval.expires_ms > now_ms
+        };
+        let theirs =
+            (self.approvals.values()).filter(|approval| approval.caller.as_deref() == caller);
+        u64::try_from(theirs.filter(waits).count()).unwrap_or(u64::MAX)
+    }
+
+    /// How many escalations of `caller` are open.
+    pub(super) fn open_of(&self, caller: Option<&str>) -> u64 {
+        let open = (self.escalations.values())
+            .filter(|escalation| {
+                escalation.caller.as_deref() == caller && escalation.state == EscalationState::Open
+            })
+            .count();
+        u64::try_from(open).unwrap_or(u64::MAX)
+    }
+}
