@@ -21,6 +21,7 @@ use rmcp::{ClientHandler, ErrorData, ServiceExt};
 use serde_json::{Value, json};
 use tool_envelope::guard::{Blocked, Guards, ToolCall};
 use tool_envelope::mcp::{Elicitation, ToolContext, ToolSet};
+use tool_envelope::store::{self, MemoryStore, Store};
 use tool_envelope::{ErrorEnvelope, Secret, tool};
 
 /// What each tool did, by a label of its own: a test counts its own label.
@@ -343,6 +344,42 @@ async fn a_replayed_approval_runs_nothing() {
         );
     }
     assert_eq!(times("refund O-REPLAY 550"), 1);
+}
+
+/// Replicas that share a store and a key but not a time to live (in the
+/// middle of a rolling change): a state one seals for 10 minutes, approved
+/// on one whose own states live a second, is remembered as used for the
+/// 10 minutes, so the sweep a minute later leaves it spent.
+#[tokio::test]
+async fn an_approving_state_opens_once_across_replicas_whose_times_to_live_differ() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let replica = |ttl: u64| {
+        tools()
+            .store(Arc::clone(&store))
+            .request_state_key([9u8; 32], Duration::from_secs(ttl))
+    };
+    let long = connect_to(replica(600), Revision::Rounds, Person::new(json!(1))).await;
+    let short = connect_to(replica(1), Revision::Rounds, Person::new(json!(1))).await;
+    let first = long.call_tool_once(refund_of("O-TTL", 550)).await.unwrap();
+    let CallToolResponse::InputRequired(asked) = first else {
+        panic!("expected the approval to be asked, got {first:?}");
+    };
+    let key = asked.input_requests.unwrap().keys().next().unwrap().clone();
+    let yes = json!({"action": "accept", "content": {"approver": "Grace"}});
+    let approving = refund_of("O-TTL", 550)
+        .with_input_responses([(key, yes)].into())
+        .with_request_state(asked.request_state.expect("a state"));
+    let done = short.call_tool_once(approving.clone()).await.unwrap();
+    assert!(matches!(done, CallToolResponse::Complete(_)), "{done:?}");
+    assert_eq!(times("refund O-TTL 550"), 1);
+
+    // Any replica's sweep, a minute on: past the short time to live.
+    store.sweep(store::now_ms() + 60_000).await.unwrap();
+    let refused = long.call_tool_once(approving).await.unwrap_err();
+    let (code, _, data) = code_and_message(&refused);
+    assert_eq!(code, ErrorCode::INVALID_PARAMS);
+    assert_eq!(data.unwrap()["reason"], "REQUEST_STATE_REFUSED");
+    assert_eq!(times("refund O-TTL 550"), 1, "one yes, one refund");
 }
 
 #[tokio::test]

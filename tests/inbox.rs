@@ -91,7 +91,7 @@ async fn serve(
     folder: Option<tempfile::TempDir>,
     key: Option<&[u8]>,
 ) -> Server {
-    serve_validated(store, folder, key, validate).await
+    serve_validated(store, folder, key, validate, false).await
 }
 
 /// [`serve`], its tokens checked by `validator`.
@@ -100,6 +100,7 @@ async fn serve_validated<F, Fut>(
     folder: Option<tempfile::TempDir>,
     key: Option<&[u8]>,
     validator: F,
+    secure_cookies: bool,
 ) -> Server
 where
     F: Fn(String) -> Fut + Send + Sync + 'static,
@@ -116,6 +117,9 @@ where
         // The test runs approved calls itself, when it says so.
         .approvals_in_background(false);
     let mut inbox = Inbox::new(&tools, auth.clone(), "refunds:approve");
+    if secure_cookies {
+        inbox = inbox.secure_cookies();
+    }
     if let Some(key) = key {
         inbox = inbox.cookie_key(key);
     }
@@ -938,7 +942,16 @@ async fn every_session_of_a_person_ends_when_asked_on_every_replica_and_no_other
 #[tokio::test]
 async fn behind_a_tls_proxy_the_session_cookie_is_secure() {
     let server = server("secure").await;
-    for (proto, secure) in [(None, false), (Some("https"), true)] {
+    // An inbox that says it is served over HTTPS only: always, whatever
+    // the request says (its key set after, which keeps it so).
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let always = serve_validated(store, None, Some(&[7; 32]), validate, true).await;
+    for (server, proto, secure) in [
+        (&server, None, false),
+        (&server, Some("https"), true),
+        (&always, None, true),
+        (&always, Some("http"), true),
+    ] {
         let mut form = server.http.get(format!("{}/inbox", server.url));
         if let Some(proto) = proto {
             form = form.header("x-forwarded-proto", proto);
@@ -1242,7 +1255,7 @@ async fn a_token_revoked_and_ended_while_its_person_signs_in_gives_no_session() 
         Some(Caller::new("mallory", ["refunds:approve"]))
     }
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    let server = serve_validated(store, None, None, mallory_revoked_as_she_signs_in).await;
+    let server = serve_validated(store, None, None, mallory_revoked_as_she_signs_in, false).await;
     assert!(MALLORYS_INBOX.set(server.inbox.clone()).is_ok());
     let response = server.try_sign_in("mallory-token").await;
     assert_eq!(response.status(), StatusCode::FORBIDDEN);

@@ -37,6 +37,8 @@ async fn validate(token: String) -> Option<Caller> {
     match token.as_str() {
         "reader" => Some(Caller::new("agent-7", ["orders:read"])),
         "writer" => Some(Caller::new("ops", ["orders:read", "refunds:write"])),
+        // A validator's mistake: a token that names nobody.
+        "nobody" => Some(Caller::new("", ["orders:read", "refunds:write"])),
         _ => None,
     }
 }
@@ -96,6 +98,11 @@ async fn a_protected_tool_set_answers_401_with_a_challenge_that_points_at_its_me
     );
 
     let (status, challenge) = post(&url, Some("forged")).await;
+    assert_eq!(status, 401);
+    assert!(challenge.unwrap().ends_with("error=\"invalid_token\""));
+    // A caller without a subject would be the anonymous caller of a server
+    // without a bearer check: its tasks, approvals and states.
+    let (status, challenge) = post(&url, Some("nobody")).await;
     assert_eq!(status, 401);
     assert!(challenge.unwrap().ends_with("error=\"invalid_token\""));
 

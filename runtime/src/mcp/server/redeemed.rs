@@ -51,6 +51,29 @@ impl Used {
     }
 }
 
+/// How much longer than it could open a used state is remembered: for the
+/// clocks of the replicas that share a store, which may disagree.
+const CLOCKS_MARGIN: Duration = Duration::from_secs(10 * 60);
+
+/// A fresh nonce for a state.
+pub(super) fn nonce() -> String {
+    use base64::Engine;
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the operating system gives random bytes");
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// How long a used state, sealed to open until `expires_ms` (0 when it
+/// does not say), is remembered by a replica whose own states live `ttl`:
+/// until the later of the two, and [`CLOCKS_MARGIN`] more. A replica with
+/// a shorter time to live, or a clock ahead of the sealer's, would
+/// otherwise forget a state another replica still opens.
+pub(super) fn remembered_for(ttl: Duration, expires_ms: i64) -> Duration {
+    let left = expires_ms.saturating_sub(crate::store::now_ms());
+    let left = Duration::from_millis(u64::try_from(left).unwrap_or(0));
+    ttl.max(left).saturating_add(CLOCKS_MARGIN)
+}
+
 /// The most approving states one tool set remembers at once.
 const MAX_REDEMPTIONS: usize = 100_000;
 

@@ -29,7 +29,8 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::client::ClientSide;
-use super::redeemed::Redemptions;
+use super::held;
+use super::redeemed::{Redemptions, nonce, remembered_for};
 use crate::envelope::ErrorEnvelope;
 use crate::mcp::ask::{self, APPROVAL_KEY_PREFIX, Kind, Question};
 use crate::store::Store;
@@ -91,6 +92,10 @@ struct State {
     answers: BTreeMap<String, Value>,
     #[serde(default)]
     nonce: String,
+    /// When it stops opening (ms since the epoch), by its sealer's clock
+    /// and time to live: its use is remembered at least until then.
+    #[serde(default)]
+    expires_ms: i64,
 }
 
 /// The one error a `requestState` that does not open gets, whatever the
@@ -119,14 +124,6 @@ fn approves(answers: &HashMap<String, Value>) -> bool {
         );
         key.starts_with(APPROVAL_KEY_PREFIX) && !no
     })
-}
-
-/// A fresh nonce for a state.
-fn nonce() -> String {
-    use base64::Engine;
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).expect("the operating system gives random bytes");
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
 /// Why a call stopped before its tool finished.
@@ -227,7 +224,8 @@ impl Asking {
                     answers.insert(key, answer);
                 }
             }
-            if approves(&answers) && !seal.redeemed.redeem(&state.nonce, seal.ttl, caller).await {
+            let remembered = remembered_for(seal.ttl, state.expires_ms);
+            if approves(&answers) && !seal.redeemed.redeem(&state.nonce, remembered, caller).await {
                 tracing::debug!(tool, "requestState refused: its approval was used already");
                 return Err(refused_state());
             }
@@ -401,6 +399,7 @@ impl Asking {
                     asked: asked.keys().cloned().collect(),
                     answers: self.answers.clone().into_iter().collect(),
                     nonce: nonce(),
+                    expires_ms: crate::store::now_ms().saturating_add(held::ms(seal.ttl)),
                 };
                 let bound = bound_to(tool, arguments, caller);
                 let options = SealOptions::new().associated_data(&bound).ttl(seal.ttl);

@@ -38,7 +38,8 @@ use crate::store::StoreError;
 /// - **Sign-in.** A person pastes a token once; the validator says who they
 ///   are and what they may do; the page then keeps a session in a signed,
 ///   `HttpOnly`, `SameSite=Strict` cookie (`Secure` behind a TLS proxy that
-///   says `X-Forwarded-Proto: https`), never the token, for 8 hours or
+///   says `X-Forwarded-Proto: https`, or always: [`Inbox::secure_cookies`]),
+///   never the token, for 8 hours or
 ///   until they sign out: signing out ends the session in the store, so a
 ///   copy of the cookie is refused on every replica. "Sign out everywhere",
 ///   or [`Inbox::end_sessions_of`], ends every session of the person. The
@@ -111,15 +112,34 @@ impl Inbox {
             key.len() >= 32,
             "Inbox::cookie_key: a key of 32 bytes or more"
         );
+        self.rebuilt(session::Keys::new(key.to_vec()), self.state.secure_cookies)
+    }
+
+    /// Marks every cookie the inbox sets `Secure`, whatever the request
+    /// says of itself. Without it, a cookie is `Secure` only when the
+    /// request says it came through TLS (`X-Forwarded-Proto: https`), which
+    /// a proxy adds only when told to: an inbox served only over HTTPS —
+    /// behind any TLS proxy, as it should be — should say so here, so that
+    /// a browser never sends its session over plain HTTP.
+    #[must_use]
+    pub fn secure_cookies(self) -> Self {
+        let keys = self.state.keys.clone();
+        self.rebuilt(keys, true)
+    }
+
+    /// The same inbox with `keys`, its cookies `Secure` always or not.
+    fn rebuilt(&self, keys: session::Keys, secure_cookies: bool) -> Self {
         let state = &self.state;
+        let mut rebuilt = respond::State::new(
+            state.tools.clone(),
+            Arc::clone(&state.store),
+            state.auth.clone(),
+            state.scope.clone(),
+            keys,
+        );
+        rebuilt.secure_cookies = secure_cookies;
         Inbox {
-            state: Arc::new(respond::State::new(
-                state.tools.clone(),
-                Arc::clone(&state.store),
-                state.auth.clone(),
-                state.scope.clone(),
-                session::Keys::new(key.to_vec()),
-            )),
+            state: Arc::new(rebuilt),
         }
     }
 

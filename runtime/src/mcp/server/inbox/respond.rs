@@ -20,6 +20,9 @@ pub(super) struct State {
     pub(super) auth: BearerAuth,
     pub(super) scope: String,
     pub(super) keys: Keys,
+    /// Whether every cookie is `Secure`, whatever the request says of
+    /// itself ([`Inbox::secure_cookies`](super::Inbox::secure_cookies)).
+    pub(super) secure_cookies: bool,
     pages: Environment<'static>,
 }
 
@@ -57,6 +60,7 @@ impl State {
             auth,
             scope,
             keys,
+            secure_cookies: false,
             pages,
         }
     }
@@ -131,19 +135,20 @@ pub(super) fn see_other(to: &str) -> Response {
 }
 
 /// A cookie `name=value`, `HttpOnly`, `SameSite=Strict`, for the inbox's
-/// paths, lasting `max_age` seconds; `Secure` when the request came through
-/// TLS.
+/// paths, lasting `max_age` seconds; `Secure` when the inbox says its
+/// cookies always are, or the request came through TLS.
 pub(super) fn set_cookie(
+    state: &State,
     response: &mut Response,
     headers: &HeaderMap,
-    name: &str,
-    value: &str,
+    (name, value): (&str, &str),
     max_age: i64,
 ) {
-    let secure = headers
-        .get("x-forwarded-proto")
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|proto| proto.eq_ignore_ascii_case("https"));
+    let secure = state.secure_cookies
+        || headers
+            .get("x-forwarded-proto")
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|proto| proto.eq_ignore_ascii_case("https"));
     let cookie = format!(
         "{name}={value}; Path=/inbox; HttpOnly; SameSite=Strict; Max-Age={max_age}{}",
         if secure { "; Secure" } else { "" }

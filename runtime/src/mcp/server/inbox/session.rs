@@ -30,6 +30,7 @@ pub(super) const SESSION_MS: i64 = 8 * 60 * 60 * 1000;
 pub(super) const ENDED_MARGIN_MS: i64 = 10 * 60 * 1000;
 
 /// The key sessions and forms are signed with.
+#[derive(Clone)]
 pub(super) struct Keys {
     key: Vec<u8>,
 }

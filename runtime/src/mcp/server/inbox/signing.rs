@@ -107,7 +107,7 @@ pub(super) fn sign_in_form(state: &State, headers: &HeaderMap, problem: Option<&
     };
     let mut response = render(state, StatusCode::OK, "sign_in.html", context);
     if existing.is_none() {
-        set_cookie(&mut response, headers, SIGN_IN, &nonce, 3600);
+        set_cookie(state, &mut response, headers, (SIGN_IN, &nonce), 3600);
     }
     response
 }
@@ -170,7 +170,13 @@ pub(super) async fn sign_in(
     }
     let mut response = see_other("/inbox");
     let value = state.keys.session_of(&caller, epoch);
-    set_cookie(&mut response, &headers, SESSION, &value, SESSION_MS / 1000);
+    set_cookie(
+        &state,
+        &mut response,
+        &headers,
+        (SESSION, &value),
+        SESSION_MS / 1000,
+    );
     response
 }
 
@@ -214,7 +220,7 @@ pub(super) async fn sign_out(
         return refused(&state, StatusCode::SERVICE_UNAVAILABLE, problem);
     }
     let mut response = see_other("/inbox");
-    set_cookie(&mut response, &headers, SESSION, "", 0);
+    set_cookie(&state, &mut response, &headers, (SESSION, ""), 0);
     response
 }
 

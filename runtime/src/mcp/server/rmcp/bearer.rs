@@ -106,7 +106,8 @@ impl BearerAuth {
     /// Tokens for the MCP server at `resource` (its canonical URL, as
     /// clients reach it: `https://tools.example.com/mcp`), checked by
     /// `validator`, which gets each request's token and answers who called
-    /// — or `None` to refuse it.
+    /// — or `None` to refuse it. A caller with an empty subject is refused
+    /// too, as an invalid token: every caller a check admits is someone.
     ///
     /// # Panics
     ///
@@ -206,7 +207,7 @@ impl BearerAuth {
         if token.is_empty() {
             return None;
         }
-        let caller = (self.inner.validator)(token.to_owned()).await?;
+        let caller = self.validated(token).await?;
         let required = &self.inner.required_scopes;
         required
             .iter()
@@ -230,7 +231,7 @@ impl BearerAuth {
         let Some(token) = token else {
             return Err(self.refusal(StatusCode::UNAUTHORIZED, None));
         };
-        let Some(caller) = (self.inner.validator)(token.to_owned()).await else {
+        let Some(caller) = self.validated(token).await else {
             return Err(self.refusal(StatusCode::UNAUTHORIZED, Some("invalid_token")));
         };
         if !self
@@ -242,6 +243,16 @@ impl BearerAuth {
             return Err(self.refusal(StatusCode::FORBIDDEN, Some("insufficient_scope")));
         }
         Ok(Arc::new(caller))
+    }
+
+    /// Who `token` is of, as the validator says — unless it names nobody:
+    /// a caller without a subject would share the tasks, approvals and
+    /// states bound to the absence of one (a server without a bearer
+    /// check's callers), so a token the validator gives an empty subject
+    /// is refused as invalid.
+    async fn validated(&self, token: &str) -> Option<Caller> {
+        let caller = (self.inner.validator)(token.to_owned()).await?;
+        (!caller.subject().is_empty()).then_some(caller)
     }
 
     /// A refusal with `status`, its challenge naming the metadata document,
