@@ -42,6 +42,17 @@ fn policy(call: &ToolCall) -> Result<(), Blocked> {
     Ok(())
 }
 
+/// A second guard, after `policy`: orders of a shop that shut.
+fn shut(call: &ToolCall) -> Result<(), Blocked> {
+    let order: String = call.require("order")?;
+    match order.starts_with("SHUT") {
+        true => {
+            Err(Blocked::new(format!("The shop of order {order} has shut")).with_reason("SHUT"))
+        }
+        false => Ok(()),
+    }
+}
+
 /// Refund an order.
 #[tool(destructive)]
 fn refund(order: String, amount: u64, card: Secret<String>) -> Result<String, ErrorEnvelope> {
@@ -112,7 +123,7 @@ where
     let tools = ToolSet::new()
         .server_info("refunds", "1.0.0")
         .tool::<refund>()
-        .guards(Guards::new().for_all(policy))
+        .guards(Guards::new().for_all(policy).for_all(shut))
         .store(Arc::clone(&store))
         // The test runs approved calls itself, when it says so.
         .approvals_in_background(false);
@@ -535,6 +546,11 @@ async fn another_scopes_escalations_stay_out_of_sight_and_nobody_resolves_their_
     let path = format!("/inbox/escalations/{}", own.id);
     let agent = server.sign_in("agent-approver-token").await;
     let (_, page) = server.get("/inbox", &agent).await;
+    assert!(page.contains("someone else resolves it"), "{page}");
+    assert!(
+        !page.contains(&format!("/inbox/escalations/{}", own.id)),
+        "{page}"
+    );
     let form = [("note", "fine by me"), ("csrf", &csrf(&page))];
     assert_eq!(
         server.post(&path, &agent, &form).await,
@@ -546,6 +562,40 @@ async fn another_scopes_escalations_stay_out_of_sight_and_nobody_resolves_their_
         server.post(&path, &carol, &form).await,
         StatusCode::SEE_OTHER
     );
+}
+
+/// An approved call whose run is blocked by the next guard: the escalation
+/// is its approvers', as the approval was.
+#[tokio::test]
+async fn the_escalation_of_an_approved_run_is_its_approvers() {
+    let server = server("approved-run").await;
+    let waiting = server.call_as_agent("SHUT-1", 800).await;
+    let ticket = waiting["escalation"]["ticket"]["id"].as_str().unwrap();
+    let carol = Caller::new("carol", ["refunds:approve"]);
+    server.tools.decide(ticket, &carol, true, "").await.unwrap();
+    assert_eq!(server.tools.run_approved().await.unwrap(), 1);
+    let open = server
+        .store
+        .escalations(EscalationState::Open, 10)
+        .await
+        .unwrap();
+    let failed = open
+        .iter()
+        .find(|escalation| escalation.envelope["reason"] == "SHUT")
+        .unwrap_or_else(|| panic!("the run's failure is kept: {open:?}"));
+    assert_eq!(failed.approvers.as_deref(), Some("refunds:approve"));
+    // A call of the agent's that fails on its own is everyone's, as before.
+    server.call_as_agent("SHUT-2", 40).await;
+    let open = server
+        .store
+        .escalations(EscalationState::Open, 10)
+        .await
+        .unwrap();
+    let own = open
+        .iter()
+        .find(|escalation| escalation.envelope["attempted_query"]["order"] == "SHUT-2")
+        .unwrap_or_else(|| panic!("kept: {open:?}"));
+    assert_eq!(own.approvers, None);
 }
 
 #[tokio::test]

@@ -9,7 +9,8 @@ use crate::store::Store;
 
 /// The states of approving rounds already opened: each opens once, so that
 /// one person's yes runs one call. A state is remembered for as long as it
-/// could be opened (its time to live); past [`MAX_REDEMPTIONS`] remembered
+/// could be opened (its time to live; in a store, for as long as any
+/// replica could open it: [`remembered_for`]); past [`MAX_REDEMPTIONS`] remembered
 /// at once, or [`MAX_REDEMPTIONS_PER_CALLER`] of one caller's, another
 /// approving round is refused rather than forgotten — so one caller who
 /// spends states as fast as it can refuses only its own.
@@ -68,7 +69,7 @@ pub(super) fn nonce() -> String {
 /// until the later of the two, and [`CLOCKS_MARGIN`] more. A replica with
 /// a shorter time to live, or a clock ahead of the sealer's, would
 /// otherwise forget a state another replica still opens.
-pub(super) fn remembered_for(ttl: Duration, expires_ms: i64) -> Duration {
+fn remembered_for(ttl: Duration, expires_ms: i64) -> Duration {
     let left = expires_ms.saturating_sub(crate::store::now_ms());
     let left = Duration::from_millis(u64::try_from(left).unwrap_or(0));
     ttl.max(left).saturating_add(CLOCKS_MARGIN)
@@ -90,13 +91,23 @@ impl Redemptions {
         }
     }
 
-    /// Records the state `nonce`, `caller`'s, as used for `ttl`: `false`
-    /// when it was used already, when no more can be remembered, or when
-    /// the store cannot say (a state is refused rather than opened twice).
-    pub(super) async fn redeem(&self, nonce: &str, ttl: Duration, caller: Option<&str>) -> bool {
+    /// Records the state `nonce`, `caller`'s, sealed to open until
+    /// `expires_ms` (0 when it does not say), as used: for `ttl` in this
+    /// process (whose one clock sealed it), in a store for as long as any
+    /// replica could open it ([`remembered_for`]). `false` when it was used
+    /// already, when no more can be remembered, or when the store cannot
+    /// say (a state is refused rather than opened twice).
+    pub(super) async fn redeem(
+        &self,
+        nonce: &str,
+        ttl: Duration,
+        expires_ms: i64,
+        caller: Option<&str>,
+    ) -> bool {
         if let Some(store) = &self.shared {
+            let held = remembered_for(ttl, expires_ms);
             let until = crate::store::now_ms()
-                .saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX));
+                .saturating_add(i64::try_from(held.as_millis()).unwrap_or(i64::MAX));
             return match store.redeem(nonce, until).await {
                 Ok(first) => first,
                 Err(error) => {
@@ -140,19 +151,26 @@ mod tests {
         let ledger = Redemptions::default();
         let ttl = Duration::from_secs(900);
         for n in 0..MAX_REDEMPTIONS_PER_CALLER {
-            assert!(ledger.redeem(&format!("m-{n}"), ttl, Some("mallory")).await);
+            assert!(
+                ledger
+                    .redeem(&format!("m-{n}"), ttl, 0, Some("mallory"))
+                    .await
+            );
         }
         assert!(
-            !ledger.redeem("m-one-more", ttl, Some("mallory")).await,
+            !ledger.redeem("m-one-more", ttl, 0, Some("mallory")).await,
             "mallory's share is spent"
         );
         assert!(
-            ledger.redeem("alice-1", ttl, Some("alice")).await,
+            ledger.redeem("alice-1", ttl, 0, Some("alice")).await,
             "alice's approval still opens"
         );
-        assert!(!ledger.redeem("alice-1", ttl, Some("alice")).await, "once");
         assert!(
-            !ledger.redeem("m-7", ttl, Some("alice")).await,
+            !ledger.redeem("alice-1", ttl, 0, Some("alice")).await,
+            "once"
+        );
+        assert!(
+            !ledger.redeem("m-7", ttl, 0, Some("alice")).await,
             "a used state stays used, whoever sends it"
         );
     }
@@ -163,13 +181,13 @@ mod tests {
         for n in 0..MAX_REDEMPTIONS_PER_CALLER {
             assert!(
                 ledger
-                    .redeem(&format!("m-{n}"), Duration::ZERO, Some("mallory"))
+                    .redeem(&format!("m-{n}"), Duration::ZERO, 0, Some("mallory"))
                     .await
             );
         }
         assert!(
             ledger
-                .redeem("m-next", Duration::from_secs(900), Some("mallory"))
+                .redeem("m-next", Duration::from_secs(900), 0, Some("mallory"))
                 .await
         );
     }

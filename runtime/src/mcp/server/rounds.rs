@@ -30,7 +30,7 @@ use tokio::time::Instant;
 
 use super::client::ClientSide;
 use super::held;
-use super::redeemed::{Redemptions, nonce, remembered_for};
+use super::redeemed::{Redemptions, nonce};
 use crate::envelope::ErrorEnvelope;
 use crate::mcp::ask::{self, APPROVAL_KEY_PREFIX, Kind, Question};
 use crate::store::Store;
@@ -92,8 +92,7 @@ struct State {
     answers: BTreeMap<String, Value>,
     #[serde(default)]
     nonce: String,
-    /// When it stops opening (ms since the epoch), by its sealer's clock
-    /// and time to live: its use is remembered at least until then.
+    /// When it stops opening (ms since the epoch, by its sealer's clock).
     #[serde(default)]
     expires_ms: i64,
 }
@@ -224,8 +223,10 @@ impl Asking {
                     answers.insert(key, answer);
                 }
             }
-            let remembered = remembered_for(seal.ttl, state.expires_ms);
-            if approves(&answers) && !seal.redeemed.redeem(&state.nonce, remembered, caller).await {
+            let spend = seal
+                .redeemed
+                .redeem(&state.nonce, seal.ttl, state.expires_ms, caller);
+            if approves(&answers) && !spend.await {
                 tracing::debug!(tool, "requestState refused: its approval was used already");
                 return Err(refused_state());
             }

@@ -106,7 +106,7 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
         pending => Serde(mine.into_iter().map(|approval| view(approval, who)).collect::<Vec<_>>()),
         others => others.len(),
         decided => Serde(decided.into_iter().map(|approval| view(approval, who)).collect::<Vec<_>>()),
-        escalations => Serde(escalations.iter().filter(|escalation| may_see(who, escalation)).map(escalation_view).collect::<Vec<_>>()),
+        escalations => Serde(escalations.iter().filter(|escalation| may_see(who, escalation)).map(|escalation| escalation_view(escalation, who)).collect::<Vec<_>>()),
     };
     render(state, StatusCode::OK, "inbox.html", context)
 }

@@ -158,12 +158,17 @@ pub(super) struct EscalationView {
     arguments: Vec<Argument>,
     partial: Option<String>,
     alternatives: Vec<String>,
+    /// Whether it is the escalation of `who`'s own call: someone else
+    /// resolves it.
+    own: bool,
 }
 
-pub(super) fn escalation_view(escalation: &EscalationRecord) -> EscalationView {
+/// An escalation, as `who` sees it.
+pub(super) fn escalation_view(escalation: &EscalationRecord, who: &Caller) -> EscalationView {
     let envelope = &escalation.envelope;
     let info = envelope.get(keys::ESCALATION);
     EscalationView {
+        own: escalation.caller.as_deref() == Some(who.subject()),
         id: escalation.id.clone(),
         message: text(envelope.get(keys::MESSAGE)),
         category: text(envelope.get(keys::ERROR_CATEGORY)),

@@ -86,29 +86,34 @@ impl ToolSet {
         arguments: Value,
         context: ToolContext,
     ) -> Result<ToolReply, ProtocolError> {
-        self.call_past(name, arguments, context, &[]).await
+        self.call_past(name, arguments, context, &[], None).await
     }
 
     /// [`call_with`](Self::call_with), past the blocks whose keys are
-    /// `approved`, which approvers approved for this very call: the run of
-    /// a ticket.
+    /// `approved`, which people with the scope `approvers` approved for
+    /// this very call: the run of a ticket. An escalation it ends with is
+    /// kept for them alone, as the approval was.
     #[cfg(feature = "rmcp")]
     pub(super) async fn call_approved(
         &self,
         name: &str,
         arguments: Value,
         context: ToolContext,
-        approved: &[String],
+        (approved, approvers): (&[String], &str),
     ) -> Result<ToolReply, ProtocolError> {
-        self.call_past(name, arguments, context, approved).await
+        self.call_past(name, arguments, context, approved, Some(approvers))
+            .await
     }
 
+    /// A call past the blocks `approved`, its escalation kept for the
+    /// people with the scope `kept_for` when it names one.
     async fn call_past(
         &self,
         name: &str,
         arguments: Value,
         context: ToolContext,
         approved: &[String],
+        kept_for: Option<&str>,
     ) -> Result<ToolReply, ProtocolError> {
         let Some(&index) = self.inner.index.get(name) else {
             dismantle(arguments);
@@ -167,8 +172,10 @@ impl ToolSet {
         #[cfg(feature = "tokio")]
         if reply.is_error {
             // Boxed: a rare way, its record kept out of every call's future.
-            Box::pin(self.keep_escalation(&reply, &state)).await;
+            Box::pin(self.keep_escalation(&reply, &state, kept_for)).await;
         }
+        #[cfg(not(feature = "tokio"))]
+        let _ = kept_for;
         #[cfg(feature = "rmcp")]
         {
             let records = state.take_audit();

@@ -41,10 +41,17 @@ impl ToolSet {
     /// keeps (see [`escalation_to_keep`](Self::escalation_to_keep)) and
     /// its caller has room; a store that fails is logged, and the reply
     /// goes out as it is.
-    pub(super) async fn keep_escalation(&self, reply: &ToolReply, state: &CallState) {
-        let Some((store, record)) = self.escalation_to_keep(reply, state) else {
+    pub(super) async fn keep_escalation(
+        &self,
+        reply: &ToolReply,
+        state: &CallState,
+        kept_for: Option<&str>,
+    ) {
+        let Some((store, mut record)) = self.escalation_to_keep(reply, state) else {
             return;
         };
+        // The run of an approval: what it ends with is its approvers'.
+        record.approvers = kept_for.map(str::to_owned);
         let most = u64::try_from(self.inner.most_open_escalations).unwrap_or(u64::MAX);
         // Kept one at a time for the caller here (the store counts and
         // keeps in one step across the replicas; this spares it the

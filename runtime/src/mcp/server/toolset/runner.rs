@@ -243,7 +243,12 @@ impl ToolSet {
         }
         let arguments = approval.arguments.clone();
         match self
-            .call_approved(&approval.tool, arguments, context, blocks)
+            .call_approved(
+                &approval.tool,
+                arguments,
+                context,
+                (blocks, &approval.approvers),
+            )
             .await
         {
             Ok(reply) => reply,
