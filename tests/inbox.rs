@@ -1142,6 +1142,16 @@ impl Store for Faltering {
     }
 }
 
+/// A server on a [`Faltering`] store, and the ticket of the agent's refund
+/// of `order` over the cap, waiting for an approver.
+async fn faltering_with_a_ticket(order: &str) -> (Arc<Faltering>, Server, String) {
+    let store = Arc::new(Faltering::new(Arc::new(MemoryStore::new())));
+    let server = serve(Arc::clone(&store) as Arc<dyn Store>, None, None).await;
+    let waiting = server.call_as_agent(order, 800).await;
+    let ticket = waiting["escalation"]["ticket"]["id"].as_str().unwrap();
+    (store, server, ticket.to_owned())
+}
+
 /// Every page and form of `session` answers 503, nothing shown or done.
 async fn refuses_everything(server: &Server, session: &str, path: &str, token: &str, why: &str) {
     for page_path in ["/inbox", path] {
@@ -1184,10 +1194,8 @@ async fn refuses_everything(server: &Server, session: &str, path: &str, token: &
 
 #[tokio::test]
 async fn a_store_that_cannot_say_whether_a_session_ended_lets_nothing_be_done() {
-    let store = Arc::new(Faltering::new(Arc::new(MemoryStore::new())));
-    let server = serve(Arc::clone(&store) as Arc<dyn Store>, None, None).await;
-    let waiting = server.call_as_agent("DOWN-1", 800).await;
-    let ticket = waiting["escalation"]["ticket"]["id"].as_str().unwrap();
+    let (store, server, ticket) = faltering_with_a_ticket("DOWN-1").await;
+    let ticket = ticket.as_str();
     let path = format!("/inbox/approvals/{ticket}");
     let session = server.sign_in("carol-token").await;
     let (status, page) = server.get(&path, &session).await;
@@ -1256,10 +1264,8 @@ async fn a_store_that_cannot_say_whether_a_session_ended_lets_nothing_be_done() 
 /// reach: the database's own words go to the log, not to the page.
 #[tokio::test]
 async fn a_store_failing_a_decision_shows_the_page_none_of_its_words() {
-    let store = Arc::new(Faltering::new(Arc::new(MemoryStore::new())));
-    let server = serve(Arc::clone(&store) as Arc<dyn Store>, None, None).await;
-    let waiting = server.call_as_agent("LOCKED-1", 800).await;
-    let ticket = waiting["escalation"]["ticket"]["id"].as_str().unwrap();
+    let (store, server, ticket) = faltering_with_a_ticket("LOCKED-1").await;
+    let ticket = ticket.as_str();
     let path = format!("/inbox/approvals/{ticket}");
     let session = server.sign_in("carol-token").await;
     let (_, page) = server.get(&path, &session).await;
@@ -1324,10 +1330,8 @@ async fn a_token_revoked_and_ended_while_its_person_signs_in_gives_no_session() 
 /// not run twice, is not run again.
 #[tokio::test]
 async fn a_stale_read_of_an_approved_call_does_not_run_it_again() {
-    let store = Arc::new(Faltering::new(Arc::new(MemoryStore::new())));
-    let server = serve(Arc::clone(&store) as Arc<dyn Store>, None, None).await;
-    let waiting = server.call_as_agent("STALE-1", 800).await;
-    let ticket = waiting["escalation"]["ticket"]["id"].as_str().unwrap();
+    let (store, server, ticket) = faltering_with_a_ticket("STALE-1").await;
+    let ticket = ticket.as_str();
     let carol = Caller::new("carol", ["refunds:approve"]);
     server.tools.decide(ticket, &carol, true, "").await.unwrap();
     *store.claimed_meanwhile.lock().unwrap() = Some(ticket.to_owned());
