@@ -512,3 +512,135 @@ async fn a_task_still_waiting_for_its_approver_ends_with_its_ticket_before_it_ex
     );
     assert_eq!(times("T-730"), 1);
 }
+
+/// The ticket the task `task` waits for, once its status message names it.
+async fn ticket_awaited(client: &RunningService<RoleClient, Client>, task: &str) -> String {
+    for _ in 0..100 {
+        let waiting = get(client, task).await;
+        if let Some(message) = waiting["statusMessage"].as_str() {
+            assert_eq!(waiting["status"], "working", "{waiting}");
+            let ticket = message.split("ticket ").nth(1).expect("its ticket");
+            return ticket.trim_end_matches(')').to_owned();
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("the task never said what it waits for");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_task_withdraws_its_approval_and_no_later_yes_runs_the_call() {
+    let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let tools = ToolSet::new()
+        .tool::<capped_refund>()
+        .tasks(|_| TaskSupport::Optional)
+        .store(Arc::clone(&shared))
+        .approvals_in_background(false)
+        .max_waiting_approvals(2);
+    let one = connect(tools.clone()).await;
+    let other = connect(replica(Arc::clone(&shared))).await;
+    let approver = tool_envelope::guard::Caller::new("carol", ["refunds:approve"]);
+
+    // Cancelled on its own replica, and on the other one through the store.
+    let here = json!({"order": "T-640", "amount": 640});
+    let there = json!({"order": "T-650", "amount": 650});
+    let mut tickets = Vec::new();
+    for (arguments, cancelling) in [(&here, &one), (&there, &other)] {
+        let task = task_of(&one, "capped_refund", arguments.clone()).await;
+        let ticket = ticket_awaited(&one, &task).await;
+        cancelling
+            .cancel_task(CancelTaskParams::new(&task))
+            .await
+            .expect("tasks/cancel");
+        let ended = past(&one, &task, "working").await;
+        assert_eq!(ended["status"], "cancelled", "{ended}");
+
+        // An approver's yes after the cancel is refused, and nothing runs.
+        let late = tools.decide(&ticket, &approver, true, "ok").await;
+        assert!(
+            matches!(
+                late,
+                Err(tool_envelope::mcp::DecisionError::NotPending(
+                    store::ApprovalState::Withdrawn
+                ))
+            ),
+            "{late:?}"
+        );
+        tools.run_approved().await.unwrap();
+        tickets.push(ticket);
+    }
+    assert_eq!((times("T-640"), times("T-650")), (0, 0));
+    let audit = shared.audit_log(100).await.unwrap();
+    for ticket in &tickets {
+        let lines: Vec<_> = (audit.iter())
+            .filter(|line| &line.subject == ticket)
+            .collect();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert_eq!(lines[0].what, "withdraw");
+    }
+
+    // The same call made again reads that it was taken back, and opens
+    // nothing; the two withdrawn count against the caller's bound of two
+    // until they expire, so taking approvals back frees no room to post
+    // another to the approvers.
+    for (arguments, reason) in [
+        (here, "HUMAN_DECLINED"),
+        (
+            json!({"order": "T-660", "amount": 660}),
+            "TOO_MANY_APPROVALS",
+        ),
+    ] {
+        let again = task_of(&one, "capped_refund", arguments).await;
+        let ended = past(&one, &again, "working").await;
+        assert_eq!(ended["status"], "completed", "{ended}");
+        let envelope = &ended["result"]["structuredContent"];
+        assert_eq!(envelope["reason"], reason, "{envelope}");
+    }
+    let pending = shared
+        .approvals(&[store::ApprovalState::Pending], 100)
+        .await;
+    assert_eq!(pending.unwrap().len(), 0);
+    assert_eq!(times("T-640") + times("T-660"), 0);
+}
+
+#[tokio::test]
+async fn a_cancelled_task_whose_replica_stopped_has_its_approval_withdrawn_on_takeover() {
+    let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let tools = ToolSet::new()
+        .tool::<capped_refund>()
+        .tasks(|_| TaskSupport::Optional)
+        .store(Arc::clone(&shared))
+        .approvals_in_background(false);
+    // A replica made the task, which waits for an approver; it stopped
+    // (its lease ran out) after its caller cancelled the task.
+    let arguments = json!({"order": "T-670", "amount": 670});
+    let waiting = tools
+        .call_with("capped_refund", arguments.clone(), ToolContext::detached())
+        .await
+        .unwrap();
+    let envelope = waiting.structured_content.unwrap();
+    assert_eq!(envelope["reason"], "AWAITING_APPROVAL", "{envelope}");
+    let ticket = envelope["escalation"]["ticket"]["id"].as_str().unwrap();
+    let mut task = TaskRecord::new("capped_refund", arguments, None, 600_000)
+        .held_by("stopped-replica", store::now_ms() - 1);
+    task.id = "task-capped-refund".to_owned();
+    assert!(shared.create_task(&task, u64::MAX).await.unwrap());
+    shared.cancel_task(&task.id).await.unwrap();
+
+    // Taken over: the task ends cancelled, and so does its approval.
+    tools.run_approved().await.unwrap();
+    let ended = shared.task(&task.id).await.unwrap().unwrap();
+    assert_eq!(ended.state, store::TaskState::Cancelled);
+    let approver = tool_envelope::guard::Caller::new("carol", ["refunds:approve"]);
+    let late = tools.decide(ticket, &approver, true, "ok").await;
+    assert!(
+        matches!(
+            late,
+            Err(tool_envelope::mcp::DecisionError::NotPending(
+                store::ApprovalState::Withdrawn
+            ))
+        ),
+        "{late:?}"
+    );
+    tools.run_approved().await.unwrap();
+    assert_eq!(times("T-670"), 0);
+}

@@ -590,6 +590,59 @@ async fn approvals(store: &dyn Store) {
         audit_of(store, &stale.id).await,
         [AuditEntry::expired(&stale.id, now + 20)]
     );
+
+    // Withdrawn by its caller (their task was cancelled): no approver
+    // decides it after, nothing runs it; the same call made again reads it
+    // until it expires, and it counts against its caller's waiting ones
+    // until then; audited as such.
+    let taken_back_digest = format!("taken-back-{now}");
+    let mut opened = approval(&taken_back_digest, now + 10 * MINUTE);
+    opened.caller = Some(format!("withdrawing-{now}"));
+    let taken_back = store
+        .open_approval(&opened, u64::MAX)
+        .await
+        .unwrap()
+        .expect("opened: no bound to pass");
+    let theirs = opened.caller.as_deref();
+    assert_eq!(store.waiting_approvals(theirs, now + 30).await.unwrap(), 1);
+    let withdrawn = Decision::withdrawn(theirs.unwrap(), "cancelled").at(now + 30);
+    assert!(store.decide(&taken_back.id, &withdrawn).await.unwrap());
+    let read = store.approval(&taken_back.id).await.unwrap().unwrap();
+    assert_eq!(
+        (read.state, read.decided_by.as_deref(), read.expires_ms),
+        (
+            ApprovalState::Withdrawn,
+            theirs,
+            taken_back.readable_until(now + 30)
+        )
+    );
+    let yes_after = Decision::new(true, "carol", "").at(now + 40);
+    assert!(!store.decide(&taken_back.id, &yes_after).await.unwrap());
+    assert!(!(store.approvals_to_run(now + 40, 1000).await.unwrap()).contains(&taken_back.id));
+    let live = store
+        .call_approvals(&taken_back_digest, now + 40)
+        .await
+        .unwrap();
+    assert_eq!(
+        live.iter().map(|a| &a.id).collect::<Vec<_>>(),
+        [&taken_back.id]
+    );
+    assert_eq!(store.waiting_approvals(theirs, now + 40).await.unwrap(), 1);
+    let mut another = approval(&format!("{taken_back_digest}-2"), now + 10 * MINUTE);
+    another.caller = opened.caller.clone();
+    assert_eq!(store.open_approval(&another, 1).await.unwrap(), None);
+    let past = read.expires_ms + 1;
+    assert!(
+        store
+            .call_approvals(&taken_back_digest, past)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(store.waiting_approvals(theirs, past).await.unwrap(), 0);
+    let lines = audit_of(store, &taken_back.id).await;
+    assert_eq!(lines, [withdrawn.audit_entry(&taken_back.id)]);
+    assert_eq!(lines[0].what, "withdraw");
     // The escalation is the runner's to decide, given the caller's open
     // ones counted with the expiry: none kept, the expiry and its audit
     // are.

@@ -1,5 +1,5 @@
 //! The audit: one line for every decision, resolution and expiry, kept
-//! with the change it records.
+//! with the change it records; and the decisions that leave one.
 
 use serde::{Deserialize, Serialize};
 
@@ -12,7 +12,8 @@ pub struct AuditEntry {
     /// Who: the subject they signed in as; `tool-envelope` for an expiry;
     /// for `sessions_ended`, whoever asked.
     pub who: String,
-    /// What: `approve`, `decline`, `resolve`, `expire`, `sign_in`,
+    /// What: `approve`, `decline`, `withdraw` (the caller took their call
+    /// back), `resolve`, `expire`, `sign_in`,
     /// `sign_out`, `sessions_ended` (every session of the person named by
     /// `subject`).
     pub what: String,
@@ -55,6 +56,81 @@ impl AuditEntry {
         AuditEntry {
             at_ms,
             ..AuditEntry::new(by, "resolve", escalation, note)
+        }
+    }
+}
+
+/// A person's decision on an approval: an approver's yes or no, or the
+/// caller's own withdrawal of the call ([`withdrawn`](Self::withdrawn)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Decision {
+    /// Approve, or decline.
+    pub approve: bool,
+    /// The subject the approver signed in as; for a withdrawal, the
+    /// caller's.
+    pub by: String,
+    /// Their note.
+    pub note: String,
+    /// When (ms since the epoch).
+    pub at_ms: i64,
+    /// The call's own caller took it back (their task was cancelled): the
+    /// approval is [`Withdrawn`](super::ApprovalState::Withdrawn), not
+    /// declined by a person. A store that does not know this field
+    /// declines it: the call never runs all the same.
+    pub withdrawn: bool,
+}
+
+impl Decision {
+    /// `by`'s decision, with `note`, now.
+    pub fn new(approve: bool, by: impl Into<String>, note: impl Into<String>) -> Self {
+        Decision {
+            approve,
+            by: by.into(),
+            note: note.into(),
+            at_ms: super::now_ms(),
+            withdrawn: false,
+        }
+    }
+
+    /// The caller `by` taking back their own call, with `note`, now:
+    /// withdrawn.
+    pub fn withdrawn(by: impl Into<String>, note: impl Into<String>) -> Self {
+        Decision {
+            withdrawn: true,
+            ..Decision::new(false, by, note)
+        }
+    }
+
+    /// The same decision, made at `at_ms` (ms since the epoch).
+    #[must_use]
+    pub fn at(mut self, at_ms: i64) -> Self {
+        self.at_ms = at_ms;
+        self
+    }
+
+    /// The line of the audit this decision leaves on the approval
+    /// `approval`: `approve`, `decline` or `withdraw`, by whom, when, with
+    /// the note.
+    pub fn audit_entry(&self, approval: &str) -> AuditEntry {
+        let what = match (self.approve, self.withdrawn) {
+            (true, _) => "approve",
+            (false, false) => "decline",
+            (false, true) => "withdraw",
+        };
+        AuditEntry {
+            at_ms: self.at_ms,
+            ..AuditEntry::new(self.by.clone(), what, approval, self.note.clone())
+        }
+    }
+
+    /// The state it leaves a pending approval in: approved, declined or
+    /// withdrawn.
+    pub fn state(&self) -> super::ApprovalState {
+        match (self.approve, self.withdrawn) {
+            (true, _) => super::ApprovalState::Approved,
+            (false, false) => super::ApprovalState::Declined,
+            (false, true) => super::ApprovalState::Withdrawn,
         }
     }
 }

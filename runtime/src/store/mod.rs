@@ -34,11 +34,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-pub use audit::AuditEntry;
+pub use audit::{AuditEntry, Decision};
 pub use memory::MemoryStore;
 pub use records::{
-    ApprovalRecord, ApprovalState, Decision, EscalationRecord, EscalationState, TaskRecord,
-    TaskState, TaskUpdate,
+    ApprovalRecord, ApprovalState, EscalationRecord, EscalationState, TaskRecord, TaskState,
+    TaskUpdate,
 };
 #[cfg(feature = "postgres")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "postgres")))]
@@ -163,7 +163,8 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     // ---- approvals ----
 
     /// Keeps `approval`, pending, unless a live one (pending, approved,
-    /// running, or done and not yet past its expiry) exists for the same
+    /// running, or done, declined or withdrawn and not yet past its
+    /// expiry) exists for the same
     /// call and block: the one kept, new or old. Or keeps nothing and
     /// answers `None` when there is no such live one and its caller has
     /// `most_waiting` or more [waiting](Self::waiting_approvals) at
@@ -184,8 +185,8 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     ) -> StoreFuture<'a, Option<ApprovalRecord>>;
 
     /// The live approvals of the call `digest` at `now_ms` (pending,
-    /// approved, running; done or declined and not yet expired), newest
-    /// first.
+    /// approved, running; done, declined or withdrawn and not yet
+    /// expired), newest first.
     fn call_approvals<'a>(
         &'a self,
         digest: &'a str,
@@ -193,7 +194,9 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     ) -> StoreFuture<'a, Vec<ApprovalRecord>>;
 
     /// How many approvals of `caller` (a subject; `None`, of callers
-    /// without one) wait for a decision at `now_ms`: pending, not expired.
+    /// without one) wait for a decision at `now_ms`: pending, not expired
+    /// — and withdrawn ones until they expire, so that a caller who opens
+    /// and takes back approval after approval stays within the bound.
     fn waiting_approvals<'a>(
         &'a self,
         caller: Option<&'a str>,
@@ -214,7 +217,7 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// pending row that has not expired at `decision.at_ms`, which also
     /// moves its expiry to
     /// [`readable_until(decision.at_ms)`](ApprovalRecord::readable_until),
-    /// and, in the same transaction, the decision's line of the audit
+    /// leaves it in [`decision.state()`](Decision::state), and, in the same transaction, the decision's line of the audit
     /// ([`Decision::audit_entry`]): no decision is taken without it.
     /// Whether it was this decision that decided it.
     fn decide<'a>(&'a self, id: &'a str, decision: &'a Decision) -> StoreFuture<'a, bool>;

@@ -4,8 +4,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::AuditEntry;
-
 /// Where a task is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -233,6 +231,11 @@ pub enum ApprovalState {
     Approved,
     /// Declined.
     Declined,
+    /// Taken back by its caller before anyone decided (the task that
+    /// waited for it was cancelled): the same call made again reads it as
+    /// declined, and it counts against its caller's waiting approvals,
+    /// until it expires.
+    Withdrawn,
     /// Its time ran out before anyone decided.
     Expired,
     /// Its call is running, on the replica that claimed it.
@@ -248,6 +251,7 @@ impl ApprovalState {
             ApprovalState::Pending => "pending",
             ApprovalState::Approved => "approved",
             ApprovalState::Declined => "declined",
+            ApprovalState::Withdrawn => "withdrawn",
             ApprovalState::Expired => "expired",
             ApprovalState::Running => "running",
             ApprovalState::Done => "done",
@@ -260,6 +264,7 @@ impl ApprovalState {
             "pending" => ApprovalState::Pending,
             "approved" => ApprovalState::Approved,
             "declined" => ApprovalState::Declined,
+            "withdrawn" => ApprovalState::Withdrawn,
             "expired" => ApprovalState::Expired,
             "running" => ApprovalState::Running,
             "done" => ApprovalState::Done,
@@ -366,51 +371,6 @@ impl ApprovalRecord {
             lease_until_ms: 0,
             safe_to_repeat: false,
             result: None,
-        }
-    }
-}
-
-/// A person's decision on an approval.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Decision {
-    /// Approve, or decline.
-    pub approve: bool,
-    /// The subject the approver signed in as.
-    pub by: String,
-    /// Their note.
-    pub note: String,
-    /// When (ms since the epoch).
-    pub at_ms: i64,
-}
-
-impl Decision {
-    /// `by`'s decision, with `note`, now.
-    pub fn new(approve: bool, by: impl Into<String>, note: impl Into<String>) -> Self {
-        Decision {
-            approve,
-            by: by.into(),
-            note: note.into(),
-            at_ms: super::now_ms(),
-        }
-    }
-
-    /// The same decision, made at `at_ms` (ms since the epoch).
-    #[must_use]
-    pub fn at(mut self, at_ms: i64) -> Self {
-        self.at_ms = at_ms;
-        self
-    }
-
-    /// The line of the audit this decision leaves on the approval
-    /// `approval`: `approve` or `decline`, by whom, when, with the note.
-    pub fn audit_entry(&self, approval: &str) -> AuditEntry {
-        AuditEntry {
-            at_ms: self.at_ms,
-            who: self.by.clone(),
-            what: if self.approve { "approve" } else { "decline" }.to_owned(),
-            subject: approval.to_owned(),
-            note: self.note.clone(),
         }
     }
 }

@@ -407,7 +407,8 @@ macro_rules! sql_store {
             }
 
             /// How many approvals of `caller` wait for a decision at
-            /// `now_ms`, on `connection` (in its transaction, if it has one).
+            /// `now_ms` (withdrawn ones count until they expire), on
+            /// `connection` (in its transaction, if it has one).
             async fn count_waiting(
                 connection: &mut <$db as sqlx::Database>::Connection,
                 caller: Option<&str>,
@@ -415,7 +416,7 @@ macro_rules! sql_store {
             ) -> Result<u64, StoreError> {
                 let sql = format!(
                     "SELECT COUNT(*) AS n FROM te_approvals \
-                     WHERE {} AND state = 'pending' AND expires_ms > $2",
+                     WHERE {} AND state IN ('pending', 'withdrawn') AND expires_ms > $2",
                     of_caller("$1", caller)
                 );
                 let row = sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -516,7 +517,7 @@ macro_rules! sql_store {
                 let sql = format!(
                     "SELECT {APPROVAL_COLUMNS} FROM te_approvals WHERE digest = $1 \
                      AND (state IN ('pending', 'approved', 'running') \
-                          OR (state IN ('done', 'declined') AND expires_ms > $2)) \
+                          OR (state IN ('done', 'declined', 'withdrawn') AND expires_ms > $2)) \
                      ORDER BY created_ms DESC"
                 );
                 sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -539,7 +540,7 @@ macro_rules! sql_store {
                 let sql = format!(
                     "SELECT {APPROVAL_COLUMNS} FROM te_approvals WHERE digest = $1 AND block = $2 \
                      AND (state IN ('pending', 'approved', 'running') \
-                          OR (state IN ('done', 'declined') AND expires_ms > $3)) \
+                          OR (state IN ('done', 'declined', 'withdrawn') AND expires_ms > $3)) \
                      ORDER BY created_ms DESC LIMIT 1"
                 );
                 let row = sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -755,7 +756,7 @@ macro_rules! sql_store {
                         APPROVAL_COLUMNS,
                         "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, NULL, NULL, NULL, 0, $13, NULL",
                         &format!(
-                            "{} AND state = 'pending' AND expires_ms > $11",
+                            "{} AND state IN ('pending', 'withdrawn') AND expires_ms > $11",
                             of_caller("$7", caller)
                         ),
                         "$14",
@@ -857,10 +858,7 @@ macro_rules! sql_store {
 
             fn decide<'a>(&'a self, id: &'a str, decision: &'a Decision) -> StoreFuture<'a, bool> {
                 Box::pin(async move {
-                    let state = match decision.approve {
-                        true => ApprovalState::Approved,
-                        false => ApprovalState::Declined,
-                    };
+                    let state = decision.state();
                     // The outcome is given for one time to live after the
                     // decision (`ApprovalRecord::readable_until`).
                     let sql = "UPDATE te_approvals SET state = $1, decided_by = $2, decided_ms = $3, note = $4, \
@@ -1202,7 +1200,7 @@ macro_rules! sql_store {
                             .map_err(failed)?;
                     }
                     // `expires_ms <= now - kept`, which no expiry overflows.
-                    let sql = "DELETE FROM te_approvals WHERE state IN ('done', 'declined', 'expired') \
+                    let sql = "DELETE FROM te_approvals WHERE state IN ('done', 'declined', 'withdrawn', 'expired') \
                                AND expires_ms <= $2 - $1";
                     sqlx::query(sql)
                         .bind(super::memory::KEEP_DECIDED_MS)

@@ -299,7 +299,9 @@ fn standing(approval: &ApprovalRecord, blocked: &ErrorEnvelope, now: i64) -> Tic
                     .with_reason(reasons::MAY_HAVE_TAKEN_EFFECT),
             ),
         },
-        ApprovalState::Declined => Ticketed::Ended(declined(blocked, approval)),
+        ApprovalState::Declined | ApprovalState::Withdrawn => {
+            Ticketed::Ended(declined(blocked, approval))
+        }
         ApprovalState::Expired => Ticketed::Ended(expired(blocked, approval)),
         ApprovalState::Pending | ApprovalState::Approved | ApprovalState::Running => {
             Ticketed::Awaiting(awaiting(blocked, approval, now))
@@ -360,13 +362,13 @@ fn awaiting(blocked: &ErrorEnvelope, approval: &ApprovalRecord, now: i64) -> Esc
 /// `waiting` waiting already, as many as they may. Nothing ran.
 fn too_many(blocked: &ErrorEnvelope, waiting: u64) -> ErrorEnvelope {
     ErrorEnvelope::business(format!(
-        "{} — not sent to the approvers: {waiting} approvals of this caller wait for a decision already, as many as may wait at once",
+        "{} — not sent to the approvers: {waiting} approvals of this caller wait for a decision already (those withdrawn count until they expire), as many as may wait at once",
         blocked.message().trim_end()
     ))
     .with_reason(reasons::TOO_MANY_APPROVALS)
     .with_alternatives(blocked.alternatives().iter().cloned())
     .with_alternative(
-        "Call again once approvers have decided the calls of yours that wait, or once they expire",
+        "Call again once approvers have decided the calls of yours that wait, or once they (or those you withdrew) expire",
     )
     .remade(|parts| parts.refused = Some(Refusal::Blocked))
 }
@@ -386,10 +388,8 @@ fn expired(blocked: &ErrorEnvelope, approval: &ApprovalRecord) -> ErrorEnvelope 
 /// The envelope of a call an approver declined: who, and their note.
 fn declined(blocked: &ErrorEnvelope, approval: &ApprovalRecord) -> ErrorEnvelope {
     let by = approval.decided_by.as_deref().unwrap_or("an approver");
-    let who = match approval.note.as_deref().filter(|note| !note.is_empty()) {
-        Some(note) => format!("{by} ({note})"),
-        None => by.to_owned(),
-    };
+    let note = approval.note.as_deref().filter(|note| !note.is_empty());
+    let who = note.map_or_else(|| by.to_owned(), |note| format!("{by} ({note})"));
     crate::mcp::server::approval::declined(blocked, &who)
 }
 

@@ -39,7 +39,9 @@ fn ready<'a, T: Send + 'a>(value: T) -> StoreFuture<'a, T> {
 pub(super) fn is_live(approval: &ApprovalRecord, now_ms: i64) -> bool {
     match approval.state {
         ApprovalState::Pending | ApprovalState::Approved | ApprovalState::Running => true,
-        ApprovalState::Done | ApprovalState::Declined => approval.expires_ms > now_ms,
+        ApprovalState::Done | ApprovalState::Declined | ApprovalState::Withdrawn => {
+            approval.expires_ms > now_ms
+        }
         ApprovalState::Expired => false,
     }
 }
@@ -216,10 +218,7 @@ impl Store for MemoryStore {
         if approval.state != ApprovalState::Pending || approval.expires_ms <= decision.at_ms {
             return ready(false);
         }
-        approval.state = match decision.approve {
-            true => ApprovalState::Approved,
-            false => ApprovalState::Declined,
-        };
+        approval.state = decision.state();
         approval.decided_by = Some(decision.by.clone());
         approval.decided_ms = Some(decision.at_ms);
         approval.note = Some(decision.note.clone());
@@ -431,7 +430,10 @@ impl Store for MemoryStore {
         state.approvals.retain(|_, approval| {
             !matches!(
                 approval.state,
-                ApprovalState::Done | ApprovalState::Declined | ApprovalState::Expired
+                ApprovalState::Done
+                    | ApprovalState::Declined
+                    | ApprovalState::Withdrawn
+                    | ApprovalState::Expired
             ) || approval.expires_ms.saturating_add(KEEP_DECIDED_MS) > now_ms
         });
         ready(())

@@ -53,8 +53,13 @@ impl State {
 
     /// How many approvals of `caller` wait for a decision at `now_ms`.
     pub(super) fn waiting(&self, caller: Option<&str>, now_ms: i64) -> u64 {
+        // Withdrawn ones too, until they expire: a caller who opens and
+        // takes back approval after approval is still bounded.
         let waits = |approval: &&ApprovalRecord| {
-            approval.state == ApprovalState::Pending && approval.expires_ms > now_ms
+            matches!(
+                approval.state,
+                ApprovalState::Pending | ApprovalState::Withdrawn
+            ) && approval.expires_ms > now_ms
         };
         let theirs =
             (self.approvals.values()).filter(|approval| approval.caller.as_deref() == caller);

@@ -55,7 +55,7 @@ async fn style() -> Response {
 async fn index(Shared(state): Shared<Arc<State>>, headers: HeaderMap) -> Response {
     match signed_in(&state, &headers).await {
         Ok(Some((session, cookie))) => listing(&state, &session.caller, &cookie, None).await,
-        Ok(None) => sign_in_form(&state, &headers, None),
+        Ok(None) => sign_in_form(&state, &headers, None, "/inbox"),
         Err(()) => store_unreachable(&state),
     }
 }
@@ -73,6 +73,7 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
                     ApprovalState::Running,
                     ApprovalState::Done,
                     ApprovalState::Declined,
+                    ApprovalState::Withdrawn,
                     ApprovalState::Expired,
                 ],
                 LISTED,
@@ -125,7 +126,8 @@ async fn approval(
 ) -> Response {
     let (Session { caller: who, .. }, cookie) = match signed_in(&state, &headers).await {
         Ok(Some(found)) => found,
-        Ok(None) => return sign_in_form(&state, &headers, None),
+        // A link to the approval (in a chat, a mail) leads back to it.
+        Ok(None) => return sign_in_form(&state, &headers, None, &format!("/inbox/approvals/{id}")),
         Err(()) => return store_unreachable(&state),
     };
     let approval = match state.store.approval(&id).await {

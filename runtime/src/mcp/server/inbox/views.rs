@@ -129,6 +129,7 @@ pub(super) fn view(approval: &ApprovalRecord, who: &Caller) -> ApprovalView {
         decided: approval.decided_ms.map(utc),
         decision: match approval.state {
             ApprovalState::Declined => "declined",
+            ApprovalState::Withdrawn => "withdrawn",
             ApprovalState::Pending => "pending",
             ApprovalState::Expired => "expired",
             _ => "approved",

@@ -373,6 +373,7 @@ impl ToolSet {
         let name = name.to_owned();
         let task_name = name.clone();
         let context = context.clone();
+        let by = subject.map(str::to_owned);
         let spawned = tasks.spawn(subject, kept, move |task| {
             let name = task_name;
             // Taken as rmcp makes the task and starts counting its time to live.
@@ -385,7 +386,17 @@ impl ToolSet {
                 match select(pin!(call), pin!(task.cancelled())).await {
                     Either::Left((Ok(reply), _)) => Ok(to_rmcp_result(reply)),
                     Either::Left((Err(error), _)) => Err(TaskExit::Error(to_error_data(error))),
-                    Either::Right(((), _)) => Err(TaskExit::Cancelled),
+                    Either::Right(((), _)) => {
+                        // Its caller took the call back: an approval it
+                        // waits for is theirs to withdraw, before anyone
+                        // says yes to it.
+                        match tools.withdraw_in_task(task.task_id(), by.as_deref()).await {
+                            Ok(()) => Err(TaskExit::Cancelled),
+                            Err(may_stand) => {
+                                Err(TaskExit::Error(ErrorData::internal_error(may_stand, None)))
+                            }
+                        }
+                    }
                 }
             })
         });

@@ -9,6 +9,8 @@
 //!   its cache hints, its tasks, the revisions it serves, its store;
 //! - `tickets` (with `rmcp`): calls that wait in the store for an approver,
 //!   and the approvers' decisions;
+//! - `withdraw` (with `rmcp`): a cancelled task takes back the approval it
+//!   waits for;
 //! - `runner` (with `rmcp`): what every replica runs in the background —
 //!   approved calls, once; expiries; the tasks of a replica that stopped.
 
@@ -23,6 +25,8 @@ mod protocol;
 mod runner;
 #[cfg(feature = "rmcp")]
 mod tickets;
+#[cfg(feature = "rmcp")]
+mod withdraw;
 
 pub use entry::{FreeTool, MethodTool, ServableTool, ToolProvider};
 #[cfg(feature = "tokio")]

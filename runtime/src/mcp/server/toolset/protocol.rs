@@ -11,7 +11,7 @@ use rmcp::model::{CacheScope, ProtocolVersion, Tool};
 use super::ToolSet;
 use crate::mcp::definition::ToolDefinition;
 use crate::mcp::log::LogThreshold;
-use crate::mcp::server::rounds::Seal;
+use crate::mcp::server::sealed::Seal;
 use crate::mcp::server::tasks::{
     DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_CALLER, TaskSupport, Tasks,
 };

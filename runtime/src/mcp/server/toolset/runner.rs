@@ -286,6 +286,8 @@ impl ToolSet {
             .await?
         {
             let update = if task.cancel_requested {
+                // Its caller took it back: so is an approval it waited for.
+                self.withdraw_for_task(store, &task).await?;
                 TaskUpdate::finish(TaskState::Cancelled, None)
             } else {
                 let reply = match task.safe_to_repeat {

@@ -13,6 +13,7 @@ use super::ToolSet;
 use super::dispatch::Outcome;
 use super::entry::Entry;
 use super::failure::Failure;
+use super::withdraw::{InTask, InTasks};
 use crate::caller::Caller;
 use crate::envelope::ErrorEnvelope;
 use crate::escalation::Escalation;
@@ -43,6 +44,10 @@ pub(super) struct Approving {
     pub(super) wake: tokio::sync::Notify,
     /// When the runner last swept the store (ms since the epoch; 0: never).
     pub(super) swept_ms: std::sync::atomic::AtomicI64,
+    /// The calls run as tasks that wait for an approver here: by task id,
+    /// the ticket each opened or read, and its block — what a
+    /// cancellation of the task withdraws.
+    pub(super) in_tasks: InTasks,
 }
 
 impl Default for Approving {
@@ -56,6 +61,7 @@ impl Default for Approving {
             started: OnceLock::new(),
             wake: tokio::sync::Notify::new(),
             swept_ms: std::sync::atomic::AtomicI64::new(0),
+            in_tasks: InTasks::default(),
         }
     }
 }
@@ -305,7 +311,8 @@ impl ToolSet {
             (Ok(Ticketed::Awaiting(escalation)), Some((task, ends))) => {
                 let bound = ends.checked_sub(BEFORE_EXPIRY).unwrap_or(ends);
                 let blocked = failure.envelope();
-                Self::await_in_task(store.as_ref(), task, bound, escalation, blocked).await
+                self.await_in_task(store.as_ref(), task, bound, escalation, blocked)
+                    .await
             }
             (standing, _) => standing,
         };
@@ -343,8 +350,11 @@ impl ToolSet {
     /// waiting at `bound`, with where the ticket stands then, as a call not
     /// run as a task is answered: the approval outlives the task, and the
     /// call made again reads its outcome. (Past its time to live, rmcp
-    /// would fail the task, saying only that it expired.)
+    /// would fail the task, saying only that it expired.) Meanwhile a
+    /// cancellation of the task withdraws the approval
+    /// ([`withdraw_in_task`](Self::withdraw_in_task)).
     async fn await_in_task(
+        &self,
         store: &dyn Store,
         task: &rmcp::task_manager::TaskContext,
         bound: tokio::time::Instant,
@@ -359,6 +369,8 @@ impl ToolSet {
             ticket.approvers, ticket.id
         ));
         let id = ticket.id.clone();
+        let in_tasks = &self.inner.protocol.approving.in_tasks;
+        let _waits = InTask::new(in_tasks, task.task_id(), (id.clone(), blocked.clone()));
         let mut last = escalation;
         loop {
             // A store that stalls at the bound does not keep the task past

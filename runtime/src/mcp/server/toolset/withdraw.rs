@@ -1,0 +1,157 @@
+//! A call run as a task that waits for an approver
+//! ([`tickets`](super::tickets)) is its caller's to take back: cancelling
+//! the task withdraws the approval, so that no approver's later yes runs a
+//! call its caller no longer wants — on the replica that runs the task, or
+//! on the one that takes it over after its replica stopped.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use serde_json::Map;
+
+use super::ToolSet;
+use crate::caller::Caller;
+use crate::envelope::ErrorEnvelope;
+use crate::mcp::server::ticket::{self, Ticketed};
+use crate::store::{ApprovalState, Decision, Store, StoreError, TaskRecord, now_ms};
+
+/// The calls run as tasks that wait for an approver: by task id, the
+/// ticket each opened or read, and its block.
+pub(super) type InTasks = Mutex<HashMap<String, (String, ErrorEnvelope)>>;
+
+/// The note a withdrawal leaves on the approval and in the audit.
+const NOTE: &str = "withdrawn by its caller: the task that waited for it was cancelled";
+
+impl ToolSet {
+    /// Withdraws the approval the task `task` waits for, as its caller
+    /// `by` (`None`: an anonymous one), who cancelled the task: a pending
+    /// approval becomes [`Withdrawn`](ApprovalState::Withdrawn), so that no
+    /// approver's later yes runs a call its caller took back. One already
+    /// approved, running or ended stands: its run is not stopped. Nothing,
+    /// for a task that waits for no approver here.
+    ///
+    /// # Errors
+    ///
+    /// What to tell the caller when the store failed, or did not answer in
+    /// time: the approval may still stand.
+    pub(crate) async fn withdraw_in_task(
+        &self,
+        task: &str,
+        by: Option<&str>,
+    ) -> Result<(), String> {
+        let waiting = (self.inner.protocol.approving.in_tasks.lock())
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(task);
+        let (Some((first, blocked)), Some(store)) = (waiting, self.store_ref()) else {
+            return Ok(());
+        };
+        let withdraw = async {
+            // The approval the call waits for now: the first one's run may
+            // have met the next guard's block, whose approval it opened.
+            let Ticketed::Awaiting(standing) =
+                ticket::follow(store.as_ref(), &first, &blocked).await?
+            else {
+                return Ok(());
+            };
+            let Some(ticket) = standing.ticket else {
+                return Ok(());
+            };
+            withdraw(store.as_ref(), &ticket.id, by).await
+        };
+        match tokio::time::timeout(WITHDRAW_WITHIN, withdraw).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(error)) => {
+                tracing::warn!(%error, task, "withdrawing a cancelled task's approval: the store failed");
+                Err(MAY_STAND.to_owned())
+            }
+            Err(_) => {
+                tracing::warn!(
+                    task,
+                    "withdrawing a cancelled task's approval: the store did not answer in time"
+                );
+                Err(MAY_STAND.to_owned())
+            }
+        }
+    }
+
+    /// Withdraws the pending approvals of the call the cancelled task
+    /// `task` made, whose replica stopped before it could: the same call —
+    /// tool, arguments, caller — waits for them.
+    ///
+    /// # Errors
+    ///
+    /// When the store fails: the task is taken over again, and this tried
+    /// again, at the next pass.
+    pub(super) async fn withdraw_for_task(
+        &self,
+        store: &dyn Store,
+        task: &TaskRecord,
+    ) -> Result<(), StoreError> {
+        let arguments = match &task.arguments {
+            serde_json::Value::Object(arguments) => arguments.clone(),
+            _ => Map::new(),
+        };
+        let caller = task
+            .caller
+            .as_deref()
+            .map(|subject| Caller::new(subject, Vec::<String>::new()));
+        let digest = ticket::digest(&task.tool, &arguments, caller.as_ref());
+        for approval in store.call_approvals(&digest, now_ms()).await? {
+            if approval.state == ApprovalState::Pending {
+                withdraw(store, &approval.id, task.caller.as_deref()).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Withdraws the pending approval `id` as its caller `by`: whether it was
+/// pending is logged; one decided meanwhile stands as decided.
+async fn withdraw(store: &dyn Store, id: &str, by: Option<&str>) -> Result<(), StoreError> {
+    let decision = Decision::withdrawn(by.unwrap_or(ANONYMOUS), NOTE);
+    let said = match store.decide(id, &decision).await? {
+        true => "a cancelled task's approval was withdrawn",
+        false => "a cancelled task's approval was decided already: it stands",
+    };
+    tracing::info!(ticket = %id, "{said}");
+    Ok(())
+}
+
+/// A task that waits for an approver, listed while it does.
+pub(super) struct InTask<'a> {
+    in_tasks: &'a InTasks,
+    task: String,
+}
+
+impl<'a> InTask<'a> {
+    pub(super) fn new(
+        in_tasks: &'a InTasks,
+        task: &str,
+        waits_for: (String, ErrorEnvelope),
+    ) -> Self {
+        (in_tasks.lock().unwrap_or_else(PoisonError::into_inner))
+            .insert(task.to_owned(), waits_for);
+        InTask {
+            in_tasks,
+            task: task.to_owned(),
+        }
+    }
+}
+
+impl Drop for InTask<'_> {
+    fn drop(&mut self) {
+        (self.in_tasks.lock().unwrap_or_else(PoisonError::into_inner)).remove(&self.task);
+    }
+}
+
+/// What a cancelled task whose approval could not be withdrawn ends with.
+const MAY_STAND: &str = "the task was cancelled, but the approval it waited for could not be withdrawn (the store failed): an approver may still approve it; call again with the same arguments to read where it stands";
+
+/// Who withdraws the approval of an anonymous caller's cancelled task, in
+/// the audit.
+const ANONYMOUS: &str = "anonymous caller";
+
+/// How long a cancelled task waits for the store to withdraw its approval
+/// before it ends all the same.
+const WITHDRAW_WITHIN: Duration = Duration::from_secs(10);
