@@ -168,7 +168,7 @@ pub use server::rmcp::{
 };
 #[cfg(feature = "rmcp")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
-pub use server::rounds::DEFAULT_REQUEST_STATE_TTL;
+pub use server::sealed::DEFAULT_REQUEST_STATE_TTL;
 #[cfg(feature = "rmcp")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
 pub use server::tasks::{DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_CALLER, TaskSupport};

@@ -23,6 +23,8 @@ mod redeemed;
 pub(crate) mod rmcp;
 #[cfg(feature = "rmcp")]
 pub(crate) mod rounds;
+#[cfg(feature = "rmcp")]
+pub(crate) mod sealed;
 pub(crate) mod state;
 #[cfg(feature = "rmcp")]
 pub(crate) mod tasks;

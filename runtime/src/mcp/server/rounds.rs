@@ -12,118 +12,25 @@
 // server meets today still define them, and the clients in use answer them.
 #![allow(deprecated)]
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
 
 use rmcp::model::{
     ClientCapabilities, InputRequest, InputRequests, InputRequiredResult, InputResponses,
-    ProtocolVersion, RequestStateCodec, SealOptions,
+    ProtocolVersion,
 };
 use rmcp::service::RequestContext;
 use rmcp::task_manager::TaskContext;
 use rmcp::{ErrorData, Peer, RoleServer};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::client::ClientSide;
-use super::held;
-use super::redeemed::{Redemptions, nonce};
+use super::sealed::{Seal, State, approves, refused_state};
 use crate::envelope::ErrorEnvelope;
-use crate::mcp::ask::{self, APPROVAL_KEY_PREFIX, Kind, Question};
-use crate::store::Store;
-
-/// How long a `requestState` stays valid by default: time for a person to
-/// read a form and answer it.
-pub const DEFAULT_REQUEST_STATE_TTL: Duration = Duration::from_secs(15 * 60);
-
-/// The key and lifetime `requestState` is sealed with, and the states of
-/// approving rounds already used.
-pub(crate) struct Seal {
-    codec: RequestStateCodec,
-    ttl: Duration,
-    redeemed: Redemptions,
-}
-
-impl Seal {
-    /// A seal with `key` (32 bytes or more).
-    pub(crate) fn new(key: &[u8], ttl: Duration) -> Result<Self, String> {
-        let codec = RequestStateCodec::try_new(key.to_vec()).map_err(|error| error.to_string())?;
-        Ok(Seal {
-            codec,
-            ttl,
-            redeemed: Redemptions::default(),
-        })
-    }
-
-    /// The same seal, its approving states redeemed in `store`: shared by
-    /// every replica that shares the store, so that a state opens once
-    /// across them all.
-    pub(crate) fn sharing(&self, store: Arc<dyn Store>) -> Self {
-        Seal {
-            codec: self.codec.clone(),
-            ttl: self.ttl,
-            redeemed: Redemptions::shared(store),
-        }
-    }
-
-    /// A seal with a random key: states open only in this process.
-    pub(crate) fn random() -> Self {
-        let mut key = [0u8; 32];
-        getrandom::fill(&mut key).expect("the operating system gives random bytes");
-        Seal::new(&key, DEFAULT_REQUEST_STATE_TTL).expect("a 32-byte key")
-    }
-}
-
-impl Default for Seal {
-    fn default() -> Self {
-        Seal::random()
-    }
-}
-
-/// What a `requestState` carries: the keys the last round asked, the
-/// answers of the rounds before it, and a nonce of its own: a state that
-/// carries an approval opens once (`Redemptions`).
-#[derive(Serialize, Deserialize, Default)]
-struct State {
-    asked: Vec<String>,
-    answers: BTreeMap<String, Value>,
-    #[serde(default)]
-    nonce: String,
-    /// When it stops opening (ms since the epoch, by its sealer's clock).
-    #[serde(default)]
-    expires_ms: i64,
-}
-
-/// The one error a `requestState` that does not open gets, whatever the
-/// reason — changed, malformed, sealed for another call or caller,
-/// expired, or an approving state already used: a client learns nothing
-/// from the difference (the reason is logged at `debug`).
-fn refused_state() -> ErrorData {
-    ErrorData::invalid_params(
-        "requestState was refused; call the tool again without it",
-        Some(serde_json::json!({"reason": crate::reasons::REQUEST_STATE_REFUSED})),
-    )
-}
-
-/// Whether `answers` may hold a person's yes to one of the call's
-/// approvals: any answer to an approval that is not plainly a no (an object
-/// whose `action` is `decline` or `cancel`) counts, whatever its shape, so
-/// that no spelling of a yes the decoder would take (an array, say) leaves
-/// the state open for another use. What is not an answer at all is refused
-/// later, when the question reads it.
-fn approves(answers: &HashMap<String, Value>) -> bool {
-    answers.iter().any(|(key, answer)| {
-        // Only an object has an `action` to read.
-        let no = matches!(
-            answer.get("action").and_then(Value::as_str),
-            Some("decline" | "cancel")
-        );
-        key.starts_with(APPROVAL_KEY_PREFIX) && !no
-    })
-}
+use crate::mcp::ask::{self, Kind, Question};
 
 /// Why a call stopped before its tool finished.
 enum Stop {
@@ -153,6 +60,9 @@ pub(crate) struct Asking {
     /// What the request says of its client.
     client: ClientSide,
     answers: HashMap<String, Value>,
+    /// Until when the approvals among `answers` count (ms since the
+    /// epoch; 0: it holds none): sealed into the next round's state.
+    approved_until_ms: i64,
     stop: Mutex<Option<Stop>>,
     stopped: Notify,
 }
@@ -163,25 +73,6 @@ pub(crate) fn has_rounds(context: &RequestContext<RoleServer>) -> bool {
     context
         .protocol_version()
         .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
-}
-
-/// The bytes a state is bound to: the method, the tool, its arguments and
-/// the authenticated caller, so that a state cannot be replayed on another
-/// call, nor by another caller.
-fn bound_to(tool: &str, arguments: &Value, caller: Option<&str>) -> Vec<u8> {
-    let mut bytes = b"tools/call\0".to_vec();
-    bytes.extend_from_slice(tool.as_bytes());
-    bytes.push(0);
-    bytes.extend_from_slice(&serde_json::to_vec(arguments).unwrap_or_default());
-    bytes.push(0);
-    match caller {
-        Some(subject) => {
-            bytes.push(1);
-            bytes.extend_from_slice(subject.as_bytes());
-        }
-        None => bytes.push(0),
-    }
-    bytes
 }
 
 impl Asking {
@@ -208,25 +99,12 @@ impl Asking {
         let (responses, state) = round;
         let rounds = has_rounds(context);
         let mut answers = HashMap::new();
+        let mut approved_until_ms = 0;
         if rounds && let Some(sealed) = state {
-            let state: State = seal
-                .codec
-                .open_json_with(&sealed, &bound_to(tool, arguments, caller))
-                .map_err(|error| {
-                    tracing::debug!(tool, %error, "requestState refused");
-                    refused_state()
-                })?;
-            answers.extend(state.answers);
-            let mut responses = responses.unwrap_or_default();
-            for key in state.asked {
-                if let Some(answer) = responses.remove(&key) {
-                    answers.insert(key, answer);
-                }
-            }
-            let spend = seal
-                .redeemed
-                .redeem(&state.nonce, seal.ttl, state.expires_ms, caller);
-            if approves(&answers) && !spend.await {
+            let mut state = seal.open(&sealed, tool, arguments, caller)?;
+            (answers, approved_until_ms) =
+                state.take_answers(responses.unwrap_or_default(), crate::store::now_ms());
+            if approves(&answers) && !seal.spend(&state, caller).await {
                 tracing::debug!(tool, "requestState refused: its approval was used already");
                 return Err(refused_state());
             }
@@ -238,6 +116,7 @@ impl Asking {
             },
             client: ClientSide::default(),
             answers,
+            approved_until_ms,
             stop: Mutex::new(None),
             stopped: Notify::new(),
         })
@@ -254,6 +133,7 @@ impl Asking {
             mode: Mode::Task(task, Mutex::new(HashMap::new()), ends),
             client: ClientSide::read_now(context),
             answers: HashMap::new(),
+            approved_until_ms: 0,
             stop: Mutex::new(None),
             stopped: Notify::new(),
         }
@@ -396,18 +276,13 @@ impl Asking {
             .take();
         match stop {
             Some(Stop::Input(asked)) => {
-                let state = State {
-                    asked: asked.keys().cloned().collect(),
-                    answers: self.answers.clone().into_iter().collect(),
-                    nonce: nonce(),
-                    expires_ms: crate::store::now_ms().saturating_add(held::ms(seal.ttl)),
-                };
-                let bound = bound_to(tool, arguments, caller);
-                let options = SealOptions::new().associated_data(&bound).ttl(seal.ttl);
-                let sealed = seal
-                    .codec
-                    .seal_json_with(&state, &options)
-                    .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+                let answers = self.answers.clone().into_iter().collect();
+                let state = State::new(
+                    asked.keys().cloned().collect(),
+                    answers,
+                    self.approved_until_ms,
+                );
+                let sealed = seal.seal(state, tool, arguments, caller)?;
                 Ok(InputRequiredResult::new(Some(asked), Some(sealed)))
             }
             Some(Stop::Missing(kinds)) => {

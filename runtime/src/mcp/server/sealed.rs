@@ -1,0 +1,367 @@
+//! The `requestState` of a call's rounds on 2026-07-28 (SEP-2322): sealed
+//! with the server's key for one call and one caller, opened by any
+//! replica that holds the key, and — when it carries a person's approval —
+//! opened once, and its yes counts only while it lasts: as long as the
+//! state of the round it was given in, however many rounds follow.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::ErrorData;
+use rmcp::model::{RequestStateCodec, SealOptions};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::held;
+use super::redeemed::{Redemptions, nonce};
+use crate::mcp::ask::APPROVAL_KEY_PREFIX;
+use crate::store::{Store, now_ms};
+
+/// How long a `requestState` stays valid by default: time for a person to
+/// read a form and answer it.
+pub const DEFAULT_REQUEST_STATE_TTL: Duration = Duration::from_secs(15 * 60);
+
+/// The key and lifetime `requestState` is sealed with, and the states of
+/// approving rounds already used.
+pub(crate) struct Seal {
+    codec: RequestStateCodec,
+    ttl: Duration,
+    redeemed: Redemptions,
+}
+
+impl Seal {
+    /// A seal with `key` (32 bytes or more).
+    pub(crate) fn new(key: &[u8], ttl: Duration) -> Result<Self, String> {
+        let codec = RequestStateCodec::try_new(key.to_vec()).map_err(|error| error.to_string())?;
+        Ok(Seal {
+            codec,
+            ttl,
+            redeemed: Redemptions::default(),
+        })
+    }
+
+    /// The same seal, its approving states redeemed in `store`: shared by
+    /// every replica that shares the store, so that a state opens once
+    /// across them all.
+    pub(crate) fn sharing(&self, store: Arc<dyn Store>) -> Self {
+        Seal {
+            codec: self.codec.clone(),
+            ttl: self.ttl,
+            redeemed: Redemptions::shared(store),
+        }
+    }
+
+    /// A seal with a random key: states open only in this process.
+    pub(crate) fn random() -> Self {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).expect("the operating system gives random bytes");
+        Seal::new(&key, DEFAULT_REQUEST_STATE_TTL).expect("a 32-byte key")
+    }
+}
+
+impl Default for Seal {
+    fn default() -> Self {
+        Seal::random()
+    }
+}
+
+/// What a `requestState` carries: the keys the last round asked, the
+/// answers of the rounds before it, and a nonce of its own: a state that
+/// carries an approval opens once (`Redemptions`).
+#[derive(Serialize, Deserialize, Default)]
+pub(super) struct State {
+    pub(super) asked: Vec<String>,
+    pub(super) answers: BTreeMap<String, Value>,
+    #[serde(default)]
+    nonce: String,
+    /// When it stops opening (ms since the epoch, by its sealer's clock).
+    #[serde(default)]
+    expires_ms: i64,
+    /// When the approvals among its answers stop counting (ms since the
+    /// epoch, by its sealer's clock): the end of the state of the round a
+    /// person gave them in, carried unchanged through the rounds after —
+    /// a round that asks again does not make a yes last longer; past it,
+    /// the round that opens the state leaves them out. 0 when it carries
+    /// none (or was sealed before this was kept: then its own end).
+    #[serde(default)]
+    approved_until_ms: i64,
+}
+
+impl State {
+    /// A state that asks `asked`, carrying `answers`, whose approvals (if
+    /// any) count until `approved_until_ms`.
+    pub(super) fn new(
+        asked: Vec<String>,
+        answers: BTreeMap<String, Value>,
+        approved_until_ms: i64,
+    ) -> Self {
+        State {
+            asked,
+            answers,
+            nonce: String::new(),
+            expires_ms: 0,
+            approved_until_ms,
+        }
+    }
+
+    /// Until when the approvals among its answers count: 0 when it
+    /// carries none.
+    pub(super) fn approved_until_ms(&self) -> i64 {
+        match (self.answers.iter()).any(|(key, answer)| approves_one(key, answer)) {
+            false => 0,
+            true if self.approved_until_ms > 0 => self.approved_until_ms,
+            // Sealed before approvals had an end: its own end, or, not
+            // known either, already past.
+            true => self.expires_ms.max(1),
+        }
+    }
+
+    /// The answers of the call so far, at `now_ms` — those this state
+    /// carries, and those `responses` gives to what it asked (the rest of
+    /// `responses` is not taken) — and until when the approvals among them
+    /// count (0: they hold none). A yes lasts as long as the state of the
+    /// round it was given in: one carried from before, until that state's
+    /// end — past it, it is left out, and the guard asks again; one given
+    /// now, until this state's.
+    pub(super) fn take_answers(
+        &mut self,
+        mut responses: BTreeMap<String, Value>,
+        now_ms: i64,
+    ) -> (HashMap<String, Value>, i64) {
+        let mut carried = self.approved_until_ms();
+        let mut answers: HashMap<String, Value> =
+            std::mem::take(&mut self.answers).into_iter().collect();
+        if carried > 0 && carried <= now_ms {
+            answers.retain(|key, _| !key.starts_with(APPROVAL_KEY_PREFIX));
+            carried = 0;
+        }
+        let mut given_now = false;
+        for key in &self.asked {
+            if let Some(answer) = responses.remove(key) {
+                given_now |= approves_one(key, &answer);
+                answers.insert(key.clone(), answer);
+            }
+        }
+        let until = match (carried, given_now) {
+            (0, false) => 0,
+            (0, true) => self.expires_ms.max(1),
+            (carried, false) => carried,
+            (carried, true) => carried.min(self.expires_ms.max(1)),
+        };
+        (answers, until)
+    }
+}
+
+impl Seal {
+    /// Opens `sealed` for the call of `tool` with `arguments` by `caller`
+    /// (an approving one is then spent: [`spend`](Self::spend)).
+    ///
+    /// # Errors
+    ///
+    /// [`refused_state`], whatever the reason: not this server's, not this
+    /// call's or caller's, expired, or an approving state used already.
+    pub(super) fn open(
+        &self,
+        sealed: &str,
+        tool: &str,
+        arguments: &Value,
+        caller: Option<&str>,
+    ) -> Result<State, ErrorData> {
+        self.codec
+            .open_json_with(sealed, &bound_to(tool, arguments, caller))
+            .map_err(|error| {
+                tracing::debug!(tool, %error, "requestState refused");
+                refused_state()
+            })
+    }
+
+    /// Spends `state`, which carries or brings a yes, for `caller`: whether
+    /// it had not been spent (then the call may go on).
+    pub(super) async fn spend(&self, state: &State, caller: Option<&str>) -> bool {
+        (self.redeemed)
+            .redeem(&state.nonce, self.ttl, state.expires_ms, caller)
+            .await
+    }
+
+    /// Seals `state` for the call of `tool` with `arguments` by `caller`,
+    /// to open for the seal's time to live. Its approvals keep their own
+    /// end, which the round that opens it holds them to; those whose time
+    /// is up already are left out, and the next round asks for them again.
+    ///
+    /// # Errors
+    ///
+    /// An internal error when the codec fails.
+    pub(super) fn seal(
+        &self,
+        mut state: State,
+        tool: &str,
+        arguments: &Value,
+        caller: Option<&str>,
+    ) -> Result<String, ErrorData> {
+        let now = now_ms();
+        let approved_until = state.approved_until_ms();
+        if approved_until > 0 && approved_until <= now {
+            state
+                .answers
+                .retain(|key, _| !key.starts_with(APPROVAL_KEY_PREFIX));
+            state.approved_until_ms = 0;
+        } else {
+            state.approved_until_ms = approved_until;
+        }
+        state.nonce = nonce();
+        state.expires_ms = now.saturating_add(held::ms(self.ttl));
+        let bound = bound_to(tool, arguments, caller);
+        let options = SealOptions::new().associated_data(&bound).ttl(self.ttl);
+        self.codec
+            .seal_json_with(&state, &options)
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))
+    }
+}
+
+/// The one error a `requestState` that does not open gets, whatever the
+/// reason — changed, malformed, sealed for another call or caller,
+/// expired, or an approving state already used: a client learns nothing
+/// from the difference (the reason is logged at `debug`).
+pub(super) fn refused_state() -> ErrorData {
+    ErrorData::invalid_params(
+        "requestState was refused; call the tool again without it",
+        Some(serde_json::json!({"reason": crate::reasons::REQUEST_STATE_REFUSED})),
+    )
+}
+
+/// Whether `answers` may hold a person's yes to one of the call's
+/// approvals: any answer to an approval that is not plainly a no (an object
+/// whose `action` is `decline` or `cancel`) counts, whatever its shape, so
+/// that no spelling of a yes the decoder would take (an array, say) leaves
+/// the state open for another use. What is not an answer at all is refused
+/// later, when the question reads it.
+pub(super) fn approves(answers: &HashMap<String, Value>) -> bool {
+    answers
+        .iter()
+        .any(|(key, answer)| approves_one(key, answer))
+}
+
+/// Whether `answer`, under `key`, may be a person's yes to an approval.
+pub(super) fn approves_one(key: &str, answer: &Value) -> bool {
+    // Only an object has an `action` to read.
+    let no = matches!(
+        answer.get("action").and_then(Value::as_str),
+        Some("decline" | "cancel")
+    );
+    key.starts_with(APPROVAL_KEY_PREFIX) && !no
+}
+
+/// The bytes a state is bound to: the method, the tool, its arguments and
+/// the authenticated caller, so that a state cannot be replayed on another
+/// call, nor by another caller.
+fn bound_to(tool: &str, arguments: &Value, caller: Option<&str>) -> Vec<u8> {
+    let mut bytes = b"tools/call\0".to_vec();
+    bytes.extend_from_slice(tool.as_bytes());
+    bytes.push(0);
+    bytes.extend_from_slice(&serde_json::to_vec(arguments).unwrap_or_default());
+    bytes.push(0);
+    match caller {
+        Some(subject) => {
+            bytes.push(1);
+            bytes.extend_from_slice(subject.as_bytes());
+        }
+        None => bytes.push(0),
+    }
+    bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    const ARGUMENTS: &str = r#"{"order":"T-620","amount":620}"#;
+
+    fn seal() -> Seal {
+        Seal::new(&[7u8; 32], Duration::from_secs(15 * 60)).expect("a 32-byte key")
+    }
+
+    fn approval_key() -> String {
+        format!("{APPROVAL_KEY_PREFIX}cap@0")
+    }
+
+    fn yes() -> Value {
+        json!({"action": "accept", "content": {}})
+    }
+
+    /// `state` sealed for Alice's refund, then opened again.
+    fn round_trip(seal: &Seal, state: State) -> State {
+        let arguments: Value = serde_json::from_str(ARGUMENTS).unwrap();
+        let sealed = seal
+            .seal(state, "refund", &arguments, Some("alice"))
+            .unwrap();
+        seal.open(&sealed, "refund", &arguments, Some("alice"))
+            .expect("it opens for the same call and caller")
+    }
+
+    #[test]
+    fn a_yes_lasts_as_long_as_the_state_it_was_given_in() {
+        let seal = seal();
+        let mut asking = round_trip(&seal, State::new(vec![approval_key()], BTreeMap::new(), 0));
+        let now = now_ms();
+        let (answers, until) = asking.take_answers(BTreeMap::from([(approval_key(), yes())]), now);
+        assert!(approves(&answers));
+        assert_eq!(until, asking.expires_ms);
+        // A no is not an approval, and has no end.
+        let mut again = round_trip(&seal, State::new(vec![approval_key()], BTreeMap::new(), 0));
+        let no = json!({"action": "decline"});
+        let (answers, until) = again.take_answers(BTreeMap::from([(approval_key(), no)]), now);
+        assert!(!approves(&answers));
+        assert_eq!(until, 0);
+    }
+
+    #[test]
+    fn rounds_that_ask_again_do_not_make_a_yes_last_longer() {
+        let seal = seal();
+        // A yes given in a round whose state ends a minute from now; the
+        // tool then asks a form, round after round, never answered.
+        let ends = now_ms() + 60_000;
+        let mut answers = BTreeMap::from([(approval_key(), yes())]);
+        let mut until = ends;
+        for _ in 0..5 {
+            let state = State::new(vec!["form".to_owned()], answers, until);
+            let mut opened = round_trip(&seal, state);
+            // Each state opens for the seal's 15 minutes (a slow person
+            // filling the form is not refused), and its yes keeps its end.
+            assert!(opened.expires_ms > ends + 13 * 60_000);
+            let (taken, next) = opened.take_answers(BTreeMap::new(), now_ms());
+            assert!(approves(&taken));
+            assert_eq!(next, ends);
+            (answers, until) = (taken.into_iter().collect(), next);
+        }
+        // Past its end, the round that opens the state leaves the yes out,
+        // and keeps the other answers: the guard asks again. A yes to
+        // another approval, given in that round, counts until that round's
+        // state ends.
+        let form = json!({"action": "accept", "content": {"reason": "duplicate"}});
+        answers.insert("form".to_owned(), form);
+        let other = format!("{APPROVAL_KEY_PREFIX}finance@1");
+        let asked = vec!["next".to_owned(), other.clone()];
+        let mut late = round_trip(&seal, State::new(asked, answers, until));
+        let (taken, next) = late.take_answers(BTreeMap::from([(other.clone(), yes())]), ends + 1);
+        assert!(!taken.contains_key(&approval_key()), "{taken:?}");
+        assert!(taken.contains_key("form") && taken.contains_key(&other));
+        assert_eq!(next, late.expires_ms);
+    }
+
+    #[test]
+    fn a_yes_whose_time_is_up_is_not_sealed_again() {
+        let seal = seal();
+        let form = json!({"action": "accept", "content": {"reason": "duplicate"}});
+        let answers = BTreeMap::from([(approval_key(), yes()), ("form".to_owned(), form)]);
+        let state = State::new(vec!["next".to_owned()], answers, now_ms() - 1);
+        let mut opened = round_trip(&seal, state);
+        assert!(!opened.answers.contains_key(&approval_key()));
+        let (taken, until) = opened.take_answers(BTreeMap::new(), now_ms());
+        assert!(!approves(&taken), "{taken:?}");
+        assert!(taken.contains_key("form"), "the other answers stay");
+        assert_eq!(until, 0);
+    }
+}
