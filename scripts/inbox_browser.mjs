@@ -1,6 +1,7 @@
 // The inbox page in Debian's Chromium, driven by playwright-core: a person
 // signs in, sees the $620 refund that waits for them, approves it, and sees
-// the result; signs out, and out everywhere. Run by scripts/test-inbox.sh:
+// the result; signs out, and out everywhere; follows a link to the approval
+// from another site, signed in and out. Run by scripts/test-inbox.sh:
 //
 //     node scripts/inbox_browser.mjs BASE_URL TICKET SCREENSHOT_DIR
 //
@@ -52,12 +53,12 @@ try {
   );
   console.log("PASS  a token without refunds:approve cannot sign in");
 
-  // The approver signs in: a session cookie, HttpOnly and SameSite=Strict.
+  // The approver signs in: a session cookie, HttpOnly and SameSite=Lax.
   await page.fill("#token", "approver-token");
   await page.click("button[type=submit]");
   await page.waitForSelector(`#approval-${ticket}`);
   const session = (await context.cookies()).find((cookie) => cookie.name === "tool_envelope_inbox");
-  check(session && session.httpOnly && session.sameSite === "Strict", `session cookie ${JSON.stringify(session)}`);
+  check(session && session.httpOnly && session.sameSite === "Lax", `session cookie ${JSON.stringify(session)}`);
   const card = page.locator(`#approval-${ticket}`);
   const headline = await card.locator(".headline").textContent();
   check(headline.includes("$620") && headline.includes("$500"), `headline: ${headline}`);
@@ -128,6 +129,35 @@ try {
   await page.click("button[type=submit]");
   await page.waitForSelector(".sign-out");
   console.log("PASS  signed out everywhere: the other browser's session is refused, a new sign-in is not");
+
+  // A link to the approval, followed from another site (a chat): signed
+  // in, it opens the approval (a SameSite=Strict cookie would not be
+  // sent, and the page would ask to sign in); signed out, the sign-in
+  // leads back to it.
+  const link = `${base}/inbox/approvals/${ticket}`;
+  const chat = async (each) => {
+    await each.route("http://chat.example/**", (route) =>
+      route.fulfill({
+        contentType: "text/html",
+        body: `<!doctype html><title>chat</title><a id="go" href="${link}">the refund</a>`,
+      }),
+    );
+    await each.goto("http://chat.example/channel");
+    await each.click("#go");
+    await each.waitForURL(link);
+  };
+  await chat(page);
+  await page.waitForSelector(".outcome");
+  check((await page.locator("#token").count()) === 0, "a link from another site asked a signed-in person to sign in");
+  const stranger = await (await browser.newContext()).newPage();
+  await chat(stranger);
+  await stranger.fill("#token", "approver-token");
+  await stranger.click("button[type=submit]");
+  await stranger.waitForURL(link);
+  await stranger.waitForSelector(".outcome");
+  const landed = await stranger.textContent(".result");
+  check(landed.includes("Refunded $620 on O-77"), `after signing in: ${landed}`);
+  console.log("PASS  a link from another site opens the approval signed in, and leads back to it through the sign-in");
 } catch (error) {
   console.error(`FAIL  ${error.message}`);
   process.exitCode = 1;

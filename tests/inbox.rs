@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use reqwest::StatusCode;
-use reqwest::header::{COOKIE, SET_COOKIE};
+use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
 use serde_json::{Value, json};
 use tool_envelope::guard::{Approvers, Blocked, Caller, Guards, ToolCall};
 use tool_envelope::mcp::{BearerAuth, HttpOptions, Inbox, ToolContext, ToolSet};
@@ -188,7 +188,7 @@ impl Server {
         let response = self.try_sign_in(token).await;
         assert_eq!(response.status(), StatusCode::SEE_OTHER, "{token}");
         let (session, header) = set_cookie(&response, "tool_envelope_inbox").expect("a session");
-        for flag in ["HttpOnly", "SameSite=Strict", "Path=/inbox"] {
+        for flag in ["HttpOnly", "SameSite=Lax", "Path=/inbox"] {
             assert!(header.contains(flag), "{header}");
         }
         assert!(!header.contains(token), "the token is never kept");
@@ -1023,6 +1023,84 @@ async fn behind_a_tls_proxy_the_session_cookie_is_secure() {
             assert_eq!(header.contains("; Secure"), secure, "{proto:?}: {header}");
         }
     }
+}
+
+/// The value of the hidden field `name` of a form on `page`.
+fn hidden(page: &str, name: &str) -> String {
+    let field = format!("name=\"{name}\" value=\"");
+    let start = page.find(&field).expect("the field") + field.len();
+    let value = &page[start..][..page[start..].find('"').unwrap()];
+    // The page escapes it as HTML does; a browser reads it back.
+    value.replace("&#x2f;", "/")
+}
+
+#[tokio::test]
+async fn a_link_to_an_approval_leads_back_to_it_through_the_sign_in_and_nowhere_else() {
+    let server = server("return-to").await;
+    let waiting = server.call_as_agent("IN-RT", 620).await;
+    let ticket = waiting["escalation"]["ticket"]["id"].as_str().unwrap();
+    let path = format!("/inbox/approvals/{ticket}");
+
+    // Followed signed out (from a chat, say): the sign-in form, which
+    // leads back to the approval.
+    let form = server
+        .http
+        .get(format!("{}{path}", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(form.status(), StatusCode::OK);
+    let (nonce, _) = set_cookie(&form, "tool_envelope_sign_in").unwrap();
+    let page = form.text().await.unwrap();
+    assert_eq!(hidden(&page, "next"), path);
+    let sign_in = async |next: &str| {
+        let response = server
+            .http
+            .post(format!("{}/inbox/sign-in", server.url))
+            .header(COOKIE, &nonce)
+            .form(&[
+                ("token", "carol-token"),
+                ("csrf", &csrf(&page)),
+                ("next", next),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::SEE_OTHER, "{next}");
+        let (session, _) = set_cookie(&response, "tool_envelope_inbox").expect("a session");
+        let to = response.headers()[LOCATION].to_str().unwrap().to_owned();
+        (to, session)
+    };
+    let (to, session) = sign_in(&path).await;
+    assert_eq!(to, path);
+    let (status, shown) = server.get(&to, &session).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(shown.contains("IN-RT"), "{shown}");
+
+    // Nowhere else: another site, another server's path, a path that
+    // climbs out or says more than an approval's id — the inbox.
+    for elsewhere in [
+        "https://evil.example/inbox/approvals/x",
+        "//evil.example/inbox/approvals/x",
+        "/\\evil.example/inbox",
+        "/mcp",
+        "/inbox/approvals/../../mcp",
+        "/inbox/approvals/x/../../../mcp",
+        "/inbox/approvals/x?then=https://evil.example",
+        "/inbox/approvals/",
+        "/inbox/escalations/x",
+        "",
+    ] {
+        assert_eq!(sign_in(elsewhere).await.0, "/inbox", "{elsewhere}");
+    }
+    // A page that names something else as its next is not shown it either.
+    let odd = server
+        .http
+        .get(format!("{}/inbox/approvals/%2F%2Fevil.example", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(hidden(&odd.text().await.unwrap(), "next"), "/inbox");
 }
 
 /// A store that fails, when told, to read whether a session ended

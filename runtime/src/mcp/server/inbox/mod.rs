@@ -37,7 +37,7 @@ use crate::store::StoreError;
 ///
 /// - **Sign-in.** A person pastes a token once; the validator says who they
 ///   are and what they may do; the page then keeps a session in a signed,
-///   `HttpOnly`, `SameSite=Strict` cookie (`Secure` behind a TLS proxy that
+///   `HttpOnly`, `SameSite=Lax` cookie (`Secure` behind a TLS proxy that
 ///   says `X-Forwarded-Proto: https`, or always: [`Inbox::secure_cookies`]),
 ///   never the token, for 8 hours or
 ///   until they sign out: signing out ends the session in the store, so a

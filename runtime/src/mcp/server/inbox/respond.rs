@@ -134,9 +134,14 @@ pub(super) fn see_other(to: &str) -> Response {
     response
 }
 
-/// A cookie `name=value`, `HttpOnly`, `SameSite=Strict`, for the inbox's
+/// A cookie `name=value`, `HttpOnly`, `SameSite=Lax`, for the inbox's
 /// paths, lasting `max_age` seconds; `Secure` when the inbox says its
-/// cookies always are, or the request came through TLS.
+/// cookies always are, or the request came through TLS. Lax, so that a
+/// link to an approval followed from a chat or a mail opens it signed in:
+/// no other site's form reaches the inbox with it (a browser sends a Lax
+/// cookie with another site's `GET` navigation only), every form carries
+/// its CSRF token, and no page the inbox serves to a `GET` changes
+/// anything.
 pub(super) fn set_cookie(
     state: &State,
     response: &mut Response,
@@ -150,7 +155,7 @@ pub(super) fn set_cookie(
             .and_then(|value| value.to_str().ok())
             .is_some_and(|proto| proto.eq_ignore_ascii_case("https"));
     let cookie = format!(
-        "{name}={value}; Path=/inbox; HttpOnly; SameSite=Strict; Max-Age={max_age}{}",
+        "{name}={value}; Path=/inbox; HttpOnly; SameSite=Lax; Max-Age={max_age}{}",
         if secure { "; Secure" } else { "" }
     );
     if let Ok(cookie) = HeaderValue::from_str(&cookie) {

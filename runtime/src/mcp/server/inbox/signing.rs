@@ -95,7 +95,15 @@ pub(super) async fn end_sessions_of(
 }
 
 /// The sign-in form, bound to this browser by a cookie of its own.
-pub(super) fn sign_in_form(state: &State, headers: &HeaderMap, problem: Option<&str>) -> Response {
+/// The sign-in form, saying `problem` if there is one; signed in, the
+/// person goes on to `next` (the page they asked for, if it is one of the
+/// inbox's: [`return_to`]).
+pub(super) fn sign_in_form(
+    state: &State,
+    headers: &HeaderMap,
+    problem: Option<&str>,
+    next: &str,
+) -> Response {
     let existing = session::cookie(headers, SIGN_IN).map(str::to_owned);
     let nonce = existing.clone().unwrap_or_else(session::nonce);
     let context = minijinja::context! {
@@ -104,6 +112,7 @@ pub(super) fn sign_in_form(state: &State, headers: &HeaderMap, problem: Option<&
         scope => state.scope.as_str(),
         hours => SESSION_MS / 3_600_000,
         problem => problem,
+        next => return_to(next),
     };
     let mut response = render(state, StatusCode::OK, "sign_in.html", context);
     if existing.is_none() {
@@ -118,6 +127,22 @@ pub(super) struct SignIn {
     token: String,
     #[serde(default)]
     csrf: String,
+    /// The page to go on to, signed in.
+    #[serde(default)]
+    next: String,
+}
+
+/// Where a person goes once signed in, of `next`: one of the inbox's own
+/// pages — the inbox, or an approval — and nothing else (another site, a
+/// path of another server's, a path that climbs out): else the inbox.
+pub(super) fn return_to(next: &str) -> &str {
+    let id = next.strip_prefix("/inbox/approvals/").unwrap_or("");
+    let an_id = (1..=128).contains(&id.len())
+        && (id.bytes()).all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_');
+    match an_id {
+        true => next,
+        false => "/inbox",
+    }
 }
 
 pub(super) async fn sign_in(
@@ -135,11 +160,16 @@ pub(super) async fn sign_in(
     }
     let token = form.token.trim();
     let Some(caller) = state.auth.caller_of(token).await else {
-        return sign_in_form_refused(&state, &headers, "That token is not accepted here.");
+        return sign_in_form_refused(
+            &state,
+            &headers,
+            "That token is not accepted here.",
+            &form.next,
+        );
     };
     if !caller.has_scope(&state.scope) {
         let problem = format!("Signing in here needs the scope `{}`.", state.scope);
-        return sign_in_form_refused(&state, &headers, &problem);
+        return sign_in_form_refused(&state, &headers, &problem, &form.next);
     }
     let unreachable = |error: StoreError, what: &str| {
         tracing::warn!(%error, "the inbox could not {what}");
@@ -162,13 +192,18 @@ pub(super) async fn sign_in(
     let Some(caller) =
         again.filter(|again| again.subject() == caller.subject() && again.has_scope(&state.scope))
     else {
-        return sign_in_form_refused(&state, &headers, "That token is not accepted here.");
+        return sign_in_form_refused(
+            &state,
+            &headers,
+            "That token is not accepted here.",
+            &form.next,
+        );
     };
     let audit = AuditEntry::new(caller.subject(), "sign_in", "inbox", "");
     if let Err(error) = state.store.audit(&audit).await {
         return unreachable(error, "keep a sign-in in the audit");
     }
-    let mut response = see_other("/inbox");
+    let mut response = see_other(return_to(&form.next));
     let value = state.keys.session_of(&caller, epoch);
     set_cookie(
         &state,
@@ -180,8 +215,13 @@ pub(super) async fn sign_in(
     response
 }
 
-pub(super) fn sign_in_form_refused(state: &State, headers: &HeaderMap, problem: &str) -> Response {
-    let mut response = sign_in_form(state, headers, Some(problem));
+pub(super) fn sign_in_form_refused(
+    state: &State,
+    headers: &HeaderMap,
+    problem: &str,
+    next: &str,
+) -> Response {
+    let mut response = sign_in_form(state, headers, Some(problem), next);
     *response.status_mut() = StatusCode::FORBIDDEN;
     response
 }
