@@ -594,6 +594,10 @@ async fn a_cancelled_task_withdraws_its_approval_and_no_later_yes_runs_the_call(
         assert_eq!(ended["status"], "completed", "{ended}");
         let envelope = &ended["result"]["structuredContent"];
         assert_eq!(envelope["reason"], reason, "{envelope}");
+        if reason == "HUMAN_DECLINED" {
+            let says = envelope["message"].as_str().unwrap();
+            assert!(says.contains("withdrew the call"), "{says}");
+        }
     }
     let pending = shared
         .approvals(&[store::ApprovalState::Pending], 100)

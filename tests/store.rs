@@ -593,8 +593,9 @@ async fn approvals(store: &dyn Store) {
 
     // Withdrawn by its caller (their task was cancelled): no approver
     // decides it after, nothing runs it; the same call made again reads it
-    // until it expires, and it counts against its caller's waiting ones
-    // until then; audited as such.
+    // until it would have expired (its expiry is not moved), and it counts
+    // against its caller's waiting ones until then, no longer than had it
+    // been left pending; audited as such.
     let taken_back_digest = format!("taken-back-{now}");
     let mut opened = approval(&taken_back_digest, now + 10 * MINUTE);
     opened.caller = Some(format!("withdrawing-{now}"));
@@ -610,11 +611,7 @@ async fn approvals(store: &dyn Store) {
     let read = store.approval(&taken_back.id).await.unwrap().unwrap();
     assert_eq!(
         (read.state, read.decided_by.as_deref(), read.expires_ms),
-        (
-            ApprovalState::Withdrawn,
-            theirs,
-            taken_back.readable_until(now + 30)
-        )
+        (ApprovalState::Withdrawn, theirs, taken_back.expires_ms)
     );
     let yes_after = Decision::new(true, "carol", "").at(now + 40);
     assert!(!store.decide(&taken_back.id, &yes_after).await.unwrap());

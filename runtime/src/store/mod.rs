@@ -216,8 +216,9 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// Decides the pending approval `id`: one conditional update of a
     /// pending row that has not expired at `decision.at_ms`, which also
     /// moves its expiry to
-    /// [`readable_until(decision.at_ms)`](ApprovalRecord::readable_until),
-    /// leaves it in [`decision.state()`](Decision::state), and, in the same transaction, the decision's line of the audit
+    /// [`readable_until(decision.at_ms)`](ApprovalRecord::readable_until)
+    /// (a withdrawal keeps it where it was), leaves it in
+    /// [`decision.state()`](Decision::state), and, in the same transaction, the decision's line of the audit
     /// ([`Decision::audit_entry`]): no decision is taken without it.
     /// Whether it was this decision that decided it.
     fn decide<'a>(&'a self, id: &'a str, decision: &'a Decision) -> StoreFuture<'a, bool>;

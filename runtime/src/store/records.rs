@@ -234,7 +234,7 @@ pub enum ApprovalState {
     /// Taken back by its caller before anyone decided (the task that
     /// waited for it was cancelled): the same call made again reads it as
     /// declined, and it counts against its caller's waiting approvals,
-    /// until it expires.
+    /// until it would have expired undecided (its expiry is not moved).
     Withdrawn,
     /// Its time ran out before anyone decided.
     Expired,
@@ -330,7 +330,8 @@ pub struct ApprovalRecord {
 impl ApprovalRecord {
     /// When its outcome, reached at `at_ms`, stops being given for a call
     /// made again: one time to live after `at_ms`, or `expires_ms` if that
-    /// is later. What every store's `decide` and `finish_approval` set.
+    /// is later. What every store's `decide` (but for a withdrawal) and
+    /// `finish_approval` set.
     pub fn readable_until(&self, at_ms: i64) -> i64 {
         let late = at_ms.saturating_sub(self.created_ms).max(0);
         self.expires_ms.saturating_add(late)

@@ -860,9 +860,11 @@ macro_rules! sql_store {
                 Box::pin(async move {
                     let state = decision.state();
                     // The outcome is given for one time to live after the
-                    // decision (`ApprovalRecord::readable_until`).
+                    // decision (`ApprovalRecord::readable_until`); a
+                    // withdrawal keeps the approval's own end.
                     let sql = "UPDATE te_approvals SET state = $1, decided_by = $2, decided_ms = $3, note = $4, \
-                               expires_ms = CASE WHEN $3 > created_ms AND expires_ms <= 9223372036854775807 - ($3 - created_ms) \
+                               expires_ms = CASE WHEN $1 = 'withdrawn' THEN expires_ms \
+                                   WHEN $3 > created_ms AND expires_ms <= 9223372036854775807 - ($3 - created_ms) \
                                    THEN expires_ms + ($3 - created_ms) ELSE expires_ms END \
                                WHERE id = $5 AND state = 'pending' AND expires_ms > $3";
                     // The decision and its audit, both or neither.

@@ -10,6 +10,7 @@ use crate::envelope::{ErrorEnvelope, Refusal};
 use crate::mcp::ask::{APPROVAL_KEY_PREFIX, Elicitation};
 use crate::mcp::context::ToolContext;
 use crate::reasons;
+use crate::store::ApprovalRecord;
 
 /// The key of the result's `_meta` that keeps, for audit, every approval a
 /// call asked for: the question, who answered — the name the person typed
@@ -95,16 +96,44 @@ pub(crate) async fn ask(
     audit.push(Value::Object(record));
     match approved {
         true => Approval::Approved,
-        false => Approval::Declined(declined(blocked, "A person")),
+        false => Approval::Declined(declined(blocked, "A person", false)),
     }
 }
 
 /// The envelope of a call `who` declined: `business`, never retried, with
 /// the block's alternatives — whether the client's user declined it or an
 /// approver at the server.
-pub(crate) fn declined(blocked: &ErrorEnvelope, who: &str) -> ErrorEnvelope {
-    ErrorEnvelope::business(format!("{who} declined the call: {}", blocked.message()))
+pub(crate) fn declined(blocked: &ErrorEnvelope, who: &str, withdrawn: bool) -> ErrorEnvelope {
+    let did = if withdrawn { "withdrew" } else { "declined" };
+    ErrorEnvelope::business(format!("{who} {did} the call: {}", blocked.message()))
         .with_reason(reasons::HUMAN_DECLINED)
         .with_alternatives(blocked.alternatives().iter().cloned())
         .remade(|parts| parts.refused = Some(Refusal::Declined))
+}
+
+/// The envelope of a blocked call that opened no approval: its caller has
+/// `waiting` waiting already, as many as they may. Nothing ran.
+pub(crate) fn too_many(blocked: &ErrorEnvelope, waiting: u64) -> ErrorEnvelope {
+    ErrorEnvelope::business(format!(
+        "{} — not sent to the approvers: {waiting} approvals of this caller wait for a decision already (those withdrawn count until they expire), as many as may wait at once",
+        blocked.message().trim_end()
+    ))
+    .with_reason(reasons::TOO_MANY_APPROVALS)
+    .with_alternatives(blocked.alternatives().iter().cloned())
+    .with_alternative(
+        "Call again once approvers have decided the calls of yours that wait, or once they (or those you withdrew) expire",
+    )
+    .remade(|parts| parts.refused = Some(Refusal::Blocked))
+}
+
+/// The envelope of a call whose approval nobody decided in time.
+pub(crate) fn expired(blocked: &ErrorEnvelope, approval: &ApprovalRecord) -> ErrorEnvelope {
+    ErrorEnvelope::business(format!(
+        "Nobody with `{}` decided in time: {}",
+        approval.approvers,
+        blocked.message()
+    ))
+    .with_reason(reasons::APPROVAL_EXPIRED)
+    .with_alternatives(blocked.alternatives().iter().cloned())
+    .remade(|parts| parts.refused = Some(Refusal::Declined))
 }

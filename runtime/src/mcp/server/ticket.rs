@@ -14,6 +14,7 @@ use crate::caller::Caller;
 use crate::envelope::{ErrorEnvelope, Refusal, Ticket};
 use crate::escalation::{Escalation, EscalationReason};
 use crate::mcp::reply::ToolReply;
+use crate::mcp::server::approval;
 use crate::mcp::server::turns::Turns;
 use crate::reasons;
 use crate::store::{ApprovalRecord, ApprovalState, Store, StoreError, now_ms};
@@ -160,7 +161,7 @@ pub(crate) async fn wait(
             let most = u64::try_from(call.most_waiting).unwrap_or(u64::MAX);
             let waiting = store.waiting_approvals(caller, now).await?;
             if waiting >= most {
-                return Ok((Ticketed::Ended(too_many(blocked, waiting)), None));
+                return Ok((Ticketed::Ended(approval::too_many(blocked, waiting)), None));
             }
             // Bounded, so that an expiry moved after a late decision and a
             // late run stays far inside every store's integers.
@@ -182,7 +183,7 @@ pub(crate) async fn wait(
             approval.safe_to_repeat = call.safe_to_repeat;
             // Refused by the store's own count: as many as may wait, wait.
             let Some(kept) = store.open_approval(&approval, most).await? else {
-                return Ok((Ticketed::Ended(too_many(blocked, most)), None));
+                return Ok((Ticketed::Ended(approval::too_many(blocked, most)), None));
             };
             if kept.id == approval.id {
                 opened = Some(kept.clone());
@@ -302,7 +303,7 @@ fn standing(approval: &ApprovalRecord, blocked: &ErrorEnvelope, now: i64) -> Tic
         ApprovalState::Declined | ApprovalState::Withdrawn => {
             Ticketed::Ended(declined(blocked, approval))
         }
-        ApprovalState::Expired => Ticketed::Ended(expired(blocked, approval)),
+        ApprovalState::Expired => Ticketed::Ended(approval::expired(blocked, approval)),
         ApprovalState::Pending | ApprovalState::Approved | ApprovalState::Running => {
             Ticketed::Awaiting(awaiting(blocked, approval, now))
         }
@@ -358,39 +359,14 @@ fn awaiting(blocked: &ErrorEnvelope, approval: &ApprovalRecord, now: i64) -> Esc
         .with_ticket(ticket)
 }
 
-/// The envelope of a blocked call that opened no approval: its caller has
-/// `waiting` waiting already, as many as they may. Nothing ran.
-fn too_many(blocked: &ErrorEnvelope, waiting: u64) -> ErrorEnvelope {
-    ErrorEnvelope::business(format!(
-        "{} — not sent to the approvers: {waiting} approvals of this caller wait for a decision already (those withdrawn count until they expire), as many as may wait at once",
-        blocked.message().trim_end()
-    ))
-    .with_reason(reasons::TOO_MANY_APPROVALS)
-    .with_alternatives(blocked.alternatives().iter().cloned())
-    .with_alternative(
-        "Call again once approvers have decided the calls of yours that wait, or once they (or those you withdrew) expire",
-    )
-    .remade(|parts| parts.refused = Some(Refusal::Blocked))
-}
-
-/// The envelope of a call whose approval nobody decided in time.
-fn expired(blocked: &ErrorEnvelope, approval: &ApprovalRecord) -> ErrorEnvelope {
-    ErrorEnvelope::business(format!(
-        "Nobody with `{}` decided in time: {}",
-        approval.approvers,
-        blocked.message()
-    ))
-    .with_reason(reasons::APPROVAL_EXPIRED)
-    .with_alternatives(blocked.alternatives().iter().cloned())
-    .remade(|parts| parts.refused = Some(Refusal::Declined))
-}
-
-/// The envelope of a call an approver declined: who, and their note.
+/// The envelope of a call an approver declined, or its caller withdrew:
+/// who, and their note.
 fn declined(blocked: &ErrorEnvelope, approval: &ApprovalRecord) -> ErrorEnvelope {
     let by = approval.decided_by.as_deref().unwrap_or("an approver");
     let note = approval.note.as_deref().filter(|note| !note.is_empty());
     let who = note.map_or_else(|| by.to_owned(), |note| format!("{by} ({note})"));
-    crate::mcp::server::approval::declined(blocked, &who)
+    let withdrawn = approval.state == ApprovalState::Withdrawn;
+    approval::declined(blocked, &who, withdrawn)
 }
 
 #[cfg(test)]

@@ -222,7 +222,9 @@ impl Store for MemoryStore {
         approval.decided_by = Some(decision.by.clone());
         approval.decided_ms = Some(decision.at_ms);
         approval.note = Some(decision.note.clone());
-        approval.expires_ms = approval.readable_until(decision.at_ms);
+        if !decision.withdrawn {
+            approval.expires_ms = approval.readable_until(decision.at_ms);
+        }
         state.audit.push(decision.audit_entry(id));
         ready(true)
     }

@@ -287,8 +287,7 @@ impl ToolSet {
         {
             let update = if task.cancel_requested {
                 // Its caller took it back: so is an approval it waited for.
-                self.withdraw_for_task(store, &task).await?;
-                TaskUpdate::finish(TaskState::Cancelled, None)
+                self.withdraw_for_task(store, &task).await
             } else {
                 let reply = match task.safe_to_repeat {
                     true => {

@@ -143,7 +143,9 @@ impl ToolSet {
     /// `TOO_MANY_APPROVALS`, and nothing runs — so that one caller cannot
     /// bury the approvers' inbox and webhook under blocked calls. The
     /// same call made again once some are decided (or expired) opens its
-    /// approval; calls that wait already are read as before, and a call
+    /// approval — approvals the caller withdrew (by cancelling the task
+    /// that waited) count until they would have expired; calls that wait
+    /// already are read as before, and a call
     /// run for an approver's yes that meets another block opens that
     /// block's approval whatever is waiting. Counted and opened in one
     /// step in the store ([`Store::open_approval`]), so the bound holds

@@ -14,7 +14,9 @@ use super::ToolSet;
 use crate::caller::Caller;
 use crate::envelope::ErrorEnvelope;
 use crate::mcp::server::ticket::{self, Ticketed};
-use crate::store::{ApprovalState, Decision, Store, StoreError, TaskRecord, now_ms};
+use crate::store::{
+    ApprovalState, Decision, Store, StoreError, TaskRecord, TaskState, TaskUpdate, now_ms,
+};
 
 /// The calls run as tasks that wait for an approver: by task id, the
 /// ticket each opened or read, and its block.
@@ -77,32 +79,37 @@ impl ToolSet {
 
     /// Withdraws the pending approvals of the call the cancelled task
     /// `task` made, whose replica stopped before it could: the same call —
-    /// tool, arguments, caller — waits for them.
-    ///
-    /// # Errors
-    ///
-    /// When the store fails: the task is taken over again, and this tried
-    /// again, at the next pass.
+    /// tool, arguments, caller — waits for them. The task's end: cancelled;
+    /// or, when the store fails, failed, saying the approval may stand (a
+    /// store that keeps failing would otherwise keep the task for ever).
     pub(super) async fn withdraw_for_task(
         &self,
         store: &dyn Store,
         task: &TaskRecord,
-    ) -> Result<(), StoreError> {
+    ) -> TaskUpdate {
         let arguments = match &task.arguments {
             serde_json::Value::Object(arguments) => arguments.clone(),
             _ => Map::new(),
         };
-        let caller = task
-            .caller
-            .as_deref()
-            .map(|subject| Caller::new(subject, Vec::<String>::new()));
+        let caller =
+            (task.caller.as_deref()).map(|subject| Caller::new(subject, Vec::<String>::new()));
         let digest = ticket::digest(&task.tool, &arguments, caller.as_ref());
-        for approval in store.call_approvals(&digest, now_ms()).await? {
-            if approval.state == ApprovalState::Pending {
-                withdraw(store, &approval.id, task.caller.as_deref()).await?;
+        let withdrawn = async {
+            for approval in store.call_approvals(&digest, now_ms()).await? {
+                if approval.state == ApprovalState::Pending {
+                    withdraw(store, &approval.id, task.caller.as_deref()).await?;
+                }
+            }
+            Ok::<_, StoreError>(())
+        };
+        match withdrawn.await {
+            Ok(()) => TaskUpdate::finish(TaskState::Cancelled, None),
+            Err(error) => {
+                tracing::warn!(%error, task = %task.id, "withdrawing a cancelled task's approval: the store failed");
+                let error = rmcp::ErrorData::internal_error(MAY_STAND, None);
+                TaskUpdate::finish(TaskState::Failed, serde_json::to_value(error).ok())
             }
         }
-        Ok(())
     }
 }
 
