@@ -20,7 +20,10 @@ use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningSe
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
 use tool_envelope::mcp::{Elicitation, TaskSupport, ToolContext, ToolSet};
-use tool_envelope::store::{self, MemoryStore, Store, TaskRecord};
+use tool_envelope::store::{
+    self, ApprovalRecord, ApprovalState, AuditEntry, Decision, Escalate, EscalationRecord,
+    EscalationState, MemoryStore, Store, StoreError, StoreFuture, TaskRecord, TaskUpdate,
+};
 use tool_envelope::{ErrorEnvelope, tool};
 
 static REFUNDS: AtomicU32 = AtomicU32::new(0);
@@ -647,4 +650,169 @@ async fn a_cancelled_task_whose_replica_stopped_has_its_approval_withdrawn_on_ta
     );
     tools.run_approved().await.unwrap();
     assert_eq!(times("T-670"), 0);
+}
+
+/// A store that keeps an approval as asked, then holds the call that kept
+/// it until the test lets it go — as a database slow to answer a write it
+/// has made — and fails, when told, to read a call's approvals.
+#[derive(Debug)]
+struct Slow {
+    inner: Arc<dyn Store>,
+    held: tokio::sync::Semaphore,
+    /// A permit for each approval kept.
+    kept: tokio::sync::Semaphore,
+    reading_fails: std::sync::atomic::AtomicBool,
+}
+
+impl Slow {
+    fn new() -> Arc<Self> {
+        Arc::new(Slow {
+            inner: Arc::new(MemoryStore::new()),
+            held: tokio::sync::Semaphore::new(0),
+            kept: tokio::sync::Semaphore::new(0),
+            reading_fails: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+}
+
+/// The store's methods `Slow` does not hold, passed on as they are.
+macro_rules! passed_on {
+    ($($name:ident($($arg:ident: $ty:ty),*) -> $out:ty;)*) => {
+        $(fn $name<'a>(&'a self, $($arg: $ty),*) -> StoreFuture<'a, $out> {
+            self.inner.$name($($arg),*)
+        })*
+    };
+}
+
+impl Store for Slow {
+    passed_on! {
+        create_task(task: &'a TaskRecord, most_running: u64) -> bool;
+        task(id: &'a str) -> Option<TaskRecord>;
+        update_task(id: &'a str, holder: &'a str, update: &'a TaskUpdate) -> bool;
+        answer_task(id: &'a str, responses: &'a Value) -> bool;
+        cancel_task(id: &'a str) -> bool;
+        running_tasks(caller: Option<&'a str>) -> (u64, u64);
+        claim_abandoned_tasks(holder: &'a str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Vec<TaskRecord>;
+        waiting_approvals(caller: Option<&'a str>, now_ms: i64) -> u64;
+        approval(id: &'a str) -> Option<ApprovalRecord>;
+        approvals(states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
+        decide(id: &'a str, decision: &'a Decision) -> bool;
+        claim_approval(id: &'a str, holder: &'a str, now_ms: i64, lease_until_ms: i64) -> Option<ApprovalRecord>;
+        renew_approval(id: &'a str, holder: &'a str, lease_until_ms: i64) -> bool;
+        approvals_to_run(now_ms: i64, limit: u32) -> Vec<String>;
+        finish_approval(id: &'a str, holder: &'a str, result: &'a Value, at_ms: i64) -> bool;
+        expire_approvals(now_ms: i64, escalate: &'a Escalate<'a>) -> Vec<ApprovalRecord>;
+        record_escalation(escalation: &'a EscalationRecord, most_open: u64) -> bool;
+        escalations(state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
+        escalation(id: &'a str) -> Option<EscalationRecord>;
+        open_escalations(caller: Option<&'a str>) -> u64;
+        forget_resolved_escalations(resolved_before_ms: i64) -> u64;
+        resolve_escalation(id: &'a str, by: &'a str, note: &'a str, at_ms: i64) -> bool;
+        audit(entry: &'a AuditEntry) -> ();
+        audit_log(limit: u32) -> Vec<AuditEntry>;
+        sweep(now_ms: i64) -> ();
+        redeem(nonce: &'a str, until_ms: i64) -> bool;
+        redeemed(nonce: &'a str) -> bool;
+    }
+
+    fn open_approval<'a>(
+        &'a self,
+        approval: &'a ApprovalRecord,
+        most_waiting: u64,
+    ) -> StoreFuture<'a, Option<ApprovalRecord>> {
+        Box::pin(async move {
+            let kept = self.inner.open_approval(approval, most_waiting).await?;
+            self.kept.add_permits(1);
+            let _ = self.held.acquire().await;
+            Ok(kept)
+        })
+    }
+
+    fn call_approvals<'a>(
+        &'a self,
+        digest: &'a str,
+        now_ms: i64,
+    ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
+        if self.reading_fails.load(Ordering::SeqCst) {
+            return Box::pin(async { Err(StoreError::new("the database went away")) });
+        }
+        self.inner.call_approvals(digest, now_ms)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_cancelled_while_its_approval_is_being_kept_withdraws_it_once_kept() {
+    let slow = Slow::new();
+    let shared: Arc<dyn Store> = slow.clone();
+    let tools = ToolSet::new()
+        .tool::<capped_refund>()
+        .tasks(|_| TaskSupport::Optional)
+        .store(Arc::clone(&shared))
+        .approvals_in_background(false);
+    let client = connect(tools.clone()).await;
+    let task = task_of(
+        &client,
+        "capped_refund",
+        json!({"order": "T-680", "amount": 680}),
+    )
+    .await;
+    // The approval is kept, and the store has not answered yet: the
+    // caller cancels then.
+    slow.kept.acquire().await.expect("kept").forget();
+    client
+        .cancel_task(CancelTaskParams::new(&task))
+        .await
+        .expect("tasks/cancel");
+    slow.held.add_permits(1);
+    let ended = past(&client, &task, "working").await;
+    assert_eq!(ended["status"], "cancelled", "{ended}");
+    let kept = shared
+        .approvals(
+            &[
+                store::ApprovalState::Pending,
+                store::ApprovalState::Withdrawn,
+            ],
+            10,
+        )
+        .await;
+    let kept = kept.unwrap();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(kept[0].state, store::ApprovalState::Withdrawn);
+    let approver = tool_envelope::guard::Caller::new("carol", ["refunds:approve"]);
+    assert!(
+        tools
+            .decide(&kept[0].id, &approver, true, "ok")
+            .await
+            .is_err()
+    );
+    tools.run_approved().await.unwrap();
+    assert_eq!(times("T-680"), 0);
+}
+
+#[tokio::test]
+async fn a_taken_over_cancelled_task_whose_approval_cannot_be_withdrawn_ends_failed_saying_so() {
+    let slow = Slow::new();
+    slow.held.add_permits(1_000);
+    let shared: Arc<dyn Store> = slow.clone();
+    let tools = ToolSet::new()
+        .tool::<capped_refund>()
+        .tasks(|_| TaskSupport::Optional)
+        .store(Arc::clone(&shared))
+        .approvals_in_background(false);
+    let mut task = TaskRecord::new(
+        "capped_refund",
+        json!({"order": "T-690", "amount": 690}),
+        None,
+        600_000,
+    )
+    .held_by("stopped-replica", store::now_ms() - 1);
+    task.id = "task-unwithdrawn".to_owned();
+    assert!(shared.create_task(&task, u64::MAX).await.unwrap());
+    shared.cancel_task(&task.id).await.unwrap();
+    slow.reading_fails.store(true, Ordering::SeqCst);
+    tools.run_approved().await.unwrap();
+    let ended = shared.task(&task.id).await.unwrap().unwrap();
+    assert_eq!(ended.state, store::TaskState::Failed);
+    let said = ended.error.unwrap().to_string();
+    assert!(said.contains("could not be withdrawn"), "{said}");
 }

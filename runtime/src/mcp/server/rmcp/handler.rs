@@ -383,7 +383,13 @@ impl ToolSet {
                 let threshold = tools.log_threshold();
                 let live = LiveRequest::task(&context, &name, threshold, asking);
                 let call = tools.call_with(&name, arguments, ToolContext::live(Arc::new(live)));
-                match select(pin!(call), pin!(task.cancelled())).await {
+                // A cancellation that comes while the call opens its
+                // approval waits for the store: then it withdraws it.
+                let cancelled = async {
+                    task.cancelled().await;
+                    tools.settled_in_task(task.task_id()).await;
+                };
+                match select(pin!(call), pin!(cancelled)).await {
                     Either::Left((Ok(reply), _)) => Ok(to_rmcp_result(reply)),
                     Either::Left((Err(error), _)) => Err(TaskExit::Error(to_error_data(error))),
                     Either::Right(((), _)) => {

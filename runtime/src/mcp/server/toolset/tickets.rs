@@ -13,7 +13,7 @@ use super::ToolSet;
 use super::dispatch::Outcome;
 use super::entry::Entry;
 use super::failure::Failure;
-use super::withdraw::{InTask, InTasks};
+use super::withdraw::{InTask, InTasks, Opening};
 use crate::caller::Caller;
 use crate::envelope::ErrorEnvelope;
 use crate::escalation::Escalation;
@@ -295,6 +295,13 @@ impl ToolSet {
             opening: &self.inner.protocol.approving.opening,
         };
         let ttl = self.inner.protocol.approving.ttl;
+        // A task's cancellation waits while the approval is opened.
+        let in_tasks = &self.inner.protocol.approving.in_tasks;
+        let task = state
+            .context_ref()
+            .task_context()
+            .map(|(task, _)| task.task_id());
+        let _opening = task.map(|task| Opening::new(in_tasks, task));
         let standing = ticket::wait(store.as_ref(), &waiting, failure.envelope(), shown, ttl)
             .await
             .map(|(standing, opened)| {
@@ -372,7 +379,7 @@ impl ToolSet {
         ));
         let id = ticket.id.clone();
         let in_tasks = &self.inner.protocol.approving.in_tasks;
-        let _waits = InTask::new(in_tasks, task.task_id(), (id.clone(), blocked.clone()));
+        let _waits = InTask::new(in_tasks, task.task_id(), id.clone(), blocked.clone());
         let mut last = escalation;
         loop {
             // A store that stalls at the bound does not keep the task past

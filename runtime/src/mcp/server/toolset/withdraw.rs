@@ -6,7 +6,9 @@
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
+
 use std::time::Duration;
+use tokio::sync::Notify;
 
 use serde_json::Map;
 
@@ -18,14 +20,59 @@ use crate::store::{
     ApprovalState, Decision, Store, StoreError, TaskRecord, TaskState, TaskUpdate, now_ms,
 };
 
-/// The calls run as tasks that wait for an approver: by task id, the
-/// ticket each opened or read, and its block.
-pub(super) type InTasks = Mutex<HashMap<String, (String, ErrorEnvelope)>>;
+/// The calls run as tasks that open or wait for an approval, by task id:
+/// what a cancellation of the task withdraws.
+#[derive(Default)]
+pub(super) struct InTasks {
+    waiting: Mutex<HashMap<String, Waits>>,
+    /// Told each time a call stops opening its approval.
+    settled: Notify,
+}
+
+/// Where a task's call stands with its approval.
+enum Waits {
+    /// Opening or reading it in the store: not known yet.
+    Opening,
+    /// Waiting for the ticket it opened or read, blocked by its block.
+    For(String, ErrorEnvelope),
+}
+
+impl InTasks {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waits>> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether the call of `task` is opening its approval.
+    fn opening(&self, task: &str) -> bool {
+        matches!(self.lock().get(task), Some(Waits::Opening))
+    }
+
+    /// Until the call of `task` is not opening its approval any more.
+    async fn settled(&self, task: &str) {
+        loop {
+            let told = self.settled.notified();
+            let mut told = std::pin::pin!(told);
+            told.as_mut().enable();
+            if !self.opening(task) {
+                return;
+            }
+            told.await;
+        }
+    }
+}
 
 /// The note a withdrawal leaves on the approval and in the audit.
 const NOTE: &str = "withdrawn by its caller: the task that waited for it was cancelled";
 
 impl ToolSet {
+    /// Until the call of the task `task` is not in the middle of opening
+    /// its approval: a cancellation waits for it, so that what the store
+    /// kept is there to withdraw, rather than dropping the call while the
+    /// approval is being written (the store may keep it all the same).
+    pub(crate) async fn settled_in_task(&self, task: &str) {
+        self.inner.protocol.approving.in_tasks.settled(task).await;
+    }
+
     /// Withdraws the approval the task `task` waits for, as its caller
     /// `by` (`None`: an anonymous one), who cancelled the task: a pending
     /// approval becomes [`Withdrawn`](ApprovalState::Withdrawn), so that no
@@ -42,10 +89,8 @@ impl ToolSet {
         task: &str,
         by: Option<&str>,
     ) -> Result<(), String> {
-        let waiting = (self.inner.protocol.approving.in_tasks.lock())
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(task);
-        let (Some((first, blocked)), Some(store)) = (waiting, self.store_ref()) else {
+        let waiting = self.inner.protocol.approving.in_tasks.lock().remove(task);
+        let (Some(Waits::For(first, blocked)), Some(store)) = (waiting, self.store_ref()) else {
             return Ok(());
         };
         let withdraw = async {
@@ -125,6 +170,34 @@ async fn withdraw(store: &dyn Store, id: &str, by: Option<&str>) -> Result<(), S
     Ok(())
 }
 
+/// A task's call that opens or reads its approval, listed as opening
+/// while it does.
+pub(super) struct Opening<'a> {
+    in_tasks: &'a InTasks,
+    task: String,
+}
+
+impl<'a> Opening<'a> {
+    pub(super) fn new(in_tasks: &'a InTasks, task: &str) -> Self {
+        in_tasks.lock().insert(task.to_owned(), Waits::Opening);
+        Opening {
+            in_tasks,
+            task: task.to_owned(),
+        }
+    }
+}
+
+impl Drop for Opening<'_> {
+    fn drop(&mut self) {
+        let mut waiting = self.in_tasks.lock();
+        if matches!(waiting.get(&self.task), Some(Waits::Opening)) {
+            waiting.remove(&self.task);
+        }
+        drop(waiting);
+        self.in_tasks.settled.notify_waiters();
+    }
+}
+
 /// A task that waits for an approver, listed while it does.
 pub(super) struct InTask<'a> {
     in_tasks: &'a InTasks,
@@ -135,10 +208,12 @@ impl<'a> InTask<'a> {
     pub(super) fn new(
         in_tasks: &'a InTasks,
         task: &str,
-        waits_for: (String, ErrorEnvelope),
+        ticket: String,
+        blocked: ErrorEnvelope,
     ) -> Self {
-        (in_tasks.lock().unwrap_or_else(PoisonError::into_inner))
-            .insert(task.to_owned(), waits_for);
+        let waits = Waits::For(ticket, blocked);
+        in_tasks.lock().insert(task.to_owned(), waits);
+        in_tasks.settled.notify_waiters();
         InTask {
             in_tasks,
             task: task.to_owned(),
@@ -148,7 +223,8 @@ impl<'a> InTask<'a> {
 
 impl Drop for InTask<'_> {
     fn drop(&mut self) {
-        (self.in_tasks.lock().unwrap_or_else(PoisonError::into_inner)).remove(&self.task);
+        self.in_tasks.lock().remove(&self.task);
+        self.in_tasks.settled.notify_waiters();
     }
 }
 
