@@ -69,8 +69,11 @@ impl ToolSet {
     /// its approval: a cancellation waits for it, so that what the store
     /// kept is there to withdraw, rather than dropping the call while the
     /// approval is being written (the store may keep it all the same).
+    /// A store that does not answer in [`WITHDRAW_WITHIN`] is not waited
+    /// for longer: the withdrawal then says the approval may stand.
     pub(crate) async fn settled_in_task(&self, task: &str) {
-        self.inner.protocol.approving.in_tasks.settled(task).await;
+        let settled = self.inner.protocol.approving.in_tasks.settled(task);
+        let _ = tokio::time::timeout(WITHDRAW_WITHIN, settled).await;
     }
 
     /// Withdraws the approval the task `task` waits for, as its caller
@@ -90,6 +93,13 @@ impl ToolSet {
         by: Option<&str>,
     ) -> Result<(), String> {
         let waiting = self.inner.protocol.approving.in_tasks.lock().remove(task);
+        if matches!(waiting, Some(Waits::Opening)) {
+            tracing::warn!(
+                task,
+                "withdrawing a cancelled task's approval: the store did not answer in time"
+            );
+            return Err(MAY_STAND.to_owned());
+        }
         let (Some(Waits::For(first, blocked)), Some(store)) = (waiting, self.store_ref()) else {
             return Ok(());
         };
@@ -229,7 +239,7 @@ impl Drop for InTask<'_> {
 }
 
 /// What a cancelled task whose approval could not be withdrawn ends with.
-const MAY_STAND: &str = "the task was cancelled, but the approval it waited for could not be withdrawn (the store failed): an approver may still approve it; call again with the same arguments to read where it stands";
+const MAY_STAND: &str = "the task was cancelled, but the approval it waited for could not be withdrawn (the store failed, or did not answer in time): an approver may still approve it; call again with the same arguments to read where it stands";
 
 /// Who withdraws the approval of an anonymous caller's cancelled task, in
 /// the audit.
