@@ -609,6 +609,37 @@ async fn a_cancelled_task_withdraws_its_approval_and_no_later_yes_runs_the_call(
     assert_eq!(times("T-640") + times("T-660"), 0);
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_task_withdraws_an_approval_said_yes_to_but_not_yet_run() {
+    let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let tools = ToolSet::new()
+        .tool::<capped_refund>()
+        .tasks(|_| TaskSupport::Optional)
+        .store(Arc::clone(&shared))
+        .approvals_in_background(false);
+    let client = connect(tools.clone()).await;
+    let task = task_of(
+        &client,
+        "capped_refund",
+        json!({"order": "T-645", "amount": 645}),
+    )
+    .await;
+    let ticket = ticket_awaited(&client, &task).await;
+    // An approver says yes; before any replica runs it, the caller cancels.
+    let approver = tool_envelope::guard::Caller::new("carol", ["refunds:approve"]);
+    tools.decide(&ticket, &approver, true, "ok").await.unwrap();
+    client
+        .cancel_task(CancelTaskParams::new(&task))
+        .await
+        .expect("tasks/cancel");
+    let ended = past(&client, &task, "working").await;
+    assert_eq!(ended["status"], "cancelled", "{ended}");
+    assert_eq!(tools.run_approved().await.unwrap(), 0);
+    let kept = shared.approval(&ticket).await.unwrap().unwrap();
+    assert_eq!(kept.state, store::ApprovalState::Withdrawn);
+    assert_eq!(times("T-645"), 0);
+}
+
 #[tokio::test]
 async fn a_cancelled_task_whose_replica_stopped_has_its_approval_withdrawn_on_takeover() {
     let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());

@@ -640,6 +640,40 @@ async fn approvals(store: &dyn Store) {
     let lines = audit_of(store, &taken_back.id).await;
     assert_eq!(lines, [withdrawn.audit_entry(&taken_back.id)]);
     assert_eq!(lines[0].what, "withdraw");
+    // An approved one is withdrawn too until a replica claims its run; a
+    // claimed one is not.
+    for claimed_first in [false, true] {
+        let digest = format!("approved-then-taken-back-{now}-{claimed_first}");
+        let opened = store
+            .open_approval(&approval(&digest, now + 10 * MINUTE), u64::MAX)
+            .await
+            .unwrap()
+            .expect("opened");
+        let yes = Decision::new(true, "carol", "ok").at(now + 30);
+        assert!(store.decide(&opened.id, &yes).await.unwrap());
+        if claimed_first {
+            let claim = store.claim_approval(&opened.id, "replica-a", now, now + MINUTE);
+            assert!(claim.await.unwrap().is_some());
+        }
+        let back = Decision::withdrawn("agent", "cancelled").at(now + 40);
+        assert_eq!(
+            store.decide(&opened.id, &back).await.unwrap(),
+            !claimed_first
+        );
+        let read = store.approval(&opened.id).await.unwrap().unwrap();
+        let expected = match claimed_first {
+            true => ApprovalState::Running,
+            false => ApprovalState::Withdrawn,
+        };
+        assert_eq!(read.state, expected);
+        let to_run = store.approvals_to_run(now + 50, 1000).await.unwrap();
+        assert!(!to_run.contains(&opened.id));
+        let claim = store.claim_approval(&opened.id, "replica-b", now + 50, now + MINUTE);
+        assert!(claim.await.unwrap().is_none());
+        // Nobody declines an approved one: only its caller withdraws it.
+        let no = Decision::new(false, "mallory", "").at(now + 60);
+        assert!(!store.decide(&opened.id, &no).await.unwrap());
+    }
     // The escalation is the runner's to decide, given the caller's open
     // ones counted with the expiry: none kept, the expiry and its audit
     // are.

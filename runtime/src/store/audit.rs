@@ -76,8 +76,9 @@ pub struct Decision {
     pub at_ms: i64,
     /// The call's own caller took it back (their task was cancelled): the
     /// approval is [`Withdrawn`](super::ApprovalState::Withdrawn), not
-    /// declined by a person. A store that does not know this field
-    /// declines it: the call never runs all the same.
+    /// declined by a person — pending, or approved and not yet claimed to
+    /// run. A store that does not know this field declines a pending one:
+    /// the call never runs all the same.
     pub withdrawn: bool,
 }
 

@@ -214,13 +214,16 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     ) -> StoreFuture<'a, Vec<ApprovalRecord>>;
 
     /// Decides the pending approval `id`: one conditional update of a
-    /// pending row that has not expired at `decision.at_ms`, which also
-    /// moves its expiry to
+    /// pending row that has not expired at `decision.at_ms` — or, for a
+    /// withdrawal ([`Decision::withdrawn`]), of an approved one no replica
+    /// has claimed to run yet — which also moves its expiry to
     /// [`readable_until(decision.at_ms)`](ApprovalRecord::readable_until)
     /// (a withdrawal keeps it where it was), leaves it in
-    /// [`decision.state()`](Decision::state), and, in the same transaction, the decision's line of the audit
-    /// ([`Decision::audit_entry`]): no decision is taken without it.
-    /// Whether it was this decision that decided it.
+    /// [`decision.state()`](Decision::state), and, in the same transaction,
+    /// the decision's line of the audit ([`Decision::audit_entry`]): no
+    /// decision is taken without it. Whether it was this decision that
+    /// decided it. A store that takes a withdrawal for a plain decline
+    /// withdraws only pending approvals.
     fn decide<'a>(&'a self, id: &'a str, decision: &'a Decision) -> StoreFuture<'a, bool>;
 
     /// Claims the approval `id` to run its call, for `holder` until

@@ -231,8 +231,9 @@ pub enum ApprovalState {
     Approved,
     /// Declined.
     Declined,
-    /// Taken back by its caller before anyone decided (the task that
-    /// waited for it was cancelled): the same call made again reads it as
+    /// Taken back by its caller before anyone decided, or before its
+    /// approved call was claimed to run (the task that waited for it was
+    /// cancelled): the same call made again reads it as
     /// declined, and it counts against its caller's waiting approvals,
     /// until it would have expired undecided (its expiry is not moved).
     Withdrawn,

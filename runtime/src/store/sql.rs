@@ -866,7 +866,8 @@ macro_rules! sql_store {
                                expires_ms = CASE WHEN $1 = 'withdrawn' THEN expires_ms \
                                    WHEN $3 > created_ms AND expires_ms <= 9223372036854775807 - ($3 - created_ms) \
                                    THEN expires_ms + ($3 - created_ms) ELSE expires_ms END \
-                               WHERE id = $5 AND state = 'pending' AND expires_ms > $3";
+                               WHERE id = $5 AND expires_ms > $3 \
+                               AND (state = 'pending' OR ($1 = 'withdrawn' AND state = 'approved'))";
                     // The decision and its audit, both or neither.
                     let mut tx = self.pool.begin().await.map_err(failed)?;
                     let done = sqlx::query(sql)

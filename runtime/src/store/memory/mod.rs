@@ -215,7 +215,13 @@ impl Store for MemoryStore {
         let Some(approval) = state.approvals.get_mut(id) else {
             return ready(false);
         };
-        if approval.state != ApprovalState::Pending || approval.expires_ms <= decision.at_ms {
+        let open = match approval.state {
+            ApprovalState::Pending => true,
+            // Taken back before any replica claimed it to run.
+            ApprovalState::Approved => decision.withdrawn,
+            _ => false,
+        };
+        if !open || approval.expires_ms <= decision.at_ms {
             return ready(false);
         }
         approval.state = decision.state();

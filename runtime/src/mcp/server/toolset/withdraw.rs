@@ -78,10 +78,11 @@ impl ToolSet {
 
     /// Withdraws the approval the task `task` waits for, as its caller
     /// `by` (`None`: an anonymous one), who cancelled the task: a pending
-    /// approval becomes [`Withdrawn`](ApprovalState::Withdrawn), so that no
-    /// approver's later yes runs a call its caller took back. One already
-    /// approved, running or ended stands: its run is not stopped. Nothing,
-    /// for a task that waits for no approver here.
+    /// approval, or an approved one whose call no replica has claimed to
+    /// run yet, becomes [`Withdrawn`](ApprovalState::Withdrawn), so that
+    /// no approver's yes runs a call its caller took back. One running or
+    /// ended stands: its run is not stopped. Nothing, for a task that
+    /// waits for no approver here.
     ///
     /// # Errors
     ///
@@ -151,7 +152,10 @@ impl ToolSet {
         let digest = ticket::digest(&task.tool, &arguments, caller.as_ref());
         let withdrawn = async {
             for approval in store.call_approvals(&digest, now_ms()).await? {
-                if approval.state == ApprovalState::Pending {
+                if matches!(
+                    approval.state,
+                    ApprovalState::Pending | ApprovalState::Approved
+                ) {
                     withdraw(store, &approval.id, task.caller.as_deref()).await?;
                 }
             }
@@ -168,13 +172,14 @@ impl ToolSet {
     }
 }
 
-/// Withdraws the pending approval `id` as its caller `by`: whether it was
-/// pending is logged; one decided meanwhile stands as decided.
+/// Withdraws the approval `id` — pending, or approved and not claimed — as
+/// its caller `by`: whether it was is logged; one claimed or ended
+/// meanwhile stands.
 async fn withdraw(store: &dyn Store, id: &str, by: Option<&str>) -> Result<(), StoreError> {
     let decision = Decision::withdrawn(by.unwrap_or(ANONYMOUS), NOTE);
     let said = match store.decide(id, &decision).await? {
         true => "a cancelled task's approval was withdrawn",
-        false => "a cancelled task's approval was decided already: it stands",
+        false => "a cancelled task's approval was running or ended already: it stands",
     };
     tracing::info!(ticket = %id, "{said}");
     Ok(())
