@@ -133,7 +133,7 @@ pub const INVALID_ANSWER: &str = "INVALID_ANSWER";
 pub const TOO_MANY_TASKS: &str = "TOO_MANY_TASKS";
 /// A call a guard blocked until an approver decides opened no approval:
 /// its caller has as many waiting as they may (those they withdrew count
-/// until they would have expired). Nothing ran; the call made again once
+/// until they expire). Nothing ran; the call made again once
 /// some are decided opens one.
 pub const TOO_MANY_APPROVALS: &str = "TOO_MANY_APPROVALS";
 /// A server asked more questions in one round (or at once) than the client

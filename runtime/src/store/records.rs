@@ -235,7 +235,7 @@ pub enum ApprovalState {
     /// approved call was claimed to run (the task that waited for it was
     /// cancelled): the same call made again reads it as
     /// declined, and it counts against its caller's waiting approvals,
-    /// until it would have expired undecided (its expiry is not moved).
+    /// until its expiry (which the withdrawal does not move).
     Withdrawn,
     /// Its time ran out before anyone decided.
     Expired,

@@ -144,7 +144,7 @@ impl ToolSet {
     /// bury the approvers' inbox and webhook under blocked calls. The
     /// same call made again once some are decided (or expired) opens its
     /// approval — approvals the caller withdrew (by cancelling the task
-    /// that waited) count until they would have expired; calls that wait
+    /// that waited) count until they expire; calls that wait
     /// already are read as before, and a call
     /// run for an approver's yes that meets another block opens that
     /// block's approval whatever is waiting. Counted and opened in one
