@@ -693,6 +693,11 @@ struct Slow {
     /// A permit for each approval kept.
     kept: tokio::sync::Semaphore,
     reading_fails: std::sync::atomic::AtomicBool,
+    /// Whether a claimed approval's run is held (at `runs`) once claimed,
+    /// a permit given to `claimed` for each.
+    holding_runs: std::sync::atomic::AtomicBool,
+    runs: tokio::sync::Semaphore,
+    claimed: tokio::sync::Semaphore,
 }
 
 impl Slow {
@@ -702,6 +707,9 @@ impl Slow {
             held: tokio::sync::Semaphore::new(0),
             kept: tokio::sync::Semaphore::new(0),
             reading_fails: std::sync::atomic::AtomicBool::new(false),
+            holding_runs: std::sync::atomic::AtomicBool::new(false),
+            runs: tokio::sync::Semaphore::new(0),
+            claimed: tokio::sync::Semaphore::new(0),
         })
     }
 }
@@ -728,7 +736,6 @@ impl Store for Slow {
         approval(id: &'a str) -> Option<ApprovalRecord>;
         approvals(states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
         decide(id: &'a str, decision: &'a Decision) -> bool;
-        claim_approval(id: &'a str, holder: &'a str, now_ms: i64, lease_until_ms: i64) -> Option<ApprovalRecord>;
         renew_approval(id: &'a str, holder: &'a str, lease_until_ms: i64) -> bool;
         approvals_to_run(now_ms: i64, limit: u32) -> Vec<String>;
         finish_approval(id: &'a str, holder: &'a str, result: &'a Value, at_ms: i64) -> bool;
@@ -744,6 +751,25 @@ impl Store for Slow {
         sweep(now_ms: i64) -> ();
         redeem(nonce: &'a str, until_ms: i64) -> bool;
         redeemed(nonce: &'a str) -> bool;
+    }
+
+    fn claim_approval<'a>(
+        &'a self,
+        id: &'a str,
+        holder: &'a str,
+        now_ms: i64,
+        lease_until_ms: i64,
+    ) -> StoreFuture<'a, Option<ApprovalRecord>> {
+        Box::pin(async move {
+            let claimed = (self.inner)
+                .claim_approval(id, holder, now_ms, lease_until_ms)
+                .await?;
+            if claimed.is_some() && self.holding_runs.load(Ordering::SeqCst) {
+                self.claimed.add_permits(1);
+                let _ = self.runs.acquire().await;
+            }
+            Ok(claimed)
+        })
     }
 
     fn open_approval<'a>(
@@ -846,4 +872,73 @@ async fn a_taken_over_cancelled_task_whose_approval_cannot_be_withdrawn_ends_fai
     assert_eq!(ended.state, store::TaskState::Failed);
     let said = ended.error.unwrap().to_string();
     assert!(said.contains("could not be withdrawn"), "{said}");
+}
+
+/// Over $1,000 someone with `finance:approve` must decide as well.
+fn finance(call: &tool_envelope::guard::ToolCall) -> Result<(), tool_envelope::guard::Blocked> {
+    let amount: u64 = call.require("amount")?;
+    if amount > 1000 {
+        return Err(tool_envelope::guard::Blocked::new(format!(
+            "Refund of ${amount} needs finance"
+        ))
+        .unless_approved_by(tool_envelope::guard::Approvers::scope("finance:approve")));
+    }
+    Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_cancelled_while_its_approved_run_goes_on_opens_no_next_approval() {
+    let slow = Slow::new();
+    slow.held.add_permits(1_000);
+    let shared: Arc<dyn Store> = slow.clone();
+    let tools = ToolSet::new()
+        .tool::<capped_refund>()
+        .guards(tool_envelope::guard::Guards::new().for_all(finance))
+        .tasks(|_| TaskSupport::Optional)
+        .store(Arc::clone(&shared))
+        .approvals_in_background(false);
+    let client = connect(tools.clone()).await;
+    let arguments = json!({"order": "T-1200", "amount": 1200});
+    let task = task_of(&client, "capped_refund", arguments.clone()).await;
+    let ticket = ticket_awaited(&client, &task).await;
+
+    // The first guard's approver says yes, and a replica's run of it is
+    // under way when the caller cancels the task.
+    let approver =
+        tool_envelope::guard::Caller::new("carol", ["refunds:approve", "finance:approve"]);
+    tools.decide(&ticket, &approver, true, "ok").await.unwrap();
+    slow.holding_runs.store(true, Ordering::SeqCst);
+    let runner = tokio::spawn({
+        let tools = tools.clone();
+        async move { tools.run_approved().await }
+    });
+    slow.claimed.acquire().await.expect("claimed").forget();
+    client
+        .cancel_task(CancelTaskParams::new(&task))
+        .await
+        .expect("tasks/cancel");
+    let ended = past(&client, &task, "working").await;
+    assert_eq!(ended["status"], "cancelled", "{ended}");
+
+    // The run meets the other guard: no approval is opened for it, and
+    // nothing is refunded; the same call made again reads why.
+    slow.runs.add_permits(1);
+    runner.await.unwrap().unwrap();
+    let pending = shared
+        .approvals(&[store::ApprovalState::Pending], 10)
+        .await
+        .unwrap();
+    assert!(pending.is_empty(), "{pending:?}");
+    assert_eq!(times("T-1200"), 0);
+    let again = tools
+        .call_with("capped_refund", arguments, ToolContext::detached())
+        .await
+        .unwrap();
+    let envelope = again.structured_content.unwrap();
+    assert_eq!(envelope["reason"], "HUMAN_DECLINED", "{envelope}");
+    let says = envelope["message"].as_str().unwrap();
+    assert!(
+        says.contains("withdrew the call while its approved run went on"),
+        "{says}"
+    );
 }

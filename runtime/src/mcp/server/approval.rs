@@ -103,6 +103,18 @@ pub(crate) async fn ask(
 /// The envelope of a call `who` declined: `business`, never retried, with
 /// the block's alternatives — whether the client's user declined it or an
 /// approver at the server.
+/// The envelope of an approved call's run that met another block after its
+/// caller withdrew the call: the next approval is not asked for.
+pub(crate) fn withdrawn_meanwhile(blocked: &ErrorEnvelope) -> ErrorEnvelope {
+    ErrorEnvelope::business(format!(
+        "Its caller withdrew the call while its approved run went on; the next approval is not asked for: {}",
+        blocked.message()
+    ))
+    .with_reason(reasons::HUMAN_DECLINED)
+    .with_alternatives(blocked.alternatives().iter().cloned())
+    .remade(|parts| parts.refused = Some(Refusal::Declined))
+}
+
 pub(crate) fn declined(blocked: &ErrorEnvelope, who: &str, withdrawn: bool) -> ErrorEnvelope {
     let did = if withdrawn { "withdrew" } else { "declined" };
     ErrorEnvelope::business(format!("{who} {did} the call: {}", blocked.message()))

@@ -52,6 +52,16 @@ pub(crate) struct Waiting<'a> {
     /// The callers' turns, one held while a new approval is counted and
     /// opened.
     pub(crate) opening: &'a Turns,
+    /// Whether an approved call's run met this block, and would hand on to
+    /// its approval.
+    pub(crate) handing_on: bool,
+}
+
+/// The mark a call's caller leaves in the store when they withdraw it while
+/// an approved run of it is under way (`Store::redeem`): that run opens no
+/// next approval.
+pub(crate) fn withdrawn_mark(digest: &str) -> String {
+    format!("withdrawn-call:{digest}")
 }
 
 /// Where a waiting call stands.
@@ -154,6 +164,14 @@ pub(crate) async fn wait(
     let approval = match live.iter().find(|approval| approval.block == call.block) {
         Some(approval) => onward(approval, &live),
         None => {
+            // Its caller took the call back while this approved run of it
+            // went on: the next approval is not asked for.
+            if call.handing_on && store.redeemed(&withdrawn_mark(&digest)).await? {
+                return Ok((
+                    Ticketed::Ended(approval::withdrawn_meanwhile(blocked)),
+                    None,
+                ));
+            }
             // Refused at once when plainly past the bound, with a read
             // alone: no write, no view made for approvers. The store
             // counts again as it opens one.

@@ -154,7 +154,7 @@ impl ToolSet {
             for approval in store.call_approvals(&digest, now_ms()).await? {
                 if matches!(
                     approval.state,
-                    ApprovalState::Pending | ApprovalState::Approved
+                    ApprovalState::Pending | ApprovalState::Approved | ApprovalState::Running
                 ) {
                     withdraw(store, &approval.id, task.caller.as_deref()).await?;
                 }
@@ -173,15 +173,28 @@ impl ToolSet {
 }
 
 /// Withdraws the approval `id` — pending, or approved and not claimed — as
-/// its caller `by`: whether it was is logged; one claimed or ended
-/// meanwhile stands.
+/// its caller `by`. One whose run is under way is not stopped, but the
+/// store is told that its caller took the call back
+/// ([`ticket::withdrawn_mark`]): a next guard that run meets opens no
+/// approval. One that ended stands.
 async fn withdraw(store: &dyn Store, id: &str, by: Option<&str>) -> Result<(), StoreError> {
     let decision = Decision::withdrawn(by.unwrap_or(ANONYMOUS), NOTE);
-    let said = match store.decide(id, &decision).await? {
-        true => "a cancelled task's approval was withdrawn",
-        false => "a cancelled task's approval was running or ended already: it stands",
-    };
-    tracing::info!(ticket = %id, "{said}");
+    if store.decide(id, &decision).await? {
+        tracing::info!(ticket = %id, "a cancelled task's approval was withdrawn");
+        return Ok(());
+    }
+    match store.approval(id).await? {
+        Some(running) if running.state == ApprovalState::Running => {
+            // Kept while the approval is read (the same call made again
+            // meets it, not a new chain of approvals this mark would stop).
+            let mark = ticket::withdrawn_mark(&running.digest);
+            store.redeem(&mark, running.expires_ms).await?;
+            tracing::info!(ticket = %id, "a cancelled task's approved call was running: it opens no next approval");
+        }
+        _ => {
+            tracing::info!(ticket = %id, "a cancelled task's approval had ended already: it stands");
+        }
+    }
     Ok(())
 }
 
