@@ -401,14 +401,20 @@ fn capped_refund(order: String, amount: u64) -> Result<String, ErrorEnvelope> {
     Ok(format!("refunded ${amount} on {order}"))
 }
 
+/// A replica that serves `capped_refund`, as a task when the client can,
+/// its approvals in `store`, run when a test says so.
+fn capped(store: Arc<dyn Store>) -> ToolSet {
+    ToolSet::new()
+        .tool::<capped_refund>()
+        .tasks(|_| TaskSupport::Optional)
+        .store(store)
+        .approvals_in_background(false)
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_task_waits_for_its_approver_says_whom_and_ends_with_the_result() {
     let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    let tools = ToolSet::new()
-        .tool::<capped_refund>()
-        .tasks(|_| TaskSupport::Optional)
-        .store(Arc::clone(&shared))
-        .approvals_in_background(false);
+    let tools = capped(Arc::clone(&shared));
     let one = connect(tools.clone()).await;
     let other = connect(replica(Arc::clone(&shared))).await;
     let task = task_of(
@@ -453,11 +459,7 @@ async fn a_task_waits_for_its_approver_says_whom_and_ends_with_the_result() {
 
 #[tokio::test(start_paused = true)]
 async fn a_task_still_waiting_for_its_approver_ends_with_its_ticket_before_it_expires() {
-    let tools = ToolSet::new()
-        .tool::<capped_refund>()
-        .tasks(|_| TaskSupport::Optional)
-        .store(Arc::new(MemoryStore::new()))
-        .approvals_in_background(false);
+    let tools = capped(Arc::new(MemoryStore::new()));
     let client = connect(tools.clone()).await;
     let arguments = json!({"order": "T-730", "amount": 730});
     let made = tokio::time::Instant::now();
@@ -533,12 +535,7 @@ async fn ticket_awaited(client: &RunningService<RoleClient, Client>, task: &str)
 #[tokio::test(start_paused = true)]
 async fn a_cancelled_task_withdraws_its_approval_and_no_later_yes_runs_the_call() {
     let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    let tools = ToolSet::new()
-        .tool::<capped_refund>()
-        .tasks(|_| TaskSupport::Optional)
-        .store(Arc::clone(&shared))
-        .approvals_in_background(false)
-        .max_waiting_approvals(2);
+    let tools = capped(Arc::clone(&shared)).max_waiting_approvals(2);
     let one = connect(tools.clone()).await;
     let other = connect(replica(Arc::clone(&shared))).await;
     let approver = tool_envelope::guard::Caller::new("carol", ["refunds:approve"]);
@@ -612,11 +609,7 @@ async fn a_cancelled_task_withdraws_its_approval_and_no_later_yes_runs_the_call(
 #[tokio::test(start_paused = true)]
 async fn a_cancelled_task_withdraws_an_approval_said_yes_to_but_not_yet_run() {
     let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    let tools = ToolSet::new()
-        .tool::<capped_refund>()
-        .tasks(|_| TaskSupport::Optional)
-        .store(Arc::clone(&shared))
-        .approvals_in_background(false);
+    let tools = capped(Arc::clone(&shared));
     let client = connect(tools.clone()).await;
     let task = task_of(
         &client,
@@ -643,11 +636,7 @@ async fn a_cancelled_task_withdraws_an_approval_said_yes_to_but_not_yet_run() {
 #[tokio::test]
 async fn a_cancelled_task_whose_replica_stopped_has_its_approval_withdrawn_on_takeover() {
     let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    let tools = ToolSet::new()
-        .tool::<capped_refund>()
-        .tasks(|_| TaskSupport::Optional)
-        .store(Arc::clone(&shared))
-        .approvals_in_background(false);
+    let tools = capped(Arc::clone(&shared));
     // A replica made the task, which waits for an approver; it stopped
     // (its lease ran out) after its caller cancelled the task.
     let arguments = json!({"order": "T-670", "amount": 670});
@@ -801,11 +790,7 @@ impl Store for Slow {
 async fn a_task_cancelled_while_its_approval_is_being_kept_withdraws_it_once_kept() {
     let slow = Slow::new();
     let shared: Arc<dyn Store> = slow.clone();
-    let tools = ToolSet::new()
-        .tool::<capped_refund>()
-        .tasks(|_| TaskSupport::Optional)
-        .store(Arc::clone(&shared))
-        .approvals_in_background(false);
+    let tools = capped(Arc::clone(&shared));
     let client = connect(tools.clone()).await;
     let task = task_of(
         &client,
@@ -851,11 +836,7 @@ async fn a_taken_over_cancelled_task_whose_approval_cannot_be_withdrawn_ends_fai
     let slow = Slow::new();
     slow.held.add_permits(1_000);
     let shared: Arc<dyn Store> = slow.clone();
-    let tools = ToolSet::new()
-        .tool::<capped_refund>()
-        .tasks(|_| TaskSupport::Optional)
-        .store(Arc::clone(&shared))
-        .approvals_in_background(false);
+    let tools = capped(Arc::clone(&shared));
     let mut task = TaskRecord::new(
         "capped_refund",
         json!({"order": "T-690", "amount": 690}),
@@ -891,12 +872,8 @@ async fn a_task_cancelled_while_its_approved_run_goes_on_opens_no_next_approval(
     let slow = Slow::new();
     slow.held.add_permits(1_000);
     let shared: Arc<dyn Store> = slow.clone();
-    let tools = ToolSet::new()
-        .tool::<capped_refund>()
-        .guards(tool_envelope::guard::Guards::new().for_all(finance))
-        .tasks(|_| TaskSupport::Optional)
-        .store(Arc::clone(&shared))
-        .approvals_in_background(false);
+    let tools =
+        capped(Arc::clone(&shared)).guards(tool_envelope::guard::Guards::new().for_all(finance));
     let client = connect(tools.clone()).await;
     let arguments = json!({"order": "T-1200", "amount": 1200});
     let task = task_of(&client, "capped_refund", arguments.clone()).await;
