@@ -214,6 +214,12 @@ impl Server {
             .unwrap()
     }
 
+    /// The store's open escalations, newest first (at most 10).
+    async fn open_escalations(&self) -> Vec<EscalationRecord> {
+        let open = self.store.escalations(EscalationState::Open, 10).await;
+        open.unwrap()
+    }
+
     async fn get(&self, path: &str, session: &str) -> (StatusCode, String) {
         let response = self
             .http
@@ -498,11 +504,7 @@ async fn another_scopes_escalations_stay_out_of_sight_and_nobody_resolves_their_
         .unwrap()
         .expect("opened: no bound to pass");
     server.tools.run_approved().await.unwrap();
-    let open = server
-        .store
-        .escalations(EscalationState::Open, 10)
-        .await
-        .unwrap();
+    let open = server.open_escalations().await;
     let expired = open
         .iter()
         .find(|escalation| escalation.envelope["reason"] == "APPROVAL_EXPIRED")
@@ -536,10 +538,8 @@ async fn another_scopes_escalations_stay_out_of_sight_and_nobody_resolves_their_
     let blocked = server.call_as_agent("FROZEN-9", 40).await;
     assert_eq!(blocked["escalation"]["reason"], "blocked_by_guard");
     let own = server
-        .store
-        .escalations(EscalationState::Open, 10)
+        .open_escalations()
         .await
-        .unwrap()
         .into_iter()
         .find(|escalation| escalation.caller.as_deref() == Some("agent"))
         .expect("the agent's escalation");
@@ -574,11 +574,7 @@ async fn the_escalation_of_an_approved_run_is_its_approvers() {
     let carol = Caller::new("carol", ["refunds:approve"]);
     server.tools.decide(ticket, &carol, true, "").await.unwrap();
     assert_eq!(server.tools.run_approved().await.unwrap(), 1);
-    let open = server
-        .store
-        .escalations(EscalationState::Open, 10)
-        .await
-        .unwrap();
+    let open = server.open_escalations().await;
     let failed = open
         .iter()
         .find(|escalation| escalation.envelope["reason"] == "SHUT")
@@ -586,11 +582,7 @@ async fn the_escalation_of_an_approved_run_is_its_approvers() {
     assert_eq!(failed.approvers.as_deref(), Some("refunds:approve"));
     // A call of the agent's that fails on its own is everyone's, as before.
     server.call_as_agent("SHUT-2", 40).await;
-    let open = server
-        .store
-        .escalations(EscalationState::Open, 10)
-        .await
-        .unwrap();
+    let open = server.open_escalations().await;
     let own = open
         .iter()
         .find(|escalation| escalation.envelope["attempted_query"]["order"] == "SHUT-2")
@@ -609,11 +601,7 @@ async fn an_escalation_is_resolved_on_the_page_once() {
     let carol = server.sign_in("carol-token").await;
     let (_, page) = server.get("/inbox", &carol).await;
     assert!(page.contains("Order FROZEN-7 is frozen"), "{page}");
-    let open = server
-        .store
-        .escalations(EscalationState::Open, 10)
-        .await
-        .unwrap();
+    let open = server.open_escalations().await;
     let id = open[0].id.clone();
     let path = format!("/inbox/escalations/{id}");
     assert_eq!(

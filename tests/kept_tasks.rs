@@ -401,6 +401,25 @@ fn capped_refund(order: String, amount: u64) -> Result<String, ErrorEnvelope> {
     Ok(format!("refunded ${amount} on {order}"))
 }
 
+/// Checks that `approver`'s yes to `ticket`, which its caller withdrew, is
+/// refused.
+async fn refused_as_withdrawn(
+    tools: &ToolSet,
+    ticket: &str,
+    approver: &tool_envelope::guard::Caller,
+) {
+    let late = tools.decide(ticket, approver, true, "ok").await;
+    assert!(
+        matches!(
+            late,
+            Err(tool_envelope::mcp::DecisionError::NotPending(
+                store::ApprovalState::Withdrawn
+            ))
+        ),
+        "{late:?}"
+    );
+}
+
 /// A replica that serves `capped_refund`, as a task when the client can,
 /// its approvals in `store`, run when a test says so.
 fn capped(store: Arc<dyn Store>) -> ToolSet {
@@ -555,16 +574,7 @@ async fn a_cancelled_task_withdraws_its_approval_and_no_later_yes_runs_the_call(
         assert_eq!(ended["status"], "cancelled", "{ended}");
 
         // An approver's yes after the cancel is refused, and nothing runs.
-        let late = tools.decide(&ticket, &approver, true, "ok").await;
-        assert!(
-            matches!(
-                late,
-                Err(tool_envelope::mcp::DecisionError::NotPending(
-                    store::ApprovalState::Withdrawn
-                ))
-            ),
-            "{late:?}"
-        );
+        refused_as_withdrawn(&tools, &ticket, &approver).await;
         tools.run_approved().await.unwrap();
         tickets.push(ticket);
     }
@@ -658,16 +668,7 @@ async fn a_cancelled_task_whose_replica_stopped_has_its_approval_withdrawn_on_ta
     let ended = shared.task(&task.id).await.unwrap().unwrap();
     assert_eq!(ended.state, store::TaskState::Cancelled);
     let approver = tool_envelope::guard::Caller::new("carol", ["refunds:approve"]);
-    let late = tools.decide(ticket, &approver, true, "ok").await;
-    assert!(
-        matches!(
-            late,
-            Err(tool_envelope::mcp::DecisionError::NotPending(
-                store::ApprovalState::Withdrawn
-            ))
-        ),
-        "{late:?}"
-    );
+    refused_as_withdrawn(&tools, ticket, &approver).await;
     tools.run_approved().await.unwrap();
     assert_eq!(times("T-670"), 0);
 }
