@@ -480,6 +480,58 @@ async fn another_scopes_approvals_and_their_results_stay_out_of_sight() {
     assert!(!response.text().await.unwrap().contains("hr:approve"));
 }
 
+/// An approval another service sharing the store opened is theirs: not
+/// listed here, its page unknown, a yes posted to it refused, and nothing
+/// run — its scope may mean something else there.
+#[tokio::test]
+async fn another_services_approval_is_not_seen_decided_or_run_here() {
+    let server = server("services").await;
+    let now = store::now_ms();
+    let mut theirs = ApprovalRecord::new(
+        "shop-digest",
+        "cap@0",
+        "refund",
+        json!({"order_id": "S-1", "amount": 900}),
+        json!({"message": "A shop refund over the cap", "reason": "OVER_CAP"}),
+        Some("agent".to_owned()),
+        "refunds:approve",
+        now + 60_000,
+    );
+    theirs.service = "shop".to_owned();
+    let theirs = server
+        .store
+        .open_approval(&theirs, u64::MAX)
+        .await
+        .unwrap()
+        .expect("opened: no bound to pass");
+    let carol = server.sign_in("carol-token").await;
+    let (status, inbox) = server.get("/inbox", &carol).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!inbox.contains(&theirs.id), "{inbox}");
+    assert!(!inbox.contains("S-1"), "{inbox}");
+    let path = format!("/inbox/approvals/{}", theirs.id);
+    let (status, page) = server.get(&path, &carol).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(!page.contains("S-1"), "{page}");
+    let form = [("decision", "approve"), ("csrf", &csrf(&inbox))];
+    assert_eq!(
+        server.post(&path, &carol, &form).await,
+        StatusCode::NOT_FOUND
+    );
+    let carol = Caller::new("carol", ["refunds:approve"]);
+    let decided = server.tools.decide(&theirs.id, &carol, true, "").await;
+    assert!(
+        matches!(
+            decided,
+            Err(tool_envelope::mcp::DecisionError::UnknownTicket)
+        ),
+        "{decided:?}"
+    );
+    assert_eq!(server.tools.run_approved().await.unwrap(), 0);
+    let kept = server.store.approval(&theirs.id).await.unwrap().unwrap();
+    assert_eq!(kept.state, ApprovalState::Pending, "decided here");
+}
+
 /// An approval of another scope that expires undecided is kept as an
 /// escalation its approvers alone see and resolve, as they alone saw the
 /// approval; and nobody resolves the escalation of their own call.
@@ -1141,14 +1193,14 @@ impl Store for Faltering {
         answer_task(id: &'a str, responses: &'a Value) -> bool;
         cancel_task(id: &'a str) -> bool;
         running_tasks(caller: Option<&'a str>) -> (u64, u64);
-        claim_abandoned_tasks(holder: &'a str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Vec<TaskRecord>;
+        claim_abandoned_tasks(service: &'a str, holder: &'a str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Vec<TaskRecord>;
         open_approval(approval: &'a ApprovalRecord, most_waiting: u64) -> Option<ApprovalRecord>;
         waiting_approvals(caller: Option<&'a str>, now_ms: i64) -> u64;
         approval(id: &'a str) -> Option<ApprovalRecord>;
         approvals(states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
         claim_approval(id: &'a str, holder: &'a str, now_ms: i64, lease_until_ms: i64) -> Option<ApprovalRecord>;
         renew_approval(id: &'a str, holder: &'a str, lease_until_ms: i64) -> bool;
-        approvals_to_run(now_ms: i64, limit: u32) -> Vec<String>;
+        approvals_to_run(service: &'a str, now_ms: i64, limit: u32) -> Vec<String>;
         finish_approval(id: &'a str, holder: &'a str, result: &'a Value, at_ms: i64) -> bool;
         expire_approvals(now_ms: i64, escalate: &'a Escalate<'a>) -> Vec<ApprovalRecord>;
         record_escalation(escalation: &'a EscalationRecord, most_open: u64) -> bool;

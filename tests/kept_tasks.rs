@@ -673,6 +673,116 @@ async fn a_cancelled_task_whose_replica_stopped_has_its_approval_withdrawn_on_ta
     assert_eq!(times("T-670"), 0);
 }
 
+/// Another service's `capped_refund`: the same name, another ledger.
+#[tool(name = "capped_refund", destructive, guard = cap)]
+fn shop_refund(order: String, amount: u64) -> Result<String, ErrorEnvelope> {
+    DONE.lock().unwrap().push(format!("shop:{order}"));
+    Ok(format!("shop refunded ${amount} on {order}"))
+}
+
+/// The ticket `capped_refund` called with `arguments` through `tools`
+/// waits for, blocked for an approver.
+async fn ticket_of_call(tools: &ToolSet, arguments: &Value) -> String {
+    let waiting = (tools.call_with("capped_refund", arguments.clone(), ToolContext::detached()))
+        .await
+        .unwrap();
+    let envelope = waiting.structured_content.as_ref().unwrap();
+    assert_eq!(envelope["reason"], "AWAITING_APPROVAL", "{envelope}");
+    envelope["escalation"]["ticket"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn two_services_sharing_a_store_never_run_each_others_calls_nor_read_their_outcomes() {
+    let folder = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", folder.path().join("two-services.db").display());
+    let shared = store::open(&url).await.unwrap();
+    // Two services, one database, each with a `capped_refund` of its own.
+    let billing = capped(Arc::clone(&shared)).server_info("billing", "1");
+    let shop = ToolSet::new()
+        .tool::<shop_refund>()
+        .store(Arc::clone(&shared))
+        .approvals_in_background(false)
+        .server_info("shop", "1");
+    let approver = tool_envelope::guard::Caller::new("carol", ["refunds:approve"]);
+    let arguments = json!({"order": "S-710", "amount": 710});
+
+    // The same call to each waits for an approval of its own.
+    let ticket = ticket_of_call(&billing, &arguments).await;
+    let theirs = ticket_of_call(&shop, &arguments).await;
+    assert_ne!(ticket, theirs, "the shop's call met billing's approval");
+
+    // Billing's call is billing's to decide, and once approved, to run.
+    let there = shop.decide(&ticket, &approver, true, "ok").await;
+    assert!(
+        matches!(there, Err(tool_envelope::mcp::DecisionError::UnknownTicket)),
+        "{there:?}"
+    );
+    billing
+        .decide(&ticket, &approver, true, "ok")
+        .await
+        .unwrap();
+    assert_eq!(shop.run_approved().await.unwrap(), 0);
+    assert_eq!(times("shop:S-710"), 0, "the shop refunded billing's call");
+    let kept = shared.approval(&ticket).await.unwrap().unwrap();
+    assert_eq!(kept.state, ApprovalState::Approved);
+    assert_eq!(billing.run_approved().await.unwrap(), 1);
+    assert_eq!(times("S-710"), 1);
+    // Billing's outcome is not the shop's: its same call still waits.
+    assert_eq!(ticket_of_call(&shop, &arguments).await, theirs);
+    assert_eq!(times("shop:S-710"), 0);
+
+    // A task billing's stopped replica left is taken over by billing alone
+    // (as safe to run again, so that the shop, taking it, would run it).
+    let small = json!({"order": "S-711", "amount": 11});
+    let task = TaskRecord::new("capped_refund", small, None, 600_000)
+        .for_service("billing")
+        .held_by("stopped-replica", store::now_ms() - 1)
+        .safe_to_repeat(true);
+    assert!(shared.create_task(&task, u64::MAX).await.unwrap());
+    shop.run_approved().await.unwrap();
+    assert_eq!(times("shop:S-711"), 0, "the shop took billing's task over");
+    let left = shared.task(&task.id).await.unwrap().unwrap();
+    assert_eq!(left.holder.as_deref(), Some("stopped-replica"));
+    billing.run_approved().await.unwrap();
+    let ended = shared.task(&task.id).await.unwrap().unwrap();
+    assert_eq!(ended.state, store::TaskState::Completed);
+    assert_eq!(times("S-711"), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_is_kept_as_its_services_and_unknown_to_another() {
+    let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let billing = capped(Arc::clone(&shared)).server_info("billing", "1");
+    let client = connect(billing).await;
+    let task = task_of(
+        &client,
+        "capped_refund",
+        json!({"order": "S-712", "amount": 12}),
+    )
+    .await;
+    let done = past(&client, &task, "working").await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let kept = shared.task(&task).await.unwrap().unwrap();
+    assert_eq!(kept.service, "billing");
+    // Through another service sharing the store, the same (anonymous)
+    // caller's task is unknown: not read, answered or cancelled.
+    let shop = ToolSet::new()
+        .tool::<shop_refund>()
+        .tasks(|_| TaskSupport::Optional)
+        .store(Arc::clone(&shared))
+        .server_info("shop", "1");
+    let elsewhere = connect(shop).await;
+    let read = elsewhere.get_task(GetTaskParams::new(&task)).await;
+    assert!(read.is_err(), "{read:?}");
+    let cancelled = elsewhere.cancel_task(CancelTaskParams::new(&task)).await;
+    assert!(cancelled.is_err(), "{cancelled:?}");
+    let answered = (elsewhere.update_task(UpdateTaskParams::new(&task, Default::default()))).await;
+    assert!(answered.is_err(), "{answered:?}");
+}
+
 /// A store that keeps an approval as asked, then holds the call that kept
 /// it until the test lets it go — as a database slow to answer a write it
 /// has made — and fails, when told, to read a call's approvals.
@@ -721,13 +831,13 @@ impl Store for Slow {
         answer_task(id: &'a str, responses: &'a Value) -> bool;
         cancel_task(id: &'a str) -> bool;
         running_tasks(caller: Option<&'a str>) -> (u64, u64);
-        claim_abandoned_tasks(holder: &'a str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Vec<TaskRecord>;
+        claim_abandoned_tasks(service: &'a str, holder: &'a str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Vec<TaskRecord>;
         waiting_approvals(caller: Option<&'a str>, now_ms: i64) -> u64;
         approval(id: &'a str) -> Option<ApprovalRecord>;
         approvals(states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
         decide(id: &'a str, decision: &'a Decision) -> bool;
         renew_approval(id: &'a str, holder: &'a str, lease_until_ms: i64) -> bool;
-        approvals_to_run(now_ms: i64, limit: u32) -> Vec<String>;
+        approvals_to_run(service: &'a str, now_ms: i64, limit: u32) -> Vec<String>;
         finish_approval(id: &'a str, holder: &'a str, result: &'a Value, at_ms: i64) -> bool;
         expire_approvals(now_ms: i64, escalate: &'a Escalate<'a>) -> Vec<ApprovalRecord>;
         record_escalation(escalation: &'a EscalationRecord, most_open: u64) -> bool;

@@ -214,7 +214,7 @@ async fn tasks(store: &dyn Store) {
         .held_by("replica-dead", now - 1)
         .safe_to_repeat(true);
     assert!(store.create_task(&abandoned, u64::MAX).await.unwrap());
-    let claimed = (store.claim_abandoned_tasks("replica-b", now, now + MINUTE, 100))
+    let claimed = (store.claim_abandoned_tasks("", "replica-b", now, now + MINUTE, 100))
         .await
         .unwrap();
     let mine: Vec<_> = claimed.iter().filter(|t| t.id == abandoned.id).collect();
@@ -222,10 +222,36 @@ async fn tasks(store: &dyn Store) {
     assert_eq!(mine[0].holder.as_deref(), Some("replica-b"));
     assert_eq!(mine[0].runs, abandoned.runs + 1);
     assert!(mine[0].safe_to_repeat);
-    let again = (store.claim_abandoned_tasks("replica-c", now, now + MINUTE, 100))
+    let again = (store.claim_abandoned_tasks("", "replica-c", now, now + MINUTE, 100))
         .await
         .unwrap();
     assert!(again.iter().all(|t| t.id != abandoned.id), "claimed twice");
+    // Another service's abandoned task is never claimed — a tool of the
+    // same name there may do something else — and its own service claims
+    // it, read back as its.
+    let shop = format!("shop-{now}");
+    let mut theirs = TaskRecord::new("slow", json!({}), None, 10 * MINUTE)
+        .held_by("replica-dead", now - 1)
+        .safe_to_repeat(true);
+    theirs.service = shop.clone();
+    assert!(store.create_task(&theirs, u64::MAX).await.unwrap());
+    for other in ["", "billing"] {
+        let claimed = (store.claim_abandoned_tasks(other, "replica-b", now, now + MINUTE, 100))
+            .await
+            .unwrap();
+        assert!(
+            claimed.iter().all(|t| t.id != theirs.id),
+            "another service's task claimed by `{other}`"
+        );
+    }
+    let claimed = (store.claim_abandoned_tasks(&shop, "replica-s", now, now + MINUTE, 100))
+        .await
+        .unwrap();
+    let ours: Vec<_> = claimed.iter().filter(|t| t.id == theirs.id).collect();
+    assert_eq!(ours.len(), 1, "its own service claims it");
+    assert_eq!(ours[0].service, shop);
+    let read = store.task(&theirs.id).await.unwrap().unwrap();
+    assert_eq!(read.service, shop);
     // A task that finished is never claimed, whatever its lease says.
     let over = TaskRecord::new("slow", json!({}), None, 10 * MINUTE)
         .held_by("replica-dead", now + MINUTE)
@@ -238,7 +264,7 @@ async fn tasks(store: &dyn Store) {
             .unwrap()
     );
     let later = now + 2 * MINUTE;
-    let claimed = (store.claim_abandoned_tasks("replica-b", later, later + MINUTE, 100))
+    let claimed = (store.claim_abandoned_tasks("", "replica-b", later, later + MINUTE, 100))
         .await
         .unwrap();
     assert!(
@@ -252,7 +278,7 @@ async fn tasks(store: &dyn Store) {
     assert_eq!(store.task(&task.id).await.unwrap(), None);
     assert_eq!(store.running_tasks(Some(&who)).await.unwrap().1, 0);
     let (swept_at, lease) = (now + 11 * MINUTE, now + 12 * MINUTE);
-    let swept = (store.claim_abandoned_tasks("replica-b", swept_at, lease, 100))
+    let swept = (store.claim_abandoned_tasks("", "replica-b", swept_at, lease, 100))
         .await
         .unwrap();
     assert!(
@@ -421,10 +447,49 @@ async fn approvals(store: &dyn Store) {
     // Run once: one claim, then only its holder finishes it.
     assert!(
         store
-            .approvals_to_run(now, 1000)
+            .approvals_to_run("", now, 1000)
             .await
             .unwrap()
             .contains(&opened.id)
+    );
+    // By its own service alone: another one, which may have a tool of the
+    // same name doing something else, never lists it — nor does this one
+    // list theirs.
+    assert!(
+        !store
+            .approvals_to_run("shop", now, 1000)
+            .await
+            .unwrap()
+            .contains(&opened.id)
+    );
+    let shop = format!("shop-{now}");
+    let mut theirs = approval(&format!("theirs-{now}"), now + MINUTE);
+    theirs.service = shop.clone();
+    let theirs = store
+        .open_approval(&theirs, u64::MAX)
+        .await
+        .unwrap()
+        .expect("opened: no bound to pass");
+    assert_eq!(theirs.service, shop);
+    let yes_there = Decision::new(true, "carol", "");
+    assert!(store.decide(&theirs.id, &yes_there).await.unwrap());
+    assert_eq!(
+        store.approval(&theirs.id).await.unwrap().unwrap().service,
+        shop
+    );
+    assert!(
+        !store
+            .approvals_to_run("", now, 1000)
+            .await
+            .unwrap()
+            .contains(&theirs.id)
+    );
+    assert!(
+        store
+            .approvals_to_run(&shop, now, 1000)
+            .await
+            .unwrap()
+            .contains(&theirs.id)
     );
     let claim = store
         .claim_approval(&opened.id, "replica-a", now, now + MINUTE)
@@ -440,7 +505,7 @@ async fn approvals(store: &dyn Store) {
     );
     assert!(
         !store
-            .approvals_to_run(now, 1000)
+            .approvals_to_run("", now, 1000)
             .await
             .unwrap()
             .contains(&opened.id)
@@ -449,7 +514,7 @@ async fn approvals(store: &dyn Store) {
     let later = now + 2 * MINUTE;
     assert!(
         store
-            .approvals_to_run(later, 1000)
+            .approvals_to_run("", later, 1000)
             .await
             .unwrap()
             .contains(&opened.id)
@@ -474,7 +539,7 @@ async fn approvals(store: &dyn Store) {
     );
     assert!(
         !store
-            .approvals_to_run(later + 2 * MINUTE, 1000)
+            .approvals_to_run("", later + 2 * MINUTE, 1000)
             .await
             .unwrap()
             .contains(&opened.id),
@@ -615,7 +680,7 @@ async fn approvals(store: &dyn Store) {
     );
     let yes_after = Decision::new(true, "carol", "").at(now + 40);
     assert!(!store.decide(&taken_back.id, &yes_after).await.unwrap());
-    assert!(!(store.approvals_to_run(now + 40, 1000).await.unwrap()).contains(&taken_back.id));
+    assert!(!(store.approvals_to_run("", now + 40, 1000).await.unwrap()).contains(&taken_back.id));
     let live = store
         .call_approvals(&taken_back_digest, now + 40)
         .await
@@ -666,7 +731,7 @@ async fn approvals(store: &dyn Store) {
             false => ApprovalState::Withdrawn,
         };
         assert_eq!(read.state, expected);
-        let to_run = store.approvals_to_run(now + 50, 1000).await.unwrap();
+        let to_run = store.approvals_to_run("", now + 50, 1000).await.unwrap();
         assert!(!to_run.contains(&opened.id));
         let claim = store.claim_approval(&opened.id, "replica-b", now + 50, now + MINUTE);
         assert!(claim.await.unwrap().is_none());

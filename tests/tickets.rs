@@ -624,7 +624,7 @@ async fn a_running_approved_call_keeps_renewing_its_lease_and_runs_once() {
     assert!(renewed, "the lease was renewed while the call ran");
     // Past the first lease, no replica takes the call for abandoned.
     let first = first.unwrap();
-    let abandoned = store.approvals_to_run(first + 1, 100).await.unwrap();
+    let abandoned = store.approvals_to_run("", first + 1, 100).await.unwrap();
     assert!(!abandoned.contains(&ticket), "{abandoned:?}");
     RELEASE.notify_one();
     assert_eq!(runner.await.unwrap(), 1);

@@ -86,7 +86,7 @@ impl Store for Gated {
         update_task(id: &'a str, holder: &'a str, update: &'a TaskUpdate) -> bool;
         answer_task(id: &'a str, responses: &'a Value) -> bool;
         cancel_task(id: &'a str) -> bool;
-        claim_abandoned_tasks(holder: &'a str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Vec<TaskRecord>;
+        claim_abandoned_tasks(service: &'a str, holder: &'a str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Vec<TaskRecord>;
         open_approval(approval: &'a ApprovalRecord, most_waiting: u64) -> Option<ApprovalRecord>;
         call_approvals(digest: &'a str, now_ms: i64) -> Vec<ApprovalRecord>;
         waiting_approvals(caller: Option<&'a str>, now_ms: i64) -> u64;
@@ -95,7 +95,7 @@ impl Store for Gated {
         decide(id: &'a str, decision: &'a Decision) -> bool;
         claim_approval(id: &'a str, holder: &'a str, now_ms: i64, lease_until_ms: i64) -> Option<ApprovalRecord>;
         renew_approval(id: &'a str, holder: &'a str, lease_until_ms: i64) -> bool;
-        approvals_to_run(now_ms: i64, limit: u32) -> Vec<String>;
+        approvals_to_run(service: &'a str, now_ms: i64, limit: u32) -> Vec<String>;
         finish_approval(id: &'a str, holder: &'a str, result: &'a Value, at_ms: i64) -> bool;
         expire_approvals(now_ms: i64, escalate: &'a Escalate<'a>) -> Vec<ApprovalRecord>;
         redeem(nonce: &'a str, until_ms: i64) -> bool;

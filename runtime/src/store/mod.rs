@@ -149,11 +149,13 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     fn running_tasks<'a>(&'a self, caller: Option<&'a str>) -> StoreFuture<'a, (u64, u64)>;
 
     /// Claims, for `holder` until `lease_until_ms`, up to `limit` unfinished
-    /// tasks whose lease ran out before `now_ms`: the tasks claimed. Each
-    /// claim is one conditional update, so that two replicas never claim one
-    /// task.
+    /// tasks of `service` ([`TaskRecord::service`]) whose lease ran out
+    /// before `now_ms`: the tasks claimed. Each claim is one conditional
+    /// update, so that two replicas never claim one task; another
+    /// service's tasks are never claimed.
     fn claim_abandoned_tasks<'a>(
         &'a self,
+        service: &'a str,
         holder: &'a str,
         now_ms: i64,
         lease_until_ms: i64,
@@ -249,9 +251,16 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
         lease_until_ms: i64,
     ) -> StoreFuture<'a, bool>;
 
-    /// The ids of approvals that wait to be run — approved, or running with
-    /// a lease that ran out before `now_ms` — at most `limit`.
-    fn approvals_to_run<'a>(&'a self, now_ms: i64, limit: u32) -> StoreFuture<'a, Vec<String>>;
+    /// The ids of the approvals of `service` ([`ApprovalRecord::service`])
+    /// that wait to be run — approved, or running with a lease that ran
+    /// out before `now_ms` — at most `limit`. Another service's are never
+    /// listed: a tool of the same name there may do something else.
+    fn approvals_to_run<'a>(
+        &'a self,
+        service: &'a str,
+        now_ms: i64,
+        limit: u32,
+    ) -> StoreFuture<'a, Vec<String>>;
 
     /// Keeps the `result` of the approval `id`'s call and ends it (`done`),
     /// its expiry moved to

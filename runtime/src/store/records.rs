@@ -61,6 +61,13 @@ impl TaskState {
 pub struct TaskRecord {
     /// Its id: unguessable.
     pub id: String,
+    /// The service that keeps it: the name of the tool set that made it
+    /// ([`ToolSet::server_info`](crate::mcp::ToolSet::server_info); empty
+    /// for a set without one). Only a set of the same name takes it over
+    /// when its replica stops: another service sharing the store, which
+    /// may have a tool of the same name doing something else, never runs
+    /// it.
+    pub service: String,
     /// The tool called.
     pub tool: String,
     /// The arguments, as the client sent them (kept to run the call again
@@ -134,6 +141,7 @@ impl TaskRecord {
         let now = super::now_ms();
         TaskRecord {
             id: super::new_id(),
+            service: String::new(),
             tool: tool.into(),
             arguments,
             caller,
@@ -153,6 +161,13 @@ impl TaskRecord {
             result: None,
             error: None,
         }
+    }
+
+    /// The same task, kept as `service`'s ([`service`](Self::service)).
+    #[must_use]
+    pub fn for_service(mut self, service: impl Into<String>) -> Self {
+        self.service = service.into();
+        self
     }
 
     /// The same task held by `holder` until `lease_until_ms`.
@@ -275,15 +290,21 @@ impl ApprovalState {
 }
 
 /// A guard's block that waits for a person to decide, and what followed:
-/// bound to the call (a digest of the tool, its canonical arguments and the
-/// caller), decided once, run once.
+/// bound to the call (a digest of its service, the tool, its canonical
+/// arguments and the caller), decided once, run once.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ApprovalRecord {
     /// Its id, the ticket: unguessable. The tool gets it as an
     /// idempotency key.
     pub id: String,
-    /// The digest of the call: tool, canonical arguments, caller.
+    /// The service that opened it: the name of the tool set whose guard
+    /// blocked the call ([`ToolSet::server_info`](crate::mcp::ToolSet::server_info);
+    /// empty for a set without one). Only a set of the same name runs the
+    /// call once approved: another service sharing the store, which may
+    /// have a tool of the same name doing something else, never does.
+    pub service: String,
+    /// The digest of the call: service, tool, canonical arguments, caller.
     pub digest: String,
     /// The block's key among the approvable blocks of the call.
     pub block: String,
@@ -355,6 +376,7 @@ impl ApprovalRecord {
     ) -> Self {
         ApprovalRecord {
             id: super::new_id(),
+            service: String::new(),
             digest: digest.into(),
             block: block.into(),
             tool: tool.into(),

@@ -67,6 +67,13 @@ fn migrator() -> Migrator {
             sqlx::SqlStr::from_static(include_str!("migrations/0006_escalation_approvers.sql")),
             false,
         ),
+        Migration::new(
+            7,
+            Cow::Borrowed("tool-envelope services"),
+            MigrationType::Simple,
+            sqlx::SqlStr::from_static(include_str!("migrations/0007_services.sql")),
+            false,
+        ),
     ])
 }
 
@@ -127,9 +134,9 @@ async fn pause() {
 /// How many times an optimistic update is tried before it gives up.
 const TRIES: usize = 16;
 
-const TASK_COLUMNS: &str = "id, tool, arguments, caller, state, status_message, created_ms, updated_ms, ttl_ms, holder, lease_until_ms, safe_to_repeat, runs, input_requests, input_responses, cancel_requested, result, error, version, caller_scopes";
+const TASK_COLUMNS: &str = "id, tool, arguments, caller, state, status_message, created_ms, updated_ms, ttl_ms, holder, lease_until_ms, safe_to_repeat, runs, input_requests, input_responses, cancel_requested, result, error, version, caller_scopes, service";
 
-const APPROVAL_COLUMNS: &str = "id, digest, block, tool, arguments, shown, caller, caller_scopes, approvers, state, created_ms, expires_ms, decided_by, decided_ms, note, holder, lease_until_ms, safe_to_repeat, result";
+const APPROVAL_COLUMNS: &str = "id, digest, block, tool, arguments, shown, caller, caller_scopes, approvers, state, created_ms, expires_ms, decided_by, decided_ms, note, holder, lease_until_ms, safe_to_repeat, result, service";
 
 const ESCALATION_COLUMNS: &str =
     "id, tool, caller, envelope, state, created_ms, resolved_by, resolved_ms, note, approvers";
@@ -233,6 +240,7 @@ macro_rules! sql_store {
                 let state: String = row.try_get("state").map_err(failed)?;
                 Ok(TaskRecord {
                     id: row.try_get("id").map_err(failed)?,
+                    service: row.try_get("service").map_err(failed)?,
                     tool: row.try_get("tool").map_err(failed)?,
                     arguments: json(Some(row.try_get("arguments").map_err(failed)?))?
                         .unwrap_or(Value::Null),
@@ -266,6 +274,7 @@ macro_rules! sql_store {
                 let state: String = row.try_get("state").map_err(failed)?;
                 Ok(ApprovalRecord {
                     id: row.try_get("id").map_err(failed)?,
+                    service: row.try_get("service").map_err(failed)?,
                     digest: row.try_get("digest").map_err(failed)?,
                     block: row.try_get("block").map_err(failed)?,
                     tool: row.try_get("tool").map_err(failed)?,
@@ -345,7 +354,7 @@ macro_rules! sql_store {
                 task: &TaskRecord,
                 most_running: u64,
             ) -> Result<bool, StoreError> {
-                let values = "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, 0, $19";
+                let values = "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, 0, $19, $20";
                 let sql = bounded_insert(
                     "te_tasks",
                     TASK_COLUMNS,
@@ -354,7 +363,7 @@ macro_rules! sql_store {
                         "{} AND state IN ('working', 'input_required')",
                         of_caller("$4", task.caller.as_deref())
                     ),
-                    "$20",
+                    "$21",
                     most_running,
                 );
                 let query = sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -376,7 +385,8 @@ macro_rules! sql_store {
                     .bind(task.cancel_requested)
                     .bind(task.result.as_ref().map(text))
                     .bind(task.error.as_ref().map(text))
-                    .bind(text(&serde_json::json!(task.caller_scopes)));
+                    .bind(text(&serde_json::json!(task.caller_scopes)))
+                    .bind(&task.service);
                 let done = bind_bound(query, most_running)
                     .execute(connection)
                     .await
@@ -695,6 +705,7 @@ macro_rules! sql_store {
 
             fn claim_abandoned_tasks<'a>(
                 &'a self,
+                service: &'a str,
                 holder: &'a str,
                 now_ms: i64,
                 lease_until_ms: i64,
@@ -703,10 +714,11 @@ macro_rules! sql_store {
                 Box::pin(async move {
                     let sql = "SELECT id FROM te_tasks \
                                WHERE state IN ('working', 'input_required') AND lease_until_ms < $1 \
-                               ORDER BY lease_until_ms LIMIT $2";
+                               AND service = $3 ORDER BY lease_until_ms LIMIT $2";
                     let ids: Vec<String> = sqlx::query(sql)
                         .bind(now_ms)
                         .bind(i64::from(limit))
+                        .bind(service)
                         .fetch_all(&self.pool)
                         .await
                         .map_err(failed)?
@@ -720,13 +732,14 @@ macro_rules! sql_store {
                             "UPDATE te_tasks SET holder = $1, lease_until_ms = $2, runs = runs + 1, \
                              version = version + 1 \
                              WHERE id = $3 AND state IN ('working', 'input_required') AND lease_until_ms < $4 \
-                             RETURNING {TASK_COLUMNS}"
+                             AND service = $5 RETURNING {TASK_COLUMNS}"
                         );
                         let row = sqlx::query(sqlx::AssertSqlSafe(sql))
                             .bind(holder)
                             .bind(lease_until_ms)
                             .bind(&id)
                             .bind(now_ms)
+                            .bind(service)
                             .fetch_optional(&self.pool)
                             .await
                             .map_err(failed)?;
@@ -754,12 +767,12 @@ macro_rules! sql_store {
                     let sql = bounded_insert(
                         "te_approvals",
                         APPROVAL_COLUMNS,
-                        "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, NULL, NULL, NULL, 0, $13, NULL",
+                        "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, NULL, NULL, NULL, 0, $13, NULL, $14",
                         &format!(
                             "{} AND state IN ('pending', 'withdrawn') AND expires_ms > $11",
                             of_caller("$7", caller)
                         ),
-                        "$14",
+                        "$15",
                         most_waiting,
                     ) + " ON CONFLICT DO NOTHING";
                     let query = sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -775,7 +788,8 @@ macro_rules! sql_store {
                         .bind(approval.state.as_str())
                         .bind(approval.created_ms)
                         .bind(approval.expires_ms)
-                        .bind(approval.safe_to_repeat);
+                        .bind(approval.safe_to_repeat)
+                        .bind(&approval.service);
                     let query = bind_bound(query, most_waiting);
                     let done = if most_waiting == u64::MAX {
                         // Nothing counted: no transaction, no lock to wait for.
@@ -915,16 +929,18 @@ macro_rules! sql_store {
 
             fn approvals_to_run<'a>(
                 &'a self,
+                service: &'a str,
                 now_ms: i64,
                 limit: u32,
             ) -> StoreFuture<'a, Vec<String>> {
                 Box::pin(async move {
                     let sql = "SELECT id FROM te_approvals \
-                               WHERE state = 'approved' OR (state = 'running' AND lease_until_ms < $1) \
-                               ORDER BY created_ms LIMIT $2";
+                               WHERE (state = 'approved' OR (state = 'running' AND lease_until_ms < $1)) \
+                               AND service = $3 ORDER BY created_ms LIMIT $2";
                     sqlx::query(sql)
                         .bind(now_ms)
                         .bind(i64::from(limit))
+                        .bind(service)
                         .fetch_all(&self.pool)
                         .await
                         .map_err(failed)?

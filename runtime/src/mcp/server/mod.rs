@@ -12,6 +12,8 @@ pub(crate) mod asking;
 #[cfg(feature = "rmcp")]
 mod client;
 #[cfg(feature = "rmcp")]
+pub(crate) mod digest;
+#[cfg(feature = "rmcp")]
 pub(crate) mod held;
 #[cfg(feature = "inbox")]
 pub(crate) mod inbox;

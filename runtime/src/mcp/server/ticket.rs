@@ -8,13 +8,13 @@
 use std::time::Duration;
 
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use crate::caller::Caller;
 use crate::envelope::{ErrorEnvelope, Refusal, Ticket};
 use crate::escalation::{Escalation, EscalationReason};
 use crate::mcp::reply::ToolReply;
 use crate::mcp::server::approval;
+use crate::mcp::server::digest::digest;
 use crate::mcp::server::turns::Turns;
 use crate::reasons;
 use crate::store::{ApprovalRecord, ApprovalState, Store, StoreError, now_ms};
@@ -35,6 +35,8 @@ const MAX_APPROVAL_TTL: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60)
 
 /// A served call a guard blocked until an approver decides.
 pub(crate) struct Waiting<'a> {
+    /// The service called: the tool set's name, empty when it has none.
+    pub(crate) service: &'a str,
     /// The tool called.
     pub(crate) tool: &'a str,
     /// Its arguments, as the client sent them.
@@ -76,61 +78,6 @@ pub(crate) enum Ticketed {
     Ran(ToolReply),
 }
 
-/// The digest an approval is bound to: the tool, its arguments in canonical
-/// form (keys sorted at every level), and the caller's subject.
-pub(crate) fn digest(
-    tool: &str,
-    arguments: &Map<String, Value>,
-    caller: Option<&Caller>,
-) -> String {
-    let mut hash = Sha256::new();
-    hash.update(tool.as_bytes());
-    hash.update([0]);
-    let mut canonical = Vec::new();
-    write_object(arguments, &mut canonical);
-    hash.update(&canonical);
-    hash.update([0]);
-    hash.update(caller.map_or("", Caller::subject).as_bytes());
-    hash.finalize()
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
-}
-
-/// `value` as JSON with the keys of every object sorted.
-fn write_canonical(value: &Value, out: &mut Vec<u8>) {
-    match value {
-        Value::Object(fields) => write_object(fields, out),
-        Value::Array(items) => {
-            out.push(b'[');
-            for (index, item) in items.iter().enumerate() {
-                if index > 0 {
-                    out.push(b',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(b']');
-        }
-        scalar => out.extend_from_slice(scalar.to_string().as_bytes()),
-    }
-}
-
-/// `fields` as a JSON object with its keys sorted, at every level.
-fn write_object(fields: &Map<String, Value>, out: &mut Vec<u8>) {
-    let mut keys: Vec<&String> = fields.keys().collect();
-    keys.sort();
-    out.push(b'{');
-    for (index, key) in keys.into_iter().enumerate() {
-        if index > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(Value::String(key.clone()).to_string().as_bytes());
-        out.push(b':');
-        write_canonical(&fields[key.as_str()], out);
-    }
-    out.push(b'}');
-}
-
 /// Where `call`, blocked with `blocked` (shown to approvers as `shown`
 /// makes it, which runs only when an approval may be opened),
 /// stands in `store`: the approval of its block is opened when there is no
@@ -148,7 +95,7 @@ pub(crate) async fn wait(
     shown: impl FnOnce() -> Value,
     ttl: Duration,
 ) -> Result<(Ticketed, Option<ApprovalRecord>), StoreError> {
-    let digest = digest(call.tool, call.arguments, call.caller);
+    let digest = digest(call.service, call.tool, call.arguments, call.caller);
     let now = now_ms();
     let mut live = store.call_approvals(&digest, now).await?;
     let mut opening = None;
@@ -194,6 +141,7 @@ pub(crate) async fn wait(
                 call.approvers,
                 now.saturating_add(ttl_ms),
             );
+            approval.service = call.service.to_owned();
             approval.caller_scopes = call
                 .caller
                 .map(|caller| caller.scopes().map(str::to_owned).collect())
@@ -392,13 +340,6 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn object(value: Value) -> Map<String, Value> {
-        match value {
-            Value::Object(map) => map,
-            _ => unreachable!(),
-        }
-    }
-
     fn record(block: &str, state: ApprovalState, result: Option<Value>) -> ApprovalRecord {
         let mut approval = ApprovalRecord::new(
             "call",
@@ -475,20 +416,5 @@ mod tests {
         let mut elsewhere = record("x@3", ApprovalState::Done, Some(awaiting(&again.id)));
         elsewhere.digest = "another call".to_owned();
         assert_eq!(chain_blocks(&again, &[elsewhere]), ["cap@0"]);
-    }
-
-    #[test]
-    fn the_digest_binds_tool_arguments_and_caller_whatever_the_key_order() {
-        let alice = Caller::new("alice", ["refunds:write"]);
-        let bob = Caller::new("bob", ["refunds:write"]);
-        let one = object(json!({"order_id": "A-1", "amount": 620, "meta": {"b": 1, "a": 2}}));
-        let same = object(json!({"meta": {"a": 2, "b": 1}, "amount": 620, "order_id": "A-1"}));
-        let other = object(json!({"order_id": "A-1", "amount": 621, "meta": {"b": 1, "a": 2}}));
-        let base = digest("refund", &one, Some(&alice));
-        assert_eq!(base, digest("refund", &same, Some(&alice)));
-        assert_ne!(base, digest("refund", &other, Some(&alice)));
-        assert_ne!(base, digest("refund", &one, Some(&bob)));
-        assert_ne!(base, digest("refund", &one, None));
-        assert_ne!(base, digest("refund2", &one, Some(&alice)));
     }
 }

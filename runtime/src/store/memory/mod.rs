@@ -125,6 +125,7 @@ impl Store for MemoryStore {
 
     fn claim_abandoned_tasks<'a>(
         &'a self,
+        service: &'a str,
         holder: &'a str,
         now_ms: i64,
         lease_until_ms: i64,
@@ -140,7 +141,8 @@ impl Store for MemoryStore {
             let Some(task) = tasks.get_mut(id) else {
                 continue;
             };
-            if !task.state.is_finished() && task.lease_until_ms < now_ms {
+            if task.service == service && !task.state.is_finished() && task.lease_until_ms < now_ms
+            {
                 task.holder = Some(holder.to_owned());
                 task.lease_until_ms = lease_until_ms;
                 task.runs += 1;
@@ -271,13 +273,19 @@ impl Store for MemoryStore {
         ready(true)
     }
 
-    fn approvals_to_run<'a>(&'a self, now_ms: i64, limit: u32) -> StoreFuture<'a, Vec<String>> {
+    fn approvals_to_run<'a>(
+        &'a self,
+        service: &'a str,
+        now_ms: i64,
+        limit: u32,
+    ) -> StoreFuture<'a, Vec<String>> {
         let state = self.lock();
         let ids = (state.approvals.values())
             .filter(|approval| {
-                approval.state == ApprovalState::Approved
-                    || (approval.state == ApprovalState::Running
-                        && approval.lease_until_ms < now_ms)
+                approval.service == service
+                    && (approval.state == ApprovalState::Approved
+                        || (approval.state == ApprovalState::Running
+                            && approval.lease_until_ms < now_ms))
             })
             .take(limit as usize)
             .map(|approval| approval.id.clone())

@@ -89,14 +89,16 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
             return store_unreachable(state);
         }
     };
-    let (mine, others): (Vec<_>, Vec<_>) = pending
-        .iter()
+    // Another service's approvals, sharing the store, are theirs.
+    let service = state.tools.service();
+    let (mine, others): (Vec<_>, Vec<_>) = (pending.iter())
+        .filter(|approval| approval.service == service)
         .partition(|approval| who.has_scope(&approval.approvers));
     // What was decided, and what the call gave back, is shown only to
     // those who could have decided it.
     let decided: Vec<_> = decided
         .iter()
-        .filter(|approval| who.has_scope(&approval.approvers))
+        .filter(|approval| approval.service == service && who.has_scope(&approval.approvers))
         .take(DECIDED_LISTED)
         .collect();
     let context = minijinja::context! {
@@ -131,8 +133,13 @@ async fn approval(
         Err(()) => return store_unreachable(&state),
     };
     let approval = match state.store.approval(&id).await {
-        // Another scope's approval is as unknown as one that never was.
-        Ok(Some(approval)) if who.has_scope(&approval.approvers) => approval,
+        // Another scope's approval, or another service's, is as unknown
+        // as one that never was.
+        Ok(Some(approval))
+            if approval.service == state.tools.service() && who.has_scope(&approval.approvers) =>
+        {
+            approval
+        }
         Ok(_) => return page(StatusCode::NOT_FOUND, "No such approval.".into()),
         Err(error) => {
             tracing::warn!(%error, "the inbox could not read the store");

@@ -155,9 +155,7 @@ impl ServerHandler for ToolSet {
         let tasks = self.task_runner().ok_or_else(no_tasks)?;
         let caller = crate::mcp::server::live::caller(&context);
         let subject = caller.as_deref().map(Caller::subject);
-        let task = tasks
-            .get(&request.task_id, subject, self.store_ref())
-            .await?;
+        let task = tasks.get(&request.task_id, subject, self.kept_in()).await?;
         Ok(GetTaskResult::new(task))
     }
 
@@ -171,7 +169,7 @@ impl ServerHandler for ToolSet {
         let tasks = self.task_runner().ok_or_else(no_tasks)?;
         let caller = crate::mcp::server::live::caller(&context);
         let subject = caller.as_deref().map(Caller::subject);
-        let store = self.store_ref();
+        let store = self.kept_in();
         tasks
             .update(&request.task_id, subject, request.input_responses, store)
             .await
@@ -188,7 +186,7 @@ impl ServerHandler for ToolSet {
         let caller = crate::mcp::server::live::caller(&context);
         let subject = caller.as_deref().map(Caller::subject);
         tasks
-            .cancel(&request.task_id, subject, self.store_ref())
+            .cancel(&request.task_id, subject, self.kept_in())
             .await
     }
 
@@ -361,13 +359,15 @@ impl ToolSet {
         let subject = caller.as_deref().map(Caller::subject);
         let kept = self.store_ref().map(|store| Kept {
             store: Arc::clone(store),
+            // Taken over, should this replica stop, by this service alone.
             record: held::record(
                 name,
                 &arguments,
                 caller.as_deref(),
                 self.holder(),
                 self.safe_to_repeat(name),
-            ),
+            )
+            .for_service(self.service()),
         });
         let refused = arguments.clone();
         let name = name.to_owned();

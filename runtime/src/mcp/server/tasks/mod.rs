@@ -263,7 +263,7 @@ impl Tasks {
         &self,
         id: &str,
         subject: Option<&str>,
-        store: Option<&Arc<dyn Store>>,
+        store: Option<(&Arc<dyn Store>, &str)>,
     ) -> Result<DetailedTask, ErrorData> {
         if self.check(id, subject).is_ok()
             && let Ok(task) = self.manager.get_task(id)
@@ -285,7 +285,7 @@ impl Tasks {
         id: &str,
         subject: Option<&str>,
         responses: impl IntoIterator<Item = (String, Value)>,
-        store: Option<&Arc<dyn Store>>,
+        store: Option<(&Arc<dyn Store>, &str)>,
     ) -> Result<(), ErrorData> {
         if self.check(id, subject).is_ok() && self.manager.get_task(id).is_ok() {
             return self
@@ -295,7 +295,7 @@ impl Tasks {
         }
         kept(id, subject, store).await?;
         let responses = Value::Object(responses.into_iter().collect());
-        let store = store.ok_or_else(unknown_task)?;
+        let (store, _) = store.ok_or_else(unknown_task)?;
         store
             .answer_task(id, &responses)
             .await
@@ -313,13 +313,13 @@ impl Tasks {
         &self,
         id: &str,
         subject: Option<&str>,
-        store: Option<&Arc<dyn Store>>,
+        store: Option<(&Arc<dyn Store>, &str)>,
     ) -> Result<(), ErrorData> {
         if self.check(id, subject).is_ok() && self.manager.get_task(id).is_ok() {
             return self.manager.cancel_task(id).map_err(|_| unknown_task());
         }
         kept(id, subject, store).await?;
-        let store = store.ok_or_else(unknown_task)?;
+        let (store, _) = store.ok_or_else(unknown_task)?;
         store.cancel_task(id).await.map_err(|_| unknown_task())?;
         Ok(())
     }
@@ -334,17 +334,21 @@ impl Tasks {
     }
 }
 
-/// A task kept in the store for `subject`, whatever replica runs it.
+/// A task kept in the store (with the service asking: `store`) for
+/// `subject`, whatever replica runs it: another service's is as unknown as
+/// another caller's.
 async fn kept(
     id: &str,
     subject: Option<&str>,
-    store: Option<&Arc<dyn Store>>,
+    store: Option<(&Arc<dyn Store>, &str)>,
 ) -> Result<TaskRecord, ErrorData> {
-    let Some(store) = store else {
+    let Some((store, service)) = store else {
         return Err(unknown_task());
     };
     match store.task(id).await {
-        Ok(Some(record)) if record.caller.as_deref() == subject => Ok(record),
+        Ok(Some(record)) if record.caller.as_deref() == subject && record.service == service => {
+            Ok(record)
+        }
         _ => Err(unknown_task()),
     }
 }

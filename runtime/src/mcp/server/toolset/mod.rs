@@ -293,6 +293,14 @@ impl ToolSet {
         self.inner.name.as_deref()
     }
 
+    /// The service this set is in a store: its name, empty when it has
+    /// none. Its tasks and approvals are kept as this service's, and only
+    /// a set of the same name takes them over or runs them.
+    #[cfg(feature = "rmcp")]
+    pub(crate) fn service(&self) -> &str {
+        self.name().unwrap_or_default()
+    }
+
     /// The version this set reports, if set.
     pub fn version(&self) -> Option<&str> {
         self.inner.version.as_deref()

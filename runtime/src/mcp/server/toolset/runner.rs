@@ -110,7 +110,7 @@ impl ToolSet {
         // Batch after batch, until one is not full: what another replica
         // claimed meanwhile is not listed again.
         for _ in 0..MAX_BATCHES {
-            let ids = store.approvals_to_run(now_ms(), BATCH).await?;
+            let ids = (store.approvals_to_run(self.service(), now_ms(), BATCH)).await?;
             for id in &ids {
                 ran += self.run_one(store.as_ref(), id).await?;
             }
@@ -161,6 +161,10 @@ impl ToolSet {
         let Some(before) = store.approval(id).await? else {
             return Ok(0);
         };
+        // Another service's call, whatever listed it, is theirs to run.
+        if before.service != self.service() {
+            return Ok(0);
+        }
         // The blocks its run passes, read before anything is claimed: a
         // store that cannot say leaves the call to the next pass.
         let live = store.call_approvals(&before.digest, now_ms()).await?;
@@ -282,7 +286,7 @@ impl ToolSet {
         let now = now_ms();
         let lease = now.saturating_add(held::ms(held::LEASE));
         for task in store
-            .claim_abandoned_tasks(holder, now, lease, BATCH)
+            .claim_abandoned_tasks(self.service(), holder, now, lease, BATCH)
             .await?
         {
             let update = if task.cancel_requested {
@@ -336,6 +340,12 @@ impl ToolSet {
     /// The store, when the set has one.
     pub(crate) fn store_ref(&self) -> Option<&Arc<dyn Store>> {
         self.inner.protocol.store.as_ref()
+    }
+
+    /// Where this set's tasks are kept, if anywhere: its store, and the
+    /// service they are kept as.
+    pub(crate) fn kept_in(&self) -> Option<(&Arc<dyn Store>, &str)> {
+        self.store_ref().map(|store| (store, self.service()))
     }
 
     /// Starts the background runner of approved calls, once per tool set,

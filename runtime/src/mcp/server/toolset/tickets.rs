@@ -73,7 +73,7 @@ impl Default for Approving {
 pub enum DecisionError {
     /// The tool set has no store ([`ToolSet::store`]).
     NoStore,
-    /// No approval has this id.
+    /// No approval of this service has this id.
     UnknownTicket,
     /// The approver's token does not grant the scope the approval needs.
     NotAnApprover {
@@ -209,7 +209,8 @@ impl ToolSet {
     ///
     /// # Errors
     ///
-    /// No store, no such approval, an approver whose token lacks the scope
+    /// No store, no such approval (another service's, sharing the store,
+    /// included: it is theirs to decide), an approver whose token lacks the scope
     /// the approval names, the approval's own caller, an approval decided
     /// already or expired, or a store that fails.
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
@@ -221,9 +222,10 @@ impl ToolSet {
         note: &str,
     ) -> Result<ApprovalRecord, DecisionError> {
         let store = self.store_ref().ok_or(DecisionError::NoStore)?;
-        let approval = store
-            .approval(ticket)
-            .await?
+        // Another service's approval, sharing the store, is theirs to
+        // decide: its scope may mean something else there.
+        let approval = (store.approval(ticket).await?)
+            .filter(|approval| approval.service == self.service())
             .ok_or(DecisionError::UnknownTicket)?;
         if !approver.has_scope(&approval.approvers) {
             return Err(DecisionError::NotAnApprover {
@@ -279,6 +281,7 @@ impl ToolSet {
                 .unwrap_or_default()
         };
         let waiting = Waiting {
+            service: self.service(),
             tool: &entry.definition.name,
             arguments,
             caller: state.context_ref().caller(),

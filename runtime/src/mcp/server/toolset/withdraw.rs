@@ -6,15 +6,15 @@
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
-
 use std::time::Duration;
-use tokio::sync::Notify;
 
 use serde_json::Map;
+use tokio::sync::Notify;
 
 use super::ToolSet;
 use crate::caller::Caller;
 use crate::envelope::ErrorEnvelope;
+use crate::mcp::server::digest::digest;
 use crate::mcp::server::ticket::{self, Ticketed};
 use crate::store::{
     ApprovalState, Decision, Store, StoreError, TaskRecord, TaskState, TaskUpdate, now_ms,
@@ -149,7 +149,7 @@ impl ToolSet {
         };
         let caller =
             (task.caller.as_deref()).map(|subject| Caller::new(subject, Vec::<String>::new()));
-        let digest = ticket::digest(&task.tool, &arguments, caller.as_ref());
+        let digest = digest(&task.service, &task.tool, &arguments, caller.as_ref());
         let withdrawn = async {
             for approval in store.call_approvals(&digest, now_ms()).await? {
                 if matches!(

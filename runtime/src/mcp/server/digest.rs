@@ -1,0 +1,108 @@
+//! The digest an approval is bound to: one call — its service, tool,
+//! arguments in canonical form and caller — whatever the order of its keys.
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::caller::Caller;
+
+/// The digest an approval is bound to: the service (its tool set's name),
+/// the tool, its arguments in canonical form (keys sorted at every level),
+/// and the caller's subject. The unnamed service's digests are those of
+/// the releases before services: no tool name holds a NUL, and canonical
+/// arguments start with `{`, which no tool name does, so no named
+/// service's digest is an unnamed one's.
+pub(crate) fn digest(
+    service: &str,
+    tool: &str,
+    arguments: &Map<String, Value>,
+    caller: Option<&Caller>,
+) -> String {
+    let mut hash = Sha256::new();
+    if !service.is_empty() {
+        hash.update(service.as_bytes());
+        hash.update([0]);
+    }
+    hash.update(tool.as_bytes());
+    hash.update([0]);
+    let mut canonical = Vec::new();
+    write_object(arguments, &mut canonical);
+    hash.update(&canonical);
+    hash.update([0]);
+    hash.update(caller.map_or("", Caller::subject).as_bytes());
+    hash.finalize()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// `value` as JSON with the keys of every object sorted.
+fn write_canonical(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Object(fields) => write_object(fields, out),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(b',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(b']');
+        }
+        scalar => out.extend_from_slice(scalar.to_string().as_bytes()),
+    }
+}
+
+/// `fields` as a JSON object with its keys sorted, at every level.
+fn write_object(fields: &Map<String, Value>, out: &mut Vec<u8>) {
+    let mut keys: Vec<&String> = fields.keys().collect();
+    keys.sort();
+    out.push(b'{');
+    for (index, key) in keys.into_iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(Value::String(key.clone()).to_string().as_bytes());
+        out.push(b':');
+        write_canonical(&fields[key.as_str()], out);
+    }
+    out.push(b'}');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn object(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn the_digest_binds_tool_arguments_and_caller_whatever_the_key_order() {
+        let alice = Caller::new("alice", ["refunds:write"]);
+        let bob = Caller::new("bob", ["refunds:write"]);
+        let one = object(json!({"order_id": "A-1", "amount": 620, "meta": {"b": 1, "a": 2}}));
+        let same = object(json!({"meta": {"a": 2, "b": 1}, "amount": 620, "order_id": "A-1"}));
+        let other = object(json!({"order_id": "A-1", "amount": 621, "meta": {"b": 1, "a": 2}}));
+        let base = digest("", "refund", &one, Some(&alice));
+        assert_eq!(base, digest("", "refund", &same, Some(&alice)));
+        assert_ne!(base, digest("", "refund", &other, Some(&alice)));
+        assert_ne!(base, digest("", "refund", &one, Some(&bob)));
+        assert_ne!(base, digest("", "refund", &one, None));
+        assert_ne!(base, digest("", "refund2", &one, Some(&alice)));
+        assert_ne!(base, digest("shop", "refund", &one, Some(&alice)));
+        // The unnamed service's digest is the one kept before services.
+        let before = object(json!({"order_id": "A-1", "amount": 620}));
+        assert_eq!(
+            digest("", "refund", &before, Some(&alice)),
+            "11cae61faa4838ec70f75fadb82b5f652f192319dbe46b66bfa3c45489b38069"
+        );
+        // The parts are kept apart: a name cannot run into the next.
+        assert_ne!(digest("a", "bc", &one, None), digest("ab", "c", &one, None));
+    }
+}
