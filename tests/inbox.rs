@@ -216,7 +216,10 @@ impl Server {
 
     /// The store's open escalations, newest first (at most 10).
     async fn open_escalations(&self) -> Vec<EscalationRecord> {
-        let open = self.store.escalations(EscalationState::Open, 10).await;
+        let open = self
+            .store
+            .escalations("refunds", EscalationState::Open, 10)
+            .await;
         open.unwrap()
     }
 
@@ -412,7 +415,8 @@ async fn another_scopes_approvals_and_their_results_stay_out_of_sight() {
         Some("agent".to_owned()),
         "hr:approve",
         now + 60_000,
-    );
+    )
+    .for_service("refunds");
     let hr = server
         .store
         .open_approval(&hr, u64::MAX)
@@ -456,7 +460,8 @@ async fn another_scopes_approvals_and_their_results_stay_out_of_sight() {
         Some("agent".to_owned()),
         "hr:approve",
         now + 60_000,
-    );
+    )
+    .for_service("refunds");
     let pending = server
         .store
         .open_approval(&pending, u64::MAX)
@@ -482,12 +487,13 @@ async fn another_scopes_approvals_and_their_results_stay_out_of_sight() {
 
 /// An approval another service sharing the store opened is theirs: not
 /// listed here, its page unknown, a yes posted to it refused, and nothing
-/// run — its scope may mean something else there.
+/// run — its scope may mean something else there. So are their
+/// escalations.
 #[tokio::test]
-async fn another_services_approval_is_not_seen_decided_or_run_here() {
+async fn another_services_approvals_and_escalations_are_not_seen_decided_or_run_here() {
     let server = server("services").await;
     let now = store::now_ms();
-    let mut theirs = ApprovalRecord::new(
+    let theirs = ApprovalRecord::new(
         "shop-digest",
         "cap@0",
         "refund",
@@ -496,8 +502,8 @@ async fn another_services_approval_is_not_seen_decided_or_run_here() {
         Some("agent".to_owned()),
         "refunds:approve",
         now + 60_000,
-    );
-    theirs.service = "shop".to_owned();
+    )
+    .for_service("shop");
     let theirs = server
         .store
         .open_approval(&theirs, u64::MAX)
@@ -530,6 +536,37 @@ async fn another_services_approval_is_not_seen_decided_or_run_here() {
     assert_eq!(server.tools.run_approved().await.unwrap(), 0);
     let kept = server.store.approval(&theirs.id).await.unwrap().unwrap();
     assert_eq!(kept.state, ApprovalState::Pending, "decided here");
+
+    // Their escalations too; a calling agent's, which has no service, is
+    // seen here as on every inbox.
+    let escalation =
+        |message: &str| EscalationRecord::new(json!({"message": message}), Some("agent".into()));
+    let shops = escalation("SHOP-ONLY").for_service("shop");
+    let agents = escalation("AGENTS-OWN");
+    for record in [&shops, &agents] {
+        assert!(
+            server
+                .store
+                .record_escalation(record, u64::MAX)
+                .await
+                .unwrap()
+        );
+    }
+    let carol = server.sign_in("carol-token").await;
+    let (_, inbox) = server.get("/inbox", &carol).await;
+    assert!(
+        !inbox.contains("SHOP-ONLY") && !inbox.contains(&shops.id),
+        "{inbox}"
+    );
+    assert!(inbox.contains("AGENTS-OWN"), "{inbox}");
+    let form = [("note", "handled"), ("csrf", &csrf(&inbox))];
+    let path = format!("/inbox/escalations/{}", shops.id);
+    assert_eq!(
+        server.post(&path, &carol, &form).await,
+        StatusCode::NOT_FOUND
+    );
+    let read = server.store.escalation(&shops.id).await.unwrap().unwrap();
+    assert_eq!(read.state, EscalationState::Open);
 }
 
 /// An approval of another scope that expires undecided is kept as an
@@ -548,7 +585,8 @@ async fn another_scopes_escalations_stay_out_of_sight_and_nobody_resolves_their_
         Some("agent".to_owned()),
         "hr:approve",
         now - 1,
-    );
+    )
+    .for_service("refunds");
     let hr = server
         .store
         .open_approval(&hr, u64::MAX)
@@ -562,6 +600,7 @@ async fn another_scopes_escalations_stay_out_of_sight_and_nobody_resolves_their_
         .find(|escalation| escalation.envelope["reason"] == "APPROVAL_EXPIRED")
         .expect("the expiry is kept as an escalation");
     assert_eq!(expired.approvers.as_deref(), Some("hr:approve"));
+    assert_eq!(expired.service.as_deref(), Some("refunds"), "the approval's");
     let path = format!("/inbox/escalations/{}", expired.id);
 
     let carol = server.sign_in("carol-token").await;
@@ -640,6 +679,10 @@ async fn the_escalation_of_an_approved_run_is_its_approvers() {
         .find(|escalation| escalation.envelope["attempted_query"]["order"] == "SHUT-2")
         .unwrap_or_else(|| panic!("kept: {open:?}"));
     assert_eq!(own.approvers, None);
+    // Both are this service's, seen on its inbox alone.
+    for kept in [failed, own] {
+        assert_eq!(kept.service.as_deref(), Some("refunds"), "{kept:?}");
+    }
 }
 
 #[tokio::test]
@@ -674,7 +717,7 @@ async fn an_escalation_is_resolved_on_the_page_once() {
     );
     let resolved = server
         .store
-        .escalations(EscalationState::Resolved, 10)
+        .escalations("refunds", EscalationState::Resolved, 10)
         .await
         .unwrap();
     assert!(resolved.iter().any(|e| e.id == id
@@ -714,7 +757,7 @@ async fn resolved_escalations_are_forgotten_only_when_the_set_says_so() {
         }
         set.run_approved().await.unwrap();
     };
-    let count = async |state| store.escalations(state, 10).await.unwrap().len();
+    let count = async |state| store.escalations("", state, 10).await.unwrap().len();
 
     sweep(None).await;
     sweep(Some(3600)).await;
@@ -1197,14 +1240,14 @@ impl Store for Faltering {
         open_approval(approval: &'a ApprovalRecord, most_waiting: u64) -> Option<ApprovalRecord>;
         waiting_approvals(caller: Option<&'a str>, now_ms: i64) -> u64;
         approval(id: &'a str) -> Option<ApprovalRecord>;
-        approvals(states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
+        approvals(service: &'a str, states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
         claim_approval(id: &'a str, holder: &'a str, now_ms: i64, lease_until_ms: i64) -> Option<ApprovalRecord>;
         renew_approval(id: &'a str, holder: &'a str, lease_until_ms: i64) -> bool;
         approvals_to_run(service: &'a str, now_ms: i64, limit: u32) -> Vec<String>;
         finish_approval(id: &'a str, holder: &'a str, result: &'a Value, at_ms: i64) -> bool;
         expire_approvals(now_ms: i64, escalate: &'a Escalate<'a>) -> Vec<ApprovalRecord>;
         record_escalation(escalation: &'a EscalationRecord, most_open: u64) -> bool;
-        escalations(state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
+        escalations(service: &'a str, state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
         escalation(id: &'a str) -> Option<EscalationRecord>;
         open_escalations(caller: Option<&'a str>) -> u64;
         forget_resolved_escalations(resolved_before_ms: i64) -> u64;

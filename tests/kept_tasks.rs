@@ -610,7 +610,7 @@ async fn a_cancelled_task_withdraws_its_approval_and_no_later_yes_runs_the_call(
         }
     }
     let pending = shared
-        .approvals(&[store::ApprovalState::Pending], 100)
+        .approvals("", &[store::ApprovalState::Pending], 100)
         .await;
     assert_eq!(pending.unwrap().len(), 0);
     assert_eq!(times("T-640") + times("T-660"), 0);
@@ -834,14 +834,14 @@ impl Store for Slow {
         claim_abandoned_tasks(service: &'a str, holder: &'a str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Vec<TaskRecord>;
         waiting_approvals(caller: Option<&'a str>, now_ms: i64) -> u64;
         approval(id: &'a str) -> Option<ApprovalRecord>;
-        approvals(states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
+        approvals(service: &'a str, states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
         decide(id: &'a str, decision: &'a Decision) -> bool;
         renew_approval(id: &'a str, holder: &'a str, lease_until_ms: i64) -> bool;
         approvals_to_run(service: &'a str, now_ms: i64, limit: u32) -> Vec<String>;
         finish_approval(id: &'a str, holder: &'a str, result: &'a Value, at_ms: i64) -> bool;
         expire_approvals(now_ms: i64, escalate: &'a Escalate<'a>) -> Vec<ApprovalRecord>;
         record_escalation(escalation: &'a EscalationRecord, most_open: u64) -> bool;
-        escalations(state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
+        escalations(service: &'a str, state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
         escalation(id: &'a str) -> Option<EscalationRecord>;
         open_escalations(caller: Option<&'a str>) -> u64;
         forget_resolved_escalations(resolved_before_ms: i64) -> u64;
@@ -921,6 +921,7 @@ async fn a_task_cancelled_while_its_approval_is_being_kept_withdraws_it_once_kep
     assert_eq!(ended["status"], "cancelled", "{ended}");
     let kept = shared
         .approvals(
+            "",
             &[
                 store::ApprovalState::Pending,
                 store::ApprovalState::Withdrawn,
@@ -1013,7 +1014,7 @@ async fn a_task_cancelled_while_its_approved_run_goes_on_opens_no_next_approval(
     slow.runs.add_permits(1);
     runner.await.unwrap().unwrap();
     let pending = shared
-        .approvals(&[store::ApprovalState::Pending], 10)
+        .approvals("", &[store::ApprovalState::Pending], 10)
         .await
         .unwrap();
     assert!(pending.is_empty(), "{pending:?}");

@@ -337,7 +337,7 @@ async fn approvals(store: &dyn Store) {
     assert_eq!(live[0].approvers, "refunds:approve");
 
     let pending = store
-        .approvals(&[ApprovalState::Pending], 1000)
+        .approvals("", &[ApprovalState::Pending], 1000)
         .await
         .unwrap();
     assert!(pending.iter().any(|a| a.id == opened.id));
@@ -491,6 +491,17 @@ async fn approvals(store: &dyn Store) {
             .unwrap()
             .contains(&theirs.id)
     );
+    let listed = async |service: &str| {
+        let approved = store.approvals(service, &[ApprovalState::Approved], 100_000);
+        approved
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|a| a.id)
+            .collect::<Vec<_>>()
+    };
+    assert!(!listed("").await.contains(&theirs.id));
+    assert!(listed(&shop).await.contains(&theirs.id));
     let claim = store
         .claim_approval(&opened.id, "replica-a", now, now + MINUTE)
         .await
@@ -739,6 +750,38 @@ async fn approvals(store: &dyn Store) {
         let no = Decision::new(false, "mallory", "").at(now + 60);
         assert!(!store.decide(&opened.id, &no).await.unwrap());
     }
+    // A claim does not look at the expiry, so neither does the withdrawal
+    // of an approved call: one that no replica claimed in its time is
+    // withdrawn still, and no replica runs it. A pending one past its
+    // expiry is not decided at all: it expires, and never runs.
+    let digest = format!("approved-long-ago-{now}");
+    let opened = store
+        .open_approval(&approval(&digest, now + MINUTE), u64::MAX)
+        .await
+        .unwrap()
+        .expect("opened");
+    let yes = Decision::new(true, "carol", "ok").at(now + 30);
+    assert!(store.decide(&opened.id, &yes).await.unwrap());
+    let approved = store.approval(&opened.id).await.unwrap().unwrap();
+    let late = approved.expires_ms + MINUTE;
+    let back = Decision::withdrawn("agent", "cancelled").at(late);
+    assert!(store.decide(&opened.id, &back).await.unwrap());
+    let read = store.approval(&opened.id).await.unwrap().unwrap();
+    assert_eq!(read.state, ApprovalState::Withdrawn);
+    assert!(!(store.approvals_to_run("", late, 1000).await.unwrap()).contains(&opened.id));
+    let claim = store.claim_approval(&opened.id, "replica-b", late, late + MINUTE);
+    assert!(claim.await.unwrap().is_none());
+    let stale = store
+        .open_approval(
+            &approval(&format!("pending-long-ago-{now}"), now + MINUTE),
+            u64::MAX,
+        )
+        .await
+        .unwrap()
+        .expect("opened");
+    for late in [yes.at(now + 2 * MINUTE), back.at(now + 2 * MINUTE)] {
+        assert!(!store.decide(&stale.id, &late).await.unwrap());
+    }
     // The escalation is the runner's to decide, given the caller's open
     // ones counted with the expiry: none kept, the expiry and its audit
     // are.
@@ -825,6 +868,34 @@ async fn single_use(store: &dyn Store) {
 }
 
 async fn escalations_and_audit(store: &dyn Store) {
+    // A service's escalations are listed for it alone, a calling agent's
+    // (no service) for every service; read back as kept.
+    let now = store::now_ms();
+    let shop = format!("shop-{now}");
+    let who = Some(format!("services-{now}"));
+    let theirs = EscalationRecord::new(json!({}), who.clone()).for_service(shop.clone());
+    let agents = EscalationRecord::new(json!({}), who);
+    for record in [&theirs, &agents] {
+        assert!(store.record_escalation(record, u64::MAX).await.unwrap());
+    }
+    let listed = async |service: &str| {
+        let open = store.escalations(service, EscalationState::Open, 100_000);
+        open.await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.id)
+            .collect::<Vec<_>>()
+    };
+    let (here, there) = (listed("").await, listed(&shop).await);
+    assert!(!here.contains(&theirs.id) && here.contains(&agents.id));
+    assert!(there.contains(&theirs.id) && there.contains(&agents.id));
+    let read = store.escalation(&theirs.id).await.unwrap().unwrap();
+    assert_eq!(read.service.as_deref(), Some(shop.as_str()));
+    assert_eq!(
+        store.escalation(&agents.id).await.unwrap().unwrap().service,
+        None
+    );
+
     // The design's refund escalation, as a served tool sends it (its tool
     // named beside the four pillars).
     let mut envelope: serde_json::Value =
@@ -839,7 +910,7 @@ async fn escalations_and_audit(store: &dyn Store) {
             .unwrap()
     );
     let open = store
-        .escalations(EscalationState::Open, 1000)
+        .escalations("", EscalationState::Open, 1000)
         .await
         .unwrap();
     let kept = open.iter().find(|e| e.id == escalation.id).unwrap();
@@ -873,7 +944,7 @@ async fn escalations_and_audit(store: &dyn Store) {
             .unwrap()
     );
     let resolved = store
-        .escalations(EscalationState::Resolved, 1000)
+        .escalations("", EscalationState::Resolved, 1000)
         .await
         .unwrap();
     let kept = resolved.iter().find(|e| e.id == escalation.id).unwrap();
@@ -906,7 +977,7 @@ async fn escalations_and_audit(store: &dyn Store) {
     let bounded = EscalationRecord::new(json!({}), Some(who.clone()));
     assert!(store.record_escalation(&bounded, 1).await.unwrap());
     let open = store
-        .escalations(EscalationState::Open, 10_000)
+        .escalations("", EscalationState::Open, 10_000)
         .await
         .unwrap();
     assert_eq!(
@@ -976,14 +1047,14 @@ async fn escalations_and_audit(store: &dyn Store) {
             >= 1
     );
     let resolved = store
-        .escalations(EscalationState::Resolved, 1000)
+        .escalations("", EscalationState::Resolved, 1000)
         .await
         .unwrap();
     assert!(!resolved.iter().any(|e| e.id == old.id), "forgotten");
     assert!(resolved.iter().any(|e| e.id == recent.id));
     assert!(resolved.iter().any(|e| e.id == escalation.id));
     let open = store
-        .escalations(EscalationState::Open, 1000)
+        .escalations("", EscalationState::Open, 1000)
         .await
         .unwrap();
     assert!(open.iter().any(|e| e.id == still_open.id));
@@ -1025,7 +1096,7 @@ async fn audit_of(store: &dyn Store, subject: &str) -> Vec<AuditEntry> {
 /// How many open escalations [`escalate`] kept for the approval `id`.
 async fn escalations_of(store: &dyn Store, id: &str) -> usize {
     (store
-        .escalations(EscalationState::Open, 10_000)
+        .escalations("", EscalationState::Open, 10_000)
         .await
         .unwrap()
         .iter())
@@ -1364,7 +1435,7 @@ async fn nothing_without_its_audit<F, Fut>(
     }
     assert_eq!(escalations_of(store, &stale.id).await, 0);
     let open = store
-        .escalations(EscalationState::Open, 10_000)
+        .escalations("", EscalationState::Open, 10_000)
         .await
         .unwrap();
     assert!(open.iter().any(|e| e.id == escalation.id), "still open");

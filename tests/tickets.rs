@@ -150,7 +150,7 @@ async fn a_refund_over_the_cap_waits_for_an_approver_and_runs_once() {
     assert_eq!(ticket_of(&again), ticket);
     assert_eq!(
         store
-            .approvals(&[ApprovalState::Pending], 100)
+            .approvals("", &[ApprovalState::Pending], 100)
             .await
             .unwrap()
             .iter()
@@ -269,10 +269,10 @@ async fn one_caller_cannot_flood_the_approvers_with_blocked_calls() {
             .filter(|approval| approval.caller.as_deref() == Some("mallory"))
             .count()
     };
-    let pending = store.approvals(&[ApprovalState::Pending], 1000).await;
+    let pending = store.approvals("", &[ApprovalState::Pending], 1000).await;
     assert_eq!(mallorys(pending.unwrap()), 3);
     let open = store
-        .escalations(EscalationState::Open, 1000)
+        .escalations("", EscalationState::Open, 1000)
         .await
         .unwrap();
     assert!(
@@ -356,7 +356,10 @@ async fn a_declined_ticket_is_human_declined_and_never_runs() {
     assert_eq!(times("refund T-2 700"), 0);
     // A person decided: the call does not go back to the inbox, nor their
     // name and note to everyone who may enter it.
-    let open = store.escalations(EscalationState::Open, 10).await.unwrap();
+    let open = store
+        .escalations("", EscalationState::Open, 10)
+        .await
+        .unwrap();
     assert!(open.is_empty(), "{open:?}");
 }
 
@@ -715,7 +718,10 @@ async fn an_approval_nobody_decides_expires_as_an_escalation() {
         tools.decide(&ticket, &approver(), true, "late").await,
         Err(DecisionError::NotPending(ApprovalState::Expired))
     ));
-    let open = store.escalations(EscalationState::Open, 50).await.unwrap();
+    let open = store
+        .escalations("", EscalationState::Open, 50)
+        .await
+        .unwrap();
     let kept = open
         .iter()
         .find(|escalation| {
@@ -816,7 +822,10 @@ async fn every_escalation_of_a_tool_set_with_a_store_is_kept_once_with_its_calle
     let (_, waiting) = call_as(&tools, &alice(), "refund", refund_args("K-1", 620)).await;
     ticket_of(&waiting);
 
-    let open = store.escalations(EscalationState::Open, 50).await.unwrap();
+    let open = store
+        .escalations("", EscalationState::Open, 50)
+        .await
+        .unwrap();
     assert_eq!(open.len(), 1, "{open:?}");
     let kept = &open[0];
     assert_eq!(kept.envelope, reply, "the envelope as the caller got it");
@@ -856,7 +865,7 @@ async fn one_caller_cannot_fill_the_store_with_escalations() {
         let store = Arc::clone(&store);
         async move {
             (store
-                .escalations(EscalationState::Open, 1000)
+                .escalations("", EscalationState::Open, 1000)
                 .await
                 .unwrap())
             .into_iter()
@@ -905,7 +914,10 @@ async fn a_local_agents_escalations_land_in_the_same_store_once() {
         .run()
         .await;
     assert_eq!(report.gaps.len(), 2);
-    let open = store.escalations(EscalationState::Open, 50).await.unwrap();
+    let open = store
+        .escalations("", EscalationState::Open, 50)
+        .await
+        .unwrap();
     let messages: Vec<&str> = open
         .iter()
         .map(|kept| kept.envelope["message"].as_str().unwrap())

@@ -91,7 +91,7 @@ impl Store for Gated {
         call_approvals(digest: &'a str, now_ms: i64) -> Vec<ApprovalRecord>;
         waiting_approvals(caller: Option<&'a str>, now_ms: i64) -> u64;
         approval(id: &'a str) -> Option<ApprovalRecord>;
-        approvals(states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
+        approvals(service: &'a str, states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
         decide(id: &'a str, decision: &'a Decision) -> bool;
         claim_approval(id: &'a str, holder: &'a str, now_ms: i64, lease_until_ms: i64) -> Option<ApprovalRecord>;
         renew_approval(id: &'a str, holder: &'a str, lease_until_ms: i64) -> bool;
@@ -101,7 +101,7 @@ impl Store for Gated {
         redeem(nonce: &'a str, until_ms: i64) -> bool;
         redeemed(nonce: &'a str) -> bool;
         record_escalation(escalation: &'a EscalationRecord, most_open: u64) -> bool;
-        escalations(state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
+        escalations(service: &'a str, state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
         escalation(id: &'a str) -> Option<EscalationRecord>;
         open_escalations(caller: Option<&'a str>) -> u64;
         forget_resolved_escalations(resolved_before_ms: i64) -> u64;

@@ -208,9 +208,12 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// The approval `id`.
     fn approval<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<ApprovalRecord>>;
 
-    /// The approvals of `states`, newest first, at most `limit`.
+    /// The approvals of `service` ([`ApprovalRecord::service`]) in
+    /// `states`, newest first, at most `limit`: another service's are not
+    /// listed, nor do they crowd out this one's.
     fn approvals<'a>(
         &'a self,
+        service: &'a str,
         states: &'a [ApprovalState],
         limit: u32,
     ) -> StoreFuture<'a, Vec<ApprovalRecord>>;
@@ -218,7 +221,8 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// Decides the pending approval `id`: one conditional update of a
     /// pending row that has not expired at `decision.at_ms` — or, for a
     /// withdrawal ([`Decision::withdrawn`]), of an approved one no replica
-    /// has claimed to run yet — which also moves its expiry to
+    /// has claimed to run yet, expired or not (a claim does not look at
+    /// the expiry either) — which also moves its expiry to
     /// [`readable_until(decision.at_ms)`](ApprovalRecord::readable_until)
     /// (a withdrawal keeps it where it was), leaves it in
     /// [`decision.state()`](Decision::state), and, in the same transaction,
@@ -318,9 +322,12 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
         most_open: u64,
     ) -> StoreFuture<'a, bool>;
 
-    /// The escalations of `state`, newest first, at most `limit`.
+    /// The escalations of `service` ([`EscalationRecord::service`]) and
+    /// of calling agents (none) in `state`, newest first, at most `limit`:
+    /// another service's are not listed, nor do they crowd out these.
     fn escalations<'a>(
         &'a self,
+        service: &'a str,
         state: EscalationState,
         limit: u32,
     ) -> StoreFuture<'a, Vec<EscalationRecord>>;

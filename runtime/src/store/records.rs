@@ -63,10 +63,8 @@ pub struct TaskRecord {
     pub id: String,
     /// The service that keeps it: the name of the tool set that made it
     /// ([`ToolSet::server_info`](crate::mcp::ToolSet::server_info); empty
-    /// for a set without one). Only a set of the same name takes it over
-    /// when its replica stops: another service sharing the store, which
-    /// may have a tool of the same name doing something else, never runs
-    /// it.
+    /// without one). Only a set of that name reads it or takes it over: in
+    /// another, a tool of the same name may do something else.
     pub service: String,
     /// The tool called.
     pub tool: String,
@@ -298,11 +296,8 @@ pub struct ApprovalRecord {
     /// Its id, the ticket: unguessable. The tool gets it as an
     /// idempotency key.
     pub id: String,
-    /// The service that opened it: the name of the tool set whose guard
-    /// blocked the call ([`ToolSet::server_info`](crate::mcp::ToolSet::server_info);
-    /// empty for a set without one). Only a set of the same name runs the
-    /// call once approved: another service sharing the store, which may
-    /// have a tool of the same name doing something else, never does.
+    /// The service that opened it, as [`TaskRecord::service`]: only a set
+    /// of that name lists it, decides it, and runs its call once approved.
     pub service: String,
     /// The digest of the call: service, tool, canonical arguments, caller.
     pub digest: String,
@@ -397,6 +392,13 @@ impl ApprovalRecord {
             result: None,
         }
     }
+
+    /// The same approval, kept as `service`'s ([`service`](Self::service)).
+    #[must_use]
+    pub fn for_service(mut self, service: impl Into<String>) -> Self {
+        self.service = service.into();
+        self
+    }
 }
 
 /// Whether an escalation still needs someone.
@@ -448,6 +450,13 @@ pub struct EscalationRecord {
     /// (an approval's escalation is its approvers'); `None`, anyone who
     /// may enter the inbox.
     pub approvers: Option<String>,
+    /// The service whose call it is: a tool set's escalations are its
+    /// service's ([`ApprovalRecord::service`]), seen on that service's
+    /// inbox alone; `None`, a calling agent's (kept by a
+    /// [`RetryPolicy`](crate::retry::RetryPolicy) or a
+    /// [`Coordinator`](crate::coordinator::Coordinator)), seen on every
+    /// inbox sharing the store.
+    pub service: Option<String>,
 }
 
 impl EscalationRecord {
@@ -467,6 +476,7 @@ impl EscalationRecord {
             resolved_ms: None,
             note: None,
             approvers: None,
+            service: None,
         }
     }
 
@@ -474,6 +484,14 @@ impl EscalationRecord {
     #[must_use]
     pub fn for_approvers(mut self, scope: impl Into<String>) -> Self {
         self.approvers = Some(scope.into());
+        self
+    }
+
+    /// Seen and resolved only on the inbox of `service`
+    /// ([`service`](Self::service)).
+    #[must_use]
+    pub fn for_service(mut self, service: impl Into<String>) -> Self {
+        self.service = Some(service.into());
         self
     }
 }

@@ -138,8 +138,7 @@ const TASK_COLUMNS: &str = "id, tool, arguments, caller, state, status_message, 
 
 const APPROVAL_COLUMNS: &str = "id, digest, block, tool, arguments, shown, caller, caller_scopes, approvers, state, created_ms, expires_ms, decided_by, decided_ms, note, holder, lease_until_ms, safe_to_repeat, result, service";
 
-const ESCALATION_COLUMNS: &str =
-    "id, tool, caller, envelope, state, created_ms, resolved_by, resolved_ms, note, approvers";
+const ESCALATION_COLUMNS: &str = "id, tool, caller, envelope, state, created_ms, resolved_by, resolved_ms, note, approvers, service";
 
 /// `INSERT INTO table (columns)` of one row of `values` — unless `most` is
 /// bounded and as many rows match `counted` already, counted in the same
@@ -321,6 +320,7 @@ macro_rules! sql_store {
                     resolved_ms: row.try_get("resolved_ms").map_err(failed)?,
                     note: row.try_get("note").map_err(failed)?,
                     approvers: row.try_get("approvers").map_err(failed)?,
+                    service: row.try_get("service").map_err(failed)?,
                 })
             }
 
@@ -470,12 +470,12 @@ macro_rules! sql_store {
                 let sql = bounded_insert(
                     "te_escalations",
                     ESCALATION_COLUMNS,
-                    "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10",
+                    "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11",
                     &format!(
                         "{} AND state = 'open'",
                         of_caller("$3", escalation.caller.as_deref())
                     ),
-                    "$11",
+                    "$12",
                     most_open,
                 );
                 let query = sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -488,7 +488,8 @@ macro_rules! sql_store {
                     .bind(&escalation.resolved_by)
                     .bind(escalation.resolved_ms)
                     .bind(&escalation.note)
-                    .bind(&escalation.approvers);
+                    .bind(&escalation.approvers)
+                    .bind(&escalation.service);
                 let done = bind_bound(query, most_open)
                     .execute(connection)
                     .await
@@ -844,6 +845,7 @@ macro_rules! sql_store {
 
             fn approvals<'a>(
                 &'a self,
+                service: &'a str,
                 states: &'a [ApprovalState],
                 limit: u32,
             ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
@@ -856,11 +858,12 @@ macro_rules! sql_store {
                     // The names are the store's own constants, never input.
                     let sql = format!(
                         "SELECT {APPROVAL_COLUMNS} FROM te_approvals WHERE state IN ({}) \
-                         ORDER BY created_ms DESC LIMIT $1",
+                         AND service = $2 ORDER BY created_ms DESC LIMIT $1",
                         names.join(", ")
                     );
                     sqlx::query(sqlx::AssertSqlSafe(sql))
                         .bind(i64::from(limit))
+                        .bind(service)
                         .fetch_all(&self.pool)
                         .await
                         .map_err(failed)?
@@ -875,13 +878,15 @@ macro_rules! sql_store {
                     let state = decision.state();
                     // The outcome is given for one time to live after the
                     // decision (`ApprovalRecord::readable_until`); a
-                    // withdrawal keeps the approval's own end.
+                    // withdrawal keeps the approval's own end. An approved
+                    // call is withdrawn whatever its expiry, as a claim
+                    // takes it whatever its expiry.
                     let sql = "UPDATE te_approvals SET state = $1, decided_by = $2, decided_ms = $3, note = $4, \
                                expires_ms = CASE WHEN $1 = 'withdrawn' THEN expires_ms \
                                    WHEN $3 > created_ms AND expires_ms <= 9223372036854775807 - ($3 - created_ms) \
                                    THEN expires_ms + ($3 - created_ms) ELSE expires_ms END \
-                               WHERE id = $5 AND expires_ms > $3 \
-                               AND (state = 'pending' OR ($1 = 'withdrawn' AND state = 'approved'))";
+                               WHERE id = $5 AND ((state = 'pending' AND expires_ms > $3) \
+                                   OR ($1 = 'withdrawn' AND state = 'approved'))";
                     // The decision and its audit, both or neither.
                     let mut tx = self.pool.begin().await.map_err(failed)?;
                     let done = sqlx::query(sql)
@@ -1090,17 +1095,19 @@ macro_rules! sql_store {
 
             fn escalations<'a>(
                 &'a self,
+                service: &'a str,
                 state: EscalationState,
                 limit: u32,
             ) -> StoreFuture<'a, Vec<EscalationRecord>> {
                 Box::pin(async move {
                     let sql = format!(
                         "SELECT {ESCALATION_COLUMNS} FROM te_escalations WHERE state = $1 \
-                         ORDER BY created_ms DESC LIMIT $2"
+                         AND (service IS NULL OR service = $3) ORDER BY created_ms DESC LIMIT $2"
                     );
                     sqlx::query(sqlx::AssertSqlSafe(sql))
                         .bind(state.as_str())
                         .bind(i64::from(limit))
+                        .bind(service)
                         .fetch_all(&self.pool)
                         .await
                         .map_err(failed)?

@@ -201,12 +201,13 @@ impl Store for MemoryStore {
 
     fn approvals<'a>(
         &'a self,
+        service: &'a str,
         states: &'a [ApprovalState],
         limit: u32,
     ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
         let state = self.lock();
         let found: Vec<ApprovalRecord> = (state.approvals.values())
-            .filter(|approval| states.contains(&approval.state))
+            .filter(|approval| approval.service == service && states.contains(&approval.state))
             .cloned()
             .collect();
         ready(newest(found, |approval| approval.created_ms, limit))
@@ -218,12 +219,13 @@ impl Store for MemoryStore {
             return ready(false);
         };
         let open = match approval.state {
-            ApprovalState::Pending => true,
-            // Taken back before any replica claimed it to run.
+            ApprovalState::Pending => approval.expires_ms > decision.at_ms,
+            // Taken back before any replica claimed it to run, whatever
+            // its expiry: a claim takes it whatever its expiry.
             ApprovalState::Approved => decision.withdrawn,
             _ => false,
         };
-        if !open || approval.expires_ms <= decision.at_ms {
+        if !open {
             return ready(false);
         }
         approval.state = decision.state();
@@ -361,12 +363,16 @@ impl Store for MemoryStore {
 
     fn escalations<'a>(
         &'a self,
+        service: &'a str,
         wanted: EscalationState,
         limit: u32,
     ) -> StoreFuture<'a, Vec<EscalationRecord>> {
         let state = self.lock();
         let found: Vec<EscalationRecord> = (state.escalations.values())
-            .filter(|escalation| escalation.state == wanted)
+            .filter(|escalation| {
+                escalation.state == wanted
+                    && (escalation.service.as_deref()).is_none_or(|theirs| theirs == service)
+            })
             .cloned()
             .collect();
         ready(newest(found, |escalation| escalation.created_ms, limit))

@@ -75,7 +75,11 @@ pub struct Inbox {
 
 impl Inbox {
     /// The inbox of `tools`, whose people sign in with the tokens `auth`
-    /// accepts and need `scope` to enter.
+    /// accepts and need `scope` to enter. It is the inbox of the service
+    /// `tools` names ([`ToolSet::server_info`]): it lists and decides that
+    /// service's approvals and escalations, and calling agents', but not
+    /// those of another service sharing the store — an inbox served apart
+    /// from its service names it the same way.
     ///
     /// # Panics
     ///

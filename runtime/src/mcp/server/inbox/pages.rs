@@ -64,10 +64,14 @@ async fn index(Shared(state): Shared<Arc<State>>, headers: HeaderMap) -> Respons
 /// what was decided lately.
 async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str>) -> Response {
     let store = &state.store;
+    // Another service's, sharing the store, are theirs: not listed, nor
+    // counted among the newest.
+    let service = state.tools.service();
     let lists = async {
-        let pending = store.approvals(&[ApprovalState::Pending], LISTED).await?;
+        let pending = (store.approvals(service, &[ApprovalState::Pending], LISTED)).await?;
         let decided = store
             .approvals(
+                service,
                 &[
                     ApprovalState::Approved,
                     ApprovalState::Running,
@@ -79,7 +83,7 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
                 LISTED,
             )
             .await?;
-        let escalations = store.escalations(EscalationState::Open, LISTED).await?;
+        let escalations = (store.escalations(service, EscalationState::Open, LISTED)).await?;
         Ok::<_, crate::store::StoreError>((pending, decided, escalations))
     };
     let (pending, decided, escalations) = match lists.await {
@@ -89,16 +93,14 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
             return store_unreachable(state);
         }
     };
-    // Another service's approvals, sharing the store, are theirs.
-    let service = state.tools.service();
-    let (mine, others): (Vec<_>, Vec<_>) = (pending.iter())
-        .filter(|approval| approval.service == service)
+    let (mine, others): (Vec<_>, Vec<_>) = pending
+        .iter()
         .partition(|approval| who.has_scope(&approval.approvers));
     // What was decided, and what the call gave back, is shown only to
     // those who could have decided it.
     let decided: Vec<_> = decided
         .iter()
-        .filter(|approval| approval.service == service && who.has_scope(&approval.approvers))
+        .filter(|approval| who.has_scope(&approval.approvers))
         .take(DECIDED_LISTED)
         .collect();
     let context = minijinja::context! {
@@ -109,15 +111,17 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
         pending => Serde(mine.into_iter().map(|approval| view(approval, who)).collect::<Vec<_>>()),
         others => others.len(),
         decided => Serde(decided.into_iter().map(|approval| view(approval, who)).collect::<Vec<_>>()),
-        escalations => Serde(escalations.iter().filter(|escalation| may_see(who, escalation)).map(|escalation| escalation_view(escalation, who)).collect::<Vec<_>>()),
+        escalations => Serde(escalations.iter().filter(|escalation| may_see(state, who, escalation)).map(|escalation| escalation_view(escalation, who)).collect::<Vec<_>>()),
     };
     render(state, StatusCode::OK, "inbox.html", context)
 }
 
 /// Whether `who` may see and resolve `escalation`: one kept for an
-/// approval's approvers (its expiry) is theirs alone, as the approval was.
-fn may_see(who: &Caller, escalation: &EscalationRecord) -> bool {
-    (escalation.approvers.as_deref()).is_none_or(|scope| who.has_scope(scope))
+/// approval's approvers (its expiry) is theirs alone, as the approval was,
+/// and another service's (sharing the store) is theirs.
+fn may_see(state: &State, who: &Caller, escalation: &EscalationRecord) -> bool {
+    (escalation.service.as_deref()).is_none_or(|service| service == state.tools.service())
+        && (escalation.approvers.as_deref()).is_none_or(|scope| who.has_scope(scope))
 }
 
 /// One approval, with its decision and result.
@@ -233,7 +237,7 @@ async fn resolve(
     // caller whose call it is does not resolve it (as nobody decides the
     // approval of their own call).
     match state.store.escalation(&id).await {
-        Ok(Some(escalation)) if may_see(&who, &escalation) => {
+        Ok(Some(escalation)) if may_see(&state, &who, &escalation) => {
             if escalation.caller.as_deref() == Some(who.subject()) {
                 let problem = "Not resolved: nobody resolves the escalation of their own call.";
                 let mut response = listing(&state, &who, &cookie, Some(problem)).await;

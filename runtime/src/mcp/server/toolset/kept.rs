@@ -114,7 +114,10 @@ impl ToolSet {
             .context_ref()
             .caller()
             .map(|caller| caller.subject().to_owned());
-        Some((store, EscalationRecord::new(structured.clone(), caller)))
+        // Seen on this service's inbox: another one sharing the store is
+        // another's.
+        let record = EscalationRecord::new(structured.clone(), caller).for_service(self.service());
+        Some((store, record))
     }
 
     /// Where the set keeps escalations: its store, else its retry

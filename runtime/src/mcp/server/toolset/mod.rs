@@ -251,6 +251,10 @@ impl ToolSet {
         let inner = self.inner_mut();
         inner.name = Some(name.into());
         inner.version = Some(version.into());
+        // The name is the service its approved calls are run for: a runner
+        // started under another name is not this set's.
+        #[cfg(feature = "rmcp")]
+        self.set_approving(|_| {});
         self
     }
 
@@ -296,7 +300,6 @@ impl ToolSet {
     /// The service this set is in a store: its name, empty when it has
     /// none. Its tasks and approvals are kept as this service's, and only
     /// a set of the same name takes them over or runs them.
-    #[cfg(feature = "rmcp")]
     pub(crate) fn service(&self) -> &str {
         self.name().unwrap_or_default()
     }

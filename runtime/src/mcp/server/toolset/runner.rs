@@ -99,6 +99,7 @@ impl ToolSet {
             (open < most).then(|| {
                 EscalationRecord::new(expired_escalation(expired), expired.caller.clone())
                     .for_approvers(expired.approvers.clone())
+                    .for_service(expired.service.clone())
             })
         };
         store.expire_approvals(now_ms(), &escalate).await?;

@@ -174,7 +174,7 @@ impl ToolSet {
 
     /// A new way of running approvals, the settings so far changed by
     /// `change`: set while the set is built, before any runner starts.
-    fn set_approving(&mut self, change: impl FnOnce(&mut Approving)) {
+    pub(super) fn set_approving(&mut self, change: impl FnOnce(&mut Approving)) {
         let now = &self.inner.protocol.approving;
         let mut approving = Approving {
             ttl: now.ttl,

@@ -186,9 +186,14 @@ async fn withdraw(store: &dyn Store, id: &str, by: Option<&str>) -> Result<(), S
     match store.approval(id).await? {
         Some(running) if running.state == ApprovalState::Running => {
             // Kept while the approval is read (the same call made again
-            // meets it, not a new chain of approvals this mark would stop).
+            // meets it, not a new chain of approvals this mark would stop):
+            // at least one time to live from now, as a run that ends now
+            // is read, however late it was claimed (a claim does not look
+            // at the expiry, which may have passed).
             let mark = ticket::withdrawn_mark(&running.digest);
-            store.redeem(&mark, running.expires_ms).await?;
+            store
+                .redeem(&mark, running.readable_until(now_ms()))
+                .await?;
             tracing::info!(ticket = %id, "a cancelled task's approved call was running: it opens no next approval");
         }
         _ => {
