@@ -600,7 +600,11 @@ async fn another_scopes_escalations_stay_out_of_sight_and_nobody_resolves_their_
         .find(|escalation| escalation.envelope["reason"] == "APPROVAL_EXPIRED")
         .expect("the expiry is kept as an escalation");
     assert_eq!(expired.approvers.as_deref(), Some("hr:approve"));
-    assert_eq!(expired.service.as_deref(), Some("refunds"), "the approval's");
+    assert_eq!(
+        expired.service.as_deref(),
+        Some("refunds"),
+        "the approval's"
+    );
     let path = format!("/inbox/escalations/{}", expired.id);
 
     let carol = server.sign_in("carol-token").await;
@@ -1250,7 +1254,7 @@ impl Store for Faltering {
         escalations(service: &'a str, state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
         escalation(id: &'a str) -> Option<EscalationRecord>;
         open_escalations(caller: Option<&'a str>) -> u64;
-        forget_resolved_escalations(resolved_before_ms: i64) -> u64;
+        forget_resolved_escalations(service: &'a str, resolved_before_ms: i64) -> u64;
         resolve_escalation(id: &'a str, by: &'a str, note: &'a str, at_ms: i64) -> bool;
         audit(entry: &'a AuditEntry) -> ();
         audit_log(limit: u32) -> Vec<AuditEntry>;

@@ -783,6 +783,24 @@ async fn a_task_is_kept_as_its_services_and_unknown_to_another() {
     assert!(answered.is_err(), "{answered:?}");
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_set_cloned_and_named_as_another_service_shares_no_tasks_with_its_original() {
+    let base = ToolSet::new()
+        .tool::<report>()
+        .tasks(|_| TaskSupport::Optional);
+    let billing = connect(base.clone().server_info("billing", "1")).await;
+    let shop = connect(base.server_info("shop", "1")).await;
+    let task = task_of(&billing, "report", json!({"quarter": "Q-clone"})).await;
+    assert_eq!(
+        past(&billing, &task, "working").await["status"],
+        "completed"
+    );
+    let read = shop.get_task(GetTaskParams::new(&task)).await;
+    assert!(read.is_err(), "{read:?}");
+    let cancelled = shop.cancel_task(CancelTaskParams::new(&task)).await;
+    assert!(cancelled.is_err(), "{cancelled:?}");
+}
+
 /// A store that keeps an approval as asked, then holds the call that kept
 /// it until the test lets it go — as a database slow to answer a write it
 /// has made — and fails, when told, to read a call's approvals.
@@ -844,7 +862,7 @@ impl Store for Slow {
         escalations(service: &'a str, state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
         escalation(id: &'a str) -> Option<EscalationRecord>;
         open_escalations(caller: Option<&'a str>) -> u64;
-        forget_resolved_escalations(resolved_before_ms: i64) -> u64;
+        forget_resolved_escalations(service: &'a str, resolved_before_ms: i64) -> u64;
         resolve_escalation(id: &'a str, by: &'a str, note: &'a str, at_ms: i64) -> bool;
         audit(entry: &'a AuditEntry) -> ();
         audit_log(limit: u32) -> Vec<AuditEntry>;

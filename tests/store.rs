@@ -1023,15 +1023,16 @@ async fn escalations_and_audit(store: &dyn Store) {
     let old = EscalationRecord::new(json!({}), Some(who.clone()));
     let recent = EscalationRecord::new(json!({}), Some(who.clone()));
     let still_open = EscalationRecord::new(json!({}), Some(who.clone()));
-    for record in [&old, &recent, &still_open] {
+    // Another service's, resolved as long ago: theirs to forget.
+    let shop = format!("shop-{at}");
+    let theirs = EscalationRecord::new(json!({}), Some(who.clone())).for_service(shop.clone());
+    for record in [&old, &recent, &still_open, &theirs] {
         assert!(store.record_escalation(record, u64::MAX).await.unwrap());
     }
-    assert!(
-        store
-            .resolve_escalation(&old.id, "carol", "long ago", at - 10 * day)
-            .await
-            .unwrap()
-    );
+    for long_ago in [&old, &theirs] {
+        let resolved = store.resolve_escalation(&long_ago.id, "carol", "long ago", at - 10 * day);
+        assert!(resolved.await.unwrap());
+    }
     assert!(
         store
             .resolve_escalation(&recent.id, "carol", "lately", at - 7 * day)
@@ -1041,11 +1042,13 @@ async fn escalations_and_audit(store: &dyn Store) {
     // Resolved before the cut-off goes; resolved at it stays.
     assert!(
         store
-            .forget_resolved_escalations(at - 7 * day)
+            .forget_resolved_escalations("", at - 7 * day)
             .await
             .unwrap()
             >= 1
     );
+    let kept = store.escalation(&theirs.id).await.unwrap();
+    assert!(kept.is_some(), "another service's forgotten");
     let resolved = store
         .escalations("", EscalationState::Resolved, 1000)
         .await
@@ -1061,11 +1064,14 @@ async fn escalations_and_audit(store: &dyn Store) {
     assert_eq!(audit_of(store, &old.id).await.len(), 1, "its line stays");
     assert_eq!(
         store
-            .forget_resolved_escalations(at - 7 * day)
+            .forget_resolved_escalations("", at - 7 * day)
             .await
             .unwrap(),
         0
     );
+    let forgotten = store.forget_resolved_escalations(&shop, at - 7 * day);
+    assert_eq!(forgotten.await.unwrap(), 1);
+    assert_eq!(store.escalation(&theirs.id).await.unwrap(), None);
 
     let entry = AuditEntry::new("carol", "sign_in", format!("inbox-{at}"), "");
     store.audit(&entry).await.unwrap();

@@ -104,7 +104,7 @@ impl Store for Gated {
         escalations(service: &'a str, state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
         escalation(id: &'a str) -> Option<EscalationRecord>;
         open_escalations(caller: Option<&'a str>) -> u64;
-        forget_resolved_escalations(resolved_before_ms: i64) -> u64;
+        forget_resolved_escalations(service: &'a str, resolved_before_ms: i64) -> u64;
         resolve_escalation(id: &'a str, by: &'a str, note: &'a str, at_ms: i64) -> bool;
         audit(entry: &'a AuditEntry) -> ();
         audit_log(limit: u32) -> Vec<AuditEntry>;

@@ -351,13 +351,19 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
         at_ms: i64,
     ) -> StoreFuture<'a, bool>;
 
-    /// Forgets the escalations resolved before `resolved_before_ms`:
-    /// their records — their resolutions' lines stay in the audit. Open
-    /// ones are never forgotten. How many were. What
+    /// Forgets the escalations of `service` and of calling agents (as
+    /// [`escalations`](Self::escalations) lists them) resolved before
+    /// `resolved_before_ms`: their records — their resolutions' lines stay
+    /// in the audit. Open ones are never forgotten, nor another service's.
+    /// How many were. What
     /// [`ToolSet::forget_resolved_escalations_after`] asks of the sweep.
     ///
     /// [`ToolSet::forget_resolved_escalations_after`]: crate::mcp::ToolSet::forget_resolved_escalations_after
-    fn forget_resolved_escalations<'a>(&'a self, resolved_before_ms: i64) -> StoreFuture<'a, u64>;
+    fn forget_resolved_escalations<'a>(
+        &'a self,
+        service: &'a str,
+        resolved_before_ms: i64,
+    ) -> StoreFuture<'a, u64>;
 
     // ---- audit ----
 

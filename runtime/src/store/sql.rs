@@ -1168,13 +1168,15 @@ macro_rules! sql_store {
 
             fn forget_resolved_escalations<'a>(
                 &'a self,
+                service: &'a str,
                 resolved_before_ms: i64,
             ) -> StoreFuture<'a, u64> {
                 Box::pin(async move {
                     let sql = "DELETE FROM te_escalations WHERE state = 'resolved' \
-                               AND resolved_ms < $1";
+                               AND resolved_ms < $1 AND (service IS NULL OR service = $2)";
                     let done = sqlx::query(sql)
                         .bind(resolved_before_ms)
+                        .bind(service)
                         .execute(&self.pool)
                         .await
                         .map_err(failed)?;

@@ -386,11 +386,16 @@ impl Store for MemoryStore {
         ready(self.lock().open_of(caller))
     }
 
-    fn forget_resolved_escalations<'a>(&'a self, resolved_before_ms: i64) -> StoreFuture<'a, u64> {
+    fn forget_resolved_escalations<'a>(
+        &'a self,
+        service: &'a str,
+        resolved_before_ms: i64,
+    ) -> StoreFuture<'a, u64> {
         let mut state = self.lock();
         let before = state.escalations.len();
         state.escalations.retain(|_, escalation| {
             escalation.state != EscalationState::Resolved
+                || (escalation.service.as_deref()).is_some_and(|theirs| theirs != service)
                 || escalation
                     .resolved_ms
                     .is_none_or(|at| at >= resolved_before_ms)

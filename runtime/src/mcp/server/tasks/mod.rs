@@ -116,6 +116,18 @@ impl Tasks {
         }
     }
 
+    /// The same settings (which tools, how many), none of the tasks.
+    pub(crate) fn renewed(&self) -> Self {
+        Tasks {
+            manager: TaskManager::new(),
+            picks: Arc::clone(&self.picks),
+            owners: Arc::default(),
+            max: self.max,
+            max_per_caller: self.max_per_caller,
+            starting: Arc::default(),
+        }
+    }
+
     /// The same tasks, bounded: at most `max` running, `max_per_caller` of
     /// them one caller's (at least 1 each).
     pub(crate) fn bounded(mut self, max: usize, max_per_caller: usize) -> Self {

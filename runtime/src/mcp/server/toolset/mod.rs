@@ -251,10 +251,14 @@ impl ToolSet {
         let inner = self.inner_mut();
         inner.name = Some(name.into());
         inner.version = Some(version.into());
-        // The name is the service its approved calls are run for: a runner
-        // started under another name is not this set's.
+        // The name is the service its approved calls are run for, and its
+        // tasks are: a runner started, or tasks made, under another name
+        // (by the set this one was cloned from) are not this set's.
         #[cfg(feature = "rmcp")]
-        self.set_approving(|_| {});
+        {
+            inner.protocol.own_tasks();
+            self.set_approving(|_| {});
+        }
         self
     }
 
@@ -300,6 +304,7 @@ impl ToolSet {
     /// The service this set is in a store: its name, empty when it has
     /// none. Its tasks and approvals are kept as this service's, and only
     /// a set of the same name takes them over or runs them.
+    #[cfg(feature = "tokio")]
     pub(crate) fn service(&self) -> &str {
         self.name().unwrap_or_default()
     }

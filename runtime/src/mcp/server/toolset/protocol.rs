@@ -68,6 +68,12 @@ impl Protocol {
     pub(super) fn forget_listing(&mut self) {
         self.rmcp_tools = OnceLock::new();
     }
+
+    /// Its tasks, none of them shared with the set it was cloned from: the
+    /// set now names another service, whose tasks are its own.
+    pub(super) fn own_tasks(&mut self) {
+        self.tasks = self.tasks.as_ref().map(Tasks::renewed);
+    }
 }
 
 impl ToolSet {

@@ -46,9 +46,11 @@ impl ToolSet {
     /// its resolution's line in the audit, which stays. Open escalations
     /// are never forgotten. Without it, resolved escalations are kept for
     /// good (the default: nothing a person may look for is lost unasked).
-    /// It is the set's own store ([`ToolSet::store`]) that is swept: for
-    /// escalations kept in another (a retry policy's, a coordinator's),
-    /// call [`Store::forget_resolved_escalations`] yourself.
+    /// It is the set's own store ([`ToolSet::store`]) that is swept, of
+    /// this service's escalations and calling agents' (another service
+    /// sharing the store forgets its own as it says): for escalations kept
+    /// in another store (a retry policy's, a coordinator's), call
+    /// [`Store::forget_resolved_escalations`] yourself.
     ///
     /// ```
     /// use std::time::Duration;
@@ -146,7 +148,7 @@ impl ToolSet {
             Some(age) => {
                 let age = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
                 store
-                    .forget_resolved_escalations(now.saturating_sub(age))
+                    .forget_resolved_escalations(self.service(), now.saturating_sub(age))
                     .await
                     .map(drop)
             }

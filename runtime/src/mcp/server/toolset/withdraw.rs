@@ -185,11 +185,11 @@ async fn withdraw(store: &dyn Store, id: &str, by: Option<&str>) -> Result<(), S
     }
     match store.approval(id).await? {
         Some(running) if running.state == ApprovalState::Running => {
-            // Kept while the approval is read (the same call made again
-            // meets it, not a new chain of approvals this mark would stop):
-            // at least one time to live from now, as a run that ends now
-            // is read, however late it was claimed (a claim does not look
-            // at the expiry, which may have passed).
+            // Kept one time to live from now (at least the approval's own
+            // expiry), however late the run was claimed (a claim does not
+            // look at the expiry, which may have passed): a run that goes
+            // on longer than that — a day by default — is not stopped at
+            // its next guard.
             let mark = ticket::withdrawn_mark(&running.digest);
             store
                 .redeem(&mark, running.readable_until(now_ms()))
