@@ -1250,6 +1250,116 @@ async fn the_memory_store_keeps_the_contract() {
     races(vec![store]).await;
 }
 
+/// A SQLite store kept by the releases before services (migrations 1–6)
+/// loses nothing to the upgrade: its rows are the unnamed service's — its
+/// approved call listed to run for an unnamed set and no named one, its
+/// abandoned task taken over likewise — and its escalation, a calling
+/// agent's, is seen by every service.
+#[tokio::test]
+async fn a_store_from_before_services_keeps_its_rows_as_the_unnamed_services() {
+    use sqlx::migrate::{Migration, MigrationType, Migrator};
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join("before-services.db");
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite:{}?mode=rwc", path.display()))
+        .await
+        .unwrap();
+    let before: [(i64, &str, &'static str); 6] = [
+        (
+            1,
+            "store",
+            include_str!("../runtime/src/store/migrations/0001_store.sql"),
+        ),
+        (
+            2,
+            "task scopes",
+            include_str!("../runtime/src/store/migrations/0002_task_scopes.sql"),
+        ),
+        (
+            3,
+            "counts by caller",
+            include_str!("../runtime/src/store/migrations/0003_counts_by_caller.sql"),
+        ),
+        (
+            4,
+            "resolved escalations by time",
+            include_str!("../runtime/src/store/migrations/0004_resolved_by_time.sql"),
+        ),
+        (
+            5,
+            "tasks by caller",
+            include_str!("../runtime/src/store/migrations/0005_tasks_by_caller.sql"),
+        ),
+        (
+            6,
+            "escalation approvers",
+            include_str!("../runtime/src/store/migrations/0006_escalation_approvers.sql"),
+        ),
+    ];
+    let migrations = before.map(|(version, what, sql)| {
+        let what = std::borrow::Cow::Owned(format!("tool-envelope {what}"));
+        Migration::new(
+            version,
+            what,
+            MigrationType::Simple,
+            sqlx::SqlStr::from_static(sql),
+            false,
+        )
+    });
+    Migrator::with_migrations(migrations.into())
+        .run(&pool)
+        .await
+        .unwrap();
+    let now = store::now_ms();
+    let rows = [
+        "INSERT INTO te_approvals (id, digest, block, tool, arguments, shown, caller, caller_scopes, \
+         approvers, state, created_ms, expires_ms, lease_until_ms, safe_to_repeat) \
+         VALUES ('old-approved', 'old-digest', 'cap@0', 'refund', '{}', '{}', NULL, '[]', \
+         'refunds:approve', 'approved', $1, $1 + 60000, 0, false)",
+        "INSERT INTO te_tasks (id, tool, arguments, caller, state, created_ms, updated_ms, ttl_ms, \
+         holder, lease_until_ms, safe_to_repeat, runs, cancel_requested, version, caller_scopes) \
+         VALUES ('old-task', 'slow', '{}', NULL, 'working', $1, $1, 600000, 'dead-replica', $1 - 1, \
+         true, 1, false, 0, '[]')",
+        "INSERT INTO te_escalations (id, tool, caller, envelope, state, created_ms) \
+         VALUES ('old-escalation', NULL, NULL, '{}', 'open', $1)",
+    ];
+    for row in rows {
+        sqlx::query(row).bind(now).execute(&pool).await.unwrap();
+    }
+    pool.close().await;
+
+    let store = store::open(&format!("sqlite:{}", path.display()))
+        .await
+        .unwrap();
+    let approved = store.approval("old-approved").await.unwrap().unwrap();
+    assert_eq!(
+        (approved.service.as_str(), approved.state),
+        ("", ApprovalState::Approved)
+    );
+    assert!(
+        store
+            .approvals_to_run("billing", now, 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store.approvals_to_run("", now, 100).await.unwrap(),
+        ["old-approved"]
+    );
+    assert_eq!(store.task("old-task").await.unwrap().unwrap().service, "");
+    let later = now + 1;
+    let taken = store.claim_abandoned_tasks("billing", "replica-b", later, later + MINUTE, 10);
+    assert!(taken.await.unwrap().is_empty());
+    let taken = store.claim_abandoned_tasks("", "replica-b", later, later + MINUTE, 10);
+    assert_eq!(taken.await.unwrap().len(), 1);
+    let escalation = store.escalation("old-escalation").await.unwrap().unwrap();
+    assert_eq!(escalation.service, None);
+    for service in ["", "billing"] {
+        let open = store.escalations(service, EscalationState::Open, 10);
+        assert_eq!(open.await.unwrap().len(), 1, "{service}");
+    }
+}
+
 #[test]
 fn a_store_url_of_no_backend_is_refused_clearly() {
     let runtime = tokio::runtime::Builder::new_current_thread()
