@@ -485,6 +485,51 @@ async fn another_scopes_approvals_and_their_results_stay_out_of_sight() {
     assert!(!response.text().await.unwrap().contains("hr:approve"));
 }
 
+/// A thousand newer approvals of another scope hide none of a person's:
+/// the store reads theirs, and says how many wait for others.
+#[tokio::test]
+async fn approvals_of_another_scope_never_hide_a_persons_own() {
+    let server = server("crowded").await;
+    let now = store::now_ms();
+    let approval = |n: usize, scope: &str| {
+        ApprovalRecord::new(
+            format!("crowd-{n}"),
+            "cap@0",
+            "refund",
+            json!({"order_id": format!("C-{n}")}),
+            json!({"message": format!("Approval {n}"), "reason": "OVER_CAP"}),
+            Some("agent".to_owned()),
+            scope,
+            now + 60_000,
+        )
+        .for_service("refunds")
+    };
+    let carols = approval(0, "refunds:approve");
+    let carols = server
+        .store
+        .open_approval(&carols, u64::MAX)
+        .await
+        .unwrap()
+        .unwrap();
+    for n in 1..=1000 {
+        let mut newer = approval(n, "hr:approve");
+        newer.created_ms = now + i64::try_from(n).unwrap();
+        assert!(
+            server
+                .store
+                .open_approval(&newer, u64::MAX)
+                .await
+                .unwrap()
+                .is_some()
+        );
+    }
+    let carol = server.sign_in("carol-token").await;
+    let (status, inbox) = server.get("/inbox", &carol).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(inbox.contains(&carols.id), "{inbox}");
+    assert!(inbox.contains("1000 more wait"), "{inbox}");
+}
+
 /// An approval another service sharing the store opened is theirs: not
 /// listed here, its page unknown, a yes posted to it refused, and nothing
 /// run — its scope may mean something else there. So are their
@@ -1244,7 +1289,7 @@ impl Store for Faltering {
         open_approval(approval: &'a ApprovalRecord, most_waiting: u64) -> Option<ApprovalRecord>;
         waiting_approvals(caller: Option<&'a str>, now_ms: i64) -> u64;
         approval(id: &'a str) -> Option<ApprovalRecord>;
-        approvals(service: &'a str, states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
+        approvals(service: &'a str, approvers: Option<&'a [&'a str]>, states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
         claim_approval(id: &'a str, holder: &'a str, now_ms: i64, lease_until_ms: i64) -> Option<ApprovalRecord>;
         renew_approval(id: &'a str, holder: &'a str, lease_until_ms: i64) -> bool;
         approvals_to_run(service: &'a str, now_ms: i64, limit: u32) -> Vec<String>;

@@ -610,7 +610,7 @@ async fn a_cancelled_task_withdraws_its_approval_and_no_later_yes_runs_the_call(
         }
     }
     let pending = shared
-        .approvals("", &[store::ApprovalState::Pending], 100)
+        .approvals("", None, &[store::ApprovalState::Pending], 100)
         .await;
     assert_eq!(pending.unwrap().len(), 0);
     assert_eq!(times("T-640") + times("T-660"), 0);
@@ -852,7 +852,7 @@ impl Store for Slow {
         claim_abandoned_tasks(service: &'a str, holder: &'a str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Vec<TaskRecord>;
         waiting_approvals(caller: Option<&'a str>, now_ms: i64) -> u64;
         approval(id: &'a str) -> Option<ApprovalRecord>;
-        approvals(service: &'a str, states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
+        approvals(service: &'a str, approvers: Option<&'a [&'a str]>, states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
         decide(id: &'a str, decision: &'a Decision) -> bool;
         renew_approval(id: &'a str, holder: &'a str, lease_until_ms: i64) -> bool;
         approvals_to_run(service: &'a str, now_ms: i64, limit: u32) -> Vec<String>;
@@ -940,6 +940,7 @@ async fn a_task_cancelled_while_its_approval_is_being_kept_withdraws_it_once_kep
     let kept = shared
         .approvals(
             "",
+            None,
             &[
                 store::ApprovalState::Pending,
                 store::ApprovalState::Withdrawn,
@@ -1032,7 +1033,7 @@ async fn a_task_cancelled_while_its_approved_run_goes_on_opens_no_next_approval(
     slow.runs.add_permits(1);
     runner.await.unwrap().unwrap();
     let pending = shared
-        .approvals("", &[store::ApprovalState::Pending], 10)
+        .approvals("", None, &[store::ApprovalState::Pending], 10)
         .await
         .unwrap();
     assert!(pending.is_empty(), "{pending:?}");

@@ -337,10 +337,29 @@ async fn approvals(store: &dyn Store) {
     assert_eq!(live[0].approvers, "refunds:approve");
 
     let pending = store
-        .approvals("", &[ApprovalState::Pending], 1000)
+        .approvals("", None, &[ApprovalState::Pending], 1000)
         .await
         .unwrap();
     assert!(pending.iter().any(|a| a.id == opened.id));
+    // By the approvers' scope too, in the store: another scope's are
+    // neither listed nor crowd these out; no scope, nothing.
+    let listed = async |scopes: &[&str]| {
+        let pending = store.approvals("", Some(scopes), &[ApprovalState::Pending], 1000);
+        pending
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|a| a.id)
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        listed(&["hr:approve", "refunds:approve"])
+            .await
+            .contains(&opened.id)
+    );
+    let others = listed(&["hr:approve"]).await;
+    assert!(!others.contains(&opened.id), "another scope's listed");
+    assert!(listed(&[]).await.is_empty());
 
     // Counted by caller, to bound how many of one caller's wait: pending
     // and not expired.
@@ -492,7 +511,7 @@ async fn approvals(store: &dyn Store) {
             .contains(&theirs.id)
     );
     let listed = async |service: &str| {
-        let approved = store.approvals(service, &[ApprovalState::Approved], 100_000);
+        let approved = store.approvals(service, None, &[ApprovalState::Approved], 100_000);
         approved
             .await
             .unwrap()

@@ -150,7 +150,7 @@ async fn a_refund_over_the_cap_waits_for_an_approver_and_runs_once() {
     assert_eq!(ticket_of(&again), ticket);
     assert_eq!(
         store
-            .approvals("", &[ApprovalState::Pending], 100)
+            .approvals("", None, &[ApprovalState::Pending], 100)
             .await
             .unwrap()
             .iter()
@@ -269,7 +269,9 @@ async fn one_caller_cannot_flood_the_approvers_with_blocked_calls() {
             .filter(|approval| approval.caller.as_deref() == Some("mallory"))
             .count()
     };
-    let pending = store.approvals("", &[ApprovalState::Pending], 1000).await;
+    let pending = store
+        .approvals("", None, &[ApprovalState::Pending], 1000)
+        .await;
     assert_eq!(mallorys(pending.unwrap()), 3);
     let open = store
         .escalations("", EscalationState::Open, 1000)

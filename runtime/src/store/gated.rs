@@ -91,7 +91,7 @@ impl Store for Gated {
         call_approvals(digest: &'a str, now_ms: i64) -> Vec<ApprovalRecord>;
         waiting_approvals(caller: Option<&'a str>, now_ms: i64) -> u64;
         approval(id: &'a str) -> Option<ApprovalRecord>;
-        approvals(service: &'a str, states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
+        approvals(service: &'a str, approvers: Option<&'a [&'a str]>, states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
         decide(id: &'a str, decision: &'a Decision) -> bool;
         claim_approval(id: &'a str, holder: &'a str, now_ms: i64, lease_until_ms: i64) -> Option<ApprovalRecord>;
         renew_approval(id: &'a str, holder: &'a str, lease_until_ms: i64) -> bool;

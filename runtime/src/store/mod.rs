@@ -209,11 +209,13 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     fn approval<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<ApprovalRecord>>;
 
     /// The approvals of `service` ([`ApprovalRecord::service`]) in
-    /// `states`, newest first, at most `limit`: another service's are not
-    /// listed, nor do they crowd out this one's.
+    /// `states` — with `approvers`, only those whose approvers' scope is
+    /// one of them — newest first, at most `limit`: another service's, or
+    /// another scope's, are not listed, nor do they crowd these out.
     fn approvals<'a>(
         &'a self,
         service: &'a str,
+        approvers: Option<&'a [&'a str]>,
         states: &'a [ApprovalState],
         limit: u32,
     ) -> StoreFuture<'a, Vec<ApprovalRecord>>;

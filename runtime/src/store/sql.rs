@@ -846,24 +846,38 @@ macro_rules! sql_store {
             fn approvals<'a>(
                 &'a self,
                 service: &'a str,
+                approvers: Option<&'a [&'a str]>,
                 states: &'a [ApprovalState],
                 limit: u32,
             ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
                 Box::pin(async move {
                     let names: Vec<String> =
                         states.iter().map(|state| format!("'{}'", state.as_str())).collect();
-                    if names.is_empty() {
+                    if names.is_empty() || approvers.is_some_and(<[&str]>::is_empty) {
                         return Ok(Vec::new());
                     }
-                    // The names are the store's own constants, never input.
+                    // The names are the store's own constants, never input;
+                    // the scopes are bound, one parameter each.
+                    let scoped = match approvers {
+                        Some(scopes) => {
+                            let each: Vec<String> =
+                                (0..scopes.len()).map(|n| format!("${}", n + 3)).collect();
+                            format!(" AND approvers IN ({})", each.join(", "))
+                        }
+                        None => String::new(),
+                    };
                     let sql = format!(
                         "SELECT {APPROVAL_COLUMNS} FROM te_approvals WHERE state IN ({}) \
-                         AND service = $2 ORDER BY created_ms DESC LIMIT $1",
+                         AND service = $2{scoped} ORDER BY created_ms DESC LIMIT $1",
                         names.join(", ")
                     );
-                    sqlx::query(sqlx::AssertSqlSafe(sql))
+                    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
                         .bind(i64::from(limit))
-                        .bind(service)
+                        .bind(service);
+                    for scope in approvers.unwrap_or_default() {
+                        query = query.bind(*scope);
+                    }
+                    query
                         .fetch_all(&self.pool)
                         .await
                         .map_err(failed)?

@@ -202,12 +202,17 @@ impl Store for MemoryStore {
     fn approvals<'a>(
         &'a self,
         service: &'a str,
+        approvers: Option<&'a [&'a str]>,
         states: &'a [ApprovalState],
         limit: u32,
     ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
         let state = self.lock();
         let found: Vec<ApprovalRecord> = (state.approvals.values())
-            .filter(|approval| approval.service == service && states.contains(&approval.state))
+            .filter(|approval| {
+                approval.service == service
+                    && states.contains(&approval.state)
+                    && approvers.is_none_or(|scopes| scopes.contains(&approval.approvers.as_str()))
+            })
             .cloned()
             .collect();
         ready(newest(found, |approval| approval.created_ms, limit))

@@ -22,8 +22,12 @@ use crate::store::{ApprovalState, EscalationRecord, EscalationState, now_ms};
 const LISTED: u32 = 1000;
 
 /// How many decided approvals a page shows, the newest of the person's
-/// scopes (of the newest [`LISTED`] of all).
+/// scopes.
 const DECIDED_LISTED: usize = 20;
+
+/// The most scopes of a person the store is asked for one by one (a
+/// parameter each); with more, the lists are read whole and filtered here.
+const MOST_SCOPES_READ: usize = 256;
 
 /// The routes, under `/inbox`.
 pub(super) fn router(state: Arc<State>) -> axum::Router {
@@ -67,11 +71,24 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
     // Another service's, sharing the store, are theirs: not listed, nor
     // counted among the newest.
     let service = state.tools.service();
+    // Nor are another scope's, read in the store, so that approvals of
+    // other scopes never hide this person's (past a few hundred scopes,
+    // read whole and sorted here).
+    let scopes: Vec<&str> = who.scopes().collect();
+    let theirs = (scopes.len() <= MOST_SCOPES_READ).then_some(&scopes[..]);
     let lists = async {
-        let pending = (store.approvals(service, &[ApprovalState::Pending], LISTED)).await?;
+        let waiting = [ApprovalState::Pending];
+        let pending = (store.approvals(service, theirs, &waiting, LISTED)).await?;
+        // How many wait for others, in the newest of all.
+        let all = (store.approvals(service, None, &waiting, LISTED)).await?;
+        let others = all
+            .iter()
+            .filter(|approval| !who.has_scope(&approval.approvers));
+        let others = others.count();
         let decided = store
             .approvals(
                 service,
+                theirs,
                 &[
                     ApprovalState::Approved,
                     ApprovalState::Running,
@@ -84,18 +101,18 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
             )
             .await?;
         let escalations = (store.escalations(service, EscalationState::Open, LISTED)).await?;
-        Ok::<_, crate::store::StoreError>((pending, decided, escalations))
+        Ok::<_, crate::store::StoreError>((pending, others, decided, escalations))
     };
-    let (pending, decided, escalations) = match lists.await {
+    let (pending, others, decided, escalations) = match lists.await {
         Ok(lists) => lists,
         Err(error) => {
             tracing::warn!(%error, "the inbox could not read the store");
             return store_unreachable(state);
         }
     };
-    let (mine, others): (Vec<_>, Vec<_>) = pending
+    let mine = pending
         .iter()
-        .partition(|approval| who.has_scope(&approval.approvers));
+        .filter(|approval| who.has_scope(&approval.approvers));
     // What was decided, and what the call gave back, is shown only to
     // those who could have decided it.
     let decided: Vec<_> = decided
@@ -108,8 +125,8 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
         who => who.subject(),
         csrf => state.keys.csrf_of(cookie),
         problem => problem,
-        pending => Serde(mine.into_iter().map(|approval| view(approval, who)).collect::<Vec<_>>()),
-        others => others.len(),
+        pending => Serde(mine.map(|approval| view(approval, who)).collect::<Vec<_>>()),
+        others => others,
         decided => Serde(decided.into_iter().map(|approval| view(approval, who)).collect::<Vec<_>>()),
         escalations => Serde(escalations.iter().filter(|escalation| may_see(state, who, escalation)).map(|escalation| escalation_view(escalation, who)).collect::<Vec<_>>()),
     };
