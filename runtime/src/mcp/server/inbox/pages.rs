@@ -78,13 +78,23 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
     let theirs = (scopes.len() <= MOST_SCOPES_READ).then_some(&scopes[..]);
     let lists = async {
         let waiting = [ApprovalState::Pending];
-        let pending = (store.approvals(service, theirs, &waiting, LISTED)).await?;
-        // How many wait for others, in the newest of all.
-        let all = (store.approvals(service, None, &waiting, LISTED)).await?;
+        // The newest of all, to count those waiting for others; when they
+        // are all there are (one more is read to tell), the person's are
+        // among them.
+        let mut all = (store.approvals(service, None, &waiting, LISTED + 1)).await?;
+        let more = all.len() > LISTED as usize;
+        all.truncate(LISTED as usize);
         let others = all
             .iter()
-            .filter(|approval| !who.has_scope(&approval.approvers));
-        let others = others.count();
+            .filter(|approval| !who.has_scope(&approval.approvers))
+            .count();
+        let pending = match theirs {
+            Some(_) if more => (store.approvals(service, theirs, &waiting, LISTED)).await?,
+            _ => all,
+        };
+        // Read by scope, the newest of theirs are the first few; else
+        // the newest of all, filtered below.
+        let decided_read = theirs.map_or(LISTED, |_| DECIDED_LISTED as u32);
         let decided = store
             .approvals(
                 service,
@@ -97,7 +107,7 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
                     ApprovalState::Withdrawn,
                     ApprovalState::Expired,
                 ],
-                LISTED,
+                decided_read,
             )
             .await?;
         let escalations = (store.escalations(service, EscalationState::Open, LISTED)).await?;
