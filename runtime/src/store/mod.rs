@@ -210,8 +210,9 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
 
     /// The approvals of `service` ([`ApprovalRecord::service`]) in
     /// `states` — with `approvers`, only those whose approvers' scope is
-    /// one of them — newest first, at most `limit`: another service's, or
-    /// another scope's, are not listed, nor do they crowd these out.
+    /// one of them (`Some(&[])`: none) — newest first, at most `limit`:
+    /// another service's (and, with `approvers`, another scope's) are not
+    /// listed, nor do they crowd these out.
     fn approvals<'a>(
         &'a self,
         service: &'a str,

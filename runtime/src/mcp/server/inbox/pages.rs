@@ -26,8 +26,9 @@ const LISTED: u32 = 1000;
 const DECIDED_LISTED: usize = 20;
 
 /// The most scopes of a person the store is asked for one by one (a
-/// parameter each); with more, the lists are read whole and filtered here.
-const MOST_SCOPES_READ: usize = 256;
+/// parameter each, well below SQLite's and Postgres's bounds); with more,
+/// the newest of all are read and filtered here.
+const MOST_SCOPES_READ: usize = 4096;
 
 /// The routes, under `/inbox`.
 pub(super) fn router(state: Arc<State>) -> axum::Router {
@@ -72,8 +73,8 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
     // counted among the newest.
     let service = state.tools.service();
     // Nor are another scope's, read in the store, so that approvals of
-    // other scopes never hide this person's (past a few hundred scopes,
-    // read whole and sorted here).
+    // other scopes never hide this person's (past a few thousand scopes,
+    // the newest of all are read and filtered here).
     let scopes: Vec<&str> = who.scopes().collect();
     let theirs = (scopes.len() <= MOST_SCOPES_READ).then_some(&scopes[..]);
     let lists = async {
@@ -111,9 +112,9 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
             )
             .await?;
         let escalations = (store.escalations(service, EscalationState::Open, LISTED)).await?;
-        Ok::<_, crate::store::StoreError>((pending, others, decided, escalations))
+        Ok::<_, crate::store::StoreError>((pending, (others, more), decided, escalations))
     };
-    let (pending, others, decided, escalations) = match lists.await {
+    let (pending, (others, more), decided, escalations) = match lists.await {
         Ok(lists) => lists,
         Err(error) => {
             tracing::warn!(%error, "the inbox could not read the store");
@@ -137,6 +138,8 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
         problem => problem,
         pending => Serde(mine.map(|approval| view(approval, who)).collect::<Vec<_>>()),
         others => others,
+        // Counted in the newest 1,000 only: there may be more.
+        others_at_least => more,
         decided => Serde(decided.into_iter().map(|approval| view(approval, who)).collect::<Vec<_>>()),
         escalations => Serde(escalations.iter().filter(|escalation| may_see(state, who, escalation)).map(|escalation| escalation_view(escalation, who)).collect::<Vec<_>>()),
     };
