@@ -114,10 +114,10 @@ impl Decision {
     /// `approval`: `approve`, `decline` or `withdraw`, by whom, when, with
     /// the note.
     pub fn audit_entry(&self, approval: &str) -> AuditEntry {
-        let what = match (self.approve, self.withdrawn) {
-            (true, _) => "approve",
-            (false, false) => "decline",
-            (false, true) => "withdraw",
+        let what = match self.state() {
+            super::ApprovalState::Approved => "approve",
+            super::ApprovalState::Withdrawn => "withdraw",
+            _ => "decline",
         };
         AuditEntry {
             at_ms: self.at_ms,

@@ -169,9 +169,7 @@ async fn approval(
     let approval = match state.store.approval(&id).await {
         // Another scope's approval, or another service's, is as unknown
         // as one that never was.
-        Ok(Some(approval))
-            if approval.service == state.tools.service() && who.has_scope(&approval.approvers) =>
-        {
+        Ok(Some(approval)) if state.tools.owns(&approval) && who.has_scope(&approval.approvers) => {
             approval
         }
         Ok(_) => return page(StatusCode::NOT_FOUND, "No such approval.".into()),

@@ -165,7 +165,7 @@ impl ToolSet {
             return Ok(0);
         };
         // Another service's call, whatever listed it, is theirs to run.
-        if before.service != self.service() {
+        if !self.owns(&before) {
             return Ok(0);
         }
         // The blocks its run passes, read before anything is claimed: a
@@ -343,6 +343,13 @@ impl ToolSet {
     /// The store, when the set has one.
     pub(crate) fn store_ref(&self) -> Option<&Arc<dyn Store>> {
         self.inner.protocol.store.as_ref()
+    }
+
+    /// Whether `approval` is this set's service's to list, decide and run:
+    /// another service sharing the store may have a tool, or a scope, of
+    /// the same name meaning something else.
+    pub(crate) fn owns(&self, approval: &ApprovalRecord) -> bool {
+        approval.service == self.service()
     }
 
     /// Where this set's tasks are kept, if anywhere: its store, and the

@@ -225,7 +225,7 @@ impl ToolSet {
         // Another service's approval, sharing the store, is theirs to
         // decide: its scope may mean something else there.
         let approval = (store.approval(ticket).await?)
-            .filter(|approval| approval.service == self.service())
+            .filter(|approval| self.owns(approval))
             .ok_or(DecisionError::UnknownTicket)?;
         if !approver.has_scope(&approval.approvers) {
             return Err(DecisionError::NotAnApprover {
