@@ -218,7 +218,7 @@ impl Server {
     async fn open_escalations(&self) -> Vec<EscalationRecord> {
         let open = self
             .store
-            .escalations("refunds", EscalationState::Open, 10)
+            .escalations("refunds", None, EscalationState::Open, 10)
             .await;
         open.unwrap()
     }
@@ -530,6 +530,42 @@ async fn approvals_of_another_scope_never_hide_a_persons_own() {
     assert!(inbox.contains("At least 1000 more wait"), "{inbox}");
 }
 
+/// A thousand newer escalations of another scope hide none of a person's
+/// (nor one anyone may resolve): the store reads theirs.
+#[tokio::test]
+async fn escalations_of_another_scope_never_hide_a_persons_own() {
+    let server = server("crowded-escalations").await;
+    let now = store::now_ms();
+    let escalation = |message: String, at: i64| {
+        let mut record = EscalationRecord::new(json!({"message": message}), Some("agent".into()))
+            .for_service("refunds");
+        record.created_ms = at;
+        record
+    };
+    let carols = escalation("CAROLS-REFUND".into(), now).for_approvers("refunds:approve");
+    let anyones = escalation("ANYONES-OUTAGE".into(), now);
+    let mut records = vec![carols, anyones];
+    for n in 1..=1000 {
+        let newer = escalation(format!("HR-{n}"), now + n);
+        records.push(newer.for_approvers("hr:approve"));
+    }
+    for record in &records {
+        assert!(
+            server
+                .store
+                .record_escalation(record, u64::MAX)
+                .await
+                .unwrap()
+        );
+    }
+    let carol = server.sign_in("carol-token").await;
+    let (status, inbox) = server.get("/inbox", &carol).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(inbox.contains("CAROLS-REFUND"), "{inbox}");
+    assert!(inbox.contains("ANYONES-OUTAGE"), "{inbox}");
+    assert!(!inbox.contains("HR-1"), "{inbox}");
+}
+
 /// An approval another service sharing the store opened is theirs: not
 /// listed here, its page unknown, a yes posted to it refused, and nothing
 /// run — its scope may mean something else there. So are their
@@ -766,7 +802,7 @@ async fn an_escalation_is_resolved_on_the_page_once() {
     );
     let resolved = server
         .store
-        .escalations("refunds", EscalationState::Resolved, 10)
+        .escalations("refunds", None, EscalationState::Resolved, 10)
         .await
         .unwrap();
     assert!(resolved.iter().any(|e| e.id == id
@@ -806,7 +842,7 @@ async fn resolved_escalations_are_forgotten_only_when_the_set_says_so() {
         }
         set.run_approved().await.unwrap();
     };
-    let count = async |state| store.escalations("", state, 10).await.unwrap().len();
+    let count = async |state| store.escalations("", None, state, 10).await.unwrap().len();
 
     sweep(None).await;
     sweep(Some(3600)).await;
@@ -1296,7 +1332,7 @@ impl Store for Faltering {
         finish_approval(id: &'a str, holder: &'a str, result: &'a Value, at_ms: i64) -> bool;
         expire_approvals(now_ms: i64, escalate: &'a Escalate<'a>) -> Vec<ApprovalRecord>;
         record_escalation(escalation: &'a EscalationRecord, most_open: u64) -> bool;
-        escalations(service: &'a str, state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
+        escalations(service: &'a str, approvers: Option<&'a [&'a str]>, state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
         escalation(id: &'a str) -> Option<EscalationRecord>;
         open_escalations(caller: Option<&'a str>) -> u64;
         forget_resolved_escalations(service: &'a str, resolved_before_ms: i64) -> u64;

@@ -898,7 +898,7 @@ async fn escalations_and_audit(store: &dyn Store) {
         assert!(store.record_escalation(record, u64::MAX).await.unwrap());
     }
     let listed = async |service: &str| {
-        let open = store.escalations(service, EscalationState::Open, 100_000);
+        let open = store.escalations(service, None, EscalationState::Open, 100_000);
         open.await
             .unwrap()
             .into_iter()
@@ -910,6 +910,26 @@ async fn escalations_and_audit(store: &dyn Store) {
     assert!(there.contains(&theirs.id) && there.contains(&agents.id));
     let read = store.escalation(&theirs.id).await.unwrap().unwrap();
     assert_eq!(read.service.as_deref(), Some(shop.as_str()));
+
+    // Asked by scope, only theirs and those anyone may resolve are listed.
+    let scoped = |scope: &str| {
+        EscalationRecord::new(json!({}), Some(format!("scoped-{now}")))
+            .for_service(shop.clone())
+            .for_approvers(scope)
+    };
+    let (refunds, hr) = (scoped("refunds:approve"), scoped("hr:approve"));
+    for record in [&refunds, &hr] {
+        assert!(store.record_escalation(record, u64::MAX).await.unwrap());
+    }
+    let by_scope = async |scopes: Option<&[&str]>| {
+        let open = store.escalations(&shop, scopes, EscalationState::Open, 100_000);
+        let ids: Vec<String> = open.await.unwrap().into_iter().map(|e| e.id).collect();
+        [&refunds, &hr, &theirs, &agents].map(|record| ids.contains(&record.id))
+    };
+    assert_eq!(by_scope(None).await, [true, true, true, true]);
+    let refunders = by_scope(Some(&["refunds:approve", "billing:approve"])).await;
+    assert_eq!(refunders, [true, false, true, true]);
+    assert_eq!(by_scope(Some(&[])).await, [false, false, true, true]);
     assert_eq!(
         store.escalation(&agents.id).await.unwrap().unwrap().service,
         None
@@ -929,7 +949,7 @@ async fn escalations_and_audit(store: &dyn Store) {
             .unwrap()
     );
     let open = store
-        .escalations("", EscalationState::Open, 1000)
+        .escalations("", None, EscalationState::Open, 1000)
         .await
         .unwrap();
     let kept = open.iter().find(|e| e.id == escalation.id).unwrap();
@@ -963,7 +983,7 @@ async fn escalations_and_audit(store: &dyn Store) {
             .unwrap()
     );
     let resolved = store
-        .escalations("", EscalationState::Resolved, 1000)
+        .escalations("", None, EscalationState::Resolved, 1000)
         .await
         .unwrap();
     let kept = resolved.iter().find(|e| e.id == escalation.id).unwrap();
@@ -996,7 +1016,7 @@ async fn escalations_and_audit(store: &dyn Store) {
     let bounded = EscalationRecord::new(json!({}), Some(who.clone()));
     assert!(store.record_escalation(&bounded, 1).await.unwrap());
     let open = store
-        .escalations("", EscalationState::Open, 10_000)
+        .escalations("", None, EscalationState::Open, 10_000)
         .await
         .unwrap();
     assert_eq!(
@@ -1069,14 +1089,14 @@ async fn escalations_and_audit(store: &dyn Store) {
     let kept = store.escalation(&theirs.id).await.unwrap();
     assert!(kept.is_some(), "another service's forgotten");
     let resolved = store
-        .escalations("", EscalationState::Resolved, 1000)
+        .escalations("", None, EscalationState::Resolved, 1000)
         .await
         .unwrap();
     assert!(!resolved.iter().any(|e| e.id == old.id), "forgotten");
     assert!(resolved.iter().any(|e| e.id == recent.id));
     assert!(resolved.iter().any(|e| e.id == escalation.id));
     let open = store
-        .escalations("", EscalationState::Open, 1000)
+        .escalations("", None, EscalationState::Open, 1000)
         .await
         .unwrap();
     assert!(open.iter().any(|e| e.id == still_open.id));
@@ -1121,7 +1141,7 @@ async fn audit_of(store: &dyn Store, subject: &str) -> Vec<AuditEntry> {
 /// How many open escalations [`escalate`] kept for the approval `id`.
 async fn escalations_of(store: &dyn Store, id: &str) -> usize {
     (store
-        .escalations("", EscalationState::Open, 10_000)
+        .escalations("", None, EscalationState::Open, 10_000)
         .await
         .unwrap()
         .iter())
@@ -1374,7 +1394,7 @@ async fn a_store_from_before_services_keeps_its_rows_as_the_unnamed_services() {
     let escalation = store.escalation("old-escalation").await.unwrap().unwrap();
     assert_eq!(escalation.service, None);
     for service in ["", "billing"] {
-        let open = store.escalations(service, EscalationState::Open, 10);
+        let open = store.escalations(service, None, EscalationState::Open, 10);
         assert_eq!(open.await.unwrap().len(), 1, "{service}");
     }
 }
@@ -1570,7 +1590,7 @@ async fn nothing_without_its_audit<F, Fut>(
     }
     assert_eq!(escalations_of(store, &stale.id).await, 0);
     let open = store
-        .escalations("", EscalationState::Open, 10_000)
+        .escalations("", None, EscalationState::Open, 10_000)
         .await
         .unwrap();
     assert!(open.iter().any(|e| e.id == escalation.id), "still open");

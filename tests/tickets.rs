@@ -274,7 +274,7 @@ async fn one_caller_cannot_flood_the_approvers_with_blocked_calls() {
         .await;
     assert_eq!(mallorys(pending.unwrap()), 3);
     let open = store
-        .escalations("", EscalationState::Open, 1000)
+        .escalations("", None, EscalationState::Open, 1000)
         .await
         .unwrap();
     assert!(
@@ -359,7 +359,7 @@ async fn a_declined_ticket_is_human_declined_and_never_runs() {
     // A person decided: the call does not go back to the inbox, nor their
     // name and note to everyone who may enter it.
     let open = store
-        .escalations("", EscalationState::Open, 10)
+        .escalations("", None, EscalationState::Open, 10)
         .await
         .unwrap();
     assert!(open.is_empty(), "{open:?}");
@@ -721,7 +721,7 @@ async fn an_approval_nobody_decides_expires_as_an_escalation() {
         Err(DecisionError::NotPending(ApprovalState::Expired))
     ));
     let open = store
-        .escalations("", EscalationState::Open, 50)
+        .escalations("", None, EscalationState::Open, 50)
         .await
         .unwrap();
     let kept = open
@@ -825,7 +825,7 @@ async fn every_escalation_of_a_tool_set_with_a_store_is_kept_once_with_its_calle
     ticket_of(&waiting);
 
     let open = store
-        .escalations("", EscalationState::Open, 50)
+        .escalations("", None, EscalationState::Open, 50)
         .await
         .unwrap();
     assert_eq!(open.len(), 1, "{open:?}");
@@ -867,7 +867,7 @@ async fn one_caller_cannot_fill_the_store_with_escalations() {
         let store = Arc::clone(&store);
         async move {
             (store
-                .escalations("", EscalationState::Open, 1000)
+                .escalations("", None, EscalationState::Open, 1000)
                 .await
                 .unwrap())
             .into_iter()
@@ -917,7 +917,7 @@ async fn a_local_agents_escalations_land_in_the_same_store_once() {
         .await;
     assert_eq!(report.gaps.len(), 2);
     let open = store
-        .escalations("", EscalationState::Open, 50)
+        .escalations("", None, EscalationState::Open, 50)
         .await
         .unwrap();
     let messages: Vec<&str> = open

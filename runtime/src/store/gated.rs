@@ -101,7 +101,7 @@ impl Store for Gated {
         redeem(nonce: &'a str, until_ms: i64) -> bool;
         redeemed(nonce: &'a str) -> bool;
         record_escalation(escalation: &'a EscalationRecord, most_open: u64) -> bool;
-        escalations(service: &'a str, state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
+        escalations(service: &'a str, approvers: Option<&'a [&'a str]>, state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
         escalation(id: &'a str) -> Option<EscalationRecord>;
         open_escalations(caller: Option<&'a str>) -> u64;
         forget_resolved_escalations(service: &'a str, resolved_before_ms: i64) -> u64;

@@ -326,11 +326,16 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     ) -> StoreFuture<'a, bool>;
 
     /// The escalations of `service` ([`EscalationRecord::service`]) and
-    /// of calling agents (none) in `state`, newest first, at most `limit`:
-    /// another service's are not listed, nor do they crowd out these.
+    /// of calling agents (none) in `state` — with `approvers`, only those
+    /// anyone may resolve (no [`approvers`](EscalationRecord::approvers))
+    /// and those whose approvers' scope is one of them (`Some(&[])`: only
+    /// the former) — newest first, at most `limit`: another service's (and,
+    /// with `approvers`, another scope's) are not listed, nor do they
+    /// crowd these out.
     fn escalations<'a>(
         &'a self,
         service: &'a str,
+        approvers: Option<&'a [&'a str]>,
         state: EscalationState,
         limit: u32,
     ) -> StoreFuture<'a, Vec<EscalationRecord>>;

@@ -1110,18 +1110,33 @@ macro_rules! sql_store {
             fn escalations<'a>(
                 &'a self,
                 service: &'a str,
+                approvers: Option<&'a [&'a str]>,
                 state: EscalationState,
                 limit: u32,
             ) -> StoreFuture<'a, Vec<EscalationRecord>> {
                 Box::pin(async move {
+                    // The scopes are bound, one parameter each.
+                    let scoped = match approvers {
+                        Some([]) => " AND approvers IS NULL".to_owned(),
+                        Some(scopes) => {
+                            let each: Vec<String> =
+                                (0..scopes.len()).map(|n| format!("${}", n + 4)).collect();
+                            format!(" AND (approvers IS NULL OR approvers IN ({}))", each.join(", "))
+                        }
+                        None => String::new(),
+                    };
                     let sql = format!(
                         "SELECT {ESCALATION_COLUMNS} FROM te_escalations WHERE state = $1 \
-                         AND (service IS NULL OR service = $3) ORDER BY created_ms DESC LIMIT $2"
+                         AND (service IS NULL OR service = $3){scoped} ORDER BY created_ms DESC LIMIT $2"
                     );
-                    sqlx::query(sqlx::AssertSqlSafe(sql))
+                    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
                         .bind(state.as_str())
                         .bind(i64::from(limit))
-                        .bind(service)
+                        .bind(service);
+                    for scope in approvers.unwrap_or_default() {
+                        query = query.bind(*scope);
+                    }
+                    query
                         .fetch_all(&self.pool)
                         .await
                         .map_err(failed)?

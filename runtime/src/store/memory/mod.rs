@@ -369,6 +369,7 @@ impl Store for MemoryStore {
     fn escalations<'a>(
         &'a self,
         service: &'a str,
+        approvers: Option<&'a [&'a str]>,
         wanted: EscalationState,
         limit: u32,
     ) -> StoreFuture<'a, Vec<EscalationRecord>> {
@@ -377,6 +378,8 @@ impl Store for MemoryStore {
             .filter(|escalation| {
                 escalation.state == wanted
                     && (escalation.service.as_deref()).is_none_or(|theirs| theirs == service)
+                    && (escalation.approvers.as_deref())
+                        .is_none_or(|scope| approvers.is_none_or(|scopes| scopes.contains(&scope)))
             })
             .cloned()
             .collect();

@@ -72,9 +72,9 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
     // Another service's, sharing the store, are theirs: not listed, nor
     // counted among the newest.
     let service = state.tools.service();
-    // Nor are another scope's, read in the store, so that approvals of
-    // other scopes never hide this person's (past a few thousand scopes,
-    // the newest of all are read and filtered here).
+    // Nor are another scope's, read in the store, so that approvals and
+    // escalations of other scopes never hide this person's (past a few
+    // thousand scopes, the newest of all are read and filtered here).
     let scopes: Vec<&str> = who.scopes().collect();
     let theirs = (scopes.len() <= MOST_SCOPES_READ).then_some(&scopes[..]);
     let lists = async {
@@ -111,7 +111,10 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
                 decided_read,
             )
             .await?;
-        let escalations = (store.escalations(service, EscalationState::Open, LISTED)).await?;
+        // Theirs and everyone's, read by scope: another scope's never
+        // crowd them out.
+        let escalations = store.escalations(service, theirs, EscalationState::Open, LISTED);
+        let escalations = escalations.await?;
         Ok::<_, crate::store::StoreError>((pending, (others, more), decided, escalations))
     };
     let (pending, (others, more), decided, escalations) = match lists.await {
