@@ -848,9 +848,9 @@ impl Store for Slow {
         update_task(id: &'a str, holder: &'a str, update: &'a TaskUpdate) -> bool;
         answer_task(id: &'a str, responses: &'a Value) -> bool;
         cancel_task(id: &'a str) -> bool;
-        running_tasks(caller: Option<&'a str>) -> (u64, u64);
+        running_tasks(service: &'a str, caller: Option<&'a str>) -> (u64, u64);
         claim_abandoned_tasks(service: &'a str, holder: &'a str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Vec<TaskRecord>;
-        waiting_approvals(caller: Option<&'a str>, now_ms: i64) -> u64;
+        waiting_approvals(service: &'a str, caller: Option<&'a str>, now_ms: i64) -> u64;
         approval(id: &'a str) -> Option<ApprovalRecord>;
         approvals(service: &'a str, approvers: Option<&'a [&'a str]>, states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
         decide(id: &'a str, decision: &'a Decision) -> bool;
@@ -861,7 +861,7 @@ impl Store for Slow {
         record_escalation(escalation: &'a EscalationRecord, most_open: u64) -> bool;
         escalations(service: &'a str, approvers: Option<&'a [&'a str]>, state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
         escalation(id: &'a str) -> Option<EscalationRecord>;
-        open_escalations(caller: Option<&'a str>) -> u64;
+        open_escalations(service: Option<&'a str>, caller: Option<&'a str>) -> u64;
         forget_resolved_escalations(service: &'a str, resolved_before_ms: i64) -> u64;
         resolve_escalation(id: &'a str, by: &'a str, note: &'a str, at_ms: i64) -> bool;
         audit(entry: &'a AuditEntry) -> ();

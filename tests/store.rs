@@ -92,6 +92,106 @@ async fn contract(store: Arc<dyn Store>) {
     approvals(&*store).await;
     single_use(&*store).await;
     escalations_and_audit(&*store).await;
+    bounds_per_service(&*store).await;
+}
+
+/// A caller's bounds count what they run, wait for and left open in one
+/// service: the same subject at the bound in one service starts, opens
+/// and is escalated in another, which may be someone else under bounds of
+/// its own; a calling agent's escalations (no service) are counted apart
+/// from a tool set's.
+async fn bounds_per_service(store: &dyn Store) {
+    let now = store::now_ms();
+    let (shop, hr) = (format!("shop-bounds-{now}"), format!("hr-bounds-{now}"));
+    let who = format!("bounded-{now}");
+    let caller = Some(who.as_str());
+
+    let task = |service: &str| {
+        TaskRecord::new("slow", json!({}), Some(who.clone()), MINUTE).for_service(service)
+    };
+    assert!(store.create_task(&task(&shop), 1).await.unwrap());
+    assert!(!store.create_task(&task(&shop), 1).await.unwrap());
+    assert!(store.create_task(&task(&hr), 1).await.unwrap());
+    assert_eq!(store.running_tasks(&shop, caller).await.unwrap(), (1, 1));
+    assert_eq!(store.running_tasks(&hr, caller).await.unwrap(), (1, 1));
+    assert_eq!(store.running_tasks("", caller).await.unwrap().1, 0);
+
+    let approval = |n: u32, service: &str| {
+        let mut theirs = approval(&format!("bounds-{now}-{service}-{n}"), now + MINUTE);
+        theirs.caller = Some(who.clone());
+        theirs.for_service(service)
+    };
+    assert!(
+        store
+            .open_approval(&approval(1, &shop), 1)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        store
+            .open_approval(&approval(2, &shop), 1)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .open_approval(&approval(3, &hr), 1)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(
+        store.waiting_approvals(&shop, caller, now).await.unwrap(),
+        1
+    );
+    assert_eq!(store.waiting_approvals(&hr, caller, now).await.unwrap(), 1);
+    assert_eq!(store.waiting_approvals("", caller, now).await.unwrap(), 0);
+
+    let escalation = |service: Option<&str>| {
+        let record = EscalationRecord::new(json!({}), Some(who.clone()));
+        match service {
+            Some(service) => record.for_service(service),
+            None => record,
+        }
+    };
+    for service in [Some(shop.as_str()), Some(hr.as_str()), None] {
+        assert!(
+            store
+                .record_escalation(&escalation(service), 1)
+                .await
+                .unwrap()
+        );
+        assert!(
+            !store
+                .record_escalation(&escalation(service), 1)
+                .await
+                .unwrap()
+        );
+        assert_eq!(store.open_escalations(service, caller).await.unwrap(), 1);
+    }
+    assert_eq!(store.open_escalations(Some(""), caller).await.unwrap(), 0);
+
+    // An approval of theirs in one service expiring: the escalations of
+    // theirs open in that service alone are counted.
+    let mut expiring = approval(4, &hr);
+    expiring.expires_ms = now + 5;
+    let expiring = store.open_approval(&expiring, u64::MAX).await.unwrap();
+    let expiring = expiring.expect("opened: no bound to pass");
+    let counted = std::sync::Mutex::new(None);
+    let escalate = |expired: &ApprovalRecord, open: u64| {
+        if expired.id == expiring.id {
+            *counted.lock().unwrap() = Some(open);
+        }
+        None
+    };
+    store.expire_approvals(now + 10, &escalate).await.unwrap();
+    assert_eq!(
+        *counted.lock().unwrap(),
+        Some(1),
+        "hr's one, not shop's nor the agent's"
+    );
 }
 
 async fn tasks(store: &dyn Store) {
@@ -103,8 +203,8 @@ async fn tasks(store: &dyn Store) {
     assert_eq!(store.task(&task.id).await.unwrap().as_ref(), Some(&task));
     assert_eq!(store.task("no-such-task").await.unwrap(), None);
 
-    let (_, alices) = store.running_tasks(Some("alice")).await.unwrap();
-    let (_, bobs) = store.running_tasks(Some("bob")).await.unwrap();
+    let (_, alices) = store.running_tasks("", Some("alice")).await.unwrap();
+    let (_, bobs) = store.running_tasks("", Some("bob")).await.unwrap();
     assert!(alices >= 1, "alice's task counts as hers");
     assert_eq!(bobs, 0, "alice's task is not bob's");
 
@@ -125,13 +225,16 @@ async fn tasks(store: &dyn Store) {
     let past = theirs();
     assert!(!store.create_task(&past, 1).await.unwrap());
     assert_eq!(store.task(&past.id).await.unwrap(), None);
-    assert_eq!(store.running_tasks(Some(&who)).await.unwrap().1, 1);
+    assert_eq!(store.running_tasks("", Some(&who)).await.unwrap().1, 1);
     let others = TaskRecord::new("slow", json!({}), Some(format!("other-{now}")), MINUTE);
     assert!(store.create_task(&others, 1).await.unwrap());
     // Every caller's running tasks are counted in all: theirs and the
     // other caller's (no other test touches either).
-    let (all, whose) = store.running_tasks(Some(&who)).await.unwrap();
-    let (_, other) = store.running_tasks(others.caller.as_deref()).await.unwrap();
+    let (all, whose) = store.running_tasks("", Some(&who)).await.unwrap();
+    let (_, other) = store
+        .running_tasks("", others.caller.as_deref())
+        .await
+        .unwrap();
     assert_eq!((whose, other), (1, 1));
     assert!(
         all >= whose + other,
@@ -145,17 +248,17 @@ async fn tasks(store: &dyn Store) {
             .await
             .unwrap()
     );
-    assert_eq!(store.running_tasks(Some(&who)).await.unwrap().1, 0);
+    assert_eq!(store.running_tasks("", Some(&who)).await.unwrap().1, 0);
     assert!(store.create_task(&theirs(), 1).await.unwrap());
-    assert_eq!(store.running_tasks(Some(&who)).await.unwrap().1, 1);
+    assert_eq!(store.running_tasks("", Some(&who)).await.unwrap().1, 1);
     // A caller without a subject is bounded as one caller too.
     let anonymous =
         || TaskRecord::new("slow", json!({}), None, MINUTE).held_by("replica-a", now + MINUTE);
-    let running = store.running_tasks(None).await.unwrap().1;
+    let running = store.running_tasks("", None).await.unwrap().1;
     let kept = anonymous();
     assert!(store.create_task(&kept, running + 1).await.unwrap());
     assert!(!store.create_task(&anonymous(), running + 1).await.unwrap());
-    assert_eq!(store.running_tasks(None).await.unwrap().1, running + 1);
+    assert_eq!(store.running_tasks("", None).await.unwrap().1, running + 1);
     assert!(
         store
             .update_task(&kept.id, "replica-a", &ended)
@@ -276,7 +379,7 @@ async fn tasks(store: &dyn Store) {
     // no more.
     store.sweep(now + 11 * MINUTE).await.unwrap();
     assert_eq!(store.task(&task.id).await.unwrap(), None);
-    assert_eq!(store.running_tasks(Some(&who)).await.unwrap().1, 0);
+    assert_eq!(store.running_tasks("", Some(&who)).await.unwrap().1, 0);
     let (swept_at, lease) = (now + 11 * MINUTE, now + 12 * MINUTE);
     let swept = (store.claim_abandoned_tasks("", "replica-b", swept_at, lease, 100))
         .await
@@ -380,16 +483,25 @@ async fn approvals(store: &dyn Store) {
         .await
         .unwrap()
         .expect("opened: no bound to pass");
-    assert_eq!(store.waiting_approvals(Some(&who), now).await.unwrap(), 2);
     assert_eq!(
-        store.waiting_approvals(Some(&who), now + 20).await.unwrap(),
+        store.waiting_approvals("", Some(&who), now).await.unwrap(),
+        2
+    );
+    assert_eq!(
+        store
+            .waiting_approvals("", Some(&who), now + 20)
+            .await
+            .unwrap(),
         1
     );
     assert_eq!(
-        store.waiting_approvals(Some("nobody"), now).await.unwrap(),
+        store
+            .waiting_approvals("", Some("nobody"), now)
+            .await
+            .unwrap(),
         0
     );
-    assert!(store.waiting_approvals(None, now).await.unwrap() >= 1);
+    assert!(store.waiting_approvals("", None, now).await.unwrap() >= 1);
 
     // Bounded by caller: past `most_waiting` of theirs waiting, nothing is
     // kept; the call already waiting is still met; another caller opens.
@@ -412,7 +524,10 @@ async fn approvals(store: &dyn Store) {
         "kept through the count as it was given"
     );
     assert_eq!(store.open_approval(&refused, 3).await.unwrap(), None);
-    assert_eq!(store.waiting_approvals(Some(&who), now).await.unwrap(), 3);
+    assert_eq!(
+        store.waiting_approvals("", Some(&who), now).await.unwrap(),
+        3
+    );
     assert!(store.approval(&refused.id).await.unwrap().is_none());
     let met = store
         .open_approval(&bounded("bound-1", &who), 3)
@@ -428,7 +543,7 @@ async fn approvals(store: &dyn Store) {
         theirs.caller = None;
         theirs
     };
-    let waiting = store.waiting_approvals(None, now).await.unwrap();
+    let waiting = store.waiting_approvals("", None, now).await.unwrap();
     let kept = anonymous("bound-anonymous-1");
     assert!(
         store
@@ -440,7 +555,7 @@ async fn approvals(store: &dyn Store) {
     let past = anonymous("bound-anonymous-2");
     assert_eq!(store.open_approval(&past, waiting + 1).await.unwrap(), None);
     assert_eq!(
-        store.waiting_approvals(None, now).await.unwrap(),
+        store.waiting_approvals("", None, now).await.unwrap(),
         waiting + 1
     );
 
@@ -700,7 +815,10 @@ async fn approvals(store: &dyn Store) {
         .unwrap()
         .expect("opened: no bound to pass");
     let theirs = opened.caller.as_deref();
-    assert_eq!(store.waiting_approvals(theirs, now + 30).await.unwrap(), 1);
+    assert_eq!(
+        store.waiting_approvals("", theirs, now + 30).await.unwrap(),
+        1
+    );
     let withdrawn = Decision::withdrawn(theirs.unwrap(), "cancelled").at(now + 30);
     assert!(store.decide(&taken_back.id, &withdrawn).await.unwrap());
     let read = store.approval(&taken_back.id).await.unwrap().unwrap();
@@ -719,7 +837,10 @@ async fn approvals(store: &dyn Store) {
         live.iter().map(|a| &a.id).collect::<Vec<_>>(),
         [&taken_back.id]
     );
-    assert_eq!(store.waiting_approvals(theirs, now + 40).await.unwrap(), 1);
+    assert_eq!(
+        store.waiting_approvals("", theirs, now + 40).await.unwrap(),
+        1
+    );
     let mut another = approval(&format!("{taken_back_digest}-2"), now + 10 * MINUTE);
     another.caller = opened.caller.clone();
     assert_eq!(store.open_approval(&another, 1).await.unwrap(), None);
@@ -731,7 +852,7 @@ async fn approvals(store: &dyn Store) {
             .unwrap()
             .is_empty()
     );
-    assert_eq!(store.waiting_approvals(theirs, past).await.unwrap(), 0);
+    assert_eq!(store.waiting_approvals("", theirs, past).await.unwrap(), 0);
     let lines = audit_of(store, &taken_back.id).await;
     assert_eq!(lines, [withdrawn.audit_entry(&taken_back.id)]);
     assert_eq!(lines[0].what, "withdraw");
@@ -802,10 +923,10 @@ async fn approvals(store: &dyn Store) {
         assert!(!store.decide(&stale.id, &late).await.unwrap());
     }
     // The escalation is the runner's to decide, given the caller's open
-    // ones counted with the expiry: none kept, the expiry and its audit
-    // are.
+    // ones of the approval's service counted with the expiry: none kept,
+    // the expiry and its audit are.
     let busy = format!("busy-{now}");
-    let theirs = EscalationRecord::new(json!({}), Some(busy.clone()));
+    let theirs = EscalationRecord::new(json!({}), Some(busy.clone())).for_service("");
     assert!(store.record_escalation(&theirs, u64::MAX).await.unwrap());
     let mut unseen = approval(&format!("unseen-{now}"), now + 10);
     unseen.caller = Some(busy.clone());
@@ -1003,14 +1124,14 @@ async fn escalations_and_audit(store: &dyn Store) {
     let who = format!("escalated-{at}");
     let theirs = EscalationRecord::new(json!({}), Some(who.clone()));
     assert!(store.record_escalation(&theirs, u64::MAX).await.unwrap());
-    assert_eq!(store.open_escalations(Some(&who)).await.unwrap(), 1);
+    assert_eq!(store.open_escalations(None, Some(&who)).await.unwrap(), 1);
     assert!(
         store
             .resolve_escalation(&theirs.id, "carol", "", at)
             .await
             .unwrap()
     );
-    assert_eq!(store.open_escalations(Some(&who)).await.unwrap(), 0);
+    assert_eq!(store.open_escalations(None, Some(&who)).await.unwrap(), 0);
     // Bounded by caller: past `most_open` of theirs open, nothing is kept
     // (a resolved one does not count); another caller's is.
     let bounded = EscalationRecord::new(json!({}), Some(who.clone()));
@@ -1025,7 +1146,7 @@ async fn escalations_and_audit(store: &dyn Store) {
         "kept through the count as it was given"
     );
     // A caller without a subject is bounded as one caller too.
-    let open = store.open_escalations(None).await.unwrap();
+    let open = store.open_escalations(None, None).await.unwrap();
     let anonymous = EscalationRecord::new(json!({}), None);
     assert!(store.record_escalation(&anonymous, open + 1).await.unwrap());
     let past_anonymous = EscalationRecord::new(json!({}), None);
@@ -1043,7 +1164,7 @@ async fn escalations_and_audit(store: &dyn Store) {
     );
     let past = EscalationRecord::new(json!({}), Some(who.clone()));
     assert!(!store.record_escalation(&past, 1).await.unwrap());
-    assert_eq!(store.open_escalations(Some(&who)).await.unwrap(), 1);
+    assert_eq!(store.open_escalations(None, Some(&who)).await.unwrap(), 1);
     let others = EscalationRecord::new(json!({}), Some(format!("other-{at}")));
     assert!(store.record_escalation(&others, 1).await.unwrap());
     assert!(
@@ -1054,7 +1175,7 @@ async fn escalations_and_audit(store: &dyn Store) {
     );
     let anonymous = EscalationRecord::new(json!({}), None);
     assert!(store.record_escalation(&anonymous, u64::MAX).await.unwrap());
-    assert!(store.open_escalations(None).await.unwrap() >= 1);
+    assert!(store.open_escalations(None, None).await.unwrap() >= 1);
 
     // Resolved long ago: forgotten when asked, its resolution's line in the
     // audit kept; neither an open one nor one resolved since goes with it.
@@ -1228,7 +1349,7 @@ async fn races(replicas: Vec<Arc<dyn Store>>) {
     })
     .await;
     assert_eq!(opened, 3, "{opened} approvals kept against a bound of 3");
-    let waiting = replicas[0].waiting_approvals(Some(&caller), now).await;
+    let waiting = replicas[0].waiting_approvals("", Some(&caller), now).await;
     assert_eq!(waiting.unwrap(), 3);
 
     // One call opened at once on every replica, under a bound: one is
@@ -1241,7 +1362,7 @@ async fn races(replicas: Vec<Arc<dyn Store>>) {
     })
     .await;
     assert_eq!(met, 40, "{met} of 40 met the one call's approval");
-    let waiting = replicas[0].waiting_approvals(Some(&same), now).await;
+    let waiting = replicas[0].waiting_approvals("", Some(&same), now).await;
     assert_eq!(waiting.unwrap(), 1);
 
     // And their escalations kept at once: no more than the bound are open.
@@ -1251,7 +1372,7 @@ async fn races(replicas: Vec<Arc<dyn Store>>) {
     })
     .await;
     assert_eq!(kept, 3, "{kept} escalations kept against a bound of 3");
-    let open = replicas[0].open_escalations(Some(&caller)).await;
+    let open = replicas[0].open_escalations(None, Some(&caller)).await;
     assert_eq!(open.unwrap(), 3);
 
     // And their tasks started at once: no more than the bound run.
@@ -1261,7 +1382,7 @@ async fn races(replicas: Vec<Arc<dyn Store>>) {
     })
     .await;
     assert_eq!(started, 3, "{started} tasks kept against a bound of 3");
-    let running = replicas[0].running_tasks(Some(&caller)).await;
+    let running = replicas[0].running_tasks("", Some(&caller)).await;
     assert_eq!(running.unwrap().1, 3);
 }
 

@@ -837,6 +837,48 @@ async fn every_escalation_of_a_tool_set_with_a_store_is_kept_once_with_its_calle
     assert!(!kept.envelope.to_string().contains("4111-1111"));
 }
 
+/// A caller's bounds are each service's own: the same subject with as many
+/// approvals waiting and escalations open as one service keeps still
+/// opens approvals and is escalated on another service sharing the store,
+/// where the name may be someone else's. In a SQLite file.
+#[tokio::test]
+async fn a_callers_bounds_are_each_services_own() {
+    let (_folder, url) = sqlite_url("bounds-per-service");
+    let store = store::open(&url).await.unwrap();
+    let service = |name: &'static str| {
+        ToolSet::new()
+            .tool::<refund>()
+            .guards(Guards::new().for_all(frozen).for_all(cap))
+            .store(Arc::clone(&store))
+            .approvals_in_background(false)
+            .max_waiting_approvals(1)
+            .max_open_escalations(1)
+            .server_info(name, "1")
+    };
+    let (shop, hr) = (service("shop"), service("hr"));
+    let reason = async |tools: &ToolSet, order: &str, amount: u64| {
+        let (_, reply) = call_as(tools, &alice(), "refund", refund_args(order, amount)).await;
+        reply["reason"].as_str().unwrap_or_default().to_owned()
+    };
+    let open = async |service: &str| {
+        let open = store.open_escalations(Some(service), Some("alice"));
+        open.await.unwrap()
+    };
+
+    // Alice fills both of her bounds on the shop.
+    assert_eq!(reason(&shop, "B-1", 700).await, "AWAITING_APPROVAL");
+    assert_eq!(reason(&shop, "B-2", 800).await, "TOO_MANY_APPROVALS");
+    assert_eq!(reason(&shop, "FROZEN-1", 20).await, "FROZEN");
+    assert_eq!(reason(&shop, "FROZEN-2", 20).await, "FROZEN");
+    assert_eq!(open("shop").await, 1, "the second not kept: past the bound");
+
+    // On HR, nothing of hers waits or is open.
+    assert_eq!(reason(&hr, "B-3", 700).await, "AWAITING_APPROVAL");
+    assert_eq!(reason(&hr, "FROZEN-3", 20).await, "FROZEN");
+    assert_eq!(open("hr").await, 1);
+    assert_eq!(reason(&hr, "B-4", 900).await, "TOO_MANY_APPROVALS");
+}
+
 /// A caller who makes calls fail on purpose cannot fill the store and
 /// bury the inbox: past the bound, their escalations are not kept (each
 /// still reaches them whole in its reply), another caller's still are, and
@@ -877,7 +919,13 @@ async fn one_caller_cannot_fill_the_store_with_escalations() {
     };
     let mallorys = of("mallory").await;
     assert_eq!(mallorys.len(), 5, "kept up to the bound, no more");
-    assert_eq!(store.open_escalations(Some("mallory")).await.unwrap(), 5);
+    assert_eq!(
+        store
+            .open_escalations(Some(""), Some("mallory"))
+            .await
+            .unwrap(),
+        5
+    );
 
     // Another caller is not held back by mallory's.
     call_as(&tools, &alice(), "refund", refund_args("FROZEN-A", 20)).await;

@@ -65,12 +65,16 @@ macro_rules! passed_on {
 }
 
 impl Store for Gated {
-    fn running_tasks<'a>(&'a self, caller: Option<&'a str>) -> StoreFuture<'a, (u64, u64)> {
+    fn running_tasks<'a>(
+        &'a self,
+        service: &'a str,
+        caller: Option<&'a str>,
+    ) -> StoreFuture<'a, (u64, u64)> {
         Box::pin(async move {
             self.entered.fetch_add(1, Ordering::SeqCst);
             // Shut: never a permit; opened: closed, so that it passes.
             let _ = self.gate.acquire().await;
-            self.inner.running_tasks(caller).await
+            self.inner.running_tasks(service, caller).await
         })
     }
 
@@ -89,7 +93,7 @@ impl Store for Gated {
         claim_abandoned_tasks(service: &'a str, holder: &'a str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Vec<TaskRecord>;
         open_approval(approval: &'a ApprovalRecord, most_waiting: u64) -> Option<ApprovalRecord>;
         call_approvals(digest: &'a str, now_ms: i64) -> Vec<ApprovalRecord>;
-        waiting_approvals(caller: Option<&'a str>, now_ms: i64) -> u64;
+        waiting_approvals(service: &'a str, caller: Option<&'a str>, now_ms: i64) -> u64;
         approval(id: &'a str) -> Option<ApprovalRecord>;
         approvals(service: &'a str, approvers: Option<&'a [&'a str]>, states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
         decide(id: &'a str, decision: &'a Decision) -> bool;
@@ -103,7 +107,7 @@ impl Store for Gated {
         record_escalation(escalation: &'a EscalationRecord, most_open: u64) -> bool;
         escalations(service: &'a str, approvers: Option<&'a [&'a str]>, state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
         escalation(id: &'a str) -> Option<EscalationRecord>;
-        open_escalations(caller: Option<&'a str>) -> u64;
+        open_escalations(service: Option<&'a str>, caller: Option<&'a str>) -> u64;
         forget_resolved_escalations(service: &'a str, resolved_before_ms: i64) -> u64;
         resolve_escalation(id: &'a str, by: &'a str, note: &'a str, at_ms: i64) -> bool;
         audit(entry: &'a AuditEntry) -> ();

@@ -113,7 +113,8 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     // ---- tasks ----
 
     /// Keeps a new task, unless its caller has `most_running` or more
-    /// [running](Self::running_tasks) already: whether it was kept. Pass
+    /// [running](Self::running_tasks) in its service already: whether it
+    /// was kept. Pass
     /// `u64::MAX` to keep it whatever runs.
     ///
     /// The count and the keeping are one step for the caller, on every
@@ -145,8 +146,15 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// Asks the task `id` to stop, while it is not finished: whether it was.
     fn cancel_task<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool>;
 
-    /// How many tasks are not finished: in all, and of `caller`.
-    fn running_tasks<'a>(&'a self, caller: Option<&'a str>) -> StoreFuture<'a, (u64, u64)>;
+    /// How many tasks of `service` ([`TaskRecord::service`]) are not
+    /// finished: in all, and of `caller`. Another service's are not
+    /// counted: a subject there may be someone else, under bounds of its
+    /// own.
+    fn running_tasks<'a>(
+        &'a self,
+        service: &'a str,
+        caller: Option<&'a str>,
+    ) -> StoreFuture<'a, (u64, u64)>;
 
     /// Claims, for `holder` until `lease_until_ms`, up to `limit` unfinished
     /// tasks of `service` ([`TaskRecord::service`]) whose lease ran out
@@ -169,8 +177,8 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// expiry) exists for the same
     /// call and block: the one kept, new or old. Or keeps nothing and
     /// answers `None` when there is no such live one and its caller has
-    /// `most_waiting` or more [waiting](Self::waiting_approvals) at
-    /// `approval.created_ms` already. Pass `u64::MAX` to count nothing.
+    /// `most_waiting` or more [waiting](Self::waiting_approvals) in its
+    /// service at `approval.created_ms` already. Pass `u64::MAX` to count nothing.
     ///
     /// The count and the keeping are one step for the caller, on every
     /// replica sharing the store: however many open one of theirs at the
@@ -195,12 +203,15 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
         now_ms: i64,
     ) -> StoreFuture<'a, Vec<ApprovalRecord>>;
 
-    /// How many approvals of `caller` (a subject; `None`, of callers
-    /// without one) wait for a decision at `now_ms`: pending, not expired
-    /// — and withdrawn ones until they expire, so that a caller who opens
-    /// and takes back approval after approval stays within the bound.
+    /// How many approvals of `service` ([`ApprovalRecord::service`]) and
+    /// `caller` (a subject; `None`, of callers without one) wait for a
+    /// decision at `now_ms`: pending, not expired — and withdrawn ones
+    /// until they expire, so that a caller who opens and takes back
+    /// approval after approval stays within the bound. Another service's
+    /// are not counted.
     fn waiting_approvals<'a>(
         &'a self,
+        service: &'a str,
         caller: Option<&'a str>,
         now_ms: i64,
     ) -> StoreFuture<'a, u64>;
@@ -312,7 +323,8 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     // ---- escalations ----
 
     /// Keeps `escalation` unless its caller has `most_open` or more
-    /// [open](Self::open_escalations) already: whether it was kept. Pass
+    /// [open](Self::open_escalations) in its service (or, for a calling
+    /// agent's, among calling agents') already: whether it was kept. Pass
     /// `u64::MAX` to keep it whatever is open.
     ///
     /// The count and the keeping are one step for the caller, on every
@@ -343,9 +355,14 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// The escalation `id`, open or resolved, if it is kept.
     fn escalation<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<EscalationRecord>>;
 
-    /// How many escalations of `caller` (a subject; `None`, of callers
-    /// without one) are open.
-    fn open_escalations<'a>(&'a self, caller: Option<&'a str>) -> StoreFuture<'a, u64>;
+    /// How many escalations of `service` ([`EscalationRecord::service`];
+    /// `None`, of calling agents) and `caller` (a subject; `None`, of
+    /// callers without one) are open. Another service's are not counted.
+    fn open_escalations<'a>(
+        &'a self,
+        service: Option<&'a str>,
+        caller: Option<&'a str>,
+    ) -> StoreFuture<'a, u64>;
 
     /// Resolves the open escalation `id`: one conditional update and, in
     /// the same transaction, its line of the audit

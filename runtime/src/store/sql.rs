@@ -178,6 +178,15 @@ fn of_caller(parameter: &str, caller: Option<&str>) -> String {
     }
 }
 
+/// The rows of one service, `parameter` holding it: as [`of_caller`], for
+/// an escalation's service, which is none for a calling agent's.
+fn of_service(parameter: &str, service: Option<&str>) -> String {
+    match service {
+        Some(_) => format!("service = {parameter}"),
+        None => format!("service IS NULL AND {parameter} IS NULL"),
+    }
+}
+
 /// Binds `most` to a [`bounded_insert`]'s bound, when it has one
 /// (`u64::MAX` is none; above `i64::MAX`, no count reaches it either).
 fn bind_bound<'q, DB: sqlx::Database>(
@@ -360,7 +369,7 @@ macro_rules! sql_store {
                     TASK_COLUMNS,
                     values,
                     &format!(
-                        "{} AND state IN ('working', 'input_required')",
+                        "{} AND service = $20 AND state IN ('working', 'input_required')",
                         of_caller("$4", task.caller.as_deref())
                     ),
                     "$21",
@@ -394,17 +403,20 @@ macro_rules! sql_store {
                 Ok(done.rows_affected() == 1)
             }
 
-            /// How many tasks run, and how many of them are `caller`'s,
-            /// on `connection` (in its transaction, if it has one).
+            /// How many tasks of `service` run, and how many of them are
+            /// `caller`'s, on `connection` (in its transaction, if it has
+            /// one).
             async fn count_running(
                 connection: &mut <$db as sqlx::Database>::Connection,
+                service: &str,
                 caller: Option<&str>,
             ) -> Result<(u64, u64), StoreError> {
                 let sql = "SELECT COUNT(*) AS all_tasks, \
                            SUM(CASE WHEN caller IS NOT DISTINCT FROM $1 THEN 1 ELSE 0 END) AS theirs \
-                           FROM te_tasks WHERE state IN ('working', 'input_required')";
+                           FROM te_tasks WHERE service = $2 AND state IN ('working', 'input_required')";
                 let row = sqlx::query(sql)
                     .bind(caller)
+                    .bind(service)
                     .fetch_one(connection)
                     .await
                     .map_err(failed)?;
@@ -416,22 +428,25 @@ macro_rules! sql_store {
                 ))
             }
 
-            /// How many approvals of `caller` wait for a decision at
-            /// `now_ms` (withdrawn ones count until they expire), on
-            /// `connection` (in its transaction, if it has one).
+            /// How many approvals of `service` and `caller` wait for a
+            /// decision at `now_ms` (withdrawn ones count until they
+            /// expire), on `connection` (in its transaction, if it has
+            /// one).
             async fn count_waiting(
                 connection: &mut <$db as sqlx::Database>::Connection,
+                service: &str,
                 caller: Option<&str>,
                 now_ms: i64,
             ) -> Result<u64, StoreError> {
                 let sql = format!(
-                    "SELECT COUNT(*) AS n FROM te_approvals \
-                     WHERE {} AND state IN ('pending', 'withdrawn') AND expires_ms > $2",
+                    "SELECT COUNT(*) AS n FROM te_approvals WHERE {} AND service = $3 \
+                     AND state IN ('pending', 'withdrawn') AND expires_ms > $2",
                     of_caller("$1", caller)
                 );
                 let row = sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(caller)
                     .bind(now_ms)
+                    .bind(service)
                     .fetch_one(connection)
                     .await
                     .map_err(failed)?;
@@ -439,18 +454,22 @@ macro_rules! sql_store {
                 Ok(u64::try_from(n).unwrap_or(0))
             }
 
-            /// How many escalations of `caller` are open, on `connection`
-            /// (in its transaction, if it has one).
+            /// How many escalations of `service` (`None`, of calling
+            /// agents) and `caller` are open, on `connection` (in its
+            /// transaction, if it has one).
             async fn count_open(
                 connection: &mut <$db as sqlx::Database>::Connection,
+                service: Option<&str>,
                 caller: Option<&str>,
             ) -> Result<u64, StoreError> {
                 let sql = format!(
-                    "SELECT COUNT(*) AS n FROM te_escalations WHERE {} AND state = 'open'",
-                    of_caller("$1", caller)
+                    "SELECT COUNT(*) AS n FROM te_escalations WHERE {} AND {} AND state = 'open'",
+                    of_caller("$1", caller),
+                    of_service("$2", service)
                 );
                 let row = sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(caller)
+                    .bind(service)
                     .fetch_one(connection)
                     .await
                     .map_err(failed)?;
@@ -472,8 +491,9 @@ macro_rules! sql_store {
                     ESCALATION_COLUMNS,
                     "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11",
                     &format!(
-                        "{} AND state = 'open'",
-                        of_caller("$3", escalation.caller.as_deref())
+                        "{} AND {} AND state = 'open'",
+                        of_caller("$3", escalation.caller.as_deref()),
+                        of_service("$11", escalation.service.as_deref())
                     ),
                     "$12",
                     most_open,
@@ -696,11 +716,12 @@ macro_rules! sql_store {
 
             fn running_tasks<'a>(
                 &'a self,
+                service: &'a str,
                 caller: Option<&'a str>,
             ) -> StoreFuture<'a, (u64, u64)> {
                 Box::pin(async move {
                     let mut connection = self.pool.acquire().await.map_err(failed)?;
-                    Self::count_running(&mut connection, caller).await
+                    Self::count_running(&mut connection, service, caller).await
                 })
             }
 
@@ -770,7 +791,7 @@ macro_rules! sql_store {
                         APPROVAL_COLUMNS,
                         "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, NULL, NULL, NULL, 0, $13, NULL, $14",
                         &format!(
-                            "{} AND state IN ('pending', 'withdrawn') AND expires_ms > $11",
+                            "{} AND service = $14 AND state IN ('pending', 'withdrawn') AND expires_ms > $11",
                             of_caller("$7", caller)
                         ),
                         "$15",
@@ -822,12 +843,13 @@ macro_rules! sql_store {
 
             fn waiting_approvals<'a>(
                 &'a self,
+                service: &'a str,
                 caller: Option<&'a str>,
                 now_ms: i64,
             ) -> StoreFuture<'a, u64> {
                 Box::pin(async move {
                     let mut connection = self.pool.acquire().await.map_err(failed)?;
-                    Self::count_waiting(&mut connection, caller, now_ms).await
+                    Self::count_waiting(&mut connection, service, caller, now_ms).await
                 })
             }
 
@@ -1049,7 +1071,8 @@ macro_rules! sql_store {
                         .map(Self::approval_of)
                         .collect::<Result<Vec<_>, _>>()?;
                     for approval in &expired {
-                        let open = Self::count_open(&mut tx, approval.caller.as_deref()).await?;
+                        let (service, caller) = (Some(approval.service.as_str()), approval.caller.as_deref());
+                        let open = Self::count_open(&mut tx, service, caller).await?;
                         if let Some(escalation) = escalate(approval, open) {
                             Self::write_escalation(&mut tx, &escalation, u64::MAX).await?;
                         }
@@ -1160,10 +1183,14 @@ macro_rules! sql_store {
                 })
             }
 
-            fn open_escalations<'a>(&'a self, caller: Option<&'a str>) -> StoreFuture<'a, u64> {
+            fn open_escalations<'a>(
+                &'a self,
+                service: Option<&'a str>,
+                caller: Option<&'a str>,
+            ) -> StoreFuture<'a, u64> {
                 Box::pin(async move {
                     let mut connection = self.pool.acquire().await.map_err(failed)?;
-                    Self::count_open(&mut connection, caller).await
+                    Self::count_open(&mut connection, service, caller).await
                 })
             }
 

@@ -124,7 +124,7 @@ pub(crate) async fn wait(
             // counts again as it opens one.
             let caller = call.caller.map(Caller::subject);
             let most = u64::try_from(call.most_waiting).unwrap_or(u64::MAX);
-            let waiting = store.waiting_approvals(caller, now).await?;
+            let waiting = store.waiting_approvals(call.service, caller, now).await?;
             if waiting >= most {
                 return Ok((Ticketed::Ended(approval::too_many(blocked, waiting)), None));
             }

@@ -56,7 +56,9 @@ fn newest<T>(mut items: Vec<T>, created: impl Fn(&T) -> i64, limit: u32) -> Vec<
 impl Store for MemoryStore {
     fn create_task<'a>(&'a self, task: &'a TaskRecord, most_running: u64) -> StoreFuture<'a, bool> {
         let mut state = self.lock();
-        if most_running != u64::MAX && state.in_flight(task.caller.as_deref()).1 >= most_running {
+        if most_running != u64::MAX
+            && state.in_flight(&task.service, task.caller.as_deref()).1 >= most_running
+        {
             return ready(false);
         }
         state.keep_task(task.clone());
@@ -119,8 +121,12 @@ impl Store for MemoryStore {
         ready(true)
     }
 
-    fn running_tasks<'a>(&'a self, caller: Option<&'a str>) -> StoreFuture<'a, (u64, u64)> {
-        ready(self.lock().in_flight(caller))
+    fn running_tasks<'a>(
+        &'a self,
+        service: &'a str,
+        caller: Option<&'a str>,
+    ) -> StoreFuture<'a, (u64, u64)> {
+        ready(self.lock().in_flight(service, caller))
     }
 
     fn claim_abandoned_tasks<'a>(
@@ -165,7 +171,7 @@ impl Store for MemoryStore {
         if let Some(existing) = existing {
             return ready(Some(existing.clone()));
         }
-        if state.waiting(approval.caller.as_deref(), now) >= most_waiting {
+        if state.waiting(&approval.service, approval.caller.as_deref(), now) >= most_waiting {
             return ready(None);
         }
         state
@@ -189,10 +195,11 @@ impl Store for MemoryStore {
 
     fn waiting_approvals<'a>(
         &'a self,
+        service: &'a str,
         caller: Option<&'a str>,
         now_ms: i64,
     ) -> StoreFuture<'a, u64> {
-        ready(self.lock().waiting(caller, now_ms))
+        ready(self.lock().waiting(service, caller, now_ms))
     }
 
     fn approval<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<ApprovalRecord>> {
@@ -331,7 +338,7 @@ impl Store for MemoryStore {
             }
         }
         for approval in &expired {
-            let open = state.open_of(approval.caller.as_deref());
+            let open = state.open_of(Some(&approval.service), approval.caller.as_deref());
             if let Some(escalation) = escalate(approval, open) {
                 state.escalations.insert(escalation.id.clone(), escalation);
             }
@@ -359,7 +366,7 @@ impl Store for MemoryStore {
         most_open: u64,
     ) -> StoreFuture<'a, bool> {
         let mut state = self.lock();
-        if state.open_of(escalation.caller.as_deref()) >= most_open {
+        if state.open_of(escalation.service.as_deref(), escalation.caller.as_deref()) >= most_open {
             return ready(false);
         }
         (state.escalations).insert(escalation.id.clone(), escalation.clone());
@@ -390,8 +397,12 @@ impl Store for MemoryStore {
         ready(self.lock().escalations.get(id).cloned())
     }
 
-    fn open_escalations<'a>(&'a self, caller: Option<&'a str>) -> StoreFuture<'a, u64> {
-        ready(self.lock().open_of(caller))
+    fn open_escalations<'a>(
+        &'a self,
+        service: Option<&'a str>,
+        caller: Option<&'a str>,
+    ) -> StoreFuture<'a, u64> {
+        ready(self.lock().open_of(service, caller))
     }
 
     fn forget_resolved_escalations<'a>(

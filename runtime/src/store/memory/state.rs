@@ -44,15 +44,19 @@ impl State {
         })
     }
 
-    /// How many tasks are in flight (not finished), and how many are `caller`'s.
-    pub(super) fn in_flight(&self, caller: Option<&str>) -> (u64, u64) {
-        let running = (self.running.iter()).filter_map(|id| self.tasks.get(id));
+    /// How many tasks of `service` are in flight (not finished), and how
+    /// many are `caller`'s.
+    pub(super) fn in_flight(&self, service: &str, caller: Option<&str>) -> (u64, u64) {
+        let running = (self.running.iter())
+            .filter_map(|id| self.tasks.get(id))
+            .filter(|task| task.service == service);
         let mine = |task: &TaskRecord| u64::from(task.caller.as_deref() == caller);
         running.fold((0, 0), |(all, theirs), task| (all + 1, theirs + mine(task)))
     }
 
-    /// How many approvals of `caller` wait for a decision at `now_ms`.
-    pub(super) fn waiting(&self, caller: Option<&str>, now_ms: i64) -> u64 {
+    /// How many approvals of `service` and `caller` wait for a decision at
+    /// `now_ms`.
+    pub(super) fn waiting(&self, service: &str, caller: Option<&str>, now_ms: i64) -> u64 {
         // Withdrawn ones too, until they expire: a caller who opens and
         // takes back approval after approval is still bounded.
         let waits = |approval: &&ApprovalRecord| {
@@ -61,16 +65,19 @@ impl State {
                 ApprovalState::Pending | ApprovalState::Withdrawn
             ) && approval.expires_ms > now_ms
         };
-        let theirs =
-            (self.approvals.values()).filter(|approval| approval.caller.as_deref() == caller);
+        let theirs = (self.approvals.values())
+            .filter(|approval| approval.service == service && approval.caller.as_deref() == caller);
         u64::try_from(theirs.filter(waits).count()).unwrap_or(u64::MAX)
     }
 
-    /// How many escalations of `caller` are open.
-    pub(super) fn open_of(&self, caller: Option<&str>) -> u64 {
+    /// How many escalations of `service` (`None`, of calling agents) and
+    /// `caller` are open.
+    pub(super) fn open_of(&self, service: Option<&str>, caller: Option<&str>) -> u64 {
         let open = (self.escalations.values())
             .filter(|escalation| {
-                escalation.caller.as_deref() == caller && escalation.state == EscalationState::Open
+                escalation.service.as_deref() == service
+                    && escalation.caller.as_deref() == caller
+                    && escalation.state == EscalationState::Open
             })
             .count();
         u64::try_from(open).unwrap_or(u64::MAX)

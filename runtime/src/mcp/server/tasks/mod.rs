@@ -166,7 +166,11 @@ impl Tasks {
             None => None,
         };
         if let Some(kept) = &kept {
-            match kept.store.running_tasks(subject).await {
+            match kept
+                .store
+                .running_tasks(&kept.record.service, subject)
+                .await
+            {
                 Ok((_, theirs))
                     if theirs >= u64::try_from(self.max_per_caller).unwrap_or(u64::MAX) =>
                 {

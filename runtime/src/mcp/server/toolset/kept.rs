@@ -27,7 +27,9 @@ impl ToolSet {
     /// same. Counted and kept in one step in the store
     /// ([`Store::record_escalation`]), so the bound holds exactly across
     /// the replicas sharing it. The escalations of approvals that expired
-    /// undecided count too, and are not kept past it either.
+    /// undecided count too, and are not kept past it either. Only this
+    /// service's escalations count (its
+    /// [`server_info`](Self::server_info) name).
     ///
     /// [`Store::record_escalation`]: crate::store::Store::record_escalation
     #[must_use]

@@ -202,8 +202,9 @@ impl ToolSet {
     /// all, `per_caller` of them one caller's — a bearer token's subject,
     /// or, on a server that checks none, every client together (at least 1
     /// each). `max` is each replica's own; with a [`store`](Self::store),
-    /// `per_caller` counts the caller's tasks on every replica sharing it,
-    /// in one step with keeping the next there
+    /// `per_caller` counts the caller's tasks on every replica of this
+    /// service sharing it (another service's are its own to bound), in
+    /// one step with keeping the next there
     /// ([`Store::create_task`](crate::store::Store::create_task)), so that
     /// replicas starting one at the same moment do not pass it together
     /// (a task refused then never runs). A store that fails as a task is

@@ -150,7 +150,9 @@ impl ToolSet {
     /// block's approval whatever is waiting. Counted and opened in one
     /// step in the store ([`Store::open_approval`]), so the bound holds
     /// exactly across the replicas sharing it, however many open one at
-    /// the same moment.
+    /// the same moment. Only this service's approvals count (its
+    /// [`server_info`](Self::server_info) name): another service sharing
+    /// the store bounds its callers itself.
     ///
     /// [`Store::open_approval`]: crate::store::Store::open_approval
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
