@@ -463,6 +463,14 @@ async fn approvals(store: &dyn Store) {
     let others = listed(&["hr:approve"]).await;
     assert!(!others.contains(&opened.id), "another scope's listed");
     assert!(listed(&[]).await.is_empty());
+    // However many scopes a person has (more than a statement may bind
+    // one by one), and whatever their characters.
+    let many: Vec<String> = (0..70_000).map(|n| format!("team-{n}:approve")).collect();
+    let mut many: Vec<&str> = many.iter().map(String::as_str).collect();
+    many.extend(["it's \"quoted\"", "refunds:approve"]);
+    assert!(listed(&many).await.contains(&opened.id));
+    let open = store.escalations("", Some(&many), EscalationState::Open, 10);
+    open.await.unwrap();
 
     // Counted by caller, to bound how many of one caller's wait: pending
     // and not expired.

@@ -203,9 +203,11 @@ where
     }
 }
 
-/// The store of one backend: `$name` over `$db`'s pool.
+/// The store of one backend: `$name` over `$db`'s pool; `$json_texts`,
+/// the backend's query of the texts in a JSON array bound as one
+/// parameter (`{}`), which a list of scopes of any length is.
 macro_rules! sql_store {
-    ($(#[$doc:meta])* $name:ident, $db:ty, $pool:ty, $begin_writing:path, $lock_callers:path) => {
+    ($(#[$doc:meta])* $name:ident, $db:ty, $pool:ty, $begin_writing:path, $lock_callers:path, $json_texts:literal) => {
         $(#[$doc])*
         #[derive(Debug, Clone)]
         pub struct $name {
@@ -879,13 +881,9 @@ macro_rules! sql_store {
                         return Ok(Vec::new());
                     }
                     // The names are the store's own constants, never input;
-                    // the scopes are bound, one parameter each.
+                    // the scopes are bound, as one JSON array however many.
                     let scoped = match approvers {
-                        Some(scopes) => {
-                            let each: Vec<String> =
-                                (0..scopes.len()).map(|n| format!("${}", n + 3)).collect();
-                            format!(" AND approvers IN ({})", each.join(", "))
-                        }
+                        Some(_) => format!(" AND approvers IN ({})", format!($json_texts, "$3")),
                         None => String::new(),
                     };
                     let sql = format!(
@@ -896,8 +894,8 @@ macro_rules! sql_store {
                     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
                         .bind(i64::from(limit))
                         .bind(service);
-                    for scope in approvers.unwrap_or_default() {
-                        query = query.bind(*scope);
+                    if let Some(scopes) = approvers {
+                        query = query.bind(text(&serde_json::json!(scopes)));
                     }
                     query
                         .fetch_all(&self.pool)
@@ -1138,14 +1136,12 @@ macro_rules! sql_store {
                 limit: u32,
             ) -> StoreFuture<'a, Vec<EscalationRecord>> {
                 Box::pin(async move {
-                    // The scopes are bound, one parameter each.
+                    // The scopes are bound, as one JSON array however many.
                     let scoped = match approvers {
-                        Some([]) => " AND approvers IS NULL".to_owned(),
-                        Some(scopes) => {
-                            let each: Vec<String> =
-                                (0..scopes.len()).map(|n| format!("${}", n + 4)).collect();
-                            format!(" AND (approvers IS NULL OR approvers IN ({}))", each.join(", "))
-                        }
+                        Some(_) => format!(
+                            " AND (approvers IS NULL OR approvers IN ({}))",
+                            format!($json_texts, "$4")
+                        ),
                         None => String::new(),
                     };
                     let sql = format!(
@@ -1156,8 +1152,8 @@ macro_rules! sql_store {
                         .bind(state.as_str())
                         .bind(i64::from(limit))
                         .bind(service);
-                    for scope in approvers.unwrap_or_default() {
-                        query = query.bind(*scope);
+                    if let Some(scopes) = approvers {
+                        query = query.bind(text(&serde_json::json!(scopes)));
                     }
                     query
                         .fetch_all(&self.pool)
@@ -1308,7 +1304,8 @@ sql_store!(
     sqlx::Sqlite,
     sqlx::SqlitePool,
     begin_writing_sqlite,
-    lock_callers_sqlite
+    lock_callers_sqlite,
+    "SELECT value FROM json_each({})"
 );
 
 #[cfg(feature = "sqlite")]
@@ -1376,7 +1373,8 @@ sql_store!(
     sqlx::Postgres,
     sqlx::PgPool,
     begin_writing_postgres,
-    lock_callers_postgres
+    lock_callers_postgres,
+    "SELECT jsonb_array_elements_text(CAST({} AS jsonb))"
 );
 
 /// A transaction that writes, on Postgres: read committed whatever the

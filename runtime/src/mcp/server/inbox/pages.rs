@@ -25,11 +25,6 @@ const LISTED: u32 = 1000;
 /// scopes.
 const DECIDED_LISTED: usize = 20;
 
-/// The most scopes of a person the store is asked for one by one (a
-/// parameter each, well below SQLite's and Postgres's bounds); with more,
-/// the newest of all are read and filtered here.
-const MOST_SCOPES_READ: usize = 4096;
-
 /// The routes, under `/inbox`.
 pub(super) fn router(state: Arc<State>) -> axum::Router {
     axum::Router::new()
@@ -73,10 +68,17 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
     // counted among the newest.
     let service = state.tools.service();
     // Nor are another scope's, read in the store, so that approvals and
-    // escalations of other scopes never hide this person's (past a few
-    // thousand scopes, the newest of all are read and filtered here).
+    // escalations of other scopes never hide this person's.
     let scopes: Vec<&str> = who.scopes().collect();
-    let theirs = (scopes.len() <= MOST_SCOPES_READ).then_some(&scopes[..]);
+    let theirs = Some(&scopes[..]);
+    let decided_states = [
+        ApprovalState::Approved,
+        ApprovalState::Running,
+        ApprovalState::Done,
+        ApprovalState::Declined,
+        ApprovalState::Withdrawn,
+        ApprovalState::Expired,
+    ];
     let lists = async {
         let waiting = [ApprovalState::Pending];
         // The newest of all, to count those waiting for others; when they
@@ -89,28 +91,14 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
             .iter()
             .filter(|approval| !who.has_scope(&approval.approvers))
             .count();
-        let pending = match theirs {
-            Some(_) if more => (store.approvals(service, theirs, &waiting, LISTED)).await?,
-            _ => all,
+        let pending = if more {
+            (store.approvals(service, theirs, &waiting, LISTED)).await?
+        } else {
+            all
         };
-        // Read by scope, the newest of theirs are the first few; else
-        // the newest of all, filtered below.
-        let decided_read = theirs.map_or(LISTED, |_| DECIDED_LISTED as u32);
-        let decided = store
-            .approvals(
-                service,
-                theirs,
-                &[
-                    ApprovalState::Approved,
-                    ApprovalState::Running,
-                    ApprovalState::Done,
-                    ApprovalState::Declined,
-                    ApprovalState::Withdrawn,
-                    ApprovalState::Expired,
-                ],
-                decided_read,
-            )
-            .await?;
+        // Read by scope, the newest of theirs are the first few.
+        let decided = store.approvals(service, theirs, &decided_states, DECIDED_LISTED as u32);
+        let decided = decided.await?;
         // Theirs and everyone's, read by scope: another scope's never
         // crowd them out.
         let escalations = store.escalations(service, theirs, EscalationState::Open, LISTED);
