@@ -215,6 +215,31 @@ async fn a_callers_task_bound_holds_across_the_replicas() {
     }
 }
 
+/// The same bound is each service's own: the caller at it on one service
+/// sharing the store starts a task on another, whose count of theirs is
+/// apart (a subject there may be someone else).
+#[tokio::test(start_paused = true)]
+async fn a_callers_task_bound_is_each_services_own() {
+    let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let service = |name: &'static str| {
+        let tools = replica(Arc::clone(&shared)).server_info(name, "1");
+        connect(tools.max_tasks(100, 1))
+    };
+    let (shop, hr) = (service("shop").await, service("hr").await);
+    let params = || CallToolRequestParams::new("long_job").with_arguments(serde_json::Map::new());
+    task_of(&shop, "long_job", json!({})).await;
+    match shop.call_tool_once(params()).await.expect("an answer") {
+        CallToolResponse::Complete(result) => {
+            let envelope = result.structured_content.unwrap();
+            assert_eq!(envelope["reason"], "TOO_MANY_TASKS", "{envelope}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    task_of(&hr, "long_job", json!({})).await;
+    assert_eq!(shared.running_tasks("hr", None).await.unwrap(), (1, 1));
+    assert_eq!(shared.running_tasks("shop", None).await.unwrap(), (1, 1));
+}
+
 /// Calls starting tasks at the same moment on one replica do not pass the
 /// caller's bound together: they start one at a time on the replica, and
 /// the store counts again as it keeps each. One task runs on the other

@@ -1606,11 +1606,11 @@ async fn postgres_keeps_the_contract_across_two_replicas() {
     // A caller's lock held elsewhere (a replica cut off in the middle of a
     // count) holds a counted keep up for 10 seconds, then the store says
     // so; a keep that counts nothing does not wait for it, nor does
-    // another caller's.
+    // another caller's, nor the same subject's in another service.
     let held = format!("held-{}", store::now_ms());
     let mut holder = beside.begin().await.unwrap();
     sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
-        .bind(format!("te-caller:s:{held}"))
+        .bind(format!("te-caller:{}", json!(["", held])))
         .execute(&mut *holder)
         .await
         .unwrap();
@@ -1633,6 +1633,14 @@ async fn postgres_keeps_the_contract_across_two_replicas() {
             .unwrap()
     );
     assert!(first.create_task(&task("someone-else"), 5).await.unwrap());
+    let elsewhere = task(&held).for_service("elsewhere");
+    assert!(first.create_task(&elsewhere, 5).await.unwrap());
+    let mut elsewhere = approval(&format!("elsewhere-{held}"), store::now_ms() + MINUTE);
+    elsewhere.caller = Some(held.clone());
+    let elsewhere = elsewhere.for_service("elsewhere");
+    assert!(first.open_approval(&elsewhere, 5).await.unwrap().is_some());
+    let agents = EscalationRecord::new(json!({}), Some(held.clone()));
+    assert!(first.record_escalation(&agents, 5).await.unwrap());
     let started = std::time::Instant::now();
     let waited = first.create_task(&task(&held), 5).await;
     let error = waited.expect_err("kept while another held the caller's lock");

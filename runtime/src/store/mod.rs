@@ -48,7 +48,8 @@ pub use sql::PostgresStore;
 pub use sql::SqliteStore;
 
 /// What [`Store::expire_approvals`] keeps for an approval that expired
-/// undecided, given how many escalations of its caller are open then: the
+/// undecided, given how many escalations of its caller are open then in
+/// the approval's service ([`ApprovalRecord::service`]): the
 /// escalation that tells someone, or none (its caller has as many open as
 /// are kept).
 pub type Escalate<'a> = dyn Fn(&ApprovalRecord, u64) -> Option<EscalationRecord> + Send + Sync + 'a;
@@ -295,8 +296,11 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// Ends every pending approval whose time ran out before `now_ms`
     /// (`expired`), and keeps, in the same transaction, its line of the
     /// audit ([`AuditEntry::expired`]) and the escalation `escalate` makes
-    /// of it, if any, given the open escalations of its caller counted in
-    /// that transaction: no approval expires unrecorded, however the store
+    /// of it, if any, given the open escalations of its caller in its
+    /// service ([`open_escalations`](Self::open_escalations) of
+    /// `Some(&approval.service)`) counted in that transaction, under the
+    /// same lock a [`record_escalation`](Self::record_escalation) of that
+    /// service and caller takes: no approval expires unrecorded, however the store
     /// fails. Those it ended.
     fn expire_approvals<'a>(
         &'a self,

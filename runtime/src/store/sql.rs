@@ -235,14 +235,16 @@ macro_rules! sql_store {
                 Ok($name { pool })
             }
 
-            /// A transaction in which `caller`'s count and what it bounds
-            /// are one step, on every replica sharing the store.
+            /// A transaction in which the count of `caller`'s in `service`
+            /// and what it bounds are one step, on every replica sharing
+            /// the store.
             async fn begin_counted(
                 &self,
+                service: Option<&str>,
                 caller: Option<&str>,
             ) -> Result<sqlx::Transaction<'static, $db>, StoreError> {
                 let mut tx = $begin_writing(&self.pool).await?;
-                $lock_callers(&mut tx, &[caller]).await?;
+                $lock_callers(&mut tx, &[(service, caller)]).await?;
                 Ok(tx)
             }
 
@@ -601,7 +603,7 @@ macro_rules! sql_store {
                     }
                     // Counted and kept in one transaction that no other
                     // of the caller's runs beside, on any replica.
-                    let mut tx = self.begin_counted(caller).await?;
+                    let mut tx = self.begin_counted(Some(&task.service), caller).await?;
                     let kept = Self::insert_task(&mut tx, task, most_running).await?;
                     tx.commit().await.map_err(failed)?;
                     Ok(kept)
@@ -821,7 +823,7 @@ macro_rules! sql_store {
                     } else {
                         // Counted and kept in one transaction that no other
                         // of the caller's runs beside, on any replica.
-                        let mut tx = self.begin_counted(caller).await?;
+                        let mut tx = self.begin_counted(Some(&approval.service), caller).await?;
                         let done = query.execute(&mut *tx).await.map_err(failed)?;
                         tx.commit().await.map_err(failed)?;
                         done
@@ -1046,19 +1048,22 @@ macro_rules! sql_store {
                          WHERE state = 'pending' AND expires_ms <= $1 RETURNING {APPROVAL_COLUMNS}"
                     );
                     // Expired, escalated and audited, all or none; the
-                    // callers of those due locked first, so that each
-                    // escalation is counted as a call's would be (one due
-                    // just after is counted unlocked).
+                    // callers of those due locked first, each in the
+                    // approval's service, so that each escalation is
+                    // counted as a call's would be (one due just after is
+                    // counted unlocked).
                     let mut tx = $begin_writing(&self.pool).await?;
-                    let due: Vec<Option<String>> = sqlx::query_scalar(
-                        "SELECT DISTINCT caller FROM te_approvals \
+                    let due: Vec<(String, Option<String>)> = sqlx::query_as(
+                        "SELECT DISTINCT service, caller FROM te_approvals \
                          WHERE state = 'pending' AND expires_ms <= $1",
                     )
                     .bind(now_ms)
                     .fetch_all(&mut *tx)
                     .await
                     .map_err(failed)?;
-                    let due: Vec<Option<&str>> = due.iter().map(Option::as_deref).collect();
+                    let due: Vec<(Option<&str>, Option<&str>)> = (due.iter())
+                        .map(|(service, caller)| (Some(service.as_str()), caller.as_deref()))
+                        .collect();
                     $lock_callers(&mut tx, &due).await?;
                     let expired = sqlx::query(sqlx::AssertSqlSafe(sql))
                         .bind(now_ms)
@@ -1121,7 +1126,7 @@ macro_rules! sql_store {
                     // Counted and kept in one transaction that no other
                     // of the caller's runs beside, on any replica.
                     let caller = escalation.caller.as_deref();
-                    let mut tx = self.begin_counted(caller).await?;
+                    let mut tx = self.begin_counted(escalation.service.as_deref(), caller).await?;
                     let kept = Self::write_escalation(&mut tx, escalation, most_open).await?;
                     tx.commit().await.map_err(failed)?;
                     Ok(kept)
@@ -1396,10 +1401,12 @@ async fn begin_writing_postgres(
         .map_err(failed)
 }
 
-/// Takes transaction-scoped advisory locks on `callers` in
+/// Takes transaction-scoped advisory locks on `callers` (each a service —
+/// none for calling agents' escalations — and a caller) in
 /// `connection`'s transaction, which every replica's transaction for the
-/// same caller waits for, so that two at once cannot both count below a
-/// bound (other callers' do not wait, unless their keys collide: then
+/// same caller in the same service waits for, so that two at once cannot
+/// both count below a bound (other callers' do not wait, nor the same
+/// subject's in another service, unless their keys collide: then
 /// only a little longer); in one order every transaction takes them in (so
 /// that two taking several cannot wait on each other), waiting 10 seconds
 /// at most for them (as SQLite waits for its file), and ending the
@@ -1408,16 +1415,13 @@ async fn begin_writing_postgres(
 #[cfg(feature = "postgres")]
 async fn lock_callers_postgres(
     connection: &mut sqlx::PgConnection,
-    callers: &[Option<&str>],
+    callers: &[(Option<&str>, Option<&str>)],
 ) -> Result<(), StoreError> {
-    // A caller without a subject is keyed apart from every subject.
+    // The pair as a JSON array: a caller without a subject (null) is keyed
+    // apart from every subject, a calling agent's service from every
+    // service's, and no two pairs share a text.
     let keys: Vec<String> = (callers.iter())
-        .map(|caller| {
-            caller.map_or_else(
-                || "te-caller:".to_owned(),
-                |caller| format!("te-caller:s:{caller}"),
-            )
-        })
+        .map(|pair| format!("te-caller:{}", serde_json::json!(pair)))
         .collect();
     sqlx::query(
         "SELECT set_config('lock_timeout', '10s', true), \
@@ -1443,7 +1447,7 @@ async fn lock_callers_postgres(
 #[cfg(feature = "sqlite")]
 async fn lock_callers_sqlite(
     _connection: &mut sqlx::SqliteConnection,
-    _callers: &[Option<&str>],
+    _callers: &[(Option<&str>, Option<&str>)],
 ) -> Result<(), StoreError> {
     Ok(())
 }
