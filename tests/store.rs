@@ -1770,6 +1770,31 @@ async fn on_sqlite_nothing_is_decided_without_its_line_in_the_audit() {
     nothing_without_its_audit(&*store, sql, &down, &up, "1811").await;
 }
 
+/// A file whose schema a migration cannot apply (a table of the store's
+/// name made by something else) is refused, saying which migration and
+/// the database's answer, its code once.
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn a_migration_the_file_refuses_says_which_and_the_code_once() {
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join("foreign.db");
+    let url = format!("sqlite:{}", path.display());
+    let pool = sqlx::SqlitePool::connect(&format!("{url}?mode=rwc"))
+        .await
+        .unwrap();
+    sqlx::query("CREATE TABLE te_approvals (id TEXT PRIMARY KEY)")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    let error = store::open(&url).await.expect_err("refused");
+    let text = error.to_string();
+    assert!(text.contains("while executing migration 1"), "{text}");
+    assert!(text.contains("no such column"), "{text}");
+    assert_eq!(error.code(), Some("1"), "{text}");
+    assert_eq!(text.matches("code").count(), 1, "{text}");
+}
+
 /// Replicas started at once on a fresh file race to migrate it: every one
 /// opens.
 #[cfg(feature = "sqlite")]

@@ -80,30 +80,32 @@ fn migrator() -> Migrator {
 /// A driver's error, as the store's: its text, and the database's code
 /// for it when the database answered with one (a migration's too). The
 /// database's own answer is kept as the database worded it, without
-/// sqlx's decoration (which names SQLite's code in the text), so that
-/// `StoreError` names the code once.
+/// sqlx's decoration (which names SQLite's code in the text) — alone when
+/// it is the error, inside what sqlx was doing when it is deeper (`while
+/// executing migration 7: …`) — so that `StoreError` names the code once.
 fn failed(error: impl std::error::Error + 'static) -> StoreError {
     fn database<'e>(
         error: &'e (dyn std::error::Error + 'static),
     ) -> Option<&'e dyn sqlx::error::DatabaseError> {
         (error.downcast_ref::<sqlx::Error>()).and_then(sqlx::Error::as_database_error)
     }
-    let mut code = None;
+    let mut answer = None;
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&error);
     while let Some(error) = cause {
-        if let Some(found) = database(error).and_then(sqlx::error::DatabaseError::code) {
-            code = Some(found.into_owned());
+        if let Some(found) = database(error) {
+            answer = Some(found);
             break;
         }
         cause = error.source();
     }
-    let text = match database(&error) {
-        Some(answer) => answer.message().to_owned(),
+    let text = match answer {
+        Some(answer) if database(&error).is_some() => answer.message().to_owned(),
+        Some(answer) => (error.to_string()).replace(&answer.to_string(), answer.message()),
         None => error.to_string(),
     };
     let failure = StoreError::new(text);
-    match code {
-        Some(code) => failure.with_code(code),
+    match answer.and_then(sqlx::error::DatabaseError::code) {
+        Some(code) => failure.with_code(code.into_owned()),
         None => failure,
     }
 }
