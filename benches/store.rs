@@ -222,44 +222,53 @@ fn main() {
         );
     }
 
-    // 12d: the inbox with 1,000 pending approvals.
-    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    let tools = ToolSet::new()
-        .tool::<refund>()
-        .store(Arc::clone(&store))
-        .approvals_in_background(false)
-        // One caller's thousand: above the default bound.
-        .max_waiting_approvals(1000);
-    for n in 0..1000 {
-        let arguments = json!({"order": format!("P-{n}"), "amount": 501 + n});
-        let context = ToolContext::detached().with_caller(agent.clone());
-        runtime
-            .block_on(tools.call_with("refund", arguments, context))
-            .unwrap();
-    }
-    let (base, session) = runtime.block_on(serve_inbox(&tools));
+    // 12d: the inbox with 1,000 pending approvals, in memory and in a
+    // SQLite file (whose queries the page's lists are).
     let http = reqwest::Client::new();
     let mut group = criterion.benchmark_group("store_inbox_page");
     group.throughput(Throughput::Elements(1));
     group.sample_size(20);
     group.measurement_time(Duration::from_secs(10));
-    group.bench_function("1000_pending", |b| {
-        b.iter(|| {
-            runtime.block_on(async {
-                let page = http
-                    .get(format!("{base}/inbox"))
-                    .header("cookie", &session)
-                    .send()
-                    .await
-                    .unwrap()
-                    .text()
-                    .await
-                    .unwrap();
-                assert!(page.contains("P-999"));
-                page.len()
-            })
+    let inbox_stores: [(&str, Arc<dyn Store>); 2] = [
+        ("memory", Arc::new(MemoryStore::new())),
+        (
+            "sqlite",
+            runtime.block_on(store::open(&sqlite_url("inbox"))).unwrap(),
+        ),
+    ];
+    for (name, store) in inbox_stores {
+        let tools = ToolSet::new()
+            .tool::<refund>()
+            .store(Arc::clone(&store))
+            .approvals_in_background(false)
+            // One caller's thousand: above the default bound.
+            .max_waiting_approvals(1000);
+        for n in 0..1000 {
+            let arguments = json!({"order": format!("P-{n}"), "amount": 501 + n});
+            let context = ToolContext::detached().with_caller(agent.clone());
+            runtime
+                .block_on(tools.call_with("refund", arguments, context))
+                .unwrap();
+        }
+        let (base, session) = runtime.block_on(serve_inbox(&tools));
+        group.bench_function(format!("1000_pending_{name}"), |b| {
+            b.iter(|| {
+                runtime.block_on(async {
+                    let page = http
+                        .get(format!("{base}/inbox"))
+                        .header("cookie", &session)
+                        .send()
+                        .await
+                        .unwrap()
+                        .text()
+                        .await
+                        .unwrap();
+                    assert!(page.contains("P-999"));
+                    page.len()
+                })
+            });
         });
-    });
+    }
     group.finish();
     criterion.final_summary();
 }
