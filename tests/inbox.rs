@@ -214,6 +214,15 @@ impl Server {
             .unwrap()
     }
 
+    /// Keeps `records` in the store, as a tool set or a calling agent
+    /// would, whatever is open.
+    async fn keep<'a>(&self, records: impl IntoIterator<Item = &'a EscalationRecord>) {
+        for record in records {
+            let kept = self.store.record_escalation(record, u64::MAX).await;
+            assert!(kept.unwrap(), "kept: no bound to pass");
+        }
+    }
+
     /// The store's open escalations, newest first (at most 10).
     async fn open_escalations(&self) -> Vec<EscalationRecord> {
         let open = self
@@ -549,15 +558,7 @@ async fn escalations_of_another_scope_never_hide_a_persons_own() {
         let newer = escalation(format!("HR-{n}"), now + n);
         records.push(newer.for_approvers("hr:approve"));
     }
-    for record in &records {
-        assert!(
-            server
-                .store
-                .record_escalation(record, u64::MAX)
-                .await
-                .unwrap()
-        );
-    }
+    server.keep(&records).await;
     let carol = server.sign_in("carol-token").await;
     let (status, inbox) = server.get("/inbox", &carol).await;
     assert_eq!(status, StatusCode::OK);
@@ -624,15 +625,7 @@ async fn another_services_approvals_and_escalations_are_not_seen_decided_or_run_
         |message: &str| EscalationRecord::new(json!({"message": message}), Some("agent".into()));
     let shops = escalation("SHOP-ONLY").for_service("shop");
     let agents = escalation("AGENTS-OWN");
-    for record in [&shops, &agents] {
-        assert!(
-            server
-                .store
-                .record_escalation(record, u64::MAX)
-                .await
-                .unwrap()
-        );
-    }
+    server.keep([&shops, &agents]).await;
     let carol = server.sign_in("carol-token").await;
     let (_, inbox) = server.get("/inbox", &carol).await;
     assert!(

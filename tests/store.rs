@@ -121,27 +121,13 @@ async fn bounds_per_service(store: &dyn Store) {
         theirs.caller = Some(who.clone());
         theirs.for_service(service)
     };
-    assert!(
-        store
-            .open_approval(&approval(1, &shop), 1)
-            .await
-            .unwrap()
-            .is_some()
-    );
-    assert!(
-        store
-            .open_approval(&approval(2, &shop), 1)
-            .await
-            .unwrap()
-            .is_none()
-    );
-    assert!(
-        store
-            .open_approval(&approval(3, &hr), 1)
-            .await
-            .unwrap()
-            .is_some()
-    );
+    let opens = async |n: u32, service: &str| {
+        let opened = store.open_approval(&approval(n, service), 1).await;
+        opened.unwrap().is_some()
+    };
+    assert!(opens(1, &shop).await);
+    assert!(!opens(2, &shop).await, "past the bound in its service");
+    assert!(opens(3, &hr).await);
     assert_eq!(
         store.waiting_approvals(&shop, caller, now).await.unwrap(),
         1
