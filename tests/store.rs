@@ -93,6 +93,35 @@ async fn contract(store: Arc<dyn Store>) {
     single_use(&*store).await;
     escalations_and_audit(&*store).await;
     bounds_per_service(&*store).await;
+    a_backlog_expires_whole(&*store).await;
+}
+
+/// More approvals due than one transaction ends (a store no runner swept
+/// for a while): one call ends them all, each escalated once.
+async fn a_backlog_expires_whole(store: &dyn Store) {
+    let now = store::now_ms();
+    let service = format!("backlog-{now}");
+    for n in 0..600 {
+        let mut due = approval(&format!("backlog-{now}-{n}"), now + 5).for_service(&service);
+        due.caller = Some(format!("backlog-caller-{}", n % 7));
+        let opened = store.open_approval(&due, u64::MAX).await.unwrap();
+        assert!(opened.is_some(), "opened: no bound to pass");
+    }
+    let escalated = std::sync::atomic::AtomicUsize::new(0);
+    let escalate = |expired: &ApprovalRecord, _open: u64| {
+        if expired.service == service {
+            escalated.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        None
+    };
+    let expired = store.expire_approvals(now + 10, &escalate).await.unwrap();
+    let ours = expired.iter().filter(|a| a.service == service).count();
+    assert_eq!(ours, 600);
+    assert_eq!(escalated.into_inner(), 600);
+    let pending = store.approvals(&service, None, &[ApprovalState::Pending], 1000);
+    assert!(pending.await.unwrap().is_empty());
+    let ended = store.approvals(&service, None, &[ApprovalState::Expired], 1000);
+    assert_eq!(ended.await.unwrap().len(), 600);
 }
 
 /// A caller's bounds count what they run, wait for and left open in one
@@ -457,6 +486,24 @@ async fn approvals(store: &dyn Store) {
     assert!(listed(&many).await.contains(&opened.id));
     let open = store.escalations("", Some(&many), EscalationState::Open, 10);
     open.await.unwrap();
+    // A scope of quotes, a backslash, a tab and letters beyond ASCII is
+    // matched as it is written, and only so.
+    let odd = "ré\\\"s\tumé:approve";
+    let mut unusual = approval(&format!("unusual-{now}"), now + MINUTE);
+    unusual.approvers = odd.to_owned();
+    let unusual = store
+        .open_approval(&unusual, u64::MAX)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(listed(&["hr:approve", odd]).await.contains(&unusual.id));
+    for near in [
+        "ré\\\"s umé:approve",
+        "re\\\"s\tume:approve",
+        "ré\\s\tumé:approve",
+    ] {
+        assert!(!listed(&[near]).await.contains(&unusual.id), "{near:?}");
+    }
 
     // Counted by caller, to bound how many of one caller's wait: pending
     // and not expired.

@@ -185,7 +185,8 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// replica sharing the store: however many open one of theirs at the
     /// same moment, no more than `most_waiting` wait at once (SQLite: one
     /// write transaction, `BEGIN IMMEDIATE`; Postgres: a read-committed
-    /// transaction that takes an advisory lock on the caller first). What
+    /// transaction that takes an advisory lock on the caller in the
+    /// approval's service first). What
     /// waits is judged at `approval.created_ms`, by the opening replica's
     /// clock, as every time here is. A store of your own must keep that
     /// promise too; the store contract's test holds it.

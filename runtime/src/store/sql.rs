@@ -1,8 +1,10 @@
 //! The SQL stores: SQLite (a file, nothing to install) and Postgres (for N
 //! replicas), through sqlx with queries written once — the same text runs
 //! on both (`$1`-style parameters, `ON CONFLICT DO NOTHING`, `RETURNING`,
-//! a partial unique index) — and migrations embedded in the library, run
-//! when the store is opened.
+//! a partial unique index), but for the one query of the texts in a JSON
+//! array each backend words its own way (a list of scopes or ids bound as
+//! one parameter) — and migrations embedded in the library, run when the
+//! store is opened.
 //!
 //! Over 500 lines: one macro body holds every query once, for both
 //! backends; splitting it would write each query twice.
@@ -120,6 +122,12 @@ fn json(text: Option<String>) -> Result<Option<Value>, StoreError> {
     text.map(|text| serde_json::from_str(&text).map_err(failed))
         .transpose()
 }
+
+/// How many due approvals one transaction of
+/// [`expire_approvals`](Store::expire_approvals) ends: a backlog is ended
+/// in batches, each taking the locks of its own callers only (Postgres's
+/// lock table is shared and bounded).
+const EXPIRED_AT_ONCE: i64 = 256;
 
 /// How many times the migrations are run before a store gives up: replicas
 /// started at once race for them. SQLite answers the loser at once
@@ -1046,46 +1054,63 @@ macro_rules! sql_store {
             ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
                 Box::pin(async move {
                     let sql = format!(
-                        "UPDATE te_approvals SET state = 'expired' \
-                         WHERE state = 'pending' AND expires_ms <= $1 RETURNING {APPROVAL_COLUMNS}"
+                        "UPDATE te_approvals SET state = 'expired' WHERE id IN ({}) \
+                         AND state = 'pending' AND expires_ms <= $1 RETURNING {APPROVAL_COLUMNS}",
+                        format!($json_texts, "$2")
                     );
-                    // Expired, escalated and audited, all or none; the
-                    // callers of those due locked first, each in the
-                    // approval's service, so that each escalation is
-                    // counted as a call's would be (one due just after is
-                    // counted unlocked).
-                    let mut tx = $begin_writing(&self.pool).await?;
-                    let due: Vec<(String, Option<String>)> = sqlx::query_as(
-                        "SELECT DISTINCT service, caller FROM te_approvals \
-                         WHERE state = 'pending' AND expires_ms <= $1",
-                    )
-                    .bind(now_ms)
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(failed)?;
-                    let due: Vec<(Option<&str>, Option<&str>)> = (due.iter())
-                        .map(|(service, caller)| (Some(service.as_str()), caller.as_deref()))
-                        .collect();
-                    $lock_callers(&mut tx, &due).await?;
-                    let expired = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    // In batches, each one transaction: expired, escalated
+                    // and audited, all or none; the callers of the batch
+                    // locked first, each in the approval's service, so that
+                    // each escalation is counted as a call's would be. A
+                    // backlog (a store that no runner swept for a while)
+                    // takes a bounded number of locks at a time.
+                    let mut all = Vec::new();
+                    loop {
+                        let mut tx = $begin_writing(&self.pool).await?;
+                        let due: Vec<(String, String, Option<String>)> = sqlx::query_as(
+                            "SELECT id, service, caller FROM te_approvals \
+                             WHERE state = 'pending' AND expires_ms <= $1 ORDER BY expires_ms LIMIT $2",
+                        )
                         .bind(now_ms)
+                        .bind(EXPIRED_AT_ONCE)
                         .fetch_all(&mut *tx)
                         .await
-                        .map_err(failed)?
-                        .iter()
-                        .map(Self::approval_of)
-                        .collect::<Result<Vec<_>, _>>()?;
-                    for approval in &expired {
-                        let (service, caller) = (Some(approval.service.as_str()), approval.caller.as_deref());
-                        let open = Self::count_open(&mut tx, service, caller).await?;
-                        if let Some(escalation) = escalate(approval, open) {
-                            Self::write_escalation(&mut tx, &escalation, u64::MAX).await?;
+                        .map_err(failed)?;
+                        if due.is_empty() {
+                            break;
                         }
-                        Self::write_audit(&mut tx, &AuditEntry::expired(&approval.id, now_ms))
-                            .await?;
+                        let pairs: Vec<(Option<&str>, Option<&str>)> = (due.iter())
+                            .map(|(_, service, caller)| (Some(service.as_str()), caller.as_deref()))
+                            .collect();
+                        $lock_callers(&mut tx, &pairs).await?;
+                        let ids: Vec<&str> = due.iter().map(|(id, _, _)| id.as_str()).collect();
+                        let expired = sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
+                            .bind(now_ms)
+                            .bind(text(&serde_json::json!(ids)))
+                            .fetch_all(&mut *tx)
+                            .await
+                            .map_err(failed)?
+                            .iter()
+                            .map(Self::approval_of)
+                            .collect::<Result<Vec<_>, _>>()?;
+                        for approval in &expired {
+                            let (service, caller) = (Some(approval.service.as_str()), approval.caller.as_deref());
+                            let open = Self::count_open(&mut tx, service, caller).await?;
+                            if let Some(escalation) = escalate(approval, open) {
+                                Self::write_escalation(&mut tx, &escalation, u64::MAX).await?;
+                            }
+                            Self::write_audit(&mut tx, &AuditEntry::expired(&approval.id, now_ms))
+                                .await?;
+                        }
+                        tx.commit().await.map_err(failed)?;
+                        all.extend(expired);
+                        // A batch short of full was the last: what the
+                        // next would read fell due since, for the next pass.
+                        if due.len() < EXPIRED_AT_ONCE as usize {
+                            break;
+                        }
                     }
-                    tx.commit().await.map_err(failed)?;
-                    Ok(expired)
+                    Ok(all)
                 })
             }
 

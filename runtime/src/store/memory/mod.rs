@@ -6,7 +6,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde_json::Value;
 
-use self::state::State;
+use self::state::{Scopes, State};
 use super::{
     ApprovalRecord, ApprovalState, AuditEntry, Decision, Escalate, EscalationRecord,
     EscalationState, Store, StoreFuture, TaskRecord, TaskUpdate,
@@ -213,12 +213,13 @@ impl Store for MemoryStore {
         states: &'a [ApprovalState],
         limit: u32,
     ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
+        let approvers = Scopes::new(approvers);
         let state = self.lock();
         let found: Vec<ApprovalRecord> = (state.approvals.values())
             .filter(|approval| {
                 approval.service == service
                     && states.contains(&approval.state)
-                    && approvers.is_none_or(|scopes| scopes.contains(&approval.approvers.as_str()))
+                    && approvers.admit(&approval.approvers)
             })
             .cloned()
             .collect();
@@ -380,13 +381,13 @@ impl Store for MemoryStore {
         wanted: EscalationState,
         limit: u32,
     ) -> StoreFuture<'a, Vec<EscalationRecord>> {
+        let approvers = Scopes::new(approvers);
         let state = self.lock();
         let found: Vec<EscalationRecord> = (state.escalations.values())
             .filter(|escalation| {
                 escalation.state == wanted
                     && (escalation.service.as_deref()).is_none_or(|theirs| theirs == service)
-                    && (escalation.approvers.as_deref())
-                        .is_none_or(|scope| approvers.is_none_or(|scopes| scopes.contains(&scope)))
+                    && (escalation.approvers.as_deref()).is_none_or(|scope| approvers.admit(scope))
             })
             .cloned()
             .collect();

@@ -83,3 +83,18 @@ impl State {
         u64::try_from(open).unwrap_or(u64::MAX)
     }
 }
+
+/// The scopes a list asks for, looked up rather than walked (a person may
+/// have thousands); none: every scope.
+pub(super) struct Scopes<'a>(Option<HashSet<&'a str>>);
+
+impl<'a> Scopes<'a> {
+    pub(super) fn new(scopes: Option<&[&'a str]>) -> Self {
+        Scopes(scopes.map(|scopes| scopes.iter().copied().collect()))
+    }
+
+    /// Whether the list takes what `scope` may decide.
+    pub(super) fn admit(&self, scope: &str) -> bool {
+        (self.0.as_ref()).is_none_or(|scopes| scopes.contains(scope))
+    }
+}
