@@ -837,6 +837,131 @@ async fn every_escalation_of_a_tool_set_with_a_store_is_kept_once_with_its_calle
     assert!(!kept.envelope.to_string().contains("4111-1111"));
 }
 
+/// A row the store cannot read back (written by hand, its arguments not
+/// JSON) that falls due holds nothing back: it expires with its line of
+/// the audit (no escalation can be made of it), the approvals due after it
+/// expire, and the approved refund runs. In a SQLite file.
+#[tokio::test]
+async fn an_approval_that_cannot_be_read_holds_nothing_back() {
+    let (_folder, url) = sqlite_url("poisoned");
+    let store = store::open(&url).await.unwrap();
+    let tools = tools(Arc::clone(&store));
+    let (_, reply) = call_as(&tools, &alice(), "refund", refund_args("P-1", 640)).await;
+    let ticket = ticket_of(&reply);
+    tools.decide(&ticket, &approver(), true, "").await.unwrap();
+
+    let beside = sqlx::SqlitePool::connect(&url).await.unwrap();
+    sqlx::query(
+        "INSERT INTO te_approvals (id, digest, block, tool, arguments, shown, caller, \
+         caller_scopes, approvers, state, created_ms, expires_ms, lease_until_ms, safe_to_repeat, \
+         service) \
+         VALUES ('unreadable', 'unreadable', 'cap@0', 'refund', 'not json', '{}', 'mallory', \
+         '[]', 'refunds:approve', 'pending', $1, $1, 0, false, '')",
+    )
+    .bind(store::now_ms() - 10)
+    .execute(&beside)
+    .await
+    .unwrap();
+
+    // Due after it: a readable approval of bob's.
+    let later = store::ApprovalRecord::new(
+        "readable",
+        "cap@0",
+        "refund",
+        json!({"order": "P-2", "amount": 650}),
+        json!({"message": "Refund of $650 exceeds the $500 cap"}),
+        Some("bob".to_owned()),
+        "refunds:approve",
+        store::now_ms() - 1,
+    );
+    let later = store
+        .open_approval(&later, u64::MAX)
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+
+    assert_eq!(tools.run_approved().await.unwrap(), 1);
+    assert_eq!(times("refund P-1 640"), 1, "the approved refund ran");
+    let (failed, result) = call_as(&tools, &alice(), "refund", refund_args("P-1", 640)).await;
+    assert!(!failed, "{result}");
+    let state = |id: &'static str| {
+        let beside = beside.clone();
+        async move {
+            sqlx::query_scalar::<_, String>("SELECT state FROM te_approvals WHERE id = $1")
+                .bind(id)
+                .fetch_one(&beside)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(state("unreadable").await, "expired");
+    let later = store.approval(&later).await.unwrap().unwrap();
+    assert_eq!(later.state, ApprovalState::Expired);
+    let audit = store.audit_log(1000).await.unwrap();
+    assert!(
+        audit.iter().any(|entry| entry.subject == "unreadable"),
+        "{audit:?}"
+    );
+}
+
+/// A store that refuses to expire approvals for a while (their lines of
+/// the audit cannot be written) holds no approved call back: the pass runs
+/// the approved refund, then reports the failure; once the store mends,
+/// the due approval expires. In a SQLite file.
+#[tokio::test]
+async fn an_expiry_the_store_refuses_holds_no_approved_call_back() {
+    let (_folder, url) = sqlite_url("refusing");
+    let store = store::open(&url).await.unwrap();
+    let tools = tools(Arc::clone(&store));
+    let (_, reply) = call_as(&tools, &alice(), "refund", refund_args("R-1", 660)).await;
+    let ticket = ticket_of(&reply);
+    tools.decide(&ticket, &approver(), true, "").await.unwrap();
+    let due = store::ApprovalRecord::new(
+        "due",
+        "cap@0",
+        "refund",
+        json!({"order": "R-2", "amount": 670}),
+        json!({"message": "Refund of $670 exceeds the $500 cap"}),
+        Some("bob".to_owned()),
+        "refunds:approve",
+        store::now_ms() - 1,
+    );
+    let due = store
+        .open_approval(&due, u64::MAX)
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+
+    let beside = sqlx::SqlitePool::connect(&url).await.unwrap();
+    let run = async |statement: &'static str| {
+        sqlx::query(statement).execute(&beside).await.unwrap();
+    };
+    run(
+        "CREATE TRIGGER no_expiry BEFORE INSERT ON te_audit WHEN NEW.what = 'expire' \
+         BEGIN SELECT RAISE(ABORT, 'the audit cannot be written'); END",
+    )
+    .await;
+    let failed = tools.run_approved().await;
+    assert!(
+        failed.is_err(),
+        "the expiry's failure is reported: {failed:?}"
+    );
+    assert_eq!(
+        times("refund R-1 660"),
+        1,
+        "the approved refund ran all the same"
+    );
+    let pending = store.approval(&due).await.unwrap().unwrap();
+    assert_eq!(pending.state, ApprovalState::Pending);
+
+    run("DROP TRIGGER no_expiry").await;
+    assert_eq!(tools.run_approved().await.unwrap(), 0);
+    let expired = store.approval(&due).await.unwrap().unwrap();
+    assert_eq!(expired.state, ApprovalState::Expired);
+}
+
 /// A caller's bounds are each service's own: the same subject with as many
 /// approvals waiting and escalations open as one service keeps still
 /// opens approvals and is escalated on another service sharing the store,

@@ -301,7 +301,9 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// service ([`open_escalations`](Self::open_escalations) of
     /// `Some(&approval.service)`) counted in that transaction, under the
     /// same lock a [`record_escalation`](Self::record_escalation) of that
-    /// service and caller takes: no approval expires unrecorded, however the store
+    /// service and caller takes (an approval the store cannot read back
+    /// expires with its line alone: no escalation can be made of it, and
+    /// it holds none of the others back): no approval expires unrecorded, however the store
     /// fails. Those it ended.
     fn expire_approvals<'a>(
         &'a self,

@@ -86,7 +86,9 @@ impl ToolSet {
     ///
     /// # Errors
     ///
-    /// When the store fails.
+    /// When the store fails: listing, claiming or keeping approved calls
+    /// at once; expiring approvals or taking tasks over after the approved
+    /// calls ran all the same.
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
     pub async fn run_approved(&self) -> Result<usize, StoreError> {
         let Some(store) = self.store_ref() else {
@@ -104,8 +106,18 @@ impl ToolSet {
                     .for_service(expired.service.clone())
             })
         };
-        store.expire_approvals(now_ms(), &escalate).await?;
-        self.recover_tasks(store.as_ref()).await?;
+        // Each step whichever failed before it: approvals that cannot be
+        // expired (a row the store cannot read back, say) or tasks that
+        // cannot be taken over hold no approved call back; the first
+        // failure is reported once the calls ran.
+        let expired = store.expire_approvals(now_ms(), &escalate).await.map(drop);
+        if let Err(error) = &expired {
+            tracing::warn!(%error, "expiring approvals failed; approved calls run all the same");
+        }
+        let recovered = self.recover_tasks(store.as_ref()).await;
+        if let Err(error) = &recovered {
+            tracing::warn!(%error, "taking stopped tasks over failed; approved calls run all the same");
+        }
         if let Err(error) = self.sweep(store.as_ref()).await {
             tracing::warn!(%error, "sweeping the store failed; approved calls run all the same");
         }
@@ -121,6 +133,7 @@ impl ToolSet {
                 break;
             }
         }
+        expired.and(recovered)?;
         Ok(ran)
     }
 
