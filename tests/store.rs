@@ -1803,6 +1803,36 @@ async fn on_sqlite_nothing_is_decided_without_its_line_in_the_audit() {
     nothing_without_its_audit(&*store, sql, &down, &up, "1811").await;
 }
 
+/// A stopped task the store cannot read back (its arguments mangled by
+/// hand) holds no other back from being taken over.
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn an_unreadable_task_holds_no_stopped_task_back() {
+    let folder = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", folder.path().join("tasks.db").display());
+    let store = store::open(&url).await.unwrap();
+    let now = store::now_ms();
+    let beside = sqlx::SqlitePool::connect(&url).await.unwrap();
+    sqlx::query(
+        "INSERT INTO te_tasks (id, tool, arguments, caller, state, created_ms, updated_ms, \
+         ttl_ms, holder, lease_until_ms, safe_to_repeat, runs, cancel_requested, version, \
+         caller_scopes, service) VALUES ('unreadable', 'slow', 'not json', NULL, 'working', \
+         $1, $1, 60000, 'replica-dead', $1, true, 1, false, 0, '[]', '')",
+    )
+    .bind(now - 20)
+    .execute(&beside)
+    .await
+    .unwrap();
+    let stopped = TaskRecord::new("slow", json!({"n": 1}), None, 10 * MINUTE)
+        .held_by("replica-dead", now - 10)
+        .safe_to_repeat(true);
+    assert!(store.create_task(&stopped, u64::MAX).await.unwrap());
+    let claimed = store.claim_abandoned_tasks("", "replica-b", now, now + MINUTE, 10);
+    let claimed = claimed.await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].id, stopped.id);
+}
+
 /// A file whose schema a migration cannot apply (a table of the store's
 /// name made by something else) is refused, saying which migration and
 /// the database's answer, its code once.

@@ -161,7 +161,8 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// tasks of `service` ([`TaskRecord::service`]) whose lease ran out
     /// before `now_ms`: the tasks claimed. Each claim is one conditional
     /// update, so that two replicas never claim one task; another
-    /// service's tasks are never claimed.
+    /// service's tasks are never claimed. One the store cannot read back
+    /// is not among those claimed, and holds none of them back.
     fn claim_abandoned_tasks<'a>(
         &'a self,
         service: &'a str,

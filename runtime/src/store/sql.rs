@@ -779,8 +779,16 @@ macro_rules! sql_store {
                             .fetch_optional(&self.pool)
                             .await
                             .map_err(failed)?;
-                        if let Some(row) = row {
-                            claimed.push(Self::task_of(&row)?);
+                        // A task the store cannot read back (written by
+                        // hand, say) is left claimed, and holds none after
+                        // it back.
+                        match row.as_ref().map(Self::task_of) {
+                            Some(Ok(task)) => claimed.push(task),
+                            Some(Err(_error)) => {
+                                #[cfg(feature = "tracing")]
+                                tracing::warn!(error = %_error, task = %id, "a stopped task could not be read: not taken over");
+                            }
+                            None => {}
                         }
                     }
                     Ok(claimed)
