@@ -162,7 +162,8 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// before `now_ms`: the tasks claimed. Each claim is one conditional
     /// update, so that two replicas never claim one task; another
     /// service's tasks are never claimed. One the store cannot read back
-    /// is not among those claimed, and holds none of them back.
+    /// is claimed but not returned (claimed again on each pass until its
+    /// time to live ends it), and holds none of the others back.
     fn claim_abandoned_tasks<'a>(
         &'a self,
         service: &'a str,
@@ -305,7 +306,9 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// service and caller takes (an approval the store cannot read back
     /// expires with its line alone: no escalation can be made of it, and
     /// it holds none of the others back): no approval expires unrecorded, however the store
-    /// fails. Those it ended.
+    /// fails. Those it ended and could read back. A store may end them in
+    /// batches, each its own transaction (the SQL stores, 64 at a time):
+    /// on an error, the batches before it stand.
     fn expire_approvals<'a>(
         &'a self,
         now_ms: i64,

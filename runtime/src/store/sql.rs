@@ -125,9 +125,10 @@ fn json(text: Option<String>) -> Result<Option<Value>, StoreError> {
 
 /// How many due approvals one transaction of
 /// [`expire_approvals`](Store::expire_approvals) ends: a backlog is ended
-/// in batches, each taking the locks of its own callers only (Postgres's
-/// lock table is shared and bounded).
-const EXPIRED_AT_ONCE: i64 = 256;
+/// in batches, each taking the locks of its own callers only — Postgres's
+/// lock table is shared by every session and sized for 64 locks a
+/// transaction by default (`max_locks_per_transaction`).
+const EXPIRED_AT_ONCE: i64 = 64;
 
 /// How many times the migrations are run before a store gives up: replicas
 /// started at once race for them. SQLite answers the loser at once
@@ -1077,7 +1078,7 @@ macro_rules! sql_store {
                         let mut tx = $begin_writing(&self.pool).await?;
                         let due: Vec<(String, String, Option<String>)> = sqlx::query_as(
                             "SELECT id, service, caller FROM te_approvals \
-                             WHERE state = 'pending' AND expires_ms <= $1 ORDER BY expires_ms LIMIT $2",
+                             WHERE state = 'pending' AND expires_ms <= $1 LIMIT $2",
                         )
                         .bind(now_ms)
                         .bind(EXPIRED_AT_ONCE)

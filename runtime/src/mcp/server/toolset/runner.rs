@@ -86,9 +86,9 @@ impl ToolSet {
     ///
     /// # Errors
     ///
-    /// When the store fails: listing approved calls at once; expiring
-    /// approvals, taking tasks over, or claiming or keeping one approved
-    /// call, after the others ran all the same.
+    /// When the store fails: listing, claiming or keeping an approved call
+    /// at once (the calls before it ran); expiring approvals or taking
+    /// tasks over after the approved calls ran all the same.
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
     pub async fn run_approved(&self) -> Result<usize, StoreError> {
         let Some(store) = self.store_ref() else {
@@ -123,26 +123,20 @@ impl ToolSet {
         }
         let mut ran = 0;
         // Batch after batch, until one is not full: what another replica
-        // claimed meanwhile is not listed again. A call that fails (a row
-        // the store cannot read back, say) holds none after it back.
-        let mut failed = None;
+        // claimed meanwhile is not listed again. The first call the store
+        // fails ends the pass: a store that is down is not asked again for
+        // each call listed.
         for _ in 0..MAX_BATCHES {
             let ids = (store.approvals_to_run(self.service(), now_ms(), BATCH)).await?;
             for id in &ids {
-                match self.run_one(store.as_ref(), id).await {
-                    Ok(one) => ran += one,
-                    Err(error) => {
-                        tracing::warn!(%error, approval = %id, "an approved call could not be run; the others run");
-                        failed.get_or_insert(error);
-                    }
-                }
+                ran += self.run_one(store.as_ref(), id).await?;
             }
             if ids.len() < BATCH as usize {
                 break;
             }
         }
         expired.and(recovered)?;
-        failed.map_or(Ok(ran), Err)
+        Ok(ran)
     }
 
     /// Sweeps `store` ([`Store::sweep`]) when this set last did so a
