@@ -837,6 +837,23 @@ async fn every_escalation_of_a_tool_set_with_a_store_is_kept_once_with_its_calle
     assert!(!kept.envelope.to_string().contains("4111-1111"));
 }
 
+/// Opens, in `store`, bob's approval of a refund of `order` that fell due a
+/// moment ago, as a call of his would have: its id.
+async fn due_approval(store: &dyn Store, order: &str, amount: u64) -> String {
+    let due = store::ApprovalRecord::new(
+        format!("due-{order}"),
+        "cap@0",
+        "refund",
+        json!({"order": order, "amount": amount}),
+        json!({"message": format!("Refund of ${amount} exceeds the $500 cap")}),
+        Some("bob".to_owned()),
+        "refunds:approve",
+        store::now_ms() - 1,
+    );
+    let opened = store.open_approval(&due, u64::MAX).await.unwrap();
+    opened.expect("opened: no bound to pass").id
+}
+
 /// A row the store cannot read back (written by hand, its arguments not
 /// JSON) that falls due holds nothing back: it expires with its line of
 /// the audit (no escalation can be made of it), the approvals due with it
@@ -864,22 +881,7 @@ async fn an_approval_that_cannot_be_read_holds_nothing_back() {
     .unwrap();
 
     // Due after it: a readable approval of bob's.
-    let later = store::ApprovalRecord::new(
-        "readable",
-        "cap@0",
-        "refund",
-        json!({"order": "P-2", "amount": 650}),
-        json!({"message": "Refund of $650 exceeds the $500 cap"}),
-        Some("bob".to_owned()),
-        "refunds:approve",
-        store::now_ms() - 1,
-    );
-    let later = store
-        .open_approval(&later, u64::MAX)
-        .await
-        .unwrap()
-        .unwrap()
-        .id;
+    let later = due_approval(&*store, "P-2", 650).await;
 
     assert_eq!(tools.run_approved().await.unwrap(), 1);
     assert_eq!(times("refund P-1 640"), 1, "the approved refund ran");
@@ -929,22 +931,7 @@ async fn an_expiry_the_store_refuses_holds_no_approved_call_back() {
     let (_, reply) = call_as(&tools, &alice(), "refund", refund_args("R-1", 660)).await;
     let ticket = ticket_of(&reply);
     tools.decide(&ticket, &approver(), true, "").await.unwrap();
-    let due = store::ApprovalRecord::new(
-        "due",
-        "cap@0",
-        "refund",
-        json!({"order": "R-2", "amount": 670}),
-        json!({"message": "Refund of $670 exceeds the $500 cap"}),
-        Some("bob".to_owned()),
-        "refunds:approve",
-        store::now_ms() - 1,
-    );
-    let due = store
-        .open_approval(&due, u64::MAX)
-        .await
-        .unwrap()
-        .unwrap()
-        .id;
+    let due = due_approval(&*store, "R-2", 670).await;
 
     let beside = sqlx::SqlitePool::connect(&url).await.unwrap();
     let run = async |statement: &'static str| {
