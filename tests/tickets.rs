@@ -837,6 +837,23 @@ async fn every_escalation_of_a_tool_set_with_a_store_is_kept_once_with_its_calle
     assert!(!kept.envelope.to_string().contains("4111-1111"));
 }
 
+/// A tool set over a new SQLite file `name` in which alice's refund of
+/// `order` over the cap waits, approved by an approver and not yet run:
+/// the folder (kept while it lives), the file's URL, the store, the set.
+async fn approved_refund(
+    name: &str,
+    order: &str,
+    amount: u64,
+) -> (tempfile::TempDir, String, Arc<dyn Store>, ToolSet) {
+    let (folder, url) = sqlite_url(name);
+    let store = store::open(&url).await.unwrap();
+    let tools = tools(Arc::clone(&store));
+    let (_, reply) = call_as(&tools, &alice(), "refund", refund_args(order, amount)).await;
+    let ticket = ticket_of(&reply);
+    tools.decide(&ticket, &approver(), true, "").await.unwrap();
+    (folder, url, store, tools)
+}
+
 /// Opens, in `store`, bob's approval of a refund of `order` that fell due a
 /// moment ago, as a call of his would have: its id.
 async fn due_approval(store: &dyn Store, order: &str, amount: u64) -> String {
@@ -860,12 +877,7 @@ async fn due_approval(store: &dyn Store, order: &str, amount: u64) -> String {
 /// expire, and the approved refund runs. In a SQLite file.
 #[tokio::test]
 async fn an_approval_that_cannot_be_read_holds_nothing_back() {
-    let (_folder, url) = sqlite_url("poisoned");
-    let store = store::open(&url).await.unwrap();
-    let tools = tools(Arc::clone(&store));
-    let (_, reply) = call_as(&tools, &alice(), "refund", refund_args("P-1", 640)).await;
-    let ticket = ticket_of(&reply);
-    tools.decide(&ticket, &approver(), true, "").await.unwrap();
+    let (_folder, url, store, tools) = approved_refund("poisoned", "P-1", 640).await;
 
     let beside = sqlx::SqlitePool::connect(&url).await.unwrap();
     sqlx::query(
@@ -925,12 +937,7 @@ async fn an_approval_that_cannot_be_read_holds_nothing_back() {
 /// the due approval expires. In a SQLite file.
 #[tokio::test]
 async fn an_expiry_the_store_refuses_holds_no_approved_call_back() {
-    let (_folder, url) = sqlite_url("refusing");
-    let store = store::open(&url).await.unwrap();
-    let tools = tools(Arc::clone(&store));
-    let (_, reply) = call_as(&tools, &alice(), "refund", refund_args("R-1", 660)).await;
-    let ticket = ticket_of(&reply);
-    tools.decide(&ticket, &approver(), true, "").await.unwrap();
+    let (_folder, url, store, tools) = approved_refund("refusing", "R-1", 660).await;
     let due = due_approval(&*store, "R-2", 670).await;
 
     let beside = sqlx::SqlitePool::connect(&url).await.unwrap();
