@@ -1691,6 +1691,22 @@ async fn postgres_keeps_the_contract_across_two_replicas() {
     );
     holder.rollback().await.unwrap();
     assert!(first.create_task(&task(&held), 5).await.unwrap());
+
+    let insert = async |sql: String, at: i64| {
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(at)
+            .execute(&beside)
+            .await
+            .unwrap();
+    };
+    let read = async |sql: String| {
+        sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .fetch_one(&beside)
+            .await
+            .unwrap()
+    };
+    let service = format!("unreadable-tasks-{held}");
+    an_unreadable_task_ends_failed(&*first, &service, insert, read).await;
 }
 
 /// A decision, an expiry and a resolution are kept with their line of the
@@ -1804,33 +1820,77 @@ async fn on_sqlite_nothing_is_decided_without_its_line_in_the_audit() {
 }
 
 /// A stopped task the store cannot read back (its arguments mangled by
-/// hand) holds no other back from being taken over.
+/// hand) holds no other back from being taken over, and is ended failed:
+/// not claimed again on the next pass, nor counted among its caller's
+/// running tasks. In a SQLite file (and on Postgres, in its test).
 #[cfg(feature = "sqlite")]
 #[tokio::test]
 async fn an_unreadable_task_holds_no_stopped_task_back() {
     let folder = tempfile::tempdir().unwrap();
     let url = format!("sqlite:{}", folder.path().join("tasks.db").display());
     let store = store::open(&url).await.unwrap();
-    let now = store::now_ms();
     let beside = sqlx::SqlitePool::connect(&url).await.unwrap();
-    sqlx::query(
-        "INSERT INTO te_tasks (id, tool, arguments, caller, state, created_ms, updated_ms, \
-         ttl_ms, holder, lease_until_ms, safe_to_repeat, runs, cancel_requested, version, \
-         caller_scopes, service) VALUES ('unreadable', 'slow', 'not json', NULL, 'working', \
-         $1, $1, 60000, 'replica-dead', $1, true, 1, false, 0, '[]', '')",
+    let insert = async |sql: String, at: i64| {
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(at)
+            .execute(&beside)
+            .await
+            .unwrap();
+    };
+    let read = async |sql: String| {
+        sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .fetch_one(&beside)
+            .await
+            .unwrap()
+    };
+    an_unreadable_task_ends_failed(&*store, "", insert, read).await;
+}
+
+/// The unreadable task's test, in `service` of `store`: `insert` runs an
+/// insert beside the store, its one parameter bound to a time; `read`
+/// answers a row of a state, a count and a text.
+async fn an_unreadable_task_ends_failed(
+    store: &dyn Store,
+    service: &str,
+    insert: impl AsyncFn(String, i64),
+    read: impl AsyncFn(String) -> (String, i64, String),
+) {
+    let now = store::now_ms();
+    let id = format!("unreadable-{service}");
+    insert(
+        format!(
+            "INSERT INTO te_tasks (id, tool, arguments, caller, state, created_ms, updated_ms, \
+             ttl_ms, holder, lease_until_ms, safe_to_repeat, runs, cancel_requested, version, \
+             caller_scopes, service) VALUES ('{id}', 'slow', 'not json', 'mallory', 'working', \
+             $1, $1, 60000, 'replica-dead', $1, true, 1, false, 0, '[]', '{service}')"
+        ),
+        now - 20,
     )
-    .bind(now - 20)
-    .execute(&beside)
-    .await
-    .unwrap();
+    .await;
     let stopped = TaskRecord::new("slow", json!({"n": 1}), None, 10 * MINUTE)
         .held_by("replica-dead", now - 10)
-        .safe_to_repeat(true);
+        .safe_to_repeat(true)
+        .for_service(service);
     assert!(store.create_task(&stopped, u64::MAX).await.unwrap());
-    let claimed = store.claim_abandoned_tasks("", "replica-b", now, now + MINUTE, 10);
+    let claimed = store.claim_abandoned_tasks(service, "replica-b", now, now + MINUTE, 10);
     let claimed = claimed.await.unwrap();
     assert_eq!(claimed.len(), 1);
     assert_eq!(claimed[0].id, stopped.id);
+
+    let row = format!("SELECT state, runs, error FROM te_tasks WHERE id = '{id}'");
+    let (state, runs, error) = read(row.clone()).await;
+    assert_eq!(state, "failed");
+    assert!(error.contains("could not be read back"), "{error}");
+    let running = store.running_tasks(service, Some("mallory")).await.unwrap();
+    assert_eq!(
+        running.1, 0,
+        "no longer counted among mallory's running tasks"
+    );
+    let later = now + 2 * MINUTE;
+    let claimed = store.claim_abandoned_tasks(service, "replica-c", later, later + MINUTE, 10);
+    let claimed = claimed.await.unwrap();
+    assert!(claimed.iter().all(|task| task.id != id));
+    assert_eq!(read(row).await.1, runs, "not claimed again");
 }
 
 /// A file whose schema a migration cannot apply (a table of the store's

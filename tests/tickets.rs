@@ -931,6 +931,65 @@ async fn an_approval_that_cannot_be_read_holds_nothing_back() {
     );
 }
 
+/// Approved calls the store cannot read back (written by hand, their
+/// arguments not JSON), more than a batch of them, and one whose runner
+/// died, all due before an approved refund: each is ended unrun, its
+/// reply saying why, and the refund runs on the same pass. The next pass
+/// finds nothing to end again. In a SQLite file.
+#[tokio::test]
+async fn approved_calls_that_cannot_be_read_hold_no_approved_call_back() {
+    let (_folder, url, _store, tools) = approved_refund("unreadable-approved", "U-1", 680).await;
+
+    let beside = sqlx::SqlitePool::connect(&url).await.unwrap();
+    let before = store::now_ms() - 60_000;
+    for n in 0..20 {
+        let (state, holder) = match n {
+            0 => ("running", "'replica-dead'"),
+            _ => ("approved", "NULL"),
+        };
+        let sql = format!(
+            "INSERT INTO te_approvals (id, digest, block, tool, arguments, shown, caller, \
+             caller_scopes, approvers, state, created_ms, expires_ms, holder, lease_until_ms, \
+             safe_to_repeat, service) \
+             VALUES ('unreadable-{n}', 'unreadable-{n}', 'cap@0', 'refund', 'not json', '{{}}', \
+             'mallory', '[]', 'refunds:approve', '{state}', $1, $2, {holder}, 0, false, '')"
+        );
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(before + n)
+            .bind(store::now_ms() + 600_000)
+            .execute(&beside)
+            .await
+            .unwrap();
+    }
+
+    assert_eq!(tools.run_approved().await.unwrap(), 1);
+    assert_eq!(times("refund U-1 680"), 1, "the approved refund ran");
+    let ended: Vec<(String, String, Option<String>)> = sqlx::query_as(
+        "SELECT state, arguments, result FROM te_approvals WHERE id LIKE 'unreadable-%'",
+    )
+    .fetch_all(&beside)
+    .await
+    .unwrap();
+    assert_eq!(ended.len(), 20);
+    for (state, arguments, result) in &ended {
+        assert_eq!(state, "done");
+        assert_eq!(arguments, "not json", "nothing ran with them");
+        let result: Value = serde_json::from_str(result.as_deref().unwrap()).unwrap();
+        let text = result.to_string();
+        assert!(
+            text.contains("could not be read back from the store"),
+            "{text}"
+        );
+    }
+    assert_eq!(
+        tools.run_approved().await.unwrap(),
+        0,
+        "nothing left to end"
+    );
+    let (failed, result) = call_as(&tools, &alice(), "refund", refund_args("U-1", 680)).await;
+    assert!(!failed, "{result}");
+}
+
 /// A store that refuses to expire approvals for a while (their lines of
 /// the audit cannot be written) holds no approved call back: the pass runs
 /// the approved refund, then reports the failure; once the store mends,

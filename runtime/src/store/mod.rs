@@ -21,6 +21,7 @@
 //! a lease the same way.
 
 mod audit;
+mod error;
 #[cfg(all(test, feature = "rmcp"))]
 pub(crate) mod gated;
 mod memory;
@@ -35,6 +36,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use audit::{AuditEntry, Decision};
+pub use error::StoreError;
 pub use memory::MemoryStore;
 pub use records::{
     ApprovalRecord, ApprovalState, EscalationRecord, EscalationState, TaskRecord, TaskState,
@@ -56,54 +58,6 @@ pub type Escalate<'a> = dyn Fn(&ApprovalRecord, u64) -> Option<EscalationRecord>
 
 /// A boxed future, as the store's methods answer.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
-
-/// A store's failure: the backend's own error, as text (never a secret: the
-/// SQL drivers do not quote parameters), and the database's own code for
-/// it when it gave one ([`code`](Self::code)).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoreError {
-    what: String,
-    code: Option<String>,
-}
-
-impl StoreError {
-    /// An error that says `what`.
-    pub fn new(what: impl Into<String>) -> Self {
-        StoreError {
-            what: what.into(),
-            code: None,
-        }
-    }
-
-    /// The same error, with the database's own code for it.
-    #[must_use]
-    pub fn with_code(mut self, code: impl Into<String>) -> Self {
-        self.code = Some(code.into());
-        self
-    }
-
-    /// The database's own code for the failure, when it gave one: the
-    /// SQLSTATE on Postgres (`55P03`, a lock not had in time; `40001`, a
-    /// serialization failure), SQLite's extended result code (`5`, the
-    /// file busy, or `517`, busy on a stale snapshot: the low byte of an
-    /// extended code is the primary one). Unlike the text, it does not
-    /// change with the server's language, so it is what to match on.
-    pub fn code(&self) -> Option<&str> {
-        self.code.as_deref()
-    }
-}
-
-impl fmt::Display for StoreError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "the store failed: {}", self.what)?;
-        match &self.code {
-            Some(code) => write!(f, " (code {code})"),
-            None => Ok(()),
-        }
-    }
-}
-
-impl std::error::Error for StoreError {}
 
 /// What must outlive a call, kept where every replica can read it.
 ///
@@ -162,8 +116,9 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// before `now_ms`: the tasks claimed. Each claim is one conditional
     /// update, so that two replicas never claim one task; another
     /// service's tasks are never claimed. One the store cannot read back
-    /// is claimed but not returned (claimed again on each pass until its
-    /// time to live ends it), and holds none of the others back.
+    /// ([`StoreError::is_unreadable`]) can neither run again nor be
+    /// answered: it is ended [failed](TaskState::Failed) and not returned,
+    /// and holds none of the others back.
     fn claim_abandoned_tasks<'a>(
         &'a self,
         service: &'a str,
@@ -220,7 +175,8 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
         now_ms: i64,
     ) -> StoreFuture<'a, u64>;
 
-    /// The approval `id`.
+    /// The approval `id`; an error [unreadable](StoreError::unreadable)
+    /// when the store holds it and cannot read it back.
     fn approval<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<ApprovalRecord>>;
 
     /// The approvals of `service` ([`ApprovalRecord::service`]) in
@@ -254,6 +210,13 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// `lease_until_ms`: an approved one, or a running one whose lease ran
     /// out before `now_ms`. The approval as claimed, or `None` when another
     /// holder has it or it is not approved.
+    ///
+    /// An approval claimed that the store cannot read back is an error
+    /// [unreadable](StoreError::unreadable), the claim kept: the runner
+    /// then ends it, unrun, with [`finish_approval`](Self::finish_approval),
+    /// so that it holds none of the approved calls after it back. (A store
+    /// that reads before it claims holds nothing: the runner's pass then
+    /// ends at the row, as at any failure.)
     fn claim_approval<'a>(
         &'a self,
         id: &'a str,

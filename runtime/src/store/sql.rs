@@ -259,7 +259,13 @@ macro_rules! sql_store {
                 Ok(tx)
             }
 
+            /// The task of `row`; an error [unreadable](StoreError::unreadable)
+            /// when a column does not read back as a task's.
             fn task_of(row: &<$db as sqlx::Database>::Row) -> Result<TaskRecord, StoreError> {
+                Self::read_task(row).map_err(StoreError::unreadable)
+            }
+
+            fn read_task(row: &<$db as sqlx::Database>::Row) -> Result<TaskRecord, StoreError> {
                 let state: String = row.try_get("state").map_err(failed)?;
                 Ok(TaskRecord {
                     id: row.try_get("id").map_err(failed)?,
@@ -291,7 +297,16 @@ macro_rules! sql_store {
                 })
             }
 
+            /// The approval of `row`; an error
+            /// [unreadable](StoreError::unreadable) when a column does not
+            /// read back as an approval's.
             fn approval_of(
+                row: &<$db as sqlx::Database>::Row,
+            ) -> Result<ApprovalRecord, StoreError> {
+                Self::read_approval(row).map_err(StoreError::unreadable)
+            }
+
+            fn read_approval(
                 row: &<$db as sqlx::Database>::Row,
             ) -> Result<ApprovalRecord, StoreError> {
                 let state: String = row.try_get("state").map_err(failed)?;
@@ -325,7 +340,16 @@ macro_rules! sql_store {
                 })
             }
 
+            /// The escalation of `row`; an error
+            /// [unreadable](StoreError::unreadable) when a column does not
+            /// read back as an escalation's.
             fn escalation_of(
+                row: &<$db as sqlx::Database>::Row,
+            ) -> Result<EscalationRecord, StoreError> {
+                Self::read_escalation(row).map_err(StoreError::unreadable)
+            }
+
+            fn read_escalation(
                 row: &<$db as sqlx::Database>::Row,
             ) -> Result<EscalationRecord, StoreError> {
                 let state: String = row.try_get("state").map_err(failed)?;
@@ -781,13 +805,35 @@ macro_rules! sql_store {
                             .await
                             .map_err(failed)?;
                         // A task the store cannot read back (written by
-                        // hand, say) is left claimed, and holds none after
-                        // it back.
+                        // hand, say) can neither run again nor be answered:
+                        // it ends failed, so that it is neither claimed on
+                        // every pass nor counted among its caller's running
+                        // tasks, and holds none after it back.
                         match row.as_ref().map(Self::task_of) {
                             Some(Ok(task)) => claimed.push(task),
-                            Some(Err(_error)) => {
+                            Some(Err(error)) => {
                                 #[cfg(feature = "tracing")]
-                                tracing::warn!(error = %_error, task = %id, "a stopped task could not be read: not taken over");
+                                tracing::warn!(%error, task = %id, "a stopped task could not be read: ended failed, not taken over");
+                                let message = format!(
+                                    "the task could not be read back from the store, so it could not be taken over: {error}"
+                                );
+                                let protocol_error = serde_json::json!({
+                                    "code": -32603,
+                                    "message": message,
+                                });
+                                let sql = "UPDATE te_tasks SET state = 'failed', status_message = $1, \
+                                           error = $2, updated_ms = $3, version = version + 1 \
+                                           WHERE id = $4 AND holder = $5 \
+                                           AND state IN ('working', 'input_required')";
+                                sqlx::query(sql)
+                                    .bind(&message)
+                                    .bind(text(&protocol_error))
+                                    .bind(now_ms)
+                                    .bind(&id)
+                                    .bind(holder)
+                                    .execute(&self.pool)
+                                    .await
+                                    .map_err(failed)?;
                             }
                             None => {}
                         }

@@ -82,7 +82,11 @@ impl ToolSet {
     /// read-only or idempotent; else it ends `MAY_HAVE_TAKEN_EFFECT`. A task
     /// whose replica stopped renewing its lease is taken over the same way:
     /// run again here if that is safe, else ended `MAY_HAVE_TAKEN_EFFECT`
-    /// (cancelled, if its caller asked). The number of approved calls run.
+    /// (cancelled, if its caller asked). An approved call the store cannot
+    /// read back ([`StoreError::is_unreadable`]: a row written by hand,
+    /// say) is ended unrun, its reply saying why, and a stopped task it
+    /// cannot read back is ended failed: neither holds back what comes
+    /// after it. The number of approved calls run.
     ///
     /// # Errors
     ///
@@ -125,7 +129,8 @@ impl ToolSet {
         // Batch after batch, until one is not full: what another replica
         // claimed meanwhile is not listed again. The first call the store
         // fails ends the pass: a store that is down is not asked again for
-        // each call listed.
+        // each call listed. (One it answers but cannot read back is ended
+        // unrun: `set_aside`.)
         for _ in 0..MAX_BATCHES {
             let ids = (store.approvals_to_run(self.service(), now_ms(), BATCH)).await?;
             for id in &ids {
@@ -176,8 +181,13 @@ impl ToolSet {
     /// another replica has it or it may not run again.
     async fn run_one(&self, store: &dyn Store, id: &str) -> Result<usize, StoreError> {
         let holder = &self.inner.protocol.approving.holder;
-        let Some(before) = store.approval(id).await? else {
-            return Ok(0);
+        let before = match store.approval(id).await {
+            Ok(Some(before)) => before,
+            Ok(None) => return Ok(0),
+            Err(unread) if unread.is_unreadable() => {
+                return self.set_aside(store, id, unread).await;
+            }
+            Err(error) => return Err(error),
         };
         // Another service's call, whatever listed it, is theirs to run.
         if !self.owns(&before) {
@@ -214,6 +224,47 @@ impl ToolSet {
             tracing::warn!(ticket = %id, "another replica holds the approved call now: this run's reply is not kept");
         }
         Ok(ran)
+    }
+
+    /// Ends the approved call `id`, which the store cannot read back
+    /// (`unread` says why), unrun: claimed (a claim keeps its lease though
+    /// the row it answers cannot be read) and finished with an envelope
+    /// that says so. Otherwise it would be listed first again on every
+    /// pass, and end each pass there, holding back every approved call
+    /// after it. Nothing ran: 0. When the store did not keep the claim
+    /// (another replica runs the call), 0 too; when it failed otherwise,
+    /// or cannot finish the call, the pass ends at the call, as at any
+    /// failure.
+    async fn set_aside(
+        &self,
+        store: &dyn Store,
+        id: &str,
+        unread: StoreError,
+    ) -> Result<usize, StoreError> {
+        let holder = self.holder();
+        let now = now_ms();
+        let lease = now.saturating_add(held::ms(LEASE));
+        // Approved, or running with its lease run out: either way it does
+        // not run here, so it cannot run twice.
+        let tool = match store.claim_approval(id, holder, now, lease).await {
+            Ok(None) => return Ok(0),
+            // Mended meanwhile: still not run, since its blocks were not
+            // read before the claim.
+            Ok(Some(claimed)) => claimed.tool,
+            Err(error) if error.is_unreadable() => String::new(),
+            Err(error) => return Err(error),
+        };
+        tracing::warn!(ticket = %id, error = %unread, "an approved call could not be read back from the store: ended unrun");
+        let envelope = ErrorEnvelope::other(format!(
+            "the approved call could not be read back from the store when its run was due, so it was not run: {unread}"
+        ))
+        .with_alternative("Have an operator look at the approval's row in the store");
+        let reply = self.failed(&tool, Value::Null, envelope);
+        let reply = serde_json::to_value(&reply).unwrap_or_default();
+        match store.finish_approval(id, holder, &reply, now_ms()).await? {
+            true => Ok(0),
+            false => Err(unread),
+        }
     }
 
     /// [`run_claimed`](Self::run_claimed), its lease renewed every
