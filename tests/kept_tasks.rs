@@ -882,7 +882,7 @@ impl Store for Slow {
         renew_approval(id: &'a str, holder: &'a str, lease_until_ms: i64) -> bool;
         approvals_to_run(service: &'a str, now_ms: i64, limit: u32) -> Vec<String>;
         finish_approval(id: &'a str, holder: &'a str, result: &'a Value, at_ms: i64) -> bool;
-        expire_approvals(now_ms: i64, escalate: &'a Escalate<'a>) -> Vec<ApprovalRecord>;
+        expire_approvals(service: &'a str, now_ms: i64, escalate: &'a Escalate<'a>) -> Vec<ApprovalRecord>;
         record_escalation(escalation: &'a EscalationRecord, most_open: u64) -> bool;
         escalations(service: &'a str, approvers: Option<&'a [&'a str]>, state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
         escalation(id: &'a str) -> Option<EscalationRecord>;

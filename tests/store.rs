@@ -114,7 +114,10 @@ async fn a_backlog_expires_whole(store: &dyn Store) {
         }
         None
     };
-    let expired = store.expire_approvals(now + 10, &escalate).await.unwrap();
+    let expired = store
+        .expire_approvals(&service, now + 10, &escalate)
+        .await
+        .unwrap();
     let ours = expired.iter().filter(|a| a.service == service).count();
     assert_eq!(ours, 600);
     assert_eq!(escalated.into_inner(), 600);
@@ -189,11 +192,16 @@ async fn bounds_per_service(store: &dyn Store) {
     assert_eq!(store.open_escalations(Some(""), caller).await.unwrap(), 0);
 
     // An approval of theirs in one service expiring: the escalations of
-    // theirs open in that service alone are counted.
-    let mut expiring = approval(4, &hr);
-    expiring.expires_ms = now + 5;
-    let expiring = store.open_approval(&expiring, u64::MAX).await.unwrap();
-    let expiring = expiring.expect("opened: no bound to pass");
+    // theirs open in that service alone are counted. Each service expires
+    // its own, under its own bounds: the other's stays pending.
+    let due = async |n: u32, service: &str| {
+        let mut due = approval(n, service);
+        due.expires_ms = now + 5;
+        let due = store.open_approval(&due, u64::MAX).await.unwrap();
+        due.expect("opened: no bound to pass")
+    };
+    let expiring = due(4, &hr).await;
+    let shops = due(5, &shop).await;
     let counted = std::sync::Mutex::new(None);
     let escalate = |expired: &ApprovalRecord, open: u64| {
         if expired.id == expiring.id {
@@ -201,12 +209,29 @@ async fn bounds_per_service(store: &dyn Store) {
         }
         None
     };
-    store.expire_approvals(now + 10, &escalate).await.unwrap();
+    let expired = store
+        .expire_approvals(&hr, now + 10, &escalate)
+        .await
+        .unwrap();
     assert_eq!(
         *counted.lock().unwrap(),
         Some(1),
         "hr's one, not shop's nor the agent's"
     );
+    assert!(expired.iter().all(|approval| approval.service == hr));
+    let state = async |id: &str| store.approval(id).await.unwrap().unwrap().state;
+    assert_eq!(state(&expiring.id).await, ApprovalState::Expired);
+    assert_eq!(
+        state(&shops.id).await,
+        ApprovalState::Pending,
+        "shop's left to shop"
+    );
+    let expired = store
+        .expire_approvals(&shop, now + 10, &escalate)
+        .await
+        .unwrap();
+    assert_eq!(expired.len(), 1);
+    assert_eq!(state(&shops.id).await, ApprovalState::Expired);
 }
 
 async fn tasks(store: &dyn Store) {
@@ -821,11 +846,14 @@ async fn approvals(store: &dyn Store) {
         .expect("opened: no bound to pass");
     let late = Decision::new(true, "carol", "").at(now + 20);
     assert!(!store.decide(&stale.id, &late).await.unwrap());
-    let expired = store.expire_approvals(now + 20, &escalate).await.unwrap();
+    let expired = store
+        .expire_approvals("", now + 20, &escalate)
+        .await
+        .unwrap();
     assert!(expired.iter().any(|a| a.id == stale.id));
     assert!(
         store
-            .expire_approvals(now + 20, &escalate)
+            .expire_approvals("", now + 20, &escalate)
             .await
             .unwrap()
             .iter()
@@ -983,7 +1011,7 @@ async fn approvals(store: &dyn Store) {
         }
         None
     };
-    let expired = store.expire_approvals(now + 20, &none).await.unwrap();
+    let expired = store.expire_approvals("", now + 20, &none).await.unwrap();
     assert!(expired.iter().any(|a| a.id == unseen.id));
     assert_eq!(*counted.lock().unwrap(), [1]);
     assert_eq!(escalations_of(store, &unseen.id).await, 0);
@@ -1769,7 +1797,12 @@ async fn nothing_without_its_audit<F, Fut>(
             .await
             .is_err()
     );
-    assert!(store.expire_approvals(now + 20, &escalate).await.is_err());
+    assert!(
+        store
+            .expire_approvals("", now + 20, &escalate)
+            .await
+            .is_err()
+    );
     for id in [&pending.id, &stale.id] {
         let read = store.approval(id).await.unwrap().unwrap();
         assert_eq!(read.state, ApprovalState::Pending, "{id}");
@@ -1791,7 +1824,10 @@ async fn nothing_without_its_audit<F, Fut>(
             .await
             .unwrap()
     );
-    let expired = store.expire_approvals(now + 20, &escalate).await.unwrap();
+    let expired = store
+        .expire_approvals("", now + 20, &escalate)
+        .await
+        .unwrap();
     assert!(expired.iter().any(|a| a.id == stale.id));
     assert_eq!(escalations_of(store, &stale.id).await, 1);
     for id in [&pending.id, &stale.id, &escalation.id] {

@@ -964,14 +964,14 @@ async fn approved_calls_that_cannot_be_read_hold_no_approved_call_back() {
 
     assert_eq!(tools.run_approved().await.unwrap(), 1);
     assert_eq!(times("refund U-1 680"), 1, "the approved refund ran");
-    let ended: Vec<(String, String, Option<String>)> = sqlx::query_as(
-        "SELECT state, arguments, result FROM te_approvals WHERE id LIKE 'unreadable-%'",
+    let ended: Vec<(String, String, String, Option<String>)> = sqlx::query_as(
+        "SELECT id, state, arguments, result FROM te_approvals WHERE id LIKE 'unreadable-%'",
     )
     .fetch_all(&beside)
     .await
     .unwrap();
     assert_eq!(ended.len(), 20);
-    for (state, arguments, result) in &ended {
+    for (id, state, arguments, result) in &ended {
         assert_eq!(state, "done");
         assert_eq!(arguments, "not json", "nothing ran with them");
         let result: Value = serde_json::from_str(result.as_deref().unwrap()).unwrap();
@@ -979,6 +979,13 @@ async fn approved_calls_that_cannot_be_read_hold_no_approved_call_back() {
         assert!(
             text.contains("could not be read back from the store"),
             "{text}"
+        );
+        // The one a stopped replica was running may have taken effect.
+        let stopped = id == "unreadable-0";
+        assert_eq!(
+            text.contains("MAY_HAVE_TAKEN_EFFECT"),
+            stopped,
+            "{id}: {text}"
         );
     }
     assert_eq!(
@@ -988,6 +995,48 @@ async fn approved_calls_that_cannot_be_read_hold_no_approved_call_back() {
     );
     let (failed, result) = call_as(&tools, &alice(), "refund", refund_args("U-1", 680)).await;
     assert!(!failed, "{result}");
+}
+
+/// An approved call another approval of which (same call, another block)
+/// the store cannot read back is left for a later pass, unrun, and holds
+/// no approved call after it back. In a SQLite file.
+#[tokio::test]
+async fn an_unreadable_approval_of_the_same_call_holds_no_other_call_back() {
+    let (_folder, url, _store, tools) = approved_refund("unreadable-sibling", "T-1", 710).await;
+    let (_, reply) = call_as(&tools, &alice(), "refund", refund_args("T-2", 720)).await;
+    let ticket = ticket_of(&reply);
+    tools.decide(&ticket, &approver(), true, "").await.unwrap();
+
+    let beside = sqlx::SqlitePool::connect(&url).await.unwrap();
+    let (digest, created): (String, i64) =
+        sqlx::query_as("SELECT digest, created_ms FROM te_approvals WHERE arguments LIKE '%T-1%'")
+            .fetch_one(&beside)
+            .await
+            .unwrap();
+    sqlx::query(
+        "INSERT INTO te_approvals (id, digest, block, tool, arguments, shown, caller, \
+         caller_scopes, approvers, state, created_ms, expires_ms, lease_until_ms, \
+         safe_to_repeat, service) \
+         VALUES ('mangled', $1, 'other@0', 'refund', 'not json', '{}', 'alice', '[]', \
+         'refunds:approve', 'done', $2, $3, 0, false, '')",
+    )
+    .bind(&digest)
+    .bind(created - 1)
+    .bind(store::now_ms() + 600_000)
+    .execute(&beside)
+    .await
+    .unwrap();
+
+    assert_eq!(tools.run_approved().await.unwrap(), 1);
+    assert_eq!(times("refund T-2 720"), 1, "the call after it ran");
+    assert_eq!(times("refund T-1 710"), 0, "left, unrun");
+    assert_eq!(tools.run_approved().await.unwrap(), 0);
+    let held: String =
+        sqlx::query_scalar("SELECT state FROM te_approvals WHERE arguments LIKE '%T-1%'")
+            .fetch_one(&beside)
+            .await
+            .unwrap();
+    assert_eq!(held, "approved", "still there for a later pass");
 }
 
 /// A store that refuses to expire approvals for a while (their lines of
@@ -1067,6 +1116,53 @@ async fn a_callers_bounds_are_each_services_own() {
     assert_eq!(reason(&hr, "FROZEN-3", 20).await, "FROZEN");
     assert_eq!(open("hr").await, 1);
     assert_eq!(reason(&hr, "B-4", 900).await, "TOO_MANY_APPROVALS");
+}
+
+/// Each service expires its own approvals, and keeps their escalations
+/// under its own bound: the HR service, which keeps none, leaves the
+/// shop's due approval to the shop, whose runner expires it into an
+/// escalation a shop approver sees. In a SQLite file.
+#[tokio::test]
+async fn each_service_expires_its_own_approvals_under_its_own_bounds() {
+    let (_folder, url) = sqlite_url("expiry-per-service");
+    let store = store::open(&url).await.unwrap();
+    let service = |name: &'static str, most_open: usize| {
+        ToolSet::new()
+            .tool::<refund>()
+            .guards(Guards::new().for_all(cap))
+            .store(Arc::clone(&store))
+            .approvals_in_background(false)
+            .max_open_escalations(most_open)
+            .server_info(name, "1")
+    };
+    let (shop, hr) = (service("shop", 5), service("hr", 0));
+    let due = store::ApprovalRecord::new(
+        "due-S-1",
+        "cap@0",
+        "refund",
+        json!({"order": "S-1", "amount": 690}),
+        json!({"message": "Refund of $690 exceeds the $500 cap"}),
+        Some("bob".to_owned()),
+        "refunds:approve",
+        store::now_ms() - 1,
+    )
+    .for_service("shop");
+    let due = store.open_approval(&due, u64::MAX).await.unwrap().unwrap();
+
+    hr.run_approved().await.unwrap();
+    let state = async || store.approval(&due.id).await.unwrap().unwrap().state;
+    assert_eq!(state().await, ApprovalState::Pending, "left to the shop");
+    shop.run_approved().await.unwrap();
+    assert_eq!(state().await, ApprovalState::Expired);
+    let open = store.escalations(
+        "shop",
+        Some(&["refunds:approve"]),
+        EscalationState::Open,
+        10,
+    );
+    let open = open.await.unwrap();
+    assert_eq!(open.len(), 1, "{open:?}");
+    assert_eq!(open[0].caller.as_deref(), Some("bob"));
 }
 
 /// A caller who makes calls fail on purpose cannot fill the store and

@@ -26,6 +26,8 @@ impl StoreError {
     /// The same error, said of one record the store answered with and
     /// cannot read back (a row written by hand, say, its JSON not JSON):
     /// the store itself works, and asking again gives the same answer.
+    /// Not for an error every record would meet (a column of another type
+    /// than the store's): the runner ends such records unrun.
     #[must_use]
     pub fn unreadable(mut self) -> Self {
         self.unreadable = true;

@@ -259,8 +259,8 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
         at_ms: i64,
     ) -> StoreFuture<'a, bool>;
 
-    /// Ends every pending approval whose time ran out before `now_ms`
-    /// (`expired`), and keeps, in the same transaction, its line of the
+    /// Ends every pending approval of `service` ([`ApprovalRecord::service`])
+    /// whose time ran out before `now_ms` (`expired`), and keeps, in the same transaction, its line of the
     /// audit ([`AuditEntry::expired`]) and the escalation `escalate` makes
     /// of it, if any, given the open escalations of its caller in its
     /// service ([`open_escalations`](Self::open_escalations) of
@@ -271,9 +271,11 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// it holds none of the others back): no approval expires unrecorded, however the store
     /// fails. Those it ended and could read back. A store may end them in
     /// batches, each its own transaction (the SQL stores, 64 at a time):
-    /// on an error, the batches before it stand.
+    /// on an error, the batches before it stand. Another service's are
+    /// left to it: each service escalates its own under its own bounds.
     fn expire_approvals<'a>(
         &'a self,
+        service: &'a str,
         now_ms: i64,
         escalate: &'a Escalate<'a>,
     ) -> StoreFuture<'a, Vec<ApprovalRecord>>;

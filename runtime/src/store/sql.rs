@@ -117,10 +117,17 @@ fn text(value: &Value) -> String {
     value.to_string()
 }
 
-/// JSON kept as text, read back.
+/// JSON kept as text, read back: text that is not JSON is an error of the
+/// row, [unreadable](StoreError::unreadable).
 fn json(text: Option<String>) -> Result<Option<Value>, StoreError> {
-    text.map(|text| serde_json::from_str(&text).map_err(failed))
+    text.map(|text| serde_json::from_str(&text).map_err(unreadable))
         .transpose()
+}
+
+/// A row's content that does not read back (its JSON, its state): an
+/// error of that row alone.
+fn unreadable(error: impl std::error::Error + 'static) -> StoreError {
+    failed(error).unreadable()
 }
 
 /// How many due approvals one transaction of
@@ -260,12 +267,10 @@ macro_rules! sql_store {
             }
 
             /// The task of `row`; an error [unreadable](StoreError::unreadable)
-            /// when a column does not read back as a task's.
+            /// when what the row holds does not read back as a task's
+            /// (its JSON, its state): an error of the row, where a column
+            /// of another type than this store's is an error of the schema.
             fn task_of(row: &<$db as sqlx::Database>::Row) -> Result<TaskRecord, StoreError> {
-                Self::read_task(row).map_err(StoreError::unreadable)
-            }
-
-            fn read_task(row: &<$db as sqlx::Database>::Row) -> Result<TaskRecord, StoreError> {
                 let state: String = row.try_get("state").map_err(failed)?;
                 Ok(TaskRecord {
                     id: row.try_get("id").map_err(failed)?,
@@ -277,9 +282,10 @@ macro_rules! sql_store {
                     caller_scopes: serde_json::from_str(
                         &row.try_get::<String, _>("caller_scopes").map_err(failed)?,
                     )
-                    .map_err(failed)?,
-                    state: TaskState::parse(&state)
-                        .ok_or_else(|| StoreError::new(format!("a task in the state `{state}`")))?,
+                    .map_err(unreadable)?,
+                    state: TaskState::parse(&state).ok_or_else(|| {
+                        StoreError::new(format!("a task in the state `{state}`")).unreadable()
+                    })?,
                     status_message: row.try_get("status_message").map_err(failed)?,
                     created_ms: row.try_get("created_ms").map_err(failed)?,
                     updated_ms: row.try_get("updated_ms").map_err(failed)?,
@@ -298,15 +304,9 @@ macro_rules! sql_store {
             }
 
             /// The approval of `row`; an error
-            /// [unreadable](StoreError::unreadable) when a column does not
-            /// read back as an approval's.
+            /// [unreadable](StoreError::unreadable) when what the row holds
+            /// does not read back as an approval's (as in `task_of`).
             fn approval_of(
-                row: &<$db as sqlx::Database>::Row,
-            ) -> Result<ApprovalRecord, StoreError> {
-                Self::read_approval(row).map_err(StoreError::unreadable)
-            }
-
-            fn read_approval(
                 row: &<$db as sqlx::Database>::Row,
             ) -> Result<ApprovalRecord, StoreError> {
                 let state: String = row.try_get("state").map_err(failed)?;
@@ -326,7 +326,7 @@ macro_rules! sql_store {
                         .unwrap_or_default(),
                     approvers: row.try_get("approvers").map_err(failed)?,
                     state: ApprovalState::parse(&state).ok_or_else(|| {
-                        StoreError::new(format!("an approval in the state `{state}`"))
+                        StoreError::new(format!("an approval in the state `{state}`")).unreadable()
                     })?,
                     created_ms: row.try_get("created_ms").map_err(failed)?,
                     expires_ms: row.try_get("expires_ms").map_err(failed)?,
@@ -341,15 +341,9 @@ macro_rules! sql_store {
             }
 
             /// The escalation of `row`; an error
-            /// [unreadable](StoreError::unreadable) when a column does not
-            /// read back as an escalation's.
+            /// [unreadable](StoreError::unreadable) when what the row holds
+            /// does not read back as an escalation's (as in `task_of`).
             fn escalation_of(
-                row: &<$db as sqlx::Database>::Row,
-            ) -> Result<EscalationRecord, StoreError> {
-                Self::read_escalation(row).map_err(StoreError::unreadable)
-            }
-
-            fn read_escalation(
                 row: &<$db as sqlx::Database>::Row,
             ) -> Result<EscalationRecord, StoreError> {
                 let state: String = row.try_get("state").map_err(failed)?;
@@ -1104,6 +1098,7 @@ macro_rules! sql_store {
 
             fn expire_approvals<'a>(
                 &'a self,
+                service: &'a str,
                 now_ms: i64,
                 escalate: &'a Escalate<'a>,
             ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
@@ -1124,10 +1119,11 @@ macro_rules! sql_store {
                         let mut tx = $begin_writing(&self.pool).await?;
                         let due: Vec<(String, String, Option<String>)> = sqlx::query_as(
                             "SELECT id, service, caller FROM te_approvals \
-                             WHERE state = 'pending' AND expires_ms <= $1 LIMIT $2",
+                             WHERE state = 'pending' AND expires_ms <= $1 AND service = $3 LIMIT $2",
                         )
                         .bind(now_ms)
                         .bind(EXPIRED_AT_ONCE)
+                        .bind(service)
                         .fetch_all(&mut *tx)
                         .await
                         .map_err(failed)?;

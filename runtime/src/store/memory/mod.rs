@@ -327,13 +327,17 @@ impl Store for MemoryStore {
 
     fn expire_approvals<'a>(
         &'a self,
+        service: &'a str,
         now_ms: i64,
         escalate: &'a Escalate<'a>,
     ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
         let mut state = self.lock();
         let mut expired = Vec::new();
         for approval in state.approvals.values_mut() {
-            if approval.state == ApprovalState::Pending && approval.expires_ms <= now_ms {
+            if approval.state == ApprovalState::Pending
+                && approval.expires_ms <= now_ms
+                && approval.service == service
+            {
                 approval.state = ApprovalState::Expired;
                 expired.push(approval.clone());
             }

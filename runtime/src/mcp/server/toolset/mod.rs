@@ -12,7 +12,8 @@
 //! - `withdraw` (with `rmcp`): a cancelled task takes back the approval it
 //!   waits for;
 //! - `runner` (with `rmcp`): what every replica runs in the background —
-//!   approved calls, once; expiries; the tasks of a replica that stopped.
+//!   approved calls, once; expiries; the tasks of a replica that stopped;
+//! - `unrun` (with `rmcp`): what the runner ends without running it.
 
 mod dispatch;
 mod entry;
@@ -25,6 +26,8 @@ mod protocol;
 mod runner;
 #[cfg(feature = "rmcp")]
 mod tickets;
+#[cfg(feature = "rmcp")]
+mod unrun;
 #[cfg(feature = "rmcp")]
 mod withdraw;
 

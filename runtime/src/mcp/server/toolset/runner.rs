@@ -6,15 +6,12 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use serde_json::{Map, Value};
-
+use super::unrun::{LEASE, expired_escalation};
 use super::{Inner, ToolSet};
 use crate::caller::Caller;
 use crate::envelope::ErrorEnvelope;
-use crate::keys;
 use crate::mcp::context::ToolContext;
 use crate::mcp::server::{held, ticket};
-use crate::reasons;
 use crate::store::{
     ApprovalRecord, ApprovalState, EscalationRecord, Store, StoreError, TaskState, TaskUpdate,
     now_ms,
@@ -22,10 +19,6 @@ use crate::store::{
 
 /// How often a replica looks for approved calls it did not see decided.
 const POLL: Duration = Duration::from_secs(1);
-
-/// How long a replica holds an approved call it runs before another may
-/// take it over.
-const LEASE: Duration = Duration::from_secs(10 * 60);
 
 /// How often a replica's runner sweeps the store of what no one can read
 /// any more ([`Store::sweep`]).
@@ -67,7 +60,8 @@ impl ToolSet {
     }
 
     /// Runs, once each, the approved calls that wait in the store, expires
-    /// the approvals nobody decided in time, takes over the tasks of a
+    /// the approvals nobody decided in time (this service's: each service
+    /// escalates its own under its own bounds), takes over the tasks of a
     /// replica that stopped (see below), and, once a minute, sweeps the
     /// store of what no one can read any more
     /// ([`Store::sweep`](crate::store::Store::sweep)): what the background
@@ -84,8 +78,10 @@ impl ToolSet {
     /// run again here if that is safe, else ended `MAY_HAVE_TAKEN_EFFECT`
     /// (cancelled, if its caller asked). An approved call the store cannot
     /// read back ([`StoreError::is_unreadable`]: a row written by hand,
-    /// say) is ended unrun, its reply saying why, and a stopped task it
-    /// cannot read back is ended failed: neither holds back what comes
+    /// say) is ended `done`, unrun (the reply kept in its row says why;
+    /// the row itself still cannot be read), one whose other approvals the
+    /// store cannot read back is left for a later pass, and a stopped task
+    /// it cannot read back is ended failed: none holds back what comes
     /// after it. The number of approved calls run.
     ///
     /// # Errors
@@ -114,7 +110,10 @@ impl ToolSet {
         // expired (a row the store cannot read back, say) or tasks that
         // cannot be taken over hold no approved call back; the first
         // failure is reported once the calls ran.
-        let expired = store.expire_approvals(now_ms(), &escalate).await.map(drop);
+        let expired = store
+            .expire_approvals(self.service(), now_ms(), &escalate)
+            .await
+            .map(drop);
         if let Err(error) = &expired {
             tracing::warn!(%error, "expiring approvals failed; approved calls run all the same");
         }
@@ -130,13 +129,18 @@ impl ToolSet {
         // claimed meanwhile is not listed again. The first call the store
         // fails ends the pass: a store that is down is not asked again for
         // each call listed. (One it answers but cannot read back is ended
-        // unrun: `set_aside`.)
+        // unrun: `set_aside`.) A call left for a later pass is listed
+        // again; it is not tried twice in a pass, and a batch of nothing
+        // else ends the pass.
+        let mut tried = std::collections::HashSet::new();
         for _ in 0..MAX_BATCHES {
             let ids = (store.approvals_to_run(self.service(), now_ms(), BATCH)).await?;
-            for id in &ids {
+            let mut new = false;
+            for id in ids.iter().filter(|&id| tried.insert(id.clone())) {
+                new = true;
                 ran += self.run_one(store.as_ref(), id).await?;
             }
-            if ids.len() < BATCH as usize {
+            if ids.len() < BATCH as usize || !new {
                 break;
             }
         }
@@ -194,8 +198,18 @@ impl ToolSet {
             return Ok(0);
         }
         // The blocks its run passes, read before anything is claimed: a
-        // store that cannot say leaves the call to the next pass.
-        let live = store.call_approvals(&before.digest, now_ms()).await?;
+        // store that cannot say leaves the call to the next pass. One that
+        // cannot read back another approval of the call (its row mangled)
+        // leaves it there too, and the pass goes on: such a row ends with
+        // its expiry, a time to live at most.
+        let live = match store.call_approvals(&before.digest, now_ms()).await {
+            Ok(live) => live,
+            Err(error) if error.is_unreadable() => {
+                tracing::warn!(%error, ticket = %id, "another approval of the approved call could not be read back: left for a later pass");
+                return Ok(0);
+            }
+            Err(error) => return Err(error),
+        };
         let blocks = ticket::chain_blocks(&before, &live);
         let now = now_ms();
         let lease = now.saturating_add(held::ms(LEASE));
@@ -224,47 +238,6 @@ impl ToolSet {
             tracing::warn!(ticket = %id, "another replica holds the approved call now: this run's reply is not kept");
         }
         Ok(ran)
-    }
-
-    /// Ends the approved call `id`, which the store cannot read back
-    /// (`unread` says why), unrun: claimed (a claim keeps its lease though
-    /// the row it answers cannot be read) and finished with an envelope
-    /// that says so. Otherwise it would be listed first again on every
-    /// pass, and end each pass there, holding back every approved call
-    /// after it. Nothing ran: 0. When the store did not keep the claim
-    /// (another replica runs the call), 0 too; when it failed otherwise,
-    /// or cannot finish the call, the pass ends at the call, as at any
-    /// failure.
-    async fn set_aside(
-        &self,
-        store: &dyn Store,
-        id: &str,
-        unread: StoreError,
-    ) -> Result<usize, StoreError> {
-        let holder = self.holder();
-        let now = now_ms();
-        let lease = now.saturating_add(held::ms(LEASE));
-        // Approved, or running with its lease run out: either way it does
-        // not run here, so it cannot run twice.
-        let tool = match store.claim_approval(id, holder, now, lease).await {
-            Ok(None) => return Ok(0),
-            // Mended meanwhile: still not run, since its blocks were not
-            // read before the claim.
-            Ok(Some(claimed)) => claimed.tool,
-            Err(error) if error.is_unreadable() => String::new(),
-            Err(error) => return Err(error),
-        };
-        tracing::warn!(ticket = %id, error = %unread, "an approved call could not be read back from the store: ended unrun");
-        let envelope = ErrorEnvelope::other(format!(
-            "the approved call could not be read back from the store when its run was due, so it was not run: {unread}"
-        ))
-        .with_alternative("Have an operator look at the approval's row in the store");
-        let reply = self.failed(&tool, Value::Null, envelope);
-        let reply = serde_json::to_value(&reply).unwrap_or_default();
-        match store.finish_approval(id, holder, &reply, now_ms()).await? {
-            true => Ok(0),
-            false => Err(unread),
-        }
     }
 
     /// [`run_claimed`](Self::run_claimed), its lease renewed every
@@ -333,17 +306,6 @@ impl ToolSet {
                 self.failed(&approval.tool, approval.arguments.clone(), envelope)
             }
         }
-    }
-
-    /// The reply of a call of `tool` with `arguments` whose replica died
-    /// while it ran, and which may not run again.
-    fn may_have_taken_effect(&self, tool: &str, arguments: &Value) -> crate::mcp::reply::ToolReply {
-        let envelope = ErrorEnvelope::other(format!(
-            "the replica running `{tool}` stopped before it finished; the tool is neither read-only nor idempotent, so it was not run again"
-        ))
-        .with_reason(reasons::MAY_HAVE_TAKEN_EFFECT)
-        .with_alternative("Check the system the tool changes before calling it again");
-        self.failed(tool, arguments.clone(), envelope)
     }
 
     /// Takes over the tasks whose replica stopped renewing its lease (it
@@ -454,35 +416,4 @@ impl ToolSet {
             }
         });
     }
-}
-
-/// The escalation of an approval nobody decided in time: the block as
-/// approvers saw it, with reason `APPROVAL_EXPIRED`.
-fn expired_escalation(approval: &ApprovalRecord) -> Value {
-    let mut shown = match &approval.shown {
-        Value::Object(shown) => shown.clone(),
-        _ => Map::new(),
-    };
-    shown.insert(
-        keys::REASON.into(),
-        Value::String(reasons::APPROVAL_EXPIRED.into()),
-    );
-    let detail = format!(
-        "Nobody with `{}` decided approval {} before it expired",
-        approval.approvers, approval.id
-    );
-    let mut escalation = Map::new();
-    escalation.insert(
-        keys::escalation::REASON.into(),
-        Value::String(crate::EscalationReason::ApprovalExpired.as_str().into()),
-    );
-    escalation.insert(keys::escalation::ATTEMPTS.into(), Value::from(0));
-    escalation.insert(
-        keys::escalation::ELAPSED_MS.into(),
-        Value::from((approval.expires_ms - approval.created_ms).max(0)),
-    );
-    escalation.insert(keys::escalation::DETAIL.into(), Value::String(detail));
-    shown.insert(keys::ESCALATION.into(), Value::Object(escalation));
-    shown.insert(keys::TOOL.into(), Value::String(approval.tool.clone()));
-    Value::Object(shown)
 }
