@@ -105,6 +105,11 @@ async fn serve(
     serve_validated(store, folder, key, validate, false).await
 }
 
+/// [`serve`], as the service `service`.
+async fn serve_as(store: Arc<dyn Store>, key: Option<&[u8]>, service: &str) -> Server {
+    serve_named(store, None, key, validate, false, service).await
+}
+
 /// [`serve`], its tokens checked by `validator`.
 async fn serve_validated<F, Fut>(
     store: Arc<dyn Store>,
@@ -117,11 +122,27 @@ where
     F: Fn(String) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Option<Caller>> + Send + 'static,
 {
+    serve_named(store, folder, key, validator, secure_cookies, "refunds").await
+}
+
+/// [`serve_validated`], as the service `service`.
+async fn serve_named<F, Fut>(
+    store: Arc<dyn Store>,
+    folder: Option<tempfile::TempDir>,
+    key: Option<&[u8]>,
+    validator: F,
+    secure_cookies: bool,
+    service: &str,
+) -> Server
+where
+    F: Fn(String) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Option<Caller>> + Send + 'static,
+{
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let auth = BearerAuth::new(format!("{url}/mcp"), validator);
     let tools = ToolSet::new()
-        .server_info("refunds", "1.0.0")
+        .server_info(service.to_owned(), "1.0.0")
         .tool::<refund>()
         .guards(Guards::new().for_all(policy).for_all(shut))
         .store(Arc::clone(&store))
@@ -571,6 +592,80 @@ async fn escalations_of_another_scope_never_hide_a_persons_own() {
 /// listed here, its page unknown, a yes posted to it refused, and nothing
 /// run — its scope may mean something else there. So are their
 /// escalations.
+/// A sign-in form that expired (its cookie gone, or the form from another
+/// browser) is refused with a fresh one in its place, which signs in.
+#[tokio::test]
+async fn an_expired_sign_in_form_is_answered_with_one_that_works() {
+    let server = server("expired-form").await;
+    let refused = server
+        .http
+        .post(format!("{}/inbox/sign-in", server.url))
+        .form(&[("token", "carol-token"), ("csrf", "stale")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    let (nonce, _) = set_cookie(&refused, "tool_envelope_sign_in").expect("a fresh form's cookie");
+    let page = refused.text().await.unwrap();
+    assert!(page.contains("The form had expired"), "{page}");
+    let signed_in = server
+        .http
+        .post(format!("{}/inbox/sign-in", server.url))
+        .header(COOKIE, &nonce)
+        .form(&[("token", "carol-token"), ("csrf", &csrf(&page))])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
+    assert!(set_cookie(&signed_in, "tool_envelope_inbox").is_some());
+}
+
+/// Two services' inboxes sharing a store and a cookie key: a session
+/// signed in at one is no session at the other (whose token checker never
+/// saw the person, and where a scope of the same name may mean something
+/// else), and a person who signs out everywhere at one, or whose sessions
+/// an operator ends there, leaves the person of the same name at the
+/// other signed in.
+#[tokio::test]
+async fn a_session_at_one_services_inbox_is_nothing_at_anothers() {
+    let key = [5u8; 32];
+    let folder = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", folder.path().join("two-inboxes.db").display());
+    let refunds = serve(store::open(&url).await.unwrap(), Some(folder), Some(&key)).await;
+    let shop = serve_as(Arc::clone(&refunds.store), Some(&key), "shop").await;
+
+    let at_refunds = refunds.sign_in("carol-token").await;
+    assert!(signed_in(&refunds, &at_refunds).await);
+    assert!(
+        !signed_in(&shop, &at_refunds).await,
+        "a refunds session at the shop"
+    );
+    let (_, page) = refunds.get("/inbox", &at_refunds).await;
+    let token = csrf(&page);
+    let form = [("csrf", token.as_str()), ("everywhere", "yes")];
+    assert_eq!(
+        shop.post("/inbox/sign-out", &at_refunds, &form).await,
+        StatusCode::FORBIDDEN,
+        "nor its forms"
+    );
+
+    let at_shop = shop.sign_in("carol-token").await;
+    assert_eq!(
+        refunds.post("/inbox/sign-out", &at_refunds, &form).await,
+        StatusCode::SEE_OTHER
+    );
+    assert!(!signed_in(&refunds, &at_refunds).await);
+    assert!(signed_in(&shop, &at_shop).await, "the shop's Carol stays");
+
+    let again = refunds.sign_in("carol-token").await;
+    assert!(shop.inbox.end_sessions_of("carol", "ops").await.unwrap());
+    assert!(!signed_in(&shop, &at_shop).await);
+    assert!(
+        signed_in(&refunds, &again).await,
+        "the refunds' Carol stays"
+    );
+}
+
 #[tokio::test]
 async fn another_services_approvals_and_escalations_are_not_seen_decided_or_run_here() {
     let server = server("services").await;

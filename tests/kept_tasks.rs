@@ -841,6 +841,51 @@ struct Slow {
     holding_runs: std::sync::atomic::AtomicBool,
     runs: tokio::sync::Semaphore,
     claimed: tokio::sync::Semaphore,
+    /// Holds a call that opens an approval before the store keeps it.
+    before_open: Gate,
+    /// Holds a run's end before the store keeps it.
+    at_finish: Gate,
+}
+
+/// A point in the store a call is held at, once the test closes it: the
+/// test waits until a call is there, then lets it go.
+#[derive(Debug)]
+struct Gate {
+    closed: std::sync::atomic::AtomicBool,
+    there: tokio::sync::Semaphore,
+    go: tokio::sync::Semaphore,
+}
+
+impl Gate {
+    fn new() -> Self {
+        Gate {
+            closed: std::sync::atomic::AtomicBool::new(false),
+            there: tokio::sync::Semaphore::new(0),
+            go: tokio::sync::Semaphore::new(0),
+        }
+    }
+
+    fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+    }
+
+    /// Until a call is held here.
+    async fn reached(&self) {
+        self.there.acquire().await.expect("reached").forget();
+    }
+
+    /// Opens the gate for good: the call held goes on.
+    fn open(&self) {
+        self.closed.store(false, Ordering::SeqCst);
+        self.go.add_permits(1_000);
+    }
+
+    async fn pass(&self) {
+        if self.closed.load(Ordering::SeqCst) {
+            self.there.add_permits(1);
+            self.go.acquire().await.expect("let go").forget();
+        }
+    }
 }
 
 impl Slow {
@@ -853,6 +898,8 @@ impl Slow {
             holding_runs: std::sync::atomic::AtomicBool::new(false),
             runs: tokio::sync::Semaphore::new(0),
             claimed: tokio::sync::Semaphore::new(0),
+            before_open: Gate::new(),
+            at_finish: Gate::new(),
         })
     }
 }
@@ -881,7 +928,6 @@ impl Store for Slow {
         decide(id: &'a str, decision: &'a Decision) -> bool;
         renew_approval(id: &'a str, holder: &'a str, lease_until_ms: i64) -> bool;
         approvals_to_run(service: &'a str, now_ms: i64, limit: u32) -> Vec<String>;
-        finish_approval(id: &'a str, holder: &'a str, result: &'a Value, at_ms: i64) -> bool;
         expire_approvals(service: &'a str, now_ms: i64, escalate: &'a Escalate<'a>) -> Vec<ApprovalRecord>;
         record_escalation(escalation: &'a EscalationRecord, most_open: u64) -> bool;
         escalations(service: &'a str, approvers: Option<&'a [&'a str]>, state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
@@ -894,6 +940,19 @@ impl Store for Slow {
         sweep(now_ms: i64) -> ();
         redeem(nonce: &'a str, until_ms: i64) -> bool;
         redeemed(nonce: &'a str) -> bool;
+    }
+
+    fn finish_approval<'a>(
+        &'a self,
+        id: &'a str,
+        holder: &'a str,
+        result: &'a Value,
+        at_ms: i64,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            self.at_finish.pass().await;
+            self.inner.finish_approval(id, holder, result, at_ms).await
+        })
     }
 
     fn claim_approval<'a>(
@@ -921,6 +980,7 @@ impl Store for Slow {
         most_waiting: u64,
     ) -> StoreFuture<'a, Option<ApprovalRecord>> {
         Box::pin(async move {
+            self.before_open.pass().await;
             let kept = self.inner.open_approval(approval, most_waiting).await?;
             self.kept.add_permits(1);
             let _ = self.held.acquire().await;
@@ -1074,4 +1134,111 @@ async fn a_task_cancelled_while_its_approved_run_goes_on_opens_no_next_approval(
         says.contains("withdrew the call while its approved run went on"),
         "{says}"
     );
+}
+
+/// The two-guard refund of `order`, run as a task, its first approval
+/// said yes to: the set, its client, the task and the ticket.
+async fn a_refund_past_its_first_approver(
+    slow: &Arc<Slow>,
+    order: &str,
+) -> (ToolSet, RunningService<RoleClient, Client>, String) {
+    let shared: Arc<dyn Store> = slow.clone();
+    let tools = capped(shared).guards(tool_envelope::guard::Guards::new().for_all(finance));
+    let client = connect(tools.clone()).await;
+    let arguments = json!({"order": order, "amount": 1300});
+    let task = task_of(&client, "capped_refund", arguments).await;
+    let ticket = ticket_awaited(&client, &task).await;
+    let approver =
+        tool_envelope::guard::Caller::new("carol", ["refunds:approve", "finance:approve"]);
+    tools.decide(&ticket, &approver, true, "ok").await.unwrap();
+    (tools, client, task)
+}
+
+/// Nothing of the call waits for an approver, and nothing was refunded.
+async fn nothing_waits_nor_ran(slow: &Arc<Slow>, order: &str) {
+    let waiting = slow
+        .approvals(
+            "",
+            None,
+            &[
+                store::ApprovalState::Pending,
+                store::ApprovalState::Approved,
+            ],
+            10,
+        )
+        .await
+        .unwrap();
+    assert!(waiting.is_empty(), "{waiting:?}");
+    let withdrawn = slow
+        .approvals("", None, &[store::ApprovalState::Withdrawn], 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        withdrawn.len(),
+        1,
+        "the next approval, withdrawn: {withdrawn:?}"
+    );
+    assert_eq!(times(order), 0);
+}
+
+/// A task cancelled while its approved run, which looked for its caller's
+/// withdrawal and found none, opens the next guard's approval: the run
+/// looks again once it is kept, and withdraws it.
+#[tokio::test(start_paused = true)]
+async fn a_task_cancelled_as_its_approved_run_opens_the_next_approval_withdraws_it() {
+    let slow = Slow::new();
+    slow.held.add_permits(1_000);
+    let (tools, client, task) = a_refund_past_its_first_approver(&slow, "T-1300").await;
+    slow.before_open.close();
+    let runner = tokio::spawn({
+        let tools = tools.clone();
+        async move { tools.run_approved().await }
+    });
+    slow.before_open.reached().await;
+    client
+        .cancel_task(CancelTaskParams::new(&task))
+        .await
+        .expect("tasks/cancel");
+    assert_eq!(past(&client, &task, "working").await["status"], "cancelled");
+    slow.before_open.open();
+    runner.await.unwrap().unwrap();
+    nothing_waits_nor_ran(&slow, "T-1300").await;
+}
+
+/// A task cancelled once its approved run opened the next guard's
+/// approval, and before the run ended: the cancellation withdraws that
+/// one too, and no later yes runs the call.
+#[tokio::test(start_paused = true)]
+async fn a_task_cancelled_after_its_approved_run_opened_the_next_approval_withdraws_it() {
+    let slow = Slow::new();
+    slow.held.add_permits(1_000);
+    let (tools, client, task) = a_refund_past_its_first_approver(&slow, "T-1310").await;
+    slow.at_finish.close();
+    let runner = tokio::spawn({
+        let tools = tools.clone();
+        async move { tools.run_approved().await }
+    });
+    slow.at_finish.reached().await;
+    let opened = slow
+        .approvals("", None, &[store::ApprovalState::Pending], 10)
+        .await
+        .unwrap();
+    assert_eq!(opened.len(), 1, "the next guard's, opened: {opened:?}");
+    client
+        .cancel_task(CancelTaskParams::new(&task))
+        .await
+        .expect("tasks/cancel");
+    assert_eq!(past(&client, &task, "working").await["status"], "cancelled");
+    slow.at_finish.open();
+    runner.await.unwrap().unwrap();
+    nothing_waits_nor_ran(&slow, "T-1310").await;
+    let approver = tool_envelope::guard::Caller::new("dave", ["finance:approve"]);
+    assert!(
+        tools
+            .decide(&opened[0].id, &approver, true, "ok")
+            .await
+            .is_err()
+    );
+    tools.run_approved().await.unwrap();
+    assert_eq!(times("T-1310"), 0);
 }

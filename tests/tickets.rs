@@ -18,7 +18,9 @@ use rmcp::{ClientHandler, ErrorData, ServiceExt};
 use serde_json::{Value, json};
 use tool_envelope::guard::{Approvers, Blocked, Caller, Guards, ToolCall};
 use tool_envelope::mcp::{DecisionError, ToolContext, ToolSet};
-use tool_envelope::store::{self, ApprovalState, EscalationState, MemoryStore, Store};
+use tool_envelope::store::{
+    self, ApprovalState, EscalationRecord, EscalationState, MemoryStore, Store,
+};
 use tool_envelope::{ErrorEnvelope, Secret, tool};
 
 /// What each tool did, by a label of its own: a test counts its own label.
@@ -871,6 +873,32 @@ async fn due_approval(store: &dyn Store, order: &str, amount: u64) -> String {
     opened.expect("opened: no bound to pass").id
 }
 
+/// A call whose arguments are longer than an approver is shown whole is
+/// not put to them: a part they could not see might be the part that
+/// matters. Nothing waits, nothing runs; the same refund with a short
+/// order waits for an approver.
+#[tokio::test]
+async fn a_call_an_approver_could_not_see_whole_is_not_put_to_them() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let tools = tools(Arc::clone(&store));
+    let order = format!("L-{}", "9".repeat(20_000));
+    let (failed, reply) = call_as(&tools, &alice(), "refund", refund_args(&order, 730)).await;
+    assert!(failed);
+    assert_eq!(reply["reason"], "TOO_LONG_TO_APPROVE", "{reply}");
+    assert_eq!(reply["errorCategory"], "validation");
+    assert_eq!(reply["isRetryable"], false);
+    let waiting = store
+        .approvals("", None, &[ApprovalState::Pending], 10)
+        .await
+        .unwrap();
+    assert!(waiting.is_empty(), "{waiting:?}");
+    assert_eq!(tools.run_approved().await.unwrap(), 0);
+    assert_eq!(times(&format!("refund {order} 730")), 0);
+
+    let (_, reply) = call_as(&tools, &alice(), "refund", refund_args("L-1", 730)).await;
+    ticket_of(&reply);
+}
+
 /// A row the store cannot read back (written by hand, its arguments not
 /// JSON) that falls due holds nothing back: it expires with its line of
 /// the audit (no escalation can be made of it), the approvals due with it
@@ -931,11 +959,12 @@ async fn an_approval_that_cannot_be_read_holds_nothing_back() {
     );
 }
 
-/// Approved calls the store cannot read back (written by hand, their
-/// arguments not JSON), more than a batch of them, and one whose runner
-/// died, all due before an approved refund: each is ended unrun, its
-/// reply saying why, and the refund runs on the same pass. The next pass
-/// finds nothing to end again. In a SQLite file.
+/// Approved calls the store cannot read back (written by hand: their
+/// arguments not JSON, or a flag SQLite keeps as text), more than a batch
+/// of them, and one whose runner died, all due before an approved refund:
+/// each is ended `done`, unrun, the reply kept in its row saying why, and
+/// the refund runs on the same pass. The next pass finds nothing to end
+/// again. In a SQLite file.
 #[tokio::test]
 async fn approved_calls_that_cannot_be_read_hold_no_approved_call_back() {
     let (_folder, url, _store, tools) = approved_refund("unreadable-approved", "U-1", 680).await;
@@ -947,12 +976,17 @@ async fn approved_calls_that_cannot_be_read_hold_no_approved_call_back() {
             0 => ("running", "'replica-dead'"),
             _ => ("approved", "NULL"),
         };
+        // One's JSON is JSON, but SQLite keeps its flag as text.
+        let (arguments, safe) = match n {
+            1 => ("{}", "'false'"),
+            _ => ("not json", "false"),
+        };
         let sql = format!(
             "INSERT INTO te_approvals (id, digest, block, tool, arguments, shown, caller, \
              caller_scopes, approvers, state, created_ms, expires_ms, holder, lease_until_ms, \
              safe_to_repeat, service) \
-             VALUES ('unreadable-{n}', 'unreadable-{n}', 'cap@0', 'refund', 'not json', '{{}}', \
-             'mallory', '[]', 'refunds:approve', '{state}', $1, $2, {holder}, 0, false, '')"
+             VALUES ('unreadable-{n}', 'unreadable-{n}', 'cap@0', 'refund', '{arguments}', '{{}}', \
+             'mallory', '[]', 'refunds:approve', '{state}', $1, $2, {holder}, 0, {safe}, '')"
         );
         sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(before + n)
@@ -973,7 +1007,10 @@ async fn approved_calls_that_cannot_be_read_hold_no_approved_call_back() {
     assert_eq!(ended.len(), 20);
     for (id, state, arguments, result) in &ended {
         assert_eq!(state, "done");
-        assert_eq!(arguments, "not json", "nothing ran with them");
+        assert!(
+            ["not json", "{}"].contains(&arguments.as_str()),
+            "nothing ran with them"
+        );
         let result: Value = serde_json::from_str(result.as_deref().unwrap()).unwrap();
         let text = result.to_string();
         assert!(
@@ -997,46 +1034,62 @@ async fn approved_calls_that_cannot_be_read_hold_no_approved_call_back() {
     assert!(!failed, "{result}");
 }
 
-/// An approved call another approval of which (same call, another block)
-/// the store cannot read back is left for a later pass, unrun, and holds
-/// no approved call after it back. In a SQLite file.
+/// Approved calls another approval of which (same call, another block)
+/// the store cannot read back are left for a later pass, unrun — more of
+/// them than a batch — and hold no approved call after them back. In a
+/// SQLite file.
 #[tokio::test]
-async fn an_unreadable_approval_of_the_same_call_holds_no_other_call_back() {
-    let (_folder, url, _store, tools) = approved_refund("unreadable-sibling", "T-1", 710).await;
-    let (_, reply) = call_as(&tools, &alice(), "refund", refund_args("T-2", 720)).await;
-    let ticket = ticket_of(&reply);
-    tools.decide(&ticket, &approver(), true, "").await.unwrap();
+async fn unreadable_approvals_of_the_same_calls_hold_no_other_call_back() {
+    const LEFT: u64 = 17;
+    let (_folder, url, _store, tools) = approved_refund("unreadable-siblings", "T-1", 701).await;
+    for n in 2..=LEFT + 1 {
+        let (_, reply) = call_as(
+            &tools,
+            &alice(),
+            "refund",
+            refund_args(&format!("T-{n}"), 700 + n),
+        )
+        .await;
+        let ticket = ticket_of(&reply);
+        tools.decide(&ticket, &approver(), true, "").await.unwrap();
+    }
 
     let beside = sqlx::SqlitePool::connect(&url).await.unwrap();
-    let (digest, created): (String, i64) =
-        sqlx::query_as("SELECT digest, created_ms FROM te_approvals WHERE arguments LIKE '%T-1%'")
-            .fetch_one(&beside)
-            .await
-            .unwrap();
-    sqlx::query(
-        "INSERT INTO te_approvals (id, digest, block, tool, arguments, shown, caller, \
-         caller_scopes, approvers, state, created_ms, expires_ms, lease_until_ms, \
-         safe_to_repeat, service) \
-         VALUES ('mangled', $1, 'other@0', 'refund', 'not json', '{}', 'alice', '[]', \
-         'refunds:approve', 'done', $2, $3, 0, false, '')",
-    )
-    .bind(&digest)
-    .bind(created - 1)
-    .bind(store::now_ms() + 600_000)
-    .execute(&beside)
-    .await
-    .unwrap();
+    for n in 1..=LEFT {
+        let (digest, created): (String, i64) =
+            sqlx::query_as("SELECT digest, created_ms FROM te_approvals WHERE arguments LIKE $1")
+                .bind(format!("%\"T-{n}\"%"))
+                .fetch_one(&beside)
+                .await
+                .unwrap();
+        sqlx::query(
+            "INSERT INTO te_approvals (id, digest, block, tool, arguments, shown, caller, \
+             caller_scopes, approvers, state, created_ms, expires_ms, lease_until_ms, \
+             safe_to_repeat, service) \
+             VALUES ($1, $2, 'other@0', 'refund', 'not json', '{}', 'alice', '[]', \
+             'refunds:approve', 'done', $3, $4, 0, false, '')",
+        )
+        .bind(format!("mangled-{n}"))
+        .bind(&digest)
+        .bind(created - 1)
+        .bind(store::now_ms() + 600_000)
+        .execute(&beside)
+        .await
+        .unwrap();
+    }
 
     assert_eq!(tools.run_approved().await.unwrap(), 1);
-    assert_eq!(times("refund T-2 720"), 1, "the call after it ran");
-    assert_eq!(times("refund T-1 710"), 0, "left, unrun");
+    let last = format!("refund T-{} {}", LEFT + 1, 700 + LEFT + 1);
+    assert_eq!(times(&last), 1, "the call after them ran");
+    assert_eq!(times("refund T-1 701"), 0, "left, unrun");
     assert_eq!(tools.run_approved().await.unwrap(), 0);
-    let held: String =
-        sqlx::query_scalar("SELECT state FROM te_approvals WHERE arguments LIKE '%T-1%'")
-            .fetch_one(&beside)
-            .await
-            .unwrap();
-    assert_eq!(held, "approved", "still there for a later pass");
+    let left: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM te_approvals WHERE state = 'approved' AND id NOT LIKE 'mangled-%'",
+    )
+    .fetch_one(&beside)
+    .await
+    .unwrap();
+    assert_eq!(left, LEFT as i64, "still there for a later pass");
 }
 
 /// A store that refuses to expire approvals for a while (their lines of
@@ -1119,9 +1172,10 @@ async fn a_callers_bounds_are_each_services_own() {
 }
 
 /// Each service expires its own approvals, and keeps their escalations
-/// under its own bound: the HR service, which keeps none, leaves the
-/// shop's due approval to the shop, whose runner expires it into an
-/// escalation a shop approver sees. In a SQLite file.
+/// under its own bound: bob has one escalation open on the shop, which
+/// keeps two of a caller's, and the HR service, which keeps one, leaves
+/// the shop's due approval of his to the shop, whose runner expires it
+/// into a second. In a SQLite file.
 #[tokio::test]
 async fn each_service_expires_its_own_approvals_under_its_own_bounds() {
     let (_folder, url) = sqlite_url("expiry-per-service");
@@ -1135,7 +1189,9 @@ async fn each_service_expires_its_own_approvals_under_its_own_bounds() {
             .max_open_escalations(most_open)
             .server_info(name, "1")
     };
-    let (shop, hr) = (service("shop", 5), service("hr", 0));
+    let (shop, hr) = (service("shop", 2), service("hr", 1));
+    let open = EscalationRecord::new(json!({}), Some("bob".into())).for_service("shop");
+    assert!(store.record_escalation(&open, u64::MAX).await.unwrap());
     let due = store::ApprovalRecord::new(
         "due-S-1",
         "cap@0",
@@ -1161,8 +1217,13 @@ async fn each_service_expires_its_own_approvals_under_its_own_bounds() {
         10,
     );
     let open = open.await.unwrap();
-    assert_eq!(open.len(), 1, "{open:?}");
-    assert_eq!(open[0].caller.as_deref(), Some("bob"));
+    assert_eq!(open.len(), 2, "{open:?}");
+    assert!(open.iter().all(|e| e.caller.as_deref() == Some("bob")));
+    assert!(
+        open.iter()
+            .any(|e| e.envelope.to_string().contains("approval_expired")),
+        "{open:?}"
+    );
 }
 
 /// A caller who makes calls fail on purpose cannot fill the store and

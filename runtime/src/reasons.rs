@@ -136,6 +136,12 @@ pub const TOO_MANY_TASKS: &str = "TOO_MANY_TASKS";
 /// until they expire). Nothing ran; the call made again once
 /// some are decided opens one.
 pub const TOO_MANY_APPROVALS: &str = "TOO_MANY_APPROVALS";
+/// A call a guard blocked until an approver at the server decides was not
+/// put to them: its arguments are longer than an approver is shown whole
+/// (the tool set's `attempted_query` limit), and a part they cannot see
+/// could be the part that matters. Nothing ran; the call made with shorter
+/// arguments is put to them.
+pub const TOO_LONG_TO_APPROVE: &str = "TOO_LONG_TO_APPROVE";
 /// A server asked more questions in one round (or at once) than the client
 /// answers.
 pub const TOO_MANY_QUESTIONS: &str = "TOO_MANY_QUESTIONS";

@@ -225,7 +225,7 @@ where
 /// the backend's query of the texts in a JSON array bound as one
 /// parameter (`{}`), which a list of scopes of any length is.
 macro_rules! sql_store {
-    ($(#[$doc:meta])* $name:ident, $db:ty, $pool:ty, $begin_writing:path, $lock_callers:path, $json_texts:literal) => {
+    ($(#[$doc:meta])* $name:ident, $db:ty, $pool:ty, $begin_writing:path, $lock_callers:path, $column:path, $json_texts:literal) => {
         $(#[$doc])*
         #[derive(Debug, Clone)]
         pub struct $name {
@@ -268,38 +268,40 @@ macro_rules! sql_store {
 
             /// The task of `row`; an error [unreadable](StoreError::unreadable)
             /// when what the row holds does not read back as a task's
-            /// (its JSON, its state): an error of the row, where a column
-            /// of another type than this store's is an error of the schema.
+            /// (its JSON, its state, and on SQLite a value of another type
+            /// than its column's): an error of the row alone. On Postgres a
+            /// column of another type is the schema's, every row's, and not
+            /// marked (`$column`).
             fn task_of(row: &<$db as sqlx::Database>::Row) -> Result<TaskRecord, StoreError> {
-                let state: String = row.try_get("state").map_err(failed)?;
+                let state: String = row.try_get("state").map_err($column)?;
                 Ok(TaskRecord {
-                    id: row.try_get("id").map_err(failed)?,
-                    service: row.try_get("service").map_err(failed)?,
-                    tool: row.try_get("tool").map_err(failed)?,
-                    arguments: json(Some(row.try_get("arguments").map_err(failed)?))?
+                    id: row.try_get("id").map_err($column)?,
+                    service: row.try_get("service").map_err($column)?,
+                    tool: row.try_get("tool").map_err($column)?,
+                    arguments: json(Some(row.try_get("arguments").map_err($column)?))?
                         .unwrap_or(Value::Null),
-                    caller: row.try_get("caller").map_err(failed)?,
+                    caller: row.try_get("caller").map_err($column)?,
                     caller_scopes: serde_json::from_str(
-                        &row.try_get::<String, _>("caller_scopes").map_err(failed)?,
+                        &row.try_get::<String, _>("caller_scopes").map_err($column)?,
                     )
                     .map_err(unreadable)?,
                     state: TaskState::parse(&state).ok_or_else(|| {
                         StoreError::new(format!("a task in the state `{state}`")).unreadable()
                     })?,
-                    status_message: row.try_get("status_message").map_err(failed)?,
-                    created_ms: row.try_get("created_ms").map_err(failed)?,
-                    updated_ms: row.try_get("updated_ms").map_err(failed)?,
-                    ttl_ms: row.try_get("ttl_ms").map_err(failed)?,
-                    holder: row.try_get("holder").map_err(failed)?,
-                    lease_until_ms: row.try_get("lease_until_ms").map_err(failed)?,
-                    safe_to_repeat: row.try_get("safe_to_repeat").map_err(failed)?,
-                    runs: u32::try_from(row.try_get::<i64, _>("runs").map_err(failed)?)
+                    status_message: row.try_get("status_message").map_err($column)?,
+                    created_ms: row.try_get("created_ms").map_err($column)?,
+                    updated_ms: row.try_get("updated_ms").map_err($column)?,
+                    ttl_ms: row.try_get("ttl_ms").map_err($column)?,
+                    holder: row.try_get("holder").map_err($column)?,
+                    lease_until_ms: row.try_get("lease_until_ms").map_err($column)?,
+                    safe_to_repeat: row.try_get("safe_to_repeat").map_err($column)?,
+                    runs: u32::try_from(row.try_get::<i64, _>("runs").map_err($column)?)
                         .unwrap_or(u32::MAX),
-                    input_requests: json(row.try_get("input_requests").map_err(failed)?)?,
-                    input_responses: json(row.try_get("input_responses").map_err(failed)?)?,
-                    cancel_requested: row.try_get("cancel_requested").map_err(failed)?,
-                    result: json(row.try_get("result").map_err(failed)?)?,
-                    error: json(row.try_get("error").map_err(failed)?)?,
+                    input_requests: json(row.try_get("input_requests").map_err($column)?)?,
+                    input_responses: json(row.try_get("input_responses").map_err($column)?)?,
+                    cancel_requested: row.try_get("cancel_requested").map_err($column)?,
+                    result: json(row.try_get("result").map_err($column)?)?,
+                    error: json(row.try_get("error").map_err($column)?)?,
                 })
             }
 
@@ -309,34 +311,34 @@ macro_rules! sql_store {
             fn approval_of(
                 row: &<$db as sqlx::Database>::Row,
             ) -> Result<ApprovalRecord, StoreError> {
-                let state: String = row.try_get("state").map_err(failed)?;
+                let state: String = row.try_get("state").map_err($column)?;
                 Ok(ApprovalRecord {
-                    id: row.try_get("id").map_err(failed)?,
-                    service: row.try_get("service").map_err(failed)?,
-                    digest: row.try_get("digest").map_err(failed)?,
-                    block: row.try_get("block").map_err(failed)?,
-                    tool: row.try_get("tool").map_err(failed)?,
-                    arguments: json(Some(row.try_get("arguments").map_err(failed)?))?
+                    id: row.try_get("id").map_err($column)?,
+                    service: row.try_get("service").map_err($column)?,
+                    digest: row.try_get("digest").map_err($column)?,
+                    block: row.try_get("block").map_err($column)?,
+                    tool: row.try_get("tool").map_err($column)?,
+                    arguments: json(Some(row.try_get("arguments").map_err($column)?))?
                         .unwrap_or(Value::Null),
-                    shown: json(Some(row.try_get("shown").map_err(failed)?))?
+                    shown: json(Some(row.try_get("shown").map_err($column)?))?
                         .unwrap_or(Value::Null),
-                    caller: row.try_get("caller").map_err(failed)?,
-                    caller_scopes: json(Some(row.try_get("caller_scopes").map_err(failed)?))?
+                    caller: row.try_get("caller").map_err($column)?,
+                    caller_scopes: json(Some(row.try_get("caller_scopes").map_err($column)?))?
                         .and_then(|scopes| serde_json::from_value(scopes).ok())
                         .unwrap_or_default(),
-                    approvers: row.try_get("approvers").map_err(failed)?,
+                    approvers: row.try_get("approvers").map_err($column)?,
                     state: ApprovalState::parse(&state).ok_or_else(|| {
                         StoreError::new(format!("an approval in the state `{state}`")).unreadable()
                     })?,
-                    created_ms: row.try_get("created_ms").map_err(failed)?,
-                    expires_ms: row.try_get("expires_ms").map_err(failed)?,
-                    decided_by: row.try_get("decided_by").map_err(failed)?,
-                    decided_ms: row.try_get("decided_ms").map_err(failed)?,
-                    note: row.try_get("note").map_err(failed)?,
-                    holder: row.try_get("holder").map_err(failed)?,
-                    lease_until_ms: row.try_get("lease_until_ms").map_err(failed)?,
-                    safe_to_repeat: row.try_get("safe_to_repeat").map_err(failed)?,
-                    result: json(row.try_get("result").map_err(failed)?)?,
+                    created_ms: row.try_get("created_ms").map_err($column)?,
+                    expires_ms: row.try_get("expires_ms").map_err($column)?,
+                    decided_by: row.try_get("decided_by").map_err($column)?,
+                    decided_ms: row.try_get("decided_ms").map_err($column)?,
+                    note: row.try_get("note").map_err($column)?,
+                    holder: row.try_get("holder").map_err($column)?,
+                    lease_until_ms: row.try_get("lease_until_ms").map_err($column)?,
+                    safe_to_repeat: row.try_get("safe_to_repeat").map_err($column)?,
+                    result: json(row.try_get("result").map_err($column)?)?,
                 })
             }
 
@@ -346,23 +348,23 @@ macro_rules! sql_store {
             fn escalation_of(
                 row: &<$db as sqlx::Database>::Row,
             ) -> Result<EscalationRecord, StoreError> {
-                let state: String = row.try_get("state").map_err(failed)?;
+                let state: String = row.try_get("state").map_err($column)?;
                 Ok(EscalationRecord {
-                    id: row.try_get("id").map_err(failed)?,
-                    tool: row.try_get("tool").map_err(failed)?,
-                    caller: row.try_get("caller").map_err(failed)?,
-                    envelope: json(Some(row.try_get("envelope").map_err(failed)?))?
+                    id: row.try_get("id").map_err($column)?,
+                    tool: row.try_get("tool").map_err($column)?,
+                    caller: row.try_get("caller").map_err($column)?,
+                    envelope: json(Some(row.try_get("envelope").map_err($column)?))?
                         .unwrap_or(Value::Null),
                     state: match state.as_str() {
                         "resolved" => EscalationState::Resolved,
                         _ => EscalationState::Open,
                     },
-                    created_ms: row.try_get("created_ms").map_err(failed)?,
-                    resolved_by: row.try_get("resolved_by").map_err(failed)?,
-                    resolved_ms: row.try_get("resolved_ms").map_err(failed)?,
-                    note: row.try_get("note").map_err(failed)?,
-                    approvers: row.try_get("approvers").map_err(failed)?,
-                    service: row.try_get("service").map_err(failed)?,
+                    created_ms: row.try_get("created_ms").map_err($column)?,
+                    resolved_by: row.try_get("resolved_by").map_err($column)?,
+                    resolved_ms: row.try_get("resolved_ms").map_err($column)?,
+                    note: row.try_get("note").map_err($column)?,
+                    approvers: row.try_get("approvers").map_err($column)?,
+                    service: row.try_get("service").map_err($column)?,
                 })
             }
 
@@ -805,7 +807,7 @@ macro_rules! sql_store {
                         // tasks, and holds none after it back.
                         match row.as_ref().map(Self::task_of) {
                             Some(Ok(task)) => claimed.push(task),
-                            Some(Err(error)) => {
+                            Some(Err(error)) if error.is_unreadable() => {
                                 #[cfg(feature = "tracing")]
                                 tracing::warn!(%error, task = %id, "a stopped task could not be read: ended failed, not taken over");
                                 let message = format!(
@@ -829,6 +831,8 @@ macro_rules! sql_store {
                                     .await
                                     .map_err(failed)?;
                             }
+                            // The schema's, every row's: not the row's.
+                            Some(Err(error)) => return Err(error),
                             None => {}
                         }
                     }
@@ -1149,12 +1153,15 @@ macro_rules! sql_store {
                                 // by hand, say) expires all the same, with
                                 // its line of the audit, but no escalation
                                 // can be made of it: it holds no other back.
-                                Err(_error) => {
+                                Err(error) if error.is_unreadable() => {
                                     let id: String = row.try_get("id").map_err(failed)?;
                                     #[cfg(feature = "tracing")]
-                                    tracing::warn!(error = %_error, approval = %id, "an approval that expired could not be read: expired without an escalation");
+                                    tracing::warn!(%error, approval = %id, "an approval that expired could not be read: expired without an escalation");
                                     Self::write_audit(&mut tx, &AuditEntry::expired(&id, now_ms)).await?;
                                 }
+                                // The schema's, every row's: nothing of the
+                                // batch expires (the transaction rolls back).
+                                Err(error) => return Err(error),
                             }
                         }
                         for approval in &expired {
@@ -1401,6 +1408,7 @@ sql_store!(
     sqlx::SqlitePool,
     begin_writing_sqlite,
     lock_callers_sqlite,
+    column_sqlite,
     "SELECT value FROM json_each({})"
 );
 
@@ -1438,6 +1446,19 @@ impl SqliteStore {
     }
 }
 
+/// A column of a row read back, on SQLite, that does not decode as the
+/// store's: SQLite keeps each value's own type, whatever the column's, so a
+/// value of another type (written by hand, say) is an error of that row
+/// alone, [unreadable](StoreError::unreadable). A column missing is the
+/// schema's error.
+#[cfg(feature = "sqlite")]
+fn column_sqlite(error: sqlx::Error) -> StoreError {
+    match error {
+        sqlx::Error::ColumnDecode { .. } => failed(error).unreadable(),
+        error => failed(error),
+    }
+}
+
 /// A transaction that writes, on SQLite: it takes the file's write lock at
 /// once (`BEGIN IMMEDIATE`), so that no other connection, of any replica,
 /// writes between what it reads and what it writes (a deferred one would
@@ -1470,6 +1491,7 @@ sql_store!(
     sqlx::PgPool,
     begin_writing_postgres,
     lock_callers_postgres,
+    failed,
     "SELECT jsonb_array_elements_text(CAST({} AS jsonb))"
 );
 

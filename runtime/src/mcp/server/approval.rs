@@ -138,6 +138,19 @@ pub(crate) fn too_many(blocked: &ErrorEnvelope, waiting: u64) -> ErrorEnvelope {
     .remade(|parts| parts.refused = Some(Refusal::Blocked))
 }
 
+/// The envelope of a call not put to approvers because they would not see
+/// its arguments whole.
+pub(crate) fn too_long(blocked: &ErrorEnvelope) -> ErrorEnvelope {
+    ErrorEnvelope::validation(format!(
+        "{} — not sent to the approvers: the call's arguments are longer than an approver is shown whole",
+        blocked.message().trim_end()
+    ))
+    .with_reason(reasons::TOO_LONG_TO_APPROVE)
+    .with_alternatives(blocked.alternatives().iter().cloned())
+    .with_alternative("Make the call again with shorter arguments")
+    .remade(|parts| parts.refused = Some(Refusal::Blocked))
+}
+
 /// The envelope of a call whose approval nobody decided in time.
 pub(crate) fn expired(blocked: &ErrorEnvelope, approval: &ApprovalRecord) -> ErrorEnvelope {
     ErrorEnvelope::business(format!(

@@ -16,8 +16,8 @@ use crate::mcp::reply::ToolReply;
 use crate::mcp::server::approval;
 use crate::mcp::server::digest::digest;
 use crate::mcp::server::turns::Turns;
-use crate::reasons;
-use crate::store::{ApprovalRecord, ApprovalState, Store, StoreError, now_ms};
+use crate::store::{ApprovalRecord, ApprovalState, Decision, Store, StoreError, now_ms};
+use crate::{keys, reasons};
 
 /// How long an approval waits for a decision by default, and how long its
 /// outcome is then given to the same call made again.
@@ -65,6 +65,9 @@ pub(crate) struct Waiting<'a> {
 pub(crate) fn withdrawn_mark(digest: &str) -> String {
     format!("withdrawn-call:{digest}")
 }
+
+/// Who withdrew an approval whose caller has no subject, in the audit.
+pub(crate) const ANONYMOUS: &str = "anonymous caller";
 
 /// Where a waiting call stands.
 pub(crate) enum Ticketed {
@@ -131,12 +134,21 @@ pub(crate) async fn wait(
             // Bounded, so that an expiry moved after a late decision and a
             // late run stays far inside every store's integers.
             let ttl_ms = i64::try_from(ttl.min(MAX_APPROVAL_TTL).as_millis()).unwrap_or(i64::MAX);
+            // An approver sees the arguments whole, or is not asked: a part
+            // cut from what they see could be the part that matters.
+            let shown = shown();
+            if shown
+                .get(keys::ATTEMPTED_QUERY)
+                .is_some_and(Value::is_string)
+            {
+                return Ok((Ticketed::Ended(approval::too_long(blocked)), None));
+            }
             let mut approval = ApprovalRecord::new(
                 digest,
                 call.block,
                 call.tool,
                 Value::Object(call.arguments.clone()),
-                shown(),
+                shown,
                 call.caller.map(|caller| caller.subject().to_owned()),
                 call.approvers,
                 now.saturating_add(ttl_ms),
@@ -151,6 +163,21 @@ pub(crate) async fn wait(
             let Some(kept) = store.open_approval(&approval, most).await? else {
                 return Ok((Ticketed::Ended(approval::too_many(blocked, most)), None));
             };
+            // Its caller may have taken the call back since the mark was
+            // looked for, and not seen this approval then: looked for
+            // again, now that it is kept, and withdrawn if so.
+            if call.handing_on && store.redeemed(&withdrawn_mark(&kept.digest)).await? {
+                let by = call.caller.map_or(ANONYMOUS, Caller::subject);
+                let note =
+                    "withdrawn: its caller took the call back while its approved run went on";
+                store
+                    .decide(&kept.id, &Decision::withdrawn(by, note))
+                    .await?;
+                return Ok((
+                    Ticketed::Ended(approval::withdrawn_meanwhile(blocked)),
+                    None,
+                ));
+            }
             if kept.id == approval.id {
                 opened = Some(kept.clone());
             }

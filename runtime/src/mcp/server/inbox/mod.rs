@@ -105,6 +105,9 @@ impl Inbox {
     /// more). Give every replica the same one, from your configuration, so
     /// that a person signed in on one is signed in on all; without one,
     /// each inbox makes a random key, and its sessions end with the process.
+    /// Each is signed for this inbox's service and scope: an inbox of
+    /// another service, or entered with another scope, takes none of them,
+    /// whatever key it shares.
     ///
     /// # Panics
     ///
@@ -147,8 +150,10 @@ impl Inbox {
         }
     }
 
-    /// Ends every session `subject` is signed in with, on every replica
-    /// sharing the store (and running this version): their next page asks
+    /// Ends every session `subject` is signed in with at this service's
+    /// inbox, on every replica sharing the store (and running this
+    /// version) — a person of the same name at another service's inbox may
+    /// be someone else, and stays signed in: their next page asks
     /// them to sign in, their open forms decide nothing. A session signed
     /// in afterwards is not ended, so when a person's token is revoked or
     /// their scope taken away, have the validator refuse the token first —

@@ -54,6 +54,7 @@ impl State {
                 .add_template(name, source)
                 .unwrap_or_else(|error| panic!("the inbox's template {name}: {error}"));
         }
+        let keys = keys.for_inbox(tools.service(), &scope);
         State {
             tools,
             store,

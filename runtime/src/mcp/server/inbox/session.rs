@@ -29,10 +29,15 @@ pub(super) const SESSION_MS: i64 = 8 * 60 * 60 * 1000;
 /// the store: the clocks of the replicas sharing it may differ by as much.
 pub(super) const ENDED_MARGIN_MS: i64 = 10 * 60 * 1000;
 
-/// The key sessions and forms are signed with.
+/// The key sessions and forms are signed with, and the inbox they are
+/// signed for ([`for_inbox`](Keys::for_inbox)).
 #[derive(Clone)]
 pub(super) struct Keys {
     key: Vec<u8>,
+    /// The service and the scope of the inbox, in every signature: a
+    /// session or a form of one inbox is nothing to another that shares
+    /// the key.
+    audience: Vec<u8>,
 }
 
 /// What a session cookie says: who, with which scopes, until when, the
@@ -73,27 +78,46 @@ pub(super) fn ended(id: &str) -> String {
 /// `0..n`, and a sign-in takes the first that is not.
 ///
 /// [`Inbox::end_sessions_of`]: super::Inbox::end_sessions_of
-pub(super) fn epoch(subject: &str, n: u64) -> String {
-    // The number first, digits only: no two (subject, n) give one nonce.
-    format!("inbox-sessions:{n}:{subject}")
+pub(super) fn epoch(service: &str, subject: &str, n: u64) -> String {
+    // The number first, digits only, then the pair as JSON: no two
+    // (service, subject, n) give one nonce. A person of the same name in
+    // another service sharing the store may be someone else.
+    format!(
+        "inbox-sessions:{n}:{}",
+        serde_json::json!([service, subject])
+    )
 }
 
 impl Keys {
     /// Keys made from `key` (32 bytes or more).
     pub(super) fn new(key: Vec<u8>) -> Self {
-        Keys { key }
+        Keys {
+            key,
+            audience: Vec::new(),
+        }
+    }
+
+    /// The same key, signing for the inbox of `service` entered with
+    /// `scope`: a cookie or form of another service's inbox, or of an
+    /// inbox entered with another scope, does not hold here.
+    pub(super) fn for_inbox(mut self, service: &str, scope: &str) -> Self {
+        self.audience = serde_json::json!([service, scope]).to_string().into_bytes();
+        self
     }
 
     /// A random key: sessions last as long as the process.
     pub(super) fn random() -> Self {
         let mut key = vec![0u8; 32];
         getrandom::fill(&mut key).expect("the operating system gives random bytes");
-        Keys { key }
+        Keys::new(key)
     }
 
     fn mac(&self, purpose: &str, value: &str) -> Hmac<Sha256> {
         let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.key)
             .expect("HMAC takes a key of any size");
+        // The audience is JSON, which holds no NUL: it ends where it ends.
+        mac.update(&self.audience);
+        mac.update(&[0]);
         mac.update(purpose.as_bytes());
         mac.update(&[0]);
         mac.update(value.as_bytes());
@@ -199,6 +223,28 @@ mod tests {
         let forged = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&forged).unwrap());
         assert_eq!(keys.session(&format!("{forged}.{signature}")), None);
         assert_eq!(keys.session("garbage"), None);
+    }
+
+    #[test]
+    fn a_session_and_its_forms_hold_only_at_the_inbox_they_were_signed_for() {
+        let key = vec![3u8; 32];
+        let inbox = |service: &str, scope: &str| Keys::new(key.clone()).for_inbox(service, scope);
+        let carol = Caller::new("carol", ["refunds:approve"]);
+        let cookie = inbox("refunds", "refunds:approve").session_of(&carol, 0);
+        let token = inbox("refunds", "refunds:approve").csrf_of(&cookie);
+        assert!(
+            inbox("refunds", "refunds:approve")
+                .session(&cookie)
+                .is_some()
+        );
+        for (service, scope) in [("shop", "refunds:approve"), ("refunds", "hr:approve")] {
+            let elsewhere = inbox(service, scope);
+            assert_eq!(elsewhere.session(&cookie), None, "{service} {scope}");
+            assert!(!elsewhere.csrf_holds(&cookie, &token), "{service} {scope}");
+        }
+        // No two audiences sign alike, however the names are cut.
+        let one = inbox("a\",\"b", "c").session_of(&carol, 0);
+        assert_eq!(inbox("a", "b\",\"c").session(&one), None);
     }
 
     #[test]

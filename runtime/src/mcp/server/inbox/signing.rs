@@ -30,7 +30,7 @@ pub(super) async fn signed_in(
     let subject = session.caller.subject();
     let ended = match state.store.redeemed(&session::ended(&session.id)).await {
         Ok(false) => {
-            let epoch = session::epoch(subject, session.epoch);
+            let epoch = session::epoch(state.tools.service(), subject, session.epoch);
             state.store.redeemed(&epoch).await
         }
         other => other,
@@ -48,8 +48,12 @@ pub(super) async fn signed_in(
 /// The epoch a session of `subject` begins in now: the first not ended.
 /// The ended ones are `0..n` (each is ended once the one before it was,
 /// and never swept), so `n` is found in about `2·log2(n)` reads.
-pub(super) async fn current_epoch(store: &dyn Store, subject: &str) -> Result<u64, StoreError> {
-    let ended = async |n: u64| store.redeemed(&session::epoch(subject, n)).await;
+pub(super) async fn current_epoch(
+    store: &dyn Store,
+    service: &str,
+    subject: &str,
+) -> Result<u64, StoreError> {
+    let ended = async |n: u64| store.redeemed(&session::epoch(service, subject, n)).await;
     if !ended(0).await? {
         return Ok(0);
     }
@@ -79,10 +83,11 @@ pub(super) async fn end_sessions_of(
     subject: &str,
     by: &str,
 ) -> Result<bool, StoreError> {
-    let epoch = current_epoch(state.store.as_ref(), subject).await?;
+    let service = state.tools.service();
+    let epoch = current_epoch(state.store.as_ref(), service, subject).await?;
     let ended = state
         .store
-        .redeem(&session::epoch(subject, epoch), i64::MAX)
+        .redeem(&session::epoch(service, subject, epoch), i64::MAX)
         .await?;
     if ended {
         let audit = AuditEntry::new(by, "sessions_ended", subject, "");
@@ -152,10 +157,12 @@ pub(super) async fn sign_in(
 ) -> Response {
     let nonce = session::cookie(&headers, SIGN_IN);
     if !nonce.is_some_and(|nonce| state.keys.csrf_holds(nonce, &form.csrf)) {
-        return refused(
+        // A form that holds, in its place: this one is not asked about again.
+        return sign_in_form_refused(
             &state,
-            StatusCode::FORBIDDEN,
+            &headers,
             "The form had expired: sign in again.",
+            &form.next,
         );
     }
     let token = form.token.trim();
@@ -179,7 +186,8 @@ pub(super) async fn sign_in(
             "The store cannot be reached.",
         )
     };
-    let epoch = match current_epoch(state.store.as_ref(), caller.subject()).await {
+    let service = state.tools.service();
+    let epoch = match current_epoch(state.store.as_ref(), service, caller.subject()).await {
         Ok(epoch) => epoch,
         Err(error) => return unreachable(error, "read whose sessions were ended"),
     };
@@ -317,16 +325,17 @@ mod tests {
     async fn the_current_epoch_is_the_first_not_ended_whatever_came_before() {
         let store = MemoryStore::new();
         for ended in 0..40u64 {
-            assert_eq!(current_epoch(&store, "carol").await.unwrap(), ended);
-            assert_eq!(current_epoch(&store, "dave").await.unwrap(), 0);
+            assert_eq!(current_epoch(&store, "", "carol").await.unwrap(), ended);
+            assert_eq!(current_epoch(&store, "", "dave").await.unwrap(), 0);
+            assert_eq!(current_epoch(&store, "hr", "carol").await.unwrap(), 0);
             assert!(
                 store
-                    .redeem(&session::epoch("carol", ended), i64::MAX)
+                    .redeem(&session::epoch("", "carol", ended), i64::MAX)
                     .await
                     .unwrap()
             );
         }
         // Another subject that holds the first's name and more.
-        assert_eq!(current_epoch(&store, "carol:0").await.unwrap(), 0);
+        assert_eq!(current_epoch(&store, "", "carol:0").await.unwrap(), 0);
     }
 }

@@ -129,18 +129,21 @@ impl ToolSet {
         // claimed meanwhile is not listed again. The first call the store
         // fails ends the pass: a store that is down is not asked again for
         // each call listed. (One it answers but cannot read back is ended
-        // unrun: `set_aside`.) A call left for a later pass is listed
-        // again; it is not tried twice in a pass, and a batch of nothing
-        // else ends the pass.
+        // unrun: `set_aside`.) A call left for a later pass is listed again,
+        // first (the oldest): each batch asks for as many more as were
+        // tried, so that those left never crowd out the calls after them,
+        // and none is tried twice in a pass.
         let mut tried = std::collections::HashSet::new();
         for _ in 0..MAX_BATCHES {
-            let ids = (store.approvals_to_run(self.service(), now_ms(), BATCH)).await?;
+            let tried_before = u32::try_from(tried.len()).unwrap_or(u32::MAX);
+            let limit = BATCH.saturating_add(tried_before);
+            let ids = (store.approvals_to_run(self.service(), now_ms(), limit)).await?;
             let mut new = false;
             for id in ids.iter().filter(|&id| tried.insert(id.clone())) {
                 new = true;
                 ran += self.run_one(store.as_ref(), id).await?;
             }
-            if ids.len() < BATCH as usize || !new {
+            if ids.len() < limit as usize || !new {
                 break;
             }
         }

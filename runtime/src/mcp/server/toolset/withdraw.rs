@@ -15,7 +15,7 @@ use super::ToolSet;
 use crate::caller::Caller;
 use crate::envelope::ErrorEnvelope;
 use crate::mcp::server::digest::digest;
-use crate::mcp::server::ticket::{self, Ticketed};
+use crate::mcp::server::ticket::{self, ANONYMOUS, Ticketed};
 use crate::store::{
     ApprovalState, Decision, Store, StoreError, TaskRecord, TaskState, TaskUpdate, now_ms,
 };
@@ -194,6 +194,16 @@ async fn withdraw(store: &dyn Store, id: &str, by: Option<&str>) -> Result<(), S
             store
                 .redeem(&mark, running.readable_until(now_ms()))
                 .await?;
+            // The run may have opened its next approval already, after it
+            // looked for the mark (a run that opens one after this read
+            // finds the mark then, and withdraws it itself): each of the
+            // call's that waits, this caller's call's, is withdrawn too.
+            for next in store.call_approvals(&running.digest, now_ms()).await? {
+                let waits = matches!(next.state, ApprovalState::Pending | ApprovalState::Approved);
+                if waits && next.id != running.id && store.decide(&next.id, &decision).await? {
+                    tracing::info!(ticket = %next.id, "the next approval a cancelled task's run opened was withdrawn");
+                }
+            }
             tracing::info!(ticket = %id, "a cancelled task's approved call was running: it opens no next approval");
         }
         _ => {
@@ -263,10 +273,6 @@ impl Drop for InTask<'_> {
 
 /// What a cancelled task whose approval could not be withdrawn ends with.
 const MAY_STAND: &str = "the task was cancelled, but the approval it waited for could not be withdrawn (the store failed, or did not answer in time): an approver may still approve it; call again with the same arguments to read where it stands";
-
-/// Who withdraws the approval of an anonymous caller's cancelled task, in
-/// the audit.
-const ANONYMOUS: &str = "anonymous caller";
 
 /// How long a cancelled task waits for the store to withdraw its approval
 /// before it ends all the same.
