@@ -845,6 +845,8 @@ struct Slow {
     before_open: Gate,
     /// Holds a run's end before the store keeps it.
     at_finish: Gate,
+    /// Holds a decision (a withdrawal too) before the store takes it.
+    at_decide: Gate,
 }
 
 /// A point in the store a call is held at, once the test closes it: the
@@ -900,6 +902,7 @@ impl Slow {
             claimed: tokio::sync::Semaphore::new(0),
             before_open: Gate::new(),
             at_finish: Gate::new(),
+            at_decide: Gate::new(),
         })
     }
 }
@@ -925,7 +928,6 @@ impl Store for Slow {
         waiting_approvals(service: &'a str, caller: Option<&'a str>, now_ms: i64) -> u64;
         approval(id: &'a str) -> Option<ApprovalRecord>;
         approvals(service: &'a str, approvers: Option<&'a [&'a str]>, states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
-        decide(id: &'a str, decision: &'a Decision) -> bool;
         renew_approval(id: &'a str, holder: &'a str, lease_until_ms: i64) -> bool;
         approvals_to_run(service: &'a str, now_ms: i64, limit: u32) -> Vec<String>;
         expire_approvals(service: &'a str, now_ms: i64, escalate: &'a Escalate<'a>) -> Vec<ApprovalRecord>;
@@ -940,6 +942,13 @@ impl Store for Slow {
         sweep(now_ms: i64) -> ();
         redeem(nonce: &'a str, until_ms: i64) -> bool;
         redeemed(nonce: &'a str) -> bool;
+    }
+
+    fn decide<'a>(&'a self, id: &'a str, decision: &'a Decision) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            self.at_decide.pass().await;
+            self.inner.decide(id, decision).await
+        })
     }
 
     fn finish_approval<'a>(
@@ -1241,4 +1250,38 @@ async fn a_task_cancelled_after_its_approved_run_opened_the_next_approval_withdr
     );
     tools.run_approved().await.unwrap();
     assert_eq!(times("T-1310"), 0);
+}
+
+/// A task cancelled while its approved run opened the next guard's
+/// approval, its run ending (handing on to it) before the cancel reads the
+/// first approval again: the cancel follows the hand-on and withdraws the
+/// next approval.
+#[tokio::test(start_paused = true)]
+async fn a_task_cancelled_as_its_approved_run_hands_on_withdraws_the_next_approval() {
+    let slow = Slow::new();
+    slow.held.add_permits(1_000);
+    let (tools, client, task) = a_refund_past_its_first_approver(&slow, "T-1320").await;
+    slow.at_finish.close();
+    let runner = tokio::spawn({
+        let tools = tools.clone();
+        async move { tools.run_approved().await }
+    });
+    slow.at_finish.reached().await;
+    slow.at_decide.close();
+    let cancel = tokio::spawn(async move {
+        client
+            .cancel_task(CancelTaskParams::new(&task))
+            .await
+            .expect("tasks/cancel");
+        (client, task)
+    });
+    // The cancel read the first approval running and is withdrawing it;
+    // the run ends, handing on to the next, before the store answers.
+    slow.at_decide.reached().await;
+    slow.at_finish.open();
+    runner.await.unwrap().unwrap();
+    slow.at_decide.open();
+    let (client, task) = cancel.await.unwrap();
+    assert_eq!(past(&client, &task, "working").await["status"], "cancelled");
+    nothing_waits_nor_ran(&slow, "T-1320").await;
 }

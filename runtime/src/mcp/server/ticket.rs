@@ -236,7 +236,7 @@ pub(crate) fn chain_blocks(approval: &ApprovalRecord, live: &[ApprovalRecord]) -
 
 /// The id of the approval the run of `approval` waits for: the run ended
 /// blocked again, by another guard that approvers decide.
-fn waits_for(approval: &ApprovalRecord) -> Option<&str> {
+pub(crate) fn waits_for(approval: &ApprovalRecord) -> Option<&str> {
     if approval.state != ApprovalState::Done {
         return None;
     }

@@ -130,18 +130,26 @@ impl ToolSet {
         // fails ends the pass: a store that is down is not asked again for
         // each call listed. (One it answers but cannot read back is ended
         // unrun: `set_aside`.) A call left for a later pass is listed again,
-        // first (the oldest): each batch asks for as many more as were
-        // tried, so that those left never crowd out the calls after them,
-        // and none is tried twice in a pass.
+        // first (the oldest): each batch asks for as many more as were left
+        // in the batch before, so that those left never crowd out the calls
+        // after them, and none is tried twice in a pass.
         let mut tried = std::collections::HashSet::new();
+        let mut left = 0u32;
         for _ in 0..MAX_BATCHES {
-            let tried_before = u32::try_from(tried.len()).unwrap_or(u32::MAX);
-            let limit = BATCH.saturating_add(tried_before);
+            let limit = BATCH.saturating_add(left);
             let ids = (store.approvals_to_run(self.service(), now_ms(), limit)).await?;
+            left = 0;
             let mut new = false;
-            for id in ids.iter().filter(|&id| tried.insert(id.clone())) {
+            for id in &ids {
+                if !tried.insert(id.clone()) {
+                    left += 1; // listed again: left for a later pass
+                    continue;
+                }
                 new = true;
-                ran += self.run_one(store.as_ref(), id).await?;
+                let ran_here = self.run_one(store.as_ref(), id).await?;
+                // Not run here: left, or taken by another replica.
+                left += u32::from(ran_here == 0);
+                ran += ran_here;
             }
             if ids.len() < limit as usize || !new {
                 break;

@@ -176,7 +176,9 @@ impl ToolSet {
 /// its caller `by`. One whose run is under way is not stopped, but the
 /// store is told that its caller took the call back
 /// ([`ticket::withdrawn_mark`]): a next guard that run meets opens no
-/// approval. One that ended stands.
+/// approval, and one it opened already is withdrawn — as when its run
+/// ended handing on to one since the cancel read it. One that ended
+/// otherwise stands.
 async fn withdraw(store: &dyn Store, id: &str, by: Option<&str>) -> Result<(), StoreError> {
     let decision = Decision::withdrawn(by.unwrap_or(ANONYMOUS), NOTE);
     if store.decide(id, &decision).await? {
@@ -184,7 +186,11 @@ async fn withdraw(store: &dyn Store, id: &str, by: Option<&str>) -> Result<(), S
         return Ok(());
     }
     match store.approval(id).await? {
-        Some(running) if running.state == ApprovalState::Running => {
+        // Running, or its run ended handing on to the next guard's
+        // approval since the cancel read it: the call goes on past it.
+        Some(running)
+            if running.state == ApprovalState::Running || ticket::waits_for(&running).is_some() =>
+        {
             // Kept one time to live from now (at least the approval's own
             // expiry), however late the run was claimed (a claim does not
             // look at the expiry, which may have passed): a run that goes
