@@ -656,3 +656,82 @@ async fn an_answer_that_does_not_fit_the_form_never_reaches_the_tool() {
         );
     }
 }
+
+/// A client whose user approves every approval, and, while the question
+/// waits, changes what the guard will say (a refund total pushed up by
+/// other calls, say).
+#[derive(Clone)]
+struct Shifting {
+    escalated: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl ClientHandler for Shifting {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = ClientCapabilities::builder().enable_elicitation().build();
+        ClientConfig::new(capabilities, Implementation::new("shifting", "1.0.0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        _: ElicitRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        (self.escalated).store(true, std::sync::atomic::Ordering::SeqCst);
+        let content = json!({"approver": "Mallory", "note": "fine"});
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content))
+    }
+}
+
+/// A guard whose block the client's user may approve at first and, once
+/// the condition changes, only approvers at the server, with the same
+/// words: the client's yes to the first never waives the second.
+#[tokio::test]
+async fn a_clients_yes_never_waives_a_block_for_approvers_at_the_server() {
+    for revision in BOTH {
+        let escalated = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = Arc::clone(&escalated);
+        let shifty = move |_: &ToolCall| -> Result<(), Blocked> {
+            let blocked =
+                Blocked::new("This refund needs a second look").with_reason("SECOND_LOOK");
+            Err(match seen.load(std::sync::atomic::Ordering::SeqCst) {
+                false => blocked.unless_approved(),
+                true => blocked
+                    .unless_approved_by(tool_envelope::guard::Approvers::scope("finance:approve")),
+            })
+        };
+        let tools = ToolSet::new()
+            .tool::<policed_refund>()
+            .guards(Guards::new().for_tool("policed_refund", shifty))
+            .request_state_key([9u8; 32], Duration::from_secs(60));
+        let (client_io, server_io) = tokio::io::duplex(1 << 16);
+        tokio::spawn(async move {
+            let running = tools.serve(server_io).await.expect("the server starts");
+            let _ = running.waiting().await;
+        });
+        let shifting = Shifting { escalated };
+        let client = match revision {
+            Revision::Sessions => shifting.serve(client_io).await,
+            Revision::Rounds => {
+                let lifecycle = ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                };
+                shifting.serve_with_lifecycle(client_io, lifecycle).await
+            }
+        }
+        .expect("the client connects");
+        let order = format!("SHIFT-{revision:?}");
+        let arguments = json!({"order": order, "amount": 40});
+        let result = client
+            .call_tool(call("policed_refund", arguments))
+            .await
+            .expect("an answer");
+        assert_eq!(result.is_error, Some(true), "{revision:?}: {result:?}");
+        let blocked = result.structured_content.unwrap_or_default();
+        assert_eq!(blocked["reason"], "SECOND_LOOK", "{revision:?}: {blocked}");
+        assert_eq!(
+            times(&format!("policed {order} 40")),
+            0,
+            "{revision:?}: it ran"
+        );
+    }
+}

@@ -28,6 +28,8 @@ enum Reply {
     /// An HTTP status with no body, as a proxy in front of a dead
     /// replica answers.
     Status(u16),
+    /// The connection dropped, no answer: a server that died.
+    Dropped,
 }
 
 type Answer = Arc<dyn Fn(&str, &Value) -> Reply + Send + Sync>;
@@ -80,6 +82,8 @@ impl Fake {
                         Reply::Status(status) => {
                             return StatusCode::from_u16(status).unwrap().into_response();
                         }
+                        // The connection's task ends, and the socket with it.
+                        Reply::Dropped => panic!("the server dies (a test's fault, on purpose)"),
                     };
                     axum::Json(message).into_response()
                 })
@@ -889,6 +893,67 @@ async fn a_question_shows_the_handler_no_secret_the_call_sent() {
     }
 }
 
+/// A question that quotes a secret number where the question must hold a
+/// number (`maxTokens`: the PIN the call sent) cannot be shown masked: it
+/// is not shown to the handler at all, and the call fails saying why.
+#[tokio::test]
+#[allow(deprecated)] // Sampling: deprecated by rmcp (SEP-2577), defined by both revisions.
+async fn a_question_that_cannot_be_masked_is_never_shown() {
+    let quoting = Fake::start(|method, params| match method {
+        "tools/list" => Reply::Result(login_tool()),
+        "tools/call" if params.get("inputResponses").is_none() => {
+            let pin = params["arguments"]["creds"]["password"]
+                .as_str()
+                .unwrap_or_default();
+            Reply::Result(json!({
+                "resultType": "input_required",
+                "inputRequests": {"check": {"method": "sampling/createMessage", "params": {
+                    "messages": [{"role": "user", "content": {"type": "text",
+                        "text": format!("The PIN is {pin}")}}],
+                    "maxTokens": pin.parse::<u32>().unwrap_or(1)
+                }}},
+                "requestState": "s"
+            }))
+        }
+        "tools/call" => Reply::Result(json!({"content": [], "structuredContent": {"ok": true}})),
+        _ => Reply::Result(Value::Null),
+    })
+    .await;
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let client = {
+        let sampled = Arc::clone(&seen);
+        McpClient::connect(&quoting.url)
+            .on_sampling(move |params| {
+                sampled
+                    .lock()
+                    .unwrap()
+                    .push(serde_json::to_string(&params).unwrap());
+                std::future::ready(Err("not asked".to_owned()))
+            })
+            .await
+            .unwrap()
+    };
+    let failed = client
+        .call(
+            "login",
+            json!({"user": "ops", "creds": {"password": "4821"}}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        failed.reason(),
+        Some(reasons::CLIENT_REQUEST_FAILED),
+        "{failed:?}"
+    );
+    assert!(
+        failed.message().contains("not shown"),
+        "{}",
+        failed.message()
+    );
+    assert!(!failed.to_string().contains("4821"), "{failed}");
+    assert!(seen.lock().unwrap().is_empty(), "shown to the handler");
+}
+
 #[tokio::test]
 async fn a_request_to_open_a_url_never_reaches_a_form_handler() {
     let phishing = Fake::start(|method, _| match method {
@@ -1033,6 +1098,54 @@ async fn a_task_poll_that_meets_a_bad_gateway_is_polled_again_a_few_times() {
     assert_eq!(failed.reason(), Some("HTTP_502"), "{failed:?}");
     assert_eq!(server.sent("tools/call"), 1);
     assert_eq!(server.sent("tasks/get"), 5);
+}
+
+/// A destructive tool run as a task, whose server dies once the task
+/// began: every poll meets a dropped connection. The call may have taken
+/// effect, so it ends `MAY_HAVE_TAKEN_EFFECT`, not retryable, and a retry
+/// policy does not send it again.
+#[tokio::test]
+async fn a_task_whose_server_died_is_not_sent_again() {
+    let server = Fake::start(|method, _| match method {
+        "tools/list" => Reply::Result(json!({"tools": [{"name": "refund0",
+            "inputSchema": {"type": "object"}, "annotations": {"destructiveHint": true}}]})),
+        "tools/call" => Reply::Result(task_state("task", "working", json!({}))),
+        "tasks/get" => Reply::Dropped,
+        _ => Reply::Result(Value::Null),
+    })
+    .await;
+    let client = McpClient::connect(&server.url).tasks().await.unwrap();
+    let outcome = watchdog(
+        "the call",
+        RetryPolicy::default().retry(|| client.call("refund0", json!({"order": "D-1"}))),
+    )
+    .await;
+    let escalation = outcome.result.unwrap_err();
+    let failed = &escalation.envelope;
+    assert_eq!(
+        failed.reason(),
+        Some(reasons::MAY_HAVE_TAKEN_EFFECT),
+        "{failed:?}"
+    );
+    assert!(!failed.is_retryable(), "{failed:?}");
+    assert!(
+        failed.message().contains("may have taken effect"),
+        "{failed:?}"
+    );
+    assert_eq!(server.sent("tools/call"), 1, "the refund was sent once");
+}
+
+/// A client being made, printed with `{:?}` (in a log line, a panic),
+/// names its headers and credentials, never their values.
+#[tokio::test]
+async fn a_client_being_made_prints_no_credential() {
+    let connect = McpClient::connect("https://tools.example.com/mcp")
+        .header("x-api-key", API_KEY)
+        .bearer(TOKEN);
+    let printed = format!("{connect:?}");
+    assert!(printed.contains("x-api-key"), "{printed}");
+    assert!(!printed.contains(API_KEY), "{printed}");
+    assert!(!printed.contains(TOKEN), "{printed}");
 }
 
 #[tokio::test]

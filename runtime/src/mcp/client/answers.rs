@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use rmcp::model::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, ElicitationCapability, FormElicitationCapability, InputRequest, InputRequests,
-    InputResponses, ListRootsResult, Root,
+    ElicitResult, ElicitationAction, ElicitationCapability, FormElicitationCapability,
+    InputRequest, InputRequests, InputResponses, ListRootsResult, Root,
 };
 use serde_json::Value;
 
@@ -106,7 +106,12 @@ impl Answers {
         if matches!(params, ElicitRequestParams::UrlElicitationParams { .. }) {
             return None;
         }
-        Some(self.elicit.as_ref()?(masked(params, secrets)).await)
+        let elicit = self.elicit.as_ref()?;
+        let Some(params) = masked(params, secrets) else {
+            tracing::warn!("{NOT_SHOWN}: declined");
+            return Some(ElicitResult::new(ElicitationAction::Decline));
+        };
+        Some(elicit(params).await)
     }
 
     /// A completion from the model, by the handler, its messages quoting
@@ -116,7 +121,11 @@ impl Answers {
         params: CreateMessageRequestParams,
         secrets: &SecretValues,
     ) -> Option<Result<CreateMessageResult, String>> {
-        Some(self.sample.as_ref()?(masked(params, secrets)).await)
+        let sample = self.sample.as_ref()?;
+        let Some(params) = masked(params, secrets) else {
+            return Some(Err(NOT_SHOWN.to_owned()));
+        };
+        Some(sample(params).await)
     }
 
     /// The roots, by the handler.
@@ -177,19 +186,24 @@ impl Answers {
 /// `params` with every text that quotes one of the `secrets` masked: a
 /// server's question shows the caller's handler — a person, a model —
 /// nothing the call sent as a secret, nor the client's credentials.
+/// `None` when the question cannot be shown masked (a secret number where
+/// the question must hold a number, `maxTokens` say): it is not shown at
+/// all, never shown unmasked.
 fn masked<T: serde::Serialize + serde::de::DeserializeOwned>(
     params: T,
     secrets: &SecretValues,
-) -> T {
+) -> Option<T> {
     let Some(masker) = secrets.masker() else {
-        return params;
+        return Some(params);
     };
-    let Ok(mut value) = serde_json::to_value(&params) else {
-        return params;
-    };
+    let mut value = serde_json::to_value(&params).ok()?;
     masker.value(&mut value);
-    serde_json::from_value(value).unwrap_or(params)
+    serde_json::from_value(value).ok()
 }
+
+/// Why a question was not shown to its handler.
+const NOT_SHOWN: &str =
+    "the question quotes a secret the call sent where it cannot be masked: it was not shown";
 
 /// The message of a form, bounded for an envelope.
 fn elicitation_message(params: &ElicitRequestParams) -> String {

@@ -185,8 +185,11 @@ impl OAuth {
         self
     }
 
-    /// How many times a client logs in (or steps up) before it gives up on
-    /// a server that keeps refusing: 3 unless set.
+    /// How many times in a row a client logs in (or steps up) before it
+    /// gives up on a server that keeps refusing: 3 unless set. A login
+    /// whose token served a minute or more was not refused
+    /// at once: the count starts again after it, so that a client whose
+    /// tokens expire logs in again for as long as it runs.
     #[must_use]
     pub fn max_authorizations(mut self, max: u32) -> Self {
         self.max_authorizations = max;
@@ -206,8 +209,15 @@ pub(crate) struct OAuthProvider {
 #[derive(Default)]
 struct Session {
     manager: Option<AuthorizationManager>,
+    /// The logins in a row, each within [`GOOD_LOGIN`] of the one before.
     authorizations: u32,
+    /// When the last login was.
+    last_login: Option<tokio::time::Instant>,
 }
+
+/// How long a login's token must have served before the next login starts
+/// the count again: a server that refuses every token refuses it at once.
+const GOOD_LOGIN: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl OAuthProvider {
     pub(crate) fn new(url: Arc<str>, http: reqwest::Client, oauth: OAuth) -> Self {
@@ -273,6 +283,11 @@ impl OAuthProvider {
 
     /// Counts one more login, or refuses it past the bound.
     fn count(&self, session: &mut Session) -> Result<(), ErrorEnvelope> {
+        let now = tokio::time::Instant::now();
+        if (session.last_login).is_some_and(|last| now.duration_since(last) >= GOOD_LOGIN) {
+            session.authorizations = 0;
+        }
+        session.last_login = Some(now);
         session.authorizations += 1;
         if session.authorizations > self.oauth.max_authorizations {
             return Err(ErrorEnvelope::permission(format!(
@@ -421,4 +436,35 @@ fn failed(error: &AuthError) -> ErrorEnvelope {
     ErrorEnvelope::permission(format!("the OAuth login for the MCP server failed: {what}"))
         .with_reason(reasons::AUTHORIZATION_FAILED)
         .with_alternative(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server that refuses every token at once is given up on after the
+    /// bound; a client whose tokens each served a while logs in for as
+    /// long as it runs.
+    #[tokio::test(start_paused = true)]
+    async fn logins_are_bounded_in_a_row_not_for_good() {
+        let oauth = OAuth::client_credentials("machine", "secret");
+        let provider = OAuthProvider::new(
+            "https://tools.example.com/mcp".into(),
+            reqwest::Client::new(),
+            oauth,
+        );
+        let mut session = Session::default();
+        for _ in 0..10 {
+            provider
+                .count(&mut session)
+                .expect("a token that served an hour");
+            tokio::time::advance(std::time::Duration::from_secs(3600)).await;
+        }
+        for _ in 0..3 {
+            provider.count(&mut session).expect("within the bound");
+            tokio::time::advance(std::time::Duration::from_secs(1)).await;
+        }
+        let refused = provider.count(&mut session).expect_err("past the bound");
+        assert_eq!(refused.reason(), Some(reasons::AUTHORIZATION_FAILED));
+    }
 }

@@ -50,7 +50,7 @@ impl Revision {
 /// How a client calls: its timeout, the guards checked before anything is
 /// sent, the revision it speaks, how it answers the server's questions, and
 /// (over HTTP) whom it trusts and what credentials it sends.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct Options {
     pub(crate) timeout: Duration,
     pub(crate) guards: Arc<Guards>,
@@ -69,6 +69,25 @@ pub(crate) struct Options {
     pub(crate) insecure_credentials: bool,
     /// Whether calls declare MCP's tasks extension.
     pub(crate) tasks: bool,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // A header's value may be a credential (`x-api-key`): its name only.
+        let headers: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("Options")
+            .field("timeout", &self.timeout)
+            .field("guards", &self.guards)
+            .field("revision", &self.revision)
+            .field("answers", &self.answers)
+            .field("tls", &self.tls)
+            .field("headers", &headers)
+            .field("credentials", &self.credentials)
+            .field("max_questions", &self.max_questions)
+            .field("insecure_credentials", &self.insecure_credentials)
+            .field("tasks", &self.tasks)
+            .finish()
+    }
 }
 
 /// The most questions a server may ask in one round by default.

@@ -109,7 +109,10 @@ pub(crate) async fn follow(
     })
     .await;
     match outcome {
-        Ok(outcome) => outcome,
+        // Whatever failed after the task began — a poll, an answer — the
+        // call was applied: the task runs, or ran. A poll or an answer not
+        // sent is that request's, not the call's.
+        Ok(outcome) => outcome.map_err(|failed| started(name, failed)),
         Err(_) => {
             // Out of time: the server is told, and the call says so.
             let _ = tokio::time::timeout(
@@ -130,6 +133,20 @@ pub(crate) async fn follow(
 fn poll_interval(task: &Task) -> Duration {
     let suggested = task.poll_interval_ms.map_or(POLL.1, Duration::from_millis);
     suggested.clamp(POLL.0, POLL.1)
+}
+
+/// `failed`, met after the task of the call of `name` began: a request
+/// that was not sent (`NOT_APPLIED`) says so of itself, and the call
+/// itself may have taken effect — its connection was lost.
+fn started(name: &str, failed: ErrorEnvelope) -> ErrorEnvelope {
+    if failed.reason() != Some(reasons::NOT_APPLIED) {
+        return failed;
+    }
+    ErrorEnvelope::transient(format!(
+        "the MCP server's task of `{name}` began, then the connection to it was lost ({}); the call may have taken effect",
+        failed.message()
+    ))
+    .with_reason(reasons::CONNECTION_LOST)
 }
 
 /// The envelope of a task the server cancelled.

@@ -91,7 +91,7 @@ impl Asking {
     pub(crate) async fn open(
         seal: &Seal,
         context: &RequestContext<RoleServer>,
-        tool: &str,
+        (service, tool): (&str, &str),
         arguments: &Value,
         caller: Option<&str>,
         round: (Option<InputResponses>, Option<String>),
@@ -101,7 +101,7 @@ impl Asking {
         let mut answers = HashMap::new();
         let mut approved_until_ms = 0;
         if rounds && let Some(sealed) = state {
-            let mut state = seal.open(&sealed, tool, arguments, caller)?;
+            let mut state = seal.open(&sealed, (service, tool), arguments, caller)?;
             (answers, approved_until_ms) =
                 state.take_answers(responses.unwrap_or_default(), crate::store::now_ms());
             if approves(&answers) && !seal.spend(&state, caller).await {
@@ -265,7 +265,7 @@ impl Asking {
     pub(crate) fn answer(
         &self,
         seal: &Seal,
-        tool: &str,
+        (service, tool): (&str, &str),
         arguments: &Value,
         caller: Option<&str>,
     ) -> Result<InputRequiredResult, ErrorData> {
@@ -282,7 +282,7 @@ impl Asking {
                     answers,
                     self.approved_until_ms,
                 );
-                let sealed = seal.seal(state, tool, arguments, caller)?;
+                let sealed = seal.seal(state, (service, tool), arguments, caller)?;
                 Ok(InputRequiredResult::new(Some(asked), Some(sealed)))
             }
             Some(Stop::Missing(kinds)) => {

@@ -154,8 +154,8 @@ impl State {
 }
 
 impl Seal {
-    /// Opens `sealed` for the call of `tool` with `arguments` by `caller`
-    /// (an approving one is then spent: [`spend`](Self::spend)).
+    /// Opens `sealed` for the call of `service`'s `tool` with `arguments`
+    /// by `caller` (an approving one is then spent: [`spend`](Self::spend)).
     ///
     /// # Errors
     ///
@@ -164,12 +164,12 @@ impl Seal {
     pub(super) fn open(
         &self,
         sealed: &str,
-        tool: &str,
+        (service, tool): (&str, &str),
         arguments: &Value,
         caller: Option<&str>,
     ) -> Result<State, ErrorData> {
         self.codec
-            .open_json_with(sealed, &bound_to(tool, arguments, caller))
+            .open_json_with(sealed, &bound_to(service, tool, arguments, caller))
             .map_err(|error| {
                 tracing::debug!(tool, %error, "requestState refused");
                 refused_state()
@@ -184,7 +184,8 @@ impl Seal {
             .await
     }
 
-    /// Seals `state` for the call of `tool` with `arguments` by `caller`,
+    /// Seals `state` for the call of `service`'s `tool` with `arguments` by
+    /// `caller`,
     /// to open for the seal's time to live. Its approvals keep their own
     /// end, which the round that opens it holds them to; those whose time
     /// is up already are left out, and the next round asks for them again.
@@ -195,7 +196,7 @@ impl Seal {
     pub(super) fn seal(
         &self,
         mut state: State,
-        tool: &str,
+        (service, tool): (&str, &str),
         arguments: &Value,
         caller: Option<&str>,
     ) -> Result<String, ErrorData> {
@@ -211,7 +212,7 @@ impl Seal {
         }
         state.nonce = nonce();
         state.expires_ms = now.saturating_add(held::ms(self.ttl));
-        let bound = bound_to(tool, arguments, caller);
+        let bound = bound_to(service, tool, arguments, caller);
         let options = SealOptions::new().associated_data(&bound).ttl(self.ttl);
         self.codec
             .seal_json_with(&state, &options)
@@ -252,11 +253,15 @@ pub(super) fn approves_one(key: &str, answer: &Value) -> bool {
     key.starts_with(APPROVAL_KEY_PREFIX) && !no
 }
 
-/// The bytes a state is bound to: the method, the tool, its arguments and
-/// the authenticated caller, so that a state cannot be replayed on another
-/// call, nor by another caller.
-fn bound_to(tool: &str, arguments: &Value, caller: Option<&str>) -> Vec<u8> {
+/// The bytes a state is bound to: the method, the service, the tool, its
+/// arguments and the authenticated caller, so that a state cannot be
+/// replayed on another call, at another service (which may share the key,
+/// or be a clone of the set under another name), nor by another caller.
+fn bound_to(service: &str, tool: &str, arguments: &Value, caller: Option<&str>) -> Vec<u8> {
     let mut bytes = b"tools/call\0".to_vec();
+    // The service as JSON, which holds no NUL: it ends where it ends.
+    bytes.extend_from_slice(&serde_json::to_vec(service).unwrap_or_default());
+    bytes.push(0);
     bytes.extend_from_slice(tool.as_bytes());
     bytes.push(0);
     bytes.extend_from_slice(&serde_json::to_vec(arguments).unwrap_or_default());
@@ -295,9 +300,13 @@ mod tests {
     fn round_trip(seal: &Seal, state: State) -> State {
         let arguments: Value = serde_json::from_str(ARGUMENTS).unwrap();
         let sealed = seal
-            .seal(state, "refund", &arguments, Some("alice"))
+            .seal(state, ("shop", "refund"), &arguments, Some("alice"))
             .unwrap();
-        seal.open(&sealed, "refund", &arguments, Some("alice"))
+        assert!(
+            (seal.open(&sealed, ("hr", "refund"), &arguments, Some("alice"))).is_err(),
+            "another service's"
+        );
+        seal.open(&sealed, ("shop", "refund"), &arguments, Some("alice"))
             .expect("it opens for the same call and caller")
     }
 

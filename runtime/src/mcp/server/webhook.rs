@@ -50,10 +50,13 @@ impl Webhook {
         Webhook {
             url: url.into(),
             inbox: None,
+            // A redirect is not followed: a receiver's answer does not send
+            // the notice (the caller, the block) somewhere else.
             client: reqwest::Client::builder()
                 .timeout(Duration::from_secs(10))
+                .redirect(reqwest::redirect::Policy::none())
                 .build()
-                .unwrap_or_default(),
+                .unwrap_or_else(|_| reqwest::Client::new()),
             policy: RetryPolicy::default()
                 .max_attempts(4)
                 .exponential(Duration::from_millis(200), Duration::from_secs(2)),
@@ -195,6 +198,46 @@ mod tests {
             envelope.message()
         );
         assert!(envelope.not_applied());
+    }
+
+    /// A receiver that answers with a redirect: the notice is not sent
+    /// where the redirect points (plain HTTP, an internal host), and is not
+    /// delivered.
+    #[tokio::test]
+    async fn a_redirect_is_not_followed() {
+        use axum::http::{StatusCode, header::LOCATION};
+        use axum::routing::post;
+        let (moved, mut elsewhere) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let app = axum::Router::new()
+            .route(
+                "/hook",
+                post(|| async { (StatusCode::TEMPORARY_REDIRECT, [(LOCATION, "/elsewhere")]) }),
+            )
+            .route(
+                "/elsewhere",
+                post(move || {
+                    let _ = moved.send(());
+                    async { StatusCode::OK }
+                }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let approval = ApprovalRecord::new(
+            "digest",
+            "cap@0",
+            "refund",
+            json!({}),
+            json!({"message": "Refund of $640 exceeds the $500 cap"}),
+            Some("agent".to_owned()),
+            "refunds:approve",
+            0,
+        );
+        assert!(!Webhook::new(url).notify(&approval).await, "delivered");
+        assert!(
+            elsewhere.try_recv().is_err(),
+            "sent where the redirect pointed"
+        );
     }
 
     #[test]

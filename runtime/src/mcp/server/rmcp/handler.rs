@@ -318,7 +318,7 @@ impl ToolSet {
         let asking = Asking::open(
             seal,
             &context,
-            name,
+            (self.service(), name),
             &arguments,
             subject,
             (round.responses, round.state),
@@ -339,7 +339,8 @@ impl ToolSet {
             Either::Left((Err(error), _)) => Err(to_error_data(error)),
             Either::Right(((), _)) => {
                 let arguments = bound.unwrap_or(Value::Null);
-                Ok(live.asking.answer(seal, name, &arguments, subject)?.into())
+                let call = (self.service(), name);
+                Ok(live.asking.answer(seal, call, &arguments, subject)?.into())
             }
         }
     }
