@@ -107,7 +107,11 @@ impl Authorized {
     ) -> Self {
         let source = match credentials {
             Credentials::None => Source::None,
-            Credentials::Fixed(token) => Source::Fixed(token),
+            Credentials::Fixed(token) => {
+                // Sent with every request: masked for good.
+                sent.fixed_credential(&token);
+                Source::Fixed(token)
+            }
             Credentials::Provider(provider) => Source::Provider(provider, Arc::default()),
             #[cfg(feature = "oauth")]
             Credentials::OAuth(oauth) => {

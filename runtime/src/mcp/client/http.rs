@@ -83,7 +83,7 @@ impl Http {
             // Kept out of every debug print, and out of every text that
             // comes back.
             value.set_sensitive(true);
-            sent.credential(&Arc::from(value.to_str().unwrap_or_default()));
+            sent.fixed_credential(&Arc::from(value.to_str().unwrap_or_default()));
             headers.insert(header, value);
         }
         // Connections are kept, and a request goes out as soon as it is

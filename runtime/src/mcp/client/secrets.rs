@@ -14,14 +14,17 @@ use tokio::sync::Notify;
 use crate::envelope::ErrorEnvelope;
 use crate::redact::values::SecretValues;
 
-/// The most credential texts remembered: a provider's last tokens.
+/// The most tokens remembered: a provider's, or an OAuth login's, last.
+/// Header values are kept apart, for good: new tokens never push them out.
 const MAX_CREDENTIALS: usize = 16;
 
 /// What a client sent that no text it returns may quote.
 #[derive(Default)]
 pub(crate) struct Sent {
-    /// Every credential sent, the newest last.
+    /// The tokens sent, the newest last.
     credentials: Mutex<Vec<Arc<str>>>,
+    /// The values of the headers sent with every request.
+    fixed: Mutex<Vec<Arc<str>>>,
     /// The calls in flight: their secret values, how many questions the
     /// server asked while each ran, and how each is told the server asked
     /// too many.
@@ -51,7 +54,15 @@ impl std::fmt::Debug for Sent {
 }
 
 impl Sent {
-    /// Remembers `credential` as sent: a token, a header's value.
+    /// Remembers `value` as sent with every request, for good: a header's.
+    pub(crate) fn fixed_credential(&self, value: &Arc<str>) {
+        let mut fixed = self.fixed.lock().unwrap_or_else(PoisonError::into_inner);
+        if !fixed.iter().any(|known| known == value) {
+            fixed.push(Arc::clone(value));
+        }
+    }
+
+    /// Remembers `credential` as sent: a token (the last 16 are kept).
     pub(crate) fn credential(&self, credential: &Arc<str>) {
         let mut credentials = self
             .credentials
@@ -68,13 +79,11 @@ impl Sent {
 
     /// The credentials sent, as values to mask.
     pub(crate) fn credentials(&self) -> Vec<Value> {
-        (self
-            .credentials
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner))
-        .iter()
-        .map(|credential| Value::String(credential.to_string()))
-        .collect()
+        let fixed = self.fixed.lock().unwrap_or_else(PoisonError::into_inner);
+        let tokens = (self.credentials.lock()).unwrap_or_else(PoisonError::into_inner);
+        (fixed.iter().chain(tokens.iter()))
+            .map(|credential| Value::String(credential.to_string()))
+            .collect()
     }
 
     /// `envelope`, quoting none of the credentials sent.
@@ -156,5 +165,28 @@ impl Running<'_> {
 impl Drop for Running<'_> {
     fn drop(&mut self) {
         self.sent.lock_calls().remove(&self.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// However many tokens a provider mints (a server that refuses each,
+    /// say), a header's value stays masked.
+    #[test]
+    fn new_tokens_never_push_a_headers_value_out() {
+        let sent = Sent::default();
+        sent.fixed_credential(&Arc::from("key-v4lue-77e1"));
+        for n in 0..40 {
+            sent.credential(&Arc::from(format!("token-{n}").as_str()));
+        }
+        let credentials = sent.credentials();
+        assert!(credentials.contains(&Value::from("key-v4lue-77e1")));
+        assert!(credentials.contains(&Value::from("token-39")));
+        assert!(
+            !credentials.contains(&Value::from("token-0")),
+            "the oldest tokens go"
+        );
     }
 }
