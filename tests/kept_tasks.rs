@@ -1110,10 +1110,7 @@ async fn a_task_cancelled_while_its_approved_run_goes_on_opens_no_next_approval(
         tool_envelope::guard::Caller::new("carol", ["refunds:approve", "finance:approve"]);
     tools.decide(&ticket, &approver, true, "ok").await.unwrap();
     slow.holding_runs.store(true, Ordering::SeqCst);
-    let runner = tokio::spawn({
-        let tools = tools.clone();
-        async move { tools.run_approved().await }
-    });
+    let runner = run_approved_in_background(&tools);
     slow.claimed.acquire().await.expect("claimed").forget();
     client
         .cancel_task(CancelTaskParams::new(&task))
@@ -1143,6 +1140,15 @@ async fn a_task_cancelled_while_its_approved_run_goes_on_opens_no_next_approval(
         says.contains("withdrew the call while its approved run went on"),
         "{says}"
     );
+}
+
+/// One pass of the runner of `tools`, in the background: the test holds
+/// the store at a point of it, then lets it go on.
+fn run_approved_in_background(
+    tools: &ToolSet,
+) -> tokio::task::JoinHandle<Result<usize, tool_envelope::store::StoreError>> {
+    let tools = tools.clone();
+    tokio::spawn(async move { tools.run_approved().await })
 }
 
 /// The two-guard refund of `order`, run as a task, its first approval
@@ -1199,10 +1205,7 @@ async fn a_task_cancelled_as_its_approved_run_opens_the_next_approval_withdraws_
     slow.held.add_permits(1_000);
     let (tools, client, task) = a_refund_past_its_first_approver(&slow, "T-1300").await;
     slow.before_open.close();
-    let runner = tokio::spawn({
-        let tools = tools.clone();
-        async move { tools.run_approved().await }
-    });
+    let runner = run_approved_in_background(&tools);
     slow.before_open.reached().await;
     client
         .cancel_task(CancelTaskParams::new(&task))
@@ -1223,10 +1226,7 @@ async fn a_task_cancelled_after_its_approved_run_opened_the_next_approval_withdr
     slow.held.add_permits(1_000);
     let (tools, client, task) = a_refund_past_its_first_approver(&slow, "T-1310").await;
     slow.at_finish.close();
-    let runner = tokio::spawn({
-        let tools = tools.clone();
-        async move { tools.run_approved().await }
-    });
+    let runner = run_approved_in_background(&tools);
     slow.at_finish.reached().await;
     let opened = slow
         .approvals("", None, &[store::ApprovalState::Pending], 10)
@@ -1262,10 +1262,7 @@ async fn a_task_cancelled_as_its_approved_run_hands_on_withdraws_the_next_approv
     slow.held.add_permits(1_000);
     let (tools, client, task) = a_refund_past_its_first_approver(&slow, "T-1320").await;
     slow.at_finish.close();
-    let runner = tokio::spawn({
-        let tools = tools.clone();
-        async move { tools.run_approved().await }
-    });
+    let runner = run_approved_in_background(&tools);
     slow.at_finish.reached().await;
     slow.at_decide.close();
     let cancel = tokio::spawn(async move {
