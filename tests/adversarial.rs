@@ -337,6 +337,50 @@ fn a_guard_never_lets_a_call_through_because_it_could_not_read_it() {
     assert!(process_refund("O-79".into(), 900.0).is_err());
 }
 
+static OTP_REFUNDS: AtomicU32 = AtomicU32::new(0);
+
+/// Refunds an amount, confirmed with a one-time password.
+#[tool(destructive, guard = naive_cap)]
+fn refund_with_otp(
+    order: String,
+    amount: f64,
+    otp: Secret<String>,
+) -> Result<String, ErrorEnvelope> {
+    let _ = otp;
+    OTP_REFUNDS.fetch_add(1, Ordering::SeqCst);
+    Ok(format!("refunded {amount} on {order}"))
+}
+
+/// The same refund, guarded only by the tool set it is served in.
+#[tool(destructive)]
+fn otp_refund(order: String, amount: f64, otp: Secret<String>) -> Result<String, ErrorEnvelope> {
+    let _ = otp;
+    OTP_REFUNDS.fetch_add(1, Ordering::SeqCst);
+    Ok(format!("refunded {amount} on {order}"))
+}
+
+/// A caller chooses what their secrets are sent as: one sent as the amount
+/// itself must not mask the amount from a guard (which would read no number
+/// and let the call through), neither a tool's own guard nor a tool set's.
+#[tokio::test]
+async fn a_secret_sent_as_another_argument_hides_nothing_from_a_guard() {
+    let own = ToolSet::new().tool::<refund_with_otp>();
+    let set = ToolSet::new()
+        .tool::<otp_refund>()
+        .guards(Guards::new().for_all(naive_cap));
+    for (tools, name) in [(own, "refund_with_otp"), (set, "otp_refund")] {
+        for arguments in [
+            json!({"order": "O-1", "amount": 900, "otp": "900"}),
+            json!({"order": "O-1", "amount": 900.5, "otp": "900.5"}),
+        ] {
+            let result = tools.call(name, arguments).await.unwrap();
+            let envelope = result.structured_content.unwrap();
+            assert_eq!(envelope["message"], "over the cap", "{envelope}");
+        }
+    }
+    assert_eq!(OTP_REFUNDS.load(Ordering::SeqCst), 0, "no refund ran");
+}
+
 // ── 6. Panics while describing a failure ─────────────────────────────────────
 
 #[derive(Debug)]

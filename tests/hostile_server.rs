@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tool_envelope::mcp::client::{McpClient, Revision};
+use tool_envelope::mcp::client::{McpClient, Revision, TokenRequest};
 use tool_envelope::retry::RetryPolicy;
 use tool_envelope::{ErrorCategory, EscalationReason, reasons};
 
@@ -30,6 +30,8 @@ enum Reply {
     Status(u16),
     /// The connection dropped, no answer: a server that died.
     Dropped,
+    /// HTTP 401, the token refused.
+    Unauthorized,
 }
 
 type Answer = Arc<dyn Fn(&str, &Value) -> Reply + Send + Sync>;
@@ -81,6 +83,10 @@ impl Fake {
                         Reply::Hang => std::future::pending().await,
                         Reply::Status(status) => {
                             return StatusCode::from_u16(status).unwrap().into_response();
+                        }
+                        Reply::Unauthorized => {
+                            let challenge = [("www-authenticate", r#"Bearer error="invalid_token""#)];
+                            return (StatusCode::UNAUTHORIZED, challenge).into_response();
                         }
                         // The connection's task ends, and the socket with it.
                         Reply::Dropped => panic!("the server dies (a test's fault, on purpose)"),
@@ -772,6 +778,45 @@ async fn whatever_a_server_quotes_the_clients_credentials_never_come_back() {
     }
 }
 
+/// A token that came during the call — the server refused the last one,
+/// and the provider gave another — is masked like every token before it,
+/// in the failure that quotes it.
+#[tokio::test]
+async fn a_token_given_during_the_call_never_comes_back() {
+    const FIRST: &str = "first-t0ken-5e1d";
+    const FRESH: &str = "fresh-t0ken-8a2b";
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let quoting = Fake::start(move |method, _| match method {
+        "tools/list" => Reply::Result(json!({"tools": [
+            {"name": "lookup", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}
+        ]})),
+        // The first call's token is refused; the one sent again is quoted.
+        "tools/call" if counted.fetch_add(1, Ordering::SeqCst) == 0 => Reply::Unauthorized,
+        "tools/call" => text_result(&format!("Authorization: Bearer {FRESH} is not allowed here")),
+        _ => Reply::Result(Value::Null),
+    })
+    .await;
+    let client = McpClient::connect(&quoting.url)
+        .bearer_with(|request: TokenRequest| async move {
+            Ok(Some(match request {
+                TokenRequest::First => FIRST.to_owned(),
+                _ => FRESH.to_owned(),
+            }))
+        })
+        .await
+        .unwrap();
+    let failed = client.call("lookup", json!({})).await.unwrap_err();
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        2,
+        "sent again with the fresh token"
+    );
+    let shown = format!("{} {failed:?}", serde_json::to_string(&failed).unwrap());
+    assert!(!shown.contains(FRESH), "{shown}");
+    assert!(shown.contains("Bearer [redacted]"), "{shown}");
+}
+
 #[tokio::test]
 async fn a_round_of_two_thousand_questions_ends_the_call_unanswered() {
     let flooding = Fake::start(|method, _| match method {
@@ -1146,6 +1191,108 @@ async fn a_client_being_made_prints_no_credential() {
     assert!(printed.contains("x-api-key"), "{printed}");
     assert!(!printed.contains(API_KEY), "{printed}");
     assert!(!printed.contains(TOKEN), "{printed}");
+}
+
+const PASSWORD: &str = "pa55-w0rd-31c4";
+
+/// Credentials in the endpoint's URL are credentials: a user and password
+/// go as Basic authentication and never in the URL, query values go as
+/// given; neither is printed, quoted back, or sent over plain HTTP to
+/// another machine.
+#[tokio::test]
+async fn credentials_in_the_url_are_kept_like_every_other_credential() {
+    use axum::http::{HeaderMap, Uri};
+
+    /// Each request's `Authorization`, and the path and query it went to.
+    type Seen = std::sync::Mutex<Vec<(Option<String>, String)>>;
+    let seen: Arc<Seen> = Arc::default();
+    let app = axum::Router::new().route(
+        "/mcp",
+        axum::routing::post({
+            let seen = Arc::clone(&seen);
+            move |headers: HeaderMap, uri: Uri, body: axum::Json<Value>| async move {
+                let authorization = (headers.get("authorization"))
+                    .map(|value| value.to_str().unwrap().to_owned());
+                seen.lock()
+                    .unwrap()
+                    .push((authorization, uri.to_string()));
+                let id = body.get("id").cloned().unwrap_or(Value::Null);
+                let result = match body["method"].as_str().unwrap_or_default() {
+                    "server/discover" => {
+                        let error = json!({"code": -32601, "message": "Method not found"});
+                        return axum::Json(json!({"jsonrpc": "2.0", "id": id, "error": error}));
+                    }
+                    "initialize" => json!({
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "echoing", "version": "0"}
+                    }),
+                    "tools/list" => json!({"tools": [{"name": "lookup",
+                        "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}]}),
+                    // It quotes what it was sent, as a careless server does.
+                    _ => json!({"isError": true, "content": [{"type": "text", "text":
+                        format!("refused {uri} for {}", headers.get("authorization")
+                            .map(|value| value.to_str().unwrap()).unwrap_or_default())}]}),
+                };
+                axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let url = format!("http://ada:{PASSWORD}@{address}/mcp?api_key={API_KEY}");
+    let printed = format!("{:?}", McpClient::connect(&url));
+    assert!(
+        !printed.contains(PASSWORD) && !printed.contains(API_KEY),
+        "{printed}"
+    );
+    let client = McpClient::connect(&url).await.unwrap();
+    let failed = client.call("lookup", json!({})).await.unwrap_err();
+    let shown = format!(
+        "{} {failed:?} {failed} {client:?}",
+        serde_json::to_string(&failed).unwrap()
+    );
+    // base64("ada:pa55-w0rd-31c4")
+    let basic = "Basic YWRhOnBhNTUtdzByZC0zMWM0";
+    for secret in [PASSWORD, API_KEY, basic] {
+        assert!(!shown.contains(secret), "{secret} in {shown}");
+    }
+    assert!(shown.contains("refused /mcp?api_key=[redacted]"), "{shown}");
+    let seen = seen.lock().unwrap().clone();
+    assert!(seen.len() >= 3, "{seen:?}");
+    for (authorization, uri) in seen {
+        assert_eq!(authorization.as_deref(), Some(basic));
+        assert_eq!(uri, format!("/mcp?api_key={API_KEY}"));
+    }
+
+    for url in [
+        format!("http://ada:{PASSWORD}@tools.example.com/mcp"),
+        format!("http://10.1.2.3:8080/mcp?api_key={API_KEY}"),
+    ] {
+        let refused = McpClient::connect(&url).await.unwrap_err();
+        assert_eq!(
+            refused.reason(),
+            Some(reasons::CLIENT_MISCONFIGURED),
+            "{url}"
+        );
+        assert!(refused.message().contains("plain HTTP"), "{refused:?}");
+        let shown = format!("{refused:?}");
+        assert!(
+            !shown.contains(PASSWORD) && !shown.contains(API_KEY),
+            "{shown}"
+        );
+    }
+    let both = McpClient::connect(format!("https://ada:{PASSWORD}@tools.example.com/mcp"))
+        .bearer(TOKEN)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        both.reason(),
+        Some(reasons::CLIENT_MISCONFIGURED),
+        "{both:?}"
+    );
 }
 
 #[tokio::test]

@@ -532,6 +532,40 @@ async fn over_the_cap_a_person_approves_and_the_refund_runs_once() {
     }
 }
 
+/// A person asked to approve a call sees all of it but its secrets: a call
+/// whose card is sent as its amount, or quoted in its order, would show the
+/// amount or the order `[redacted]`, and is not put to them.
+#[tokio::test]
+async fn a_call_that_repeats_its_secret_elsewhere_is_not_put_to_a_person() {
+    for revision in [Revision::Sessions, Revision::Rounds] {
+        let answers = Answers::default();
+        let client = connect(revision, answers.clone()).await;
+        for arguments in [
+            json!({"order": "O-77", "amount": 7301, "card": "7301"}),
+            json!({"order": "O-4111-7302", "amount": 7302, "card": "4111-7302"}),
+        ] {
+            let call = CallToolRequestParams::new("refund")
+                .with_arguments(arguments.as_object().unwrap().clone());
+            let result = client.call_tool(call).await.expect("a tool error");
+            assert_eq!(result.is_error, Some(true), "{revision:?}: {result:?}");
+            let envelope = result.structured_content.expect("an envelope");
+            assert_eq!(envelope["reason"], "HIDDEN_FROM_APPROVERS", "{envelope}");
+            assert_eq!(envelope["errorCategory"], "validation", "{envelope}");
+            assert_eq!(envelope["isRetryable"], false, "{envelope}");
+        }
+        assert_eq!(
+            answers.asked.lock().unwrap().len(),
+            0,
+            "{revision:?}: nobody asked"
+        );
+        assert_eq!(
+            refunds_of(7301) + refunds_of(7302),
+            0,
+            "{revision:?}: nothing ran"
+        );
+    }
+}
+
 #[tokio::test]
 async fn over_the_cap_a_declined_refund_is_a_business_envelope_and_never_runs() {
     for revision in [Revision::Sessions, Revision::Rounds] {

@@ -142,6 +142,14 @@ pub const TOO_MANY_APPROVALS: &str = "TOO_MANY_APPROVALS";
 /// could be the part that matters. Nothing ran; the call made with shorter
 /// arguments is put to them.
 pub const TOO_LONG_TO_APPROVE: &str = "TOO_LONG_TO_APPROVE";
+/// A blocked call was not put to a person (the client's user, or approvers
+/// at the server): a part of its arguments the schema does not mark secret
+/// equals, or quotes, a value one of the call's `Secret`s was sent as, and
+/// would be shown to them `[redacted]` — a part they cannot see could be the
+/// part that matters. Nothing ran. A tool whose `Secret` lost its schema's
+/// `writeOnly` mark (`#[schemars(with = …)]`) meets it on every such call:
+/// keep the mark.
+pub const HIDDEN_FROM_APPROVERS: &str = "HIDDEN_FROM_APPROVERS";
 /// A server asked more questions in one round (or at once) than the client
 /// answers.
 pub const TOO_MANY_QUESTIONS: &str = "TOO_MANY_QUESTIONS";

@@ -216,9 +216,11 @@ pub fn check_guard<'q, G: Guard + ?Sized>(
         return Err(settle(envelope, &tool.facts(), query, &|| None));
     }
     let judged = {
-        // A guard sees what `attempted_query` shows: secrets masked.
+        // A guard sees the arguments masked where the schema marks a secret,
+        // never by the values the call's `Secret`s were sent as: a caller
+        // would hide any part from it by sending it as a secret too.
         let arguments: Cow<'_, Map<String, Value>> = match &query {
-            Query::Arguments(arguments, scope) => scope.mask.apply(arguments),
+            Query::Arguments(arguments, scope) => scope.mask.paths().mask(arguments),
             Query::Captured(capture) => match capture.to_value() {
                 Value::Object(arguments) => Cow::Owned(arguments),
                 _ => unreachable!("a capture is always a JSON object"),

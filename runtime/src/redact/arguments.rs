@@ -2,8 +2,6 @@
 //! tool's input schema marks a secret or declares no key, and wherever a
 //! value the call decoded into a [`Secret`](crate::Secret) turns up.
 
-use std::borrow::Cow;
-
 use serde_json::{Map, Value};
 
 use crate::redact::schema::SecretPaths;
@@ -29,21 +27,20 @@ impl<'a> ArgumentMask<'a> {
         self.paths
     }
 
-    /// `arguments` as they may be shown; borrowed when nothing is masked.
-    pub(crate) fn apply<'b>(
-        &self,
-        arguments: &'b Map<String, Value>,
-    ) -> Cow<'b, Map<String, Value>> {
-        let masked = self.paths.mask(arguments);
+    /// Whether showing `arguments` masks more than the places the schema
+    /// marks secret: a value elsewhere that equals (or quotes) a value a
+    /// `Secret` was sent as. A caller chooses what their `Secret`s are sent
+    /// as, so such a part could be any part — the amount, the account — and
+    /// a person who sees it masked does not see the call.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+    pub(crate) fn hides_beyond_secrets(&self, arguments: &Map<String, Value>) -> bool {
         let Some(masker) = self.noted_values().masker() else {
-            return masked;
+            return false;
         };
-        let mut shown = Value::Object(masked.into_owned());
-        masker.value(&mut shown);
-        match shown {
-            Value::Object(shown) => Cow::Owned(shown),
-            _ => unreachable!("masking keeps an object an object"),
-        }
+        let by_paths = Value::Object(self.paths.mask(arguments).into_owned());
+        let mut by_values = by_paths.clone();
+        masker.value(&mut by_values);
+        by_paths != by_values
     }
 
     /// The secret values of a call with `arguments`: those the schema

@@ -146,6 +146,9 @@ impl SecretValues {
     }
 }
 
+/// The most matches of secret values searched for in one text.
+const MAX_MATCHES: usize = 64 * 1024;
+
 /// Masks a call's secret values in texts and JSON values.
 #[derive(Debug)]
 pub(crate) struct Masker {
@@ -157,11 +160,17 @@ pub(crate) struct Masker {
 impl Masker {
     /// `text` with every secret value in it replaced by `"[redacted]"`;
     /// borrowed when there is none.
+    ///
+    /// Secret values that overlap each other are all found, so their
+    /// matches are bounded ([`MAX_MATCHES`]): values a caller chose to
+    /// nest inside each other (`aaaa`, `aaaaa`, …) would otherwise find
+    /// hundreds of matches at every byte of a long text. A text past the
+    /// bound is masked whole.
     pub(crate) fn text<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let word = |at: Option<char>| at.is_none_or(|c| !c.is_alphanumeric());
-        let mut spans: Vec<(usize, usize)> = self
-            .automaton
-            .find_overlapping_iter(text)
+        let mut found = self.automaton.find_overlapping_iter(text);
+        let mut spans: Vec<(usize, usize)> = (found.by_ref())
+            .take(MAX_MATCHES)
             .filter(|found| {
                 !self.short[found.pattern().as_usize()]
                     || (word(text[..found.start()].chars().next_back())
@@ -169,6 +178,9 @@ impl Masker {
             })
             .map(|found| (found.start(), found.end()))
             .collect();
+        if found.next().is_some() {
+            return Cow::Owned(REDACTED.to_owned());
+        }
         if spans.is_empty() {
             return Cow::Borrowed(text);
         }
@@ -253,6 +265,19 @@ mod tests {
         let mut secrets = SecretValues::default();
         secrets.add(&values);
         secrets.masker().unwrap()
+    }
+
+    /// Secrets a caller nested inside each other find hundreds of matches
+    /// at every byte of a long text: past the bound, the text is masked
+    /// whole — in bounded time and memory, and hiding its tail too.
+    #[test]
+    fn nested_secrets_cost_a_bounded_search() {
+        let nested: Vec<Value> = (4..600).map(|n| json!("a".repeat(n))).collect();
+        let masker = masker(Value::Array(nested));
+        let text = format!("{}tail-visible", "a".repeat(100_000));
+        assert_eq!(masker.text(&text), REDACTED);
+        // Below the bound, masked as always.
+        assert_eq!(masker.text("xx aaaa yy"), "xx [redacted] yy");
     }
 
     #[test]

@@ -43,7 +43,8 @@ impl fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Endpoint::Stdio(_) => f.write_str("stdio"),
-            Endpoint::Http(url) => write!(f, "{url}"),
+            // Its credentials `[redacted]`.
+            Endpoint::Http(url) => f.write_str(&crate::mcp::client::address::shown(url)),
         }
     }
 }
@@ -190,6 +191,8 @@ impl Link {
                 // the handshake it knows, on a fresh connection, and the
                 // reason said.
                 Err((error, older)) if revision == Revision::Negotiate && older => {
+                    // Logged, and kept for `negotiation`: quoting no credential.
+                    let error = self.sent.hide_credentials(error);
                     let why = format!(
                         "the server refused server/discover ({})",
                         crate::limits::text_for_wire(error.message(), 256)
@@ -252,14 +255,15 @@ impl Link {
                 })?;
                 (handler.serve_with_lifecycle(transport, lifecycle).await).map_err(refused)
             }
-            Endpoint::Http(url) => {
+            Endpoint::Http(_) => {
                 let http = self.http.as_ref().ok_or_else(|| {
                     (
                         failure::not_sent("the HTTP client was not made".to_owned()),
                         false,
                     )
                 })?;
-                let mut config = StreamableHttpClientTransportConfig::with_uri(Arc::clone(url));
+                let mut config =
+                    StreamableHttpClientTransportConfig::with_uri(Arc::clone(&http.url));
                 config.custom_headers = http.headers.clone();
                 // rmcp resumes a broken SSE stream for ever by default.
                 let mut backoff = ExponentialBackoff::default();

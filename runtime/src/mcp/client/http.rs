@@ -7,6 +7,7 @@ use std::sync::Arc;
 use reqwest::header::{HeaderName, HeaderValue};
 
 use crate::envelope::ErrorEnvelope;
+use crate::mcp::client::address::{self, Address};
 use crate::mcp::client::credentials::{Authorized, Credentials};
 use crate::mcp::client::failure::misconfigured;
 use crate::mcp::client::options::Options;
@@ -31,36 +32,53 @@ const RESERVED_HEADERS: [&str; 10] = [
 /// settings and credentials, and the headers it sends.
 #[derive(Clone)]
 pub(crate) struct Http {
+    /// The URL requests go to: the one given, without its user info.
+    pub(crate) url: Arc<str>,
     pub(crate) client: Authorized,
     pub(crate) headers: HashMap<HeaderName, HeaderValue>,
 }
 
 impl Http {
     /// The HTTP side of a client's options: its TLS settings, the headers
-    /// it was given, its credentials. No redirect is followed (rmcp's default
+    /// it was given, its credentials — with those its URL carries (user
+    /// info, sent as Basic authentication; query values). No redirect is followed (rmcp's default
     /// follows same-origin 307/308; following none is stricter, and keeps
     /// credentials on their origin), and no idle connection is kept (they
     /// stall on delayed ACKs).
     ///
     /// # Errors
     ///
-    /// An `other` envelope, reason `CLIENT_MISCONFIGURED`, when the TLS
-    /// settings or a header cannot be used.
+    /// An `other` envelope, reason `CLIENT_MISCONFIGURED`, when the URL, the
+    /// TLS settings or a header cannot be used.
     pub(crate) fn new(
         url: &Arc<str>,
         options: &Options,
         sent: &Arc<Sent>,
     ) -> Result<Self, ErrorEnvelope> {
         let credentials = &options.credentials;
-        let shows_credentials =
-            !matches!(credentials, Credentials::None) || !options.headers.is_empty();
+        let address = Address::parse(url)?;
+        let shows_credentials = !matches!(credentials, Credentials::None)
+            || !options.headers.is_empty()
+            || !address.secrets.is_empty();
         if shows_credentials && !options.insecure_credentials && !is_private_to_this_machine(url) {
             return Err(misconfigured(format!(
                 "credentials would go over plain HTTP to {}: use https://, or allow it with `insecure_credentials`",
-                crate::limits::text_for_wire(url, 256)
+                crate::limits::text_for_wire(&address::shown(url), 256)
             )));
         }
+        // Never printed, and never quoted by a text that comes back.
+        for secret in &address.secrets {
+            sent.fixed_credential(secret);
+        }
         let mut headers = HashMap::new();
+        if let Some(basic) = address.basic {
+            if !matches!(credentials, Credentials::None) {
+                return Err(misconfigured(
+                    "a user and password in the URL and a bearer token: give one".to_owned(),
+                ));
+            }
+            headers.insert(reqwest::header::AUTHORIZATION, basic);
+        }
         for (name, value) in &options.headers {
             let header = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| misconfigured(format!("`{name}` is not an HTTP header name")))?;
@@ -73,6 +91,12 @@ impl Http {
             {
                 return Err(misconfigured(
                     "an `Authorization` header and a bearer token: give one".to_owned(),
+                ));
+            }
+            if header == reqwest::header::AUTHORIZATION && headers.contains_key(&header) {
+                return Err(misconfigured(
+                    "an `Authorization` header and a user and password in the URL: give one"
+                        .to_owned(),
                 ));
             }
             let mut value = HeaderValue::from_str(value).map_err(|_| {
@@ -103,7 +127,8 @@ impl Http {
                 misconfigured(format!("the HTTP client could not be built: {error}"))
             })?;
         Ok(Http {
-            client: Authorized::new(client, credentials.clone(), url, Arc::clone(sent)),
+            client: Authorized::new(client, credentials.clone(), &address.url, Arc::clone(sent)),
+            url: address.url,
             headers,
         })
     }

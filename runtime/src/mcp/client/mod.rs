@@ -12,8 +12,8 @@
 //! - `roundtrip`: one call, guarded, timed and settled, its rounds answered;
 //! - `failure`, `sdk_errors`: what a failure that is not an envelope is;
 //! - `paced`: rmcp's HTTP client, resuming event streams with care;
-//! - `http`, `tls`, `credentials`, `token`, `oauth`: how an HTTP client
-//!   reaches its server, whom it trusts, and the credentials it shows.
+//! - `address`, `http`, `tls`, `credentials`, `token`, `oauth`: how an HTTP
+//!   client reaches its server, whom it trusts, and the credentials it shows.
 
 use std::sync::Arc;
 
@@ -25,6 +25,7 @@ use crate::query::Query;
 use crate::reasons;
 use crate::scope::Scope;
 
+mod address;
 mod answers;
 mod connect;
 mod connection;
@@ -155,7 +156,15 @@ impl McpClient {
     /// [`root_certificate_pem`](Connect::root_certificate_pem)); a
     /// certificate it does not trust fails as `permission`, reason
     /// `TLS_CERTIFICATE`, before anything is sent. Redirects are not
-    /// followed, so credentials go to this origin only. On 2025-11-25, an event stream that ends before the answer
+    /// followed, so credentials go to this origin only. What the URL
+    /// carries beyond its place is taken for credentials, like a
+    /// [`header`](Connect::header)'s value: a user and password
+    /// (`https://user:password@host/mcp`) are sent as HTTP Basic
+    /// authentication, not in the URL, and the values of its query
+    /// (`?api_key=…`) in the URL as given; neither is ever printed (the
+    /// client's `Debug`, its log lines) or quoted by a text that comes
+    /// back. A URL that is not `http://` or `https://` fails the client
+    /// when it is made, as `other`, reason `CLIENT_MISCONFIGURED`. On 2025-11-25, an event stream that ends before the answer
     /// is resumed at most every 100 ms, and not after 10 resumptions in a
     /// row that brought nothing (SECURITY.md); on 2026-07-28 it is not
     /// resumed: the call ends as a lost connection (`CONNECTION_LOST`), and

@@ -46,8 +46,10 @@ pub(crate) async fn call(
     arguments: Value,
     on_progress: Option<ProgressCallback>,
 ) -> Result<Called, ErrorEnvelope> {
-    let credentials = link.sent.credentials();
+    // The credentials as they are when the failure is settled: a token
+    // the call's own refusal (401) or a refresh brought is one of them.
     let settle = |envelope, arguments: &Map<String, Value>, tool: Option<&RemoteTool>, sent| {
+        let credentials = link.sent.credentials();
         let query = Query::Arguments(arguments, Scope::masked(mask(tool, &credentials)));
         finish(envelope, name, query, tool, sent)
     };
@@ -87,10 +89,10 @@ pub(crate) async fn call(
     if left.is_zero() {
         return Err(settle(timed_out(), &arguments, tool.as_deref(), false));
     }
-    // What a server's question may not quote: the credentials, and the
-    // secret values of these arguments.
-    let secrets = secret_values(&arguments, tool.as_deref(), &credentials);
-    let running = link.sent.running(secrets.clone());
+    // What a server's question may not quote: the credentials (as they
+    // are when it is asked), and the secret values of these arguments.
+    let secrets = || secret_values(&arguments, tool.as_deref(), &link.sent.credentials());
+    let running = link.sent.running(secrets());
     let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.clone());
     let mut rounds = 0;
     let outcome = loop {
@@ -129,7 +131,7 @@ pub(crate) async fn call(
                 }
                 let answered = tokio::time::timeout_at(
                     deadline,
-                    link.options.answers.answer_all(name, requests, &secrets),
+                    link.options.answers.answer_all(name, requests, &secrets()),
                 )
                 .await;
                 match answered {

@@ -38,7 +38,7 @@ pub(crate) async fn follow(
     name: &str,
     task: Task,
     deadline: Instant,
-    secrets: &SecretValues,
+    secrets: &(dyn Fn() -> SecretValues + Sync),
 ) -> Result<Value, ErrorEnvelope> {
     let id = task.task_id.clone();
     let mut wait = poll_interval(&task);
@@ -92,7 +92,7 @@ pub(crate) async fn follow(
                         let responses = link
                             .options
                             .answers
-                            .answer_all(name, fresh, secrets)
+                            .answer_all(name, fresh, &secrets())
                             .await?;
                         connection
                             .peer()

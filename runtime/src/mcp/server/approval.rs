@@ -151,6 +151,19 @@ pub(crate) fn too_long(blocked: &ErrorEnvelope) -> ErrorEnvelope {
     .remade(|parts| parts.refused = Some(Refusal::Blocked))
 }
 
+/// The envelope of a call not put to a person because a part of its
+/// arguments that is not secret would be shown to them masked.
+pub(crate) fn hidden(blocked: &ErrorEnvelope) -> ErrorEnvelope {
+    ErrorEnvelope::validation(format!(
+        "{} — not put to a person: a part of the call's arguments that is not secret equals a value sent as a secret, and would be shown masked",
+        blocked.message().trim_end()
+    ))
+    .with_reason(reasons::HIDDEN_FROM_APPROVERS)
+    .with_alternatives(blocked.alternatives().iter().cloned())
+    .with_alternative("Make the call again with secrets that no other argument repeats")
+    .remade(|parts| parts.refused = Some(Refusal::Blocked))
+}
+
 /// The envelope of a call whose approval nobody decided in time.
 pub(crate) fn expired(blocked: &ErrorEnvelope, approval: &ApprovalRecord) -> ErrorEnvelope {
     ErrorEnvelope::business(format!(

@@ -124,14 +124,18 @@ impl<'a> Decoder<'a> {
 }
 
 impl Decoder<'_> {
-    /// Runs the tool set's guards on arguments that decoded, secrets masked:
-    /// a guard judges what the tool would get, never a value of the wrong type.
+    /// Runs the tool set's guards on arguments that decoded, masked where
+    /// the schema marks a secret: a guard judges what the tool would get,
+    /// never a value of the wrong type. Never masked by the values the
+    /// call's `Secret`s were sent as: the caller chooses those, and would
+    /// hide any part of the call from the guard by sending it as a secret
+    /// too.
     fn guarded(self) -> Result<(), ErrorEnvelope> {
         let Some(guards) = self.context.guards() else {
             return Ok(());
         };
         let judged = {
-            let shown = self.context.mask().apply(self.arguments);
+            let shown = self.context.mask().paths().mask(self.arguments);
             let caller = self.context.context_ref().caller();
             let waivers = Waivers::new('s', self.context.approved());
             let call = (ToolCall::new(&self.tool.name, &shown))

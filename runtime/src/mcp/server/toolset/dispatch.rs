@@ -253,6 +253,13 @@ impl ToolSet {
                     },
                     Ok(_) => break,
                 };
+                // A person sees the call whole but for its secrets, or is
+                // not asked.
+                if state.mask().hides_beyond_secrets(arguments) {
+                    let envelope = settle_here(approval::hidden(blocked), entry, arguments, state);
+                    outcome = Err(Failure::Envelope(envelope));
+                    break;
+                }
                 if let Some(scope) = blocked.approvers().map(str::to_owned) {
                     let Err(failure) = outcome else {
                         unreachable!("a block is a failure")
