@@ -322,6 +322,14 @@ fn delete(target: Handle) -> Result<(), ErrorEnvelope> {
     Ok(())
 }
 
+/// Pays out to an account numbered in 128 bits.
+#[tool(destructive, guard = naive_cap)]
+fn pay_out(account: u128, amount: f64) -> Result<(), ErrorEnvelope> {
+    let _ = (account, amount);
+    REFUNDS_RUN.set(REFUNDS_RUN.get() + 1);
+    Ok(())
+}
+
 #[test]
 fn a_guard_never_lets_a_call_through_because_it_could_not_read_it() {
     for amount in [f64::INFINITY, f64::NAN, f64::NEG_INFINITY] {
@@ -332,7 +340,17 @@ fn a_guard_never_lets_a_call_through_because_it_could_not_read_it() {
     }
     let envelope = delete(Handle).unwrap_err();
     assert_eq!(envelope.violations()[0].field, "target");
+    // A guard would read a 128-bit number rounded to a float: two accounts
+    // apart would be one to it.
+    let envelope = pay_out(u128::from(u64::MAX) + 2, 10.0).unwrap_err();
+    assert_eq!(envelope.reason(), Some(reasons::UNREPRESENTABLE_ARGUMENT));
+    assert_eq!(envelope.violations()[0].field, "account");
+    assert!(envelope.violations()[0].description.contains("64 bits"));
     assert_eq!(REFUNDS_RUN.get(), 0, "the body never ran");
+    assert!(
+        pay_out(u128::from(u64::MAX), 10.0).is_ok(),
+        "64 bits are carried"
+    );
     assert!(process_refund("O-78".into(), 300.0).is_ok());
     assert!(process_refund("O-79".into(), 900.0).is_err());
 }

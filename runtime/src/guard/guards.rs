@@ -17,9 +17,12 @@ use super::{Blocked, Guard, ToolCall};
 /// use tool_envelope::guard::{Blocked, Guards, ToolCall};
 ///
 /// let guards = Guards::new()
-///     .for_tool("process_refund", |call: &ToolCall| match call.arg("amount").and_then(|a| a.as_u64()) {
-///         Some(amount) if amount > 500 => Err(Blocked::new("Refund exceeds $500 policy cap")),
-///         _ => Ok(()),
+///     .for_tool("process_refund", |call: &ToolCall| {
+///         let amount: u64 = call.require("amount")?;
+///         match amount > 500 {
+///             true => Err(Blocked::new("Refund exceeds $500 policy cap")),
+///             false => Ok(()),
+///         }
 ///     })
 ///     .for_all(|call: &ToolCall| if call.tool.starts_with("drop_") {
 ///         Err(Blocked::new("Dropping is never automatic"))
@@ -103,9 +106,10 @@ impl Guards {
 ///
 /// static POLICY: LazyLock<Guards> = LazyLock::new(|| {
 ///     Guards::new().for_tool("process_refund", |call: &ToolCall| {
-///         match call.arg("amount").and_then(|a| a.as_u64()) {
-///             Some(amount) if amount > 500 => Err(Blocked::new("Refund exceeds $500 policy cap")),
-///             _ => Ok(()),
+///         let amount: u64 = call.require("amount")?;
+///         match amount > 500 {
+///             true => Err(Blocked::new("Refund exceeds $500 policy cap")),
+///             false => Ok(()),
 ///         }
 ///     })
 /// });

@@ -63,11 +63,13 @@ pub(crate) use verdict::{Waivers, verdict};
 ///
 /// /// Refunds above $500 go to a human.
 /// fn refund_cap(call: &ToolCall) -> Result<(), Blocked> {
-///     match call.arg("amount").and_then(|a| a.as_u64()) {
-///         Some(amount) if amount > 500 => Err(Blocked::new(format!("Refund of ${amount} exceeds the $500 policy cap"))
-///             .with_alternative("Escalate to a human for approval")),
-///         _ => Ok(()),
+///     // Read with `require`: an amount it cannot read blocks the call.
+///     let amount: u64 = call.require("amount")?;
+///     if amount > 500 {
+///         return Err(Blocked::new(format!("Refund of ${amount} exceeds the $500 policy cap"))
+///             .with_alternative("Escalate to a human for approval"));
 ///     }
+///     Ok(())
 /// }
 ///
 /// /// Refund an order.

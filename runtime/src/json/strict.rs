@@ -28,6 +28,8 @@ const MAX_NESTING: usize = 4 * MAX_DEPTH;
 pub(crate) enum Problem {
     /// A float JSON cannot carry: NaN or an infinity.
     NonFinite,
+    /// An integer beyond 64 bits, which JSON readers round to a float.
+    OutOfRange,
     /// Nested deeper than [`MAX_DEPTH`].
     TooDeep,
     /// Its `Serialize` returned an error.
@@ -40,6 +42,9 @@ impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Problem::NonFinite => f.write_str("a NaN or infinite number, which JSON cannot carry"),
+            Problem::OutOfRange => {
+                f.write_str("an integer beyond 64 bits, which JSON readers round")
+            }
             Problem::TooDeep => write!(f, "nested more than {MAX_DEPTH} levels deep"),
             Problem::Failed(error) => write!(f, "its serialization failed: {error}"),
             Problem::Panicked(panic) => write!(f, "its serialization panicked: {panic}"),
@@ -170,16 +175,31 @@ impl<'p, S: Serializer> Serializer for Strict<'p, S> {
         serialize_i16(i16);
         serialize_i32(i32);
         serialize_i64(i64);
-        serialize_i128(i128);
         serialize_u8(u8);
         serialize_u16(u16);
         serialize_u32(u32);
         serialize_u64(u64);
-        serialize_u128(u128);
         serialize_char(char);
         serialize_str(&str);
         serialize_bytes(&[u8]);
         serialize_unit_struct(&'static str);
+    }
+
+    fn serialize_i128(self, value: i128) -> Result<S::Ok, S::Error> {
+        if let Ok(value) = i64::try_from(value) {
+            return self.inner.serialize_i64(value);
+        }
+        match u64::try_from(value) {
+            Ok(value) => self.inner.serialize_u64(value),
+            Err(_) => Err(self.state.fail(Problem::OutOfRange)),
+        }
+    }
+
+    fn serialize_u128(self, value: u128) -> Result<S::Ok, S::Error> {
+        match u64::try_from(value) {
+            Ok(value) => self.inner.serialize_u64(value),
+            Err(_) => Err(self.state.fail(Problem::OutOfRange)),
+        }
     }
 
     fn serialize_f32(self, value: f32) -> Result<S::Ok, S::Error> {

@@ -21,6 +21,7 @@
 //! a lease the same way.
 
 mod audit;
+mod debug;
 mod error;
 #[cfg(all(test, feature = "rmcp"))]
 pub(crate) mod gated;

@@ -56,7 +56,7 @@ impl TaskState {
 
 /// A task: a call run in the background, read by `tasks/get` on any
 /// replica.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub struct TaskRecord {
     /// Its id: unguessable.
@@ -290,7 +290,7 @@ impl ApprovalState {
 /// A guard's block that waits for a person to decide, and what followed:
 /// bound to the call (a digest of its service, the tool, its canonical
 /// arguments and the caller), decided once, run once.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ApprovalRecord {
     /// Its id, the ticket: unguessable. The tool gets it as an
