@@ -184,6 +184,47 @@ const SESSION: &str = "sess_SESSION_TOKEN_77c1";
 /// The value of a key no tool declares.
 const UNDECLARED: &str = "tok_UNDECLARED_77c1e0";
 
+/// Fetches a report, failing with a message that quotes its credentials,
+/// as a client library's error does when they go in the URL.
+#[tool(read_only, redact(session_token))]
+fn fetch_report(
+    name: String,
+    api_key: Secret<String>,
+    session_token: String,
+) -> Result<String, ErrorEnvelope> {
+    Err(ErrorEnvelope::transient(format!(
+        "GET /reports/{name}?key={}&session={session_token}: 503",
+        api_key.expose()
+    ))
+    .with_alternative(format!("Try again with session {session_token}")))
+}
+
+/// Called directly, a tool's failure that quotes its redacted argument or
+/// its `Secret` masks them, as it does over MCP: on every path.
+#[tokio::test]
+async fn a_direct_call_masks_what_its_failure_quotes_of_its_secrets() {
+    let failed =
+        fetch_report("q3".into(), Secret::new(API_KEY.into()), SESSION.into()).unwrap_err();
+    let outcome = RetryPolicy::default()
+        .constant(Duration::from_millis(1))
+        .retry(|| async { fetch_report("q3".into(), Secret::new(API_KEY.into()), SESSION.into()) })
+        .await;
+    let escalation = outcome.result.unwrap_err();
+    let shown = format!(
+        "{} {failed} {failed:?} {} {escalation:?}",
+        serde_json::to_string(&failed).unwrap(),
+        serde_json::to_string(&escalation).unwrap()
+    );
+    assert!(
+        !shown.contains(API_KEY) && !shown.contains(SESSION),
+        "{shown}"
+    );
+    assert_eq!(
+        failed.message(),
+        "GET /reports/q3?key=[redacted]&session=[redacted]: 503"
+    );
+}
+
 #[test]
 fn a_secret_appears_in_no_output_at_all() {
     let logs = Captured::default();

@@ -146,15 +146,34 @@ fn capture(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
             // `Serialize` is reported; `impl Trait` cannot be named there.
             Role::Captured if !param.impl_trait => {
                 let ty = param.ty;
-                quote_spanned!(param.ty.span()=> #writer.arg::<#ty>(#key, &#ident);)
+                quote_spanned! {param.ty.span()=>
+                    #writer.arg::<#ty>(#key, &#ident);
+                    (&::tool_envelope::__private::SecretProbe(&#ident)).note_secret(#writer);
+                }
             }
-            Role::Captured => quote_spanned!(param.ty.span()=> #writer.arg(#key, &#ident);),
-            Role::Redacted => quote!(#writer.redacted(#key);),
+            Role::Captured => quote_spanned! {param.ty.span()=>
+                #writer.arg(#key, &#ident);
+                (&::tool_envelope::__private::SecretProbe(&#ident)).note_secret(#writer);
+            },
+            // The value is never written, but noted when it can be: a
+            // failure that quotes it is masked.
+            Role::Redacted if param.secret => quote! {
+                #writer.redacted(#key);
+                (&::tool_envelope::__private::SecretProbe(&#ident)).note_secret(#writer);
+            },
+            Role::Redacted => quote! {
+                #writer.redacted(#key);
+                (&::tool_envelope::__private::SecretProbe(&#ident)).note_redacted(#writer);
+            },
             Role::Skipped | Role::Partial | Role::Context => quote!(),
         }
     });
     quote! {
-        ::tool_envelope::__private::captured(&mut |#writer| { #(#captures)* })
+        ::tool_envelope::__private::captured(&mut |#writer| {
+            #[allow(unused_imports)]
+            use ::tool_envelope::__private::probe::*;
+            #(#captures)*
+        })
     }
 }
 

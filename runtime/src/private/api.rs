@@ -27,12 +27,15 @@ pub use crate::mcp::server::arguments::{
 pub use crate::mcp::server::state::{BoxFuture, CallState};
 pub use crate::mcp::server::toolset::{FreeTool, MethodTool};
 pub use crate::query::Query;
-pub use crate::query::capture::{Capturable, Capture, CaptureWriter, capture};
+pub use crate::query::capture::{Capturable, Capture, CaptureWriter, SecretProbe, capture};
 
 /// The traits of autoref specialization, to bring into scope with one glob.
 pub mod probe {
     pub use crate::body::probe::{
         ViaFailures, ViaNoFailures, ViaNoSchema, ViaNothing, ViaSchema, ViaStdError,
+    };
+    pub use crate::query::capture::{
+        ViaNoRedactedValue, ViaNoSecretValue, ViaRedactedValue, ViaSecretValue,
     };
 }
 

@@ -24,21 +24,32 @@ use crate::envelope::Violation;
 use crate::json::strict::{self, Problem};
 use crate::json::text::JsonText;
 use crate::redact::REDACTED;
+use crate::redact::secret::Secret;
 
 /// The captured arguments of one call: a JSON object, as text.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Capture {
     text: JsonText,
-    /// The arguments that could not be represented, and why; `None` in the
-    /// common case, so that it costs nothing.
-    unrepresentable: Option<Box<[Violation]>>,
+    /// What only some calls have; `None` in the common case, so that it
+    /// costs nothing.
+    rare: Option<Box<Rare>>,
+}
+
+/// What only some captures have.
+#[derive(Clone, PartialEq, Eq, Default)]
+struct Rare {
+    /// The arguments that could not be represented, and why.
+    unrepresentable: Vec<Violation>,
+    /// The values of the redacted arguments and the `Secret`s, as JSON:
+    /// masked wherever a failure of the call quotes them.
+    secrets: Vec<Value>,
 }
 
 impl Capture {
     fn new(json: &[u8]) -> Self {
         Capture {
             text: JsonText::of_utf8(json),
-            unrepresentable: None,
+            rare: None,
         }
     }
 
@@ -46,7 +57,18 @@ impl Capture {
     /// are captured as markers, so a guard would read something else than
     /// what the tool gets.
     pub fn unrepresentable(&self) -> &[Violation] {
-        self.unrepresentable.as_deref().unwrap_or(&[])
+        self.rare
+            .as_deref()
+            .map_or(&[], |rare| rare.unrepresentable.as_slice())
+    }
+
+    /// The values of the arguments captured as `"[redacted]"` — redacted
+    /// ones, and `Secret`s — that could be serialized: what a failure of the
+    /// call may not quote.
+    pub(crate) fn secrets(&self) -> &[Value] {
+        self.rare
+            .as_deref()
+            .map_or(&[], |rare| rare.secrets.as_slice())
     }
 
     /// The JSON text of the arguments object.
@@ -78,6 +100,7 @@ pub struct CaptureWriter<'a> {
     buf: &'a mut Vec<u8>,
     empty: bool,
     unrepresentable: Vec<Violation>,
+    secrets: Vec<Value>,
 }
 
 /// An argument a `#[tool]` can capture into `attempted_query`.
@@ -132,14 +155,68 @@ impl CaptureWriter<'_> {
     }
 
     /// Captures `name` with the value `"[redacted]"`: the key stays, the secret
-    /// is never serialized.
+    /// is never written into the capture.
     pub fn redacted(&mut self, name: &str) {
         self.key(name);
         self.buf.push(b'"');
         self.buf.extend_from_slice(REDACTED.as_bytes());
         self.buf.push(b'"');
     }
+
+    /// Notes `value`, a secret, so that a failure of the call that quotes
+    /// it is masked. A value that cannot be serialized is not noted.
+    fn secret_value<T: Serialize + ?Sized>(&mut self, value: &T) {
+        if let Ok(value) = strict::to_value(value) {
+            self.secrets.push(value);
+        }
+    }
 }
+
+/// Autoref specialization: the value of a redacted argument, or the one a
+/// `Secret` argument holds, noted when it can be serialized
+/// (`(&SecretProbe(&argument)).note_redacted(writer)`, `….note_secret(writer)`).
+#[derive(Debug)]
+pub struct SecretProbe<'a, T: ?Sized>(pub &'a T);
+
+/// Chosen when a redacted argument can be serialized.
+pub trait ViaRedactedValue {
+    /// Notes the argument's value as a secret.
+    fn note_redacted(&self, writer: &mut CaptureWriter<'_>);
+}
+
+impl<T: Serialize + ?Sized> ViaRedactedValue for SecretProbe<'_, T> {
+    fn note_redacted(&self, writer: &mut CaptureWriter<'_>) {
+        writer.secret_value(self.0);
+    }
+}
+
+/// Chosen otherwise: nothing to note.
+pub trait ViaNoRedactedValue {
+    /// Nothing.
+    fn note_redacted(&self, _: &mut CaptureWriter<'_>) {}
+}
+
+impl<T: ?Sized> ViaNoRedactedValue for &SecretProbe<'_, T> {}
+
+/// Chosen when an argument is a `Secret` of a value that can be serialized.
+pub trait ViaSecretValue {
+    /// Notes the value the `Secret` holds.
+    fn note_secret(&self, writer: &mut CaptureWriter<'_>);
+}
+
+impl<T: Serialize> ViaSecretValue for SecretProbe<'_, Secret<T>> {
+    fn note_secret(&self, writer: &mut CaptureWriter<'_>) {
+        writer.secret_value(self.0.expose());
+    }
+}
+
+/// Chosen otherwise: nothing to note.
+pub trait ViaNoSecretValue {
+    /// Nothing.
+    fn note_secret(&self, _: &mut CaptureWriter<'_>) {}
+}
+
+impl<T: ?Sized> ViaNoSecretValue for &SecretProbe<'_, T> {}
 
 thread_local! {
     static BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
@@ -157,13 +234,18 @@ pub fn capture(write: &mut dyn FnMut(&mut CaptureWriter<'_>)) -> Capture {
             buf,
             empty: true,
             unrepresentable: Vec::new(),
+            secrets: Vec::new(),
         };
         write(&mut writer);
         let unrepresentable = std::mem::take(&mut writer.unrepresentable);
+        let secrets = std::mem::take(&mut writer.secrets);
         buf.push(b'}');
         let mut capture = Capture::new(buf);
-        if !unrepresentable.is_empty() {
-            capture.unrepresentable = Some(unrepresentable.into_boxed_slice());
+        if !unrepresentable.is_empty() || !secrets.is_empty() {
+            capture.rare = Some(Box::new(Rare {
+                unrepresentable,
+                secrets,
+            }));
         }
         capture
     }

@@ -16,7 +16,9 @@ use crate::scope::Scope;
 #[derive(Debug)]
 pub enum Query<'a> {
     /// The typed arguments, serialized by the `#[tool]` function before its
-    /// body ran; redacted parameters were never serialized.
+    /// body ran; redacted parameters and `Secret`s were captured as
+    /// `"[redacted]"`, their values noted to be masked wherever a failure of
+    /// the call quotes them.
     Captured(Capture),
     /// The JSON arguments of an MCP `tools/call`, as received: not serialized
     /// again. Wherever they are shown, the secrets the tool's input schema
@@ -65,11 +67,18 @@ impl Query<'_> {
         }
     }
 
-    /// The secret values these arguments were sent with; none for a capture,
-    /// which never serialized one.
+    /// The secret values these arguments were sent with: for a capture,
+    /// the values of its redacted arguments and its `Secret`s.
     pub(crate) fn secret_values(&self) -> SecretValues {
         match self {
-            Query::Captured(_) | Query::Described(_) => SecretValues::default(),
+            Query::Captured(capture) => {
+                let mut values = SecretValues::default();
+                for secret in capture.secrets() {
+                    values.add(secret);
+                }
+                values
+            }
+            Query::Described(_) => SecretValues::default(),
             Query::Arguments(arguments, scope) => scope.mask.values(arguments),
         }
     }
