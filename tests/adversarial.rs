@@ -330,6 +330,44 @@ fn pay_out(account: u128, amount: f64) -> Result<(), ErrorEnvelope> {
     Ok(())
 }
 
+/// An order whose extra fields, flattened beside its own, may name one of
+/// them again: its `Serialize` then writes that key twice.
+#[derive(Serialize)]
+struct Order {
+    amount: u64,
+    #[serde(flatten)]
+    extra: std::collections::BTreeMap<String, u64>,
+}
+
+/// Reads the order's amount as the naive guard does.
+fn order_cap(call: &ToolCall) -> Result<(), Blocked> {
+    let amount = call.arg("order").and_then(|order| order.get("amount"));
+    match amount.and_then(Value::as_u64) {
+        Some(amount) if amount > 500 => Err(Blocked::new("over the cap")),
+        _ => Ok(()),
+    }
+}
+
+/// Places an order.
+#[tool(destructive, local, guard = order_cap)]
+fn place(order: Order) -> Result<u64, ErrorEnvelope> {
+    REFUNDS_RUN.set(REFUNDS_RUN.get() + 1);
+    Ok(order.amount)
+}
+
+/// `serde_json` keeps the last of two equal keys: the guard would read the
+/// extra `amount` and the tool its own.
+#[test]
+fn an_argument_that_writes_a_key_twice_is_never_judged() {
+    let extra = [("amount".to_owned(), 1)].into_iter().collect();
+    let envelope = place(Order { amount: 900, extra }).unwrap_err();
+    assert_eq!(envelope.reason(), Some(reasons::UNREPRESENTABLE_ARGUMENT));
+    assert_eq!(envelope.violations()[0].field, "order");
+    assert_eq!(REFUNDS_RUN.get(), 0, "the body never ran");
+    let extra = [("note".to_owned(), 1)].into_iter().collect();
+    assert!(place(Order { amount: 90, extra }).is_ok());
+}
+
 #[test]
 fn a_guard_never_lets_a_call_through_because_it_could_not_read_it() {
     for amount in [f64::INFINITY, f64::NAN, f64::NEG_INFINITY] {

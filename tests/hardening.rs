@@ -225,6 +225,55 @@ async fn a_direct_call_masks_what_its_failure_quotes_of_its_secrets() {
     );
 }
 
+/// An upstream's refusal that quotes the session it refused, in its text
+/// and in its fields.
+#[derive(Debug, thiserror::Error, ToolError)]
+#[error("upstream refused session {session}")]
+#[tool_error(permission)]
+struct SessionRefused {
+    session: String,
+}
+
+/// Opens a session upstream.
+#[tool(read_only, redact(session_token))]
+fn open_session(session_token: String) -> Result<(), SessionRefused> {
+    Err(SessionRefused {
+        session: session_token,
+    })
+}
+
+/// The original error an envelope keeps (its `Debug`, its `source()`) is
+/// masked as its message is: one that quoted the secret gives way to a
+/// stand-in saying the same, masked.
+#[test]
+fn the_original_error_an_envelope_keeps_quotes_no_secret() {
+    use std::error::Error as _;
+
+    let failed = open_session(SESSION.into()).unwrap_err();
+    let source = failed.source().expect("the original error, masked");
+    let shown = format!("{failed:?} {source} {source:?}");
+    assert!(!shown.contains(SESSION), "{shown}");
+    assert_eq!(source.to_string(), "upstream refused session [redacted]");
+    assert!(
+        failed.downcast_ref::<SessionRefused>().is_none(),
+        "a stand-in"
+    );
+    // An original error that quotes no secret is kept as it was.
+    let failed = charge_declined().unwrap_err();
+    assert!(failed.downcast_ref::<Rejected>().is_some());
+}
+
+/// Charges nothing: the payments API refuses.
+#[tool(read_only, redact(api_key))]
+fn charge_declined_with(api_key: String) -> Result<(), Rejected> {
+    let _ = api_key;
+    Err(Rejected)
+}
+
+fn charge_declined() -> Result<(), ErrorEnvelope> {
+    charge_declined_with(API_KEY.into())
+}
+
 #[test]
 fn a_secret_appears_in_no_output_at_all() {
     let logs = Captured::default();

@@ -1120,6 +1120,38 @@ async fn task_behind_a_bad_gateway(bad: usize) -> Fake {
     .await
 }
 
+/// A poll answered with another task's state is not taken for this call's
+/// result: the call fails, and is not sent again.
+#[tokio::test]
+async fn a_poll_answered_with_another_tasks_state_is_not_the_calls_result() {
+    let server = Fake::start(|method, _| match method {
+        "tools/list" => Reply::Result(json!({"tools": tools("lookup", 1)})),
+        "tools/call" => Reply::Result(task_state("task", "working", json!({}))),
+        "tasks/get" => {
+            let mut state = task_state(
+                "complete",
+                "completed",
+                json!({"result": {"content": [{"type": "text", "text": "someone else's"}]}}),
+            );
+            state["taskId"] = json!("task-2");
+            Reply::Result(state)
+        }
+        _ => Reply::Result(Value::Null),
+    })
+    .await;
+    let client = McpClient::connect(&server.url).tasks().await.unwrap();
+    let failed = watchdog("the call", client.call("lookup0", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        failed.reason(),
+        Some(reasons::UNEXPECTED_REPLY),
+        "{failed:?}"
+    );
+    assert!(!failed.is_retryable(), "{failed:?}");
+    assert_eq!(server.sent("tools/call"), 1);
+}
+
 #[tokio::test]
 async fn a_task_poll_that_meets_a_bad_gateway_is_polled_again_a_few_times() {
     // Four faults in a row: the task lives on, and the fifth poll reads it.

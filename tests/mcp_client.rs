@@ -230,6 +230,17 @@ async fn export(context: ToolContext) -> Result<u32, ErrorEnvelope> {
     Ok(3)
 }
 
+/// Reports progress naming the token it was given, as careless code does.
+#[tool(read_only)]
+async fn export_with(
+    context: ToolContext,
+    token: tool_envelope::Secret<String>,
+) -> Result<u32, ErrorEnvelope> {
+    let message = format!("exporting with {}", token.expose());
+    context.progress(1.0, Some(1.0), Some(&message)).await;
+    Ok(1)
+}
+
 /// Transfers money; the bank throttled the first two requests before doing
 /// anything, and the author says so, with a reason of their own.
 #[tool(destructive)]
@@ -322,7 +333,10 @@ impl ServerHandler for Remote {}
 async fn remote() -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let tools = ToolSet::new().tool::<export>().tool::<transfer>();
+    let tools = ToolSet::new()
+        .tool::<export>()
+        .tool::<export_with>()
+        .tool::<transfer>();
     tokio::spawn(async move {
         HttpOptions::new()
             .stateless()
@@ -452,6 +466,31 @@ async fn progress_reaches_the_callback() {
     let mut steps: Vec<f64> = seen.lock().unwrap().iter().map(|p| p.progress).collect();
     steps.sort_by(f64::total_cmp);
     assert_eq!(steps, [1.0, 2.0, 3.0]);
+}
+
+/// A progress message the server writes reaches the callback quoting no
+/// secret the call sent, as a question does not.
+#[tokio::test]
+async fn a_progress_message_quotes_no_secret_the_call_sent() {
+    let client = McpClient::connect(remote().await).await.unwrap();
+    let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
+    let record = Arc::clone(&seen);
+    let token = "exp0rt-t0ken-93d1";
+    client
+        .call_with_progress("export_with", json!({"token": token}), move |progress| {
+            record.lock().unwrap().push(progress);
+        })
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while seen.lock().unwrap().is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::task::yield_now().await;
+    }
+    let seen = seen.lock().unwrap();
+    assert_eq!(
+        seen[0].message.as_deref(),
+        Some("exporting with [redacted]")
+    );
 }
 
 #[tokio::test]

@@ -402,6 +402,14 @@ impl ErrorEnvelope {
         }
     }
 
+    /// Masks the original error's texts as `mask` masks a text (it answers
+    /// a text it changed): an error that quoted a secret is replaced by a
+    /// stand-in carrying its `Display` and `Debug` masked.
+    pub(crate) fn mask_origin(&mut self, mask: &dyn Fn(&str) -> Option<String>) {
+        let parts = &mut *self.parts;
+        parts.origin = parts.origin.take().map(|origin| origin.masked(mask));
+    }
+
     /// Visits the values the envelope carries — its attempted query, its
     /// partial results — to rewrite them in place.
     pub(crate) fn visit_values(&mut self, visit: &mut dyn FnMut(&mut Value)) {

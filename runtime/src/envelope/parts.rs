@@ -178,3 +178,59 @@ pub(crate) trait ErasedOrigin: Send + Sync {
     fn as_any(&self) -> &dyn Any;
     fn as_error(&self) -> &(dyn StdError + 'static);
 }
+
+impl Origin {
+    /// This error, its texts masked by `mask` (which answers a text it
+    /// changed): itself when `mask` changes neither its `Debug` nor the
+    /// `Display` of any error in its chain; otherwise a stand-in carrying
+    /// them masked, which `downcast_ref` no longer finds.
+    pub(crate) fn masked(self, mask: &dyn Fn(&str) -> Option<String>) -> Self {
+        let error = self.0.as_error();
+        let debug = format!("{error:?}");
+        let mut quoted = mask(&debug).is_some();
+        let mut chain = Some(error);
+        while let (false, Some(each)) = (quoted, chain) {
+            quoted = mask(&each.to_string()).is_some();
+            chain = each.source();
+        }
+        if !quoted {
+            return self;
+        }
+        let display = error.to_string();
+        Origin(Arc::new(Masked {
+            display: mask(&display).unwrap_or(display),
+            debug: mask(&debug).unwrap_or(debug),
+        }))
+    }
+}
+
+/// What stands in for an original error that quoted a secret: its
+/// `Display` and `Debug`, masked.
+struct Masked {
+    display: String,
+    debug: String,
+}
+
+impl std::fmt::Display for Masked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.display)
+    }
+}
+
+impl std::fmt::Debug for Masked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.debug)
+    }
+}
+
+impl StdError for Masked {}
+
+impl ErasedOrigin for Masked {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_error(&self) -> &(dyn StdError + 'static) {
+        self
+    }
+}

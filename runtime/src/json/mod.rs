@@ -7,3 +7,4 @@ pub(crate) mod millis;
 pub(crate) mod pointer;
 pub(crate) mod strict;
 pub(crate) mod text;
+pub(crate) mod unique;

@@ -202,7 +202,8 @@ impl Masker {
     }
 
     /// Masks the secret values everywhere in `envelope`: its texts, its
-    /// attempted query, its partial results — through the visitors the
+    /// attempted query, its partial results, and the original error it
+    /// keeps (its `Debug`, its `source()`) — through the visitors the
     /// envelope offers.
     pub(crate) fn envelope(&self, envelope: &mut crate::ErrorEnvelope) {
         envelope.visit_texts(&mut |text| {
@@ -211,6 +212,10 @@ impl Masker {
             }
         });
         envelope.visit_values(&mut |value| self.value(value));
+        envelope.mask_origin(&|text| match self.text(text) {
+            Cow::Owned(masked) => Some(masked),
+            Cow::Borrowed(_) => None,
+        });
     }
 
     /// Whether `text` is, whole, one of the secret values.

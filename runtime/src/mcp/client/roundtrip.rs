@@ -93,6 +93,8 @@ pub(crate) async fn call(
     // are when it is asked), and the secret values of these arguments.
     let secrets = || secret_values(&arguments, tool.as_deref(), &link.sent.credentials());
     let running = link.sent.running(secrets());
+    // A server's progress messages reach the caller quoting none of them.
+    let on_progress = on_progress.map(|callback| masked_progress(callback, &secrets()));
     let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.clone());
     let mut rounds = 0;
     let outcome = loop {
@@ -176,6 +178,23 @@ pub(crate) async fn call(
         Ok(value) => Ok(Called { value, tool }),
         Err(envelope) => Err(settle(envelope, &arguments, tool.as_deref(), true)),
     }
+}
+
+/// `callback`, given progress whose message quotes none of `secrets`: held
+/// by the callback itself, since a notification may be handled after its
+/// call returned.
+fn masked_progress(callback: ProgressCallback, secrets: &SecretValues) -> ProgressCallback {
+    let Some(masker) = secrets.masker() else {
+        return callback;
+    };
+    Arc::new(move |mut progress: crate::mcp::client::Progress| {
+        if let Some(message) = &progress.message
+            && let Cow::Owned(masked) = masker.text(message)
+        {
+            progress.message = Some(masked);
+        }
+        callback(progress);
+    })
 }
 
 /// The secret values of a call of `tool` with `arguments`, and the

@@ -63,6 +63,14 @@ pub(crate) async fn follow(
                 }
             };
             faults = 0;
+            // Another task's state (a proxy's mix-up, a server's bug) says
+            // nothing of this call's.
+            if state.task.task.task_id != id {
+                return Err(ErrorEnvelope::other(format!(
+                    "the MCP server answered a poll of the task of `{name}` with another task's state"
+                ))
+                .with_reason(reasons::UNEXPECTED_REPLY));
+            }
             wait = poll_interval(&state.task.task);
             match state.task.payload {
                 TaskPayload::Completed { result } => {
