@@ -81,9 +81,25 @@ async fn tagged_job(tag: String) -> Result<String, ErrorEnvelope> {
     Ok("done".to_owned())
 }
 
+/// Lets `held_report` finish, once a permit each.
+static HELD_REPORTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(0);
+
+/// A permit each time `held_report` begins.
+static HELD_REPORTS_BEGUN: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(0);
+
+/// A report that says it began, then waits to be let go: read-only.
+#[tool(read_only)]
+async fn held_report(tag: String) -> Result<String, ErrorEnvelope> {
+    DONE.lock().unwrap().push(tag.clone());
+    HELD_REPORTS_BEGUN.add_permits(1);
+    HELD_REPORTS.acquire().await.expect("let go").forget();
+    Ok(format!("report {tag}"))
+}
+
 fn replica(store: Arc<dyn Store>) -> ToolSet {
     ToolSet::new()
         .tool::<report>()
+        .tool::<held_report>()
         .tool::<refund>()
         .tool::<confirmed>()
         .tool::<long_job>()
@@ -405,6 +421,87 @@ async fn a_dead_replicas_tasks_are_taken_over_and_a_destructive_one_never_runs_t
         json!({"result": "report for restart"})
     );
     assert_eq!(times("restart"), 1, "the report ran again, once");
+}
+
+/// The replica running a task renews its lease every ten seconds by the
+/// clock, however slow the store is to answer the reads between: with
+/// reads of 2.5 s, a renewal every ten reads would come every 35 s, past
+/// the 30 s lease, and another replica would take the task over.
+#[tokio::test(start_paused = true)]
+async fn a_running_tasks_lease_is_renewed_by_the_clock_however_slow_the_store() {
+    let slow = Slow::new();
+    let client = connect(replica(slow.clone())).await;
+    slow.task_read_ms.store(2_500, Ordering::SeqCst);
+    let task = task_of(&client, "tagged_job", json!({"tag": "slow-store"})).await;
+    let renewals = || {
+        let updates = slow.task_updates.lock().unwrap();
+        (updates.iter())
+            .filter(|(id, lease)| *id == task && lease.is_some())
+            .count()
+    };
+    let before = renewals();
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    let renewed = renewals() - before;
+    assert!(renewed >= 5, "{renewed} renewals in a minute");
+    client
+        .cancel_task(CancelTaskParams::new(&task))
+        .await
+        .unwrap();
+}
+
+/// A task taken over runs again under a lease the replica renews while
+/// it runs, and the next is claimed only once it ended: no other replica
+/// takes either over meanwhile and runs it a second time.
+#[tokio::test(start_paused = true)]
+async fn a_task_taken_over_is_held_under_a_renewed_lease_and_runs_once() {
+    let slow = Slow::new();
+    let store: Arc<dyn Store> = slow.clone();
+    let expired = store::now_ms() - 1;
+    for n in 1..=2 {
+        let arguments = json!({"tag": format!("held-{n}")});
+        let mut task = TaskRecord::new("held_report", arguments, None, 600_000)
+            .held_by("dead-replica", expired)
+            .safe_to_repeat(true);
+        task.id = format!("held-{n}");
+        assert!(store.create_task(&task, u64::MAX).await.unwrap());
+    }
+    let tools = replica(Arc::clone(&store));
+    let pass = tokio::spawn({
+        let tools = tools.clone();
+        async move { tools.run_approved().await }
+    });
+    HELD_REPORTS_BEGUN.acquire().await.unwrap().forget();
+    // Whichever was claimed first runs; the other is still the dead one's.
+    let mut holders = Vec::new();
+    for n in 1..=2 {
+        let task = store.task(&format!("held-{n}")).await.unwrap().unwrap();
+        holders.push((task.id, task.holder));
+    }
+    let running = (holders.iter())
+        .find(|(_, holder)| holder.as_deref() != Some("dead-replica"))
+        .map(|(id, _)| id.clone())
+        .unwrap_or_default();
+    // Twenty-five seconds pass while it runs: its lease is renewed twice.
+    tokio::time::sleep(Duration::from_secs(25)).await;
+    let renewals = (slow.task_updates.lock().unwrap().iter())
+        .filter(|(id, lease)| *id == running && lease.is_some())
+        .count();
+    // Let go before anything is asserted: a failure then ends the test.
+    HELD_REPORTS.add_permits(2);
+    pass.await.unwrap().unwrap();
+    let still_dead = (holders.iter())
+        .filter(|(_, holder)| holder.as_deref() == Some("dead-replica"))
+        .count();
+    assert_eq!(
+        still_dead, 1,
+        "the next is not claimed while the first runs: {holders:?}"
+    );
+    assert_eq!(renewals, 2, "{:?}", slow.task_updates.lock().unwrap());
+    for n in 1..=2 {
+        let task = store.task(&format!("held-{n}")).await.unwrap().unwrap();
+        assert_eq!(task.state, store::TaskState::Completed, "{task:?}");
+        assert_eq!(times(&format!("held-{n}")), 1, "held-{n} ran once");
+    }
 }
 
 /// Over $500 an approver with `refunds:approve` decides.
@@ -847,6 +944,10 @@ struct Slow {
     at_finish: Gate,
     /// Holds a decision (a withdrawal too) before the store takes it.
     at_decide: Gate,
+    /// Every change to a task, its id and the lease it sets.
+    task_updates: std::sync::Mutex<Vec<(String, Option<i64>)>>,
+    /// How long reading a task takes, in milliseconds of the (paused) clock.
+    task_read_ms: std::sync::atomic::AtomicU64,
 }
 
 /// A point in the store a call is held at, once the test closes it: the
@@ -903,6 +1004,8 @@ impl Slow {
             before_open: Gate::new(),
             at_finish: Gate::new(),
             at_decide: Gate::new(),
+            task_updates: std::sync::Mutex::default(),
+            task_read_ms: std::sync::atomic::AtomicU64::new(0),
         })
     }
 }
@@ -919,8 +1022,6 @@ macro_rules! passed_on {
 impl Store for Slow {
     passed_on! {
         create_task(task: &'a TaskRecord, most_running: u64) -> bool;
-        task(id: &'a str) -> Option<TaskRecord>;
-        update_task(id: &'a str, holder: &'a str, update: &'a TaskUpdate) -> bool;
         answer_task(id: &'a str, responses: &'a Value) -> bool;
         cancel_task(id: &'a str) -> bool;
         running_tasks(service: &'a str, caller: Option<&'a str>) -> (u64, u64);
@@ -942,6 +1043,24 @@ impl Store for Slow {
         sweep(now_ms: i64) -> ();
         redeem(nonce: &'a str, until_ms: i64) -> bool;
         redeemed(nonce: &'a str) -> bool;
+    }
+
+    fn task<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {
+        Box::pin(async move {
+            let slow = self.task_read_ms.load(Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(slow)).await;
+            self.inner.task(id).await
+        })
+    }
+
+    fn update_task<'a>(
+        &'a self,
+        id: &'a str,
+        holder: &'a str,
+        update: &'a TaskUpdate,
+    ) -> StoreFuture<'a, bool> {
+        (self.task_updates.lock().unwrap()).push((id.to_owned(), update.lease_until_ms));
+        self.inner.update_task(id, holder, update)
     }
 
     fn decide<'a>(&'a self, id: &'a str, decision: &'a Decision) -> StoreFuture<'a, bool> {

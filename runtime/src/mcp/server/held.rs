@@ -25,8 +25,10 @@ pub(crate) const LEASE: Duration = Duration::from_secs(30);
 /// cancellation another replica passed on.
 const LOOK: Duration = Duration::from_secs(1);
 
-/// How many looks between two renewals of the lease.
-const LOOKS_PER_RENEWAL: u32 = 10;
+/// How long between two renewals of the lease, by the clock: a third of
+/// it, so that two renewals may fail, or the store be slow to answer the
+/// looks between them, before another replica may take the task over.
+pub(crate) const RENEW_EVERY: Duration = Duration::from_secs(10);
 
 /// Milliseconds of `duration`, as leases and expiries count them.
 pub(crate) fn ms(duration: Duration) -> i64 {
@@ -71,14 +73,13 @@ pub(crate) async fn held(
     let mut answered = serde_json::Map::new();
     let mut asked: Option<Value> = None;
     let mut said: Option<String> = None;
-    let mut looks = 0u32;
+    let mut renewed = tokio::time::Instant::now();
     let outcome = loop {
         let look = pin!(tokio::time::sleep(LOOK));
         match select(future.as_mut(), look).await {
             Either::Left((outcome, _)) => break outcome,
             Either::Right(((), _)) => {}
         }
-        looks += 1;
         if let Ok(Some(record)) = store.task(&id).await {
             if record.cancel_requested {
                 let _ = manager.cancel_task(&id);
@@ -119,9 +120,10 @@ pub(crate) async fn held(
             update.status_message = Some(message.clone());
             said = message;
         }
-        if !changed && !looks.is_multiple_of(LOOKS_PER_RENEWAL) {
+        if !changed && renewed.elapsed() < RENEW_EVERY {
             continue;
         }
+        renewed = tokio::time::Instant::now();
         update.lease_until_ms = Some(now_ms().saturating_add(ms(LEASE)));
         if let Err(error) = store.update_task(&id, &holder, &update).await {
             tracing::warn!(%error, task = %id, "a task's lease could not be renewed");

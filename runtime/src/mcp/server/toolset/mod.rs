@@ -13,6 +13,7 @@
 //!   waits for;
 //! - `runner` (with `rmcp`): what every replica runs in the background —
 //!   approved calls, once; expiries; the tasks of a replica that stopped;
+//! - `recover` (with `rmcp`): the tasks of a stopped replica, taken over;
 //! - `unrun` (with `rmcp`): what the runner ends without running it.
 
 mod dispatch;
@@ -22,6 +23,8 @@ mod failure;
 mod kept;
 #[cfg(feature = "rmcp")]
 mod protocol;
+#[cfg(feature = "rmcp")]
+mod recover;
 #[cfg(feature = "rmcp")]
 mod runner;
 #[cfg(feature = "rmcp")]

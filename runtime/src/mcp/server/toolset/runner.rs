@@ -12,10 +12,7 @@ use crate::caller::Caller;
 use crate::envelope::ErrorEnvelope;
 use crate::mcp::context::ToolContext;
 use crate::mcp::server::{held, ticket};
-use crate::store::{
-    ApprovalRecord, ApprovalState, EscalationRecord, Store, StoreError, TaskState, TaskUpdate,
-    now_ms,
-};
+use crate::store::{ApprovalRecord, ApprovalState, EscalationRecord, Store, StoreError, now_ms};
 
 /// How often a replica looks for approved calls it did not see decided.
 const POLL: Duration = Duration::from_secs(1);
@@ -28,7 +25,7 @@ const SWEEP: Duration = Duration::from_secs(60);
 const RENEW: Duration = Duration::from_secs(60);
 
 /// How many approved calls one batch of the runner takes on.
-const BATCH: u32 = 16;
+pub(super) const BATCH: u32 = 16;
 
 /// How many batches one pass takes on at most.
 const MAX_BATCHES: usize = 64;
@@ -317,52 +314,6 @@ impl ToolSet {
                 self.failed(&approval.tool, approval.arguments.clone(), envelope)
             }
         }
-    }
-
-    /// Takes over the tasks whose replica stopped renewing its lease (it
-    /// died, or was restarted): a cancelled one ends cancelled; a read-only
-    /// or idempotent one runs again, here, as its caller; any other ends
-    /// with a `MAY_HAVE_TAKEN_EFFECT` envelope, never run twice.
-    async fn recover_tasks(&self, store: &dyn Store) -> Result<(), StoreError> {
-        let holder = self.holder();
-        let now = now_ms();
-        let lease = now.saturating_add(held::ms(held::LEASE));
-        for task in store
-            .claim_abandoned_tasks(self.service(), holder, now, lease, BATCH)
-            .await?
-        {
-            let update = if task.cancel_requested {
-                // Its caller took it back: so is an approval it waited for.
-                self.withdraw_for_task(store, &task).await
-            } else {
-                let reply = match task.safe_to_repeat {
-                    true => {
-                        let mut context = ToolContext::detached();
-                        if let Some(subject) = &task.caller {
-                            let caller = Caller::new(subject.as_str(), &task.caller_scopes);
-                            context = context.with_caller(caller);
-                        }
-                        match self
-                            .call_with(&task.tool, task.arguments.clone(), context)
-                            .await
-                        {
-                            Ok(reply) => reply,
-                            Err(error) => {
-                                let envelope = ErrorEnvelope::other(format!(
-                                    "the task could not run again: {}",
-                                    error.message
-                                ));
-                                self.failed(&task.tool, task.arguments.clone(), envelope)
-                            }
-                        }
-                    }
-                    false => self.may_have_taken_effect(&task.tool, &task.arguments),
-                };
-                TaskUpdate::finish(TaskState::Completed, serde_json::to_value(&reply).ok())
-            };
-            store.update_task(&task.id, holder, &update).await?;
-        }
-        Ok(())
     }
 
     /// This tool set's name as a holder of leases in the store.

@@ -1,0 +1,97 @@
+//! Taking over the tasks of a replica that stopped: one at a time, each
+//! held under a lease renewed while it runs again, so that no other
+//! replica takes it over meanwhile and runs it a second time.
+
+use std::pin::pin;
+
+use futures_util::future::{Either, select};
+
+use super::ToolSet;
+use super::runner::BATCH;
+use crate::caller::Caller;
+use crate::envelope::ErrorEnvelope;
+use crate::mcp::context::ToolContext;
+use crate::mcp::reply::ToolReply;
+use crate::mcp::server::held;
+use crate::store::{Store, StoreError, TaskRecord, TaskState, TaskUpdate, now_ms};
+
+impl ToolSet {
+    /// Takes over the tasks whose replica stopped renewing its lease (it
+    /// died, or was restarted), up to a batch a pass, claiming each only
+    /// once the one before ended: a cancelled one ends cancelled; a
+    /// read-only or idempotent one runs again, here, as its caller; any
+    /// other ends with a `MAY_HAVE_TAKEN_EFFECT` envelope, never run twice.
+    pub(super) async fn recover_tasks(&self, store: &dyn Store) -> Result<(), StoreError> {
+        let holder = self.holder();
+        for _ in 0..BATCH {
+            let now = now_ms();
+            let lease = now.saturating_add(held::ms(held::LEASE));
+            let claimed = store
+                .claim_abandoned_tasks(self.service(), holder, now, lease, 1)
+                .await?;
+            let Some(task) = claimed.into_iter().next() else {
+                return Ok(());
+            };
+            let update = if task.cancel_requested {
+                // Its caller took it back: so is an approval it waited for.
+                self.withdraw_for_task(store, &task).await
+            } else {
+                let reply = match task.safe_to_repeat {
+                    true => self.run_again_renewed(store, &task).await,
+                    false => self.may_have_taken_effect(&task.tool, &task.arguments),
+                };
+                TaskUpdate::finish(TaskState::Completed, serde_json::to_value(&reply).ok())
+            };
+            store.update_task(&task.id, holder, &update).await?;
+        }
+        Ok(())
+    }
+
+    /// Runs the call of `task` again, renewing its lease while it runs, as
+    /// the replica that made it did.
+    async fn run_again_renewed(&self, store: &dyn Store, task: &TaskRecord) -> ToolReply {
+        let holder = self.holder();
+        let mut run = pin!(self.run_again(task));
+        loop {
+            let tick = pin!(tokio::time::sleep(held::RENEW_EVERY));
+            match select(run.as_mut(), tick).await {
+                Either::Left((reply, _)) => return reply,
+                Either::Right(((), _)) => {
+                    let mut update = TaskUpdate::now();
+                    update.lease_until_ms = Some(now_ms().saturating_add(held::ms(held::LEASE)));
+                    match store.update_task(&task.id, holder, &update).await {
+                        Ok(true) => {}
+                        Ok(false) => tracing::warn!(
+                            task = %task.id,
+                            "a task taken over was taken by another replica; this run's outcome will not be kept"
+                        ),
+                        Err(error) => tracing::warn!(
+                            %error,
+                            task = %task.id,
+                            "a task taken over: its lease could not be renewed"
+                        ),
+                    }
+                }
+            }
+        }
+    }
+
+    /// The call of `task`, run again as its caller.
+    async fn run_again(&self, task: &TaskRecord) -> ToolReply {
+        let mut context = ToolContext::detached();
+        if let Some(subject) = &task.caller {
+            let caller = Caller::new(subject.as_str(), &task.caller_scopes);
+            context = context.with_caller(caller);
+        }
+        match (self.call_with(&task.tool, task.arguments.clone(), context)).await {
+            Ok(reply) => reply,
+            Err(error) => {
+                let envelope = ErrorEnvelope::other(format!(
+                    "the task could not run again: {}",
+                    error.message
+                ));
+                self.failed(&task.tool, task.arguments.clone(), envelope)
+            }
+        }
+    }
+}
