@@ -305,3 +305,25 @@ async fn an_origin_is_its_scheme_host_and_port() {
         assert_eq!(status(origin).await, 200, "{origin}");
     }
 }
+
+/// A connection that never finishes its request head — sent slowly, or not
+/// at all — is closed once the head's time is up (75 s, on the paused
+/// clock), and holds no socket of the server's beyond it; the server keeps
+/// serving meanwhile.
+#[tokio::test(start_paused = true)]
+async fn a_connection_that_never_finishes_its_head_is_closed() {
+    let address = serve().await;
+    let mut silent = TcpStream::connect(address).await.unwrap();
+    let mut slow = TcpStream::connect(address).await.unwrap();
+    slow.write_all(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\n")
+        .await
+        .unwrap();
+    // Another client is served meanwhile.
+    assert!(!initialize(address).await.is_empty());
+    for (what, stream) in [("silent", &mut silent), ("slow", &mut slow)] {
+        let mut read = Vec::new();
+        let closed =
+            tokio::time::timeout(Duration::from_secs(600), stream.read_to_end(&mut read)).await;
+        assert!(closed.is_ok(), "{what}: still open after ten minutes");
+    }
+}

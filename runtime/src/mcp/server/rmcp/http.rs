@@ -199,8 +199,12 @@ impl HttpOptions {
     }
 
     /// Serves `servers` over Streamable HTTP at `/mcp` on `listener`, as
-    /// these options say, until the listener fails: [`router`](Self::router),
-    /// served, with `TCP_NODELAY` on every connection it accepts.
+    /// these options say: [`router`](Self::router), served, with
+    /// `TCP_NODELAY` on every connection it accepts, and each connection
+    /// closed when it sends no complete request head within 75 s of the
+    /// server waiting for one (a slow client, or an idle kept connection).
+    /// It holds no other bound on connections: facing untrusted networks,
+    /// serve behind a proxy that bounds them per client.
     ///
     /// Without `TCP_NODELAY` a reply streamed as server-sent events waits
     /// for the client's delayed acknowledgement (~40 ms on Linux) on a kept
@@ -225,11 +229,7 @@ impl HttpOptions {
         listener: tokio::net::TcpListener,
         servers: N,
     ) -> io::Result<()> {
-        let listener = axum::serve::ListenerExt::tap_io(listener, |connection| {
-            // A connection that cannot take the option still serves.
-            let _ = connection.set_nodelay(true);
-        });
-        axum::serve(listener, self.router(servers)).await
+        super::accept::serve(listener, self.router(servers)).await
     }
 }
 

@@ -9,6 +9,7 @@
 //! served here.
 #![allow(deprecated)]
 
+mod accept;
 pub(crate) mod bearer;
 mod convert;
 mod handler;
