@@ -191,9 +191,11 @@ fn fetch_report(
     name: String,
     api_key: Secret<String>,
     session_token: String,
+    fallback_key: Option<Secret<String>>,
 ) -> Result<String, ErrorEnvelope> {
+    let fallback = fallback_key.as_ref().map_or("", |key| key.expose());
     Err(ErrorEnvelope::transient(format!(
-        "GET /reports/{name}?key={}&session={session_token}: 503",
+        "GET /reports/{name}?key={}&session={session_token}&fallback={fallback}: 503",
         api_key.expose()
     ))
     .with_alternative(format!("Try again with session {session_token}")))
@@ -203,11 +205,24 @@ fn fetch_report(
 /// its `Secret` masks them, as it does over MCP: on every path.
 #[tokio::test]
 async fn a_direct_call_masks_what_its_failure_quotes_of_its_secrets() {
-    let failed =
-        fetch_report("q3".into(), Secret::new(API_KEY.into()), SESSION.into()).unwrap_err();
+    let fallback = || Some(Secret::new(UNDECLARED.to_owned()));
+    let failed = fetch_report(
+        "q3".into(),
+        Secret::new(API_KEY.into()),
+        SESSION.into(),
+        fallback(),
+    )
+    .unwrap_err();
     let outcome = RetryPolicy::default()
         .constant(Duration::from_millis(1))
-        .retry(|| async { fetch_report("q3".into(), Secret::new(API_KEY.into()), SESSION.into()) })
+        .retry(|| async {
+            fetch_report(
+                "q3".into(),
+                Secret::new(API_KEY.into()),
+                SESSION.into(),
+                fallback(),
+            )
+        })
         .await;
     let escalation = outcome.result.unwrap_err();
     let shown = format!(
@@ -215,13 +230,12 @@ async fn a_direct_call_masks_what_its_failure_quotes_of_its_secrets() {
         serde_json::to_string(&failed).unwrap(),
         serde_json::to_string(&escalation).unwrap()
     );
-    assert!(
-        !shown.contains(API_KEY) && !shown.contains(SESSION),
-        "{shown}"
-    );
+    for secret in [API_KEY, SESSION, UNDECLARED] {
+        assert!(!shown.contains(secret), "{secret} in {shown}");
+    }
     assert_eq!(
         failed.message(),
-        "GET /reports/q3?key=[redacted]&session=[redacted]: 503"
+        "GET /reports/q3?key=[redacted]&session=[redacted]&fallback=[redacted]: 503"
     );
 }
 

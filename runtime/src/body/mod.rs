@@ -217,27 +217,26 @@ pub fn check_guard<'q, G: Guard + ?Sized>(
     }
     // Read back as the guard judges it: an object that repeats a key would
     // show the guard one value and the tool another.
-    let captured = match &query {
-        Query::Captured(capture) => match crate::json::unique::object(capture.as_str()) {
-            Ok(arguments) => Some(arguments),
-            Err(argument) => {
-                let repeated = Violation::new(
-                    argument,
-                    "writes an object that repeats a key: a guard cannot tell which value the tool reads",
-                );
-                let envelope = unrepresentable(&tool.name, vec![repeated]);
-                return Err(settle(envelope, &tool.facts(), query, &|| None));
-            }
-        },
-        _ => None,
-    };
+    if let Query::Captured(capture) = &query
+        && let Some(argument) = crate::json::unique::repeated_in(capture.as_str())
+    {
+        let repeated = Violation::new(
+            argument,
+            "writes an object that repeats a key: a guard cannot tell which value the tool reads",
+        );
+        let envelope = unrepresentable(&tool.name, vec![repeated]);
+        return Err(settle(envelope, &tool.facts(), query, &|| None));
+    }
     let judged = {
         // A guard sees the arguments masked where the schema marks a secret,
         // never by the values the call's `Secret`s were sent as: a caller
         // would hide any part from it by sending it as a secret too.
         let arguments: Cow<'_, Map<String, Value>> = match &query {
             Query::Arguments(arguments, scope) => scope.mask.paths().mask(arguments),
-            Query::Captured(_) => Cow::Owned(captured.unwrap_or_default()),
+            Query::Captured(capture) => match capture.to_value() {
+                Value::Object(arguments) => Cow::Owned(arguments),
+                _ => unreachable!("a capture is always a JSON object"),
+            },
             Query::Described(_) => Cow::Owned(Map::new()),
         };
         let (caller, approved) = match &query {

@@ -4,7 +4,9 @@
 //! per-thread buffer, and copied out: into the capture itself when they are
 //! short — the common case, no allocation at all — or into one allocation of
 //! the exact size. Nothing is parsed unless the call fails: a successful call
-//! pays for one serialization, never for a `serde_json::Value` tree.
+//! pays for one serialization, and a `serde_json::Value` tree only for the
+//! value of each redacted or `Secret` argument, noted to be masked wherever
+//! a failure quotes it.
 //!
 //! An argument JSON cannot carry — a NaN or an infinity, a value nested too
 //! deep, a `Serialize` that fails or panics — is captured as a marker that
@@ -95,12 +97,22 @@ impl fmt::Debug for Capture {
 }
 
 /// Writes the fields of the arguments object, one call per captured parameter.
-#[derive(Debug)]
 pub struct CaptureWriter<'a> {
     buf: &'a mut Vec<u8>,
     empty: bool,
     unrepresentable: Vec<Violation>,
     secrets: Vec<Value>,
+}
+
+/// Prints what it wrote so far, never the secret values it noted.
+impl fmt::Debug for CaptureWriter<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CaptureWriter")
+            .field("written", &String::from_utf8_lossy(self.buf))
+            .field("unrepresentable", &self.unrepresentable)
+            .field("secrets", &self.secrets.len())
+            .finish()
+    }
 }
 
 /// An argument a `#[tool]` can capture into `attempted_query`.
@@ -207,6 +219,14 @@ pub trait ViaSecretValue {
 impl<T: Serialize> ViaSecretValue for SecretProbe<'_, Secret<T>> {
     fn note_secret(&self, writer: &mut CaptureWriter<'_>) {
         writer.secret_value(self.0.expose());
+    }
+}
+
+impl<T: Serialize> ViaSecretValue for SecretProbe<'_, Option<Secret<T>>> {
+    fn note_secret(&self, writer: &mut CaptureWriter<'_>) {
+        if let Some(secret) = self.0 {
+            writer.secret_value(secret.expose());
+        }
     }
 }
 

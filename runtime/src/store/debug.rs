@@ -1,5 +1,6 @@
 //! How the records of a store print: without the arguments of their call,
-//! which are the call's as its client sent them, secrets and all.
+//! which are the call's as its client sent them, secrets and all, nor the
+//! answers its client gave.
 
 use std::fmt;
 
@@ -27,7 +28,10 @@ impl fmt::Debug for TaskRecord {
             .field("safe_to_repeat", &self.safe_to_repeat)
             .field("runs", &self.runs)
             .field("input_requests", &self.input_requests)
-            .field("input_responses", &self.input_responses)
+            .field(
+                "input_responses",
+                &self.input_responses.as_ref().map(|_| REDACTED),
+            )
             .field("cancel_requested", &self.cancel_requested)
             .field("result", &self.result)
             .field("error", &self.error)

@@ -82,13 +82,42 @@ impl Address {
     }
 }
 
-/// The values of `url`'s query, as written and as decoded.
-fn query_values(url: &Url) -> impl Iterator<Item = std::borrow::Cow<'_, str>> {
-    let written = (url.query().unwrap_or_default().split('&'))
-        .filter_map(|pair| pair.split_once('='))
-        .map(|(_, value)| std::borrow::Cow::Borrowed(value));
-    written.chain(url.query_pairs().map(|(_, value)| value))
+/// The values of `url`'s query that are taken for credentials, as written
+/// and as decoded: those under a key that names one (`api_key`, `token`,
+/// `sig`, …), and any long enough to be one (8 characters or more). Others
+/// — `v=2`, `format=json` — are not masked in every text that comes back,
+/// where they would take out every `2`; all are printed `[redacted]`.
+fn query_values(url: &Url) -> Vec<String> {
+    let decode = |text: &str| {
+        let spaced = text.replace('+', " ");
+        percent_decode_str(&spaced).decode_utf8_lossy().into_owned()
+    };
+    let mut values = Vec::new();
+    for (key, written) in
+        (url.query().unwrap_or_default().split('&')).filter_map(|pair| pair.split_once('='))
+    {
+        let (key, value) = (decode(key).to_ascii_lowercase(), decode(written));
+        let named = CREDENTIAL_KEYS.iter().any(|word| key.contains(word));
+        if named || value.chars().count() >= 8 {
+            values.push(written.to_owned());
+            values.push(value);
+        }
+    }
+    values
 }
+
+/// Words that, in a query's key, name a credential.
+const CREDENTIAL_KEYS: [&str; 9] = [
+    "key",
+    "token",
+    "secret",
+    "pass",
+    "pwd",
+    "auth",
+    "sig",
+    "credential",
+    "session",
+];
 
 /// `given` as printed — in a `Debug`, a log line, an error — its user info
 /// and the values of its query `[redacted]`, without its fragment.
@@ -143,13 +172,13 @@ mod tests {
     }
 
     #[test]
-    fn query_values_stay_in_the_url_and_are_secrets() {
-        let given = "https://tools.example.com/mcp?api_key=k%2By+z&flag&empty=";
+    fn query_values_stay_in_the_url_and_credentials_among_them_are_secrets() {
+        let given = "https://tools.example.com/mcp?api_key=k%2By+z&flag&empty=&v=2&format=json&tenant=acme-corp-eu&Sig=ab";
         let address = Address::parse(given).unwrap();
         assert_eq!(&*address.url, given);
         assert!(address.basic.is_none());
         let secrets: Vec<&str> = address.secrets.iter().map(|s| &**s).collect();
-        assert_eq!(secrets, ["k%2By+z", "k+y z"]);
+        assert_eq!(secrets, ["k%2By+z", "k+y z", "acme-corp-eu", "ab"]);
     }
 
     #[test]

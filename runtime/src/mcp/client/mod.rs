@@ -160,10 +160,12 @@ impl McpClient {
     /// carries beyond its place is taken for credentials, like a
     /// [`header`](Connect::header)'s value: a user and password
     /// (`https://user:password@host/mcp`) are sent as HTTP Basic
-    /// authentication, not in the URL, and the values of its query
-    /// (`?api_key=…`) in the URL as given; neither is ever printed (the
-    /// client's `Debug`, its log lines) or quoted by a text that comes
-    /// back. A URL that is not `http://` or `https://` fails the client
+    /// authentication, not in the URL, and the values of its query that
+    /// are credentials — under a key that names one (`api_key`, `token`,
+    /// `secret`, `pass`, `auth`, `sig`, `session`…), or 8 characters long
+    /// or more — in the URL as given; neither is ever quoted by a text that
+    /// comes back, and no query value is printed (the client's `Debug`, its
+    /// log lines). A URL that is not `http://` or `https://` fails the client
     /// when it is made, as `other`, reason `CLIENT_MISCONFIGURED`. On 2025-11-25, an event stream that ends before the answer
     /// is resumed at most every 100 ms, and not after 10 resumptions in a
     /// row that brought nothing (SECURITY.md); on 2026-07-28 it is not

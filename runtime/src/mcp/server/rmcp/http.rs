@@ -204,7 +204,8 @@ impl HttpOptions {
     /// closed when it sends no complete request head within 75 s of the
     /// server waiting for one (a slow client, or an idle kept connection).
     /// It holds no other bound on connections: facing untrusted networks,
-    /// serve behind a proxy that bounds them per client.
+    /// serve behind a proxy that bounds them per client. It speaks
+    /// HTTP/1.1 (serve [`router`](Self::router) yourself for HTTP/2).
     ///
     /// Without `TCP_NODELAY` a reply streamed as server-sent events waits
     /// for the client's delayed acknowledgement (~40 ms on Linux) on a kept
