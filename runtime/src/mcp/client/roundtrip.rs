@@ -92,9 +92,10 @@ pub(crate) async fn call(
     // What a server's question may not quote: the credentials (as they
     // are when it is asked), and the secret values of these arguments.
     let secrets = || secret_values(&arguments, tool.as_deref(), &link.sent.credentials());
-    let running = link.sent.running(secrets());
+    let secret_now = secrets();
     // A server's progress messages reach the caller quoting none of them.
-    let on_progress = on_progress.map(|callback| masked_progress(callback, &secrets()));
+    let on_progress = on_progress.map(|callback| masked_progress(callback, &secret_now));
+    let running = link.sent.running(secret_now);
     let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.clone());
     let mut rounds = 0;
     let outcome = loop {

@@ -30,6 +30,25 @@ const LOOK: Duration = Duration::from_secs(1);
 /// looks between them, before another replica may take the task over.
 pub(crate) const RENEW_EVERY: Duration = Duration::from_secs(10);
 
+/// Runs `run` to its end, calling `renew` every `every` while it goes: how
+/// a replica keeps the lease of a call it runs outside a task's own loop
+/// (an approved call, a task taken over).
+pub(crate) async fn renewing<T, R: std::future::Future<Output = ()>>(
+    run: impl std::future::Future<Output = T>,
+    every: Duration,
+    renew: impl Fn() -> R,
+) -> T {
+    use futures_util::future::{Either, select};
+    let mut run = pin!(run);
+    loop {
+        let tick = pin!(tokio::time::sleep(every));
+        match select(run.as_mut(), tick).await {
+            Either::Left((done, _)) => return done,
+            Either::Right(((), _)) => renew().await,
+        }
+    }
+}
+
 /// Milliseconds of `duration`, as leases and expiries count them.
 pub(crate) fn ms(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)

@@ -2,10 +2,6 @@
 //! held under a lease renewed while it runs again, so that no other
 //! replica takes it over meanwhile and runs it a second time.
 
-use std::pin::pin;
-
-use futures_util::future::{Either, select};
-
 use super::ToolSet;
 use super::runner::BATCH;
 use crate::caller::Caller;
@@ -51,29 +47,23 @@ impl ToolSet {
     /// the replica that made it did.
     async fn run_again_renewed(&self, store: &dyn Store, task: &TaskRecord) -> ToolReply {
         let holder = self.holder();
-        let mut run = pin!(self.run_again(task));
-        loop {
-            let tick = pin!(tokio::time::sleep(held::RENEW_EVERY));
-            match select(run.as_mut(), tick).await {
-                Either::Left((reply, _)) => return reply,
-                Either::Right(((), _)) => {
-                    let mut update = TaskUpdate::now();
-                    update.lease_until_ms = Some(now_ms().saturating_add(held::ms(held::LEASE)));
-                    match store.update_task(&task.id, holder, &update).await {
-                        Ok(true) => {}
-                        Ok(false) => tracing::warn!(
-                            task = %task.id,
-                            "a task taken over was taken by another replica; this run's outcome will not be kept"
-                        ),
-                        Err(error) => tracing::warn!(
-                            %error,
-                            task = %task.id,
-                            "a task taken over: its lease could not be renewed"
-                        ),
-                    }
-                }
+        let renew = move || async move {
+            let mut update = TaskUpdate::now();
+            update.lease_until_ms = Some(now_ms().saturating_add(held::ms(held::LEASE)));
+            match store.update_task(&task.id, holder, &update).await {
+                Ok(true) => {}
+                Ok(false) => tracing::warn!(
+                    task = %task.id,
+                    "a task taken over was taken by another replica; this run's outcome will not be kept"
+                ),
+                Err(error) => tracing::warn!(
+                    %error,
+                    task = %task.id,
+                    "a task taken over: its lease could not be renewed"
+                ),
             }
-        }
+        };
+        held::renewing(self.run_again(task), held::RENEW_EVERY, renew).await
     }
 
     /// The call of `task`, run again as its caller.

@@ -257,30 +257,23 @@ impl ToolSet {
         approval: &ApprovalRecord,
         blocks: &[String],
     ) -> crate::mcp::reply::ToolReply {
-        use futures_util::future::{Either, select};
         let holder = self.holder();
-        let mut run = std::pin::pin!(self.run_claimed(approval, blocks));
-        loop {
-            let tick = std::pin::pin!(tokio::time::sleep(RENEW));
-            match select(run.as_mut(), tick).await {
-                Either::Left((reply, _)) => return reply,
-                Either::Right(((), _)) => {
-                    let lease = now_ms().saturating_add(held::ms(LEASE));
-                    match store.renew_approval(&approval.id, holder, lease).await {
-                        Ok(true) => {}
-                        Ok(false) => tracing::warn!(
-                            ticket = %approval.id,
-                            "the approved call's lease was lost to another replica; its reply will not be kept"
-                        ),
-                        Err(error) => tracing::warn!(
-                            %error,
-                            ticket = %approval.id,
-                            "the approved call's lease could not be renewed"
-                        ),
-                    }
-                }
+        let renew = move || async move {
+            let lease = now_ms().saturating_add(held::ms(LEASE));
+            match store.renew_approval(&approval.id, holder, lease).await {
+                Ok(true) => {}
+                Ok(false) => tracing::warn!(
+                    ticket = %approval.id,
+                    "the approved call's lease was lost to another replica; its reply will not be kept"
+                ),
+                Err(error) => tracing::warn!(
+                    %error,
+                    ticket = %approval.id,
+                    "the approved call's lease could not be renewed"
+                ),
             }
-        }
+        };
+        held::renewing(self.run_claimed(approval, blocks), RENEW, renew).await
     }
 
     /// The call of `approval`, run past `blocks` (its own, and those of
