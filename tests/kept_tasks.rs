@@ -374,6 +374,53 @@ async fn a_question_is_answered_and_a_task_cancelled_through_the_other_replica()
     assert_eq!(stopped["status"], "cancelled", "{stopped}");
 }
 
+/// Answers reaching a replica that does not run the task are kept only
+/// for what the task asks, the first to each: a caller cannot grow its
+/// record with answers to nothing, nor change an answer given.
+#[tokio::test(start_paused = true)]
+async fn a_task_keeps_only_the_first_answer_to_each_question_it_asks() {
+    let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let one = connect(replica(Arc::clone(&shared))).await;
+    let two = connect(replica(Arc::clone(&shared))).await;
+
+    let asking = task_of(&one, "confirmed", json!({})).await;
+    let waiting = past(&two, &asking, "working").await;
+    assert_eq!(waiting["status"], "input_required", "{waiting}");
+    let filler = "x".repeat(10_000);
+    let unasked: std::collections::BTreeMap<String, Value> = (0..100)
+        .map(|n| (format!("unasked-{n}"), json!(filler)))
+        .collect();
+    two.update_task(UpdateTaskParams::new(&asking, unasked))
+        .await
+        .expect("tasks/update answering nothing asked");
+    let declined = json!({"action": "decline"});
+    let accepted = json!({"action": "accept", "content": {"ok": true}});
+    for answer in [declined.clone(), accepted] {
+        two.update_task(UpdateTaskParams::new(
+            &asking,
+            [("ok".to_owned(), answer)].into(),
+        ))
+        .await
+        .expect("tasks/update on the other replica");
+    }
+    let kept = shared.task(&asking).await.unwrap().unwrap();
+    assert_eq!(
+        kept.input_responses,
+        Some(json!({"ok": declined})),
+        "only the first answer to what was asked"
+    );
+    let done = past(&two, &asking, "input_required").await;
+    let done = match done["status"].as_str() {
+        Some("working") => past(&two, &asking, "working").await,
+        _ => done,
+    };
+    assert_eq!(
+        done["result"]["structuredContent"],
+        json!({"result": "not confirmed"}),
+        "{done}"
+    );
+}
+
 #[tokio::test]
 async fn a_dead_replicas_tasks_are_taken_over_and_a_destructive_one_never_runs_twice() {
     let folder = tempfile::tempdir().unwrap();

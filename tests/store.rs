@@ -324,9 +324,20 @@ async fn tasks(store: &dyn Store) {
     let read = store.task(&task.id).await.unwrap().unwrap();
     assert_eq!(read.status_message.as_deref(), Some("halfway"));
 
-    // Answers merge; a cancel is asked for, not forced.
+    // Answers to what the task asks merge, the first to each kept; an
+    // answer to nothing asked is dropped. A cancel is asked for, not forced.
+    assert!(store.answer_task(&task.id, &json!({"a": 0})).await.unwrap());
+    let mut asking = TaskUpdate::now();
+    asking.input_requests = Some(Some(json!({"a": {}, "b": {}})));
+    assert!(
+        store
+            .update_task(&task.id, "replica-a", &asking)
+            .await
+            .unwrap()
+    );
     assert!(store.answer_task(&task.id, &json!({"a": 1})).await.unwrap());
-    assert!(store.answer_task(&task.id, &json!({"b": 2})).await.unwrap());
+    let answers = json!({"a": 9, "b": 2, "z": "x".repeat(1_000)});
+    assert!(store.answer_task(&task.id, &answers).await.unwrap());
     assert!(store.cancel_task(&task.id).await.unwrap());
     let read = store.task(&task.id).await.unwrap().unwrap();
     assert_eq!(read.input_responses, Some(json!({"a": 1, "b": 2})));

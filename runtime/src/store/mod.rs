@@ -20,6 +20,7 @@
 //! epoch, given by the caller, so that every replica and every backend read
 //! a lease the same way.
 
+mod answers;
 mod audit;
 mod debug;
 mod error;
@@ -92,7 +93,11 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     ) -> StoreFuture<'a, bool>;
 
     /// Adds `responses` (an object: key → answer) to what the task `id`
-    /// was answered, while it is not finished: whether it was.
+    /// was answered, while it is not finished: whether it was (it is not
+    /// finished). Kept are only answers to questions the task asks
+    /// ([`TaskRecord::input_requests`]) and has no answer to yet — as
+    /// rmcp's task manager keeps them — the others dropped: a caller
+    /// cannot grow the record with answers to nothing, nor change one.
     fn answer_task<'a>(
         &'a self,
         id: &'a str,

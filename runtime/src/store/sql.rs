@@ -698,7 +698,8 @@ macro_rules! sql_store {
             ) -> StoreFuture<'a, bool> {
                 Box::pin(async move {
                     for _ in 0..TRIES {
-                        let sql = "SELECT state, input_responses, version FROM te_tasks WHERE id = $1";
+                        let sql = "SELECT state, input_requests, input_responses, version \
+                                   FROM te_tasks WHERE id = $1";
                         let Some(row) = sqlx::query(sql)
                             .bind(id)
                             .fetch_optional(&self.pool)
@@ -712,12 +713,13 @@ macro_rules! sql_store {
                             return Ok(false);
                         }
                         let version: i64 = row.try_get("version").map_err(failed)?;
+                        let asked = json(row.try_get("input_requests").map_err(failed)?)?;
                         let mut merged = match json(row.try_get("input_responses").map_err(failed)?)? {
                             Some(Value::Object(known)) => known,
                             _ => serde_json::Map::new(),
                         };
-                        if let Value::Object(new) = responses {
-                            merged.extend(new.clone());
+                        if !crate::store::answers::merge(&mut merged, asked.as_ref(), responses) {
+                            return Ok(true);
                         }
                         let sql = "UPDATE te_tasks SET input_responses = $1, version = version + 1 \
                                    WHERE id = $2 AND version = $3";

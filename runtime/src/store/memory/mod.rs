@@ -98,14 +98,13 @@ impl Store for MemoryStore {
         if task.state.is_finished() {
             return ready(false);
         }
-        let mut merged = match task.input_responses.take() {
-            Some(Value::Object(known)) => known,
+        let mut merged = match &task.input_responses {
+            Some(Value::Object(known)) => known.clone(),
             _ => serde_json::Map::new(),
         };
-        if let Value::Object(new) = responses {
-            merged.extend(new.clone());
+        if crate::store::answers::merge(&mut merged, task.input_requests.as_ref(), responses) {
+            task.input_responses = Some(Value::Object(merged));
         }
-        task.input_responses = Some(Value::Object(merged));
         ready(true)
     }
 
