@@ -345,6 +345,53 @@ async fn a_request_that_names_a_huge_task_id_is_answered_briefly() {
     assert!(message.len() <= 1024, "{} bytes", message.len());
 }
 
+/// One caller's open sessions are bounded: past the bound an `initialize`
+/// is answered 429 and opens nothing, another caller is not held back, and
+/// a session ended frees its place.
+#[tokio::test]
+async fn a_callers_open_sessions_are_bounded_and_an_ended_one_frees_its_place() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let options = HttpOptions::new()
+        .require_bearer(BearerAuth::new(url.clone(), validate))
+        .sessions_per_caller(3);
+    tokio::spawn(async move { options.serve(listener, tools()).await });
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "agent", "version": "1"}}});
+    let mut sessions = Vec::new();
+    for _ in 0..3 {
+        let (status, session, _) = post(&url, "alice-token", None, initialize.clone()).await;
+        assert_eq!(status, 200);
+        sessions.push(session.expect("a session"));
+    }
+    let (status, session, body) = post(&url, "alice-token", None, initialize.clone()).await;
+    assert_eq!((status, session), (429, None), "{body}");
+    assert!(body.contains("as many sessions as it may"), "{body}");
+    let (status, session, _) = post(&url, "bob-token", None, initialize.clone()).await;
+    assert_eq!(status, 200);
+    assert!(session.is_some());
+
+    // Alice's sessions serve on; one ended, she may open another.
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let (status, _, body) = post(&url, "alice-token", Some(&sessions[0]), list).await;
+    assert_eq!(status, 200, "{body}");
+    let ended = reqwest::Client::new()
+        .delete(&url)
+        .bearer_auth("alice-token")
+        .header("mcp-session-id", &sessions[1])
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert!(ended.status().is_success(), "{}", ended.status());
+    let (status, session, body) = post(&url, "alice-token", None, initialize.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(session.is_some());
+    let (status, _, _) = post(&url, "alice-token", None, initialize).await;
+    assert_eq!(status, 429);
+}
+
 /// A POST of `body` to `url` with `token` and, if given, `session`; the
 /// status, the session header of the reply, and its body.
 async fn post(

@@ -164,7 +164,8 @@ pub use server::inbox::Inbox;
 #[cfg(feature = "rmcp")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
 pub use server::rmcp::{
-    BearerAuth, HttpOptions, McpService, NewServer, admit_envelopes, output_schema,
+    BearerAuth, DEFAULT_SESSIONS_PER_CALLER, HttpOptions, McpService, NewServer, admit_envelopes,
+    output_schema,
 };
 #[cfg(feature = "rmcp")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]

@@ -45,6 +45,8 @@ use crate::mcp::server::toolset::ToolSet;
 pub struct HttpOptions {
     config: StreamableHttpServerConfig,
     bearer: Option<BearerAuth>,
+    /// How many sessions one caller may hold open, when not the default.
+    sessions_per_caller: Option<usize>,
     /// The inbox page served beside the tools.
     #[cfg(feature = "inbox")]
     inbox: Option<crate::mcp::server::inbox::Inbox>,
@@ -139,6 +141,20 @@ impl HttpOptions {
         self
     }
 
+    /// How many sessions one caller (one subject of
+    /// [`require_bearer`](Self::require_bearer)'s validator) may hold open
+    /// at once: [`DEFAULT_SESSIONS_PER_CALLER`] unless told. An `initialize` past
+    /// it is answered `429 Too Many Requests`, its session closed at once;
+    /// the caller's others are untouched, and a session frees its place
+    /// when it ends (`DELETE`, or idle past rmcp's keep-alive, 5 minutes).
+    /// Without `require_bearer` callers are not told apart and nothing is
+    /// counted. MCP 2026-07-28 opens no sessions.
+    #[must_use]
+    pub fn sessions_per_caller(mut self, most: usize) -> Self {
+        self.sessions_per_caller = Some(most);
+        self
+    }
+
     /// The rmcp configuration these options make, for what they do not
     /// cover. A [`require_bearer`](Self::require_bearer) is not part of it.
     pub fn into_config(self) -> StreamableHttpServerConfig {
@@ -159,10 +175,10 @@ impl HttpOptions {
                 Arc::clone(&sessions),
                 self.config,
             ),
-            owners: self
-                .bearer
-                .is_some()
-                .then(|| Arc::new(SessionOwners::new(sessions))),
+            owners: self.bearer.is_some().then(|| {
+                let most = (self.sessions_per_caller).unwrap_or(DEFAULT_SESSIONS_PER_CALLER);
+                Arc::new(SessionOwners::new(sessions, most))
+            }),
             bearer: self.bearer,
         }
     }
@@ -258,10 +274,19 @@ impl<S> Clone for McpService<S> {
     }
 }
 
+/// How many sessions one caller may hold open on a protected service
+/// unless [`HttpOptions::sessions_per_caller`] says otherwise: room for a
+/// fleet of agents sharing a token, far below what would exhaust a server
+/// (each session is a task, channels and a server of its own, for up to
+/// rmcp's 5-minute keep-alive after its last request).
+pub const DEFAULT_SESSIONS_PER_CALLER: usize = 64;
+
 /// The subject that opened each session of a protected service.
 struct SessionOwners {
     sessions: Arc<LocalSessionManager>,
     owners: std::sync::Mutex<Owners>,
+    /// How many one subject may hold open.
+    most_per_caller: usize,
 }
 
 /// Sessions by id, and the size at which the closed ones are forgotten.
@@ -271,9 +296,10 @@ struct Owners {
 }
 
 impl SessionOwners {
-    fn new(sessions: Arc<LocalSessionManager>) -> Self {
+    fn new(sessions: Arc<LocalSessionManager>, most_per_caller: usize) -> Self {
         SessionOwners {
             sessions,
+            most_per_caller,
             owners: std::sync::Mutex::new(Owners {
                 by_id: std::collections::HashMap::new(),
                 prune_at: 1024,
@@ -297,23 +323,70 @@ impl SessionOwners {
     }
 
     /// Records the session `id` as `subject`'s, forgetting the sessions
-    /// rmcp closed once there are many.
-    async fn opened(&self, id: &str, subject: &str) {
-        let prune = {
+    /// rmcp closed once there are many: whether it may stay. One that
+    /// takes `subject` past their bound is closed, and forgotten.
+    async fn opened(&self, id: &str, subject: &str) -> bool {
+        let (prune, over) = {
             let mut owners = self.lock();
             owners.by_id.insert(id.into(), subject.into());
-            owners.by_id.len() > owners.prune_at
+            (
+                owners.by_id.len() > owners.prune_at,
+                owners.held_by(subject) > self.most_per_caller,
+            )
         };
-        if prune {
-            let open: std::collections::HashSet<String> = (self.sessions.sessions.read().await)
-                .keys()
-                .map(std::string::ToString::to_string)
-                .collect();
-            let mut owners = self.lock();
-            owners.by_id.retain(|id, _| open.contains(&**id));
-            owners.prune_at = (owners.by_id.len() * 2).max(1024);
+        if !(prune || over) {
+            return true;
         }
+        // Counted again among the sessions rmcp still holds: those ended
+        // (closed, idle past the keep-alive) free their places.
+        self.prune().await;
+        let refused = {
+            let mut owners = self.lock();
+            let refused = owners.held_by(subject) > self.most_per_caller;
+            if refused {
+                owners.by_id.remove(id);
+            }
+            refused
+        };
+        if refused {
+            let id: rmcp::transport::streamable_http_server::SessionId = Arc::from(id);
+            let _ = rmcp::transport::streamable_http_server::SessionManager::close_session(
+                &*self.sessions,
+                &id,
+            )
+            .await;
+        }
+        !refused
     }
+
+    /// Forgets the sessions rmcp no longer holds.
+    async fn prune(&self) {
+        let open: std::collections::HashSet<String> = (self.sessions.sessions.read().await)
+            .keys()
+            .map(std::string::ToString::to_string)
+            .collect();
+        let mut owners = self.lock();
+        owners.by_id.retain(|id, _| open.contains(&**id));
+        owners.prune_at = (owners.by_id.len() * 2).max(1024);
+    }
+}
+
+impl Owners {
+    /// How many of the sessions known `subject` opened.
+    fn held_by(&self, subject: &str) -> usize {
+        (self.by_id.values()).filter(|owner| ***owner == *subject).count()
+    }
+}
+
+/// The answer to an `initialize` past its caller's bound on open sessions.
+fn too_many_sessions() -> McpResponse {
+    let body = http_body_util::Full::new(Bytes::from(
+        "Too Many Requests: this caller holds as many sessions as it may; \
+         end one (DELETE) or let one go idle",
+    ));
+    let mut response = Response::new(http_body_util::BodyExt::boxed(body));
+    *response.status_mut() = axum::http::StatusCode::TOO_MANY_REQUESTS;
+    response
 }
 
 /// The answer to a request for a session that is not the caller's: rmcp's
@@ -383,8 +456,9 @@ where
             if let (Some(owners), None) = (&owners, &session)
                 && let Some(opened) = response.headers().get(SESSION_ID)
                 && let Ok(opened) = opened.to_str()
+                && !owners.opened(opened, &subject).await
             {
-                owners.opened(opened, &subject).await;
+                return Ok(too_many_sessions());
             }
             Ok(response)
         })

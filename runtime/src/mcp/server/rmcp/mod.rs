@@ -17,5 +17,5 @@ mod http;
 mod own_tools;
 
 pub use bearer::BearerAuth;
-pub use http::{HttpOptions, McpService, NewServer};
+pub use http::{DEFAULT_SESSIONS_PER_CALLER, HttpOptions, McpService, NewServer};
 pub use own_tools::{admit_envelopes, output_schema};
