@@ -168,6 +168,10 @@ fn tools() -> ToolSet {
 #[derive(Clone, Default)]
 struct Answers {
     decline: bool,
+    /// Never answers a form, nor from its model.
+    silent: bool,
+    /// Told when the server says it no longer waits for a request.
+    withdrawn: std::sync::Arc<tokio::sync::Notify>,
     capabilities: Option<ClientCapabilities>,
     logs: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
@@ -193,6 +197,9 @@ impl ClientHandler for Answers {
         let request = serde_json::to_value(&request).unwrap();
         let message = request["message"].as_str().unwrap_or_default().to_owned();
         self.asked.lock().unwrap().push(message);
+        if self.silent {
+            std::future::pending::<()>().await;
+        }
         Ok(match self.decline {
             true => ElicitResult::new(ElicitationAction::Decline),
             false => ElicitResult::new(ElicitationAction::Accept)
@@ -205,6 +212,9 @@ impl ClientHandler for Answers {
         _: CreateMessageRequestParams,
         _: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
+        if self.silent {
+            std::future::pending::<()>().await;
+        }
         Ok(CreateMessageResult::new(
             SamplingMessage::new(Role::Assistant, "Paris"),
             "test-model".to_owned(),
@@ -216,6 +226,14 @@ impl ClientHandler for Answers {
         _: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
         Ok(ListRootsResult::new(vec![Root::new("file:///work")]))
+    }
+
+    async fn on_cancelled(
+        &self,
+        _: rmcp::model::CancelledNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        self.withdrawn.notify_one();
     }
 
     async fn on_logging_message(
@@ -414,6 +432,45 @@ fn error_code(error: &rmcp::ServiceError) -> Option<ErrorCode> {
         rmcp::ServiceError::McpError(data) => Some(data.code),
         _ => None,
     }
+}
+
+/// A client that never answers a form, or from its model, holds the call
+/// no longer than the tool set's ask timeout (10 minutes by default, on
+/// the paused clock): the question is not answered, the call ends saying
+/// so, and the form is withdrawn from the client.
+#[tokio::test(start_paused = true)]
+async fn a_question_nobody_answers_ends_the_call_after_the_ask_timeout() {
+    let silent = Answers {
+        silent: true,
+        ..Answers::default()
+    };
+    let client = connect(Revision::Sessions, silent.clone()).await;
+    let asked = tokio::time::Instant::now();
+    let call = client.call_tool(CallToolRequestParams::new("greet"));
+    let result = tokio::time::timeout(Duration::from_secs(3600), call)
+        .await
+        .expect("the call ends before the hour is out")
+        .expect("the call answers");
+    assert_eq!(asked.elapsed().as_secs(), 600);
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let envelope = result.structured_content.unwrap();
+    assert_eq!(envelope["reason"], "CLIENT_REQUEST_FAILED", "{envelope}");
+    let said = envelope["message"].as_str().unwrap();
+    assert!(said.contains("no answer within 600 s"), "{said}");
+    assert_eq!(*silent.asked.lock().unwrap(), ["What is your name?"]);
+    // Handled apart from the reply: waited for, bounded by the paused clock.
+    let withdrawn = tokio::time::timeout(Duration::from_secs(60), silent.withdrawn.notified());
+    assert!(withdrawn.await.is_ok(), "the form was not withdrawn");
+
+    // The client's model, asked and never answering, the same.
+    let call = client.call_tool(CallToolRequestParams::new("survey"));
+    let result = tokio::time::timeout(Duration::from_secs(3600), call)
+        .await
+        .expect("the call ends before the hour is out")
+        .expect("the call answers");
+    let envelope = result.structured_content.unwrap();
+    let said = envelope["message"].as_str().unwrap();
+    assert!(said.contains("sampling request: no answer within 600 s"), "{said}");
 }
 
 #[tokio::test]

@@ -177,7 +177,7 @@ pub use server::tasks::{DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_CALLER, TaskSup
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
 pub use server::ticket::{DEFAULT_APPROVAL_TTL, DEFAULT_MAX_WAITING_APPROVALS};
 #[cfg(feature = "rmcp")]
-pub use server::toolset::DEFAULT_LIST_TTL;
+pub use server::toolset::{DEFAULT_ASK_TIMEOUT, DEFAULT_LIST_TTL};
 #[cfg(feature = "tokio")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "tokio")))]
 pub use server::toolset::DEFAULT_MAX_OPEN_ESCALATIONS;

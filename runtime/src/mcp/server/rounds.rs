@@ -14,6 +14,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
 use rmcp::model::{
     ClientCapabilities, InputRequest, InputRequests, InputRequiredResult, InputResponses,
@@ -44,8 +45,9 @@ enum Stop {
 
 /// How a request asks its client.
 enum Mode {
-    /// 2025-11-25 and before: requests to the client.
-    Requests,
+    /// 2025-11-25 and before: requests to the client, each answered
+    /// within the time given or not at all.
+    Requests(Duration),
     /// 2026-07-28: rounds of `InputRequiredResult`.
     Rounds,
     /// A call run as a task: the task's `inputRequests`, answered by
@@ -95,6 +97,7 @@ impl Asking {
         arguments: &Value,
         caller: Option<&str>,
         round: (Option<InputResponses>, Option<String>),
+        ask_timeout: Duration,
     ) -> Result<Self, ErrorData> {
         let (responses, state) = round;
         let rounds = has_rounds(context);
@@ -112,7 +115,7 @@ impl Asking {
         Ok(Asking {
             mode: match rounds {
                 true => Mode::Rounds,
-                false => Mode::Requests,
+                false => Mode::Requests(ask_timeout),
             },
             client: ClientSide::default(),
             answers,
@@ -143,7 +146,7 @@ impl Asking {
     pub(crate) fn task_context(&self) -> Option<(&TaskContext, Instant)> {
         match &self.mode {
             Mode::Task(task, _, ends) => Some((task, *ends)),
-            Mode::Requests | Mode::Rounds => None,
+            Mode::Requests(_) | Mode::Rounds => None,
         }
     }
 
@@ -198,13 +201,13 @@ impl Asking {
         }
         match &self.mode {
             Mode::Rounds => {}
-            Mode::Requests | Mode::Task(..) if !missing.is_empty() => {
+            Mode::Requests(_) | Mode::Task(..) if !missing.is_empty() => {
                 return Err(ask::cannot_answer(&missing));
             }
-            Mode::Requests => {
+            Mode::Requests(wait) => {
                 let mut answers = Vec::with_capacity(questions.len());
                 for question in questions {
-                    answers.push(request(peer, question).await?);
+                    answers.push(request(peer, question, *wait).await?);
                 }
                 return Ok(answers);
             }
@@ -338,34 +341,58 @@ async fn ask_task(
 }
 
 /// Asks `question` as a request to the client (2025-11-25 and before),
-/// and checks the answer as a round's is checked.
-async fn request(peer: &Peer<RoleServer>, question: &Question) -> Result<Value, ErrorEnvelope> {
-    let answer = ask_peer(peer, question).await?;
+/// and checks the answer as a round's is checked. One not answered within
+/// `wait` is not answered: the call goes on without it (a client that
+/// never answers holds no call for ever).
+async fn request(
+    peer: &Peer<RoleServer>,
+    question: &Question,
+    wait: Duration,
+) -> Result<Value, ErrorEnvelope> {
+    let answer = ask_peer(peer, question, wait).await?;
     question
         .answer_of(answer)
         .map_err(|error| ask::invalid_answer(question.kind(), &error))
 }
 
-/// Asks `question` as a request to the client.
-async fn ask_peer(peer: &Peer<RoleServer>, question: &Question) -> Result<Value, ErrorEnvelope> {
+/// A question of `kind` the client did not answer within `wait`.
+fn unanswered_within(kind: Kind, wait: Duration) -> ErrorEnvelope {
+    let waited = format!("no answer within {} s", wait.as_secs());
+    ask::not_answered(kind, &waited)
+}
+
+/// Asks `question` as a request to the client, waiting `wait` for its
+/// answer. A form waits in rmcp, which then tells the client the request
+/// is cancelled (its user sees the form go); the client's model and its
+/// roots, kept in rmcp without a timeout, are let go of.
+async fn ask_peer(
+    peer: &Peer<RoleServer>,
+    question: &Question,
+    wait: Duration,
+) -> Result<Value, ErrorEnvelope> {
     let kind = question.kind();
     let failed = |error: &dyn std::fmt::Display| ask::not_answered(kind, error);
     match question.request() {
         InputRequest::Elicitation(request) => peer
-            .create_elicitation(request.params.clone())
+            .create_elicitation_with_timeout(request.params.clone(), Some(wait))
             .await
-            .map_err(|error| failed(&error))
+            .map_err(|error| match error {
+                rmcp::service::ServiceError::Timeout { .. } => unanswered_within(kind, wait),
+                error => failed(&error),
+            })
             .and_then(|result| to_json(&result)),
-        InputRequest::CreateMessage(request) => peer
-            .create_message(request.params.clone())
-            .await
-            .map_err(|error| failed(&error))
-            .and_then(|result| to_json(&result)),
-        InputRequest::ListRoots(_) => peer
-            .list_roots()
-            .await
-            .map_err(|error| failed(&error))
-            .and_then(|result| to_json(&result)),
+        InputRequest::CreateMessage(request) => {
+            match tokio::time::timeout(wait, peer.create_message(request.params.clone())).await {
+                Ok(answer) => answer.map_err(|error| failed(&error)),
+                Err(_) => Err(unanswered_within(kind, wait)),
+            }
+            .and_then(|result| to_json(&result))
+        }
+        InputRequest::ListRoots(_) => match tokio::time::timeout(wait, peer.list_roots()).await {
+            Ok(answer) => answer.map_err(|error| failed(&error)),
+            Err(_) => Err(unanswered_within(kind, wait)),
+        }
+        .and_then(|result| to_json(&result)),
         _ => Err(failed(&"this kind of request is not one this crate sends")),
     }
 }

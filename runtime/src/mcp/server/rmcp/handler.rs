@@ -322,6 +322,7 @@ impl ToolSet {
             &arguments,
             subject,
             (round.responses, round.state),
+            self.ask_timeout_of(),
         )
         .await?;
         let live = Arc::new(LiveRequest::new(

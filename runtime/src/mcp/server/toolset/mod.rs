@@ -38,7 +38,7 @@ pub use entry::{FreeTool, MethodTool, ServableTool, ToolProvider};
 #[cfg(feature = "tokio")]
 pub use kept::DEFAULT_MAX_OPEN_ESCALATIONS;
 #[cfg(feature = "rmcp")]
-pub use protocol::DEFAULT_LIST_TTL;
+pub use protocol::{DEFAULT_ASK_TIMEOUT, DEFAULT_LIST_TTL};
 #[cfg(feature = "rmcp")]
 pub use tickets::DecisionError;
 

@@ -22,6 +22,12 @@ use crate::store::Store;
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
 pub const DEFAULT_LIST_TTL: Duration = Duration::from_secs(10 * 60);
 
+/// How long a question a tool asks the client in the request (MCP
+/// 2025-11-25 and before: a form, the client's model, its roots) waits for
+/// its answer by default ([`ToolSet::ask_timeout`]).
+#[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+pub const DEFAULT_ASK_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
 /// What a tool set keeps to speak MCP through rmcp.
 #[derive(Clone)]
 pub(super) struct Protocol {
@@ -37,6 +43,8 @@ pub(super) struct Protocol {
     task_bounds: (usize, usize),
     /// The MCP revisions served; `None`: every one rmcp knows.
     revisions: Option<Vec<ProtocolVersion>>,
+    /// How long a question asked of the client in a request waits.
+    ask_timeout: Duration,
     /// Where what must outlive a call is kept; `None`: in the tool set.
     pub(super) store: Option<Arc<dyn Store>>,
     /// How the approvals that wait in the store are run.
@@ -55,6 +63,7 @@ impl Default for Protocol {
             tasks: None,
             task_bounds: (DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_CALLER),
             revisions: None,
+            ask_timeout: DEFAULT_ASK_TIMEOUT,
             store: None,
             approving: Arc::default(),
             #[cfg(feature = "inbox")]
@@ -260,6 +269,27 @@ impl ToolSet {
         );
         self.inner_mut().protocol.revisions = Some(served);
         self
+    }
+
+    /// How long a question a tool asks the client in the request waits for
+    /// its answer ([`DEFAULT_ASK_TIMEOUT`], 10 minutes, unless set): on MCP
+    /// 2025-11-25 and before, where the server asks the client while the
+    /// call waits (a form, the client's model, its roots). Past it the
+    /// question is not answered — the call goes on without it, and a form
+    /// is withdrawn from the client (`notifications/cancelled`) — so a
+    /// client that never answers holds no call, and no session, for ever.
+    /// On 2026-07-28 nothing waits in the server (the question is a round's
+    /// answer), and a task's questions wait as long as the task lives.
+    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
+    #[must_use]
+    pub fn ask_timeout(mut self, wait: Duration) -> Self {
+        self.inner_mut().protocol.ask_timeout = wait;
+        self
+    }
+
+    /// How long a question asked of the client in the request waits.
+    pub(crate) fn ask_timeout_of(&self) -> Duration {
+        self.inner.protocol.ask_timeout
     }
 
     /// The definitions in rmcp's shape, made on first use.
