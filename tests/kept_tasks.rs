@@ -995,6 +995,9 @@ struct Slow {
     task_updates: std::sync::Mutex<Vec<(String, Option<i64>)>>,
     /// How long reading a task takes, in milliseconds of the (paused) clock.
     task_read_ms: std::sync::atomic::AtomicU64,
+    /// How far ahead of the wall clock approvals are opened and read, in
+    /// milliseconds: the store as it would be that much later.
+    ahead_ms: std::sync::atomic::AtomicI64,
 }
 
 /// A point in the store a call is held at, once the test closes it: the
@@ -1053,6 +1056,7 @@ impl Slow {
             at_decide: Gate::new(),
             task_updates: std::sync::Mutex::default(),
             task_read_ms: std::sync::atomic::AtomicU64::new(0),
+            ahead_ms: std::sync::atomic::AtomicI64::new(0),
         })
     }
 }
@@ -1156,7 +1160,11 @@ impl Store for Slow {
     ) -> StoreFuture<'a, Option<ApprovalRecord>> {
         Box::pin(async move {
             self.before_open.pass().await;
-            let kept = self.inner.open_approval(approval, most_waiting).await?;
+            let ahead = self.ahead_ms.load(Ordering::SeqCst);
+            let mut approval = approval.clone();
+            approval.created_ms += ahead;
+            approval.expires_ms += ahead;
+            let kept = self.inner.open_approval(&approval, most_waiting).await?;
             self.kept.add_permits(1);
             let _ = self.held.acquire().await;
             Ok(kept)
@@ -1171,7 +1179,8 @@ impl Store for Slow {
         if self.reading_fails.load(Ordering::SeqCst) {
             return Box::pin(async { Err(StoreError::new("the database went away")) });
         }
-        self.inner.call_approvals(digest, now_ms)
+        let ahead = self.ahead_ms.load(Ordering::SeqCst);
+        self.inner.call_approvals(digest, now_ms + ahead)
     }
 }
 
@@ -1306,6 +1315,54 @@ async fn a_task_cancelled_while_its_approved_run_goes_on_opens_no_next_approval(
         says.contains("withdrew the call while its approved run went on"),
         "{says}"
     );
+}
+
+/// A withdrawal stops the run it was made during, and no other: the same
+/// call made again a day later (its first approval expired, the mark the
+/// withdrawal left still kept), approved anew, hands on to its next
+/// approver as any call does.
+#[tokio::test(start_paused = true)]
+async fn a_withdrawal_stops_the_run_it_was_made_during_and_no_later_one() {
+    let slow = Slow::new();
+    slow.held.add_permits(1_000);
+    let shared: Arc<dyn Store> = slow.clone();
+    let tools =
+        capped(Arc::clone(&shared)).guards(tool_envelope::guard::Guards::new().for_all(finance));
+    let client = connect(tools.clone()).await;
+    let arguments = json!({"order": "T-1400", "amount": 1400});
+    let task = task_of(&client, "capped_refund", arguments.clone()).await;
+    let ticket = ticket_awaited(&client, &task).await;
+    let approver =
+        tool_envelope::guard::Caller::new("carol", ["refunds:approve", "finance:approve"]);
+    tools.decide(&ticket, &approver, true, "ok").await.unwrap();
+    slow.holding_runs.store(true, Ordering::SeqCst);
+    let runner = run_approved_in_background(&tools);
+    slow.claimed.acquire().await.expect("claimed").forget();
+    client
+        .cancel_task(CancelTaskParams::new(&task))
+        .await
+        .expect("tasks/cancel");
+    assert_eq!(past(&client, &task, "working").await["status"], "cancelled");
+    slow.holding_runs.store(false, Ordering::SeqCst);
+    slow.runs.add_permits(1);
+    runner.await.unwrap().unwrap();
+
+    // A day and an hour later, the caller makes the same call again.
+    slow.ahead_ms.store(25 * 60 * 60 * 1000, Ordering::SeqCst);
+    let again = task_of(&client, "capped_refund", arguments).await;
+    let second = ticket_awaited(&client, &again).await;
+    assert_ne!(second, ticket);
+    tools.decide(&second, &approver, true, "ok").await.unwrap();
+    tools.run_approved().await.unwrap();
+    let pending = shared
+        .approvals("", None, &[store::ApprovalState::Pending], 10)
+        .await
+        .unwrap();
+    assert_eq!(pending.len(), 1, "the next approver is asked: {pending:?}");
+    assert_eq!(pending[0].approvers, "refunds:approve");
+    let waiting = get(&client, &again).await;
+    assert_eq!(waiting["status"], "working", "{waiting}");
+    assert_eq!(times("T-1400"), 0);
 }
 
 /// One pass of the runner of `tools`, in the background: the test holds

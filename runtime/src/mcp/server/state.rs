@@ -28,9 +28,9 @@ pub struct CallState {
     partial: Mutex<Option<Collector>>,
     /// The blocks a person approved.
     approved: Approved,
-    /// Whether the runner runs it for an approver's yes: its blocks were
-    /// approved before it began.
-    for_approval: bool,
+    /// The ticket the runner runs it for, on an approver's yes: its blocks
+    /// were approved before it began.
+    for_approval: Option<Box<str>>,
     /// The record of every approval asked, for the result's `_meta`.
     audit: Mutex<Vec<Value>>,
     /// The values the call's `Secret`s were sent as.
@@ -58,7 +58,7 @@ impl CallState {
         CallState {
             partial: Mutex::new(None),
             approved: Approved::default(),
-            for_approval: false,
+            for_approval: None,
             audit: Mutex::default(),
             noted: OnceLock::new(),
             checks: Arc::clone(checks),
@@ -68,19 +68,25 @@ impl CallState {
     }
 
     /// The call, approved before it began: `blocks` passed, and run for
-    /// an approver's yes (the runner's).
-    pub(crate) fn approved_before(mut self, blocks: &[String]) -> Self {
+    /// an approver's yes to `ticket` (the runner's).
+    pub(crate) fn approved_before(mut self, blocks: &[String], ticket: Option<&str>) -> Self {
         for key in blocks {
             self.approved.approve(key);
         }
-        self.for_approval = !blocks.is_empty();
+        self.for_approval = ticket.filter(|_| !blocks.is_empty()).map(Box::from);
         self
+    }
+
+    /// The ticket the runner runs this call for, on an approver's yes.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+    pub(crate) fn run_of(&self) -> Option<&str> {
+        self.for_approval.as_deref()
     }
 
     /// Whether the runner runs this call for an approver's yes.
     #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
     pub(crate) fn is_for_approval(&self) -> bool {
-        self.for_approval
+        self.for_approval.is_some()
     }
 
     /// The request's context, for a tool that takes a `ToolContext`.

@@ -54,16 +54,26 @@ pub(crate) struct Waiting<'a> {
     /// The callers' turns, one held while a new approval is counted and
     /// opened.
     pub(crate) opening: &'a Turns,
-    /// Whether an approved call's run met this block, and would hand on to
+    /// The ticket whose approved run met this block, and would hand on to
     /// its approval.
-    pub(crate) handing_on: bool,
+    pub(crate) handing_on: Option<&'a str>,
 }
 
 /// The mark a call's caller leaves in the store when they withdraw it while
-/// an approved run of it is under way (`Store::redeem`): that run opens no
-/// next approval.
-pub(crate) fn withdrawn_mark(digest: &str) -> String {
-    format!("withdrawn-call:{digest}")
+/// the approved run of the ticket `run` is under way (`Store::redeem`):
+/// that run opens no next approval. It names the run, not the call: a
+/// later call made the same way, approved anew, is not withdrawn by it.
+pub(crate) fn withdrawn_mark(run: &str) -> String {
+    format!("withdrawn-run:{run}")
+}
+
+/// Whether the caller withdrew the call whose approved run of `run` met
+/// a block (none is: nothing was withdrawn).
+async fn withdrawn_during(store: &dyn Store, run: Option<&str>) -> Result<bool, StoreError> {
+    match run {
+        Some(run) => store.redeemed(&withdrawn_mark(run)).await,
+        None => Ok(false),
+    }
 }
 
 /// Who withdrew an approval whose caller has no subject, in the audit.
@@ -116,7 +126,7 @@ pub(crate) async fn wait(
         None => {
             // Its caller took the call back while this approved run of it
             // went on: the next approval is not asked for.
-            if call.handing_on && store.redeemed(&withdrawn_mark(&digest)).await? {
+            if withdrawn_during(store, call.handing_on).await? {
                 return Ok((
                     Ticketed::Ended(approval::withdrawn_meanwhile(blocked)),
                     None,
@@ -166,7 +176,7 @@ pub(crate) async fn wait(
             // Its caller may have taken the call back since the mark was
             // looked for, and not seen this approval then: looked for
             // again, now that it is kept, and withdrawn if so.
-            if call.handing_on && store.redeemed(&withdrawn_mark(&kept.digest)).await? {
+            if withdrawn_during(store, call.handing_on).await? {
                 let by = call.caller.map_or(ANONYMOUS, Caller::subject);
                 let note =
                     "withdrawn: its caller took the call back while its approved run went on";
@@ -190,7 +200,7 @@ pub(crate) async fn wait(
 
 /// The most approvals one call waits for in turn, one a guard: past it, a
 /// chain of approvals is read no further.
-const MOST_IN_TURN: usize = 16;
+pub(crate) const MOST_IN_TURN: usize = 16;
 
 /// The approval that tells where the call of `approval` stands: itself,
 /// unless its run only met another guard's block and opened that block's

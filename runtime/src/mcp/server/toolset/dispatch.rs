@@ -42,6 +42,15 @@ pub(super) enum Outcome {
     Stored(ToolReply),
 }
 
+/// What a call is let past: the blocks approved before it began, for the
+/// run of which ticket, and whose scope its escalation is kept for.
+#[derive(Default)]
+struct Past<'a> {
+    ticket: Option<&'a str>,
+    approved: &'a [String],
+    kept_for: Option<&'a str>,
+}
+
 impl ToolSet {
     /// Calls the tool `name` with `arguments` (a JSON object, or `null` for
     /// none) and returns MCP's `ToolReply`; the tool gets a detached
@@ -86,12 +95,12 @@ impl ToolSet {
         arguments: Value,
         context: ToolContext,
     ) -> Result<ToolReply, ProtocolError> {
-        self.call_past(name, arguments, context, &[], None).await
+        self.call_past(name, arguments, context, Past::default()).await
     }
 
     /// [`call_with`](Self::call_with), past the blocks whose keys are
     /// `approved`, which people with the scope `approvers` approved for
-    /// this very call: the run of a ticket. An escalation it ends with is
+    /// this very call: the run of `ticket`. An escalation it ends with is
     /// kept for them alone, as the approval was.
     #[cfg(feature = "rmcp")]
     pub(super) async fn call_approved(
@@ -99,21 +108,29 @@ impl ToolSet {
         name: &str,
         arguments: Value,
         context: ToolContext,
-        (approved, approvers): (&[String], &str),
+        (ticket, approved, approvers): (&str, &[String], &str),
     ) -> Result<ToolReply, ProtocolError> {
-        self.call_past(name, arguments, context, approved, Some(approvers))
-            .await
+        let past = Past {
+            ticket: Some(ticket),
+            approved,
+            kept_for: Some(approvers),
+        };
+        self.call_past(name, arguments, context, past).await
     }
 
-    /// A call past the blocks `approved`, its escalation kept for the
-    /// people with the scope `kept_for` when it names one.
+    /// A call past the blocks `approved` for the run of `ticket`, its
+    /// escalation kept for the people with the scope `kept_for` when it
+    /// names one.
     async fn call_past(
         &self,
         name: &str,
         arguments: Value,
         context: ToolContext,
-        approved: &[String],
-        kept_for: Option<&str>,
+        Past {
+            ticket,
+            approved,
+            kept_for,
+        }: Past<'_>,
     ) -> Result<ToolReply, ProtocolError> {
         let Some(&index) = self.inner.index.get(name) else {
             dismantle(arguments);
@@ -138,7 +155,7 @@ impl ToolSet {
             }
         };
         let state = CallState::new(&definition.checks, &self.inner.guards, context);
-        let state = state.approved_before(approved);
+        let state = state.approved_before(approved, ticket);
         // Whatever panics — the decoding, a `Serialize`, the set itself —
         // answers with an envelope that keeps what the call knows: a request
         // is never left without a reply.

@@ -294,7 +294,7 @@ impl ToolSet {
                 &approval.tool,
                 arguments,
                 context,
-                (blocks, &approval.approvers),
+                (&approval.id, blocks, &approval.approvers),
             )
             .await
         {

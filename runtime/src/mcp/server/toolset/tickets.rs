@@ -298,7 +298,7 @@ impl ToolSet {
                 false => self.inner.protocol.approving.most_waiting,
             },
             opening: &self.inner.protocol.approving.opening,
-            handing_on: state.is_for_approval(),
+            handing_on: state.run_of(),
         };
         let ttl = self.inner.protocol.approving.ttl;
         // A task's cancellation waits while the approval is opened.

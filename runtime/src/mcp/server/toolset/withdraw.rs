@@ -196,18 +196,38 @@ async fn withdraw(store: &dyn Store, id: &str, by: Option<&str>) -> Result<(), S
             // look at the expiry, which may have passed): a run that goes
             // on longer than that — a day by default — is not stopped at
             // its next guard.
-            let mark = ticket::withdrawn_mark(&running.digest);
+            let mark = ticket::withdrawn_mark(&running.id);
             store
                 .redeem(&mark, running.readable_until(now_ms()))
                 .await?;
             // The run may have opened its next approval already, after it
             // looked for the mark (a run that opens one after this read
             // finds the mark then, and withdraws it itself): each of the
-            // call's that waits, this caller's call's, is withdrawn too.
-            for next in store.call_approvals(&running.digest, now_ms()).await? {
-                let waits = matches!(next.state, ApprovalState::Pending | ApprovalState::Approved);
-                if waits && next.id != running.id && store.decide(&next.id, &decision).await? {
-                    tracing::info!(ticket = %next.id, "the next approval a cancelled task's run opened was withdrawn");
+            // call's that waits, this caller's call's, is withdrawn too,
+            // and each now running (its run handed on to, and claimed) is
+            // marked as this one, read again until none is new.
+            let mut marked = vec![running.id.clone()];
+            for _ in 0..ticket::MOST_IN_TURN {
+                let mut more = false;
+                for next in store.call_approvals(&running.digest, now_ms()).await? {
+                    match next.state {
+                        ApprovalState::Pending | ApprovalState::Approved
+                            if next.id != running.id
+                                && store.decide(&next.id, &decision).await? =>
+                        {
+                            tracing::info!(ticket = %next.id, "the next approval a cancelled task's run opened was withdrawn");
+                        }
+                        ApprovalState::Running if !marked.contains(&next.id) => {
+                            let mark = ticket::withdrawn_mark(&next.id);
+                            store.redeem(&mark, next.readable_until(now_ms())).await?;
+                            marked.push(next.id);
+                            more = true;
+                        }
+                        _ => {}
+                    }
+                }
+                if !more {
+                    break;
                 }
             }
             tracing::info!(ticket = %id, "a cancelled task's approved call was running: it opens no next approval");
