@@ -470,7 +470,10 @@ async fn a_question_nobody_answers_ends_the_call_after_the_ask_timeout() {
         .expect("the call answers");
     let envelope = result.structured_content.unwrap();
     let said = envelope["message"].as_str().unwrap();
-    assert!(said.contains("sampling request: no answer within 600 s"), "{said}");
+    assert!(
+        said.contains("sampling request: no answer within 600 s"),
+        "{said}"
+    );
 }
 
 #[tokio::test]

@@ -176,14 +176,14 @@ pub use server::tasks::{DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_CALLER, TaskSup
 #[cfg(feature = "rmcp")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
 pub use server::ticket::{DEFAULT_APPROVAL_TTL, DEFAULT_MAX_WAITING_APPROVALS};
-#[cfg(feature = "rmcp")]
-pub use server::toolset::{DEFAULT_ASK_TIMEOUT, DEFAULT_LIST_TTL};
 #[cfg(feature = "tokio")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "tokio")))]
 pub use server::toolset::DEFAULT_MAX_OPEN_ESCALATIONS;
 #[cfg(feature = "rmcp")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
 pub use server::toolset::DecisionError;
+#[cfg(feature = "rmcp")]
+pub use server::toolset::{DEFAULT_ASK_TIMEOUT, DEFAULT_LIST_TTL};
 pub use server::toolset::{DEFAULT_MAX_RESULT_BYTES, ServableTool, ToolProvider, ToolSet};
 #[cfg(feature = "inbox")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "inbox")))]

@@ -9,7 +9,11 @@ use serde_json::{Map, Value};
 /// Adds to `kept` each answer of `responses` (key → answer) whose key
 /// `asked` (the task's input requests, key → question) names and `kept`
 /// has no answer for yet: whether any was added.
-pub(crate) fn merge(kept: &mut Map<String, Value>, asked: Option<&Value>, responses: &Value) -> bool {
+pub(crate) fn merge(
+    kept: &mut Map<String, Value>,
+    asked: Option<&Value>,
+    responses: &Value,
+) -> bool {
     let (Some(Value::Object(asked)), Value::Object(responses)) = (asked, responses) else {
         return false;
     };

@@ -9,14 +9,15 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use axum::body::Bytes;
-use axum::http::{Request, Response};
-use http_body_util::combinators::BoxBody;
+use axum::http::Request;
 use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
 use crate::mcp::server::rmcp::bearer::BearerAuth;
+use crate::mcp::server::rmcp::sessions::{
+    DEFAULT_SESSIONS_PER_CALLER, McpResponse, SessionOwners, too_many_sessions, unknown_session,
+};
 use crate::mcp::server::toolset::ToolSet;
 
 /// How tools are served over Streamable HTTP: where from, how many at once,
@@ -274,130 +275,6 @@ impl<S> Clone for McpService<S> {
     }
 }
 
-/// How many sessions one caller may hold open on a protected service
-/// unless [`HttpOptions::sessions_per_caller`] says otherwise: room for a
-/// fleet of agents sharing a token, far below what would exhaust a server
-/// (each session is a task, channels and a server of its own, for up to
-/// rmcp's 5-minute keep-alive after its last request).
-pub const DEFAULT_SESSIONS_PER_CALLER: usize = 64;
-
-/// The subject that opened each session of a protected service.
-struct SessionOwners {
-    sessions: Arc<LocalSessionManager>,
-    owners: std::sync::Mutex<Owners>,
-    /// How many one subject may hold open.
-    most_per_caller: usize,
-}
-
-/// Sessions by id, and the size at which the closed ones are forgotten.
-struct Owners {
-    by_id: std::collections::HashMap<Box<str>, Box<str>>,
-    prune_at: usize,
-}
-
-impl SessionOwners {
-    fn new(sessions: Arc<LocalSessionManager>, most_per_caller: usize) -> Self {
-        SessionOwners {
-            sessions,
-            most_per_caller,
-            owners: std::sync::Mutex::new(Owners {
-                by_id: std::collections::HashMap::new(),
-                prune_at: 1024,
-            }),
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Owners> {
-        self.owners
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Whether the session `id` is `subject`'s: `false` for another's, and
-    /// for one this service did not open for anybody.
-    fn is_owned_by(&self, id: &str, subject: &str) -> bool {
-        self.lock()
-            .by_id
-            .get(id)
-            .is_some_and(|owner| **owner == *subject)
-    }
-
-    /// Records the session `id` as `subject`'s, forgetting the sessions
-    /// rmcp closed once there are many: whether it may stay. One that
-    /// takes `subject` past their bound is closed, and forgotten.
-    async fn opened(&self, id: &str, subject: &str) -> bool {
-        let (prune, over) = {
-            let mut owners = self.lock();
-            owners.by_id.insert(id.into(), subject.into());
-            (
-                owners.by_id.len() > owners.prune_at,
-                owners.held_by(subject) > self.most_per_caller,
-            )
-        };
-        if !(prune || over) {
-            return true;
-        }
-        // Counted again among the sessions rmcp still holds: those ended
-        // (closed, idle past the keep-alive) free their places.
-        self.prune().await;
-        let refused = {
-            let mut owners = self.lock();
-            let refused = owners.held_by(subject) > self.most_per_caller;
-            if refused {
-                owners.by_id.remove(id);
-            }
-            refused
-        };
-        if refused {
-            let id: rmcp::transport::streamable_http_server::SessionId = Arc::from(id);
-            let _ = rmcp::transport::streamable_http_server::SessionManager::close_session(
-                &*self.sessions,
-                &id,
-            )
-            .await;
-        }
-        !refused
-    }
-
-    /// Forgets the sessions rmcp no longer holds.
-    async fn prune(&self) {
-        let open: std::collections::HashSet<String> = (self.sessions.sessions.read().await)
-            .keys()
-            .map(std::string::ToString::to_string)
-            .collect();
-        let mut owners = self.lock();
-        owners.by_id.retain(|id, _| open.contains(&**id));
-        owners.prune_at = (owners.by_id.len() * 2).max(1024);
-    }
-}
-
-impl Owners {
-    /// How many of the sessions known `subject` opened.
-    fn held_by(&self, subject: &str) -> usize {
-        (self.by_id.values()).filter(|owner| ***owner == *subject).count()
-    }
-}
-
-/// The answer to an `initialize` past its caller's bound on open sessions.
-fn too_many_sessions() -> McpResponse {
-    let body = http_body_util::Full::new(Bytes::from(
-        "Too Many Requests: this caller holds as many sessions as it may; \
-         end one (DELETE) or let one go idle",
-    ));
-    let mut response = Response::new(http_body_util::BodyExt::boxed(body));
-    *response.status_mut() = axum::http::StatusCode::TOO_MANY_REQUESTS;
-    response
-}
-
-/// The answer to a request for a session that is not the caller's: rmcp's
-/// own answer to an unknown session, word for word.
-fn unknown_session() -> McpResponse {
-    let body = http_body_util::Full::new(Bytes::from("Not Found: Session not found"));
-    let mut response = Response::new(http_body_util::BodyExt::boxed(body));
-    *response.status_mut() = axum::http::StatusCode::NOT_FOUND;
-    response
-}
-
 /// The session header of MCP's Streamable HTTP.
 const SESSION_ID: &str = "mcp-session-id";
 
@@ -408,9 +285,6 @@ impl<S> std::fmt::Debug for McpService<S> {
             .finish_non_exhaustive()
     }
 }
-
-/// What the service answers with: rmcp's response type.
-type McpResponse = Response<BoxBody<Bytes, Infallible>>;
 
 impl<B, S> tower_service::Service<Request<B>> for McpService<S>
 where

@@ -15,7 +15,9 @@ mod convert;
 mod handler;
 mod http;
 mod own_tools;
+mod sessions;
 
 pub use bearer::BearerAuth;
-pub use http::{DEFAULT_SESSIONS_PER_CALLER, HttpOptions, McpService, NewServer};
+pub use http::{HttpOptions, McpService, NewServer};
 pub use own_tools::{admit_envelopes, output_schema};
+pub use sessions::DEFAULT_SESSIONS_PER_CALLER;

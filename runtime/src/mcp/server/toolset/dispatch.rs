@@ -95,7 +95,8 @@ impl ToolSet {
         arguments: Value,
         context: ToolContext,
     ) -> Result<ToolReply, ProtocolError> {
-        self.call_past(name, arguments, context, Past::default()).await
+        self.call_past(name, arguments, context, Past::default())
+            .await
     }
 
     /// [`call_with`](Self::call_with), past the blocks whose keys are
