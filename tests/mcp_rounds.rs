@@ -699,6 +699,33 @@ async fn a_client_that_cannot_be_asked_gets_the_block_and_its_alternatives() {
     }
 }
 
+/// A stateless server has no session to carry a request to a 2025-11-25
+/// client, whatever the request's `_meta` says the client can answer: the
+/// tool's question is answered at once that it cannot be asked.
+#[tokio::test]
+async fn a_stateless_server_asks_a_2025_11_25_client_nothing_whatever_its_meta_declares() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let options = tool_envelope::mcp::HttpOptions::new().stateless();
+    tokio::spawn(async move { options.serve(listener, tools()).await });
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "greet", "arguments": {},
+        "_meta": {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}}});
+    let sent = reqwest::Client::new()
+        .post(&url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(&call)
+        .send();
+    let answer = tokio::time::timeout(Duration::from_secs(20), async {
+        sent.await.unwrap().json::<Value>().await.unwrap()
+    })
+    .await
+    .expect("answered, not held on a question nobody can carry");
+    let envelope = &answer["result"]["structuredContent"];
+    assert_eq!(envelope["reason"], "CLIENT_CANNOT_ANSWER", "{answer}");
+}
+
 // ---- this crate's client, on both revisions ----
 
 /// `tools()` over Streamable HTTP on a free port, stateless or with sessions.

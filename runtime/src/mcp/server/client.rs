@@ -15,6 +15,11 @@ use rmcp::service::RequestContext;
 #[derive(Default)]
 pub(crate) struct ClientSide {
     request: Option<RequestContext<RoleServer>>,
+    /// Whether only what the client declared at `initialize` counts: a
+    /// question asked as a request to it (2025-11-25) reaches it only over
+    /// its session, which a stateless server does not have, whatever the
+    /// request's `_meta` declares.
+    by_session: bool,
     capabilities: OnceLock<Option<ClientCapabilities>>,
     name: OnceLock<Option<String>>,
 }
@@ -28,12 +33,24 @@ impl ClientSide {
         }
     }
 
+    /// What `request`'s client declared when its session began (its
+    /// `initialize`), read when asked for: nothing, on a server without
+    /// sessions. For questions asked as requests to the client.
+    pub(crate) fn of_session(request: RequestContext<RoleServer>) -> Self {
+        ClientSide {
+            request: Some(request),
+            by_session: true,
+            ..ClientSide::default()
+        }
+    }
+
     /// What `request` says of its client, read now: for an asking side
     /// that outlives its request (a task's), which keeps these two facts
     /// and not the request — its headers, its token — for as long as it runs.
     pub(crate) fn read_now(request: &RequestContext<RoleServer>) -> Self {
         ClientSide {
             request: None,
+            by_session: false,
             capabilities: OnceLock::from(request.client_capabilities()),
             name: OnceLock::from(name_of(request)),
         }
@@ -42,7 +59,13 @@ impl ClientSide {
     /// What the client declared it can answer.
     pub(crate) fn capabilities(&self) -> Option<&ClientCapabilities> {
         (self.capabilities)
-            .get_or_init(|| self.request.as_ref()?.client_capabilities())
+            .get_or_init(|| {
+                let request = self.request.as_ref()?;
+                match self.by_session {
+                    true => Some(request.peer.peer_info()?.capabilities.clone()),
+                    false => request.client_capabilities(),
+                }
+            })
             .as_ref()
     }
 

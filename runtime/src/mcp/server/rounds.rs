@@ -161,7 +161,10 @@ impl Asking {
     /// [`LiveRequest::new`](super::live::LiveRequest::new) hands the
     /// request over.
     pub(crate) fn read_client_from(&mut self, request: RequestContext<RoleServer>) {
-        self.client = ClientSide::of(request);
+        self.client = match self.mode {
+            Mode::Requests(_) => ClientSide::of_session(request),
+            Mode::Rounds | Mode::Task(..) => ClientSide::of(request),
+        };
     }
 
     /// The client's name and version, as it gave them.
