@@ -228,6 +228,70 @@ async fn a_refused_token_is_refreshed_once_and_the_request_sent_again() {
     assert_eq!(asked.load(Ordering::SeqCst), 2, "the fresh token is kept");
 }
 
+/// Whether the first token below was revoked: the server refuses it then.
+static FIRST_REVOKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+const FIRST_TOKEN: &str = "first-t0ken-41c7";
+const FRESH_TOKEN: &str = "fresh-t0ken-9be2";
+
+/// A validator that names each caller by their token, as careless code
+/// does; the first token stops being valid once revoked.
+async fn by_token(token: String) -> Option<Caller> {
+    let valid = match token.as_str() {
+        FIRST_TOKEN => !FIRST_REVOKED.load(Ordering::SeqCst),
+        FRESH_TOKEN => true,
+        _ => false,
+    };
+    valid.then(|| Caller::new(token, ["orders:read"]))
+}
+
+/// Reports progress naming its caller.
+#[tool(read_only)]
+async fn greet_caller(context: ToolContext) -> Result<u32, ErrorEnvelope> {
+    let caller = context.caller().map(|caller| caller.subject().to_owned());
+    let message = format!("working for {}", caller.unwrap_or_default());
+    context.progress(1.0, Some(1.0), Some(&message)).await;
+    Ok(1)
+}
+
+#[tokio::test]
+async fn a_progress_message_quotes_no_token_obtained_during_the_call() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let auth = BearerAuth::new(url.clone(), by_token);
+    let tools = ToolSet::new().tool::<greet_caller>();
+    tokio::spawn(async move {
+        (HttpOptions::new().stateless())
+            .require_bearer(auth)
+            .serve(listener, tools)
+            .await
+    });
+    let client = McpClient::connect(&url)
+        .bearer_with(|request: TokenRequest| async move {
+            Ok(Some(match request {
+                TokenRequest::First => FIRST_TOKEN.to_owned(),
+                _ => FRESH_TOKEN.to_owned(),
+            }))
+        })
+        .await
+        .unwrap();
+    // Connected with the first token; the call is refused it, and sent
+    // again with a fresh one, which the tool's progress names.
+    FIRST_REVOKED.store(true, Ordering::SeqCst);
+    let (seen, mut progress) = tokio::sync::mpsc::unbounded_channel();
+    client
+        .call_with_progress("greet_caller", json!({}), move |step| {
+            let _ = seen.send(step.message);
+        })
+        .await
+        .unwrap();
+    let message = tokio::time::timeout(std::time::Duration::from_secs(10), progress.recv())
+        .await
+        .expect("the progress came")
+        .unwrap();
+    assert_eq!(message.as_deref(), Some("working for [redacted]"));
+}
+
 #[tokio::test]
 async fn a_token_providers_failure_is_the_calls_envelope() {
     let url = protected(&[]).await;

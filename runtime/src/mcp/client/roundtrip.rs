@@ -20,6 +20,7 @@ use crate::limits::text_for_wire;
 use crate::mcp::client::connection::{Link, ProgressCallback};
 use crate::mcp::client::failure;
 use crate::mcp::client::reply;
+use crate::mcp::client::secrets::Sent;
 use crate::mcp::client::tools::RemoteTool;
 use crate::mcp::violations::not_an_object;
 use crate::query::Query;
@@ -94,7 +95,8 @@ pub(crate) async fn call(
     let secrets = || secret_values(&arguments, tool.as_deref(), &link.sent.credentials());
     let secret_now = secrets();
     // A server's progress messages reach the caller quoting none of them.
-    let on_progress = on_progress.map(|callback| masked_progress(callback, &secret_now));
+    let on_progress =
+        on_progress.map(|callback| masked_progress(callback, &secret_now, Arc::clone(&link.sent)));
     let running = link.sent.running(secret_now);
     let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.clone());
     let mut rounds = 0;
@@ -181,18 +183,33 @@ pub(crate) async fn call(
     }
 }
 
-/// `callback`, given progress whose message quotes none of `secrets`: held
-/// by the callback itself, since a notification may be handled after its
-/// call returned.
-fn masked_progress(callback: ProgressCallback, secrets: &SecretValues) -> ProgressCallback {
-    let Some(masker) = secrets.masker() else {
-        return callback;
-    };
+/// `callback`, given progress whose message quotes none of `secrets` (the
+/// call's, as it began) nor any credential `sent` has sent by the time
+/// the message comes (a token obtained during the call too): held by the
+/// callback itself, since a notification may be handled after its call
+/// returned.
+fn masked_progress(
+    callback: ProgressCallback,
+    secrets: &SecretValues,
+    sent: Arc<Sent>,
+) -> ProgressCallback {
+    let masker = secrets.masker();
     Arc::new(move |mut progress: crate::mcp::client::Progress| {
-        if let Some(message) = &progress.message
-            && let Cow::Owned(masked) = masker.text(message)
-        {
-            progress.message = Some(masked);
+        if let Some(message) = &progress.message {
+            let fresh = sent.credentials_masker();
+            let mut text = Cow::Borrowed(message.as_str());
+            for masker in masker.iter().chain(fresh.iter()) {
+                let masked = match masker.text(&text) {
+                    Cow::Owned(masked) => Some(masked),
+                    Cow::Borrowed(_) => None,
+                };
+                if let Some(masked) = masked {
+                    text = Cow::Owned(masked);
+                }
+            }
+            if let Cow::Owned(masked) = text {
+                progress.message = Some(masked);
+            }
         }
         callback(progress);
     })

@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use crate::envelope::ErrorEnvelope;
-use crate::redact::values::SecretValues;
+use crate::redact::values::{Masker, SecretValues};
 
 /// The most tokens remembered: a provider's, or an OAuth login's, last.
 /// Header values are kept apart, for good: new tokens never push them out.
@@ -88,14 +88,19 @@ impl Sent {
 
     /// `envelope`, quoting none of the credentials sent.
     pub(crate) fn hide_credentials(&self, mut envelope: ErrorEnvelope) -> ErrorEnvelope {
+        if let Some(masker) = self.credentials_masker() {
+            masker.envelope(&mut envelope);
+        }
+        envelope
+    }
+
+    /// What masks the credentials sent so far, if any was.
+    pub(crate) fn credentials_masker(&self) -> Option<Masker> {
         let mut values = SecretValues::default();
         for credential in self.credentials() {
             values.add(&credential);
         }
-        if let Some(masker) = values.masker() {
-            masker.envelope(&mut envelope);
-        }
-        envelope
+        values.masker()
     }
 
     /// Registers a call in flight with the secret `values` of its
