@@ -474,6 +474,11 @@ async fn a_question_nobody_answers_ends_the_call_after_the_ask_timeout() {
         said.contains("sampling request: no answer within 600 s"),
         "{said}"
     );
+    let withdrawn = tokio::time::timeout(Duration::from_secs(60), silent.withdrawn.notified());
+    assert!(
+        withdrawn.await.is_ok(),
+        "the model's request was not withdrawn"
+    );
 }
 
 #[tokio::test]

@@ -17,10 +17,10 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::{
-    ClientCapabilities, InputRequest, InputRequests, InputRequiredResult, InputResponses,
-    ProtocolVersion,
+    ClientCapabilities, CreateMessageRequest, InputRequest, InputRequests, InputRequiredResult,
+    InputResponses, ListRootsRequest, ProtocolVersion, ServerRequest,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{PeerRequestOptions, RequestContext, ServiceError};
 use rmcp::task_manager::TaskContext;
 use rmcp::{ErrorData, Peer, RoleServer};
 use serde::Serialize;
@@ -360,14 +360,16 @@ async fn request(
 
 /// A question of `kind` the client did not answer within `wait`.
 fn unanswered_within(kind: Kind, wait: Duration) -> ErrorEnvelope {
-    let waited = format!("no answer within {} s", wait.as_secs());
+    let waited = match wait.as_secs() {
+        0 => format!("no answer within {} ms", wait.as_millis()),
+        seconds => format!("no answer within {seconds} s"),
+    };
     ask::not_answered(kind, &waited)
 }
 
 /// Asks `question` as a request to the client, waiting `wait` for its
-/// answer. A form waits in rmcp, which then tells the client the request
-/// is cancelled (its user sees the form go); the client's model and its
-/// roots, kept in rmcp without a timeout, are let go of.
+/// answer: past it, rmcp tells the client the request is cancelled (a
+/// form goes from its user's screen) and stops waiting for it.
 async fn ask_peer(
     peer: &Peer<RoleServer>,
     question: &Question,
@@ -375,28 +377,41 @@ async fn ask_peer(
 ) -> Result<Value, ErrorEnvelope> {
     let kind = question.kind();
     let failed = |error: &dyn std::fmt::Display| ask::not_answered(kind, error);
-    match question.request() {
-        InputRequest::Elicitation(request) => peer
-            .create_elicitation_with_timeout(request.params.clone(), Some(wait))
-            .await
-            .map_err(|error| match error {
-                rmcp::service::ServiceError::Timeout { .. } => unanswered_within(kind, wait),
-                error => failed(&error),
-            })
-            .and_then(|result| to_json(&result)),
+    let request = match question.request() {
+        InputRequest::Elicitation(request) => {
+            return peer
+                .create_elicitation_with_timeout(request.params.clone(), Some(wait))
+                .await
+                .map_err(|error| match error {
+                    ServiceError::Timeout { .. } => unanswered_within(kind, wait),
+                    error => failed(&error),
+                })
+                .and_then(|result| to_json(&result));
+        }
         InputRequest::CreateMessage(request) => {
-            match tokio::time::timeout(wait, peer.create_message(request.params.clone())).await {
-                Ok(answer) => answer.map_err(|error| failed(&error)),
-                Err(_) => Err(unanswered_within(kind, wait)),
+            // What rmcp's own `create_message` checks before it sends.
+            let params = &request.params;
+            if (params.tools.is_some() || params.tool_choice.is_some())
+                && !peer.supports_sampling_tools()
+            {
+                return Err(failed(
+                    &"tools or toolChoice given, and the client does not declare sampling tools",
+                ));
             }
-            .and_then(|result| to_json(&result))
+            params.validate().map_err(|error| failed(&error))?;
+            ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params.clone()))
         }
-        InputRequest::ListRoots(_) => match tokio::time::timeout(wait, peer.list_roots()).await {
-            Ok(answer) => answer.map_err(|error| failed(&error)),
-            Err(_) => Err(unanswered_within(kind, wait)),
-        }
-        .and_then(|result| to_json(&result)),
-        _ => Err(failed(&"this kind of request is not one this crate sends")),
+        InputRequest::ListRoots(_) => ServerRequest::ListRootsRequest(ListRootsRequest::default()),
+        _ => return Err(failed(&"this kind of request is not one this crate sends")),
+    };
+    let sent = peer
+        .send_cancellable_request(request, PeerRequestOptions::with_timeout(wait))
+        .await
+        .map_err(|error| failed(&error))?;
+    match sent.await_response().await {
+        Ok(answer) => to_json(&answer),
+        Err(ServiceError::Timeout { .. }) => Err(unanswered_within(kind, wait)),
+        Err(error) => Err(failed(&error)),
     }
 }
 
