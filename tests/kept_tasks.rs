@@ -66,6 +66,13 @@ async fn confirmed(context: ToolContext) -> Result<String, ErrorEnvelope> {
     }
 }
 
+/// Works a minute, then asks for a confirmation.
+#[tool(read_only)]
+async fn confirmed_later(context: ToolContext) -> Result<String, ErrorEnvelope> {
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    confirmed(context).await
+}
+
 /// Takes an hour: long enough to be cancelled.
 #[tool(read_only)]
 async fn long_job() -> Result<String, ErrorEnvelope> {
@@ -102,6 +109,7 @@ fn replica(store: Arc<dyn Store>) -> ToolSet {
         .tool::<held_report>()
         .tool::<refund>()
         .tool::<confirmed>()
+        .tool::<confirmed_later>()
         .tool::<long_job>()
         .tool::<tagged_job>()
         .tasks(|_| TaskSupport::Optional)
@@ -374,11 +382,11 @@ async fn a_question_is_answered_and_a_task_cancelled_through_the_other_replica()
     assert_eq!(stopped["status"], "cancelled", "{stopped}");
 }
 
-/// Answers reaching a replica that does not run the task are kept only
-/// for what the task asks, the first to each: a caller cannot grow its
-/// record with answers to nothing, nor change an answer given.
+/// Answers reaching a replica that does not run the task: the first to
+/// each question stands, and answers to nothing asked are kept within a
+/// bound — a caller cannot grow its record without end.
 #[tokio::test(start_paused = true)]
-async fn a_task_keeps_only_the_first_answer_to_each_question_it_asks() {
+async fn a_task_keeps_the_first_answer_to_each_question_and_a_bounded_rest() {
     let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let one = connect(replica(Arc::clone(&shared))).await;
     let two = connect(replica(Arc::clone(&shared))).await;
@@ -386,7 +394,7 @@ async fn a_task_keeps_only_the_first_answer_to_each_question_it_asks() {
     let asking = task_of(&one, "confirmed", json!({})).await;
     let waiting = past(&two, &asking, "working").await;
     assert_eq!(waiting["status"], "input_required", "{waiting}");
-    let filler = "x".repeat(10_000);
+    let filler = "x".repeat(20_000);
     let unasked: std::collections::BTreeMap<String, Value> = (0..100)
         .map(|n| (format!("unasked-{n}"), json!(filler)))
         .collect();
@@ -404,11 +412,11 @@ async fn a_task_keeps_only_the_first_answer_to_each_question_it_asks() {
         .expect("tasks/update on the other replica");
     }
     let kept = shared.task(&asking).await.unwrap().unwrap();
-    assert_eq!(
-        kept.input_responses,
-        Some(json!({"ok": declined})),
-        "only the first answer to what was asked"
-    );
+    let kept = kept.input_responses.unwrap();
+    assert_eq!(kept["ok"], declined, "the first answer stands");
+    let size = serde_json::to_string(&kept).unwrap().len();
+    assert!(size <= 1 << 20, "{size} bytes kept");
+    assert!(kept.as_object().unwrap().len() <= 1 + 64);
     let done = past(&two, &asking, "input_required").await;
     let done = match done["status"].as_str() {
         Some("working") => past(&two, &asking, "working").await,
@@ -417,6 +425,37 @@ async fn a_task_keeps_only_the_first_answer_to_each_question_it_asks() {
     assert_eq!(
         done["result"]["structuredContent"],
         json!({"result": "not confirmed"}),
+        "{done}"
+    );
+}
+
+/// An answer that reaches a replica before the task's question is kept in
+/// the store — the client saw the question on the replica running it, or
+/// knew it would come — is kept, and passed on once the task asks.
+#[tokio::test(start_paused = true)]
+async fn an_answer_given_before_the_question_is_kept_is_passed_on() {
+    let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let one = connect(replica(Arc::clone(&shared))).await;
+    let two = connect(replica(Arc::clone(&shared))).await;
+
+    let asking = task_of(&one, "confirmed_later", json!({})).await;
+    let kept = shared.task(&asking).await.unwrap().unwrap();
+    assert_eq!(kept.input_requests, None, "the question is not kept yet");
+    let accepted = json!({"action": "accept", "content": {"ok": true}});
+    two.update_task(UpdateTaskParams::new(
+        &asking,
+        [("ok".to_owned(), accepted)].into(),
+    ))
+    .await
+    .expect("tasks/update on the other replica");
+    let done = past(&one, &asking, "working").await;
+    let done = match done["status"].as_str() {
+        Some("input_required") => past(&one, &asking, "input_required").await,
+        _ => done,
+    };
+    assert_eq!(
+        done["result"]["structuredContent"],
+        json!({"result": "confirmed: true"}),
         "{done}"
     );
 }
