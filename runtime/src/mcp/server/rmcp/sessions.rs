@@ -2,6 +2,7 @@
 //! may hold open: the bookkeeping behind [`McpService`](super::McpService)'s
 //! bearer token check.
 
+use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
 use std::sync::Arc;
 
@@ -28,9 +29,16 @@ pub(super) struct SessionOwners {
     most_per_caller: usize,
 }
 
-/// Sessions by id, and the size at which the closed ones are forgotten.
+/// Who opened each session known, in the order recorded, and the size at
+/// which the ended ones are forgotten.
+#[derive(Default)]
 struct Owners {
-    by_id: std::collections::HashMap<Box<str>, Box<str>>,
+    /// Each session's subject, and its place in the order recorded.
+    by_id: HashMap<Box<str>, (Box<str>, u64)>,
+    /// Each subject's sessions.
+    by_subject: HashMap<Box<str>, HashSet<Box<str>>>,
+    /// The place of the next session recorded.
+    next: u64,
     prune_at: usize,
 }
 
@@ -40,8 +48,8 @@ impl SessionOwners {
             sessions,
             most_per_caller,
             owners: std::sync::Mutex::new(Owners {
-                by_id: std::collections::HashMap::new(),
                 prune_at: 1024,
+                ..Owners::default()
             }),
         }
     }
@@ -58,32 +66,50 @@ impl SessionOwners {
         self.lock()
             .by_id
             .get(id)
-            .is_some_and(|owner| **owner == *subject)
+            .is_some_and(|(owner, _)| **owner == *subject)
     }
 
     /// Records the session `id` as `subject`'s, forgetting the sessions
     /// rmcp closed once there are many: whether it may stay. One that
     /// takes `subject` past their bound is closed, and forgotten.
     pub(super) async fn opened(&self, id: &str, subject: &str) -> bool {
-        let (prune, over) = {
+        let (place, prune, over) = {
             let mut owners = self.lock();
-            owners.by_id.insert(id.into(), subject.into());
-            (
-                owners.by_id.len() > owners.prune_at,
-                owners.held_by(subject) > self.most_per_caller,
-            )
+            let place = owners.insert(id, subject);
+            let prune = owners.by_id.len() > owners.prune_at;
+            (place, prune, owners.held_by(subject) > self.most_per_caller)
         };
-        if !(prune || over) {
+        if prune {
+            self.prune().await;
+        }
+        if !over {
             return true;
         }
-        // Counted again among the sessions rmcp still holds: those ended
-        // (closed, idle past the keep-alive) free their places.
-        self.prune().await;
+        // The subject's sessions recorded before this one, looked for among
+        // those rmcp still holds: those ended (closed, idle past the
+        // keep-alive) free their places.
+        let theirs: Vec<Box<str>> = {
+            let owners = self.lock();
+            (owners.by_subject.get(subject).into_iter().flatten())
+                .filter(|known| owners.by_id.get(*known).is_some_and(|(_, at)| *at < place))
+                .cloned()
+                .collect()
+        };
+        let ended: Vec<Box<str>> = {
+            let open = self.sessions.sessions.read().await;
+            theirs
+                .into_iter()
+                .filter(|known| !open.contains_key(&**known))
+                .collect()
+        };
         let refused = {
             let mut owners = self.lock();
+            for known in &ended {
+                owners.remove(known);
+            }
             let refused = owners.held_by(subject) > self.most_per_caller;
             if refused {
-                owners.by_id.remove(id);
+                owners.remove(id);
             }
             refused
         };
@@ -98,24 +124,53 @@ impl SessionOwners {
         !refused
     }
 
-    /// Forgets the sessions rmcp no longer holds.
+    /// Forgets the sessions rmcp no longer holds, of those recorded before
+    /// it looked: one recorded since may be newer than what it saw.
     async fn prune(&self) {
-        let open: std::collections::HashSet<String> = (self.sessions.sessions.read().await)
+        let before = self.lock().next;
+        let open: HashSet<String> = (self.sessions.sessions.read().await)
             .keys()
             .map(std::string::ToString::to_string)
             .collect();
         let mut owners = self.lock();
-        owners.by_id.retain(|id, _| open.contains(&**id));
+        let ended: Vec<Box<str>> = (owners.by_id.iter())
+            .filter(|(id, (_, at))| *at < before && !open.contains(&***id))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &ended {
+            owners.remove(id);
+        }
         owners.prune_at = (owners.by_id.len() * 2).max(1024);
     }
 }
 
 impl Owners {
+    /// Records the session `id` as `subject`'s: its place in the order.
+    fn insert(&mut self, id: &str, subject: &str) -> u64 {
+        let place = self.next;
+        self.next += 1;
+        self.remove(id);
+        self.by_id.insert(id.into(), (subject.into(), place));
+        (self.by_subject.entry(subject.into()).or_default()).insert(id.into());
+        place
+    }
+
+    /// Forgets the session `id`.
+    fn remove(&mut self, id: &str) {
+        let Some((subject, _)) = self.by_id.remove(id) else {
+            return;
+        };
+        if let Some(theirs) = self.by_subject.get_mut(&subject) {
+            theirs.remove(id);
+            if theirs.is_empty() {
+                self.by_subject.remove(&subject);
+            }
+        }
+    }
+
     /// How many of the sessions known `subject` opened.
     fn held_by(&self, subject: &str) -> usize {
-        (self.by_id.values())
-            .filter(|owner| ***owner == *subject)
-            .count()
+        self.by_subject.get(subject).map_or(0, HashSet::len)
     }
 }
 

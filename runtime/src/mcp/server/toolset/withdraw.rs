@@ -210,20 +210,30 @@ async fn withdraw(store: &dyn Store, id: &str, by: Option<&str>) -> Result<(), S
             for _ in 0..ticket::MOST_IN_TURN {
                 let mut more = false;
                 for next in store.call_approvals(&running.digest, now_ms()).await? {
-                    match next.state {
+                    let claimed = match next.state {
                         ApprovalState::Pending | ApprovalState::Approved
-                            if next.id != running.id
-                                && store.decide(&next.id, &decision).await? =>
+                            if next.id != running.id =>
                         {
-                            tracing::info!(ticket = %next.id, "the next approval a cancelled task's run opened was withdrawn");
-                        }
-                        ApprovalState::Running if !marked.contains(&next.id) => {
-                            let mark = ticket::withdrawn_mark(&next.id);
-                            store.redeem(&mark, next.readable_until(now_ms())).await?;
-                            marked.push(next.id);
+                            if store.decide(&next.id, &decision).await? {
+                                tracing::info!(ticket = %next.id, "the next approval a cancelled task's run opened was withdrawn");
+                                continue;
+                            }
+                            // Claimed (or ended) since it was read: read
+                            // again, and the call's approvals once more.
                             more = true;
+                            store.approval(&next.id).await?
                         }
-                        _ => {}
+                        ApprovalState::Running => Some(next),
+                        _ => None,
+                    };
+                    if let Some(run) = claimed
+                        && run.state == ApprovalState::Running
+                        && !marked.contains(&run.id)
+                    {
+                        let mark = ticket::withdrawn_mark(&run.id);
+                        store.redeem(&mark, run.readable_until(now_ms())).await?;
+                        marked.push(run.id);
+                        more = true;
                     }
                 }
                 if !more {
