@@ -881,6 +881,45 @@ async fn a_cancelled_task_whose_replica_stopped_has_its_approval_withdrawn_on_ta
     assert_eq!(times("T-670"), 0);
 }
 
+/// A destructive task that waited for an approver, its replica stopped:
+/// taken over, it ends with its ticket as it stands — not "may have taken
+/// effect", which would tell its caller nothing waits — and the approval
+/// lives on: an approver's yes runs the call, once.
+#[tokio::test(start_paused = true)]
+async fn a_waiting_task_whose_replica_stopped_ends_with_its_ticket() {
+    let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let tools = capped(Arc::clone(&shared));
+    let arguments = json!({"order": "T-680", "amount": 680});
+    let waiting = tools
+        .call_with("capped_refund", arguments.clone(), ToolContext::detached())
+        .await
+        .unwrap();
+    let envelope = waiting.structured_content.unwrap();
+    let ticket = envelope["escalation"]["ticket"]["id"].as_str().unwrap();
+    // The replica that ran the task said what it waited for, then stopped.
+    let mut task = TaskRecord::new("capped_refund", arguments, None, 600_000)
+        .held_by("stopped-replica", store::now_ms() - 1);
+    task.id = "task-waiting-refund".to_owned();
+    task.status_message = Some(format!(
+        "Waiting for an approver with `refunds:approve` (ticket {ticket})"
+    ));
+    assert!(shared.create_task(&task, u64::MAX).await.unwrap());
+
+    tools.run_approved().await.unwrap();
+    let ended = shared.task(&task.id).await.unwrap().unwrap();
+    assert_eq!(ended.state, store::TaskState::Completed);
+    let result = ended.result.unwrap();
+    let envelope = &result["structuredContent"];
+    assert_eq!(envelope["reason"], "AWAITING_APPROVAL", "{result}");
+    assert_eq!(envelope["escalation"]["ticket"]["id"], ticket, "{result}");
+    assert_eq!(times("T-680"), 0);
+
+    let approver = tool_envelope::guard::Caller::new("carol", ["refunds:approve"]);
+    tools.decide(ticket, &approver, true, "ok").await.unwrap();
+    tools.run_approved().await.unwrap();
+    assert_eq!(times("T-680"), 1);
+}
+
 /// Another service's `capped_refund`: the same name, another ledger.
 #[tool(name = "capped_refund", destructive, guard = cap)]
 fn shop_refund(order: String, amount: u64) -> Result<String, ErrorEnvelope> {

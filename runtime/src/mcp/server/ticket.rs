@@ -76,6 +76,21 @@ async fn withdrawn_during(store: &dyn Store, run: Option<&str>) -> Result<bool, 
     }
 }
 
+/// The status of a task whose call waits for the approval `id`, which a
+/// person granted `approvers` decides: the task's client reads it, and a
+/// replica that takes the task over finds the ticket in it
+/// ([`ticket_in_status`]).
+pub(crate) fn waiting_status(approvers: &str, id: &str) -> String {
+    format!("Waiting for an approver with `{approvers}` (ticket {id})")
+}
+
+/// The ticket a task's status names, as [`waiting_status`] wrote it.
+pub(crate) fn ticket_in_status(status: &str) -> Option<&str> {
+    let (_, ticket) = status.rsplit_once(" (ticket ")?;
+    let ticket = ticket.strip_suffix(')')?;
+    (!ticket.is_empty() && status.starts_with("Waiting for an approver with `")).then_some(ticket)
+}
+
 /// Who withdrew an approval whose caller has no subject, in the audit.
 pub(crate) const ANONYMOUS: &str = "anonymous caller";
 

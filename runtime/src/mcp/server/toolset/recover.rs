@@ -3,20 +3,31 @@
 //! replica takes it over meanwhile and runs it a second time.
 
 use super::ToolSet;
+use super::failure::Failure;
 use super::runner::BATCH;
 use crate::caller::Caller;
 use crate::envelope::ErrorEnvelope;
+use crate::escalation::Escalation;
 use crate::mcp::context::ToolContext;
 use crate::mcp::reply::ToolReply;
+use crate::mcp::server::digest::digest;
 use crate::mcp::server::held;
+use crate::mcp::server::ticket::{self, Ticketed};
+use crate::query::Query;
+use crate::redact::arguments::ArgumentMask;
+use crate::scope::Scope;
+use crate::settle::settle;
 use crate::store::{Store, StoreError, TaskRecord, TaskState, TaskUpdate, now_ms};
+use serde_json::{Map, Value};
 
 impl ToolSet {
     /// Takes over the tasks whose replica stopped renewing its lease (it
     /// died, or was restarted), up to a batch a pass, claiming each only
     /// once the one before ended: a cancelled one ends cancelled; a
-    /// read-only or idempotent one runs again, here, as its caller; any
-    /// other ends with a `MAY_HAVE_TAKEN_EFFECT` envelope, never run twice.
+    /// read-only or idempotent one runs again, here, as its caller; one
+    /// that waited for an approver ends with where its ticket stands (the
+    /// approval lives on: its caller may still withdraw it); any other
+    /// ends with a `MAY_HAVE_TAKEN_EFFECT` envelope, never run twice.
     pub(super) async fn recover_tasks(&self, store: &dyn Store) -> Result<(), StoreError> {
         let holder = self.holder();
         for _ in 0..BATCH {
@@ -34,13 +45,72 @@ impl ToolSet {
             } else {
                 let reply = match task.safe_to_repeat {
                     true => self.run_again_renewed(store, &task).await,
-                    false => self.may_have_taken_effect(&task.tool, &task.arguments),
+                    false => match self.waited_for(store, &task).await {
+                        Ok(Some(reply)) => reply,
+                        Ok(None) => self.may_have_taken_effect(&task.tool, &task.arguments),
+                        Err(error) => {
+                            tracing::warn!(%error, task = %task.id, "a task taken over: the ticket it waited for could not be read");
+                            self.may_have_taken_effect(&task.tool, &task.arguments)
+                        }
+                    },
                 };
                 TaskUpdate::finish(TaskState::Completed, serde_json::to_value(&reply).ok())
             };
             store.update_task(&task.id, holder, &update).await?;
         }
         Ok(())
+    }
+
+    /// Where the call of `task` stands, when it waited for an approver: the
+    /// ticket its status names ([`ticket::waiting_status`]), if it is that
+    /// very call's, followed as the task would have followed it. `None`
+    /// when it waited for none: the call may have run.
+    async fn waited_for(
+        &self,
+        store: &dyn Store,
+        task: &TaskRecord,
+    ) -> Result<Option<ToolReply>, StoreError> {
+        let Some(id) = (task.status_message.as_deref()).and_then(ticket::ticket_in_status) else {
+            return Ok(None);
+        };
+        let Some(approval) = store.approval(id).await? else {
+            return Ok(None);
+        };
+        let arguments = match &task.arguments {
+            Value::Object(arguments) => arguments.clone(),
+            _ => Map::new(),
+        };
+        let caller =
+            (task.caller.as_deref()).map(|subject| Caller::new(subject, Vec::<String>::new()));
+        let call = digest(&task.service, &task.tool, &arguments, caller.as_ref());
+        if approval.digest != call || approval.service != task.service {
+            return Ok(None);
+        }
+        // The block as approvers were shown it.
+        let blocked = serde_json::from_value::<ErrorEnvelope>(approval.shown.clone())
+            .unwrap_or_else(|_| ErrorEnvelope::business("The call waits for an approver"));
+        let escalation = match ticket::follow(store, id, &blocked).await? {
+            Ticketed::Ran(reply) => return Ok(Some(reply)),
+            Ticketed::Ended(envelope) => {
+                return Ok(Some(self.failed(
+                    &task.tool,
+                    task.arguments.clone(),
+                    envelope,
+                )));
+            }
+            Ticketed::Awaiting(escalation) => escalation,
+        };
+        let Some(&index) = self.inner.index.get(task.tool.as_str()) else {
+            return Ok(None);
+        };
+        let entry = &self.inner.entries[index];
+        let mask = ArgumentMask::new(&entry.definition.checks.secrets, &[]);
+        let query = Query::Arguments(&arguments, Scope::masked(mask));
+        let escalation = Escalation {
+            envelope: settle(escalation.envelope, &entry.facts, query, &|| None),
+            ..escalation
+        };
+        Ok(Some(self.failure(entry, Failure::Escalated(escalation))))
     }
 
     /// Runs the call of `task` again, renewing its lease while it runs, as

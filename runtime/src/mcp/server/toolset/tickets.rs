@@ -379,10 +379,7 @@ impl ToolSet {
         let Some(ticket) = escalation.ticket.as_deref() else {
             return Ok(Ticketed::Awaiting(escalation));
         };
-        task.set_status_message(format!(
-            "Waiting for an approver with `{}` (ticket {})",
-            ticket.approvers, ticket.id
-        ));
+        task.set_status_message(ticket::waiting_status(&ticket.approvers, &ticket.id));
         let id = ticket.id.clone();
         let in_tasks = &self.inner.protocol.approving.in_tasks;
         let _waits = InTask::new(in_tasks, task.task_id(), id.clone(), blocked.clone());
