@@ -430,6 +430,32 @@ async fn an_approver_signs_in_decides_once_and_the_refund_runs_once() {
         && e.note == "receipt checked"));
 }
 
+/// What a person approves is shown as it was sent: a text quoted (so that
+/// `"620"` is not taken for the number 620), and characters that do not
+/// show themselves — a mark that turns the direction of what follows, a
+/// character of no width — written out, so that a caller cannot make an
+/// order read as another.
+#[tokio::test]
+async fn an_approver_sees_every_character_of_the_call_and_texts_apart_from_numbers() {
+    let server = server("visible").await;
+    let order = "IN-\u{202e}0621\u{200b}";
+    let waiting = server.call_as_agent(order, 700).await;
+    assert_eq!(waiting["reason"], "AWAITING_APPROVAL", "{waiting}");
+    let carol = server.sign_in("carol-token").await;
+    let (status, page) = server.get("/inbox", &carol).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        !page.contains('\u{202e}') && !page.contains('\u{200b}'),
+        "{page}"
+    );
+    assert!(page.contains("IN-\\u{202e}0621\\u{200b}"), "{page}");
+    assert!(page.contains("<code>700</code>"), "{page}");
+    assert!(
+        page.contains("<code>&quot;IN-") || page.contains("<code>&#34;IN-"),
+        "{page}"
+    );
+}
+
 #[tokio::test]
 async fn another_scopes_approvals_and_their_results_stay_out_of_sight() {
     let server = server("scopes").await;

@@ -42,22 +42,22 @@ struct Argument {
 }
 
 /// The arguments of an envelope's `attempted_query`, numbers first: the
-/// amount a person decides on before the rest.
+/// amount a person decides on before the rest. Each value is shown as the
+/// JSON it was sent as — a text quoted, so that `"620"` is not taken for
+/// `620` — with every character that does not show itself written out
+/// ([`visible`]).
 fn arguments_of(envelope: &Value) -> Vec<Argument> {
     let mut arguments: Vec<Argument> = match envelope.get(keys::ATTEMPTED_QUERY) {
         Some(Value::Object(fields)) => fields
             .iter()
             .map(|(name, value)| Argument {
-                name: name.clone(),
-                value: match value {
-                    Value::String(text) => text.clone(),
-                    other => other.to_string(),
-                },
+                name: visible(name),
+                value: visible(&value.to_string()),
             })
             .collect(),
         Some(Value::String(query)) => vec![Argument {
             name: "query".into(),
-            value: query.clone(),
+            value: visible(&Value::from(query.as_str()).to_string()),
         }],
         _ => Vec::new(),
     };
@@ -66,20 +66,63 @@ fn arguments_of(envelope: &Value) -> Vec<Argument> {
     arguments
 }
 
+/// `text` with each character that does not show itself — controls, marks
+/// that turn the direction of what follows (a caller could make
+/// `4321` read as `1234`), characters of no width, tags — written out as
+/// `\u{202e}`: a person approving sees every character the call carries.
+fn visible(text: &str) -> String {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(
+                c,
+                '\u{00ad}'
+                    | '\u{034f}'
+                    | '\u{061c}'
+                    | '\u{115f}'
+                    | '\u{1160}'
+                    | '\u{17b4}'
+                    | '\u{17b5}'
+                    | '\u{180b}'..='\u{180f}'
+                    | '\u{200b}'..='\u{200f}'
+                    | '\u{202a}'..='\u{202e}'
+                    | '\u{2060}'..='\u{206f}'
+                    | '\u{3164}'
+                    | '\u{fe00}'..='\u{fe0f}'
+                    | '\u{feff}'
+                    | '\u{ffa0}'
+                    | '\u{fff0}'..='\u{fffb}'
+                    | '\u{1d173}'..='\u{1d17a}'
+                    | '\u{e0000}'..='\u{e0fff}'
+            )
+    };
+    if !text.contains(hidden) {
+        return text.to_owned();
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match hidden(c) {
+            true => shown.push_str(&format!("\\u{{{:04x}}}", u32::from(c))),
+            false => shown.push(c),
+        }
+    }
+    shown
+}
+
 fn strings(value: Option<&Value>) -> Vec<String> {
     value
         .and_then(Value::as_array)
         .map(|items| {
             items
                 .iter()
-                .filter_map(|item| item.as_str().map(str::to_owned))
+                .filter_map(|item| item.as_str().map(visible))
                 .collect()
         })
         .unwrap_or_default()
 }
 
+/// A text of the records, every character shown ([`visible`]).
 fn text(value: Option<&Value>) -> String {
-    value.and_then(Value::as_str).unwrap_or_default().to_owned()
+    visible(value.and_then(Value::as_str).unwrap_or_default())
 }
 
 pub(super) fn view(approval: &ApprovalRecord, who: &Caller) -> ApprovalView {
@@ -135,9 +178,10 @@ pub(super) fn view(approval: &ApprovalRecord, who: &Caller) -> ApprovalView {
             _ => "approved",
         },
         note: approval.note.clone().filter(|note| !note.is_empty()),
-        result: structured.map(|content| serde_json::to_string_pretty(content).unwrap_or_default()),
+        result: structured
+            .map(|content| visible(&serde_json::to_string_pretty(content).unwrap_or_default())),
         result_kind: if failed { "failure" } else { "success" },
-        outcome,
+        outcome: visible(&outcome),
         can_decide: pending && holds && !own,
         why_not,
     }
@@ -194,7 +238,7 @@ pub(super) fn escalation_view(escalation: &EscalationRecord, who: &Caller) -> Es
         partial: envelope
             .get(keys::PARTIAL_RESULTS)
             .filter(|partial| !partial.is_null())
-            .map(|partial| serde_json::to_string_pretty(partial).unwrap_or_default()),
+            .map(|partial| visible(&serde_json::to_string_pretty(partial).unwrap_or_default())),
         alternatives: strings(envelope.get(keys::ALTERNATIVES)),
     }
 }
