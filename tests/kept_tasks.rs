@@ -590,6 +590,36 @@ async fn a_task_taken_over_is_held_under_a_renewed_lease_and_runs_once() {
     }
 }
 
+/// A task taken over and run again is cancelled by its caller while it
+/// runs: the run stops, and the task ends cancelled, as on the replica
+/// that made it.
+#[tokio::test(start_paused = true)]
+async fn a_task_taken_over_stops_when_its_caller_cancels_it() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let arguments = json!({"tag": "taken-over-job"});
+    let mut task = TaskRecord::new("tagged_job", arguments, None, 7_200_000)
+        .held_by("dead-replica", store::now_ms() - 1)
+        .safe_to_repeat(true);
+    task.id = "taken-over-job".to_owned();
+    assert!(store.create_task(&task, u64::MAX).await.unwrap());
+    let tools = replica(Arc::clone(&store));
+    let pass = tokio::spawn({
+        let tools = tools.clone();
+        async move { tools.run_approved().await }
+    });
+    while times("taken-over-job") == 0 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(store.cancel_task(&task.id).await.unwrap());
+    let stopped = tokio::time::timeout(Duration::from_secs(60), pass).await;
+    let ended = store.task(&task.id).await.unwrap().unwrap();
+    assert!(
+        stopped.is_ok(),
+        "the pass still runs the cancelled task: {ended:?}"
+    );
+    assert_eq!(ended.state, store::TaskState::Cancelled, "{ended:?}");
+}
+
 /// Over $500 an approver with `refunds:approve` decides.
 fn cap(call: &tool_envelope::guard::ToolCall) -> Result<(), tool_envelope::guard::Blocked> {
     let amount: u64 = call.require("amount")?;

@@ -32,7 +32,7 @@ pub(crate) const LEASE: Duration = Duration::from_secs(30);
 
 /// How often the holder renews its lease, and looks for answers and a
 /// cancellation another replica passed on.
-const LOOK: Duration = Duration::from_secs(1);
+pub(crate) const LOOK: Duration = Duration::from_secs(1);
 
 /// How long between two renewals of the lease, by the clock: a third of
 /// it, so that two renewals may fail, or the store be slow to answer the

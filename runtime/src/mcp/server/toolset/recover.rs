@@ -2,6 +2,10 @@
 //! held under a lease renewed while it runs again, so that no other
 //! replica takes it over meanwhile and runs it a second time.
 
+use std::pin::pin;
+
+use futures_util::future::{Either, select};
+
 use super::ToolSet;
 use super::failure::Failure;
 use super::runner::BATCH;
@@ -44,7 +48,16 @@ impl ToolSet {
                 self.withdraw_for_task(store, &task).await
             } else {
                 let reply = match task.safe_to_repeat {
-                    true => self.run_again_renewed(store, &task).await,
+                    true => match self.run_again_renewed(store, &task).await {
+                        Some(reply) => reply,
+                        // Cancelled while it ran again: stopped, as the
+                        // replica that made it would have stopped it.
+                        None => {
+                            let update = self.withdraw_for_task(store, &task).await;
+                            store.update_task(&task.id, holder, &update).await?;
+                            continue;
+                        }
+                    },
                     false => match self.waited_for(store, &task).await {
                         Ok(Some(reply)) => reply,
                         Ok(None) => self.may_have_taken_effect(&task.tool, &task.arguments),
@@ -113,9 +126,11 @@ impl ToolSet {
         Ok(Some(self.failure(entry, Failure::Escalated(escalation))))
     }
 
-    /// Runs the call of `task` again, renewing its lease while it runs, as
-    /// the replica that made it did.
-    async fn run_again_renewed(&self, store: &dyn Store, task: &TaskRecord) -> ToolReply {
+    /// Runs the call of `task` again, renewing its lease while it runs and
+    /// looking for its caller's cancellation, as the replica that made it
+    /// did: `None` when it was cancelled (the run is dropped, stopped at
+    /// its next `.await`).
+    async fn run_again_renewed(&self, store: &dyn Store, task: &TaskRecord) -> Option<ToolReply> {
         let holder = self.holder();
         let renew = move || async move {
             let mut update = TaskUpdate::now();
@@ -133,7 +148,21 @@ impl ToolSet {
                 ),
             }
         };
-        held::renewing(self.run_again(task), held::RENEW_EVERY, renew).await
+        let run = held::renewing(self.run_again(task), held::RENEW_EVERY, renew);
+        let cancelled = async {
+            loop {
+                tokio::time::sleep(held::LOOK).await;
+                if let Ok(Some(record)) = store.task(&task.id).await
+                    && record.cancel_requested
+                {
+                    return;
+                }
+            }
+        };
+        match select(pin!(run), pin!(cancelled)).await {
+            Either::Left((reply, _)) => Some(reply),
+            Either::Right(((), _)) => None,
+        }
     }
 
     /// The call of `task`, run again as its caller.
