@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use tool_envelope::store::{
     self, ApprovalRecord, ApprovalState, AuditEntry, Decision, EscalationRecord, EscalationState,
     MemoryStore, Store, TaskRecord, TaskState, TaskUpdate,
@@ -324,9 +324,8 @@ async fn tasks(store: &dyn Store) {
     let read = store.task(&task.id).await.unwrap().unwrap();
     assert_eq!(read.status_message.as_deref(), Some("halfway"));
 
-    // Answers merge, the first to each key kept; an answer to a key the
-    // record does not ask (yet) is kept within a bound. A cancel is asked
-    // for, not forced.
+    // Answers to what the task asks merge, the first to each kept; an
+    // answer to nothing asked is dropped. A cancel is asked for, not forced.
     assert!(store.answer_task(&task.id, &json!({"a": 0})).await.unwrap());
     let mut asking = TaskUpdate::now();
     asking.input_requests = Some(Some(json!({"a": {}, "b": {}})));
@@ -337,29 +336,11 @@ async fn tasks(store: &dyn Store) {
             .unwrap()
     );
     assert!(store.answer_task(&task.id, &json!({"a": 1})).await.unwrap());
-    let answers = json!({"a": 9, "b": 2, "z": "x"});
+    let answers = json!({"a": 9, "b": 2, "z": "x".repeat(1_000)});
     assert!(store.answer_task(&task.id, &answers).await.unwrap());
-    let unasked: serde_json::Map<String, Value> =
-        (0..100).map(|n| (format!("u{n}"), json!(n))).collect();
-    assert!(
-        store
-            .answer_task(&task.id, &Value::Object(unasked))
-            .await
-            .unwrap()
-    );
-    let huge = json!({"huge": "x".repeat(2 << 20)});
-    assert!(store.answer_task(&task.id, &huge).await.unwrap());
     assert!(store.cancel_task(&task.id).await.unwrap());
     let read = store.task(&task.id).await.unwrap().unwrap();
-    let kept = read.input_responses.unwrap();
-    assert_eq!((kept["a"].clone(), kept["b"].clone()), (json!(0), json!(2)));
-    assert_eq!(kept["z"], "x");
-    assert!(kept.get("huge").is_none());
-    assert_eq!(
-        kept.as_object().unwrap().len(),
-        2 + 64,
-        "a and b, and 64 not asked"
-    );
+    assert_eq!(read.input_responses, Some(json!({"a": 1, "b": 2})));
     assert!(read.cancel_requested);
 
     // Finished: nothing changes it any more.

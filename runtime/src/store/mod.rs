@@ -94,13 +94,10 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
 
     /// Adds `responses` (an object: key → answer) to what the task `id`
     /// was answered, while it is not finished: whether it was (it is not
-    /// finished). The first answer to each key is kept — as rmcp's task
-    /// manager keeps them — a later one dropped. An answer to a key the
-    /// record does not ask ([`TaskRecord::input_requests`]; its holder may
-    /// not have written a question it shows already) is kept only while
-    /// there are fewer than 64 such answers and all of the task's answers
-    /// take under 1 MiB as JSON: a caller cannot grow the record without
-    /// bound by answering what nobody asked.
+    /// finished). Kept are only answers to questions the task asks
+    /// ([`TaskRecord::input_requests`]) and has no answer to yet — as
+    /// rmcp's task manager keeps them — the others dropped: a caller
+    /// cannot grow the record with answers to nothing, nor change one.
     fn answer_task<'a>(
         &'a self,
         id: &'a str,

@@ -18,15 +18,6 @@ use serde_json::Value;
 use crate::json::millis::iso8601;
 use crate::store::{Store, TaskRecord, TaskState, TaskUpdate, now_ms};
 
-/// The questions the task `id` asks now, as rmcp holds them: none when it
-/// asks nothing, or is gone.
-fn asked_now(manager: &TaskManager, id: &str) -> InputRequests {
-    match manager.get_task(id).map(|task| task.payload) {
-        Ok(TaskPayload::InputRequired { input_requests }) => input_requests,
-        _ => InputRequests::new(),
-    }
-}
-
 /// How long a replica holds a task it runs before another may take it over.
 pub(crate) const LEASE: Duration = Duration::from_secs(30);
 
@@ -112,15 +103,10 @@ pub(crate) async fn held(
             if record.cancel_requested {
                 let _ = manager.cancel_task(&id);
             }
-            if let Some(Value::Object(responses)) = &record.input_responses
-                && responses.keys().any(|key| !answered.contains_key(key))
-            {
-                // Passed on once the task asks: rmcp drops an answer to a
-                // question not asked yet, which would then be lost.
-                let asking = asked_now(&manager, &id);
+            if let Some(Value::Object(responses)) = &record.input_responses {
                 let new: Vec<(String, Value)> = responses
                     .iter()
-                    .filter(|(key, _)| !answered.contains_key(*key) && asking.contains_key(*key))
+                    .filter(|(key, _)| !answered.contains_key(*key))
                     .map(|(key, value)| (key.clone(), value.clone()))
                     .collect();
                 if !new.is_empty() {

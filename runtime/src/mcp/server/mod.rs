@@ -36,4 +36,6 @@ pub(crate) mod toolset;
 #[cfg(feature = "tokio")]
 pub(crate) mod turns;
 #[cfg(feature = "inbox")]
+pub(crate) mod visible;
+#[cfg(feature = "inbox")]
 pub(crate) mod webhook;

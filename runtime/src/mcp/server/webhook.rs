@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::envelope::ErrorEnvelope;
+use crate::mcp::server::visible::visible;
 use crate::retry::RetryPolicy;
 use crate::store::ApprovalRecord;
 
@@ -83,12 +84,15 @@ impl Webhook {
         // What the caller chose (the block's message quotes its arguments)
         // is escaped as Slack asks, so that it cannot make a mention or a
         // labelled link (a fake "Decide" hiding another address).
+        // Every character that does not show itself is written out, so
+        // that none turns the direction of the rest of the line.
+        let said = |text: &str| slack_escaped(&visible(text));
         let mut text = format!(
             "{} — `{}` by {} waits for an approver with `{}` (ticket {}).",
-            slack_escaped(message),
-            slack_escaped(&approval.tool),
-            slack_escaped(caller),
-            slack_escaped(&approval.approvers),
+            said(message),
+            said(&approval.tool),
+            said(caller),
+            said(&approval.approvers),
             approval.id
         );
         if let Some(url) = &url {
@@ -276,5 +280,30 @@ mod tests {
         );
         // The raw fields beside it are as they are.
         assert_eq!(notice["caller"], "<!channel>");
+    }
+
+    #[test]
+    fn what_the_caller_chose_cannot_turn_the_rest_of_the_line() {
+        let shown = json!({"message": "Refund of order IN-\u{202e}0621 exceeds the cap"});
+        let approval = ApprovalRecord::new(
+            "digest",
+            "cap@0",
+            "refund",
+            json!({}),
+            shown,
+            Some("agent\u{200b}".to_owned()),
+            "refunds:approve",
+            0,
+        );
+        let notice = Webhook::new("https://hooks.example.com/x").notice(&approval);
+        let text = notice["text"].as_str().unwrap();
+        assert!(
+            !text.contains('\u{202e}') && !text.contains('\u{200b}'),
+            "{text}"
+        );
+        assert!(
+            text.contains("IN-\\u{202e}0621") && text.contains("agent\\u{200b}"),
+            "{text}"
+        );
     }
 }

@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::time::{span, utc};
 use crate::caller::Caller;
 use crate::keys;
+use crate::mcp::server::visible::visible;
 use crate::store::{ApprovalRecord, ApprovalState, EscalationRecord};
 
 /// An approval as the page shows it.
@@ -66,48 +67,6 @@ fn arguments_of(envelope: &Value) -> Vec<Argument> {
     arguments
 }
 
-/// `text` with each character that does not show itself — controls, marks
-/// that turn the direction of what follows (a caller could make
-/// `4321` read as `1234`), characters of no width, tags — written out as
-/// `\u{202e}`: a person approving sees every character the call carries.
-fn visible(text: &str) -> String {
-    let hidden = |c: char| {
-        c.is_control()
-            || matches!(
-                c,
-                '\u{00ad}'
-                    | '\u{034f}'
-                    | '\u{061c}'
-                    | '\u{115f}'
-                    | '\u{1160}'
-                    | '\u{17b4}'
-                    | '\u{17b5}'
-                    | '\u{180b}'..='\u{180f}'
-                    | '\u{200b}'..='\u{200f}'
-                    | '\u{202a}'..='\u{202e}'
-                    | '\u{2060}'..='\u{206f}'
-                    | '\u{3164}'
-                    | '\u{fe00}'..='\u{fe0f}'
-                    | '\u{feff}'
-                    | '\u{ffa0}'
-                    | '\u{fff0}'..='\u{fffb}'
-                    | '\u{1d173}'..='\u{1d17a}'
-                    | '\u{e0000}'..='\u{e0fff}'
-            )
-    };
-    if !text.contains(hidden) {
-        return text.to_owned();
-    }
-    let mut shown = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match hidden(c) {
-            true => shown.push_str(&format!("\\u{{{:04x}}}", u32::from(c))),
-            false => shown.push(c),
-        }
-    }
-    shown
-}
-
 fn strings(value: Option<&Value>) -> Vec<String> {
     value
         .and_then(Value::as_array)
@@ -157,18 +116,15 @@ pub(super) fn view(approval: &ApprovalRecord, who: &Caller) -> ApprovalView {
         id: approval.id.clone(),
         headline: text(shown.get(keys::MESSAGE)),
         reason: text(shown.get(keys::REASON)),
-        tool: approval.tool.clone(),
-        caller: approval
-            .caller
-            .clone()
-            .unwrap_or_else(|| "(anonymous)".into()),
-        approvers: approval.approvers.clone(),
+        tool: visible(&approval.tool),
+        caller: visible(approval.caller.as_deref().unwrap_or("(anonymous)")),
+        approvers: visible(&approval.approvers),
         arguments: arguments_of(shown),
         alternatives: strings(shown.get(keys::ALTERNATIVES)),
         created: utc(approval.created_ms),
         expires: utc(approval.expires_ms),
         state: approval.state.as_str(),
-        decided_by: approval.decided_by.clone(),
+        decided_by: approval.decided_by.as_deref().map(visible),
         decided: approval.decided_ms.map(utc),
         decision: match approval.state {
             ApprovalState::Declined => "declined",
@@ -177,7 +133,9 @@ pub(super) fn view(approval: &ApprovalRecord, who: &Caller) -> ApprovalView {
             ApprovalState::Expired => "expired",
             _ => "approved",
         },
-        note: approval.note.clone().filter(|note| !note.is_empty()),
+        note: (approval.note.as_deref())
+            .filter(|note| !note.is_empty())
+            .map(visible),
         result: structured
             .map(|content| visible(&serde_json::to_string_pretty(content).unwrap_or_default())),
         result_kind: if failed { "failure" } else { "success" },
@@ -219,11 +177,8 @@ pub(super) fn escalation_view(escalation: &EscalationRecord, who: &Caller) -> Es
         category: text(envelope.get(keys::ERROR_CATEGORY)),
         code: text(envelope.get(keys::REASON)),
         why: text(info.and_then(|info| info.get(keys::escalation::REASON))),
-        tool: escalation.tool.clone().unwrap_or_default(),
-        caller: escalation
-            .caller
-            .clone()
-            .unwrap_or_else(|| "(anonymous)".into()),
+        tool: visible(escalation.tool.as_deref().unwrap_or_default()),
+        caller: visible(escalation.caller.as_deref().unwrap_or("(anonymous)")),
         created: utc(escalation.created_ms),
         attempts: info
             .and_then(|info| info.get(keys::escalation::ATTEMPTS))

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use rmcp::ErrorData;
-use rmcp::model::{DetailedTask, Task};
+use rmcp::model::{DetailedTask, Task, TaskPayload};
 use rmcp::task_manager::{DEFAULT_TASK_TTL_MS, TaskContext, TaskFuture, TaskManager, TaskOptions};
 use serde_json::Value;
 
@@ -269,7 +269,9 @@ impl Tasks {
     }
 
     /// `tasks/get`, for `subject`: from this process when it runs the task,
-    /// else from `store`.
+    /// else from `store`. A question the task asks is shown once it is
+    /// kept in the store, where any replica takes its answer: until then,
+    /// the task as the store has it.
     ///
     /// # Errors
     ///
@@ -284,6 +286,13 @@ impl Tasks {
         if self.check(id, subject).is_ok()
             && let Ok(task) = self.manager.get_task(id)
         {
+            if let (TaskPayload::InputRequired { input_requests }, Some((store, _))) =
+                (&task.payload, store)
+                && let Ok(Some(record)) = store.task(id).await
+                && !asks_all(&record, input_requests)
+            {
+                return Ok(held::detailed(&record));
+            }
             return Ok(task);
         }
         let record = kept(id, subject, store).await?;
@@ -353,6 +362,14 @@ impl Tasks {
 /// A task kept in the store (with the service asking: `store`) for
 /// `subject`, whatever replica runs it: another service's is as unknown as
 /// another caller's.
+/// Whether `record` asks every one of `questions`: they are kept.
+fn asks_all(record: &TaskRecord, questions: &rmcp::model::InputRequests) -> bool {
+    match &record.input_requests {
+        Some(Value::Object(asked)) => questions.keys().all(|key| asked.contains_key(key)),
+        _ => questions.is_empty(),
+    }
+}
+
 async fn kept(
     id: &str,
     subject: Option<&str>,

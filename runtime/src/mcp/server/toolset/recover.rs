@@ -30,7 +30,8 @@ impl ToolSet {
     /// once the one before ended: a cancelled one ends cancelled; a
     /// read-only or idempotent one runs again, here, as its caller; one
     /// that waited for an approver ends with where its ticket stands (the
-    /// approval lives on: its caller may still withdraw it); any other
+    /// approval lives on, as the ticket tells its caller, who withdraws it
+    /// by making the same call as a task and cancelling that); any other
     /// ends with a `MAY_HAVE_TAKEN_EFFECT` envelope, never run twice.
     pub(super) async fn recover_tasks(&self, store: &dyn Store) -> Result<(), StoreError> {
         let holder = self.holder();
@@ -75,9 +76,11 @@ impl ToolSet {
     }
 
     /// Where the call of `task` stands, when it waited for an approver: the
-    /// ticket its status names ([`ticket::waiting_status`]), if it is that
-    /// very call's, followed as the task would have followed it. `None`
-    /// when it waited for none: the call may have run.
+    /// ticket its status names ([`ticket::waiting_status`]), if it is an
+    /// approval of the same call (service, tool, arguments, caller),
+    /// followed as the task would have followed it. `None` when its status
+    /// names none — it waited for none, or stopped within the second before
+    /// its status was kept — and the call may have run.
     async fn waited_for(
         &self,
         store: &dyn Store,
