@@ -462,6 +462,19 @@ async fn tasks(store: &dyn Store) {
     assert_eq!(read.state, TaskState::Completed);
     store.sweep(now + 19 * MINUTE).await.unwrap();
     assert_eq!(store.task(&late.id).await.unwrap(), None);
+
+    // A task its caller cancelled, unfinished (its replica stopped), is
+    // kept a week past its time to live: another service sharing the store
+    // does not sweep it before its own takes it over and withdraws what it
+    // waited for.
+    let cancelled =
+        TaskRecord::new("slow", json!({}), None, MINUTE).held_by("replica-gone", now + MINUTE);
+    assert!(store.create_task(&cancelled, u64::MAX).await.unwrap());
+    assert!(store.cancel_task(&cancelled.id).await.unwrap());
+    store.sweep(now + 11 * MINUTE).await.unwrap();
+    assert!(store.task(&cancelled.id).await.unwrap().is_some());
+    store.sweep(now + 8 * 24 * 60 * MINUTE).await.unwrap();
+    assert_eq!(store.task(&cancelled.id).await.unwrap(), None);
 }
 
 async fn approvals(store: &dyn Store) {

@@ -384,7 +384,10 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
 
     /// Forgets what no one can read any more at `now_ms`: tasks a time to
     /// live after their last change (a finished one is read for its time
-    /// to live after it finished, as rmcp keeps it), redeemed nonces whose
+    /// to live after it finished, as rmcp keeps it; one its caller
+    /// cancelled that never finished is kept a week longer, for its
+    /// service to take it over and withdraw what it waited for — any
+    /// service's pass sweeps every service's), redeemed nonces whose
     /// `until_ms` is past (never one redeemed until `i64::MAX`), approvals
     /// done, declined or expired more than a week past their expiry.
     fn sweep<'a>(&'a self, now_ms: i64) -> StoreFuture<'a, ()>;

@@ -1373,17 +1373,23 @@ macro_rules! sql_store {
 
             fn sweep<'a>(&'a self, now_ms: i64) -> StoreFuture<'a, ()> {
                 Box::pin(async move {
-                    let statements = [
-                        "DELETE FROM te_tasks WHERE updated_ms + ttl_ms <= $1",
-                        "DELETE FROM te_redemptions WHERE until_ms <= $1",
-                    ];
-                    for sql in statements {
-                        sqlx::query(sql)
-                            .bind(now_ms)
-                            .execute(&self.pool)
-                            .await
-                            .map_err(failed)?;
-                    }
+                    // A task cancelled and unfinished waits a week for its
+                    // service to take it over (`$2 = now - kept`).
+                    let sql = "DELETE FROM te_tasks WHERE updated_ms + ttl_ms <= $1 \
+                               AND (cancel_requested = FALSE \
+                                    OR state IN ('completed', 'failed', 'cancelled') \
+                                    OR updated_ms + ttl_ms <= $2)";
+                    sqlx::query(sql)
+                        .bind(now_ms)
+                        .bind(now_ms.saturating_sub(super::memory::KEEP_DECIDED_MS))
+                        .execute(&self.pool)
+                        .await
+                        .map_err(failed)?;
+                    sqlx::query("DELETE FROM te_redemptions WHERE until_ms <= $1")
+                        .bind(now_ms)
+                        .execute(&self.pool)
+                        .await
+                        .map_err(failed)?;
                     // `expires_ms <= now - kept`, which no expiry overflows.
                     let sql = "DELETE FROM te_approvals WHERE state IN ('done', 'declined', 'withdrawn', 'expired') \
                                AND expires_ms <= $2 - $1";

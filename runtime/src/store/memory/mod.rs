@@ -470,7 +470,11 @@ impl Store for MemoryStore {
         let mut state = self.lock();
         let State { tasks, running, .. } = &mut *state;
         tasks.retain(|id, task| {
-            let kept = task.updated_ms.saturating_add(task.ttl_ms) > now_ms;
+            let until = task.updated_ms.saturating_add(task.ttl_ms);
+            // A task cancelled and unfinished waits a week for its service
+            // to take it over.
+            let waits = task.cancel_requested && !task.state.is_finished();
+            let kept = until > now_ms || (waits && until.saturating_add(KEEP_DECIDED_MS) > now_ms);
             if !kept {
                 running.remove(id);
             }
