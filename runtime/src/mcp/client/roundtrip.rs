@@ -27,7 +27,7 @@ use crate::query::Query;
 use crate::reasons;
 use crate::redact::arguments::ArgumentMask;
 use crate::redact::schema::SecretPaths;
-use crate::redact::values::SecretValues;
+use crate::redact::values::{Masker, SecretValues};
 use crate::scope::Scope;
 use crate::settle::{Facts, Source, settle};
 
@@ -194,11 +194,26 @@ fn masked_progress(
     sent: Arc<Sent>,
 ) -> ProgressCallback {
     let masker = secrets.masker();
+    // The credentials' masker, made again only when one was added.
+    let made: std::sync::Mutex<Option<(u64, Option<Arc<Masker>>)>> = std::sync::Mutex::new(None);
     Arc::new(move |mut progress: crate::mcp::client::Progress| {
         if let Some(message) = &progress.message {
-            let fresh = sent.credentials_masker();
+            let fresh = {
+                let generation = sent.generation();
+                let mut made = made
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                match &*made {
+                    Some((at, masker)) if *at == generation => masker.clone(),
+                    _ => {
+                        let masker = sent.credentials_masker().map(Arc::new);
+                        *made = Some((generation, masker.clone()));
+                        masker
+                    }
+                }
+            };
             let mut text = Cow::Borrowed(message.as_str());
-            for masker in masker.iter().chain(fresh.iter()) {
+            for masker in masker.iter().chain(fresh.as_deref()) {
                 let masked = match masker.text(&text) {
                     Cow::Owned(masked) => Some(masked),
                     Cow::Borrowed(_) => None,

@@ -30,6 +30,9 @@ pub(crate) struct Sent {
     /// too many.
     calls: Mutex<HashMap<u64, Arc<InFlight>>>,
     next: AtomicU64,
+    /// How many times a credential was remembered: what was made of the
+    /// credentials is made again when it moved.
+    generation: AtomicU64,
 }
 
 /// A call in flight, as the questions of 2025-11-25 see it.
@@ -59,6 +62,7 @@ impl Sent {
         let mut fixed = self.fixed.lock().unwrap_or_else(PoisonError::into_inner);
         if !fixed.iter().any(|known| known == value) {
             fixed.push(Arc::clone(value));
+            self.generation.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -75,6 +79,12 @@ impl Sent {
             credentials.remove(0);
         }
         credentials.push(Arc::clone(credential));
+        self.generation.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many times a credential was remembered so far.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Relaxed)
     }
 
     /// The credentials sent, as values to mask.
