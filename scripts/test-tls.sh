@@ -89,6 +89,7 @@ $(nginx_temp_paths "$work")
             proxy_http_version 1.1;
             proxy_set_header Connection "";
             proxy_set_header Host localhost;
+            proxy_set_header X-Forwarded-Proto \$scheme;
             proxy_buffering off;
             proxy_request_buffering off;
         }

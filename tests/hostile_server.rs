@@ -1212,6 +1212,40 @@ async fn a_task_whose_server_died_is_not_sent_again() {
     assert_eq!(server.sent("tools/call"), 1, "the refund was sent once");
 }
 
+/// A destructive tool run as a task, whose polls meet a gateway that
+/// rate-limits them (`429`, which proves only the poll was not read): the
+/// call was applied — the task began — so it ends `MAY_HAVE_TAKEN_EFFECT`,
+/// and a retry policy does not send it again.
+#[tokio::test]
+async fn a_task_whose_polls_are_rate_limited_is_not_sent_again() {
+    let server = Fake::start(|method, _| match method {
+        "tools/list" => Reply::Result(json!({"tools": [{"name": "refund0",
+            "inputSchema": {"type": "object"}, "annotations": {"destructiveHint": true}}]})),
+        "tools/call" => Reply::Result(task_state("task", "working", json!({}))),
+        "tasks/get" => Reply::Status(429),
+        _ => Reply::Result(Value::Null),
+    })
+    .await;
+    let client = McpClient::connect(&server.url).tasks().await.unwrap();
+    let outcome = watchdog(
+        "the call",
+        RetryPolicy::default().retry(|| client.call("refund0", json!({"order": "D-2"}))),
+    )
+    .await;
+    let escalation = outcome.result.unwrap_err();
+    let failed = &escalation.envelope;
+    assert_eq!(
+        failed.reason(),
+        Some(reasons::MAY_HAVE_TAKEN_EFFECT),
+        "{failed:?}"
+    );
+    assert!(
+        !failed.is_retryable() && !failed.not_applied(),
+        "{failed:?}"
+    );
+    assert_eq!(server.sent("tools/call"), 1, "the refund was sent once");
+}
+
 /// A client being made, printed with `{:?}` (in a log line, a panic),
 /// names its headers and credentials, never their values.
 #[tokio::test]

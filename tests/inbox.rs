@@ -1280,13 +1280,25 @@ async fn behind_a_tls_proxy_the_session_cookie_is_secure() {
     let always = serve_validated(store, None, Some(&[7; 32]), validate, true).await;
     for (server, proto, secure) in [
         (&server, None, false),
-        (&server, Some("https"), true),
+        (&server, Some(("x-forwarded-proto", "https")), true),
+        (&server, Some(("x-forwarded-proto", "https, http")), true),
+        (&server, Some(("x-forwarded-proto", "http, https")), false),
+        (
+            &server,
+            Some(("forwarded", "for=192.0.2.1;proto=https")),
+            true,
+        ),
+        (
+            &server,
+            Some(("forwarded", "for=192.0.2.1;proto=http")),
+            false,
+        ),
         (&always, None, true),
-        (&always, Some("http"), true),
+        (&always, Some(("x-forwarded-proto", "http")), true),
     ] {
         let mut form = server.http.get(format!("{}/inbox", server.url));
-        if let Some(proto) = proto {
-            form = form.header("x-forwarded-proto", proto);
+        if let Some((name, proto)) = proto {
+            form = form.header(name, proto);
         }
         let form = form.send().await.unwrap();
         let (nonce, nonce_header) = set_cookie(&form, "tool_envelope_sign_in").unwrap();
@@ -1296,8 +1308,8 @@ async fn behind_a_tls_proxy_the_session_cookie_is_secure() {
             .post(format!("{}/inbox/sign-in", server.url))
             .header(COOKIE, &nonce)
             .form(&[("token", "carol-token"), ("csrf", &csrf(&page))]);
-        if let Some(proto) = proto {
-            signed = signed.header("x-forwarded-proto", proto);
+        if let Some((name, proto)) = proto {
+            signed = signed.header(name, proto);
         }
         let signed = signed.send().await.unwrap();
         let (_, session) = set_cookie(&signed, "tool_envelope_inbox").expect("a session");

@@ -56,7 +56,7 @@ pub(crate) async fn follow(
                     let fault = failure::classify_error(&error, true);
                     faults += 1;
                     if !fault.is_retryable() || faults == POLL_FAULTS {
-                        return Err(fault);
+                        return Err(started(name, fault));
                     }
                     tokio::time::sleep(wait).await;
                     continue;
@@ -106,7 +106,7 @@ pub(crate) async fn follow(
                             .peer()
                             .update_task(UpdateTaskParams::new(id.clone(), responses))
                             .await
-                            .map_err(|error| failure::classify_error(&error, true))?;
+                            .map_err(|error| started(name, failure::classify_error(&error, true)))?;
                         continue;
                     }
                 }
@@ -117,10 +117,7 @@ pub(crate) async fn follow(
     })
     .await;
     match outcome {
-        // Whatever failed after the task began — a poll, an answer — the
-        // call was applied: the task runs, or ran. A poll or an answer not
-        // sent is that request's, not the call's.
-        Ok(outcome) => outcome.map_err(|failed| started(name, failed)),
+        Ok(outcome) => outcome,
         Err(_) => {
             // Out of time: the server is told, and the call says so.
             let _ = tokio::time::timeout(
@@ -143,12 +140,14 @@ fn poll_interval(task: &Task) -> Duration {
     suggested.clamp(POLL.0, POLL.1)
 }
 
-/// `failed`, met after the task of the call of `name` began: a request
-/// that was not sent (`NOT_APPLIED`) says so of itself, and the call
-/// itself may have taken effect — its connection was lost.
+/// `failed`, a poll or an answer of the task of the call of `name` that
+/// failed after the task began: whatever that request proves of itself —
+/// not sent, refused before it was read (`429`, `503`) — the call was
+/// applied: the task runs, or ran. A request not sent says the connection
+/// was lost; any other keeps its words, and proves nothing not applied.
 fn started(name: &str, failed: ErrorEnvelope) -> ErrorEnvelope {
     if failed.reason() != Some(reasons::NOT_APPLIED) {
-        return failed;
+        return failed.with_not_applied(false);
     }
     ErrorEnvelope::transient(format!(
         "the MCP server's task of `{name}` began, then the connection to it was lost ({}); the call may have taken effect",

@@ -82,13 +82,15 @@ impl Webhook {
         let caller = approval.caller.as_deref().unwrap_or("an anonymous caller");
         let url = (self.inbox.as_ref()).map(|inbox| format!("{inbox}/approvals/{}", approval.id));
         // What the caller chose (the block's message quotes its arguments)
-        // is escaped as Slack asks, so that it cannot make a mention or a
-        // labelled link (a fake "Decide" hiding another address).
-        // Every character that does not show itself is written out, so
-        // that none turns the direction of the rest of the line.
-        let said = |text: &str| slack_escaped(&visible(text));
+        // is a code span, escaped as Slack asks, so that it cannot make a
+        // mention or a link — Slack's `<url|label>` or Markdown's
+        // `[label](url)` in the chats that read it (a fake "Decide" hiding
+        // another address) — nor close the span. Every character that does
+        // not show itself is written out, so that none turns the direction
+        // of the rest of the line.
+        let said = |text: &str| code_span(&visible(text));
         let mut text = format!(
-            "{} — `{}` by {} waits for an approver with `{}` (ticket {}).",
+            "{} — {} by {} waits for an approver with {} (ticket {}).",
             said(message),
             said(&approval.tool),
             said(caller),
@@ -147,12 +149,17 @@ impl Webhook {
     }
 }
 
-/// `text` with `&`, `<` and `>` escaped, as Slack's message formatting
-/// asks of text that must stay text.
-fn slack_escaped(text: &str) -> String {
-    text.replace('&', "&amp;")
+/// `text` as a code span: `&`, `<` and `>` escaped, as Slack's message
+/// formatting asks of text that must stay text, and a backtick written out
+/// (`\u{0060}`), so that nothing in it is read as a link, a mention or
+/// emphasis, in Slack or in a chat that reads Markdown.
+fn code_span(text: &str) -> String {
+    let escaped = text
+        .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
+        .replace('`', "\\u{0060}");
+    format!("`{escaped}`")
 }
 
 /// The failure of a notice that did not reach the webhook: `error` without
@@ -303,6 +310,29 @@ mod tests {
         );
         assert!(
             text.contains("IN-\\u{202e}0621") && text.contains("agent\\u{200b}"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn what_the_caller_chose_is_read_as_text_in_a_markdown_chat_too() {
+        let shown = json!({"message": "Refund [Decide](https://evil.example/inbox) @channel `x`"});
+        let approval = ApprovalRecord::new(
+            "digest",
+            "cap@0",
+            "refund",
+            json!({}),
+            shown,
+            Some("@all".to_owned()),
+            "refunds:approve",
+            0,
+        );
+        let notice = Webhook::new("https://hooks.example.com/x").notice(&approval);
+        let text = notice["text"].as_str().unwrap();
+        assert!(
+            text.starts_with(
+                "`Refund [Decide](https://evil.example/inbox) @channel \\u{0060}x\\u{0060}` — `refund` by `@all` waits"
+            ),
             "{text}"
         );
     }

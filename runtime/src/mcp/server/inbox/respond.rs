@@ -150,11 +150,7 @@ pub(super) fn set_cookie(
     (name, value): (&str, &str),
     max_age: i64,
 ) {
-    let secure = state.secure_cookies
-        || headers
-            .get("x-forwarded-proto")
-            .and_then(|value| value.to_str().ok())
-            .is_some_and(|proto| proto.eq_ignore_ascii_case("https"));
+    let secure = state.secure_cookies || came_through_tls(headers);
     let cookie = format!(
         "{name}={value}; Path=/inbox; HttpOnly; SameSite=Lax; Max-Age={max_age}{}",
         if secure { "; Secure" } else { "" }
@@ -162,6 +158,34 @@ pub(super) fn set_cookie(
     if let Ok(cookie) = HeaderValue::from_str(&cookie) {
         response.headers_mut().append(header::SET_COOKIE, cookie);
     }
+}
+
+/// Whether the proxy in front says the request came to it through TLS: the
+/// first entry (the proxy nearest the browser) of `X-Forwarded-Proto`, or
+/// the first element's `proto` of `Forwarded` (RFC 7239).
+fn came_through_tls(headers: &HeaderMap) -> bool {
+    let first = |name| {
+        let value = headers.get(name)?.to_str().ok()?;
+        Some(
+            value
+                .split(',')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_owned(),
+        )
+    };
+    let https = |proto: &str| proto.trim_matches('"').eq_ignore_ascii_case("https");
+    if first("x-forwarded-proto").is_some_and(|proto| https(&proto)) {
+        return true;
+    }
+    first("forwarded").is_some_and(|element| {
+        element.split(';').any(|pair| {
+            pair.split_once('=').is_some_and(|(key, value)| {
+                key.trim().eq_ignore_ascii_case("proto") && https(value.trim())
+            })
+        })
+    })
 }
 
 /// The refusal of a form: `status`, saying `problem` on the sign-in page.
