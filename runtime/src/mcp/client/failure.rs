@@ -265,7 +265,7 @@ fn transport(error: &DynamicTransportError, before_sending: bool) -> ErrorEnvelo
     // What the client's own side ended: a token provider, a TLS handshake.
     let own = match http {
         Some(StreamableHttpError::Io(io)) => token_failure(io).cloned(),
-        Some(StreamableHttpError::Client(client)) => tls_failure(client),
+        Some(StreamableHttpError::Client(client)) => tls_failure(client, client.is_connect()),
         _ => None,
     };
     if let Some(envelope) = own {
@@ -358,8 +358,15 @@ fn http_status(status: u16, retry_after: Option<&str>) -> ErrorEnvelope {
 /// The envelope of a TLS handshake that failed, if `error` (or what caused
 /// it) is one: `permission`, reason `TLS_CERTIFICATE`, not retryable —
 /// the same certificate fails the same way — and nothing was sent.
-fn tls_failure(error: &(dyn StdError + 'static)) -> Option<ErrorEnvelope> {
+fn tls_failure(error: &(dyn StdError + 'static), connecting: bool) -> Option<ErrorEnvelope> {
     let rustls_error = causes(error).find_map(|cause| cause.downcast_ref::<rustls::Error>())?;
+    // Past connecting, only what ends a handshake is one (TLS 1.3 sends a
+    // refused client certificate's alert after the client finished its
+    // part): any other TLS failure on a connection a request went out on
+    // says nothing of whether the server read it.
+    if !connecting && !ends_a_handshake(rustls_error) {
+        return None;
+    }
     let (what, alternative) = match rustls_error {
         rustls::Error::InvalidCertificate(why) => (
             format!("the MCP server's TLS certificate was refused: {why}"),
@@ -389,6 +396,28 @@ fn tls_failure(error: &(dyn StdError + 'static)) -> Option<ErrorEnvelope> {
     )
 }
 
+/// Whether `error` is one only a TLS handshake ends with: a certificate
+/// refused, or the peer's alert about one.
+fn ends_a_handshake(error: &rustls::Error) -> bool {
+    use rustls::AlertDescription as Alert;
+    match error {
+        rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented => true,
+        rustls::Error::AlertReceived(alert) => matches!(
+            alert,
+            Alert::CertificateRequired
+                | Alert::BadCertificate
+                | Alert::UnsupportedCertificate
+                | Alert::CertificateRevoked
+                | Alert::CertificateExpired
+                | Alert::CertificateUnknown
+                | Alert::UnknownCA
+                | Alert::AccessDenied
+                | Alert::HandshakeFailure
+        ),
+        _ => false,
+    }
+}
+
 /// `error` and what caused it, looking inside I/O errors, whose `source`
 /// skips the error they wrap.
 fn causes<'a>(
@@ -416,4 +445,32 @@ pub(crate) fn flooded(name: &str, most: usize) -> ErrorEnvelope {
     ))
     .with_reason(reasons::TOO_MANY_QUESTIONS)
     .with_alternative("Call a server that asks fewer questions, or raise the client's max_questions")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tls_failure;
+    use crate::reasons;
+
+    fn wrapped(error: rustls::Error) -> std::io::Error {
+        std::io::Error::new(std::io::ErrorKind::InvalidData, error)
+    }
+
+    #[test]
+    fn a_tls_failure_past_connecting_is_the_certificates_only_when_it_ends_a_handshake() {
+        let garbled = wrapped(rustls::Error::DecryptError);
+        let refused = tls_failure(&garbled, true).expect("while connecting, the handshake's");
+        assert_eq!(refused.reason(), Some(reasons::TLS_CERTIFICATE));
+        assert!(refused.not_applied());
+        // On a kept connection a request went out on: the server may have
+        // read it.
+        assert!(tls_failure(&garbled, false).is_none());
+        // TLS 1.3: a refused client certificate is told after the client
+        // finished its part of the handshake, and nothing was read.
+        let wanted = wrapped(rustls::Error::AlertReceived(
+            rustls::AlertDescription::CertificateRequired,
+        ));
+        let refused = tls_failure(&wanted, false).expect("a handshake's end");
+        assert!(refused.not_applied());
+    }
 }
