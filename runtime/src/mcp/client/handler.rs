@@ -54,10 +54,12 @@ pub(crate) struct Handler {
 
 impl Handler {
     /// The secret values a question may not show, once it is counted
-    /// against the calls in flight; `None` once they were asked too many.
-    fn admit(&self) -> Option<SecretValues> {
+    /// against the calls in flight; `None` once they were asked too many,
+    /// or, unless `outside_a_call`, when no call is in flight: a form for a
+    /// person or a turn of a paid model is asked for a call, or not at all.
+    fn admit(&self, outside_a_call: bool) -> Option<SecretValues> {
         self.sent
-            .asked(self.max_questions)
+            .asked(self.max_questions, outside_a_call)
             .then(|| self.sent.everything())
     }
 }
@@ -87,7 +89,7 @@ impl ClientHandler for Handler {
         request: ElicitRequestParams,
         _: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let secrets = self.admit().ok_or_else(too_many)?;
+        let secrets = self.admit(false).ok_or_else(too_many)?;
         let answer = self.answers.elicit(request, &secrets).await;
         answer.ok_or_else(ErrorData::method_not_found::<ElicitationCreateRequestMethod>)
     }
@@ -98,7 +100,7 @@ impl ClientHandler for Handler {
         params: CreateMessageRequestParams,
         _: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        let secrets = self.admit().ok_or_else(too_many)?;
+        let secrets = self.admit(false).ok_or_else(too_many)?;
         match self.answers.sample(params, &secrets).await {
             Some(Ok(result)) => Ok(result),
             Some(Err(error)) => Err(ErrorData::internal_error(error, None)),
@@ -111,7 +113,7 @@ impl ClientHandler for Handler {
         &self,
         _: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
-        self.admit().ok_or_else(too_many)?;
+        self.admit(true).ok_or_else(too_many)?;
         let roots = self.answers.roots().await;
         roots.ok_or_else(ErrorData::method_not_found::<ListRootsRequestMethod>)
     }

@@ -145,9 +145,14 @@ impl Sent {
 
     /// Counts a question the server asked (2025-11-25) against every call
     /// in flight; a call that has seen more than `most` is told it was
-    /// flooded. Whether the question may still be answered.
-    pub(crate) fn asked(&self, most: u64) -> bool {
+    /// flooded. Whether the question may still be answered: asked while no
+    /// call is in flight, only when `outside_a_call` — nothing bounds those,
+    /// and a server has no call of the client's to ask for.
+    pub(crate) fn asked(&self, most: u64, outside_a_call: bool) -> bool {
         let calls = self.lock_calls();
+        if calls.is_empty() {
+            return outside_a_call;
+        }
         let mut answerable = true;
         for call in calls.values() {
             if call.asked.fetch_add(1, Ordering::Relaxed) + 1 > most {
@@ -186,6 +191,21 @@ impl Drop for Running<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A question asked while no call runs is answered only where it may
+    /// be (a server listing the client's roots as it starts); one asked
+    /// during a call is counted against it.
+    #[test]
+    fn a_question_outside_any_call_is_answered_only_where_it_may_be() {
+        let sent = Sent::default();
+        assert!(!sent.asked(16, false));
+        assert!(sent.asked(16, true));
+        let running = sent.running(SecretValues::default());
+        assert!(sent.asked(1, false));
+        assert!(!sent.asked(1, false), "past the call's bound");
+        drop(running);
+        assert!(!sent.asked(16, false));
+    }
 
     /// However many tokens a provider mints (a server that refuses each,
     /// say), a header's value stays masked.
