@@ -1246,6 +1246,52 @@ async fn a_task_whose_polls_are_rate_limited_is_not_sent_again() {
     assert_eq!(server.sent("tools/call"), 1, "the refund was sent once");
 }
 
+/// A task whose every poll asks a few new questions, never more than a
+/// round may: the call's questions are bounded in all, as a call's rounds
+/// are (16 a round, 10 rounds), and it ends `TOO_MANY_QUESTIONS`.
+#[tokio::test]
+async fn a_task_that_keeps_asking_a_few_more_questions_is_bounded_in_all() {
+    let polls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&polls);
+    let server = Fake::start(move |method, _| match method {
+        "tools/list" => Reply::Result(json!({"tools": [{"name": "ask0",
+            "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}]})),
+        "tools/call" => Reply::Result(task_state("task", "working", json!({}))),
+        "tasks/get" => {
+            let poll = counted.fetch_add(1, Ordering::SeqCst);
+            let asked: serde_json::Map<String, Value> = (0..8)
+                .map(|n| {
+                    let question = json!({"method": "roots/list", "params": {}});
+                    (format!("q{poll}-{n}"), question)
+                })
+                .collect();
+            Reply::Result(task_state(
+                "complete",
+                "input_required",
+                json!({"inputRequests": asked}),
+            ))
+        }
+        "tasks/update" => Reply::Result(json!({"resultType": "complete"})),
+        _ => Reply::Result(Value::Null),
+    })
+    .await;
+    let client = McpClient::connect(&server.url)
+        .tasks()
+        .on_roots(|| async { Vec::new() })
+        .await
+        .unwrap();
+    let stopped = watchdog("a call asked without end", client.call("ask0", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        stopped.reason(),
+        Some(reasons::TOO_MANY_QUESTIONS),
+        "{stopped:?}"
+    );
+    assert!(stopped.message().contains("160"), "{}", stopped.message());
+    assert_eq!(server.sent("tasks/update"), 20, "160 answered, 8 at a time");
+}
+
 /// A client being made, printed with `{:?}` (in a log line, a panic),
 /// names its headers and credentials, never their values.
 #[tokio::test]

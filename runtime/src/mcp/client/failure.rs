@@ -447,6 +447,16 @@ pub(crate) fn flooded(name: &str, most: usize) -> ErrorEnvelope {
     .with_alternative("Call a server that asks fewer questions, or raise the client's max_questions")
 }
 
+/// A call of `name` whose server asked more than `most` questions over
+/// its whole course (a task's, asked a few at a time).
+pub(crate) fn flooded_in_all(name: &str, most: usize) -> ErrorEnvelope {
+    ErrorEnvelope::other(format!(
+        "the MCP server asked more than {most} questions in all during the call of `{name}`, more than this client answers"
+    ))
+    .with_reason(reasons::TOO_MANY_QUESTIONS)
+    .with_alternative("Call a server that asks fewer questions, or raise the client's max_questions")
+}
+
 #[cfg(test)]
 mod tests {
     use super::tls_failure;

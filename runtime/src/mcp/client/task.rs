@@ -92,8 +92,15 @@ pub(crate) async fn follow(
                         .into_iter()
                         .filter(|(key, _)| !answered.contains(key))
                         .collect();
-                    if fresh.len() > link.options.max_questions {
-                        return Err(failure::flooded(name, link.options.max_questions));
+                    // At once, and in all: a round of the call's is asked
+                    // at most as many, and a call has at most its rounds.
+                    let most = link.options.max_questions;
+                    let in_all = most.saturating_mul(rmcp::model::DEFAULT_MRTR_MAX_ROUNDS);
+                    if fresh.len() > most {
+                        return Err(failure::flooded(name, most));
+                    }
+                    if answered.len() + fresh.len() > in_all {
+                        return Err(failure::flooded_in_all(name, in_all));
                     }
                     if !fresh.is_empty() {
                         answered.extend(fresh.keys().cloned());
