@@ -470,10 +470,9 @@ impl Store for MemoryStore {
         let mut state = self.lock();
         let State { tasks, running, .. } = &mut *state;
         tasks.retain(|id, task| {
-            let until = task.updated_ms.saturating_add(task.ttl_ms);
-            // A task cancelled and unfinished waits a week for its service
-            // to take it over.
+            // One cancelled and unfinished waits a week for its service.
             let waits = task.cancel_requested && !task.state.is_finished();
+            let until = task.updated_ms.saturating_add(task.ttl_ms);
             let kept = until > now_ms || (waits && until.saturating_add(KEEP_DECIDED_MS) > now_ms);
             if !kept {
                 running.remove(id);
@@ -482,12 +481,9 @@ impl Store for MemoryStore {
         });
         state.redeemed.retain(|_, until| *until > now_ms);
         state.approvals.retain(|_, approval| {
-            !matches!(
+            matches!(
                 approval.state,
-                ApprovalState::Done
-                    | ApprovalState::Declined
-                    | ApprovalState::Withdrawn
-                    | ApprovalState::Expired
+                ApprovalState::Pending | ApprovalState::Approved | ApprovalState::Running
             ) || approval.expires_ms.saturating_add(KEEP_DECIDED_MS) > now_ms
         });
         ready(())
