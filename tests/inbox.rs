@@ -412,6 +412,11 @@ async fn an_approver_signs_in_decides_once_and_the_refund_runs_once() {
     assert_eq!(times("refund IN-1 620"), 1);
     let (_, detail) = server.get(&path, &carol).await;
     assert!(detail.contains("Done: Refunded $620 on IN-1"), "{detail}");
+    // The result is shown as the pretty JSON it is, on lines of its own.
+    assert!(
+        detail.contains("{\n  &quot;result&quot;") || detail.contains("{\n  &#34;result&#34;"),
+        "{detail}"
+    );
     assert!(detail.contains("receipt checked"));
     // The agent calling again reads the result; nothing runs again.
     let result = server.call_as_agent("IN-1", 620).await;

@@ -437,6 +437,11 @@ pub fn now_ms() -> i64 {
         })
 }
 
+/// How long past its time to live a task its caller cancelled, and that
+/// never finished, is kept for its own service to take it over and
+/// withdraw what it waited for ([`Store::sweep`]): a week.
+pub(crate) const KEEP_CANCELLED_TASK_MS: i64 = 7 * 24 * 60 * 60 * 1000;
+
 /// A fresh, unguessable id: 128 bits from the operating system's random
 /// source, base64url.
 pub(crate) fn new_id() -> String {

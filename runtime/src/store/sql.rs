@@ -1377,11 +1377,11 @@ macro_rules! sql_store {
                     // service to take it over (`$2 = now - kept`).
                     let sql = "DELETE FROM te_tasks WHERE updated_ms + ttl_ms <= $1 \
                                AND (cancel_requested = FALSE \
-                                    OR state IN ('completed', 'failed', 'cancelled') \
+                                    OR state NOT IN ('working', 'input_required') \
                                     OR updated_ms + ttl_ms <= $2)";
                     sqlx::query(sql)
                         .bind(now_ms)
-                        .bind(now_ms.saturating_sub(super::memory::KEEP_DECIDED_MS))
+                        .bind(now_ms.saturating_sub(super::KEEP_CANCELLED_TASK_MS))
                         .execute(&self.pool)
                         .await
                         .map_err(failed)?;

@@ -29,9 +29,6 @@ pub(crate) use crate::mcp::client::handler::ProgressCallback;
 use crate::mcp::client::handler::{Handler, ProgressRoutes};
 use crate::mcp::client::secrets::Sent;
 
-/// The most rounds of one call: a server that keeps asking stops there.
-pub(crate) const MAX_ROUNDS: u64 = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS as u64;
-
 /// How a client reaches its server, again after a broken connection.
 #[derive(Clone)]
 pub(crate) enum Endpoint {
@@ -175,9 +172,7 @@ impl Link {
             progress: Arc::clone(&self.progress),
             answers: self.options.answers.clone(),
             sent: Arc::clone(&self.sent),
-            max_questions: u64::try_from(self.options.max_questions)
-                .unwrap_or(u64::MAX)
-                .saturating_mul(MAX_ROUNDS),
+            max_questions: u64::try_from(self.options.questions_in_all()).unwrap_or(u64::MAX),
             tasks: self.options.tasks,
         };
         let timeout = self.options.timeout;

@@ -437,21 +437,12 @@ fn causes<'a>(
 }
 
 /// The envelope of a call whose server asked more questions than the
-/// client answers, in one round or while it ran: `other`, not retryable —
-/// the same call would be asked the same.
-pub(crate) fn flooded(name: &str, most: usize) -> ErrorEnvelope {
+/// client answers — `most`, at once, or `in_all` over the call: `other`,
+/// not retryable — the same call would be asked the same.
+pub(crate) fn flooded(name: &str, most: usize, in_all: bool) -> ErrorEnvelope {
+    let when = if in_all { "in all" } else { "at once" };
     ErrorEnvelope::other(format!(
-        "the MCP server asked more than {most} questions at once during the call of `{name}`, more than this client answers"
-    ))
-    .with_reason(reasons::TOO_MANY_QUESTIONS)
-    .with_alternative("Call a server that asks fewer questions, or raise the client's max_questions")
-}
-
-/// A call of `name` whose server asked more than `most` questions over
-/// its whole course (a task's, asked a few at a time).
-pub(crate) fn flooded_in_all(name: &str, most: usize) -> ErrorEnvelope {
-    ErrorEnvelope::other(format!(
-        "the MCP server asked more than {most} questions in all during the call of `{name}`, more than this client answers"
+        "the MCP server asked more than {most} questions {when} during the call of `{name}`, more than this client answers"
     ))
     .with_reason(reasons::TOO_MANY_QUESTIONS)
     .with_alternative("Call a server that asks fewer questions, or raise the client's max_questions")

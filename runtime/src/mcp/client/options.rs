@@ -71,6 +71,14 @@ pub(crate) struct Options {
     pub(crate) tasks: bool,
 }
 
+impl Options {
+    /// The most questions a server may ask over one call: a round's bound,
+    /// as many times as a call has rounds.
+    pub(crate) fn questions_in_all(&self) -> usize {
+        (self.max_questions).saturating_mul(rmcp::model::DEFAULT_MRTR_MAX_ROUNDS)
+    }
+}
+
 impl std::fmt::Debug for Options {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // A header's value may be a credential (`x-api-key`): its name only.

@@ -122,7 +122,11 @@ pub(crate) async fn call(
         let response = match select(pin!(answered), pin!(running.call().flooded())).await {
             Either::Left((response, _)) => response,
             Either::Right(((), _)) => {
-                break Err(failure::flooded(name, link.options.max_questions));
+                break Err(failure::flooded(
+                    name,
+                    link.options.questions_in_all(),
+                    true,
+                ));
             }
         };
         break match response {
@@ -132,7 +136,7 @@ pub(crate) async fn call(
             Ok(ServerResult::InputRequiredResult(asked)) if rounds < MAX_ROUNDS => {
                 let requests = asked.input_requests.unwrap_or_default();
                 if requests.len() > link.options.max_questions {
-                    break Err(failure::flooded(name, link.options.max_questions));
+                    break Err(failure::flooded(name, link.options.max_questions, false));
                 }
                 let answered = tokio::time::timeout_at(
                     deadline,
@@ -161,7 +165,9 @@ pub(crate) async fn call(
                 );
                 match select(pin!(task), pin!(running.call().flooded())).await {
                     Either::Left((outcome, _)) => outcome,
-                    Either::Right(((), _)) => Err(failure::flooded(name, link.options.max_questions)),
+                    Either::Right(((), _)) => {
+                        Err(failure::flooded(name, link.options.questions_in_all(), true))
+                    }
                 }
             }
             Ok(ServerResult::InputRequiredResult(_)) => Err(ErrorEnvelope::other(format!(
@@ -193,12 +199,13 @@ fn masked_progress(
     secrets: &SecretValues,
     sent: Arc<Sent>,
 ) -> ProgressCallback {
-    let masker = secrets.masker();
-    // The credentials' masker, made again only when one was added.
+    let secrets = secrets.clone();
+    // One masker of the call's secrets and the credentials sent, made
+    // again only when a credential was added.
     let made: std::sync::Mutex<Option<(u64, Option<Arc<Masker>>)>> = std::sync::Mutex::new(None);
     Arc::new(move |mut progress: crate::mcp::client::Progress| {
         if let Some(message) = &progress.message {
-            let fresh = {
+            let masker = {
                 let generation = sent.generation();
                 let mut made = made
                     .lock()
@@ -206,23 +213,19 @@ fn masked_progress(
                 match &*made {
                     Some((at, masker)) if *at == generation => masker.clone(),
                     _ => {
-                        let masker = sent.credentials_masker().map(Arc::new);
+                        let mut values = secrets.clone();
+                        for credential in sent.credentials() {
+                            values.add(&credential);
+                        }
+                        let masker = values.masker().map(Arc::new);
                         *made = Some((generation, masker.clone()));
                         masker
                     }
                 }
             };
-            let mut text = Cow::Borrowed(message.as_str());
-            for masker in masker.iter().chain(fresh.as_deref()) {
-                let masked = match masker.text(&text) {
-                    Cow::Owned(masked) => Some(masked),
-                    Cow::Borrowed(_) => None,
-                };
-                if let Some(masked) = masked {
-                    text = Cow::Owned(masked);
-                }
-            }
-            if let Cow::Owned(masked) = text {
+            if let Some(masker) = masker
+                && let Cow::Owned(masked) = masker.text(message)
+            {
                 progress.message = Some(masked);
             }
         }

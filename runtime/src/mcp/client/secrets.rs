@@ -105,7 +105,7 @@ impl Sent {
     }
 
     /// What masks the credentials sent so far, if any was.
-    pub(crate) fn credentials_masker(&self) -> Option<Masker> {
+    fn credentials_masker(&self) -> Option<Masker> {
         let mut values = SecretValues::default();
         for credential in self.credentials() {
             values.add(&credential);

@@ -95,12 +95,12 @@ pub(crate) async fn follow(
                     // At once, and in all: a round of the call's is asked
                     // at most as many, and a call has at most its rounds.
                     let most = link.options.max_questions;
-                    let in_all = most.saturating_mul(rmcp::model::DEFAULT_MRTR_MAX_ROUNDS);
                     if fresh.len() > most {
-                        return Err(failure::flooded(name, most));
+                        return Err(failure::flooded(name, most, false));
                     }
+                    let in_all = link.options.questions_in_all();
                     if answered.len() + fresh.len() > in_all {
-                        return Err(failure::flooded_in_all(name, in_all));
+                        return Err(failure::flooded(name, in_all, true));
                     }
                     if !fresh.is_empty() {
                         answered.extend(fresh.keys().cloned());

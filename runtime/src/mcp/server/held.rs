@@ -23,7 +23,7 @@ pub(crate) const LEASE: Duration = Duration::from_secs(30);
 
 /// How often the holder renews its lease, and looks for answers and a
 /// cancellation another replica passed on.
-pub(crate) const LOOK: Duration = Duration::from_secs(1);
+const LOOK: Duration = Duration::from_secs(1);
 
 /// How long between two renewals of the lease, by the clock: a third of
 /// it, so that two renewals may fail, or the store be slow to answer the
@@ -45,6 +45,19 @@ pub(crate) async fn renewing<T, R: std::future::Future<Output = ()>>(
         match select(run.as_mut(), tick).await {
             Either::Left((done, _)) => return done,
             Either::Right(((), _)) => renew().await,
+        }
+    }
+}
+
+/// Completes once the caller of the task `id` asked, in `store`, for it
+/// to stop: looked for as often as the replica that made it looks.
+pub(crate) async fn cancel_asked(store: &dyn Store, id: &str) {
+    loop {
+        tokio::time::sleep(LOOK).await;
+        if let Ok(Some(record)) = store.task(id).await
+            && record.cancel_requested
+        {
+            return;
         }
     }
 }

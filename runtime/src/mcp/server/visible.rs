@@ -63,9 +63,23 @@ pub(crate) fn visible(text: &str) -> String {
     shown
 }
 
+/// `json`, pretty-printed JSON, shown as [`visible`] shows a text, its
+/// lines kept: a line break in pretty JSON is its layout (one inside a
+/// string is written `\n` already).
+pub(crate) fn visible_lines(json: &str) -> String {
+    json.lines().map(visible).collect::<Vec<_>>().join("\n")
+}
+
 #[cfg(test)]
 mod tests {
-    use super::visible;
+    use super::{visible, visible_lines};
+
+    #[test]
+    fn pretty_json_keeps_its_lines() {
+        let pretty =
+            serde_json::to_string_pretty(&serde_json::json!({"a": "x\ny\u{202e}"})).unwrap();
+        assert_eq!(visible_lines(&pretty), "{\n  \"a\": \"x\\ny\\u{202e}\"\n}");
+    }
 
     #[test]
     fn what_does_not_show_itself_is_written_out() {

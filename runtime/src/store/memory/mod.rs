@@ -473,7 +473,8 @@ impl Store for MemoryStore {
             // One cancelled and unfinished waits a week for its service.
             let waits = task.cancel_requested && !task.state.is_finished();
             let until = task.updated_ms.saturating_add(task.ttl_ms);
-            let kept = until > now_ms || (waits && until.saturating_add(KEEP_DECIDED_MS) > now_ms);
+            let kept = until > now_ms
+                || (waits && until.saturating_add(super::KEEP_CANCELLED_TASK_MS) > now_ms);
             if !kept {
                 running.remove(id);
             }

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::time::{span, utc};
 use crate::caller::Caller;
 use crate::keys;
-use crate::mcp::server::visible::visible;
+use crate::mcp::server::visible::{visible, visible_lines};
 use crate::store::{ApprovalRecord, ApprovalState, EscalationRecord};
 
 /// An approval as the page shows it.
@@ -136,8 +136,9 @@ pub(super) fn view(approval: &ApprovalRecord, who: &Caller) -> ApprovalView {
         note: (approval.note.as_deref())
             .filter(|note| !note.is_empty())
             .map(visible),
-        result: structured
-            .map(|content| visible(&serde_json::to_string_pretty(content).unwrap_or_default())),
+        result: structured.map(|content| {
+            visible_lines(&serde_json::to_string_pretty(content).unwrap_or_default())
+        }),
         result_kind: if failed { "failure" } else { "success" },
         outcome: visible(&outcome),
         can_decide: pending && holds && !own,
@@ -193,7 +194,9 @@ pub(super) fn escalation_view(escalation: &EscalationRecord, who: &Caller) -> Es
         partial: envelope
             .get(keys::PARTIAL_RESULTS)
             .filter(|partial| !partial.is_null())
-            .map(|partial| visible(&serde_json::to_string_pretty(partial).unwrap_or_default())),
+            .map(|partial| {
+                visible_lines(&serde_json::to_string_pretty(partial).unwrap_or_default())
+            }),
         alternatives: strings(envelope.get(keys::ALTERNATIVES)),
     }
 }

@@ -50,10 +50,12 @@ pub const DEFAULT_MAX_TASKS_PER_CALLER: usize = 100;
 /// Which tools run as tasks.
 type Picks = Arc<dyn Fn(&ToolDefinition) -> TaskSupport + Send + Sync>;
 
-/// Who made a task, and when it finished, if it did.
+/// Who made a task, when it finished, if it did, and the questions it
+/// asked that are kept in the store already.
 struct Owner {
     subject: Option<Arc<str>>,
     finished: Arc<OnceLock<Instant>>,
+    kept: std::collections::BTreeSet<String>,
 }
 
 /// A running task's place among the tasks counted against the bounds:
@@ -263,6 +265,7 @@ impl Tasks {
             Owner {
                 subject: subject.map(Arc::from),
                 finished,
+                kept: std::collections::BTreeSet::new(),
             },
         );
         Ok(task)
@@ -288,10 +291,16 @@ impl Tasks {
         {
             if let (TaskPayload::InputRequired { input_requests }, Some((store, _))) =
                 (&task.payload, store)
+                && !self.known_kept(id, input_requests)
                 && let Ok(Some(record)) = store.task(id).await
-                && !asks_all(&record, input_requests)
             {
-                return Ok(held::detailed(&record));
+                if !asks_all(&record, input_requests) {
+                    return Ok(held::detailed(&record));
+                }
+                let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Some(owner) = owners.get_mut(id) {
+                    owner.kept.extend(input_requests.keys().cloned());
+                }
             }
             return Ok(task);
         }
@@ -350,6 +359,15 @@ impl Tasks {
     }
 
     /// `Ok` when `id` is a task of `subject`'s.
+    /// Whether every one of `questions` of the task `id` was seen kept in
+    /// the store already: its polls read the store no more.
+    fn known_kept(&self, id: &str, questions: &rmcp::model::InputRequests) -> bool {
+        let owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
+        owners
+            .get(id)
+            .is_some_and(|owner| questions.keys().all(|key| owner.kept.contains(key)))
+    }
+
     fn check(&self, id: &str, subject: Option<&str>) -> Result<(), ErrorData> {
         let owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
         match owners.get(id) {
@@ -359,9 +377,6 @@ impl Tasks {
     }
 }
 
-/// A task kept in the store (with the service asking: `store`) for
-/// `subject`, whatever replica runs it: another service's is as unknown as
-/// another caller's.
 /// Whether `record` asks every one of `questions`: they are kept.
 fn asks_all(record: &TaskRecord, questions: &rmcp::model::InputRequests) -> bool {
     match &record.input_requests {
@@ -370,6 +385,9 @@ fn asks_all(record: &TaskRecord, questions: &rmcp::model::InputRequests) -> bool
     }
 }
 
+/// A task kept in the store (with the service asking: `store`) for
+/// `subject`, whatever replica runs it: another service's is as unknown as
+/// another caller's.
 async fn kept(
     id: &str,
     subject: Option<&str>,

@@ -230,9 +230,17 @@ impl ToolSet {
         arguments: Value,
         envelope: ErrorEnvelope,
     ) -> ToolReply {
+        self.failed_as(name, arguments, Failure::Envelope(envelope))
+    }
+
+    /// [`failed`](Self::failed), with `failure`: an envelope, or an
+    /// escalation (a call that waits for an approver).
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+    pub(super) fn failed_as(&self, name: &str, arguments: Value, failure: Failure) -> ToolReply {
         let Some(&index) = self.inner.index.get(name) else {
+            let envelope = failure.envelope();
             return ToolReply::structured(
-                serde_json::to_value(&envelope).unwrap_or_default(),
+                serde_json::to_value(envelope).unwrap_or_default(),
                 envelope.to_string(),
                 true,
             );
@@ -243,9 +251,18 @@ impl ToolSet {
             _ => Map::new(),
         };
         let mask = ArgumentMask::new(&entry.definition.checks.secrets, &[]);
-        let query = Query::Arguments(&arguments, Scope::masked(mask));
-        let envelope = settle(envelope, &entry.facts, query, &|| None);
-        self.failure(entry, Failure::Envelope(envelope))
+        let settled = |envelope| {
+            let query = Query::Arguments(&arguments, Scope::masked(mask));
+            settle(envelope, &entry.facts, query, &|| None)
+        };
+        let failure = match failure {
+            Failure::Envelope(envelope) => Failure::Envelope(settled(envelope)),
+            Failure::Escalated(escalation) => Failure::Escalated(crate::escalation::Escalation {
+                envelope: settled(escalation.envelope),
+                ..escalation
+            }),
+        };
+        self.failure(entry, failure)
     }
 
     /// The call's attempts; when a guard blocked it and a person may

@@ -11,18 +11,24 @@ use super::failure::Failure;
 use super::runner::BATCH;
 use crate::caller::Caller;
 use crate::envelope::ErrorEnvelope;
-use crate::escalation::Escalation;
 use crate::mcp::context::ToolContext;
 use crate::mcp::reply::ToolReply;
 use crate::mcp::server::digest::digest;
 use crate::mcp::server::held;
 use crate::mcp::server::ticket::{self, Ticketed};
-use crate::query::Query;
-use crate::redact::arguments::ArgumentMask;
-use crate::scope::Scope;
-use crate::settle::settle;
 use crate::store::{Store, StoreError, TaskRecord, TaskState, TaskUpdate, now_ms};
 use serde_json::{Map, Value};
+
+/// The digest of `task`'s call — its service, tool, arguments and caller —
+/// as its approvals were opened under.
+pub(super) fn call_digest(task: &TaskRecord) -> String {
+    let arguments = match &task.arguments {
+        Value::Object(arguments) => arguments.clone(),
+        _ => Map::new(),
+    };
+    let caller = (task.caller.as_deref()).map(|subject| Caller::new(subject, Vec::<String>::new()));
+    digest(&task.service, &task.tool, &arguments, caller.as_ref())
+}
 
 impl ToolSet {
     /// Takes over the tasks whose replica stopped renewing its lease (it
@@ -92,41 +98,22 @@ impl ToolSet {
         let Some(approval) = store.approval(id).await? else {
             return Ok(None);
         };
-        let arguments = match &task.arguments {
-            Value::Object(arguments) => arguments.clone(),
-            _ => Map::new(),
-        };
-        let caller =
-            (task.caller.as_deref()).map(|subject| Caller::new(subject, Vec::<String>::new()));
-        let call = digest(&task.service, &task.tool, &arguments, caller.as_ref());
-        if approval.digest != call || approval.service != task.service {
+        if approval.digest != call_digest(task) {
             return Ok(None);
         }
         // The block as approvers were shown it.
         let blocked = serde_json::from_value::<ErrorEnvelope>(approval.shown.clone())
             .unwrap_or_else(|_| ErrorEnvelope::business("The call waits for an approver"));
-        let escalation = match ticket::follow(store, id, &blocked).await? {
+        let failure = match ticket::follow(store, id, &blocked).await? {
             Ticketed::Ran(reply) => return Ok(Some(reply)),
-            Ticketed::Ended(envelope) => {
-                return Ok(Some(self.failed(
-                    &task.tool,
-                    task.arguments.clone(),
-                    envelope,
-                )));
-            }
-            Ticketed::Awaiting(escalation) => escalation,
+            Ticketed::Ended(envelope) => Failure::Envelope(envelope),
+            Ticketed::Awaiting(escalation) => Failure::Escalated(escalation),
         };
-        let Some(&index) = self.inner.index.get(task.tool.as_str()) else {
-            return Ok(None);
-        };
-        let entry = &self.inner.entries[index];
-        let mask = ArgumentMask::new(&entry.definition.checks.secrets, &[]);
-        let query = Query::Arguments(&arguments, Scope::masked(mask));
-        let escalation = Escalation {
-            envelope: settle(escalation.envelope, &entry.facts, query, &|| None),
-            ..escalation
-        };
-        Ok(Some(self.failure(entry, Failure::Escalated(escalation))))
+        Ok(Some(self.failed_as(
+            &task.tool,
+            task.arguments.clone(),
+            failure,
+        )))
     }
 
     /// Runs the call of `task` again, renewing its lease while it runs and
@@ -152,16 +139,7 @@ impl ToolSet {
             }
         };
         let run = held::renewing(self.run_again(task), held::RENEW_EVERY, renew);
-        let cancelled = async {
-            loop {
-                tokio::time::sleep(held::LOOK).await;
-                if let Ok(Some(record)) = store.task(&task.id).await
-                    && record.cancel_requested
-                {
-                    return;
-                }
-            }
-        };
+        let cancelled = held::cancel_asked(store, &task.id);
         match select(pin!(run), pin!(cancelled)).await {
             Either::Left((reply, _)) => Some(reply),
             Either::Right(((), _)) => None,

@@ -8,13 +8,10 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use serde_json::Map;
 use tokio::sync::Notify;
 
 use super::ToolSet;
-use crate::caller::Caller;
 use crate::envelope::ErrorEnvelope;
-use crate::mcp::server::digest::digest;
 use crate::mcp::server::ticket::{self, ANONYMOUS, Ticketed};
 use crate::store::{
     ApprovalState, Decision, Store, StoreError, TaskRecord, TaskState, TaskUpdate, now_ms,
@@ -143,13 +140,7 @@ impl ToolSet {
         store: &dyn Store,
         task: &TaskRecord,
     ) -> TaskUpdate {
-        let arguments = match &task.arguments {
-            serde_json::Value::Object(arguments) => arguments.clone(),
-            _ => Map::new(),
-        };
-        let caller =
-            (task.caller.as_deref()).map(|subject| Caller::new(subject, Vec::<String>::new()));
-        let digest = digest(&task.service, &task.tool, &arguments, caller.as_ref());
+        let digest = super::recover::call_digest(task);
         let withdrawn = async {
             for approval in store.call_approvals(&digest, now_ms()).await? {
                 if matches!(
