@@ -1177,17 +1177,17 @@ async fn a_task_poll_that_meets_a_bad_gateway_is_polled_again_a_few_times() {
     assert_eq!(server.sent("tasks/get"), 5);
 }
 
-/// A destructive tool run as a task, whose server dies once the task
-/// began: every poll meets a dropped connection. The call may have taken
-/// effect, so it ends `MAY_HAVE_TAKEN_EFFECT`, not retryable, and a retry
-/// policy does not send it again.
-#[tokio::test]
-async fn a_task_whose_server_died_is_not_sent_again() {
-    let server = Fake::start(|method, _| match method {
+/// A destructive tool's call run as a task under a retry policy, every
+/// poll of which `poll` answers: how it ended, and how many times the call
+/// was sent.
+async fn a_refund_task_polled_through(
+    poll: fn() -> Reply,
+) -> (tool_envelope::ErrorEnvelope, usize) {
+    let server = Fake::start(move |method, _| match method {
         "tools/list" => Reply::Result(json!({"tools": [{"name": "refund0",
             "inputSchema": {"type": "object"}, "annotations": {"destructiveHint": true}}]})),
         "tools/call" => Reply::Result(task_state("task", "working", json!({}))),
-        "tasks/get" => Reply::Dropped,
+        "tasks/get" => poll(),
         _ => Reply::Result(Value::Null),
     })
     .await;
@@ -1197,8 +1197,19 @@ async fn a_task_whose_server_died_is_not_sent_again() {
         RetryPolicy::default().retry(|| client.call("refund0", json!({"order": "D-1"}))),
     )
     .await;
-    let escalation = outcome.result.unwrap_err();
-    let failed = &escalation.envelope;
+    (
+        outcome.result.unwrap_err().envelope,
+        server.sent("tools/call"),
+    )
+}
+
+/// A destructive tool run as a task, whose server dies once the task
+/// began: every poll meets a dropped connection. The call may have taken
+/// effect, so it ends `MAY_HAVE_TAKEN_EFFECT`, not retryable, and a retry
+/// policy does not send it again.
+#[tokio::test]
+async fn a_task_whose_server_died_is_not_sent_again() {
+    let (failed, sent) = a_refund_task_polled_through(|| Reply::Dropped).await;
     assert_eq!(
         failed.reason(),
         Some(reasons::MAY_HAVE_TAKEN_EFFECT),
@@ -1209,7 +1220,7 @@ async fn a_task_whose_server_died_is_not_sent_again() {
         failed.message().contains("may have taken effect"),
         "{failed:?}"
     );
-    assert_eq!(server.sent("tools/call"), 1, "the refund was sent once");
+    assert_eq!(sent, 1, "the refund was sent once");
 }
 
 /// A destructive tool run as a task, whose polls meet a gateway that
@@ -1218,22 +1229,7 @@ async fn a_task_whose_server_died_is_not_sent_again() {
 /// and a retry policy does not send it again.
 #[tokio::test]
 async fn a_task_whose_polls_are_rate_limited_is_not_sent_again() {
-    let server = Fake::start(|method, _| match method {
-        "tools/list" => Reply::Result(json!({"tools": [{"name": "refund0",
-            "inputSchema": {"type": "object"}, "annotations": {"destructiveHint": true}}]})),
-        "tools/call" => Reply::Result(task_state("task", "working", json!({}))),
-        "tasks/get" => Reply::Status(429),
-        _ => Reply::Result(Value::Null),
-    })
-    .await;
-    let client = McpClient::connect(&server.url).tasks().await.unwrap();
-    let outcome = watchdog(
-        "the call",
-        RetryPolicy::default().retry(|| client.call("refund0", json!({"order": "D-2"}))),
-    )
-    .await;
-    let escalation = outcome.result.unwrap_err();
-    let failed = &escalation.envelope;
+    let (failed, sent) = a_refund_task_polled_through(|| Reply::Status(429)).await;
     assert_eq!(
         failed.reason(),
         Some(reasons::MAY_HAVE_TAKEN_EFFECT),
@@ -1243,7 +1239,7 @@ async fn a_task_whose_polls_are_rate_limited_is_not_sent_again() {
         !failed.is_retryable() && !failed.not_applied(),
         "{failed:?}"
     );
-    assert_eq!(server.sent("tools/call"), 1, "the refund was sent once");
+    assert_eq!(sent, 1, "the refund was sent once");
 }
 
 /// A task whose every poll asks a few new questions, never more than a

@@ -1377,32 +1377,47 @@ fn finance(call: &tool_envelope::guard::ToolCall) -> Result<(), tool_envelope::g
     Ok(())
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_task_cancelled_while_its_approved_run_goes_on_opens_no_next_approval() {
-    let slow = Slow::new();
+/// The two-guard refund `arguments` as a task, its first guard's approval
+/// said yes to, and cancelled by its caller while a replica's run of it is
+/// held under way: the set, its client, the run (let go with a permit of
+/// `slow.runs`) and the first approval's ticket.
+async fn cancelled_during_its_approved_run(
+    slow: &Arc<Slow>,
+    arguments: &Value,
+) -> (
+    ToolSet,
+    RunningService<RoleClient, Client>,
+    tokio::task::JoinHandle<Result<usize, tool_envelope::store::StoreError>>,
+    String,
+) {
     slow.held.add_permits(1_000);
     let shared: Arc<dyn Store> = slow.clone();
-    let tools =
-        capped(Arc::clone(&shared)).guards(tool_envelope::guard::Guards::new().for_all(finance));
+    let tools = capped(shared).guards(tool_envelope::guard::Guards::new().for_all(finance));
     let client = connect(tools.clone()).await;
-    let arguments = json!({"order": "T-1200", "amount": 1200});
     let task = task_of(&client, "capped_refund", arguments.clone()).await;
     let ticket = ticket_awaited(&client, &task).await;
-
-    // The first guard's approver says yes, and a replica's run of it is
-    // under way when the caller cancels the task.
     let approver =
         tool_envelope::guard::Caller::new("carol", ["refunds:approve", "finance:approve"]);
     tools.decide(&ticket, &approver, true, "ok").await.unwrap();
     slow.holding_runs.store(true, Ordering::SeqCst);
     let runner = run_approved_in_background(&tools);
     slow.claimed.acquire().await.expect("claimed").forget();
+    slow.holding_runs.store(false, Ordering::SeqCst);
     client
         .cancel_task(CancelTaskParams::new(&task))
         .await
         .expect("tasks/cancel");
     let ended = past(&client, &task, "working").await;
     assert_eq!(ended["status"], "cancelled", "{ended}");
+    (tools, client, runner, ticket)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_cancelled_while_its_approved_run_goes_on_opens_no_next_approval() {
+    let slow = Slow::new();
+    let shared: Arc<dyn Store> = slow.clone();
+    let arguments = json!({"order": "T-1200", "amount": 1200});
+    let (tools, _client, runner, _) = cancelled_during_its_approved_run(&slow, &arguments).await;
 
     // The run meets the other guard: no approval is opened for it, and
     // nothing is refunded; the same call made again reads why.
@@ -1434,28 +1449,14 @@ async fn a_task_cancelled_while_its_approved_run_goes_on_opens_no_next_approval(
 #[tokio::test(start_paused = true)]
 async fn a_withdrawal_stops_the_run_it_was_made_during_and_no_later_one() {
     let slow = Slow::new();
-    slow.held.add_permits(1_000);
     let shared: Arc<dyn Store> = slow.clone();
-    let tools =
-        capped(Arc::clone(&shared)).guards(tool_envelope::guard::Guards::new().for_all(finance));
-    let client = connect(tools.clone()).await;
     let arguments = json!({"order": "T-1400", "amount": 1400});
-    let task = task_of(&client, "capped_refund", arguments.clone()).await;
-    let ticket = ticket_awaited(&client, &task).await;
-    let approver =
-        tool_envelope::guard::Caller::new("carol", ["refunds:approve", "finance:approve"]);
-    tools.decide(&ticket, &approver, true, "ok").await.unwrap();
-    slow.holding_runs.store(true, Ordering::SeqCst);
-    let runner = run_approved_in_background(&tools);
-    slow.claimed.acquire().await.expect("claimed").forget();
-    client
-        .cancel_task(CancelTaskParams::new(&task))
-        .await
-        .expect("tasks/cancel");
-    assert_eq!(past(&client, &task, "working").await["status"], "cancelled");
-    slow.holding_runs.store(false, Ordering::SeqCst);
+    let (tools, client, runner, ticket) =
+        cancelled_during_its_approved_run(&slow, &arguments).await;
     slow.runs.add_permits(1);
     runner.await.unwrap().unwrap();
+    let approver =
+        tool_envelope::guard::Caller::new("carol", ["refunds:approve", "finance:approve"]);
 
     // A day and an hour later, the caller makes the same call again.
     slow.ahead_ms.store(25 * 60 * 60 * 1000, Ordering::SeqCst);

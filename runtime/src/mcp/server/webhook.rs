@@ -251,21 +251,27 @@ mod tests {
         );
     }
 
-    #[test]
-    fn what_the_caller_chose_cannot_make_links_or_mentions() {
-        let shown = json!({
-            "message": "Refund of <https://evil.example/inbox|Decide: https://tools.example.com/inbox> & more",
-            "reason": "OVER_CAP"
-        });
-        let approval = ApprovalRecord::new(
+    /// An approval of `refund` by `caller`, its block saying `message`.
+    fn approval_saying(message: &str, caller: &str) -> ApprovalRecord {
+        let shown = json!({"message": message, "reason": "OVER_CAP"});
+        let caller = Some(caller.to_owned());
+        ApprovalRecord::new(
             "digest",
             "cap@0",
             "refund",
             json!({}),
             shown,
-            Some("<!channel>".to_owned()),
+            caller,
             "refunds:approve",
             0,
+        )
+    }
+
+    #[test]
+    fn what_the_caller_chose_cannot_make_links_or_mentions() {
+        let approval = approval_saying(
+            "Refund of <https://evil.example/inbox|Decide: https://tools.example.com/inbox> & more",
+            "<!channel>",
         );
         let notice = Webhook::new("https://hooks.example.com/x")
             .inbox_url("https://tools.example.com/inbox")
@@ -291,16 +297,9 @@ mod tests {
 
     #[test]
     fn what_the_caller_chose_cannot_turn_the_rest_of_the_line() {
-        let shown = json!({"message": "Refund of order IN-\u{202e}0621 exceeds the cap"});
-        let approval = ApprovalRecord::new(
-            "digest",
-            "cap@0",
-            "refund",
-            json!({}),
-            shown,
-            Some("agent\u{200b}".to_owned()),
-            "refunds:approve",
-            0,
+        let approval = approval_saying(
+            "Refund of order IN-\u{202e}0621 exceeds the cap",
+            "agent\u{200b}",
         );
         let notice = Webhook::new("https://hooks.example.com/x").notice(&approval);
         let text = notice["text"].as_str().unwrap();
@@ -316,16 +315,9 @@ mod tests {
 
     #[test]
     fn what_the_caller_chose_is_read_as_text_in_a_markdown_chat_too() {
-        let shown = json!({"message": "Refund [Decide](https://evil.example/inbox) @channel `x`"});
-        let approval = ApprovalRecord::new(
-            "digest",
-            "cap@0",
-            "refund",
-            json!({}),
-            shown,
-            Some("@all".to_owned()),
-            "refunds:approve",
-            0,
+        let approval = approval_saying(
+            "Refund [Decide](https://evil.example/inbox) @channel `x`",
+            "@all",
         );
         let notice = Webhook::new("https://hooks.example.com/x").notice(&approval);
         let text = notice["text"].as_str().unwrap();
