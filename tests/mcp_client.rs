@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::model::{ElicitResult, ElicitationAction};
 use rmcp::{ServerHandler, tool_handler, tool_router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -157,20 +158,7 @@ async fn client_side_guards_block_before_anything_is_sent() {
 async fn a_dead_child_is_restarted_before_the_retry_of_a_safe_call() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("pid");
-    let binary = server_binary().clone();
-    let pid_path = pid_file.clone();
-    // The child writes its pid, so that the test can kill it.
-    let client = McpClient::spawn(move || {
-        let mut command = tokio::process::Command::new("sh");
-        command.arg("-c").arg(format!(
-            "echo $$ > '{}'; exec '{}'",
-            pid_path.display(),
-            binary.display()
-        ));
-        command
-    })
-    .await
-    .unwrap();
+    let client = example_with_pid(&pid_file).await.unwrap();
     assert_eq!(client.connections(), 1);
     let pid = std::fs::read_to_string(&pid_file)
         .unwrap()
@@ -192,6 +180,85 @@ async fn a_dead_child_is_restarted_before_the_retry_of_a_safe_call() {
     assert_eq!(client.connections(), 2);
     assert!(outcome.stats.attempts >= 1);
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The example server, spawned through a shell that writes its pid to
+/// `pid_file`, so that a test can kill it.
+fn example_with_pid(pid_file: &std::path::Path) -> tool_envelope::mcp::client::Connect {
+    let binary = server_binary().clone();
+    let pid_path = pid_file.to_owned();
+    McpClient::spawn(move || {
+        let mut command = tokio::process::Command::new("sh");
+        command.arg("-c").arg(format!(
+            "echo $$ > '{}'; exec '{}'",
+            pid_path.display(),
+            binary.display()
+        ));
+        command
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refund_whose_server_died_while_it_was_asked_is_not_sent_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let reach: Arc<std::sync::OnceLock<McpClient>> = Arc::default();
+    let asked = Arc::new(AtomicU32::new(0));
+    let client = example_with_pid(&pid_file)
+        .on_elicitation({
+            let (reach, asked, pid_file) =
+                (Arc::clone(&reach), Arc::clone(&asked), pid_file.clone());
+            move |_| {
+                let (reach, asked, pid_file) =
+                    (Arc::clone(&reach), Arc::clone(&asked), pid_file.clone());
+                async move {
+                    asked.fetch_add(1, Ordering::SeqCst);
+                    // The server dies while its question is answered...
+                    let pid = std::fs::read_to_string(&pid_file).unwrap();
+                    let killed = std::process::Command::new("kill")
+                        .args(["-9", pid.trim()])
+                        .status()
+                        .unwrap();
+                    assert!(killed.success());
+                    // ...and the client has seen it (a new child made for
+                    // the next use) before the answer is sent.
+                    let client = reach.get().unwrap();
+                    while client.connections() < 2 {
+                        let _ = client.tools().await;
+                        tokio::task::yield_now().await;
+                    }
+                    ElicitResult::new(ElicitationAction::Accept)
+                        .with_content(json!({"approver": "agent"}))
+                }
+            }
+        })
+        .await
+        .unwrap();
+    let _ = reach.set(client.clone());
+    assert_eq!(
+        client.protocol_version().await.unwrap(),
+        "2026-07-28",
+        "the question is a round of the call"
+    );
+    let failed = tokio::time::timeout(
+        Duration::from_secs(30),
+        quick().retry(|| client.call("process_refund", json!({"order": "O-79", "amount": 900}))),
+    )
+    .await
+    .expect("the call ends")
+    .result
+    .unwrap_err()
+    .envelope;
+    // The first round reached the server: the answer that could not be
+    // sent does not make the refund one that was never applied.
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        1,
+        "asked once, not sent again"
+    );
+    assert!(!failed.is_retryable(), "{failed:?}");
+    assert_eq!(failed.reason(), Some(reasons::MAY_HAVE_TAKEN_EFFECT));
+    assert_eq!(failed.category(), ErrorCategory::Transient);
 }
 
 // ---------------------------------------------------------------------------

@@ -110,8 +110,15 @@ pub(crate) async fn call(
             .await
         {
             Ok(handle) => handle,
+            // This round never left: rmcp refuses a request only when its
+            // connection has closed. At a later round the earlier ones
+            // reached the server, which may have acted on them.
             Err(error) => {
-                let envelope = failure::classify_error(&error, rounds > 0);
+                let envelope = failure::classify_error(&error, true);
+                let envelope = match rounds {
+                    0 => envelope,
+                    _ => envelope.with_not_applied(false),
+                };
                 return Err(settle(envelope, &arguments, tool.as_deref(), rounds > 0));
             }
         };
