@@ -84,6 +84,33 @@ try {
   );
   console.log("PASS  a POST without the CSRF token is refused (403), nothing decided");
 
+  // The same form, its CSRF token that holds copied, sent from a page of
+  // another origin: the browser says so (Sec-Fetch-Site), and the inbox
+  // refuses it before reading it.
+  const token = await card.locator("input[name=csrf]").first().getAttribute("value");
+  const elsewhere = await context.newPage();
+  await elsewhere.goto(`${base.replace("127.0.0.1", "localhost")}/inbox/style.css`);
+  await elsewhere.setContent(
+    `<form method="post" action="${base}/inbox/approvals/${ticket}">` +
+      `<input name="decision" value="approve"><input name="csrf" value="${token}"></form>`,
+  );
+  const [sent] = await Promise.all([
+    elsewhere.waitForResponse((response) => response.url().endsWith(`/inbox/approvals/${ticket}`)),
+    elsewhere.evaluate(() => document.forms[0].submit()),
+  ]);
+  const answer = await sent.text();
+  check(
+    sent.status() === 403 && answer.includes("another site"),
+    `a form from another origin got ${sent.status()}: ${answer.slice(0, 200)}`,
+  );
+  await elsewhere.close();
+  await page.reload();
+  check(
+    (await page.locator(`#approval-${ticket} .tag.state`).textContent()).trim() === "pending",
+    "the form from another origin decided the approval",
+  );
+  console.log("PASS  a form sent from another origin is refused (403), nothing decided");
+
   // Approve, with a note; the page shows the result once the call ran.
   await card.locator("input[name=note]").fill("receipt checked");
   await card.locator("button.approve").click();

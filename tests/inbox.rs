@@ -435,6 +435,83 @@ async fn an_approver_signs_in_decides_once_and_the_refund_runs_once() {
         && e.note == "receipt checked"));
 }
 
+/// A form another origin sent is refused before it is read, whatever it
+/// carries: a sibling subdomain is the same site to a `SameSite` cookie,
+/// and may have planted one (the sign-in's, to sign a person in as the
+/// planter) — the browser's `Sec-Fetch-Site`, else its `Origin`, says.
+#[tokio::test]
+async fn a_form_another_origin_sent_is_refused_before_it_is_read() {
+    let server = server("origin").await;
+    let waiting = server.call_as_agent("OR-1", 640).await;
+    let ticket = waiting["escalation"]["ticket"]["id"].as_str().unwrap();
+    let path = format!("/inbox/approvals/{ticket}");
+    let carol = server.sign_in("carol-token").await;
+    let (_, page) = server.get(&path, &carol).await;
+    let form = [("decision", "approve"), ("csrf", &csrf(&page))];
+    let own = server.url.clone();
+    for (header, value) in [
+        ("sec-fetch-site", "same-site"),
+        ("sec-fetch-site", "cross-site"),
+        ("origin", "http://evil.example"),
+        ("origin", "null"),
+    ] {
+        let response = server
+            .http
+            .post(format!("{}{path}", server.url))
+            .header(COOKIE, &carol)
+            .header(header, value)
+            .form(&form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            response.status(),
+            StatusCode::FORBIDDEN,
+            "{header}: {value}"
+        );
+        assert!(response.text().await.unwrap().contains("another site"));
+    }
+    let pending = server.store.approval(ticket).await.unwrap().unwrap();
+    assert_eq!(pending.state, ApprovalState::Pending, "nothing decided");
+
+    // A sign-in with a nonce and its token that hold, sent from a sibling:
+    // no session.
+    let fresh = server
+        .http
+        .get(format!("{}/inbox", server.url))
+        .send()
+        .await
+        .unwrap();
+    let (nonce, _) = set_cookie(&fresh, "tool_envelope_sign_in").unwrap();
+    let sign_in = fresh.text().await.unwrap();
+    let planted = server
+        .http
+        .post(format!("{}/inbox/sign-in", server.url))
+        .header(COOKIE, &nonce)
+        .header("sec-fetch-site", "same-site")
+        .form(&[("token", "dave-token"), ("csrf", &csrf(&sign_in))])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(planted.status(), StatusCode::FORBIDDEN);
+    assert!(set_cookie(&planted, "tool_envelope_inbox").is_none());
+
+    // The inbox's own page's form, as a browser sends it, decides.
+    let response = server
+        .http
+        .post(format!("{}{path}", server.url))
+        .header(COOKIE, &carol)
+        .header("sec-fetch-site", "same-origin")
+        .header("origin", own)
+        .form(&form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let approved = server.store.approval(ticket).await.unwrap().unwrap();
+    assert_eq!(approved.state, ApprovalState::Approved);
+}
+
 /// What a person approves is shown as it was sent: a text quoted (so that
 /// `"620"` is not taken for the number 620), and characters that do not
 /// show themselves — a mark that turns the direction of what follows, a
@@ -1306,7 +1383,10 @@ async fn behind_a_tls_proxy_the_session_cookie_is_secure() {
             form = form.header(name, proto);
         }
         let form = form.send().await.unwrap();
-        let (nonce, nonce_header) = set_cookie(&form, "tool_envelope_sign_in").unwrap();
+        // Secure, a cookie only this host sets over TLS, for the whole host.
+        let prefix = if secure { "__Host-" } else { "" };
+        let (nonce, nonce_header) =
+            set_cookie(&form, &format!("{prefix}tool_envelope_sign_in")).unwrap();
         let page = form.text().await.unwrap();
         let mut signed = server
             .http
@@ -1317,9 +1397,32 @@ async fn behind_a_tls_proxy_the_session_cookie_is_secure() {
             signed = signed.header(name, proto);
         }
         let signed = signed.send().await.unwrap();
-        let (_, session) = set_cookie(&signed, "tool_envelope_inbox").expect("a session");
+        let (cookie, session) =
+            set_cookie(&signed, &format!("{prefix}tool_envelope_inbox")).expect("a session");
         for header in [&nonce_header, &session] {
             assert_eq!(header.contains("; Secure"), secure, "{proto:?}: {header}");
+            let path = if secure { "Path=/;" } else { "Path=/inbox;" };
+            assert!(header.contains(path), "{proto:?}: {header}");
+        }
+        // The session is read back under the name it was given, and only so.
+        let mut inbox = server.http.get(format!("{}/inbox", server.url));
+        if let Some((name, proto)) = proto {
+            inbox = inbox.header(name, proto);
+        }
+        let page = inbox.header(COOKIE, &cookie).send().await.unwrap();
+        assert!(page.text().await.unwrap().contains("Sign out"), "{proto:?}");
+        if secure {
+            let (_, value) = cookie.split_once('=').unwrap();
+            let unprefixed = format!("tool_envelope_inbox={value}");
+            let mut planted = server.http.get(format!("{}/inbox", server.url));
+            if let Some((name, proto)) = proto {
+                planted = planted.header(name, proto);
+            }
+            let page = planted.header(COOKIE, unprefixed).send().await.unwrap();
+            assert!(
+                !page.text().await.unwrap().contains("Sign out"),
+                "{proto:?}"
+            );
         }
     }
 }

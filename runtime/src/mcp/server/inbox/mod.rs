@@ -4,6 +4,7 @@
 //! served by the tool set's own HTTP server ([`HttpOptions::inbox`]).
 //!
 //! - `session`: the signed session cookie and the forms' CSRF tokens;
+//! - `origin`: forms from the inbox's own pages only;
 //! - `respond`: what every page shares, and how a page is answered;
 //! - `signing`: signing in and out, and who a request's session is of;
 //! - `pages`: the routes;
@@ -12,6 +13,7 @@
 //!
 //! [`HttpOptions::inbox`]: crate::mcp::HttpOptions::inbox
 
+mod origin;
 mod pages;
 mod respond;
 mod session;
@@ -37,8 +39,9 @@ use crate::store::StoreError;
 ///
 /// - **Sign-in.** A person pastes a token once; the validator says who they
 ///   are and what they may do; the page then keeps a session in a signed,
-///   `HttpOnly`, `SameSite=Lax` cookie (`Secure` behind a TLS proxy that
-///   says `X-Forwarded-Proto: https`, or always: [`Inbox::secure_cookies`]),
+///   `HttpOnly`, `SameSite=Lax` cookie (`Secure` and named `__Host-…`
+///   behind a TLS proxy that says `X-Forwarded-Proto: https`, or always:
+///   [`Inbox::secure_cookies`]),
 ///   never the token, for 8 hours or
 ///   until they sign out: signing out ends the session in the store, so a
 ///   copy of the cookie is refused on every replica. "Sign out everywhere",
@@ -53,7 +56,10 @@ use crate::store::StoreError;
 ///   scope's approvals are only counted — and nobody decides their own
 ///   call.
 /// - **Forms.** Every POST carries a CSRF token bound to the session; one
-///   without it, or from no session, is refused (403).
+///   without it, or from no session, is refused (403), and so is one a
+///   browser says another origin sent (`Sec-Fetch-Site`, else `Origin`) —
+///   a sibling subdomain included, which `SameSite` counts as the same
+///   site.
 /// - **Audit.** Every sign-in, decision and resolution is kept in the
 ///   store's audit: who, when, which, and the note.
 ///
@@ -123,7 +129,9 @@ impl Inbox {
     }
 
     /// Marks every cookie the inbox sets `Secure`, whatever the request
-    /// says of itself. Without it, a cookie is `Secure` only when the
+    /// says of itself, and names it `__Host-…`, for the whole host — a
+    /// cookie only this host sets, over TLS, which no sibling subdomain
+    /// plants. Without it, a cookie is `Secure` only when the
     /// request says it came through TLS (`X-Forwarded-Proto: https`), which
     /// a proxy adds only when told to: an inbox served only over HTTPS —
     /// behind any TLS proxy, as it should be — should say so here, so that

@@ -10,6 +10,7 @@ use axum::routing::{get, post};
 use minijinja::value::Serde;
 use serde::Deserialize;
 
+use super::origin::same_origin;
 use super::respond::{State, page, refused, render, see_other, server_name, store_unreachable};
 use super::session::Session;
 use super::signing::{checked, sign_in, sign_in_form, sign_out, signed_in};
@@ -34,6 +35,10 @@ pub(super) fn router(state: Arc<State>) -> axum::Router {
         .route("/inbox/sign-out", post(sign_out))
         .route("/inbox/approvals/{id}", get(approval).post(decide))
         .route("/inbox/escalations/{id}", post(resolve))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state),
+            same_origin,
+        ))
         .with_state(state)
 }
 

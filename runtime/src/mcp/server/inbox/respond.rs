@@ -8,7 +8,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use minijinja::Environment;
 
-use super::session::{Keys, SESSION_MS};
+use super::session::{self, Keys, SESSION_MS};
 use crate::mcp::server::rmcp::bearer::BearerAuth;
 use crate::mcp::server::toolset::ToolSet;
 use crate::store::Store;
@@ -135,14 +135,16 @@ pub(super) fn see_other(to: &str) -> Response {
     response
 }
 
-/// A cookie `name=value`, `HttpOnly`, `SameSite=Lax`, for the inbox's
-/// paths, lasting `max_age` seconds; `Secure` when the inbox says its
-/// cookies always are, or the request came through TLS. Lax, so that a
-/// link to an approval followed from a chat or a mail opens it signed in:
-/// no other site's form reaches the inbox with it (a browser sends a Lax
-/// cookie with another site's `GET` navigation only), every form carries
-/// its CSRF token, and no page the inbox serves to a `GET` changes
-/// anything.
+/// A cookie `name=value`, `HttpOnly`, `SameSite=Lax`, lasting `max_age`
+/// seconds. Lax, so that a link to an approval followed from a chat or a
+/// mail opens it signed in: no other site's form reaches the inbox with it
+/// (a browser sends a Lax cookie with another site's `GET` navigation
+/// only), every form carries its CSRF token, and no page the inbox serves
+/// to a `GET` changes anything. When the inbox's cookies are `Secure`
+/// ([`secure`]) its name is `__Host-name`, for the whole host: a cookie
+/// only this host can set, over TLS — no sibling subdomain, and nobody on
+/// a plain-HTTP path, plants one. Else it is `name`, for the inbox's
+/// paths.
 pub(super) fn set_cookie(
     state: &State,
     response: &mut Response,
@@ -150,14 +152,31 @@ pub(super) fn set_cookie(
     (name, value): (&str, &str),
     max_age: i64,
 ) {
-    let secure = state.secure_cookies || came_through_tls(headers);
-    let cookie = format!(
-        "{name}={value}; Path=/inbox; HttpOnly; SameSite=Lax; Max-Age={max_age}{}",
-        if secure { "; Secure" } else { "" }
-    );
+    let cookie = match secure(state, headers) {
+        true => format!("__Host-{name}={value}; Path=/; Secure"),
+        false => format!("{name}={value}; Path=/inbox"),
+    };
+    let cookie = format!("{cookie}; HttpOnly; SameSite=Lax; Max-Age={max_age}");
     if let Ok(cookie) = HeaderValue::from_str(&cookie) {
         response.headers_mut().append(header::SET_COOKIE, cookie);
     }
+}
+
+/// The value of the inbox's cookie `name` a request carries, under the
+/// name [`set_cookie`] gives it for that request; none when it carries two
+/// of that name that differ (one planted beside the browser's own).
+pub(super) fn cookie<'a>(state: &State, headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    match secure(state, headers) {
+        true => session::cookie(headers, &format!("__Host-{name}")),
+        false => session::cookie(headers, name),
+    }
+}
+
+/// Whether the inbox's cookies are `Secure` for a request with `headers`:
+/// always ([`Inbox::secure_cookies`](super::Inbox::secure_cookies)), or
+/// when the request came through TLS.
+fn secure(state: &State, headers: &HeaderMap) -> bool {
+    state.secure_cookies || came_through_tls(headers)
 }
 
 /// Whether the proxy in front says the request came to it through TLS: the

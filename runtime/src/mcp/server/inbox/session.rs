@@ -183,17 +183,22 @@ pub(super) fn nonce() -> String {
 }
 
 /// The value of the cookie `name` a request carries, in any of its
-/// `Cookie` headers (HTTP/2 may send one header a cookie).
+/// `Cookie` headers (HTTP/2 may send one header a cookie). None when it
+/// carries two of that name that differ: a browser sends a cookie another
+/// site planted (for a longer path, or the parent domain) beside its own,
+/// and which one came first is the planter's choice.
 pub(super) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers
+    let mut values = headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|value| value.to_str().ok())
         .flat_map(|cookies| cookies.split(';'))
-        .find_map(|pair| {
+        .filter_map(|pair| {
             let (key, value) = pair.trim().split_once('=')?;
             (key == name).then_some(value)
-        })
+        });
+    let first = values.next()?;
+    values.all(|value| value == first).then_some(first)
 }
 
 #[cfg(test)]
@@ -278,5 +283,15 @@ mod tests {
         assert_eq!(cookie(&headers, "b"), Some("2"));
         assert_eq!(cookie(&headers, "c"), None);
         assert_eq!(cookie(&HeaderMap::new(), SESSION), None);
+        // A second of the same name, planted: neither is taken.
+        headers.append(header::COOKIE, "tool_envelope_inbox=m.n".parse().unwrap());
+        assert_eq!(cookie(&headers, SESSION), None);
+        let mut twice = HeaderMap::new();
+        twice.append(header::COOKIE, "b=2; b=2".parse().unwrap());
+        assert_eq!(
+            cookie(&twice, "b"),
+            Some("2"),
+            "the same value twice is one"
+        );
     }
 }

@@ -8,7 +8,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Deserialize;
 
-use super::respond::{State, refused, render, see_other, server_name, set_cookie};
+use super::respond::{State, cookie, refused, render, see_other, server_name, set_cookie};
 use super::session::{self, SESSION, SESSION_MS, SIGN_IN, Session};
 use crate::store::{AuditEntry, Store, StoreError};
 
@@ -21,7 +21,7 @@ pub(super) async fn signed_in(
     state: &State,
     headers: &HeaderMap,
 ) -> Result<Option<(Session, String)>, ()> {
-    let Some(cookie) = session::cookie(headers, SESSION) else {
+    let Some(cookie) = cookie(state, headers, SESSION) else {
         return Ok(None);
     };
     let Some(session) = state.keys.session(cookie) else {
@@ -109,7 +109,7 @@ pub(super) fn sign_in_form(
     problem: Option<&str>,
     next: &str,
 ) -> Response {
-    let existing = session::cookie(headers, SIGN_IN).map(str::to_owned);
+    let existing = cookie(state, headers, SIGN_IN).map(str::to_owned);
     let nonce = existing.clone().unwrap_or_else(session::nonce);
     let context = minijinja::context! {
         server => server_name(state),
@@ -155,7 +155,7 @@ pub(super) async fn sign_in(
     headers: HeaderMap,
     Form(form): Form<SignIn>,
 ) -> Response {
-    let nonce = session::cookie(&headers, SIGN_IN);
+    let nonce = cookie(&state, &headers, SIGN_IN);
     if !nonce.is_some_and(|nonce| state.keys.csrf_holds(nonce, &form.csrf)) {
         // A form that holds, in its place: this one is not asked about again.
         return sign_in_form_refused(
