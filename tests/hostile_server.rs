@@ -778,6 +778,52 @@ async fn whatever_a_server_quotes_the_clients_credentials_never_come_back() {
     }
 }
 
+/// A credential given as a header comes back in no form a server may
+/// quote it in: an `Authorization` value's credentials without their
+/// scheme, a `Basic` pair as sent and decoded, its password alone, and a
+/// value of other than ASCII.
+#[tokio::test]
+async fn a_header_credential_never_comes_back_in_any_form_it_can_be_quoted_in() {
+    const BEARER: &str = "hdr-t0ken-4c2e";
+    const BASIC: &str = "cm9ib3Q6cGE1NS13MHJkLTNiOQ=="; // robot:pa55-w0rd-3b9
+    const ACCENTED: &str = "clé-v4lue-ñ7";
+    for (header, value, quoted) in [
+        ("authorization", format!("Bearer {BEARER}"), vec![BEARER]),
+        (
+            "authorization",
+            format!("Basic {BASIC}"),
+            vec![BASIC, "robot:pa55-w0rd-3b9", "pa55-w0rd-3b9"],
+        ),
+        ("x-api-key", ACCENTED.to_owned(), vec![ACCENTED]),
+    ] {
+        let quote = quoted.join(" and ");
+        let quoting = Fake::start(move |method, _| match method {
+            "tools/list" => Reply::Result(json!({"tools": [
+                {"name": "lookup", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}
+            ]})),
+            "tools/call" => text_result(&format!("refused: {quote}")),
+            _ => Reply::Result(Value::Null),
+        })
+        .await;
+        let client = McpClient::connect(&quoting.url)
+            .header(header, value)
+            .await
+            .unwrap();
+        let failed = client.call("lookup", json!({})).await.unwrap_err();
+        let shown = format!(
+            "{} {failed:?} {failed}",
+            serde_json::to_string(&failed).unwrap()
+        );
+        for credential in &quoted {
+            assert!(
+                !shown.contains(credential),
+                "{header}: {credential} in {shown}"
+            );
+        }
+        assert!(shown.contains("[redacted]"), "{header}: {shown}");
+    }
+}
+
 /// A token that came during the call — the server refused the last one,
 /// and the provider gave another — is masked like every token before it,
 /// in the failure that quotes it.

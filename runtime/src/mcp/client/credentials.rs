@@ -115,6 +115,10 @@ impl Authorized {
             Credentials::Provider(provider) => Source::Provider(provider, Arc::default()),
             #[cfg(feature = "oauth")]
             Credentials::OAuth(oauth) => {
+                // Sent to the authorization server, whose refusal may quote it.
+                if let Some(secret) = oauth.client_secret().filter(|secret| !secret.is_empty()) {
+                    sent.fixed_credential(&Arc::from(secret));
+                }
                 Source::OAuth(Arc::new(crate::mcp::client::oauth::OAuthProvider::new(
                     Arc::clone(url),
                     inner.clone(),

@@ -77,9 +77,10 @@ impl Http {
                     "a user and password in the URL and a bearer token: give one".to_owned(),
                 ));
             }
+            sent.fixed_authorization(basic.to_str().unwrap_or_default());
             headers.insert(reqwest::header::AUTHORIZATION, basic);
         }
-        for (name, value) in &options.headers {
+        for (name, value_given) in &options.headers {
             let header = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| misconfigured(format!("`{name}` is not an HTTP header name")))?;
             if RESERVED_HEADERS.contains(&header.as_str()) {
@@ -99,7 +100,7 @@ impl Http {
                         .to_owned(),
                 ));
             }
-            let mut value = HeaderValue::from_str(value).map_err(|_| {
+            let mut value = HeaderValue::from_str(value_given).map_err(|_| {
                 misconfigured(format!(
                     "the value of the header `{name}` is not one HTTP allows"
                 ))
@@ -107,7 +108,11 @@ impl Http {
             // Kept out of every debug print, and out of every text that
             // comes back.
             value.set_sensitive(true);
-            sent.fixed_credential(&Arc::from(value.to_str().unwrap_or_default()));
+            // As given: a value of other than ASCII is no `to_str`.
+            match header == reqwest::header::AUTHORIZATION {
+                true => sent.fixed_authorization(value_given),
+                false => sent.fixed_credential(&Arc::from(value_given.as_str())),
+            }
             headers.insert(header, value);
         }
         // Connections are kept, and a request goes out as soon as it is

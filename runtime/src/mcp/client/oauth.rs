@@ -127,6 +127,15 @@ impl OAuth {
         })
     }
 
+    /// The client secret this login sends, if it has one: a credential
+    /// like the tokens it gets.
+    pub(crate) fn client_secret(&self) -> Option<&str> {
+        match &self.flow {
+            Flow::ClientCredentials { client_secret, .. } => Some(client_secret),
+            Flow::AuthorizationCode { preregistered, .. } => preregistered.as_ref()?.1.as_deref(),
+        }
+    }
+
     fn with_flow(flow: Flow) -> Self {
         OAuth {
             flow,

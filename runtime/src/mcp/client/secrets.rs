@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use base64::Engine;
 use serde_json::Value;
 use tokio::sync::Notify;
 
@@ -57,6 +58,35 @@ impl std::fmt::Debug for Sent {
 }
 
 impl Sent {
+    /// Remembers the `Authorization` value `value` as sent with every
+    /// request, for good, in each form a server may quote it in: whole, the
+    /// credentials after its scheme (`Bearer t0ken` quoted as `t0ken`), and
+    /// for `Basic`, the pair decoded and its password.
+    pub(crate) fn fixed_authorization(&self, value: &str) {
+        self.fixed_credential(&Arc::from(value));
+        let Some((scheme, credentials)) = value.trim().split_once(' ') else {
+            return;
+        };
+        let credentials = credentials.trim();
+        if credentials.is_empty() {
+            return;
+        }
+        self.fixed_credential(&Arc::from(credentials));
+        if !scheme.eq_ignore_ascii_case("basic") {
+            return;
+        }
+        let decoded = base64::engine::general_purpose::STANDARD.decode(credentials);
+        let Some(pair) = decoded.ok().and_then(|pair| String::from_utf8(pair).ok()) else {
+            return;
+        };
+        if let Some((_, password)) = pair.split_once(':')
+            && !password.is_empty()
+        {
+            self.fixed_credential(&Arc::from(password));
+        }
+        self.fixed_credential(&Arc::from(pair));
+    }
+
     /// Remembers `value` as sent with every request, for good: a header's.
     pub(crate) fn fixed_credential(&self, value: &Arc<str>) {
         let mut fixed = self.fixed.lock().unwrap_or_else(PoisonError::into_inner);
