@@ -312,6 +312,60 @@ async fn a_token_providers_failure_is_the_calls_envelope() {
     assert_eq!(failed.alternatives(), ["Log in again"]);
 }
 
+/// An authorization server that refuses a machine's login quoting its
+/// client secret: the envelope quotes it nowhere.
+#[cfg(feature = "oauth")]
+#[tokio::test]
+async fn an_authorization_servers_refusal_quotes_no_client_secret() {
+    use tool_envelope::mcp::client::OAuth;
+    const SECRET: &str = "mach-s3cret-77e4";
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let metadata = json!({
+        "issuer": base,
+        "authorization_endpoint": format!("{base}/authorize"),
+        "token_endpoint": format!("{base}/token"),
+        "response_types_supported": ["code"],
+        "grant_types_supported": ["client_credentials"],
+        "token_endpoint_auth_methods_supported": ["client_secret_post"],
+    });
+    let refusal = json!({
+        "error": "invalid_client",
+        "error_description": format!("the secret {SECRET} is not the one of machine"),
+    });
+    let app = axum::Router::new()
+        .route(
+            "/.well-known/oauth-authorization-server",
+            axum::routing::get(move || std::future::ready(axum::Json(metadata))),
+        )
+        .route(
+            "/token",
+            axum::routing::post(move || {
+                let refusal = refusal.clone();
+                async move { (axum::http::StatusCode::BAD_REQUEST, axum::Json(refusal)) }
+            }),
+        );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let failed = McpClient::connect(format!("{base}/mcp"))
+        .oauth(OAuth::client_credentials("machine", SECRET))
+        .await
+        .unwrap_err();
+    let shown = format!(
+        "{} {failed:?} {failed}",
+        serde_json::to_string(&failed).unwrap()
+    );
+    assert_eq!(
+        failed.reason(),
+        Some(reasons::AUTHORIZATION_FAILED),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("invalid_client"),
+        "the refusal is said: {shown}"
+    );
+    assert!(!shown.contains(SECRET), "{shown}");
+}
+
 #[tokio::test]
 async fn headers_the_transport_owns_or_http_refuses_fail_the_client_when_it_is_made() {
     for (name, value) in [
