@@ -1332,6 +1332,39 @@ async fn a_task_that_keeps_asking_a_few_more_questions_is_bounded_in_all() {
     );
     assert!(stopped.message().contains("160"), "{}", stopped.message());
     assert_eq!(server.sent("tasks/update"), 20, "160 answered, 8 at a time");
+    assert_eq!(
+        server.sent("tasks/cancel"),
+        1,
+        "the task given up on is cancelled, not left asking"
+    );
+}
+
+/// A task that asks what the client cannot answer (a form, and no form
+/// handler) would wait for an answer for ever: the client cancels it.
+#[tokio::test]
+async fn a_task_asking_what_the_client_cannot_answer_is_cancelled() {
+    let server = Fake::start(|method, _| match method {
+        "tools/list" => Reply::Result(json!({"tools": [{"name": "confirm",
+            "inputSchema": {"type": "object"}}]})),
+        "tools/call" => Reply::Result(task_state("task", "working", json!({}))),
+        "tasks/get" => Reply::Result(task_state(
+            "complete",
+            "input_required",
+            json!({"inputRequests": {"sure": {"method": "elicitation/create", "params": {
+                "mode": "form", "message": "Sure?",
+                "requestedSchema": {"type": "object", "properties": {}}
+            }}}}),
+        )),
+        _ => Reply::Result(Value::Null),
+    })
+    .await;
+    let client = McpClient::connect(&server.url).tasks().await.unwrap();
+    let failed = watchdog("a task asking a form", client.call("confirm", json!({})))
+        .await
+        .unwrap_err();
+    assert!(!failed.is_retryable(), "{failed:?}");
+    assert_eq!(server.sent("tasks/update"), 0, "nothing answered");
+    assert_eq!(server.sent("tasks/cancel"), 1, "{failed:?}");
 }
 
 /// A client being made, printed with `{:?}` (in a log line, a panic),

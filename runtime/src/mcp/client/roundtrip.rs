@@ -21,6 +21,7 @@ use crate::mcp::client::connection::{Link, ProgressCallback};
 use crate::mcp::client::failure;
 use crate::mcp::client::reply;
 use crate::mcp::client::secrets::Sent;
+use crate::mcp::client::task;
 use crate::mcp::client::tools::RemoteTool;
 use crate::mcp::violations::not_an_object;
 use crate::query::Query;
@@ -162,17 +163,12 @@ pub(crate) async fn call(
             }
             // Run as a task, for a client that declared the extension.
             Ok(ServerResult::CreateTaskResult(created)) if link.options.tasks => {
-                let task = crate::mcp::client::task::follow(
-                    link,
-                    &connection,
-                    name,
-                    created.task,
-                    deadline,
-                    &secrets,
-                );
+                let id = created.task.task_id.clone();
+                let task = task::follow(link, &connection, name, created.task, deadline, &secrets);
                 match select(pin!(task), pin!(running.call().flooded())).await {
                     Either::Left((outcome, _)) => outcome,
                     Either::Right(((), _)) => {
+                        task::give_up(&connection, id).await;
                         Err(failure::flooded(name, link.options.questions_in_all(), true))
                     }
                 }

@@ -1,7 +1,9 @@
 //! A call the server runs as a task (MCP's tasks extension, SEP-2663), for
 //! a client that declared it: polled with `tasks/get` until it ends, its
 //! questions answered with `tasks/update` by the caller's handlers, and
-//! cancelled with `tasks/cancel` when the call's time is up.
+//! cancelled with `tasks/cancel` when the client gives up on it: the call's
+//! time is up, or the task asks more than the client answers, or asks what
+//! it cannot answer.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -31,7 +33,8 @@ const POLL: (Duration, Duration) = (Duration::from_millis(50), Duration::from_se
 const POLL_FAULTS: u32 = 5;
 
 /// Follows the task `task` of the call of `name` until it ends, or until
-/// `deadline`: its result read as any call's is, or its failure.
+/// `deadline`: its result read as any call's is, or its failure. A task
+/// the client gives up on is cancelled ([`give_up`]).
 pub(crate) async fn follow(
     link: &Link,
     connection: &Connection,
@@ -44,6 +47,10 @@ pub(crate) async fn follow(
     let mut wait = poll_interval(&task);
     let mut answered: HashSet<String> = HashSet::new();
     let mut faults = 0;
+    // An `Err` says whether the client gives up on the task (`true`) or
+    // the task, or the way to it, ended (`false`).
+    let ended = |envelope| (envelope, false);
+    let gave_up = |envelope| (envelope, true);
     let outcome = tokio::time::timeout_at(deadline, async {
         loop {
             let polled = connection
@@ -56,7 +63,7 @@ pub(crate) async fn follow(
                     let fault = failure::classify_error(&error, true);
                     faults += 1;
                     if !fault.is_retryable() || faults == POLL_FAULTS {
-                        return Err(started(name, fault));
+                        return Err(ended(started(name, fault)));
                     }
                     tokio::time::sleep(wait).await;
                     continue;
@@ -66,27 +73,27 @@ pub(crate) async fn follow(
             // Another task's state (a proxy's mix-up, a server's bug) says
             // nothing of this call's.
             if state.task.task.task_id != id {
-                return Err(ErrorEnvelope::other(format!(
+                return Err(gave_up(ErrorEnvelope::other(format!(
                     "the MCP server answered a poll of the task of `{name}` with another task's state"
                 ))
-                .with_reason(reasons::UNEXPECTED_REPLY));
+                .with_reason(reasons::UNEXPECTED_REPLY)));
             }
             wait = poll_interval(&state.task.task);
             match state.task.payload {
                 TaskPayload::Completed { result } => {
                     let result: CallToolResult = serde_json::from_value(Value::Object(result))
-                        .map_err(|error| unreadable(name, &error))?;
-                    return reply::read_result(result, name);
+                        .map_err(|error| ended(unreadable(name, &error)))?;
+                    return reply::read_result(result, name).map_err(ended);
                 }
                 TaskPayload::Failed { error } => {
                     let error: ErrorData = serde_json::from_value(Value::Object(error))
-                        .map_err(|error| unreadable(name, &error))?;
-                    return Err(failure::classify_error(
+                        .map_err(|error| ended(unreadable(name, &error)))?;
+                    return Err(ended(failure::classify_error(
                         &rmcp::ServiceError::McpError(error),
                         true,
-                    ));
+                    )));
                 }
-                TaskPayload::Cancelled => return Err(cancelled(name)),
+                TaskPayload::Cancelled => return Err(ended(cancelled(name))),
                 TaskPayload::InputRequired { input_requests } => {
                     let fresh: InputRequests = input_requests
                         .into_iter()
@@ -96,11 +103,11 @@ pub(crate) async fn follow(
                     // at most as many, and a call has at most its rounds.
                     let most = link.options.max_questions;
                     if fresh.len() > most {
-                        return Err(failure::flooded(name, most, false));
+                        return Err(gave_up(failure::flooded(name, most, false)));
                     }
                     let in_all = link.options.questions_in_all();
                     if answered.len() + fresh.len() > in_all {
-                        return Err(failure::flooded(name, in_all, true));
+                        return Err(gave_up(failure::flooded(name, in_all, true)));
                     }
                     if !fresh.is_empty() {
                         answered.extend(fresh.keys().cloned());
@@ -108,12 +115,15 @@ pub(crate) async fn follow(
                             .options
                             .answers
                             .answer_all(name, fresh, &secrets())
-                            .await?;
+                            .await
+                            .map_err(gave_up)?;
                         connection
                             .peer()
                             .update_task(UpdateTaskParams::new(id.clone(), responses))
                             .await
-                            .map_err(|error| started(name, failure::classify_error(&error, true)))?;
+                            .map_err(|error| {
+                                ended(started(name, failure::classify_error(&error, true)))
+                            })?;
                         continue;
                     }
                 }
@@ -124,19 +134,31 @@ pub(crate) async fn follow(
     })
     .await;
     match outcome {
-        Ok(outcome) => outcome,
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err((envelope, false))) => Err(envelope),
+        Ok(Err((envelope, true))) => {
+            give_up(connection, id).await;
+            Err(envelope)
+        }
         Err(_) => {
             // Out of time: the server is told, and the call says so.
-            let _ = tokio::time::timeout(
-                POLL.1,
-                connection.peer().cancel_task(CancelTaskParams::new(id)),
-            )
-            .await;
+            give_up(connection, id).await;
             Err(ErrorEnvelope::transient(format!(
                 "the task of `{name}` did not finish within the client's timeout, and was cancelled"
             ))
             .with_reason(reasons::TIMEOUT))
         }
+    }
+}
+
+/// Tells the server to cancel the task `id`, which the client no longer
+/// follows: it would run on, or wait for answers, with nobody to read it.
+/// Whatever the server answers (within a poll's longest wait) changes
+/// nothing of the call's failure.
+pub(crate) async fn give_up(connection: &Connection, id: String) {
+    let cancel = connection.peer().cancel_task(CancelTaskParams::new(id));
+    if let Ok(Err(error)) = tokio::time::timeout(POLL.1, cancel).await {
+        tracing::debug!(%error, "the MCP server did not cancel a task the client gave up on");
     }
 }
 
