@@ -724,6 +724,58 @@ async fn a_server_that_asks_for_ever_is_answered_ten_rounds_at_most() {
     );
 }
 
+/// A 2026-07-28 server asked a question about a refund: the first round
+/// reached it, and it may have acted before it asked. Whatever then fails
+/// — the question not answered in time, the answer's round refused before
+/// it was read (`429`) — the refund is not sent again.
+#[tokio::test]
+async fn a_refund_the_server_asked_about_is_not_sent_again_whatever_fails_after() {
+    for unanswered in [true, false] {
+        let server = Fake::start(|method, params| match method {
+            "tools/list" => Reply::Result(json!({"tools": [
+                {"name": "refund", "inputSchema": {"type": "object"}}
+            ]})),
+            "tools/call" if params.get("requestState").is_none() => Reply::Result(json!({
+                "resultType": "input_required",
+                "inputRequests": {"sure": {"method": "elicitation/create", "params": {
+                    "mode": "form", "message": "Sure?",
+                    "requestedSchema": {"type": "object", "properties": {}}
+                }}},
+                "requestState": "asked"
+            })),
+            "tools/call" => Reply::Status(429),
+            _ => Reply::Result(Value::Null),
+        })
+        .await;
+        let client = McpClient::connect(&server.url)
+            .timeout(Duration::from_millis(500))
+            .on_elicitation(move |_| async move {
+                if unanswered {
+                    std::future::pending::<()>().await;
+                }
+                ElicitResult::new(ElicitationAction::Accept)
+            })
+            .await
+            .unwrap();
+        let outcome = watchdog(
+            "a refund asked about",
+            RetryPolicy::default()
+                .constant(Duration::from_millis(1))
+                .retry(|| client.call("refund", json!({"order": "O-1"}))),
+        )
+        .await;
+        let failed = outcome.result.unwrap_err().envelope;
+        assert_eq!(
+            failed.reason(),
+            Some(reasons::MAY_HAVE_TAKEN_EFFECT),
+            "{unanswered}: {failed:?}"
+        );
+        assert!(!failed.is_retryable());
+        let rounds = if unanswered { 1 } else { 2 };
+        assert_eq!(server.sent("tools/call"), rounds, "{unanswered}: sent once");
+    }
+}
+
 // ---- what the client sent, and what it answers ----
 
 const TOKEN: &str = "bearer-s3cr3t-9f2c";

@@ -101,6 +101,8 @@ pub(crate) async fn call(
     let running = link.sent.running(secret_now);
     let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.clone());
     let mut rounds = 0;
+    // Whether the server asked a question: a round reached it.
+    let mut asked_once = false;
     let outcome = loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
@@ -112,16 +114,12 @@ pub(crate) async fn call(
         {
             Ok(handle) => handle,
             // This round never left: rmcp refuses a request only when its
-            // connection has closed. At a later round the earlier ones
-            // reached the server, which may have acted on them.
-            Err(error) => {
+            // connection has closed (past the first round, settled below).
+            Err(error) if rounds == 0 => {
                 let envelope = failure::classify_error(&error, true);
-                let envelope = match rounds {
-                    0 => envelope,
-                    _ => envelope.with_not_applied(false),
-                };
-                return Err(settle(envelope, &arguments, tool.as_deref(), rounds > 0));
+                return Err(settle(envelope, &arguments, tool.as_deref(), false));
             }
+            Err(error) => break Err(failure::classify_error(&error, true)),
         };
         link.count_sent();
         rounds += 1;
@@ -142,6 +140,7 @@ pub(crate) async fn call(
             // 2026-07-28: the tool asks; answered, the call is sent again
             // with the answers and the server's state.
             Ok(ServerResult::InputRequiredResult(asked)) if rounds < MAX_ROUNDS => {
+                asked_once = true;
                 let requests = asked.input_requests.unwrap_or_default();
                 if requests.len() > link.options.max_questions {
                     break Err(failure::flooded(name, link.options.max_questions, false));
@@ -158,7 +157,11 @@ pub(crate) async fn call(
                         continue;
                     }
                     Ok(Err(envelope)) => Err(envelope),
-                    Err(_) => Err(timed_out()),
+                    Err(_) => Err(ErrorEnvelope::transient(format!(
+                        "the MCP server's questions about `{name}` were not answered within {} ms",
+                        timeout.as_millis()
+                    ))
+                    .with_reason(reasons::TIMEOUT)),
                 }
             }
             // Run as a task, for a client that declared the extension.
@@ -188,6 +191,13 @@ pub(crate) async fn call(
     drop(running);
     match outcome {
         Ok(value) => Ok(Called { value, tool }),
+        // Once the server asked, a round reached it, and it may have acted
+        // on it: whatever a later round's failure proves of that round
+        // alone — not sent, refused before it was read — is not the call's.
+        Err(envelope) if asked_once => {
+            let envelope = envelope.with_not_applied(false);
+            Err(settle(envelope, &arguments, tool.as_deref(), true))
+        }
         Err(envelope) => Err(settle(envelope, &arguments, tool.as_deref(), true)),
     }
 }
