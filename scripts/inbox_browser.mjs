@@ -34,6 +34,8 @@ const browser = await chromium.launch({
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    // A name that is not this machine's, for the page over plain HTTP.
+    "--host-resolver-rules=MAP inbox.test 127.0.0.1",
   ],
 });
 try {
@@ -185,6 +187,21 @@ try {
   const landed = await stranger.textContent(".result");
   check(landed.includes("Refunded $620 on O-77"), `after signing in: ${landed}`);
   console.log("PASS  a link from another site opens the approval signed in, and leads back to it through the sign-in");
+
+  // Over plain HTTP to a host other than this machine, a browser sends no
+  // Sec-Fetch-Site: the inbox's own forms are told apart by their Origin,
+  // which the page's referrer policy lets the browser send.
+  const plain = base.replace("127.0.0.1", "inbox.test");
+  const away = await (await browser.newContext()).newPage();
+  await away.goto(`${plain}/inbox`);
+  await away.fill("#token", "approver-token");
+  const [signed] = await Promise.all([
+    away.waitForResponse((response) => response.url() === `${plain}/inbox/sign-in`),
+    away.click("button[type=submit]"),
+  ]);
+  check(signed.status() === 303, `signing in over plain HTTP to inbox.test got ${signed.status()}`);
+  await away.waitForSelector(".sign-out");
+  console.log("PASS  over plain HTTP to another host's name, the inbox's own forms are taken (by their Origin)");
 } catch (error) {
   console.error(`FAIL  ${error.message}`);
   process.exitCode = 1;

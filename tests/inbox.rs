@@ -1070,6 +1070,9 @@ async fn the_page_is_never_framed_cached_or_scripted() {
     assert!(csp.contains("default-src 'none'") && csp.contains("frame-ancestors 'none'"));
     assert_eq!(headers["x-frame-options"], "DENY");
     assert_eq!(headers["cache-control"], "no-store");
+    // Another origin is sent no referrer; the page's own forms carry their
+    // `Origin` (with `no-referrer` a browser sends `Origin: null`).
+    assert_eq!(headers["referrer-policy"], "same-origin");
     assert!(!response.text().await.unwrap().contains("<script"));
 }
 

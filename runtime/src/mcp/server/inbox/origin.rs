@@ -1,11 +1,15 @@
 //! Forms from the inbox's own pages only. A browser says where a request
-//! comes from: `Sec-Fetch-Site` (every current browser), else `Origin`
-//! (older ones send it with every cross-origin `POST`). A `POST` another
-//! origin made — another site, or a sibling subdomain, which is the same
-//! site to `SameSite` cookies and may have planted one — is refused before
-//! its form is read. A request with neither header is no browser's
-//! cross-origin request; its form still needs its CSRF token. The rule is
-//! the one Go's `net/http.CrossOriginProtection` applies.
+//! comes from: `Sec-Fetch-Site` (every current browser, to a secure origin:
+//! HTTPS, or this machine), else `Origin`, which every browser sends with a
+//! `POST` — `null` from another origin under the page's referrer policy
+//! (`same-origin`), the page's own origin from the page itself. A `POST`
+//! another origin made — another site, or a sibling subdomain, which is the
+//! same site to `SameSite` cookies — is refused before its form is read. A
+//! request with neither header is no browser's; its form still needs its
+//! CSRF token. The rule is the one Go's `net/http.CrossOriginProtection`
+//! applies. Where no `Sec-Fetch-Site` is sent, the `Origin` is compared
+//! with the `Host` the request arrived with: a proxy in front must pass the
+//! browser's `Host` on (nginx: `proxy_set_header Host $host`).
 
 use std::sync::Arc;
 

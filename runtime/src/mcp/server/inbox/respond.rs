@@ -95,7 +95,11 @@ pub(super) fn page(status: StatusCode, html: String) -> Response {
             "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
         ),
         (header::X_FRAME_OPTIONS, "DENY"),
-        (header::REFERRER_POLICY, "no-referrer"),
+        // Not `no-referrer`: with it a browser sends `Origin: null` with
+        // the page's own forms, which `origin` would refuse where no
+        // `Sec-Fetch-Site` is sent (plain HTTP to another host). Another
+        // origin is sent no referrer, and its forms `Origin: null`.
+        (header::REFERRER_POLICY, "same-origin"),
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
     ] {
         headers.insert(name, HeaderValue::from_static(value));
