@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use base64::Engine;
+use base64::alphabet;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use serde_json::Value;
 use tokio::sync::Notify;
 
@@ -64,7 +66,7 @@ impl Sent {
     /// for `Basic`, the pair decoded and its password.
     pub(crate) fn fixed_authorization(&self, value: &str) {
         self.fixed_credential(&Arc::from(value));
-        let Some((scheme, credentials)) = value.trim().split_once(' ') else {
+        let Some((scheme, credentials)) = value.trim().split_once([' ', '\t']) else {
             return;
         };
         let credentials = credentials.trim();
@@ -75,8 +77,17 @@ impl Sent {
         if !scheme.eq_ignore_ascii_case("basic") {
             return;
         }
-        let decoded = base64::engine::general_purpose::STANDARD.decode(credentials);
-        let Some(pair) = decoded.ok().and_then(|pair| String::from_utf8(pair).ok()) else {
+        // Padded or not, in either alphabet: as servers read it.
+        let indifferent =
+            GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent);
+        let decoded = [alphabet::STANDARD, alphabet::URL_SAFE]
+            .iter()
+            .find_map(|alphabet| {
+                GeneralPurpose::new(alphabet, indifferent)
+                    .decode(credentials)
+                    .ok()
+            });
+        let Some(pair) = decoded.and_then(|pair| String::from_utf8(pair).ok()) else {
             return;
         };
         if let Some((_, password)) = pair.split_once(':')
