@@ -1062,6 +1062,28 @@ async fn a_task_is_kept_as_its_services_and_unknown_to_another() {
     assert!(answered.is_err(), "{answered:?}");
 }
 
+/// A task past its time to live is its caller's no more, swept or not:
+/// not read, answered or cancelled on any replica.
+#[tokio::test(start_paused = true)]
+async fn a_task_past_its_time_to_live_is_unknown_though_not_swept_yet() {
+    let slow = Slow::new();
+    let shared: Arc<dyn Store> = slow.clone();
+    let one = connect(replica(Arc::clone(&shared))).await;
+    let two = connect(replica(Arc::clone(&shared))).await;
+    let task = task_of(&one, "report", json!({"quarter": "Q9"})).await;
+    let done = past(&two, &task, "working").await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let ttl = shared.task(&task).await.unwrap().unwrap().ttl_ms;
+    slow.tasks_aged_ms.store(ttl + 1, Ordering::SeqCst);
+    assert!(shared.task(&task).await.unwrap().is_some(), "not swept yet");
+    let read = two.get_task(GetTaskParams::new(&task)).await;
+    assert!(read.is_err(), "{read:?}");
+    let cancelled = two.cancel_task(CancelTaskParams::new(&task)).await;
+    assert!(cancelled.is_err(), "{cancelled:?}");
+    let answered = (two.update_task(UpdateTaskParams::new(&task, Default::default()))).await;
+    assert!(answered.is_err(), "{answered:?}");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_set_cloned_and_named_as_another_service_shares_no_tasks_with_its_original() {
     let base = ToolSet::new()
@@ -1108,6 +1130,8 @@ struct Slow {
     /// How far ahead of the wall clock approvals are opened and read, in
     /// milliseconds: the store as it would be that much later.
     ahead_ms: std::sync::atomic::AtomicI64,
+    /// How much older than they are tasks are read, in milliseconds.
+    tasks_aged_ms: std::sync::atomic::AtomicI64,
 }
 
 /// A point in the store a call is held at, once the test closes it: the
@@ -1167,6 +1191,7 @@ impl Slow {
             task_updates: std::sync::Mutex::default(),
             task_read_ms: std::sync::atomic::AtomicU64::new(0),
             ahead_ms: std::sync::atomic::AtomicI64::new(0),
+            tasks_aged_ms: std::sync::atomic::AtomicI64::new(0),
         })
     }
 }
@@ -1210,7 +1235,13 @@ impl Store for Slow {
         Box::pin(async move {
             let slow = self.task_read_ms.load(Ordering::SeqCst);
             tokio::time::sleep(Duration::from_millis(slow)).await;
-            self.inner.task(id).await
+            let aged = self.tasks_aged_ms.load(Ordering::SeqCst);
+            let mut read = self.inner.task(id).await?;
+            if let Some(task) = &mut read {
+                task.created_ms -= aged;
+                task.updated_ms -= aged;
+            }
+            Ok(read)
         })
     }
 

@@ -29,16 +29,33 @@ pub(super) struct Redemptions {
 /// caller has.
 #[derive(Default)]
 struct Used {
-    until: HashMap<String, (Instant, Option<Arc<str>>)>,
+    until: HashMap<String, (Kept, Option<Arc<str>>)>,
     counts: HashMap<Option<Arc<str>>, usize>,
+}
+
+/// Until when a used state is remembered: its time to live on this
+/// process's clock, and the wall-clock time it was sealed to open until,
+/// which is what opening it checks (0 when it does not say) — a wall clock
+/// stepped back would otherwise open it again once the first ran out.
+#[derive(Clone, Copy)]
+struct Kept {
+    until: Instant,
+    expires_ms: i64,
+}
+
+impl Kept {
+    fn holds(self, now: Instant, now_ms: i64) -> bool {
+        self.until > now || self.expires_ms >= now_ms
+    }
 }
 
 impl Used {
     /// Forgets the states whose time is up.
     fn forget_spent(&mut self, now: Instant) {
         let counts = &mut self.counts;
-        self.until.retain(|_, (until, caller)| {
-            let keep = *until > now;
+        let now_ms = crate::store::now_ms();
+        self.until.retain(|_, (kept, caller)| {
+            let keep = kept.holds(now, now_ms);
             if !keep && let Some(count) = counts.get_mut(&*caller) {
                 *count = count.saturating_sub(1);
             }
@@ -116,7 +133,10 @@ impl Redemptions {
                 }
             };
         }
-        let until = Instant::now() + ttl;
+        let kept = Kept {
+            until: Instant::now() + ttl,
+            expires_ms,
+        };
         let caller: Option<Arc<str>> = caller.map(Arc::from);
         let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
         let now = Instant::now();
@@ -125,12 +145,12 @@ impl Redemptions {
             used.forget_spent(now);
         }
         match used.until.get(nonce) {
-            Some((kept, _)) if *kept > now => false,
+            Some((kept, _)) if kept.holds(now, crate::store::now_ms()) => false,
             _ if used.until.len() >= MAX_REDEMPTIONS => false,
             _ if used.count(&caller) >= MAX_REDEMPTIONS_PER_CALLER => false,
             _ => {
                 if let Some((_, before)) =
-                    used.until.insert(nonce.to_owned(), (until, caller.clone()))
+                    used.until.insert(nonce.to_owned(), (kept, caller.clone()))
                     && let Some(count) = used.counts.get_mut(&before)
                 {
                     *count = count.saturating_sub(1);
@@ -172,6 +192,22 @@ mod tests {
         assert!(
             !ledger.redeem("m-7", ttl, 0, Some("alice")).await,
             "a used state stays used, whoever sends it"
+        );
+    }
+
+    /// Its time to live run out on this process's clock, a state that
+    /// still opens by the wall clock (stepped back since) stays used.
+    #[tokio::test]
+    async fn a_state_stays_used_while_the_wall_clock_still_opens_it() {
+        let ledger = Redemptions::default();
+        let opens_until = crate::store::now_ms() + 60_000;
+        assert!(ledger.redeem("s", Duration::ZERO, opens_until, None).await);
+        assert!(!ledger.redeem("s", Duration::ZERO, opens_until, None).await);
+        let spent = crate::store::now_ms() - 1;
+        assert!(ledger.redeem("t", Duration::ZERO, spent, None).await);
+        assert!(
+            ledger.redeem("t", Duration::ZERO, spent, None).await,
+            "forgotten"
         );
     }
 

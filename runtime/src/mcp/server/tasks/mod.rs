@@ -387,7 +387,7 @@ fn asks_all(record: &TaskRecord, questions: &rmcp::model::InputRequests) -> bool
 
 /// A task kept in the store (with the service asking: `store`) for
 /// `subject`, whatever replica runs it: another service's is as unknown as
-/// another caller's.
+/// another caller's, and one past its time to live as one swept.
 async fn kept(
     id: &str,
     subject: Option<&str>,
@@ -397,7 +397,11 @@ async fn kept(
         return Err(unknown_task());
     };
     match store.task(id).await {
-        Ok(Some(record)) if record.caller.as_deref() == subject && record.service == service => {
+        Ok(Some(record))
+            if record.caller.as_deref() == subject
+                && record.service == service
+                && record.updated_ms.saturating_add(record.ttl_ms) > crate::store::now_ms() =>
+        {
             Ok(record)
         }
         _ => Err(unknown_task()),
