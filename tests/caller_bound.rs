@@ -6,6 +6,8 @@
 //! server authenticated. rmcp's own client and raw HTTP, over loopback.
 #![cfg(feature = "rmcp")]
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use rmcp::ClientHandler;
@@ -390,6 +392,111 @@ async fn a_callers_open_sessions_are_bounded_and_an_ended_one_frees_its_place() 
     assert!(session.is_some());
     let (status, _, _) = post(&url, "alice-token", None, initialize).await;
     assert_eq!(status, 429);
+}
+
+/// What the servers of [`Gated`] sessions share: the first `initialize`
+/// waits at `go` (a permit given to `entered` as it does), and how many
+/// servers are alive, each a session (`dropped` told as one ends).
+struct Gate {
+    first: AtomicBool,
+    entered: tokio::sync::Semaphore,
+    go: tokio::sync::Semaphore,
+    alive: AtomicUsize,
+    dropped: tokio::sync::Notify,
+}
+
+/// The server of one session, its first `initialize` held at the gate.
+struct Gated(Arc<Gate>);
+
+impl Gated {
+    fn new(gate: &Arc<Gate>) -> Self {
+        gate.alive.fetch_add(1, Ordering::SeqCst);
+        Gated(Arc::clone(gate))
+    }
+}
+
+impl Drop for Gated {
+    fn drop(&mut self) {
+        self.0.alive.fetch_sub(1, Ordering::SeqCst);
+        self.0.dropped.notify_waiters();
+    }
+}
+
+impl rmcp::ServerHandler for Gated {
+    async fn initialize(
+        &self,
+        request: rmcp::model::InitializeRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::InitializeResult, rmcp::ErrorData> {
+        if self.0.first.swap(false, Ordering::SeqCst) {
+            self.0.entered.add_permits(1);
+            let _ = self.0.go.acquire().await;
+        }
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+}
+
+/// A client that closes its connection while its session is being made
+/// (`initialize` sent, then gone) leaves no session past its bound: rmcp
+/// ends a session whose `initialize` answer finds nobody waiting, and one
+/// answered the moment before the connection closed is made and counted in
+/// a task of its own (a window this test does not reach).
+#[tokio::test]
+async fn a_session_whose_client_left_while_it_was_made_is_counted_all_the_same() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let gate = Arc::new(Gate {
+        first: AtomicBool::new(true),
+        entered: tokio::sync::Semaphore::new(0),
+        go: tokio::sync::Semaphore::new(0),
+        alive: AtomicUsize::new(0),
+        dropped: tokio::sync::Notify::new(),
+    });
+    let servers = {
+        let gate = Arc::clone(&gate);
+        move || Gated::new(&gate)
+    };
+    let options = HttpOptions::new()
+        .require_bearer(BearerAuth::new(url.clone(), validate))
+        .sessions_per_caller(1);
+    tokio::spawn(async move { options.serve(listener, servers).await });
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "agent", "version": "1"}}});
+    // Sent by hand, on a connection of its own, closed once the server
+    // is making the session.
+    let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let mut left = tokio::net::TcpStream::connect(address).await.unwrap();
+    let body = initialize.to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer alice-token\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    tokio::io::AsyncWriteExt::write_all(&mut left, request.as_bytes())
+        .await
+        .unwrap();
+    let _ = gate.entered.acquire().await.unwrap();
+    drop(left);
+    // Her next session is made and counted first; then the one she left.
+    let (status, session, body) = post(&url, "alice-token", None, initialize).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(session.is_some());
+    gate.go.add_permits(1);
+    let one_left = async {
+        loop {
+            let dropped = gate.dropped.notified();
+            if gate.alive.load(Ordering::SeqCst) == 1 {
+                return;
+            }
+            dropped.await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), one_left)
+        .await
+        .expect("the session past her bound is closed");
 }
 
 /// A POST of `body` to `url` with `token` and, if given, `session`; the

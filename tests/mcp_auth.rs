@@ -107,6 +107,22 @@ async fn a_protected_tool_set_answers_401_with_a_challenge_that_points_at_its_me
     assert!(challenge.unwrap().ends_with("error=\"invalid_token\""));
 
     assert_eq!(post(&url, Some("reader")).await.0, 200);
+    // Two credentials are none, whichever a proxy in front may have read.
+    let twice = reqwest::Client::new()
+        .post(&url)
+        .header("accept", "application/json, text/event-stream")
+        .header("authorization", "Bearer reader")
+        .header("authorization", "Bearer forged")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(twice.status(), 400);
+    let challenge = twice.headers()["www-authenticate"].to_str().unwrap();
+    assert!(
+        challenge.ends_with("error=\"invalid_request\""),
+        "{challenge}"
+    );
 
     let document: Value = reqwest::get(&metadata).await.unwrap().json().await.unwrap();
     assert_eq!(document["resource"], url);

@@ -109,6 +109,13 @@ impl BearerAuth {
     /// — or `None` to refuse it. A caller with an empty subject is refused
     /// too, as an invalid token: every caller a check admits is someone.
     ///
+    /// The subject is who owns what a call starts — its sessions, tasks,
+    /// approving states and approvals — and nothing else of the token is
+    /// compared: it must name one person or agent across every issuer the
+    /// validator accepts. A JWT's `sub` is unique only within its issuer:
+    /// with more than one ([`authorization_server`](Self::authorization_server)
+    /// named twice), give the subject as both (`format!("{iss}|{sub}")`).
+    ///
     /// # Panics
     ///
     /// If `resource` is not an absolute `http` or `https` URL.
@@ -220,6 +227,16 @@ impl BearerAuth {
         &self,
         headers: &HeaderMap,
     ) -> Result<Arc<Caller>, Response<B>> {
+        // Two credentials are none (RFC 6750 §2): a proxy in front may have
+        // read the other one.
+        if headers
+            .get_all(header::AUTHORIZATION)
+            .iter()
+            .nth(1)
+            .is_some()
+        {
+            return Err(self.refusal(StatusCode::BAD_REQUEST, Some("invalid_request")));
+        }
         let token = headers
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok())

@@ -16,7 +16,8 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
 use crate::mcp::server::rmcp::bearer::BearerAuth;
 use crate::mcp::server::rmcp::sessions::{
-    DEFAULT_SESSIONS_PER_CALLER, McpResponse, SessionOwners, too_many_sessions, unknown_session,
+    DEFAULT_SESSIONS_PER_CALLER, McpResponse, SessionOwners, shutting_down, too_many_sessions,
+    unknown_session,
 };
 use crate::mcp::server::toolset::ToolSet;
 
@@ -326,15 +327,28 @@ where
             }
             let subject = caller.subject().to_owned();
             request.extensions_mut().insert(caller);
-            let response = tower_service::Service::call(&mut inner, request).await?;
-            if let (Some(owners), None) = (&owners, &session)
-                && let Some(opened) = response.headers().get(SESSION_ID)
-                && let Ok(opened) = opened.to_str()
-                && !owners.opened(opened, &subject).await
-            {
-                return Ok(too_many_sessions());
+            let (Some(owners), None) = (owners, &session) else {
+                return tower_service::Service::call(&mut inner, request).await;
+            };
+            // A session is made and counted in a task of its own: a client
+            // that closes its connection while its session is being made
+            // (which drops this future) leaves none uncounted.
+            let made = tokio::spawn(async move {
+                let response = tower_service::Service::call(&mut inner, request).await?;
+                if let Some(opened) = response.headers().get(SESSION_ID)
+                    && let Ok(opened) = opened.to_str()
+                    && !owners.opened(opened, &subject).await
+                {
+                    return Ok(too_many_sessions());
+                }
+                Ok(response)
+            });
+            match made.await {
+                Ok(answered) => answered,
+                Err(failed) if failed.is_panic() => std::panic::resume_unwind(failed.into_panic()),
+                // The runtime is shutting down.
+                Err(_) => Ok(shutting_down()),
             }
-            Ok(response)
         })
     }
 }
@@ -389,8 +403,15 @@ fn with_port(origin: String) -> String {
     port.unwrap_or_else(|| trimmed.to_owned())
 }
 
+/// rmcp's own config, its allowed origins read as
+/// [`allowed_origins`](HttpOptions::allowed_origins) reads them: an entry
+/// without a port means its scheme's, never any port.
 impl From<StreamableHttpServerConfig> for HttpOptions {
-    fn from(config: StreamableHttpServerConfig) -> Self {
+    fn from(mut config: StreamableHttpServerConfig) -> Self {
+        config.allowed_origins = std::mem::take(&mut config.allowed_origins)
+            .into_iter()
+            .map(with_port)
+            .collect();
         HttpOptions {
             config,
             ..HttpOptions::default()
@@ -400,7 +421,7 @@ impl From<StreamableHttpServerConfig> for HttpOptions {
 
 #[cfg(test)]
 mod tests {
-    use super::with_port;
+    use super::{HttpOptions, StreamableHttpServerConfig, with_port};
 
     #[test]
     fn an_allowed_origin_gets_its_schemes_port() {
@@ -424,5 +445,16 @@ mod tests {
         ] {
             assert_eq!(with_port(given.to_owned()), sent, "{given}");
         }
+    }
+
+    #[test]
+    fn rmcps_own_config_gets_the_same_reading_of_its_origins() {
+        let config = StreamableHttpServerConfig::default()
+            .with_allowed_origins(["https://app.example.com", "http://localhost:*"]);
+        let options = HttpOptions::from(config);
+        assert_eq!(
+            options.config.allowed_origins,
+            ["https://app.example.com:443", "http://localhost:*"]
+        );
     }
 }
