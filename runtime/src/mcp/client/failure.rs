@@ -15,6 +15,7 @@ use serde_json::Value;
 use crate::category::ErrorCategory;
 use crate::envelope::ErrorEnvelope;
 use crate::limits::text_for_wire;
+use crate::mcp::client::causes::{causes, never_written};
 use crate::mcp::client::credentials::TokenFailure;
 use crate::reasons;
 
@@ -295,6 +296,9 @@ fn transport(error: &DynamicTransportError, before_sending: bool) -> ErrorEnvelo
         Some(StreamableHttpError::Client(client)) if client.is_connect() => {
             not_sent(format!("could not reach the MCP server: {client}"))
         }
+        Some(StreamableHttpError::Client(client)) if never_written(client) => not_sent(format!(
+            "the connection to the MCP server closed before the request was written: {client}"
+        )),
         _ if before_sending => not_sent(format!("could not send to the MCP server: {error}")),
         _ => ErrorEnvelope::transient(text(format!(
             "the connection to the MCP server broke: {error}"
@@ -416,24 +420,6 @@ fn ends_a_handshake(error: &rustls::Error) -> bool {
         ),
         _ => false,
     }
-}
-
-/// `error` and what caused it, looking inside I/O errors, whose `source`
-/// skips the error they wrap.
-fn causes<'a>(
-    error: &'a (dyn StdError + 'static),
-) -> impl Iterator<Item = &'a (dyn StdError + 'static)> {
-    let mut next = Some(error);
-    std::iter::from_fn(move || {
-        let current = next?;
-        let inner = current
-            .downcast_ref::<std::io::Error>()
-            .and_then(|io| io.get_ref())
-            .map(|inner| inner as &(dyn StdError + 'static));
-        next = inner.or_else(|| current.source());
-        Some(current)
-    })
-    .take(32)
 }
 
 /// The envelope of a call whose server asked more questions than the

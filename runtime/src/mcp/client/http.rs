@@ -43,8 +43,9 @@ impl Http {
     /// it was given, its credentials — with those its URL carries (user
     /// info, sent as Basic authentication; query values). No redirect is followed (rmcp's default
     /// follows same-origin 307/308; following none is stricter, and keeps
-    /// credentials on their origin), and no idle connection is kept (they
-    /// stall on delayed ACKs).
+    /// credentials on their origin); idle connections are kept a while, with
+    /// `TCP_NODELAY`; and a server on this machine is reached directly,
+    /// whatever proxy the environment names.
     ///
     /// # Errors
     ///
@@ -121,7 +122,13 @@ impl Http {
         // meet that 40 ms stall). A connection the server closed while idle
         // is found closed when it is next taken, and a request that was
         // never written on it is sent again on a new one (hyper's pool).
-        let client = reqwest::Client::builder()
+        let mut client = reqwest::Client::builder();
+        if is_loopback(url) {
+            // A proxy the environment names (`HTTP_PROXY`, `ALL_PROXY`)
+            // would read the credentials, and reach its own `localhost`.
+            client = client.no_proxy();
+        }
+        let client = client
             .pool_max_idle_per_host(MAX_IDLE_CONNECTIONS)
             .pool_idle_timeout(IDLE_TIMEOUT)
             .tcp_nodelay(true)
@@ -143,8 +150,10 @@ impl Http {
 const MAX_IDLE_CONNECTIONS: usize = 32;
 
 /// How long an idle connection is kept: under the keep-alive of common
-/// servers and proxies (nginx's is 75 s), so that the client lets go first.
-const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// servers (uvicorn's, under the Python SDK and `FastMCP`, and Node's, under
+/// the TypeScript SDK, are 5 s; nginx's 75 s), so that the client lets go
+/// first, rather than write a call as the server closes.
+const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(4);
 
 /// Whether `url` leaves this machine unencrypted: `https`, or `http` to a
 /// loopback host (`localhost`, `127.0.0.0/8`, `::1`), keeps credentials to
@@ -155,14 +164,22 @@ fn is_private_to_this_machine(url: &str) -> bool {
     };
     match url.scheme() {
         "https" => true,
-        "http" => {
-            let host = url.host_str().unwrap_or_default();
-            let host = host.trim_start_matches('[').trim_end_matches(']');
-            host.eq_ignore_ascii_case("localhost")
-                || host
-                    .parse::<std::net::IpAddr>()
-                    .is_ok_and(|ip| ip.is_loopback())
-        }
+        "http" => is_loopback_host(&url),
         _ => false,
     }
+}
+
+/// Whether `url` names this machine: `localhost`, `127.0.0.0/8`, `::1`.
+fn is_loopback(url: &str) -> bool {
+    url.parse::<reqwest::Url>()
+        .is_ok_and(|url| is_loopback_host(&url))
+}
+
+fn is_loopback_host(url: &reqwest::Url) -> bool {
+    let host = url.host_str().unwrap_or_default();
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }

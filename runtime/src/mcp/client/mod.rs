@@ -27,6 +27,7 @@ use crate::scope::Scope;
 
 mod address;
 mod answers;
+mod causes;
 mod connect;
 mod connection;
 mod credentials;
