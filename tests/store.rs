@@ -475,6 +475,16 @@ async fn tasks(store: &dyn Store) {
     assert!(store.task(&cancelled.id).await.unwrap().is_some());
     store.sweep(now + 8 * 24 * 60 * MINUTE).await.unwrap();
     assert_eq!(store.task(&cancelled.id).await.unwrap(), None);
+
+    // A task kept for good (the longest time to live there is) is kept,
+    // and the sweep of everything else goes on: no sum overflows.
+    let for_good = TaskRecord::new("slow", json!({}), None, i64::MAX);
+    assert!(store.create_task(&for_good, u64::MAX).await.unwrap());
+    let brief = TaskRecord::new("slow", json!({}), None, MINUTE);
+    assert!(store.create_task(&brief, u64::MAX).await.unwrap());
+    store.sweep(now + 11 * MINUTE).await.unwrap();
+    assert!(store.task(&for_good.id).await.unwrap().is_some());
+    assert_eq!(store.task(&brief.id).await.unwrap(), None);
 }
 
 async fn approvals(store: &dyn Store) {
@@ -1501,6 +1511,37 @@ async fn the_memory_store_keeps_the_contract() {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     contract(Arc::clone(&store)).await;
     races(vec![store]).await;
+}
+
+/// A store a later release migrated further (rolling upgrades, a
+/// rollback) is opened by this one all the same: the migrations it does
+/// not know of only added.
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn a_store_a_later_release_migrated_opens_here() {
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join("later.db");
+    let url = format!("sqlite:{}", path.display());
+    drop(store::open(&url).await.unwrap());
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES (9999, 'tool-envelope from later', TRUE, X'00', 0)",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    sqlx::query("ALTER TABLE te_tasks ADD COLUMN later TEXT")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    let reopened = store::open(&url)
+        .await
+        .expect("opened by the earlier release");
+    let task = TaskRecord::new("slow", json!({}), None, MINUTE);
+    assert!(reopened.create_task(&task, u64::MAX).await.unwrap());
+    assert!(reopened.task(&task.id).await.unwrap().is_some());
 }
 
 /// A SQLite store kept by the releases before services (migrations 1–6)

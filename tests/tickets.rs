@@ -437,7 +437,7 @@ async fn replicas(one: Arc<dyn Store>, two: Arc<dyn Store>, label: &str, n: u64)
     for (i, ticket) in tickets.iter().enumerate() {
         let replica = if i % 2 == 0 { &two } else { &one };
         replica
-            .decide(ticket, &approver(), true, "ok")
+            .decide(ticket, &approver(), true, "ok\0 (a NUL typed in)")
             .await
             .unwrap();
     }

@@ -225,6 +225,17 @@ pub(crate) fn partial_for_wire(partial: &Value, cap: usize) -> Cow<'_, Value> {
     Cow::Owned(trimmed)
 }
 
+/// A person's note (a decision's, a resolution's) as every store keeps it:
+/// within 1 KiB, cut as [`text_for_wire`] cuts, and without NUL, which
+/// Postgres keeps in no text (it would refuse the decision whole).
+#[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+pub(crate) fn kept_note(note: &str) -> Cow<'_, str> {
+    match text_for_wire(note, 1024) {
+        Cow::Borrowed(note) if !note.contains('\0') => Cow::Borrowed(note),
+        note => Cow::Owned(note.replace('\0', "")),
+    }
+}
+
 /// `text`, or its start and a marker if it takes more than `cap` bytes in a
 /// JSON string.
 pub(crate) fn text_for_wire(text: &str, cap: usize) -> Cow<'_, str> {

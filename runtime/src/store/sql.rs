@@ -24,9 +24,12 @@ use super::{
     EscalationState, Store, StoreError, StoreFuture, TaskRecord, TaskState, TaskUpdate,
 };
 
-/// The store's schema, as migrations.
+/// The store's schema, as migrations. They only ever add (a column with a
+/// default, a table, an index), so a replica of an earlier release opens a
+/// store a later one migrated, rolling upgrades and rollbacks included:
+/// the migrations it does not know of are left in place.
 fn migrator() -> Migrator {
-    Migrator::with_migrations(vec![
+    let mut migrator = Migrator::with_migrations(vec![
         Migration::new(
             1,
             Cow::Borrowed("tool-envelope store"),
@@ -76,7 +79,23 @@ fn migrator() -> Migrator {
             sqlx::SqlStr::from_static(include_str!("migrations/0007_services.sql")),
             false,
         ),
-    ])
+    ]);
+    migrator.set_ignore_missing(true);
+    migrator
+}
+
+/// Whether a migration failed for good: a migration recorded as changed,
+/// or left half applied, is not mended by trying again.
+fn lasting(error: &sqlx::migrate::MigrateError) -> bool {
+    use sqlx::migrate::MigrateError;
+    matches!(
+        error,
+        MigrateError::VersionMismatch(_)
+            | MigrateError::Dirty(_)
+            | MigrateError::VersionMissing(_)
+            | MigrateError::VersionTooOld(..)
+            | MigrateError::VersionTooNew(..)
+    )
 }
 
 /// A driver's error, as the store's: its text, and the database's code
@@ -245,7 +264,7 @@ macro_rules! sql_store {
                 let mut tries = 0;
                 while let Err(error) = migrator().run(&pool).await {
                     tries += 1;
-                    if tries == MIGRATION_TRIES {
+                    if tries == MIGRATION_TRIES || lasting(&error) {
                         return Err(failed(error));
                     }
                     pause().await;
@@ -1374,32 +1393,33 @@ macro_rules! sql_store {
             fn sweep<'a>(&'a self, now_ms: i64) -> StoreFuture<'a, ()> {
                 Box::pin(async move {
                     // A task cancelled and unfinished waits a week for its
-                    // service to take it over (`$2 = now - kept`).
-                    let sql = "DELETE FROM te_tasks WHERE updated_ms + ttl_ms <= $1 \
+                    // service to take it over (`$2 = now - kept`). Written
+                    // `ttl <= now - updated`, which no time to live
+                    // overflows (Postgres refuses a sum out of range, and
+                    // the whole sweep with it).
+                    let sql = "DELETE FROM te_tasks WHERE ttl_ms <= $1 - updated_ms \
                                AND (cancel_requested = FALSE \
                                     OR state NOT IN ('working', 'input_required') \
-                                    OR updated_ms + ttl_ms <= $2)";
-                    sqlx::query(sql)
+                                    OR ttl_ms <= $2 - updated_ms)";
+                    let tasks = sqlx::query(sql)
                         .bind(now_ms)
                         .bind(now_ms.saturating_sub(super::KEEP_CANCELLED_TASK_MS))
                         .execute(&self.pool)
-                        .await
-                        .map_err(failed)?;
-                    sqlx::query("DELETE FROM te_redemptions WHERE until_ms <= $1")
+                        .await;
+                    // Each kind swept whatever became of the one before.
+                    let redemptions = sqlx::query("DELETE FROM te_redemptions WHERE until_ms <= $1")
                         .bind(now_ms)
                         .execute(&self.pool)
-                        .await
-                        .map_err(failed)?;
+                        .await;
                     // `expires_ms <= now - kept`, which no expiry overflows.
                     let sql = "DELETE FROM te_approvals WHERE state IN ('done', 'declined', 'withdrawn', 'expired') \
                                AND expires_ms <= $2 - $1";
-                    sqlx::query(sql)
+                    let approvals = sqlx::query(sql)
                         .bind(super::memory::KEEP_DECIDED_MS)
                         .bind(now_ms)
                         .execute(&self.pool)
-                        .await
-                        .map_err(failed)?;
-                    Ok(())
+                        .await;
+                    tasks.and(redemptions).and(approvals).map(drop).map_err(failed)
                 })
             }
         }

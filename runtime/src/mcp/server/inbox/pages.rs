@@ -275,7 +275,7 @@ async fn resolve(
             return store_unreachable(&state);
         }
     }
-    let note = crate::limits::text_for_wire(&form.note, 1024);
+    let note = crate::limits::kept_note(&form.note);
     let resolved = state
         .store
         .resolve_escalation(&id, who.subject(), &note, now_ms())

@@ -237,7 +237,7 @@ impl ToolSet {
         if approval.caller.as_deref() == Some(approver.subject()) {
             return Err(DecisionError::OwnCall);
         }
-        let note = crate::limits::text_for_wire(note, 1024);
+        let note = crate::limits::kept_note(note);
         let decision = Decision::new(approve, approver.subject(), note.as_ref());
         if !store.decide(ticket, &decision).await? {
             let state = store
