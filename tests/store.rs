@@ -668,6 +668,11 @@ async fn approvals(store: &dyn Store) {
             .await
             .unwrap()
     );
+    // A decision that says both yes and withdrawn is a yes, which an
+    // approved approval does not take again.
+    let mut both = Decision::new(true, "carol", "both");
+    both.withdrawn = true;
+    assert!(!store.decide(&opened.id, &both).await.unwrap());
     let read = store.approval(&opened.id).await.unwrap().unwrap();
     assert_eq!(read.state, ApprovalState::Approved);
     assert_eq!(read.decided_by.as_deref(), Some("carol"));

@@ -234,7 +234,7 @@ impl Store for MemoryStore {
             ApprovalState::Pending => approval.expires_ms > decision.at_ms,
             // Taken back before any replica claimed it to run, whatever
             // its expiry: a claim takes it whatever its expiry.
-            ApprovalState::Approved => decision.withdrawn,
+            ApprovalState::Approved => decision.state() == ApprovalState::Withdrawn,
             _ => false,
         };
         if !open {
@@ -244,7 +244,7 @@ impl Store for MemoryStore {
         approval.decided_by = Some(decision.by.clone());
         approval.decided_ms = Some(decision.at_ms);
         approval.note = Some(decision.note.clone());
-        if !decision.withdrawn {
+        if approval.state != ApprovalState::Withdrawn {
             approval.expires_ms = approval.readable_until(decision.at_ms);
         }
         state.audit.push(decision.audit_entry(id));
@@ -454,16 +454,11 @@ impl Store for MemoryStore {
     }
 
     fn audit_log<'a>(&'a self, limit: u32) -> StoreFuture<'a, Vec<AuditEntry>> {
-        let state = self.lock();
-        ready(
-            state
-                .audit
-                .iter()
-                .rev()
-                .take(limit as usize)
-                .cloned()
-                .collect(),
-        )
+        // Newest first by time, as the SQL stores order it (ties: the later kept).
+        let mut newest: Vec<AuditEntry> = self.lock().audit.iter().rev().cloned().collect();
+        newest.sort_by_key(|entry| std::cmp::Reverse(entry.at_ms));
+        newest.truncate(limit as usize);
+        ready(newest)
     }
 
     fn sweep<'a>(&'a self, now_ms: i64) -> StoreFuture<'a, ()> {
