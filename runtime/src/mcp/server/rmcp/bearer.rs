@@ -118,7 +118,9 @@ impl BearerAuth {
     ///
     /// # Panics
     ///
-    /// If `resource` is not an absolute `http` or `https` URL.
+    /// If `resource` is not an absolute `http` or `https` URL, or carries
+    /// a fragment (RFC 9728 allows none) or a character a challenge cannot
+    /// quote (`"`, `\`).
     pub fn new<F, Fut>(resource: impl Into<String>, validator: F) -> Self
     where
         F: Fn(String) -> Fut + Send + Sync + 'static,
@@ -130,6 +132,7 @@ impl BearerAuth {
             .ok()
             .filter(|uri: &Uri| matches!(uri.scheme_str(), Some("http" | "https")))
             .filter(|uri| uri.authority().is_some())
+            .filter(|_| !resource.contains(['#', '"', '\\']))
             .unwrap_or_else(|| {
                 panic!("BearerAuth::new: the resource `{resource}` is not an absolute http(s) URL")
             });
@@ -159,17 +162,28 @@ impl BearerAuth {
 
     /// The scopes this resource knows, in the metadata document: what a
     /// client asks for when the challenge names none.
+    ///
+    /// # Panics
+    ///
+    /// If one is not a scope token (RFC 6749 §3.3: no space, `"` or `\`).
     #[must_use]
     pub fn scopes_supported(self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        self.change(|inner| inner.scopes_supported = scopes.into_iter().map(Into::into).collect())
+        let scopes = scope_tokens(scopes, "scopes_supported");
+        self.change(|inner| inner.scopes_supported = scopes)
     }
 
     /// Scopes every request's token must grant: a token without one gets
     /// 403 `insufficient_scope`. Scopes for one tool belong in its guard
     /// ([`ToolCall::require_scope`](crate::guard::ToolCall::require_scope)).
+    ///
+    /// # Panics
+    ///
+    /// If one is not a scope token (RFC 6749 §3.3), which the challenge
+    /// naming it could not quote.
     #[must_use]
     pub fn required_scopes(self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        self.change(|inner| inner.required_scopes = scopes.into_iter().map(Into::into).collect())
+        let scopes = scope_tokens(scopes, "required_scopes");
+        self.change(|inner| inner.required_scopes = scopes)
     }
 
     /// Where the protected resource metadata document is served: the
@@ -291,5 +305,68 @@ impl BearerAuth {
                 .insert(header::WWW_AUTHENTICATE, value);
         }
         response
+    }
+}
+
+/// `scopes`, each a scope token (RFC 6749 §3.3: `!`, `#`–`[`, `]`–`~`):
+/// what a challenge quotes and a client asks for as it is.
+///
+/// # Panics
+///
+/// If one is not, naming `what` was given it.
+fn scope_tokens(scopes: impl IntoIterator<Item = impl Into<String>>, what: &str) -> Vec<String> {
+    let scopes: Vec<String> = scopes.into_iter().map(Into::into).collect();
+    for scope in &scopes {
+        let token = !scope.is_empty()
+            && scope
+                .bytes()
+                .all(|byte| matches!(byte, 0x21 | 0x23..=0x5B | 0x5D..=0x7E));
+        assert!(
+            token,
+            "BearerAuth::{what}: {scope:?} is not a scope (RFC 6749 §3.3: no space, quote or backslash)"
+        );
+    }
+    scopes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BearerAuth;
+
+    fn auth(resource: &str) -> BearerAuth {
+        BearerAuth::new(resource, |_| async { None })
+    }
+
+    #[test]
+    fn scopes_are_scope_tokens() {
+        let auth = auth("https://tools.example.com/mcp")
+            .scopes_supported(["orders:read", "a!#[]~"])
+            .required_scopes(["orders:read"]);
+        assert_eq!(auth.metadata()["scopes_supported"][1], "a!#[]~");
+        for bad in ["", "two words", "say\"hi", "back\\slash", "ctl\u{7}"] {
+            let refused = std::panic::catch_unwind(|| {
+                auth_for_scopes(bad);
+            });
+            assert!(refused.is_err(), "{bad:?} taken");
+        }
+    }
+
+    fn auth_for_scopes(scope: &str) -> BearerAuth {
+        auth("https://tools.example.com/mcp").required_scopes([scope])
+    }
+
+    #[test]
+    fn a_resource_a_challenge_cannot_name_is_refused() {
+        for bad in [
+            "https://tools.example.com/mcp#part",
+            "https://tools.example.com/m\"cp",
+            "ftp://tools.example.com/mcp",
+            "/mcp",
+        ] {
+            assert!(
+                std::panic::catch_unwind(|| auth(bad)).is_err(),
+                "{bad} taken"
+            );
+        }
     }
 }
