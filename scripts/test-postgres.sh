@@ -21,10 +21,11 @@ start_postgres "$dir"
 
 export TOOL_ENVELOPE_TEST_POSTGRES="$postgres_url"
 # The store's contract, then approved calls run once by two replicas.
-for suite in store tickets; do
+for suite in "store 2" "tickets 1"; do
+    read -r suite count <<<"$suite"
     out="$(cargo test --all-features --test "$suite" -- --nocapture postgres 2>&1)" || { echo "$out"; exit 1; }
     echo "$out" | grep -E "^test |test result"
-    if ! echo "$out" | grep -q "test result: ok. 1 passed"; then
+    if ! echo "$out" | grep -q "test result: ok. $count passed"; then
         echo "the Postgres test of $suite did not run" >&2
         exit 1
     fi

@@ -439,9 +439,9 @@ impl rmcp::ServerHandler for Gated {
 
 /// A client that closes its connection while its session is being made
 /// (`initialize` sent, then gone) leaves no session past its bound: rmcp
-/// ends a session whose `initialize` answer finds nobody waiting, and one
-/// answered the moment before the connection closed is made and counted in
-/// a task of its own (a window this test does not reach).
+/// ends a session whose `initialize` answer finds nobody waiting. (One
+/// answered in the instant before the connection closed would be left
+/// uncounted until it idles out: a window this test does not reach.)
 #[tokio::test]
 async fn a_session_whose_client_left_while_it_was_made_is_counted_all_the_same() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -1701,6 +1701,54 @@ async fn a_sqlite_file_keeps_the_contract_across_two_replicas_and_a_restart() {
     drop(reopened);
 }
 
+/// On a database whose default isolation is `serializable`, the store
+/// still reads committed data: of two replicas deciding one approval at
+/// once, one decides and the other finds it decided — neither fails.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_decides_races_whatever_the_databases_isolation() {
+    let Ok(url) = std::env::var("TOOL_ENVELOPE_TEST_POSTGRES") else {
+        eprintln!("TOOL_ENVELOPE_TEST_POSTGRES is not set: scripts/test-postgres.sh runs this");
+        return;
+    };
+    let separator = if url.contains('?') { '&' } else { '?' };
+    let strict =
+        format!("{url}{separator}options=-c%20default_transaction_isolation%3Dserializable");
+    let (one, two) = (
+        store::open(&strict).await.unwrap(),
+        store::open(&strict).await.unwrap(),
+    );
+    let now = store::now_ms();
+    for n in 0..40 {
+        let approval = ApprovalRecord::new(
+            format!("isolation-{now}-{n}"),
+            "cap@0",
+            "refund",
+            json!({"n": n}),
+            json!({}),
+            None,
+            "refunds:approve",
+            now + 10 * MINUTE,
+        );
+        let opened = one
+            .open_approval(&approval, u64::MAX)
+            .await
+            .unwrap()
+            .unwrap();
+        let (yes, no) = (
+            Decision::new(true, "carol", ""),
+            Decision::new(false, "dave", ""),
+        );
+        let (a, b) = tokio::join!(one.decide(&opened.id, &yes), two.decide(&opened.id, &no));
+        let decided = [a.expect("no serialization failure"), b.expect("nor here")];
+        assert_eq!(
+            decided.iter().filter(|d| **d).count(),
+            1,
+            "{n}: decided once"
+        );
+    }
+}
+
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_keeps_the_contract_across_two_replicas() {

@@ -1601,13 +1601,32 @@ impl PostgresStore {
     ///
     /// # Errors
     ///
+    /// Each of its connections reads committed data whatever the
+    /// database's default isolation (under `repeatable read` or
+    /// `serializable`, the loser of a race to decide or claim would fail
+    /// where it should find the row taken), and ends a transaction left idle
+    /// a minute (a replica cut off mid-decision holds no row lock for
+    /// longer). A pool of your own ([`from_pool`](Self::from_pool)) is
+    /// used as it is.
+    ///
+    /// # Errors
+    ///
     /// When the database cannot be reached or migrated.
     pub async fn open(url: &str) -> Result<Self, StoreError> {
+        use std::str::FromStr;
+        let scrubbed =
+            |error: sqlx::Error| StoreError::new(crate::redact::text::scrub(&error.to_string()));
+        let options = sqlx::postgres::PgConnectOptions::from_str(url)
+            .map_err(scrubbed)?
+            .options([
+                ("default_transaction_isolation", "read committed"),
+                ("idle_in_transaction_session_timeout", "60s"),
+            ]);
         let pool = sqlx::postgres::PgPoolOptions::new()
             .max_connections(8)
-            .connect(url)
+            .connect_with(options)
             .await
-            .map_err(|error| StoreError::new(crate::redact::text::scrub(&error.to_string())))?;
+            .map_err(scrubbed)?;
         Self::from_pool(pool).await
     }
 }

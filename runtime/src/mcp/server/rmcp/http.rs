@@ -16,8 +16,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
 use crate::mcp::server::rmcp::bearer::BearerAuth;
 use crate::mcp::server::rmcp::sessions::{
-    DEFAULT_SESSIONS_PER_CALLER, McpResponse, SessionOwners, shutting_down, too_many_sessions,
-    unknown_session,
+    DEFAULT_SESSIONS_PER_CALLER, McpResponse, SessionOwners, too_many_sessions, unknown_session,
 };
 use crate::mcp::server::toolset::ToolSet;
 
@@ -327,28 +326,15 @@ where
             }
             let subject = caller.subject().to_owned();
             request.extensions_mut().insert(caller);
-            let (Some(owners), None) = (owners, &session) else {
-                return tower_service::Service::call(&mut inner, request).await;
-            };
-            // A session is made and counted in a task of its own: a client
-            // that closes its connection while its session is being made
-            // (which drops this future) leaves none uncounted.
-            let made = tokio::spawn(async move {
-                let response = tower_service::Service::call(&mut inner, request).await?;
-                if let Some(opened) = response.headers().get(SESSION_ID)
-                    && let Ok(opened) = opened.to_str()
-                    && !owners.opened(opened, &subject).await
-                {
-                    return Ok(too_many_sessions());
-                }
-                Ok(response)
-            });
-            match made.await {
-                Ok(answered) => answered,
-                Err(failed) if failed.is_panic() => std::panic::resume_unwind(failed.into_panic()),
-                // The runtime is shutting down.
-                Err(_) => Ok(shutting_down()),
+            let response = tower_service::Service::call(&mut inner, request).await?;
+            if let (Some(owners), None) = (&owners, &session)
+                && let Some(opened) = response.headers().get(SESSION_ID)
+                && let Ok(opened) = opened.to_str()
+                && !owners.opened(opened, &subject).await
+            {
+                return Ok(too_many_sessions());
             }
+            Ok(response)
         })
     }
 }
