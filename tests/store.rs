@@ -1547,6 +1547,22 @@ async fn a_store_a_later_release_migrated_opens_here() {
     let task = TaskRecord::new("slow", json!({}), None, MINUTE);
     assert!(reopened.create_task(&task, u64::MAX).await.unwrap());
     assert!(reopened.task(&task.id).await.unwrap().is_some());
+    drop(reopened);
+
+    // Another application's migration says the database is not the store's.
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES (20261205, 'create users', TRUE, X'00', 0)",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    let refused = store::open(&url)
+        .await
+        .expect_err("another application's database");
+    assert!(refused.to_string().contains("create users"), "{refused}");
 }
 
 /// A SQLite store kept by the releases before services (migrations 1–6)

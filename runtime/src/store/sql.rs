@@ -258,6 +258,24 @@ macro_rules! sql_store {
             ///
             /// When the migrations cannot be run.
             pub async fn from_pool(pool: $pool) -> Result<Self, StoreError> {
+                // A migration this release does not know of must be a
+                // later release's of this store, not another
+                // application's (whose database this is not).
+                let applied = "SELECT version, description FROM _sqlx_migrations";
+                if let Ok(applied) = sqlx::query_as::<$db, (i64, String)>(applied)
+                    .fetch_all(&pool)
+                    .await
+                {
+                    let known: Vec<i64> = migrator().iter().map(|known| known.version).collect();
+                    if let Some((version, what)) = applied.iter().find(|(version, what)| {
+                        !known.contains(version) && !what.starts_with("tool-envelope")
+                    }) {
+                        return Err(StoreError::new(format!(
+                            "the database holds another application's migration {version} \
+                             ({what}): give the store a database of its own"
+                        )));
+                    }
+                }
                 // Replicas that start together race to migrate one
                 // database: the one that loses finds the migration
                 // recorded when it tries again.

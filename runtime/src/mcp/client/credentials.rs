@@ -98,9 +98,11 @@ pub(crate) struct Authorized {
 type HttpError = StreamableHttpError<reqwest::Error>;
 
 impl Authorized {
-    /// `inner`, sending `credentials` to the server at `url`.
+    /// `inner`, sending `credentials` to the server at `url`; an OAuth
+    /// login's requests go through `logins`.
     pub(crate) fn new(
         inner: reqwest::Client,
+        logins: reqwest::Client,
         credentials: Credentials,
         url: &Arc<str>,
         sent: Arc<Sent>,
@@ -121,13 +123,13 @@ impl Authorized {
                 }
                 Source::OAuth(Arc::new(crate::mcp::client::oauth::OAuthProvider::new(
                     Arc::clone(url),
-                    inner.clone(),
+                    logins,
                     oauth,
                 )))
             }
         };
         #[cfg(not(feature = "oauth"))]
-        let _ = url;
+        let _ = (url, logins);
         Authorized {
             inner,
             source,

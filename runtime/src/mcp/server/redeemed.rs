@@ -45,7 +45,9 @@ struct Kept {
 
 impl Kept {
     fn holds(self, now: Instant, now_ms: i64) -> bool {
-        self.until > now || self.expires_ms >= now_ms
+        // A second more: the sealer stamps its expiry on its own read of
+        // the clock, a moment after the one this was given.
+        self.until > now || self.expires_ms.saturating_add(1_000) >= now_ms
     }
 }
 
@@ -203,7 +205,7 @@ mod tests {
         let opens_until = crate::store::now_ms() + 60_000;
         assert!(ledger.redeem("s", Duration::ZERO, opens_until, None).await);
         assert!(!ledger.redeem("s", Duration::ZERO, opens_until, None).await);
-        let spent = crate::store::now_ms() - 1;
+        let spent = crate::store::now_ms() - 1_001;
         assert!(ledger.redeem("t", Duration::ZERO, spent, None).await);
         assert!(
             ledger.redeem("t", Duration::ZERO, spent, None).await,

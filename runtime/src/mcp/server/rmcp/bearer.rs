@@ -134,7 +134,10 @@ impl BearerAuth {
             .filter(|uri| uri.authority().is_some())
             .filter(|_| !resource.contains(['#', '"', '\\']))
             .unwrap_or_else(|| {
-                panic!("BearerAuth::new: the resource `{resource}` is not an absolute http(s) URL")
+                panic!(
+                    "BearerAuth::new: the resource `{resource}` is not an absolute http(s) URL \
+                     without a fragment, `\"` or `\\`"
+                )
             });
         let path = uri.path().trim_end_matches('/');
         let metadata_path = format!("/.well-known/oauth-protected-resource{path}");
