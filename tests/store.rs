@@ -1989,6 +1989,38 @@ async fn on_sqlite_nothing_is_decided_without_its_line_in_the_audit() {
     nothing_without_its_audit(&*store, sql, &down, &up, "1811").await;
 }
 
+/// A sweep that cannot delete one kind of row sweeps the others all the
+/// same, and says it failed.
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn a_sweep_that_fails_on_tasks_sweeps_the_rest() {
+    let folder = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", folder.path().join("store.db").display());
+    let store = store::open(&url).await.unwrap();
+    let now = store::now_ms();
+    let task = TaskRecord::new("slow", json!({}), None, MINUTE);
+    assert!(store.create_task(&task, u64::MAX).await.unwrap());
+    assert!(store.redeem("spent-nonce", now + MINUTE).await.unwrap());
+    let beside = sqlx::SqlitePool::connect(&url).await.unwrap();
+    sqlx::query(
+        "CREATE TRIGGER tasks_kept BEFORE DELETE ON te_tasks \
+         BEGIN SELECT RAISE(ABORT, 'tasks cannot be deleted'); END",
+    )
+    .execute(&beside)
+    .await
+    .unwrap();
+    let failed = store.sweep(now + 2 * MINUTE).await.unwrap_err();
+    assert!(
+        failed.to_string().contains("tasks cannot be deleted"),
+        "{failed}"
+    );
+    assert!(store.task(&task.id).await.unwrap().is_some());
+    assert!(
+        !store.redeemed("spent-nonce").await.unwrap(),
+        "the redemption past its time swept all the same"
+    );
+}
+
 /// A stopped task the store cannot read back (its arguments mangled by
 /// hand) holds no other back from being taken over, and is ended failed:
 /// not claimed again on the next pass, nor counted among its caller's
