@@ -1021,7 +1021,7 @@ macro_rules! sql_store {
                     // takes it whatever its expiry.
                     let sql = "UPDATE te_approvals SET state = $1, decided_by = $2, decided_ms = $3, note = $4, \
                                expires_ms = CASE WHEN $1 = 'withdrawn' THEN expires_ms \
-                                   WHEN $3 > created_ms AND expires_ms <= 9223372036854775807 - ($3 - created_ms) \
+                                   WHEN $3 > created_ms AND expires_ms <= 9223372036854775807 - (CASE WHEN $3 > created_ms THEN $3 - created_ms ELSE 0 END) \
                                    THEN expires_ms + ($3 - created_ms) ELSE expires_ms END \
                                WHERE id = $5 AND ((state = 'pending' AND expires_ms > $3) \
                                    OR ($1 = 'withdrawn' AND state = 'approved'))";
@@ -1124,7 +1124,7 @@ macro_rules! sql_store {
                     // The result is given for one time to live after the run
                     // (`ApprovalRecord::readable_until`).
                     let sql = "UPDATE te_approvals SET state = 'done', result = $1, \
-                               expires_ms = CASE WHEN $4 > created_ms AND expires_ms <= 9223372036854775807 - ($4 - created_ms) \
+                               expires_ms = CASE WHEN $4 > created_ms AND expires_ms <= 9223372036854775807 - (CASE WHEN $4 > created_ms THEN $4 - created_ms ELSE 0 END) \
                                    THEN expires_ms + ($4 - created_ms) ELSE expires_ms END \
                                WHERE id = $2 AND state = 'running' AND holder = $3";
                     let done = sqlx::query(sql)
