@@ -659,6 +659,20 @@ async fn approvals(store: &dyn Store) {
         waiting + 1
     );
 
+    // An id kept already keeps its approval: another call's record under
+    // it is not opened.
+    let mut impostor = opened.clone();
+    impostor.digest = format!("{}-other", opened.digest);
+    impostor.tool = "transfer".into();
+    assert_eq!(
+        store.open_approval(&impostor, u64::MAX).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store.approval(&opened.id).await.unwrap().unwrap().tool,
+        opened.tool
+    );
+
     // Decided once: the second decision, either way, changes nothing.
     let yes = Decision::new(true, "carol", "customer verified");
     assert!(store.decide(&opened.id, &yes).await.unwrap());

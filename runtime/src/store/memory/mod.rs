@@ -170,7 +170,11 @@ impl Store for MemoryStore {
         if let Some(existing) = existing {
             return ready(Some(existing.clone()));
         }
-        if state.waiting(&approval.service, approval.caller.as_deref(), now) >= most_waiting {
+        // An id kept already is kept as it is, as a SQL store's key keeps it.
+        let taken = state.approvals.contains_key(&approval.id);
+        if taken
+            || state.waiting(&approval.service, approval.caller.as_deref(), now) >= most_waiting
+        {
             return ready(None);
         }
         state
