@@ -443,7 +443,7 @@ impl rmcp::ServerHandler for Gated {
 /// answered in the instant before the connection closed would be left
 /// uncounted until it idles out: a window this test does not reach.)
 #[tokio::test]
-async fn a_session_whose_client_left_while_it_was_made_is_counted_all_the_same() {
+async fn a_session_whose_client_left_while_it_was_made_is_ended() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let gate = Arc::new(Gate {

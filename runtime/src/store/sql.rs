@@ -256,7 +256,9 @@ macro_rules! sql_store {
             ///
             /// # Errors
             ///
-            /// When the migrations cannot be run.
+            /// When the migrations cannot be run, or the database holds
+            /// another application's (a migration this release does not
+            /// know of, not named `tool-envelope …`).
             pub async fn from_pool(pool: $pool) -> Result<Self, StoreError> {
                 // A migration this release does not know of must be a
                 // later release's of this store, not another
@@ -1617,34 +1619,54 @@ impl PostgresStore {
     /// (`postgres://user:password@host/database`), its schema migrated —
     /// once, whichever replica starts first (an advisory lock).
     ///
-    /// # Errors
-    ///
     /// Each of its connections reads committed data whatever the
     /// database's default isolation (under `repeatable read` or
     /// `serializable`, the loser of a race to decide or claim would fail
     /// where it should find the row taken), and ends a transaction left idle
     /// a minute (a replica cut off mid-decision holds no row lock for
-    /// longer). A pool of your own ([`from_pool`](Self::from_pool)) is
+    /// longer): set as each connection opens (`SET`, which a pooler in
+    /// session mode keeps; not the startup `options`, which `PgBouncer`
+    /// refuses). A pool of your own ([`from_pool`](Self::from_pool)) is
     /// used as it is.
     ///
     /// # Errors
     ///
-    /// When the database cannot be reached or migrated.
+    /// When the database cannot be reached or migrated, or holds another
+    /// application's migrations.
     pub async fn open(url: &str) -> Result<Self, StoreError> {
-        use std::str::FromStr;
-        let scrubbed =
-            |error: sqlx::Error| StoreError::new(crate::redact::text::scrub(&error.to_string()));
-        let options = sqlx::postgres::PgConnectOptions::from_str(url)
-            .map_err(scrubbed)?
-            .options([
-                ("default_transaction_isolation", "read committed"),
-                ("idle_in_transaction_session_timeout", "60s"),
-            ]);
         let pool = sqlx::postgres::PgPoolOptions::new()
             .max_connections(8)
-            .connect_with(options)
+            .after_connect(|connection, _| {
+                Box::pin(async move {
+                    for set in [
+                        "SET default_transaction_isolation = 'read committed'",
+                        "SET idle_in_transaction_session_timeout = '60s'",
+                    ] {
+                        sqlx::query(set).execute(&mut *connection).await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect(url)
             .await
-            .map_err(scrubbed)?;
+            .map_err(|error| StoreError::new(crate::redact::text::scrub(&error.to_string())))?;
         Self::from_pool(pool).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// An earlier release leaves a later one's migrations in place only
+    /// when they are named as this store's: every one must be.
+    #[test]
+    fn every_migration_is_named_as_the_stores() {
+        for migration in super::migrator().iter() {
+            assert!(
+                migration.description.starts_with("tool-envelope"),
+                "migration {}: {}",
+                migration.version,
+                migration.description
+            );
+        }
     }
 }

@@ -98,11 +98,9 @@ pub(crate) struct Authorized {
 type HttpError = StreamableHttpError<reqwest::Error>;
 
 impl Authorized {
-    /// `inner`, sending `credentials` to the server at `url`; an OAuth
-    /// login's requests go through `logins`.
+    /// `inner`, sending `credentials` to the server at `url`.
     pub(crate) fn new(
         inner: reqwest::Client,
-        logins: reqwest::Client,
         credentials: Credentials,
         url: &Arc<str>,
         sent: Arc<Sent>,
@@ -123,13 +121,13 @@ impl Authorized {
                 }
                 Source::OAuth(Arc::new(crate::mcp::client::oauth::OAuthProvider::new(
                     Arc::clone(url),
-                    logins,
+                    inner.clone(),
                     oauth,
                 )))
             }
         };
         #[cfg(not(feature = "oauth"))]
-        let _ = (url, logins);
+        let _ = url;
         Authorized {
             inner,
             source,

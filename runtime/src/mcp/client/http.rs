@@ -122,42 +122,28 @@ impl Http {
         // meet that 40 ms stall). A connection the server closed while idle
         // is found closed when it is next taken, and a request that was
         // never written on it is sent again on a new one (hyper's pool).
-        let build = |direct: bool| {
-            let mut client = reqwest::Client::builder();
-            if direct {
-                client = client.no_proxy();
-            }
-            client
-                .pool_max_idle_per_host(MAX_IDLE_CONNECTIONS)
-                .pool_idle_timeout(IDLE_TIMEOUT)
-                .tcp_nodelay(true)
-                .redirect(reqwest::redirect::Policy::none())
-                .tls_backend_preconfigured(options.tls.config()?)
-                .build()
-                .map_err(|error| {
-                    misconfigured(format!("the HTTP client could not be built: {error}"))
-                })
-        };
         // A server on this machine is reached directly: a proxy the
         // environment names (`HTTP_PROXY`, `ALL_PROXY`) would read the
-        // credentials, and reach its own `localhost`. An OAuth login's
-        // authorization server, elsewhere, is reached as the environment
-        // says.
-        let loopback = is_loopback(url);
-        let client = build(loopback)?;
-        let logins = match credentials {
-            #[cfg(feature = "oauth")]
-            Credentials::OAuth(_) if loopback => build(false)?,
-            _ => client.clone(),
-        };
+        // credentials, and reach its own `localhost` — and so is everything
+        // the client asks on its behalf, an OAuth login's discovery and
+        // authorization server included (one client: rmcp's OAuth asks the
+        // MCP server's own metadata with it).
+        let mut client = reqwest::Client::builder();
+        if is_loopback(url) {
+            client = client.no_proxy();
+        }
+        let client = client
+            .pool_max_idle_per_host(MAX_IDLE_CONNECTIONS)
+            .pool_idle_timeout(IDLE_TIMEOUT)
+            .tcp_nodelay(true)
+            .redirect(reqwest::redirect::Policy::none())
+            .tls_backend_preconfigured(options.tls.config()?)
+            .build()
+            .map_err(|error| {
+                misconfigured(format!("the HTTP client could not be built: {error}"))
+            })?;
         Ok(Http {
-            client: Authorized::new(
-                client,
-                logins,
-                credentials.clone(),
-                &address.url,
-                Arc::clone(sent),
-            ),
+            client: Authorized::new(client, credentials.clone(), &address.url, Arc::clone(sent)),
             url: address.url,
             headers,
         })
