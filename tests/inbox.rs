@@ -216,8 +216,8 @@ impl Server {
         session
     }
 
-    /// The answer to signing in with `token`, from a fresh sign-in form.
-    async fn try_sign_in(&self, token: &str) -> reqwest::Response {
+    /// A fresh sign-in form: the cookie that binds it, and its page.
+    async fn sign_in_form(&self) -> (String, String) {
         let form = self
             .http
             .get(format!("{}/inbox", self.url))
@@ -225,7 +225,12 @@ impl Server {
             .await
             .unwrap();
         let (nonce, _) = set_cookie(&form, "tool_envelope_sign_in").expect("the sign-in cookie");
-        let page = form.text().await.unwrap();
+        (nonce, form.text().await.unwrap())
+    }
+
+    /// The answer to signing in with `token`, from a fresh sign-in form.
+    async fn try_sign_in(&self, token: &str) -> reqwest::Response {
+        let (nonce, page) = self.sign_in_form().await;
         self.http
             .post(format!("{}/inbox/sign-in", self.url))
             .header(COOKIE, &nonce)
@@ -302,14 +307,7 @@ async fn an_approver_signs_in_decides_once_and_the_refund_runs_once() {
         .to_owned();
 
     // Signing in: a token the validator refuses, and one without the scope.
-    let form = server
-        .http
-        .get(format!("{}/inbox", server.url))
-        .send()
-        .await
-        .unwrap();
-    let (nonce, _) = set_cookie(&form, "tool_envelope_sign_in").unwrap();
-    let page = form.text().await.unwrap();
+    let (nonce, page) = server.sign_in_form().await;
     for (token, says) in [
         ("nobody", "not accepted"),
         ("agent-token", "refunds:approve"),
@@ -476,14 +474,7 @@ async fn a_form_another_origin_sent_is_refused_before_it_is_read() {
 
     // A sign-in with a nonce and its token that hold, sent from a sibling:
     // no session.
-    let fresh = server
-        .http
-        .get(format!("{}/inbox", server.url))
-        .send()
-        .await
-        .unwrap();
-    let (nonce, _) = set_cookie(&fresh, "tool_envelope_sign_in").unwrap();
-    let sign_in = fresh.text().await.unwrap();
+    let (nonce, sign_in) = server.sign_in_form().await;
     let planted = server
         .http
         .post(format!("{}/inbox/sign-in", server.url))

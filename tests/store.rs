@@ -1542,19 +1542,20 @@ async fn a_store_a_later_release_migrated_opens_here() {
     let path = folder.path().join("later.db");
     let url = format!("sqlite:{}", path.display());
     drop(store::open(&url).await.unwrap());
-    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
-    sqlx::query(
+    // Run beside the store, as the other release or application would.
+    let beside = async |statements: &[&'static str]| {
+        let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+        for statement in statements {
+            sqlx::query(*statement).execute(&pool).await.unwrap();
+        }
+        pool.close().await;
+    };
+    beside(&[
         "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
          VALUES (9999, 'tool-envelope from later', TRUE, X'00', 0)",
-    )
-    .execute(&pool)
-    .await
-    .unwrap();
-    sqlx::query("ALTER TABLE te_tasks ADD COLUMN later TEXT")
-        .execute(&pool)
-        .await
-        .unwrap();
-    pool.close().await;
+        "ALTER TABLE te_tasks ADD COLUMN later TEXT",
+    ])
+    .await;
     let reopened = store::open(&url)
         .await
         .expect("opened by the earlier release");
@@ -1564,15 +1565,11 @@ async fn a_store_a_later_release_migrated_opens_here() {
     drop(reopened);
 
     // Another application's migration says the database is not the store's.
-    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
-    sqlx::query(
+    beside(&[
         "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
          VALUES (20261205, 'create users', TRUE, X'00', 0)",
-    )
-    .execute(&pool)
-    .await
-    .unwrap();
-    pool.close().await;
+    ])
+    .await;
     let refused = store::open(&url)
         .await
         .expect_err("another application's database");
