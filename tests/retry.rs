@@ -210,6 +210,47 @@ async fn the_deadline_cuts_off_an_attempt_still_running() {
     assert_eq!(outcome.stats.history.len(), 2);
 }
 
+/// Refunds an order: the first attempt is refused before anything is
+/// done (not applied), the next hangs past the deadline.
+#[tool(destructive, skip(calls))]
+async fn refund_then_hang(calls: Arc<AtomicU32>) -> Result<(), ErrorEnvelope> {
+    if calls.fetch_add(1, Ordering::SeqCst) == 0 {
+        return Err(ErrorEnvelope::transient("throttled: nothing charged").with_not_applied(true));
+    }
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    Ok(())
+}
+
+/// The attempt the deadline cut off may have taken effect, whatever the one
+/// before proved of itself: the escalation does not say `NOT_APPLIED`.
+#[tokio::test(start_paused = true)]
+async fn an_attempt_cut_off_at_the_deadline_is_not_said_not_applied() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let outcome = steady(100)
+        .deadline(ms(1_000))
+        .retry(|| refund_then_hang(calls.clone()))
+        .await;
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "retried once: not applied");
+    let escalation = outcome.result.unwrap_err();
+    assert_eq!(escalation.reason, EscalationReason::DeadlineExceeded);
+    assert!(
+        !escalation.envelope.not_applied(),
+        "{:?}",
+        escalation.envelope
+    );
+    assert_ne!(
+        escalation.envelope.reason(),
+        Some(tool_envelope::reasons::NOT_APPLIED)
+    );
+    let wire = serde_json::to_value(&escalation).unwrap();
+    assert_eq!(wire["isRetryable"], false, "{wire}");
+    assert_ne!(
+        wire["reason"],
+        tool_envelope::reasons::NOT_APPLIED,
+        "{wire}"
+    );
+}
+
 /// tokio's clock, with sleeps that start counting when first polled, as a
 /// sleep written as an `async fn` does.
 struct FromFirstPoll;

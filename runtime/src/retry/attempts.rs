@@ -173,7 +173,9 @@ impl<'p> Attempts<'p> {
         );
         let failures = self.failures();
         let mut envelope = match failures.last.take() {
-            Some(last) => last,
+            // The attempt cut off may have taken effect, whatever the one
+            // before proved of itself.
+            Some(last) => last.with_not_applied(false),
             None => ErrorEnvelope::transient(message.clone())
                 .with_reason(crate::reasons::DEADLINE_EXCEEDED),
         };
