@@ -158,6 +158,16 @@ async fn get(client: &RunningService<RoleClient, Client>, task: &str) -> Value {
     serde_json::to_value(detailed).unwrap()
 }
 
+/// That `task` is unknown to `client`: not read, answered or cancelled.
+async fn unknown_to(client: &RunningService<RoleClient, Client>, task: &str) {
+    let read = client.get_task(GetTaskParams::new(task)).await;
+    assert!(read.is_err(), "{read:?}");
+    let cancelled = client.cancel_task(CancelTaskParams::new(task)).await;
+    assert!(cancelled.is_err(), "{cancelled:?}");
+    let answered = (client.update_task(UpdateTaskParams::new(task, Default::default()))).await;
+    assert!(answered.is_err(), "{answered:?}");
+}
+
 /// Polls the task (on the paused clock) until its status is not `status`.
 async fn past(client: &RunningService<RoleClient, Client>, task: &str, status: &str) -> Value {
     for _ in 0..1_000 {
@@ -1054,12 +1064,7 @@ async fn a_task_is_kept_as_its_services_and_unknown_to_another() {
         .store(Arc::clone(&shared))
         .server_info("shop", "1");
     let elsewhere = connect(shop).await;
-    let read = elsewhere.get_task(GetTaskParams::new(&task)).await;
-    assert!(read.is_err(), "{read:?}");
-    let cancelled = elsewhere.cancel_task(CancelTaskParams::new(&task)).await;
-    assert!(cancelled.is_err(), "{cancelled:?}");
-    let answered = (elsewhere.update_task(UpdateTaskParams::new(&task, Default::default()))).await;
-    assert!(answered.is_err(), "{answered:?}");
+    unknown_to(&elsewhere, &task).await;
 }
 
 /// A task past its time to live is its caller's no more, swept or not:
@@ -1076,12 +1081,7 @@ async fn a_task_past_its_time_to_live_is_unknown_though_not_swept_yet() {
     let ttl = shared.task(&task).await.unwrap().unwrap().ttl_ms;
     slow.tasks_aged_ms.store(ttl + 1, Ordering::SeqCst);
     assert!(shared.task(&task).await.unwrap().is_some(), "not swept yet");
-    let read = two.get_task(GetTaskParams::new(&task)).await;
-    assert!(read.is_err(), "{read:?}");
-    let cancelled = two.cancel_task(CancelTaskParams::new(&task)).await;
-    assert!(cancelled.is_err(), "{cancelled:?}");
-    let answered = (two.update_task(UpdateTaskParams::new(&task, Default::default()))).await;
-    assert!(answered.is_err(), "{answered:?}");
+    unknown_to(&two, &task).await;
 }
 
 #[tokio::test(start_paused = true)]

@@ -191,14 +191,17 @@ pub(crate) async fn call(
     drop(running);
     match outcome {
         Ok(value) => Ok(Called { value, tool }),
-        // Once the server asked, a round reached it, and it may have acted
-        // on it: whatever a later round's failure proves of that round
-        // alone — not sent, refused before it was read — is not the call's.
-        Err(envelope) if asked_once => {
-            let envelope = envelope.with_not_applied(false);
+        Err(envelope) => {
+            // Once the server asked, a round reached it, and it may have
+            // acted on it: whatever a later round's failure proves of that
+            // round alone — not sent, refused before it was read — is not
+            // the call's.
+            let envelope = match asked_once {
+                true => envelope.with_not_applied(false),
+                false => envelope,
+            };
             Err(settle(envelope, &arguments, tool.as_deref(), true))
         }
-        Err(envelope) => Err(settle(envelope, &arguments, tool.as_deref(), true)),
     }
 }
 

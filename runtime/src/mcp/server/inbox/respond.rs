@@ -156,8 +156,9 @@ pub(super) fn set_cookie(
     (name, value): (&str, &str),
     max_age: i64,
 ) {
-    let cookie = match secure(state, headers) {
-        true => format!("__Host-{name}={value}; Path=/; Secure"),
+    let secure = secure(state, headers);
+    let cookie = match secure {
+        true => format!("{}={value}; Path=/; Secure", named(name, secure)),
         false => format!("{name}={value}; Path=/inbox"),
     };
     let cookie = format!("{cookie}; HttpOnly; SameSite=Lax; Max-Age={max_age}");
@@ -170,9 +171,14 @@ pub(super) fn set_cookie(
 /// name [`set_cookie`] gives it for that request; none when it carries two
 /// of that name that differ (one planted beside the browser's own).
 pub(super) fn cookie<'a>(state: &State, headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    match secure(state, headers) {
-        true => session::cookie(headers, &format!("__Host-{name}")),
-        false => session::cookie(headers, name),
+    session::cookie(headers, &named(name, secure(state, headers)))
+}
+
+/// The name the inbox's cookie `name` has: `__Host-name` when `secure`.
+fn named(name: &str, secure: bool) -> std::borrow::Cow<'_, str> {
+    match secure {
+        true => std::borrow::Cow::Owned(format!("__Host-{name}")),
+        false => std::borrow::Cow::Borrowed(name),
     }
 }
 
