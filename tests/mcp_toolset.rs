@@ -850,6 +850,59 @@ async fn an_attempt_cut_off_by_the_deadline_keeps_what_it_gathered() {
     );
 }
 
+/// Gathers two sources and is rate-limited; on the next attempt gathers a
+/// third, then waits on a provider that never answers.
+#[tool(read_only)]
+async fn research_rate_limited_then_stalled(
+    topic: String,
+    sources: Partial<Source>,
+) -> Result<Vec<Source>, ErrorEnvelope> {
+    let (upto, stall) = if sources.is_empty() {
+        (2, false)
+    } else {
+        (3, true)
+    };
+    for i in sources.len()..upto {
+        sources.push(Source {
+            title: format!("{topic} {}", i + 1),
+        });
+    }
+    if stall {
+        std::future::pending::<()>().await;
+    }
+    Err(ErrorEnvelope::transient("Provider rate-limited"))
+}
+
+/// What the attempt cut off gathered is kept after what the attempt before
+/// returned with its failure.
+#[tokio::test(start_paused = true)]
+async fn a_retry_cut_off_by_the_deadline_keeps_what_every_attempt_gathered() {
+    let tools = ToolSet::new()
+        .tool::<research_rate_limited_then_stalled>()
+        .retry(
+            RetryPolicy::default()
+                .constant(Duration::from_millis(10))
+                .deadline(Duration::from_secs(5)),
+        );
+    let result = tools
+        .call(
+            "research_rate_limited_then_stalled",
+            json!({"topic": "EU AI Act"}),
+        )
+        .await
+        .unwrap();
+    let structured = result.structured_content.unwrap();
+    assert_eq!(
+        structured["escalation"]["reason"], "deadline_exceeded",
+        "{structured}"
+    );
+    assert_eq!(structured["escalation"]["attempts"], 2, "{structured}");
+    assert_eq!(
+        structured["partial_results"],
+        json!([{"title": "EU AI Act 1"}, {"title": "EU AI Act 2"}, {"title": "EU AI Act 3"}])
+    );
+}
+
 #[tokio::test]
 async fn arguments_that_are_not_an_object_are_named_never_echoed() {
     for (arguments, kind) in [

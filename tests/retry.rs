@@ -251,6 +251,50 @@ async fn an_attempt_cut_off_at_the_deadline_is_not_said_not_applied() {
     );
 }
 
+/// tokio's clock, on a loaded machine: every sleep wakes twice as late as asked.
+struct Late;
+
+impl Sleeper for Late {
+    fn now(&self) -> std::time::Instant {
+        Instant::now().into_std()
+    }
+
+    fn sleep(&self, duration: Duration) -> impl std::future::Future<Output = ()> + Send {
+        tokio::time::sleep(duration * 2)
+    }
+}
+
+/// A retry whose wait ran past the deadline is not started: it would be cut
+/// off as it began, after it may have sent the refund. The escalation keeps
+/// the last attempt's envelope as it was — nothing ran since.
+#[tokio::test(start_paused = true)]
+async fn a_retry_whose_wait_ran_past_the_deadline_is_not_started() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let start = Instant::now();
+    // 600 ms asked, 1,200 slept: the second attempt would start past 1,000.
+    let outcome = steady(600)
+        .deadline(ms(1_000))
+        .retry_with(&Late, || refund_then_hang(calls.clone()))
+        .await;
+    assert_eq!(start.elapsed(), ms(1_200));
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "no attempt began late");
+    let escalation = outcome.result.unwrap_err();
+    assert_eq!(escalation.reason, EscalationReason::DeadlineExceeded);
+    assert_eq!(
+        escalation.detail.as_deref(),
+        Some("no time was left for attempt 2 within the 1000 ms deadline")
+    );
+    assert!(
+        escalation.envelope.not_applied(),
+        "{:?}",
+        escalation.envelope
+    );
+    assert_eq!(escalation.attempts, 1);
+    assert_eq!(outcome.stats.attempts, 1);
+    assert_eq!(outcome.stats.elapsed, ms(1_200));
+    assert_eq!(outcome.stats.delays(), [ms(600)]);
+}
+
 /// tokio's clock, with sleeps that start counting when first polled, as a
 /// sleep written as an `async fn` does.
 struct FromFirstPoll;

@@ -138,6 +138,11 @@ impl<'p> Attempts<'p> {
         self.attempts = self.attempts.saturating_add(1);
     }
 
+    /// Attempts begun so far.
+    pub(crate) fn made(&self) -> u32 {
+        self.attempts
+    }
+
     /// Time left before the deadline, if there is one: the clock, `now`,
     /// is read only then.
     pub(crate) fn remaining(&self, now: impl FnOnce() -> Instant) -> Option<Duration> {
@@ -190,12 +195,46 @@ impl<'p> Attempts<'p> {
             gathered: count(failures.gathered.as_ref()),
             delay: None,
         });
+        self.at_deadline(envelope, ErrorCategory::Transient, message, elapsed)
+    }
+
+    /// The deadline passed while the loop waited to retry — the sleeper
+    /// woke late, or telling the caller of the retry took that long: escalate
+    /// with the last envelope as it is, without starting an attempt that
+    /// would be cut off as it began (and might take effect first).
+    pub(crate) fn out_of_time(&mut self, now: Instant) -> (Escalation, RetryStats) {
+        let deadline = self.policy.deadline.unwrap_or_default();
+        let next = self.attempts.saturating_add(1);
+        let elapsed = now.saturating_duration_since(self.started);
+        let message = format!(
+            "no time was left for attempt {next} within the {} ms deadline",
+            duration_to_ms(deadline)
+        );
+        let envelope = match self.failures().last.take() {
+            Some(last) => last,
+            None => ErrorEnvelope::transient(message.clone())
+                .with_reason(crate::reasons::DEADLINE_EXCEEDED),
+        };
+        let category = envelope.category();
+        self.at_deadline(envelope, category, message, elapsed)
+    }
+
+    /// Ends the loop at its deadline with `envelope`, `message` the detail.
+    fn at_deadline(
+        &mut self,
+        envelope: ErrorEnvelope,
+        category: ErrorCategory,
+        message: String,
+        elapsed: Duration,
+    ) -> (Escalation, RetryStats) {
+        let attempt = self.attempts;
+        let failures = self.failures();
         failures.stats.elapsed = elapsed;
         let stats = std::mem::take(&mut failures.stats);
         self.policy.emit(&RetryEvent {
             tool: envelope.tool(),
             attempt,
-            category: ErrorCategory::Transient,
+            category,
             message: &message,
             reason: envelope.reason(),
             action: RetryAction::Escalate {

@@ -53,7 +53,8 @@
 //!   pushes a delay past the maximum. A `retryAfterMs` hint replaces the
 //!   delay, clamped to `max_retry_after`.
 //! - **Deadline** spanning all attempts: a delay that would cross it is not
-//!   slept, and an async attempt still running at the deadline is dropped.
+//!   slept, a retry whose wait ran past it (a late timer) is not started,
+//!   and an async attempt still running at the deadline is dropped.
 //! - **No progress**: `stop_after_no_progress(n)` ends the loop after `n`
 //!   consecutive attempts that gathered nothing new.
 //! - **Retry budget**: a token bucket shared by many loops (gRPC retry
@@ -214,8 +215,13 @@ impl RetryPolicy {
         // the loop's future holds a pointer where there is no deadline.
         let mut deadline = None;
         let (mut escalation, stats) = loop {
+            let left = attempts.remaining(|| sleeper.now());
+            // A retry whose wait ran past the deadline is not started.
+            if left.is_some_and(|left| left.is_zero()) && attempts.made() > 0 {
+                break attempts.out_of_time(sleeper.now());
+            }
             attempts.begin();
-            if let Some(left) = attempts.remaining(|| sleeper.now()) {
+            if let Some(left) = left {
                 let timer = sleeper.sleep(left);
                 match &mut deadline {
                     None => deadline = Some(Box::pin(timer)),

@@ -12,6 +12,8 @@ use crate::classify::panicked;
 use crate::envelope::{ErrorEnvelope, Violation};
 #[cfg(feature = "tokio")]
 use crate::escalation::Escalation;
+#[cfg(feature = "tokio")]
+use crate::escalation::EscalationReason;
 use crate::json::depth::{MAX_DEPTH, deeper_than, dismantle, too_deep_marker};
 use crate::limits::json_len;
 use crate::mcp::context::ToolContext;
@@ -22,6 +24,8 @@ use crate::mcp::server::arguments::{Success, invalid_arguments};
 use crate::mcp::server::state::CallState;
 use crate::mcp::violations::not_an_object;
 use crate::panic::catch_unwind_future;
+#[cfg(feature = "tokio")]
+use crate::partial::merge;
 use crate::query::Query;
 use crate::reasons;
 use crate::redact::arguments::ArgumentMask;
@@ -388,7 +392,15 @@ impl ToolSet {
             Ok(value) => return Ok(value),
             Err(escalation) => escalation,
         };
-        let envelope = settle_here(escalation.envelope, entry, arguments, context);
+        let mut envelope = settle_here(escalation.envelope, entry, arguments, context);
+        if escalation.reason == EscalationReason::DeadlineExceeded {
+            // An attempt cut off returned nothing: what it gathered is in
+            // the call's collector only, after what the attempts before it
+            // returned.
+            envelope = envelope.remade(|parts| {
+                parts.partial_results = merge(parts.partial_results.take(), context.gathered());
+            });
+        }
         Err(Failure::Escalated(Escalation {
             envelope,
             ..escalation
