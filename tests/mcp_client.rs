@@ -690,6 +690,18 @@ async fn statuses() -> String {
                 if status == 429 {
                     headers.insert(header::RETRY_AFTER, "7".parse().unwrap());
                 }
+                if status == 502 {
+                    headers.insert(
+                        header::RETRY_AFTER,
+                        "Sat, 01 Jan 2000 00:00:00 GMT".parse().unwrap(),
+                    );
+                }
+                if status == 503 {
+                    headers.insert(
+                        header::RETRY_AFTER,
+                        "Fri, 01 Jan 2100 00:00:00 GMT".parse().unwrap(),
+                    );
+                }
                 if status == 401 {
                     headers.insert(
                         header::WWW_AUTHENTICATE,
@@ -737,6 +749,21 @@ async fn http_statuses_are_classified() {
         assert!(down.is_retryable(), "a read-only call: safe to repeat");
         assert_eq!(down.attempted_query(), Some(&json!({"status": status})));
     }
+    // `Retry-After` as an HTTP date: the time until then, none once passed.
+    let until_2100 = std::time::UNIX_EPOCH + Duration::from_secs(4_102_444_800);
+    let left = until_2100
+        .duration_since(std::time::SystemTime::now())
+        .unwrap();
+    let unavailable = call(503).await.unwrap_err().retry_after().unwrap();
+    assert!(
+        unavailable <= left && unavailable > left - Duration::from_secs(3600),
+        "{unavailable:?}, {left:?}"
+    );
+    assert_eq!(
+        call(502).await.unwrap_err().retry_after(),
+        Some(Duration::ZERO)
+    );
+    assert_eq!(call(500).await.unwrap_err().retry_after(), None);
     for status in [401, 403] {
         let denied = call(status).await.unwrap_err();
         assert_eq!(denied.category(), ErrorCategory::Permission, "{status}");

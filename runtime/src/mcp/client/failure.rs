@@ -4,7 +4,7 @@
 //! a token provider that failed, a client that cannot be made.
 
 use std::error::Error as StdError;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use rmcp::model::ErrorData;
 use rmcp::service::{ClientInitializeError, ServiceError};
@@ -330,8 +330,19 @@ fn insufficient_scope(scope: Option<&str>) -> ErrorEnvelope {
         })
 }
 
+/// A `Retry-After` header's delay (RFC 9110 §10.2.3): seconds, or an
+/// HTTP date — as long as there is until then, nothing if it has passed.
+fn retry_after_delay(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let date = httpdate::parse_http_date(value).ok()?;
+    Some(date.duration_since(now).unwrap_or_default())
+}
+
 /// The envelope of an HTTP status: 5xx and 429 `transient` (with the server's
-/// `Retry-After`, in seconds), 401 and 403 `permission`, the rest `other`.
+/// `Retry-After`), 401 and 403 `permission`, the rest `other`.
 fn http_status(status: u16, retry_after: Option<&str>) -> ErrorEnvelope {
     let reason = format!("{}{status}", reasons::HTTP_STATUS_PREFIX);
     let message = format!("the MCP server answered HTTP {status}");
@@ -341,8 +352,8 @@ fn http_status(status: u16, retry_after: Option<&str>) -> ErrorEnvelope {
         _ => ErrorCategory::Other,
     };
     let mut envelope = ErrorEnvelope::new(category, message).with_reason(reason);
-    if let Some(seconds) = retry_after.and_then(|value| value.trim().parse::<u64>().ok()) {
-        envelope = envelope.with_retry_after(Duration::from_secs(seconds));
+    if let Some(delay) = retry_after.and_then(|value| retry_after_delay(value, SystemTime::now())) {
+        envelope = envelope.with_retry_after(delay);
     }
     if status == 401 {
         // Refused before it ran.
@@ -436,8 +447,9 @@ pub(crate) fn flooded(name: &str, most: usize, in_all: bool) -> ErrorEnvelope {
 
 #[cfg(test)]
 mod tests {
-    use super::tls_failure;
+    use super::{retry_after_delay, tls_failure};
     use crate::reasons;
+    use std::time::{Duration, SystemTime};
 
     fn wrapped(error: rustls::Error) -> std::io::Error {
         std::io::Error::new(std::io::ErrorKind::InvalidData, error)
@@ -459,5 +471,28 @@ mod tests {
         ));
         let refused = tls_failure(&wanted, false).expect("a handshake's end");
         assert!(refused.not_applied());
+    }
+
+    #[test]
+    fn retry_after_is_read_in_seconds_or_as_a_date() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_445_412_480);
+        let after = |value| retry_after_delay(value, now);
+        assert_eq!(after(" 120 "), Some(Duration::from_secs(120)));
+        // 2015-10-21 07:28:00 UTC is `now`; the three forms RFC 9110 reads.
+        for date in [
+            "Wed, 21 Oct 2015 07:30:00 GMT",
+            "Wednesday, 21-Oct-15 07:30:00 GMT",
+            "Wed Oct 21 07:30:00 2015",
+        ] {
+            assert_eq!(after(date), Some(Duration::from_secs(120)), "{date}");
+        }
+        assert_eq!(
+            after("Wed, 21 Oct 2015 07:00:00 GMT"),
+            Some(Duration::ZERO),
+            "a date passed: at once"
+        );
+        for unreadable in ["-1", "1.5", "soon", ""] {
+            assert_eq!(after(unreadable), None, "{unreadable:?}");
+        }
     }
 }
