@@ -992,3 +992,109 @@ async fn on_2026_07_28_a_broken_stream_is_not_resumed_and_the_retry_decision_say
     // Nothing was resumed the 2025 way.
     assert_eq!(resumed.load(Ordering::SeqCst), 0);
 }
+
+/// A 2025-11-25 server that forgets its sessions — restarted behind the
+/// client's back — while a refund is still being answered on the old one:
+/// the refund's answer comes on an event stream that never ends, and any
+/// other call on the first session gets 404. Its URL, a notice when a
+/// refund arrived, and how many did.
+async fn forgetful() -> (String, Arc<tokio::sync::Notify>, Arc<AtomicU32>) {
+    use axum::http::{HeaderMap, StatusCode, header};
+    use axum::response::IntoResponse;
+
+    let refunding = Arc::new(tokio::sync::Notify::new());
+    let refunds = Arc::new(AtomicU32::new(0));
+    let sessions = Arc::new(AtomicU32::new(0));
+    let mcp = {
+        let refunding = Arc::clone(&refunding);
+        let refunds = Arc::clone(&refunds);
+        move |headers: HeaderMap, body: axum::Json<Value>| async move {
+            let session = headers
+                .get("mcp-session-id")
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned);
+            let Some(id) = body.get("id").cloned() else {
+                return StatusCode::ACCEPTED.into_response();
+            };
+            let answer =
+                |result: Value| axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+            match body["method"].as_str().unwrap_or_default() {
+                "initialize" => {
+                    let n = sessions.fetch_add(1, Ordering::SeqCst) + 1;
+                    let result = answer(json!({
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "forgetful", "version": "0"}
+                    }));
+                    ([("mcp-session-id", format!("s{n}"))], result).into_response()
+                }
+                "tools/list" => answer(json!({"tools": [
+                    {"name": "refund", "inputSchema": {"type": "object"},
+                     "annotations": {"destructiveHint": true, "readOnlyHint": false}},
+                    {"name": "ping", "inputSchema": {"type": "object"},
+                     "annotations": {"readOnlyHint": true}}
+                ]}))
+                .into_response(),
+                "tools/call" if body["params"]["name"] == "refund" => {
+                    refunds.fetch_add(1, Ordering::SeqCst);
+                    refunding.notify_one();
+                    let never = futures_util::stream::pending::<Result<String, std::io::Error>>();
+                    (
+                        [(header::CONTENT_TYPE, "text/event-stream")],
+                        axum::body::Body::from_stream(never),
+                    )
+                        .into_response()
+                }
+                "tools/call" if session.as_deref() == Some("s1") => {
+                    StatusCode::NOT_FOUND.into_response()
+                }
+                "tools/call" => {
+                    answer(json!({"content": [{"type": "text", "text": "pong"}]})).into_response()
+                }
+                _ => axum::Json(json!({"jsonrpc": "2.0", "id": id,
+                    "error": {"code": -32601, "message": "Method not found"}}))
+                .into_response(),
+            }
+        }
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let app = axum::Router::new().route(
+        "/mcp",
+        axum::routing::post(mcp)
+            .get(|| async { StatusCode::METHOD_NOT_ALLOWED })
+            .delete(|| async { StatusCode::METHOD_NOT_ALLOWED }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, refunding, refunds)
+}
+
+/// rmcp opens a new session when the server forgot the old one (HTTP 404)
+/// and ends every call still waiting on the old one with its own JSON-RPC
+/// error: a refund that was sent and may have been made. The caller hears
+/// that it may have taken effect — not that the server answered an
+/// internal error — and nothing sends it again.
+#[tokio::test]
+async fn a_refund_cut_off_when_its_session_was_renewed_may_have_taken_effect() {
+    let (url, refunding, refunds) = forgetful().await;
+    let client = McpClient::connect(&url).await.unwrap();
+    let refund = tokio::spawn({
+        let client = client.clone();
+        async move {
+            RetryPolicy::default()
+                .constant(Duration::from_millis(1))
+                .retry(|| client.call("refund", json!({"order": "O-1"})))
+                .await
+        }
+    });
+    refunding.notified().await;
+    // Another call finds the session gone: rmcp opens a new one.
+    client.call("ping", json!({})).await.unwrap();
+    let escalation = refund.await.unwrap().result.unwrap_err();
+    let failed = &escalation.envelope;
+    assert_eq!(failed.category(), ErrorCategory::Transient, "{failed:?}");
+    assert_eq!(failed.reason(), Some(reasons::MAY_HAVE_TAKEN_EFFECT));
+    assert!(!failed.is_retryable(), "{failed:?}");
+    assert!(!failed.message().contains("-32603"), "{}", failed.message());
+    assert_eq!(refunds.load(Ordering::SeqCst), 1, "sent once");
+}

@@ -131,11 +131,18 @@ pub(crate) fn classify_initialize(error: &ClientInitializeError) -> ErrorEnvelop
     }
 }
 
+/// What rmcp answers a call with, in the server's name, when the server
+/// forgot the call's session (HTTP 404 to another request) and rmcp opened a
+/// new one before the call's answer came on the old one: the call was sent.
+const RMCP_SESSION_RENEWED: &str =
+    "streamable HTTP session was re-initialized before the response arrived";
+
 /// The envelope of a JSON-RPC error: `-32602` (unknown tool, bad params)
 /// is `validation`, `-32022` a protocol version the server does not speak,
 /// `-32021` a capability the client did not declare (`business`), any
 /// other `other`. None is retryable: the server answered, and the same
-/// request gets the same answer.
+/// request gets the same answer — but for rmcp's own answer to a call
+/// whose session the server forgot, which is a connection lost.
 fn json_rpc(data: &ErrorData) -> ErrorEnvelope {
     let said = |key: &str| data.data.as_ref().and_then(|data| data.get(key)?.as_str());
     match data.code.0 {
@@ -158,6 +165,11 @@ fn json_rpc(data: &ErrorData) -> ErrorEnvelope {
             unsupported_version(&versions("requested"), &versions("supported"))
         }
         -32021 => missing_capability(data.data.as_ref()),
+        -32603 if data.message == RMCP_SESSION_RENEWED => ErrorEnvelope::transient(
+            "the MCP server forgot the session before it answered (HTTP 404); the call was \
+             sent on it and may have run, and a new session was opened",
+        )
+        .with_reason(reasons::CONNECTION_LOST),
         code => ErrorEnvelope::other(text(format!(
             "the MCP server answered with error {code}: {}",
             data.message
