@@ -21,7 +21,7 @@ start_postgres "$dir"
 
 export TOOL_ENVELOPE_TEST_POSTGRES="$postgres_url"
 # The store's contract, then approved calls run once by two replicas.
-for suite in "store 2" "tickets 1"; do
+for suite in "store 3" "tickets 1"; do
     read -r suite count <<<"$suite"
     out="$(cargo test --all-features --test "$suite" -- --nocapture postgres 2>&1)" || { echo "$out"; exit 1; }
     echo "$out" | grep -E "^test |test result"

@@ -1576,6 +1576,38 @@ async fn a_store_a_later_release_migrated_opens_here() {
     assert!(refused.to_string().contains("create users"), "{refused}");
 }
 
+/// A database another application migrated with sqlx is refused, naming
+/// its migration — numbered as the store's first, or not.
+#[tokio::test]
+async fn a_database_another_application_migrated_is_refused_by_name() {
+    use sqlx::migrate::{Migration, MigrationType, Migrator};
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join("theirs.db");
+    let url = format!("sqlite:{}?mode=rwc", path.display());
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    let theirs = Migration::new(
+        1,
+        std::borrow::Cow::Borrowed("create users"),
+        MigrationType::Simple,
+        sqlx::SqlStr::from_static("CREATE TABLE users (id INTEGER PRIMARY KEY)"),
+        false,
+    );
+    Migrator::with_migrations(vec![theirs])
+        .run(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    let refused = store::open(&format!("sqlite:{}", path.display()))
+        .await
+        .expect_err("another application's database");
+    assert!(
+        refused
+            .to_string()
+            .contains("another application's migration 1 (create users)"),
+        "{refused}"
+    );
+}
+
 /// A SQLite store kept by the releases before services (migrations 1–6)
 /// loses nothing to the upgrade: its rows are the unnamed service's — its
 /// approved call listed to run for an unnamed set and no named one, its
@@ -1774,6 +1806,48 @@ async fn postgres_decides_races_whatever_the_databases_isolation() {
             "{n}: decided once"
         );
     }
+}
+
+/// Migrations that failed on Postgres let go of the database's migration
+/// lock, though the pool they ran on lives on (an application's, given to
+/// `from_pool`): the next store to open — another replica, or this one once
+/// the database is mended — migrates, where it would wait for good.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_migrations_that_failed_leave_no_lock_behind() {
+    let Ok(url) = std::env::var("TOOL_ENVELOPE_TEST_POSTGRES") else {
+        eprintln!("TOOL_ENVELOPE_TEST_POSTGRES is not set: scripts/test-postgres.sh runs this");
+        return;
+    };
+    // A schema of its own, where a table of the store's name and another
+    // shape makes the first migration fail after it took the lock.
+    let schema = format!("te_broken_{}", store::now_ms());
+    let admin = sqlx::PgPool::connect(&url).await.unwrap();
+    let run = async |statement: String| {
+        sqlx::query(sqlx::AssertSqlSafe(statement))
+            .execute(&admin)
+            .await
+            .unwrap();
+    };
+    run(format!("CREATE SCHEMA {schema}")).await;
+    run(format!("CREATE TABLE {schema}.te_tasks (id TEXT)")).await;
+    let separator = if url.contains('?') { '&' } else { '?' };
+    let there = format!("{url}{separator}options=-c%20search_path%3D{schema}");
+    let pool = sqlx::PgPool::connect(&there).await.unwrap();
+    let minute = std::time::Duration::from_secs(60);
+    // Each try after the first on another of the pool's connections.
+    let failed = tokio::time::timeout(minute, store::PostgresStore::from_pool(pool.clone()))
+        .await
+        .expect("no try waited on the lock a try before it left");
+    assert!(failed.is_err(), "a table of another shape");
+
+    run(format!("DROP TABLE {schema}.te_tasks")).await;
+    let opened = tokio::time::timeout(minute, store::open(&there))
+        .await
+        .expect("the migration lock was let go");
+    opened.unwrap();
+    drop(pool);
+    run(format!("DROP SCHEMA {schema} CASCADE")).await;
 }
 
 #[cfg(feature = "postgres")]

@@ -84,6 +84,31 @@ fn migrator() -> Migrator {
     migrator
 }
 
+/// Runs the migrations on a connection of `pool` of their own. sqlx holds
+/// the database's migration lock (Postgres: a session's advisory lock)
+/// from its start and lets go of it only when they succeed: the
+/// connection of migrations that failed is closed, and the lock goes with
+/// it — back in the pool, it would hold the lock for as long as it lived,
+/// and every other replica's migrations, and this one's next try on another
+/// of the pool's connections, would wait on it for good. `None`: no
+/// connection could be had.
+async fn migrate<DB>(pool: &sqlx::Pool<DB>) -> Result<(), Option<sqlx::migrate::MigrateError>>
+where
+    DB: sqlx::Database,
+    for<'c> &'c mut DB::Connection: sqlx::Acquire<'c>,
+    for<'c> <<&'c mut DB::Connection as sqlx::Acquire<'c>>::Connection as std::ops::Deref>::Target:
+        sqlx::migrate::Migrate,
+{
+    use sqlx::Connection;
+    let mut connection = pool.acquire().await.map_err(|_| None)?;
+    let run = migrator().run(&mut *connection).await;
+    if run.is_err() {
+        // Its own error is not the store's: the migrations' is.
+        let _ = connection.detach().close().await;
+    }
+    run.map_err(Some)
+}
+
 /// Whether a migration failed for good: a migration recorded as changed,
 /// or left half applied, is not mended by trying again.
 fn lasting(error: &sqlx::migrate::MigrateError) -> bool {
@@ -257,8 +282,8 @@ macro_rules! sql_store {
             /// # Errors
             ///
             /// When the migrations cannot be run, or the database holds
-            /// another application's (a migration this release does not
-            /// know of, not named `tool-envelope …`).
+            /// another application's (a migration not named
+            /// `tool-envelope …`, whatever its number).
             pub async fn from_pool(pool: $pool) -> Result<Self, StoreError> {
                 // A migration this release does not know of must be a
                 // later release's of this store, not another
@@ -268,10 +293,14 @@ macro_rules! sql_store {
                     .fetch_all(&pool)
                     .await
                 {
-                    let known: Vec<i64> = migrator().iter().map(|known| known.version).collect();
-                    if let Some((version, what)) = applied.iter().find(|(version, what)| {
-                        !known.contains(version) && !what.starts_with("tool-envelope")
-                    }) {
+                    // Every migration of the store's, of any release, is
+                    // named so (`every_migration_is_named_as_the_stores`):
+                    // one numbered as the store's but named otherwise is
+                    // another application's too.
+                    if let Some((version, what)) = applied
+                        .iter()
+                        .find(|(_, what)| !what.starts_with("tool-envelope"))
+                    {
                         return Err(StoreError::new(format!(
                             "the database holds another application's migration {version} \
                              ({what}): give the store a database of its own"
@@ -282,10 +311,15 @@ macro_rules! sql_store {
                 // database: the one that loses finds the migration
                 // recorded when it tries again.
                 let mut tries = 0;
-                while let Err(error) = migrator().run(&pool).await {
+                while let Err(error) = migrate(&pool).await {
                     tries += 1;
-                    if tries == MIGRATION_TRIES || lasting(&error) {
-                        return Err(failed(error));
+                    if tries == MIGRATION_TRIES || error.as_ref().is_some_and(lasting) {
+                        return Err(match error {
+                            Some(error) => failed(error),
+                            None => StoreError::new(
+                                "no connection of the pool could be had to migrate the store",
+                            ),
+                        });
                     }
                     pause().await;
                 }
