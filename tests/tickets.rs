@@ -219,6 +219,74 @@ async fn a_refund_over_the_cap_waits_for_an_approver_and_runs_once() {
     );
 }
 
+/// Whether the cap of [`liftable_cap`] is lifted — the day changed, the
+/// policy did: the same refund passes it now.
+static LIFTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// [`cap`], until it is lifted.
+fn liftable_cap(call: &ToolCall) -> Result<(), Blocked> {
+    match LIFTED.load(std::sync::atomic::Ordering::SeqCst) {
+        true => Ok(()),
+        false => cap(call),
+    }
+}
+
+/// The same call made again meets its approval whatever the guards say of
+/// it now: told to call again, the agent does once the cap is lifted — and
+/// the refund does not run beside its pending approval, to run again when
+/// the approver says yes; nor does a declined one run once the guard lets
+/// it pass.
+#[tokio::test]
+async fn a_call_made_again_once_its_guard_passes_still_waits_for_its_approval() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let tools = ToolSet::new()
+        .tool::<refund>()
+        .guards(Guards::new().for_all(liftable_cap))
+        .store(Arc::clone(&store))
+        .approvals_in_background(false);
+    let (args, declined) = (refund_args("L-1", 620), refund_args("L-2", 640));
+    let (_, reply) = call_as(&tools, &alice(), "refund", args.clone()).await;
+    let ticket = ticket_of(&reply);
+    let (_, reply) = call_as(&tools, &alice(), "refund", declined.clone()).await;
+    let no = ticket_of(&reply);
+    tools
+        .decide(&no, &approver(), false, "not this one")
+        .await
+        .unwrap();
+
+    LIFTED.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (failed, again) = call_as(&tools, &alice(), "refund", args.clone()).await;
+    assert!(failed, "{again}");
+    assert_eq!(ticket_of(&again), ticket);
+    assert!(
+        again["message"]
+            .as_str()
+            .unwrap()
+            .contains("exceeds the $500 cap"),
+        "{again}"
+    );
+    assert_eq!(
+        times("refund L-1 620"),
+        0,
+        "nothing ran beside the approval"
+    );
+    let (failed, refused) = call_as(&tools, &alice(), "refund", declined).await;
+    assert!(failed, "{refused}");
+    assert_eq!(refused["reason"], "HUMAN_DECLINED", "{refused}");
+    assert_eq!(times("refund L-2 640"), 0, "declined: never run");
+
+    tools.decide(&ticket, &approver(), true, "").await.unwrap();
+    tools.run_approved().await.unwrap();
+    let (failed, result) = call_as(&tools, &alice(), "refund", args).await;
+    assert!(!failed, "{result}");
+    assert_eq!(result["result"], "Refunded $620 on L-1");
+    assert_eq!(times("refund L-1 620"), 1, "approved once, run once");
+    // A call with no approval of its own runs as the guard now says.
+    let (failed, _) = call_as(&tools, &alice(), "refund", refund_args("L-3", 700)).await;
+    assert!(!failed);
+    assert_eq!(times("refund L-3 700"), 1);
+}
+
 /// One caller cannot bury the approvers under blocked calls: past the
 /// bound, a blocked call of theirs opens no approval (so no notice goes
 /// out), is not kept as an escalation either, and nothing runs — however

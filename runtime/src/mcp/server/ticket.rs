@@ -221,7 +221,7 @@ pub(crate) const MOST_IN_TURN: usize = 16;
 /// unless its run only met another guard's block and opened that block's
 /// approval (of the same call, among `live`) — then that one, and so on
 /// down the chain.
-fn onward(approval: &ApprovalRecord, live: &[ApprovalRecord]) -> ApprovalRecord {
+pub(crate) fn onward(approval: &ApprovalRecord, live: &[ApprovalRecord]) -> ApprovalRecord {
     let mut at = approval;
     for _ in 0..MOST_IN_TURN {
         let next = waits_for(at).and_then(|id| live.iter().find(|other| other.id == id));
@@ -302,6 +302,33 @@ pub(crate) async fn follow(
         approval = onward(&approval, &live);
     }
     Ok(standing(&approval, blocked, now_ms()))
+}
+
+/// Where the same call made again stands when an approval of it lives in
+/// `store`, whatever the guards say of it now (run beside a pending one, it
+/// would run twice once the approver's yes is run), and the block as its
+/// approvers were shown it; `None` when none lives.
+///
+/// # Errors
+///
+/// When the store cannot be read.
+pub(crate) async fn made_again(
+    store: &dyn Store,
+    call: (&str, &str, &Map<String, Value>),
+    caller: Option<&Caller>,
+) -> Result<Option<(Ticketed, ErrorEnvelope)>, StoreError> {
+    let (service, tool, arguments) = call;
+    let now = now_ms();
+    let live = store
+        .call_approvals(&digest(service, tool, arguments, caller), now)
+        .await?;
+    let Some(newest) = live.first() else {
+        return Ok(None);
+    };
+    let blocked = serde_json::from_value::<ErrorEnvelope>(newest.shown.clone())
+        .unwrap_or_else(|_| ErrorEnvelope::business(format!("`{tool}` waits for an approval")));
+    let approval = onward(newest, &live);
+    Ok(Some((standing(&approval, &blocked, now), blocked)))
 }
 
 /// Where the call of `approval` stands, `blocked` being its guard's block.

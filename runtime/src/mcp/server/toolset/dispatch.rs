@@ -12,8 +12,6 @@ use crate::classify::panicked;
 use crate::envelope::{ErrorEnvelope, Violation};
 #[cfg(feature = "tokio")]
 use crate::escalation::Escalation;
-#[cfg(feature = "tokio")]
-use crate::escalation::EscalationReason;
 use crate::json::depth::{MAX_DEPTH, deeper_than, dismantle, too_deep_marker};
 use crate::limits::json_len;
 use crate::mcp::context::ToolContext;
@@ -24,8 +22,6 @@ use crate::mcp::server::arguments::{Success, invalid_arguments};
 use crate::mcp::server::state::CallState;
 use crate::mcp::violations::not_an_object;
 use crate::panic::catch_unwind_future;
-#[cfg(feature = "tokio")]
-use crate::partial::merge;
 use crate::query::Query;
 use crate::reasons;
 use crate::redact::arguments::ArgumentMask;
@@ -279,6 +275,11 @@ impl ToolSet {
         arguments: &Map<String, Value>,
         state: &CallState,
     ) -> Outcome {
+        // The same call made again meets its approval while one lives.
+        #[cfg(feature = "rmcp")]
+        if let Some(outcome) = Box::pin(self.made_again(entry, arguments, state)).await {
+            return outcome;
+        }
         let outcome = self.attempts(entry, arguments, state).await;
         #[cfg(feature = "rmcp")]
         let outcome = {
@@ -393,12 +394,14 @@ impl ToolSet {
             Err(escalation) => escalation,
         };
         let mut envelope = settle_here(escalation.envelope, entry, arguments, context);
-        if escalation.reason == EscalationReason::DeadlineExceeded {
+        if escalation.reason == crate::escalation::EscalationReason::DeadlineExceeded {
             // An attempt cut off returned nothing: what it gathered is in
             // the call's collector only, after what the attempts before it
             // returned.
             envelope = envelope.remade(|parts| {
-                parts.partial_results = merge(parts.partial_results.take(), context.gathered());
+                let gathered = context.gathered();
+                parts.partial_results =
+                    crate::partial::merge(parts.partial_results.take(), gathered);
             });
         }
         Err(Failure::Escalated(Escalation {

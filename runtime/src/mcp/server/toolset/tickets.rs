@@ -320,13 +320,68 @@ impl ToolSet {
                 let _ = opened;
                 standing
             });
+        self.stand(store.as_ref(), entry, arguments, state, failure, standing)
+            .await
+    }
+
+    /// The same call made again while an approval of it lives (not an
+    /// approved run of it): where that approval stands, whatever the guards
+    /// say of the call now; `None` when none lives, or the set has no store.
+    /// A store that cannot be read runs nothing, but a tool safe to run
+    /// twice (read-only, idempotent).
+    pub(super) async fn made_again(
+        &self,
+        entry: &Entry,
+        arguments: &Map<String, Value>,
+        state: &CallState,
+    ) -> Option<Outcome> {
+        let store = self.store_ref().filter(|_| !state.is_for_approval())?;
+        let call = (self.service(), entry.definition.name.as_str(), arguments);
+        let caller = state.context_ref().caller();
+        let (standing, blocked) = match ticket::made_again(store.as_ref(), call, caller).await {
+            Ok(found) => found?,
+            // A tool safe to run twice runs as its guards say.
+            Err(error) if entry.facts.safe_to_repeat => {
+                tracing::warn!(%error, tool = %entry.facts.tool, "reading a call's approvals: the store failed; the call runs as its guards say");
+                return None;
+            }
+            Err(error) => {
+                tracing::warn!(%error, tool = %entry.facts.tool, "reading a call's approvals: the store failed; the call was not run");
+                let envelope = ErrorEnvelope::transient(
+                    "the approvals of this call could not be read, so it was not run",
+                )
+                .with_not_applied(true);
+                let envelope = super::dispatch::settle_here(envelope, entry, arguments, state);
+                return Some(Outcome::Ran(Err(Failure::Envelope(envelope))));
+            }
+        };
+        self.start_runner();
+        let failure = Failure::Envelope(blocked);
+        let standing = Ok(standing);
+        Some(
+            self.stand(store.as_ref(), entry, arguments, state, failure, standing)
+                .await,
+        )
+    }
+
+    /// The outcome of a call that waits for an approval, as `standing`
+    /// says, `failure` its block.
+    async fn stand(
+        &self,
+        store: &dyn Store,
+        entry: &Entry,
+        arguments: &Map<String, Value>,
+        state: &CallState,
+        failure: Failure,
+        standing: Result<Ticketed, StoreError>,
+    ) -> Outcome {
         // A call run as a task waits in its task for the outcome, its
         // status saying for whom, until shortly before the task would expire.
         let standing = match (standing, state.context_ref().task_context()) {
             (Ok(Ticketed::Awaiting(escalation)), Some((task, ends))) => {
                 let bound = ends.checked_sub(BEFORE_EXPIRY).unwrap_or(ends);
                 let blocked = failure.envelope();
-                self.await_in_task(store.as_ref(), task, bound, escalation, blocked)
+                self.await_in_task(store, task, bound, escalation, blocked)
                     .await
             }
             (standing, _) => standing,
