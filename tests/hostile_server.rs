@@ -415,6 +415,42 @@ async fn a_secret_behind_a_definitions_ref_is_masked() {
     assert_no_secret(&failed);
 }
 
+/// A schema whose root is a `$ref` (zod-to-json-schema with a name) or a
+/// combinator declares its properties there: a password behind it is masked
+/// where it was sent and wherever the server quotes it.
+#[tokio::test]
+async fn a_secret_in_a_schema_whose_root_is_a_ref_or_a_combinator_is_masked() {
+    let login = json!({"type": "object", "properties": {
+        "user": {"type": "string"},
+        "password": {"type": "string", "writeOnly": true}
+    }});
+    for schema in [
+        json!({"$ref": "#/definitions/Login", "definitions": {"Login": login}}),
+        json!({"type": "object", "allOf": [login]}),
+        json!({"anyOf": [{"properties": {"user": {"type": "string"}}}, login]}),
+    ] {
+        let tools = json!({"tools": [{"name": "login", "inputSchema": schema,
+            "annotations": {"readOnlyHint": true}}]});
+        let server = Fake::start(move |method, _| match method {
+            "tools/list" => Reply::Result(tools.clone()),
+            "tools/call" => text_result("login failed for ops with password hunter2"),
+            _ => Reply::Result(Value::Null),
+        })
+        .await;
+        let client = McpClient::connect(&server.url).await.unwrap();
+        let failed = client
+            .call("login", json!({"user": "ops", "password": "hunter2"}))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            failed.attempted_query(),
+            Some(&json!({"user": "ops", "password": "[redacted]"})),
+            "{schema}"
+        );
+        assert_no_secret(&failed);
+    }
+}
+
 #[tokio::test]
 async fn whatever_a_server_echoes_no_secret_it_was_sent_comes_back() {
     // The server quotes the arguments it received everywhere it can.

@@ -22,6 +22,7 @@ use crate::redact::REDACTED;
 use crate::redact::values::SecretValues;
 
 mod path;
+mod root;
 pub(crate) use path::{Step, steps};
 
 /// A node of the secret map: a place in the arguments.
@@ -95,10 +96,11 @@ impl SecretPaths {
     };
 
     /// The secrets of the arguments described by `input_schema` (an object
-    /// schema with `properties`, and what its `$ref`s point at), and the
+    /// schema with `properties` — at its root, or behind its root `$ref` and
+    /// combinators — and what its `$ref`s point at), and the
     /// parameters in `redacted`, which are secrets whole.
     pub(crate) fn from_schema(input_schema: &Map<String, Value>, redacted: &[&str]) -> Self {
-        let root = Value::Object(input_schema.clone());
+        let root = Value::Object(root::gathered(input_schema));
         let mut builder = Builder {
             nodes: Vec::new(),
             root: &root,
@@ -106,7 +108,7 @@ impl SecretPaths {
             depth: 0,
         };
         let mut params = Vec::new();
-        if let Some(Value::Object(properties)) = input_schema.get("properties") {
+        if let Some(Value::Object(properties)) = root.get("properties") {
             for (name, schema) in properties {
                 let node = if redacted.contains(&name.as_str()) {
                     builder.push(Node {

@@ -9,7 +9,10 @@
 //! - the value after a key that names a secret, with `=` or `:` —
 //!   `password=…`, `"api_key": "…"`, `db_password: …`, `token=…&`,
 //!   `Authorization: Bearer …`;
-//! - the token after `Bearer` or `Basic`.
+//! - the token after `Bearer`, and the credentials after `Basic` (base64
+//!   of a `user:password` pair);
+//! - a value quoted with escaped quotes (`{\"password\":\"…\"}`), or
+//!   holding some (`password="pa\"ss"`).
 
 use std::borrow::Cow;
 
@@ -61,10 +64,12 @@ fn scrub_userinfo(text: &str) -> Cow<'_, str> {
     let mut from = 0;
     while let Some(found) = text[from..].find("://") {
         let start = from + found + 3;
+        // Not at `?` or `#`: a password written with one unescaped
+        // (`postgres://app:pa#ss@db`) is masked whole, where the part after
+        // it would be shown; a query or fragment is rarely followed by `@`
+        // before the next `/`, and masking it then is the safe side.
         let authority_end = text[start..]
-            .find(|c: char| {
-                c == '/' || c == '?' || c == '#' || c.is_whitespace() || c == '"' || c == '\''
-            })
+            .find(|c: char| c == '/' || c.is_whitespace() || c == '"' || c == '\'')
             .map_or(text.len(), |end| start + end);
         from = authority_end.max(start);
         if let Some(at) = text[start..authority_end].rfind('@') {
@@ -114,6 +119,10 @@ fn scrub_key_values(text: &str) -> Cow<'_, str> {
         }
         if key_end > 0 && (bytes[key_end - 1] == b'"' || bytes[key_end - 1] == b'\'') {
             key_end -= 1;
+            // JSON quoted again (`{\"password\":\"…\"}`, a body's `Debug`).
+            if key_end > 0 && bytes[key_end - 1] == b'\\' {
+                key_end -= 1;
+            }
         }
         let mut key_start = key_end;
         while key_start > 0 && is_key_char(bytes[key_start - 1] as char) {
@@ -127,15 +136,22 @@ fn scrub_key_values(text: &str) -> Cow<'_, str> {
         }
         // The value: past spaces and an opening quote, up to its end.
         let mut start = i + 1;
+        // Ruby's `"password" => "…"`.
+        if c == b'=' && bytes.get(start) == Some(&b'>') {
+            start += 1;
+        }
         while start < bytes.len() && bytes[start] == b' ' {
             start += 1;
         }
+        // A quote escaped itself (`\"…\"`) opens a value that ends at the
+        // same escaped quote.
+        let escaped = bytes.get(start) == Some(&b'\\');
         let quote = bytes
-            .get(start)
+            .get(start + usize::from(escaped))
             .copied()
             .filter(|q| *q == b'"' || *q == b'\'');
         if quote.is_some() {
-            start += 1;
+            start += 1 + usize::from(escaped);
         }
         // `Authorization: Bearer abc`: the scheme stays, the token goes.
         for scheme in ["Bearer ", "Basic ", "bearer ", "basic ", "Token ", "token "] {
@@ -145,10 +161,10 @@ fn scrub_key_values(text: &str) -> Cow<'_, str> {
             }
         }
         let end = match quote {
-            Some(q) => text[start..]
-                .bytes()
-                .position(|b| b == q)
+            Some(q) if escaped => text[start..]
+                .find(if q == b'"' { "\\\"" } else { "\\'" })
                 .map_or(text.len(), |end| start + end),
+            Some(q) => quoted_end(&bytes[start..], q).map_or(text.len(), |end| start + end),
             None => text[start..]
                 .find(|c: char| {
                     c.is_whitespace() || matches!(c, '&' | ';' | ',' | '"' | '\'' | ')' | ']' | '}')
@@ -169,13 +185,39 @@ fn scrub_key_values(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// `Bearer abc.def` anywhere: the token after the scheme.
+/// Where the quoted value at the start of `value` ends: at its closing
+/// quote `q`, past quotes escaped with `\`.
+fn quoted_end(value: &[u8], q: u8) -> Option<usize> {
+    let mut escaped = false;
+    for (at, &b) in value.iter().enumerate() {
+        match b {
+            b'\\' if !escaped => escaped = true,
+            _ if b == q && !escaped => return Some(at),
+            _ => escaped = false,
+        }
+    }
+    None
+}
+
+/// Whether `token` is HTTP Basic credentials: base64 (padded or not) of a
+/// `user:password` pair. Not a word after "basic" in prose.
+fn is_basic_credentials(token: &str) -> bool {
+    use base64::Engine;
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
+    let decoded = STANDARD
+        .decode(token)
+        .or_else(|_| STANDARD_NO_PAD.decode(token));
+    decoded.is_ok_and(|pair| pair.contains(&b':'))
+}
+
+/// `Bearer abc.def` anywhere: the token after the scheme; and after
+/// `Basic`, credentials.
 fn scrub_schemes(text: &str) -> Cow<'_, str> {
     let mut out = String::new();
     let mut copied = 0;
     let mut from = 0;
     loop {
-        let next = ["Bearer ", "bearer "]
+        let next = ["Bearer ", "bearer ", "Basic ", "basic "]
             .iter()
             .filter_map(|scheme| {
                 text[from..]
@@ -188,7 +230,11 @@ fn scrub_schemes(text: &str) -> Cow<'_, str> {
         let end = text[start..]
             .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ',' | ';'))
             .map_or(text.len(), |end| start + end);
-        if end > start && !text[start..].starts_with(REDACTED) {
+        let basic = len == "Basic ".len();
+        if end > start
+            && !text[start..].starts_with(REDACTED)
+            && (!basic || is_basic_credentials(&text[start..end]))
+        {
             out.push_str(&text[copied..start]);
             out.push_str(REDACTED);
             copied = end;
@@ -250,6 +296,41 @@ mod tests {
                 "AWS_SECRET_ACCESS_KEY=wJalr",
                 "AWS_SECRET_ACCESS_KEY=[redacted]",
             ),
+        ] {
+            assert_eq!(scrub(text), masked, "{text}");
+        }
+    }
+
+    /// The shapes a quoted body, a Ruby hash or a proxy's log line takes.
+    #[test]
+    fn escaped_quotes_basic_credentials_and_odd_passwords_are_masked() {
+        for (text, masked) in [
+            (
+                r#"body: "{\"password\":\"hunter2\",\"user\":\"ops\"}""#,
+                r#"body: "{\"password\":\"[redacted]\",\"user\":\"ops\"}""#,
+            ),
+            (
+                r#"password="pa\"ss word" user=ops"#,
+                r#"password="[redacted]" user=ops"#,
+            ),
+            (
+                r#"{"password"=>"hunter2"}"#,
+                r#"{"password"=>"[redacted]"}"#,
+            ),
+            (
+                "sent Basic dXNlcjpwdw== upstream",
+                "sent Basic [redacted] upstream",
+            ),
+            (
+                "sent Basic dXNlcjpwdw upstream",
+                "sent Basic [redacted] upstream",
+            ),
+            (
+                "could not reach postgres://app:pa#ss@db/orders",
+                "could not reach postgres://[redacted]@db/orders",
+            ),
+            // Prose after "basic" stays.
+            ("basic authentication failed", "basic authentication failed"),
         ] {
             assert_eq!(scrub(text), masked, "{text}");
         }

@@ -76,13 +76,17 @@ impl RemoteTool {
                 idempotent_hint: hint(|a| a.idempotent_hint, false),
                 open_world_hint: hint(|a| a.open_world_hint, true),
             },
-            // A schema that lists no properties says nothing of secrets.
-            secrets: Arc::new(match input_schema.get("properties") {
-                Some(Value::Object(_)) => {
-                    SecretPaths::from_schema(&input_schema, &[]).of_remote_tool()
-                }
-                _ => SecretPaths::OPEN,
-            }),
+            // A schema that declares no properties — at its root, or behind
+            // its root `$ref` and combinators — says nothing of secrets.
+            secrets: Arc::new(
+                match ["properties", "$ref", "allOf", "anyOf", "oneOf"]
+                    .iter()
+                    .any(|key| input_schema.contains_key(*key))
+                {
+                    true => SecretPaths::from_schema(&input_schema, &[]).of_remote_tool(),
+                    false => SecretPaths::OPEN,
+                },
+            ),
             input_schema,
             output_schema: tool.output_schema.as_ref().map(|schema| (**schema).clone()),
             failure_modes: tool.meta.as_ref().and_then(|meta| {
