@@ -11,15 +11,18 @@
 //! A value of four characters or more is masked wherever it appears; a
 //! shorter one only where it stands as a word of its own (not inside a
 //! longer run of letters and digits), so that a one-letter secret does not
-//! take every such letter out of a message. Strings are searched for as
-//! they are and as JSON escapes them; a number is masked where it is the
-//! number, or a word of a text.
+//! take every such letter out of a message. A number is masked where it is
+//! the number, or a word of a text.
 //!
 //! One call's secrets are bounded — the first [`MAX_VALUES`] texts,
-//! [`MAX_BYTES`] in all; texts past the bound are not searched for — so
-//! that a client cannot make a server build a search for half a million
-//! strings by sending them where a password goes (such a value does not
-//! decode into a `Secret`, and no message of this crate quotes it).
+//! [`MAX_BYTES`] in all — so that a client cannot make a server build a
+//! search for half a million strings by sending them where a password goes.
+//! Past the bound, the texts left out are not searched for, and every text
+//! of the call is masked whole instead: none could be shown safely.
+//!
+//! Each string is searched for as it is, as JSON and Rust's `{:?}` escape
+//! it, and as a URL carries it (percent-encoded, spaces as `%20` or `+`);
+//! a whole float also as Rust writes it (`1234`, not `1234.0`).
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -33,7 +36,7 @@ use crate::redact::REDACTED;
 const ANYWHERE: usize = 4;
 
 /// The most texts one call searches for.
-pub(crate) const MAX_VALUES: usize = 1024;
+pub(crate) const MAX_VALUES: usize = 4096;
 
 /// The most bytes of texts one call searches for.
 pub(crate) const MAX_BYTES: usize = 256 * 1024;
@@ -44,7 +47,17 @@ pub(crate) struct SecretValues {
     texts: Vec<String>,
     known: HashSet<String>,
     bytes: usize,
+    /// Whether a text was left out past the bound: then no text of the
+    /// call can be shown as it is.
+    overflowed: bool,
 }
+
+/// What a URL's component encoding escapes: all but RFC 3986's unreserved.
+const COMPONENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
 
 impl SecretValues {
     /// Every string and number inside `value` is secret.
@@ -67,7 +80,17 @@ impl SecretValues {
         while let Some(value) = pending.pop() {
             match value {
                 Value::String(text) if wanted(value) => self.add_text(text.clone()),
-                Value::Number(number) if wanted(value) => self.add_text(number.to_string()),
+                Value::Number(number) if wanted(value) => {
+                    // `1234.0` as Rust's `Display` writes it: `1234`.
+                    if let Some(whole) = number
+                        .as_f64()
+                        .filter(|n| n.fract() == 0.0 && n.abs() < 1e15)
+                        && number.is_f64()
+                    {
+                        self.add_text(format!("{whole}"));
+                    }
+                    self.add_text(number.to_string());
+                }
                 Value::Array(items) => pending.extend(items),
                 Value::Object(members) => pending.extend(members.values()),
                 _ => {}
@@ -79,20 +102,28 @@ impl SecretValues {
         if text.is_empty() || text == REDACTED || self.known.contains(&text) {
             return;
         }
-        // As a JSON text would quote it, if that differs.
+        // As a JSON text would quote it, as Rust's `{:?}` would, and as a
+        // URL carries it (a component; a form, spaces as `+`), where those
+        // differ.
         let escaped = serde_json::to_string(&text).expect("a string serializes");
         let escaped = &escaped[1..escaped.len() - 1];
-        if escaped != text {
-            self.push(escaped.to_owned());
+        let debug = text.escape_debug().to_string();
+        let component = percent_encoding::utf8_percent_encode(&text, COMPONENT).to_string();
+        let form = component.replace("%20", "+");
+        for form in [escaped, &debug, &component, &form] {
+            if form != text {
+                self.push(form.to_owned());
+            }
         }
         self.push(text);
     }
 
     fn push(&mut self, text: String) {
-        if self.texts.len() == MAX_VALUES
-            || self.bytes + text.len() > MAX_BYTES
-            || self.known.contains(&text)
-        {
+        if self.known.contains(&text) {
+            return;
+        }
+        if self.texts.len() == MAX_VALUES || self.bytes + text.len() > MAX_BYTES {
+            self.overflowed = true;
             return;
         }
         self.bytes += text.len();
@@ -103,6 +134,7 @@ impl SecretValues {
     /// Every text of `other` too.
     #[cfg_attr(not(feature = "client"), allow(dead_code))]
     pub(crate) fn merge(&mut self, other: &SecretValues) {
+        self.overflowed |= other.overflowed;
         for text in &other.texts {
             self.push(text.clone());
         }
@@ -132,7 +164,7 @@ impl SecretValues {
 
     /// What masks the values, or `None` when there are none.
     pub(crate) fn masker(&self) -> Option<Masker> {
-        if self.texts.is_empty() {
+        if self.texts.is_empty() && !self.overflowed {
             return None;
         }
         // Bounded as they are, the texts always fit an automaton.
@@ -142,7 +174,11 @@ impl SecretValues {
             .iter()
             .map(|text| text.chars().count() < ANYWHERE)
             .collect();
-        Some(Masker { automaton, short })
+        Some(Masker {
+            automaton,
+            short,
+            whole: self.overflowed,
+        })
     }
 }
 
@@ -155,6 +191,9 @@ pub(crate) struct Masker {
     automaton: AhoCorasick,
     /// Per value: whether it is masked only as a word of its own.
     short: Vec<bool>,
+    /// Whether every text is masked whole: the call's secrets were past
+    /// the bound, and some are not searched for.
+    whole: bool,
 }
 
 impl Masker {
@@ -167,6 +206,9 @@ impl Masker {
     /// hundreds of matches at every byte of a long text. A text past the
     /// bound is masked whole.
     pub(crate) fn text<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if self.whole && !text.is_empty() && text != REDACTED {
+            return Cow::Owned(REDACTED.to_owned());
+        }
         let word = |at: Option<char>| at.is_none_or(|c| !c.is_alphanumeric());
         let mut found = self.automaton.find_overlapping_iter(text);
         let mut spans: Vec<(usize, usize)> = (found.by_ref())
@@ -220,9 +262,11 @@ impl Masker {
 
     /// Whether `text` is, whole, one of the secret values.
     fn is_whole(&self, text: &str) -> bool {
-        self.automaton
-            .find_overlapping_iter(text)
-            .any(|found| found.start() == 0 && found.end() == text.len())
+        self.whole
+            || self
+                .automaton
+                .find_overlapping_iter(text)
+                .any(|found| found.start() == 0 && found.end() == text.len())
     }
 
     /// Masks `value` in place: secret values inside its strings and keys,
@@ -244,9 +288,12 @@ impl Masker {
                 }
                 Value::Array(items) => pending.extend(items.iter_mut()),
                 Value::Object(members) => {
-                    if members
-                        .keys()
-                        .any(|key| matches!(self.text(key), Cow::Owned(_)))
+                    // Masked whole, an object keeps its keys: they name
+                    // what it holds, each its own place.
+                    if !self.whole
+                        && members
+                            .keys()
+                            .any(|key| matches!(self.text(key), Cow::Owned(_)))
                     {
                         *members = std::mem::take(members)
                             .into_iter()
@@ -361,6 +408,32 @@ mod tests {
         let mut big = SecretValues::default();
         big.add(&json!(["x".repeat(MAX_BYTES), "hunter2"]));
         assert_eq!(big.texts, ["hunter2"]);
+        // What is left out is not searched for, so nothing is shown.
+        for secrets in [secrets, big] {
+            let masker = secrets.masker().unwrap();
+            assert_eq!(masker.text("the directory is down"), REDACTED);
+            let mut value = json!({"user": "ops", "n": 7});
+            masker.value(&mut value);
+            assert_eq!(value, json!({"user": REDACTED, "n": REDACTED}));
+        }
+    }
+
+    /// A secret as a URL, Rust's `{:?}` or Rust's `Display` of a float
+    /// writes it.
+    #[test]
+    fn a_secret_is_masked_in_the_forms_it_is_written_in() {
+        let masker = masker(json!(["Ab+c/d== x", "tab\there\u{1}", 1234.0]));
+        for (text, masked) in [
+            (
+                "GET https://api.test/v1?key=Ab%2Bc%2Fd%3D%3D%20x failed",
+                "GET https://api.test/v1?key=[redacted] failed",
+            ),
+            ("key=Ab%2Bc%2Fd%3D%3D+x", "key=[redacted]"),
+            (&format!("{:?}", "tab\there\u{1}"), "\"[redacted]\""),
+            ("took 1234 ms", "took [redacted] ms"),
+        ] {
+            assert_eq!(masker.text(text), masked, "{text}");
+        }
     }
 
     #[test]
