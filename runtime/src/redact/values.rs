@@ -20,6 +20,9 @@
 //! Past the bound, the texts left out are not searched for, and every text
 //! of the call is masked whole instead: none could be shown safely.
 //!
+//! A secret of 24 to 512 characters is searched for in stretches of 12
+//! too, so that a text quoting it cut short shows none of it (pydantic
+//! quotes a long input as its first 25 characters, `...` and its last 24).
 //! Each string is searched for as it is, as JSON and Rust's `{:?}` escape
 //! it, and as a URL carries it (percent-encoded, spaces as `%20` or `+`);
 //! a whole float also as Rust writes it (`1234`, not `1234.0`).
@@ -37,6 +40,17 @@ const ANYWHERE: usize = 4;
 
 /// The most texts one call searches for.
 pub(crate) const MAX_VALUES: usize = 4096;
+
+/// How many characters of a long secret a text may quote, cut short,
+/// before it is masked.
+const WINDOW: usize = 12;
+
+/// The shortest secret searched for in stretches too: shorter ones are
+/// not cut short when quoted.
+const WINDOWED: usize = 2 * WINDOW;
+
+/// The longest: a key or a token, not a document.
+const MOST_WINDOWED: usize = 512;
 
 /// The most bytes of texts one call searches for.
 pub(crate) const MAX_BYTES: usize = 256 * 1024;
@@ -115,7 +129,33 @@ impl SecretValues {
                 self.push(form.to_owned());
             }
         }
-        self.push(text);
+        self.push(text.clone());
+        self.add_windows(&text);
+    }
+
+    /// The stretches of [`WINDOW`] characters of a long secret, to mask
+    /// what a text quotes of it cut short: pydantic quotes a long input
+    /// as its first 25 characters, `...` and its last 24. Past the bound,
+    /// windows are left out, not the text (the secret whole is searched
+    /// for still).
+    fn add_windows(&mut self, text: &str) {
+        let count = text.chars().count();
+        if !(WINDOWED..=MOST_WINDOWED).contains(&count) {
+            return;
+        }
+        let bounds: Vec<usize> = (text.char_indices().map(|(at, _)| at))
+            .chain([text.len()])
+            .collect();
+        for start in 0..=count - WINDOW {
+            let window = &text[bounds[start]..bounds[start + WINDOW]];
+            if self.texts.len() == MAX_VALUES || self.bytes + window.len() > MAX_BYTES {
+                return;
+            }
+            if self.known.insert(window.to_owned()) {
+                self.bytes += window.len();
+                self.texts.push(window.to_owned());
+            }
+        }
     }
 
     fn push(&mut self, text: String) {
@@ -416,6 +456,27 @@ mod tests {
             masker.value(&mut value);
             assert_eq!(value, json!({"user": REDACTED, "n": REDACTED}));
         }
+    }
+
+    /// A long secret quoted cut short, as pydantic quotes a long input.
+    #[test]
+    fn a_long_secret_quoted_cut_short_shows_none_of_it() {
+        let key = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefghijklmnop";
+        let masker = masker(json!([key]));
+        let quoted = format!(
+            "Field required [type=missing, input_value={{'api_key': '{}...{}'}}, input_type=dict]",
+            &key[..25],
+            &key[key.len() - 24..]
+        );
+        assert_eq!(
+            masker.text(&quoted),
+            "Field required [type=missing, input_value={'api_key': '[redacted]...[redacted]'}, input_type=dict]"
+        );
+        // Words of it shorter than a stretch are left alone.
+        assert_eq!(
+            masker.text("sk-proj-Ab is a prefix"),
+            "sk-proj-Ab is a prefix"
+        );
     }
 
     /// A secret as a URL, Rust's `{:?}` or Rust's `Display` of a float
