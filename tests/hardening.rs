@@ -584,6 +584,40 @@ fn sync_upstream(upstream: Upstream) -> Result<(), ErrorEnvelope> {
 
 const UPSTREAM_TOKEN: &str = "ghp_UPSTREAM_4471";
 
+/// [`Upstream`], its overridden schema keeping the mark.
+#[derive(Debug, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+struct MarkedUpstream {
+    url: String,
+    #[schemars(with = "String", extend("writeOnly" = true))]
+    token: Secret<String>,
+}
+
+/// Syncs with every upstream.
+#[tool(read_only)]
+fn sync_all(upstreams: Vec<MarkedUpstream>) -> Result<usize, ErrorEnvelope> {
+    Ok(upstreams.len())
+}
+
+/// serde stops at the first upstream's bad URL and never decodes the
+/// second's token, so its value is never noted (shown as sent, without the
+/// mark): the schema's mark, kept as SECURITY.md says to, masks it.
+#[tokio::test]
+async fn an_overridden_schema_that_keeps_the_mark_masks_what_never_decoded() {
+    let tools = ToolSet::new().tool::<sync_all>();
+    let arguments = json!({"upstreams": [
+        {"url": 7, "token": "short"},
+        {"url": "https://git.example", "token": UPSTREAM_TOKEN}
+    ]});
+    let reply = tools.call("sync_all", arguments).await.unwrap();
+    assert!(reply.is_error);
+    let shown = serde_json::to_string(&reply).unwrap();
+    assert!(!shown.contains(UPSTREAM_TOKEN), "leaked: {shown}");
+    assert_eq!(
+        reply.structured_content.unwrap()["attempted_query"]["upstreams"][1],
+        json!({"url": "https://git.example", "token": "[redacted]"})
+    );
+}
+
 #[tokio::test]
 async fn a_secret_whose_schema_was_overridden_is_masked_by_its_value() {
     let tools = ToolSet::new().tool::<sync_upstream>();
