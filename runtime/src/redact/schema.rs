@@ -9,8 +9,10 @@
 //! shows the arguments: `attempted_query`, a guard, a violation, a log line.
 //! Keys the tool does not declare are never shown either: their values could
 //! be anything. Nor is a value whose schema is a `$ref` this walk cannot
-//! follow (to another document, to an `$anchor`, to nothing): what it says
-//! is unknown, so it is treated as a secret.
+//! follow (to another document, to an `$anchor`, to nothing), nor one whose
+//! schema is a `$dynamicRef` or `$recursiveRef`: what it says is unknown, so
+//! it is treated as a secret. Draft-07's tuples (`items` as a list, then
+//! `additionalItems`) are read as 2020-12's `prefixItems` and `items`.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -374,10 +376,16 @@ impl<'s> Builder<'s> {
                 ..Node::default()
             }));
         }
-        if let Some(items @ Value::Object(_)) = members.get("items") {
+        // Items: `prefixItems` then `items` (2020-12), or draft-07's
+        // `items` as a list then `additionalItems`.
+        let (prefix, rest) = match members.get("items") {
+            Some(Value::Array(prefix)) => (Some(prefix), members.get("additionalItems")),
+            items => (members.get("prefixItems").and_then(Value::as_array), items),
+        };
+        if let Some(items @ Value::Object(_)) = rest {
             node.items = Some(self.node(items));
         }
-        if let Some(Value::Array(prefix)) = members.get("prefixItems") {
+        if let Some(prefix) = prefix {
             node.prefix = prefix.iter().map(|schema| self.node(schema)).collect();
         }
         for key in ["anyOf", "oneOf", "allOf"] {
@@ -397,6 +405,11 @@ impl<'s> Builder<'s> {
         if let Some(reference) = members.get("$ref").and_then(Value::as_str) {
             let target = self.reference(reference);
             node.branches.push(target);
+        }
+        // References resolved at validation time, which this walk does not
+        // follow: what they say is unknown.
+        if members.contains_key("$dynamicRef") || members.contains_key("$recursiveRef") {
+            node.secret = true;
         }
         self.nodes[id] = node;
         id

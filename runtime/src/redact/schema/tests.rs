@@ -154,6 +154,42 @@ fn every_local_reference_is_followed_and_a_foreign_one_is_a_secret() {
     );
 }
 
+/// Draft-07's tuples (`items` as a list, then `additionalItems`), and
+/// references resolved only at validation time (`$dynamicRef`,
+/// `$recursiveRef`): what they say is unknown, so their values are secrets.
+#[test]
+fn tuples_of_draft_07_and_dynamic_references_are_read() {
+    let schema = schema(json!({
+        "type": "object",
+        "properties": {
+            "pair": {"type": "array", "items": [
+                {"type": "string"},
+                {"type": "string", "writeOnly": true}
+            ], "additionalItems": {"type": "string", "writeOnly": true}},
+            "node": {"$dynamicRef": "#node"},
+            "old": {"$recursiveRef": "#"},
+            "user": {"type": "string"}
+        }
+    }));
+    let secrets = SecretPaths::from_schema(&schema, &[]);
+    let arguments = json!({
+        "pair": ["ops", "p1", "p2"],
+        "node": {"anything": "p3"},
+        "old": "p4",
+        "user": "ada"
+    });
+    let masked = Value::Object(secrets.mask(arguments.as_object().unwrap()).into_owned());
+    assert_eq!(
+        masked,
+        json!({
+            "pair": ["ops", "[redacted]", "[redacted]"],
+            "node": "[redacted]",
+            "old": "[redacted]",
+            "user": "ada"
+        })
+    );
+}
+
 #[test]
 fn paths_in_both_notations() {
     assert_eq!(
