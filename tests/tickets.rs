@@ -287,6 +287,59 @@ async fn a_call_made_again_once_its_guard_passes_still_waits_for_its_approval() 
     assert_eq!(times("refund L-3 700"), 1);
 }
 
+/// Leaves a note on an order: destructive, and guarded by nothing.
+#[tool(destructive)]
+fn note(order: String) -> Result<String, ErrorEnvelope> {
+    DONE.lock().unwrap().push(format!("note {order}"));
+    Ok(format!("noted {order}"))
+}
+
+/// Only a guarded tool's calls read the store's approvals: an unguarded
+/// one runs when the store cannot be read. A guarded call that cannot read
+/// them runs nothing — unless its tool is safe to run twice.
+#[tokio::test]
+async fn only_guarded_calls_read_their_approvals_and_none_runs_unread() {
+    let (_folder, url) = sqlite_url("unreadable-approvals");
+    let store = store::open(&url).await.unwrap();
+    let tools = ToolSet::new()
+        .tool::<refund>()
+        .tool::<audit_lines>()
+        .tool::<note>()
+        .guards(
+            Guards::new()
+                .for_tool("refund", cap)
+                .for_tool("audit_lines", cap),
+        )
+        .store(store)
+        .approvals_in_background(false);
+    // The approvals are gone from under the store, as a database that
+    // lost a table: every read of them fails.
+    let beside = sqlx::SqlitePool::connect(&url).await.unwrap();
+    sqlx::query("DROP TABLE te_approvals")
+        .execute(&beside)
+        .await
+        .unwrap();
+    beside.close().await;
+
+    let (failed, noted) = call_as(&tools, &alice(), "note", json!({"order": "U-1"})).await;
+    assert!(!failed, "{noted}");
+    assert_eq!(times("note U-1"), 1);
+    let (failed, audited) = call_as(
+        &tools,
+        &alice(),
+        "audit_lines",
+        json!({"order": "U-2", "amount": 10}),
+    )
+    .await;
+    assert!(!failed, "{audited}");
+    assert_eq!(times("audit U-2 10"), 1);
+    let (failed, refused) = call_as(&tools, &alice(), "refund", refund_args("U-3", 10)).await;
+    assert!(failed, "{refused}");
+    assert_eq!(refused["errorCategory"], "transient", "{refused}");
+    assert_eq!(refused["reason"], "NOT_APPLIED", "{refused}");
+    assert_eq!(times("refund U-3 10"), 0, "not run unread");
+}
+
 /// One caller cannot bury the approvers under blocked calls: past the
 /// bound, a blocked call of theirs opens no approval (so no notice goes
 /// out), is not kept as an escalation either, and nothing runs — however

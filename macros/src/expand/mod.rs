@@ -96,6 +96,7 @@ fn info_const(attr: &ToolAttr, tool: &ToolFn, name: &Ident) -> TokenStream {
         (attr.is_idempotent(), quote!(IDEMPOTENT)),
         (flag(&attr.open_world, true), quote!(OPEN_WORLD)),
         (attr.describe_failures, quote!(DESCRIBE_FAILURES)),
+        (attr.guard.is_some(), quote!(GUARDED)),
     ]
     .into_iter()
     .filter(|(set, _)| *set)

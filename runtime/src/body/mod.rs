@@ -52,6 +52,8 @@ pub struct ToolInfo {
     pub redacted: &'static [&'static str],
     /// How long an async tool may run (`timeout = "..."`); `None` for no limit.
     pub timeout: Option<std::time::Duration>,
+    /// Whether it has a guard of its own (`guard = ...`).
+    pub guarded: bool,
 }
 
 impl ToolInfo {
@@ -65,6 +67,8 @@ impl ToolInfo {
     pub const OPEN_WORLD: u8 = 8;
     /// `describe_failures`.
     pub const DESCRIBE_FAILURES: u8 = 16;
+    /// `guard = ...`.
+    pub const GUARDED: u8 = 32;
 
     /// What `#[tool]` writes, in one short line: the flags are the
     /// constants above.
@@ -85,6 +89,7 @@ impl ToolInfo {
             describe_failures: flags & Self::DESCRIBE_FAILURES != 0,
             redacted,
             timeout: None,
+            guarded: flags & Self::GUARDED != 0,
         }
     }
 

@@ -72,6 +72,12 @@ impl Guards {
         self.entries.is_empty()
     }
 
+    /// Whether a guard of the set applies to the tool called `tool`.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+    pub(crate) fn apply_to(&self, tool: &str) -> bool {
+        (self.entries.iter()).any(|(only, _)| only.as_deref().is_none_or(|name| name == tool))
+    }
+
     /// Runs the guards that apply to `tool`.
     ///
     /// # Errors

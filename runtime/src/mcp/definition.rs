@@ -57,6 +57,10 @@ pub struct ToolDefinition {
     /// What a call's arguments are checked and masked with.
     #[serde(skip)]
     pub(crate) checks: Arc<ArgumentChecks>,
+    /// Whether the tool has a guard of its own, which may block it for
+    /// approvers.
+    #[serde(skip)]
+    pub(crate) guarded: bool,
 }
 
 /// A tool's hints, which MCP calls its `annotations`: what it does to its
@@ -191,6 +195,7 @@ pub fn definition(
         meta: meta_object,
         wrap_result,
         checks,
+        guarded: meta.guarded,
     }
 }
 
