@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tool_envelope::mcp::{ToolReply, ToolSet};
 use tool_envelope::{
-    ErrorCategory, ErrorEnvelope, Found, Partial, ToolError,
+    ErrorCategory, ErrorEnvelope, Found, Partial, Secret, ToolError,
     guard::{Blocked, Guards, ToolCall},
     retry::RetryPolicy,
     tool, tools,
@@ -855,6 +855,7 @@ async fn an_attempt_cut_off_by_the_deadline_keeps_what_it_gathered() {
 #[tool(read_only)]
 async fn research_rate_limited_then_stalled(
     topic: String,
+    key: Secret<String>,
     sources: Partial<Source>,
 ) -> Result<Vec<Source>, ErrorEnvelope> {
     let (upto, stall) = if sources.is_empty() {
@@ -864,7 +865,7 @@ async fn research_rate_limited_then_stalled(
     };
     for i in sources.len()..upto {
         sources.push(Source {
-            title: format!("{topic} {}", i + 1),
+            title: format!("{topic} {} via {}", i + 1, key.expose()),
         });
     }
     if stall {
@@ -874,7 +875,8 @@ async fn research_rate_limited_then_stalled(
 }
 
 /// What the attempt cut off gathered is kept after what the attempt before
-/// returned with its failure.
+/// returned with its failure — masked as the rest: a title that quotes the
+/// call's key shows none of it.
 #[tokio::test(start_paused = true)]
 async fn a_retry_cut_off_by_the_deadline_keeps_what_every_attempt_gathered() {
     let tools = ToolSet::new()
@@ -887,7 +889,7 @@ async fn a_retry_cut_off_by_the_deadline_keeps_what_every_attempt_gathered() {
     let result = tools
         .call(
             "research_rate_limited_then_stalled",
-            json!({"topic": "EU AI Act"}),
+            json!({"topic": "EU AI Act", "key": "sk-research-4471"}),
         )
         .await
         .unwrap();
@@ -899,7 +901,11 @@ async fn a_retry_cut_off_by_the_deadline_keeps_what_every_attempt_gathered() {
     assert_eq!(structured["escalation"]["attempts"], 2, "{structured}");
     assert_eq!(
         structured["partial_results"],
-        json!([{"title": "EU AI Act 1"}, {"title": "EU AI Act 2"}, {"title": "EU AI Act 3"}])
+        json!([
+            {"title": "EU AI Act 1 via [redacted]"},
+            {"title": "EU AI Act 2 via [redacted]"},
+            {"title": "EU AI Act 3 via [redacted]"}
+        ])
     );
 }
 

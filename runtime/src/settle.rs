@@ -122,6 +122,27 @@ pub(crate) fn settle(
     envelope
 }
 
+/// `envelope`, settled already, with what the call's collector holds,
+/// `gathered`, after the partial results it carries — bounded and masked
+/// as [`settle`] makes them: an attempt cut off at the deadline returned
+/// nothing, and what it gathered is in the collector only.
+#[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+pub(crate) fn with_gathered(
+    envelope: ErrorEnvelope,
+    query: Query<'_>,
+    gathered: Option<Value>,
+) -> ErrorEnvelope {
+    let Some(mut gathered) = gathered.map(bounded) else {
+        return envelope;
+    };
+    if let Some(masker) = query.secret_values().masker() {
+        masker.value(&mut gathered);
+    }
+    envelope.remade(|parts| {
+        parts.partial_results = merge(parts.partial_results.take(), Some(gathered));
+    })
+}
+
 /// The one retry decision: whether a failure that is `retryable` by
 /// itself, with `reason`, leaves a call that is `safe_to_repeat` (or not)
 /// retryable. A human request and a policy gap never do; a call that is not

@@ -395,14 +395,8 @@ impl ToolSet {
         };
         let mut envelope = settle_here(escalation.envelope, entry, arguments, context);
         if escalation.reason == crate::escalation::EscalationReason::DeadlineExceeded {
-            // An attempt cut off returned nothing: what it gathered is in
-            // the call's collector only, after what the attempts before it
-            // returned.
-            envelope = envelope.remade(|parts| {
-                let gathered = context.gathered();
-                parts.partial_results =
-                    crate::partial::merge(parts.partial_results.take(), gathered);
-            });
+            let query = context.query(arguments);
+            envelope = crate::settle::with_gathered(envelope, query, context.gathered());
         }
         Err(Failure::Escalated(Escalation {
             envelope,
