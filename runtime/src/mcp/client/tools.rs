@@ -76,8 +76,9 @@ impl RemoteTool {
                 idempotent_hint: hint(|a| a.idempotent_hint, false),
                 open_world_hint: hint(|a| a.open_world_hint, true),
             },
-            // A schema that declares no properties — at its root, or behind
-            // its root `$ref` and combinators — says nothing of secrets.
+            // A schema with no properties, `$ref` or combinators at its root
+            // says nothing of secrets; one with a `$ref` or a combinator that
+            // declares none there hides every value (what it says is unknown).
             secrets: Arc::new(
                 match ["properties", "$ref", "allOf", "anyOf", "oneOf"]
                     .iter()

@@ -3,12 +3,15 @@
 //! named schema as `{"$ref": "#/definitions/Name", "definitions": {…}}`),
 //! and in the branches of a root `allOf`, `anyOf` or `oneOf`.
 
+use std::collections::BTreeMap;
+
 use serde_json::{Map, Value, json};
 
 use crate::json::pointer::resolve;
 
 /// The most schemas read to gather a root's properties: a server's
-/// references may loop, or fan out as far as it likes.
+/// references may loop, or fan out as far as it likes. Gathering is then
+/// linear in the size of what is read.
 const MOST_SCHEMAS: usize = 64;
 
 /// `schema`, its `properties` holding every property it declares at its
@@ -22,31 +25,32 @@ pub(crate) fn gathered(schema: &Map<String, Value>) -> Map<String, Value> {
         return schema.clone();
     }
     let root = Value::Object(schema.clone());
-    let mut found: Vec<(&String, Vec<&Value>)> = Vec::new();
+    // By name, each schema once (the same one reached twice is one place).
+    let mut found: BTreeMap<&String, Vec<&Value>> = BTreeMap::new();
     let mut pending = vec![&root];
-    let mut read = 0;
+    // Schemas read or queued: a server's references may loop, or fan out.
+    let mut met = 1;
     while let Some(Value::Object(members)) = pending.pop() {
-        read += 1;
-        if read > MOST_SCHEMAS {
-            break;
-        }
         if let Some(Value::Object(properties)) = members.get("properties") {
             for (name, property) in properties {
-                match found.iter_mut().find(|(known, _)| *known == name) {
-                    Some((_, schemas)) if !schemas.contains(&property) => schemas.push(property),
-                    Some(_) => {}
-                    None => found.push((name, vec![property])),
+                let schemas = found.entry(name).or_default();
+                if !schemas.iter().any(|known| std::ptr::eq(*known, property)) {
+                    schemas.push(property);
                 }
             }
         }
         let reference = members.get("$ref").and_then(Value::as_str);
-        if let Some(target) = reference.and_then(|reference| resolve(&root, reference)) {
-            pending.push(target);
-        }
-        for key in ["allOf", "anyOf", "oneOf"] {
-            if let Some(Value::Array(branches)) = members.get(key) {
-                pending.extend(branches.iter().rev());
+        let target = reference.and_then(|reference| resolve(&root, reference));
+        let branches = ["allOf", "anyOf", "oneOf"]
+            .into_iter()
+            .filter_map(|key| members.get(key).and_then(Value::as_array))
+            .flatten();
+        for next in target.into_iter().chain(branches) {
+            if met == MOST_SCHEMAS {
+                break;
             }
+            met += 1;
+            pending.push(next);
         }
     }
     let properties = found.into_iter().map(|(name, schemas)| {
@@ -59,4 +63,42 @@ pub(crate) fn gathered(schema: &Map<String, Value>) -> Map<String, Value> {
     let mut flat = schema.clone();
     flat.insert("properties".to_owned(), Value::Object(properties.collect()));
     flat
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gathered_of(schema: Value) -> Value {
+        let Value::Object(schema) = schema else {
+            unreachable!()
+        };
+        gathered(&schema)["properties"].clone()
+    }
+
+    #[test]
+    fn properties_behind_references_and_branches_are_gathered_once_each() {
+        let login = json!({"properties": {"user": {"type": "string"}}});
+        let properties = gathered_of(json!({
+            "$ref": "#/definitions/Login",
+            "definitions": {"Login": login},
+            "anyOf": [{"$ref": "#"}, {"properties": {"user": {"writeOnly": true}}}]
+        }));
+        assert_eq!(
+            properties,
+            json!({"user": {"anyOf": [{"writeOnly": true}, {"type": "string"}]}})
+        );
+    }
+
+    /// A root that refers to itself a hundred thousand times is read 64
+    /// schemas deep at most, each queued once.
+    #[test]
+    fn a_root_that_fans_out_is_read_within_bounds() {
+        let branches: Vec<Value> = (0..100_000).map(|_| json!({"$ref": "#"})).collect();
+        let properties = gathered_of(json!({
+            "properties": {"password": {"writeOnly": true}},
+            "anyOf": branches
+        }));
+        assert_eq!(properties, json!({"password": {"writeOnly": true}}));
+    }
 }
