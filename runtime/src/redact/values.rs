@@ -64,7 +64,13 @@ pub(crate) struct SecretValues {
     /// Whether a text was left out past the bound: then no text of the
     /// call can be shown as it is.
     overflowed: bool,
+    /// The stretches of long secrets, bounded apart: they never crowd out
+    /// a secret itself.
+    stretches: Vec<String>,
 }
+
+/// The most stretches of long secrets one call searches for.
+const MAX_STRETCHES: usize = 4096;
 
 /// What a URL's component encoding escapes: all but RFC 3986's unreserved.
 const COMPONENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
@@ -136,8 +142,8 @@ impl SecretValues {
     /// The stretches of [`WINDOW`] characters of a long secret, to mask
     /// what a text quotes of it cut short: pydantic quotes a long input
     /// as its first 25 characters, `...` and its last 24. Past the bound,
-    /// windows are left out, not the text (the secret whole is searched
-    /// for still).
+    /// stretches are left out, never a secret (each is searched for whole
+    /// still): they are bounded apart ([`MAX_STRETCHES`]).
     fn add_windows(&mut self, text: &str) {
         let count = text.chars().count();
         if !(WINDOWED..=MOST_WINDOWED).contains(&count) {
@@ -147,13 +153,12 @@ impl SecretValues {
             .chain([text.len()])
             .collect();
         for start in 0..=count - WINDOW {
-            let window = &text[bounds[start]..bounds[start + WINDOW]];
-            if self.texts.len() == MAX_VALUES || self.bytes + window.len() > MAX_BYTES {
+            if self.stretches.len() == MAX_STRETCHES {
                 return;
             }
+            let window = &text[bounds[start]..bounds[start + WINDOW]];
             if self.known.insert(window.to_owned()) {
-                self.bytes += window.len();
-                self.texts.push(window.to_owned());
+                self.stretches.push(window.to_owned());
             }
         }
     }
@@ -177,6 +182,11 @@ impl SecretValues {
         self.overflowed |= other.overflowed;
         for text in &other.texts {
             self.push(text.clone());
+        }
+        for stretch in &other.stretches {
+            if self.stretches.len() < MAX_STRETCHES && self.known.insert(stretch.clone()) {
+                self.stretches.push(stretch.clone());
+            }
         }
     }
 
@@ -208,10 +218,9 @@ impl SecretValues {
             return None;
         }
         // Bounded as they are, the texts always fit an automaton.
-        let automaton = AhoCorasick::new(&self.texts).expect("the secret values fit an automaton");
-        let short = self
-            .texts
-            .iter()
+        let patterns = || self.texts.iter().chain(&self.stretches);
+        let automaton = AhoCorasick::new(patterns()).expect("the secret values fit an automaton");
+        let short = patterns()
             .map(|text| text.chars().count() < ANYWHERE)
             .collect();
         Some(Masker {
@@ -249,6 +258,11 @@ impl Masker {
         if self.whole && !text.is_empty() && text != REDACTED {
             return Cow::Owned(REDACTED.to_owned());
         }
+        self.searched(text)
+    }
+
+    /// `text` with every secret value searched for masked.
+    fn searched<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let word = |at: Option<char>| at.is_none_or(|c| !c.is_alphanumeric());
         let mut found = self.automaton.find_overlapping_iter(text);
         let mut spans: Vec<(usize, usize)> = (found.by_ref())
@@ -328,16 +342,15 @@ impl Masker {
                 }
                 Value::Array(items) => pending.extend(items.iter_mut()),
                 Value::Object(members) => {
-                    // Masked whole, an object keeps its keys: they name
-                    // what it holds, each its own place.
-                    if !self.whole
-                        && members
-                            .keys()
-                            .any(|key| matches!(self.text(key), Cow::Owned(_)))
+                    // Keys are searched, never masked whole: they name what
+                    // an object holds, each its own place.
+                    if members
+                        .keys()
+                        .any(|key| matches!(self.searched(key), Cow::Owned(_)))
                     {
                         *members = std::mem::take(members)
                             .into_iter()
-                            .map(|(key, value)| (self.text(&key).into_owned(), value))
+                            .map(|(key, value)| (self.searched(&key).into_owned(), value))
                             .collect();
                     }
                     pending.extend(members.values_mut());
@@ -449,12 +462,16 @@ mod tests {
         big.add(&json!(["x".repeat(MAX_BYTES), "hunter2"]));
         assert_eq!(big.texts, ["hunter2"]);
         // What is left out is not searched for, so nothing is shown.
-        for secrets in [secrets, big] {
+        // Keys are searched still, not masked whole.
+        for (secrets, key) in [(secrets, "v499999"), (big, "hunter2")] {
             let masker = secrets.masker().unwrap();
             assert_eq!(masker.text("the directory is down"), REDACTED);
-            let mut value = json!({"user": "ops", "n": 7});
+            let mut value = json!({"user": "ops", "n": 7, key: true});
             masker.value(&mut value);
-            assert_eq!(value, json!({"user": REDACTED, "n": REDACTED}));
+            assert_eq!(
+                value,
+                json!({"user": REDACTED, "n": REDACTED, REDACTED: true})
+            );
         }
     }
 
@@ -476,6 +493,32 @@ mod tests {
         assert_eq!(
             masker.text("sk-proj-Ab is a prefix"),
             "sk-proj-Ab is a prefix"
+        );
+    }
+
+    /// Stretches are bounded apart: forty long secrets crowd out neither
+    /// the secret after them nor the texts that hold none.
+    #[test]
+    fn stretches_never_crowd_out_a_secret() {
+        let long: Vec<Value> = (0..40)
+            .map(|n| {
+                json!(format!(
+                    "{n:03}-{}",
+                    "abcdefghijklmnopqrstuvwxyz0123456789".repeat(14)
+                ))
+            })
+            .collect();
+        let mut secrets = SecretValues::default();
+        secrets.add(&Value::Array(long));
+        secrets.add(&json!("hunter2"));
+        let masker = secrets.masker().unwrap();
+        assert_eq!(
+            masker.text("the directory is down"),
+            "the directory is down"
+        );
+        assert_eq!(
+            masker.text("bad password hunter2"),
+            "bad password [redacted]"
         );
     }
 
