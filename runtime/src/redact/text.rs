@@ -230,7 +230,14 @@ fn scrub_schemes(text: &str) -> Cow<'_, str> {
         let end = text[start..]
             .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ',' | ';'))
             .map_or(text.len(), |end| start + end);
+        // Basic credentials end where base64 does (`…dw==.`, `…dw==\"`).
         let basic = len == "Basic ".len();
+        let end = match basic {
+            true => text[start..end]
+                .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=')))
+                .map_or(end, |stop| start + stop),
+            false => end,
+        };
         if end > start
             && !text[start..].starts_with(REDACTED)
             && (!basic || is_basic_credentials(&text[start..end]))
@@ -324,6 +331,10 @@ mod tests {
             (
                 "sent Basic dXNlcjpwdw upstream",
                 "sent Basic [redacted] upstream",
+            ),
+            (
+                r#"sent "Basic dXNlcjpwdw==\" and Basic dXNlcjpwdw==."#,
+                r#"sent "Basic [redacted]\" and Basic [redacted]."#,
             ),
             (
                 "could not reach postgres://app:pa#ss@db/orders",

@@ -90,9 +90,9 @@ fn migrator() -> Migrator {
 /// connection of migrations that failed is closed, and the lock goes with
 /// it — back in the pool, it would hold the lock for as long as it lived,
 /// and every other replica's migrations, and this one's next try on another
-/// of the pool's connections, would wait on it for good. `None`: no
-/// connection could be had.
-async fn migrate<DB>(pool: &sqlx::Pool<DB>) -> Result<(), Option<sqlx::migrate::MigrateError>>
+/// of the pool's connections, would wait on it for good. A connection not
+/// had fails as sqlx's own `run` says it (`while executing migrations: …`).
+async fn migrate<DB>(pool: &sqlx::Pool<DB>) -> Result<(), sqlx::migrate::MigrateError>
 where
     DB: sqlx::Database,
     for<'c> &'c mut DB::Connection: sqlx::Acquire<'c>,
@@ -100,13 +100,13 @@ where
         sqlx::migrate::Migrate,
 {
     use sqlx::Connection;
-    let mut connection = pool.acquire().await.map_err(|_| None)?;
+    let mut connection = (pool.acquire().await).map_err(sqlx::migrate::MigrateError::Execute)?;
     let run = migrator().run(&mut *connection).await;
     if run.is_err() {
         // Its own error is not the store's: the migrations' is.
         let _ = connection.detach().close().await;
     }
-    run.map_err(Some)
+    run
 }
 
 /// Whether a migration failed for good: a migration recorded as changed,
@@ -313,13 +313,8 @@ macro_rules! sql_store {
                 let mut tries = 0;
                 while let Err(error) = migrate(&pool).await {
                     tries += 1;
-                    if tries == MIGRATION_TRIES || error.as_ref().is_some_and(lasting) {
-                        return Err(match error {
-                            Some(error) => failed(error),
-                            None => StoreError::new(
-                                "no connection of the pool could be had to migrate the store",
-                            ),
-                        });
+                    if tries == MIGRATION_TRIES || lasting(&error) {
+                        return Err(failed(error));
                     }
                     pause().await;
                 }

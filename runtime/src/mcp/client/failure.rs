@@ -343,14 +343,16 @@ fn insufficient_scope(scope: Option<&str>) -> ErrorEnvelope {
 }
 
 /// A `Retry-After` header's delay (RFC 9110 §10.2.3): seconds, or an
-/// HTTP date — as long as there is until then, nothing if it has passed.
+/// HTTP date — as long as there is until then. None for a date passed:
+/// the server's clock, or a cache, may be behind, and the policy's own
+/// backoff is better than none.
 fn retry_after_delay(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
     if let Ok(seconds) = value.parse::<u64>() {
         return Some(Duration::from_secs(seconds));
     }
     let date = httpdate::parse_http_date(value).ok()?;
-    Some(date.duration_since(now).unwrap_or_default())
+    date.duration_since(now).ok()
 }
 
 /// The envelope of an HTTP status: 5xx and 429 `transient` (with the server's
@@ -500,8 +502,8 @@ mod tests {
         }
         assert_eq!(
             after("Wed, 21 Oct 2015 07:00:00 GMT"),
-            Some(Duration::ZERO),
-            "a date passed: at once"
+            None,
+            "a date passed: the policy's backoff"
         );
         for unreadable in ["-1", "1.5", "soon", ""] {
             assert_eq!(after(unreadable), None, "{unreadable:?}");
