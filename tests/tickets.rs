@@ -337,6 +337,9 @@ async fn only_guarded_calls_read_their_approvals_and_none_runs_unread() {
     assert!(failed, "{refused}");
     assert_eq!(refused["errorCategory"], "transient", "{refused}");
     assert_eq!(refused["reason"], "NOT_APPLIED", "{refused}");
+    // Not decoded, so none of its secrets noted: the arguments not shown.
+    assert!(!refused.to_string().contains("4111-1111"), "{refused}");
+    assert!(refused["attempted_query"].is_string(), "{refused}");
     assert_eq!(times("refund U-3 10"), 0, "not run unread");
 }
 

@@ -79,6 +79,13 @@ fn migrator() -> Migrator {
             sqlx::SqlStr::from_static(include_str!("migrations/0007_services.sql")),
             false,
         ),
+        Migration::new(
+            8,
+            Cow::Borrowed("tool-envelope approvals by digest"),
+            MigrationType::Simple,
+            sqlx::SqlStr::from_static(include_str!("migrations/0008_approvals_by_digest.sql")),
+            false,
+        ),
     ]);
     migrator.set_ignore_missing(true);
     migrator

@@ -355,7 +355,11 @@ impl ToolSet {
                     "the approvals of this call could not be read, so it was not run",
                 )
                 .with_not_applied(true);
-                let envelope = super::dispatch::settle_here(envelope, entry, arguments, state);
+                // Not decoded, its `Secret`s' values are not known: the
+                // arguments are not shown.
+                let shown = Value::String("[arguments not shown: the call was not decoded]".into());
+                let query = crate::query::Query::Described(shown);
+                let envelope = crate::settle::settle(envelope, &entry.facts, query, &|| None);
                 return Some(Outcome::Ran(Err(Failure::Envelope(envelope))));
             }
         };
