@@ -294,6 +294,13 @@ fn note(order: String) -> Result<String, ErrorEnvelope> {
     Ok(format!("noted {order}"))
 }
 
+/// Leaves a note on an order, under a guard of its own.
+#[tool(destructive, guard = cap)]
+fn own_guarded_note(order: String, amount: u64) -> Result<String, ErrorEnvelope> {
+    DONE.lock().unwrap().push(format!("own note {order}"));
+    Ok(format!("noted {order} ({amount})"))
+}
+
 /// Only a guarded tool's calls read the store's approvals: an unguarded
 /// one runs when the store cannot be read. A guarded call that cannot read
 /// them runs nothing — unless its tool is safe to run twice.
@@ -305,6 +312,7 @@ async fn only_guarded_calls_read_their_approvals_and_none_runs_unread() {
         .tool::<refund>()
         .tool::<audit_lines>()
         .tool::<note>()
+        .tool::<own_guarded_note>()
         .guards(
             Guards::new()
                 .for_tool("refund", cap)
@@ -338,8 +346,18 @@ async fn only_guarded_calls_read_their_approvals_and_none_runs_unread() {
     assert_eq!(refused["errorCategory"], "transient", "{refused}");
     assert_eq!(refused["reason"], "NOT_APPLIED", "{refused}");
     // Not decoded, so none of its secrets noted: the arguments not shown.
-    assert!(!refused.to_string().contains("4111-1111"), "{refused}");
     assert!(refused["attempted_query"].is_string(), "{refused}");
+    // A tool's own guard makes it read its approvals too.
+    let (failed, refused) = call_as(
+        &tools,
+        &alice(),
+        "own_guarded_note",
+        json!({"order": "U-4", "amount": 10}),
+    )
+    .await;
+    assert!(failed, "{refused}");
+    assert_eq!(refused["reason"], "NOT_APPLIED", "{refused}");
+    assert_eq!(times("own note U-4"), 0, "not run unread");
     assert_eq!(times("refund U-3 10"), 0, "not run unread");
 }
 

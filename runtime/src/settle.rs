@@ -138,8 +138,9 @@ pub(crate) fn with_gathered(
     if let Some(masker) = query.secret_values().masker() {
         masker.value(&mut gathered);
     }
+    // Bounded again once merged: an object beside a list is nested in one.
     envelope.remade(|parts| {
-        parts.partial_results = merge(parts.partial_results.take(), Some(gathered));
+        parts.partial_results = merge(parts.partial_results.take(), Some(gathered)).map(bounded);
     })
 }
 
