@@ -664,6 +664,39 @@ async fn a_ticket_outlives_a_restart_and_runs_once_after_it() {
     assert!(!failed, "{result}");
 }
 
+/// A release that removed the tool's guard runs no call approved under it:
+/// the same call made again now runs without looking for the approval, so
+/// the approver's yes, run too, would refund twice. The approved run says
+/// so; the call made again runs, once.
+#[tokio::test]
+async fn a_call_approved_under_a_guard_since_removed_is_not_run_by_the_approval() {
+    let (_folder, url) = sqlite_url("guard-removed");
+    let before = tools(store::open(&url).await.unwrap());
+    let (_, reply) = call_as(&before, &alice(), "refund", refund_args("G-1", 650)).await;
+    let ticket = ticket_of(&reply);
+    drop(before);
+
+    // The next release: the same tools, no guard.
+    let after = ToolSet::new()
+        .tool::<refund>()
+        .store(store::open(&url).await.unwrap())
+        .approvals_in_background(false);
+    let (failed, ran) = call_as(&after, &alice(), "refund", refund_args("G-1", 650)).await;
+    assert!(!failed, "{ran}");
+    assert_eq!(times("refund G-1 650"), 1);
+    after.decide(&ticket, &approver(), true, "").await.unwrap();
+    after.run_approved().await.unwrap();
+    assert_eq!(times("refund G-1 650"), 1, "the approval ran nothing");
+    let store = store::open(&url).await.unwrap();
+    let done = store.approval(&ticket).await.unwrap().unwrap();
+    assert_eq!(done.state, ApprovalState::Done);
+    let result = done.result.unwrap();
+    assert_eq!(
+        result["structuredContent"]["reason"], "NOT_APPLIED",
+        "{result}"
+    );
+}
+
 /// Over $1,000 someone with `finance:approve` must decide as well.
 fn finance(call: &ToolCall) -> Result<(), Blocked> {
     let amount: u64 = call.require("amount")?;

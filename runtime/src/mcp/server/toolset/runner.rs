@@ -284,6 +284,18 @@ impl ToolSet {
         approval: &ApprovalRecord,
         blocks: &[String],
     ) -> crate::mcp::reply::ToolReply {
+        // No guard applies to the tool any more (a release removed it): the
+        // block that was approved is gone, and the same call made again
+        // runs without looking for this approval — run here too, it could
+        // run twice. Not run; the caller calls again.
+        if self.inner.index.contains_key(&approval.tool) && !self.guarded(&approval.tool) {
+            let envelope = ErrorEnvelope::transient(format!(
+                "the approved call was not run: no guard applies to `{}` any more, so the block that was approved is gone; call it again",
+                approval.tool
+            ))
+            .with_not_applied(true);
+            return self.failed(&approval.tool, approval.arguments.clone(), envelope);
+        }
         let mut context = ToolContext::detached().with_idempotency_key(approval.id.as_str());
         if let Some(subject) = &approval.caller {
             context = context.with_caller(Caller::new(subject.as_str(), &approval.caller_scopes));
@@ -321,6 +333,14 @@ impl ToolSet {
             .index
             .get(name)
             .is_some_and(|&index| self.inner.entries[index].facts.safe_to_repeat)
+    }
+
+    /// Whether a guard applies to the tool `name`, which could block it for
+    /// approvers: one of the set's, or its own (`#[tool(guard = …)]`).
+    pub(crate) fn guarded(&self, name: &str) -> bool {
+        let own = (self.inner.index.get(name))
+            .is_some_and(|&index| self.inner.entries[index].definition.guarded);
+        own || self.inner.guards.apply_to(name)
     }
 
     /// The store, when the set has one.

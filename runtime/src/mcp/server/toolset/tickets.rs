@@ -338,7 +338,7 @@ impl ToolSet {
         // Only a guarded tool was ever blocked for approvers: the others'
         // calls never read the store.
         let name = entry.definition.name.as_str();
-        let guarded = entry.definition.guarded || self.inner.guards.apply_to(name);
+        let guarded = self.guarded(name);
         let store = (self.store_ref()).filter(|_| guarded && !state.is_for_approval())?;
         let call = (self.service(), name, arguments);
         let caller = state.context_ref().caller();
