@@ -350,3 +350,23 @@ fn an_optional_key_that_is_not_what_the_format_says_is_read_as_absent() {
         .is_err()
     );
 }
+
+/// "Not applied" is said on the wire by the reason alone: an envelope
+/// marked so, written and read back, is still marked — unless its own
+/// reason says something else, which it keeps.
+#[test]
+fn not_applied_survives_the_wire() {
+    let marked =
+        ErrorEnvelope::transient("throttled before anything was charged").with_not_applied(true);
+    let wire = serde_json::to_value(&marked).unwrap();
+    assert_eq!(wire["reason"], "NOT_APPLIED", "{wire}");
+    assert!(validator().is_valid(&wire), "{wire}");
+    let read: ErrorEnvelope = serde_json::from_value(wire).unwrap();
+    assert!(read.not_applied());
+    let reasoned = ErrorEnvelope::transient("busy")
+        .with_reason("RATE_LIMITED")
+        .with_not_applied(true);
+    assert_eq!(reasoned.reason(), Some("RATE_LIMITED"));
+    // Taken back, the reason it implied goes with it.
+    assert_eq!(marked.with_not_applied(false).reason(), None);
+}

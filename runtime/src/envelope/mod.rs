@@ -307,7 +307,9 @@ impl ErrorEnvelope {
     /// the tool did before it — and it is the one way a failure of a tool
     /// that is not idempotent keeps `isRetryable: true`. On the wire it is
     /// the reason [`NOT_APPLIED`](crate::reasons::NOT_APPLIED), which says
-    /// the same when it is set or read.
+    /// the same when it is set or read: set here when the envelope has no
+    /// reason, and by the tool's settling over any other when the tool is
+    /// not idempotent.
     ///
     /// `false` takes back a reason `NOT_APPLIED` too: the two never disagree.
     #[must_use]

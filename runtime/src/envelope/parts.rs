@@ -141,6 +141,10 @@ impl Parts {
         if !not_applied && self.reason.as_deref() == Some(crate::reasons::NOT_APPLIED) {
             self.reason = None;
         }
+        // Said on the wire, where only the reason says it.
+        if not_applied && self.reason.is_none() {
+            self.reason = Some(std::borrow::Cow::Borrowed(crate::reasons::NOT_APPLIED));
+        }
     }
 }
 
