@@ -209,6 +209,56 @@ fn tiny_limits_count_as_their_floors_and_markers_fit() {
     );
     assert!(size(&sent["message"]) <= 32 + 2, "{}", sent["message"]);
     assert!(!sent["message"].as_str().unwrap().is_empty());
-    assert_eq!(sent["alternatives"].as_array().unwrap().len(), 1);
+    // One alternative of its own beside the marker, never a marker alone.
+    let alternatives = sent["alternatives"].as_array().unwrap();
+    assert_eq!(alternatives.len(), 2);
+    assert!(
+        !alternatives[0]
+            .as_str()
+            .unwrap()
+            .contains("more alternatives")
+    );
     assert!(sent["partial_results"].to_string().contains("_truncated"));
+}
+
+/// Gathers 400 items of 600 bytes, then fails with three next moves.
+#[tool(read_only)]
+fn gathers_a_lot(gathered: Partial<String>) -> Result<(), ErrorEnvelope> {
+    for n in 0..400 {
+        gathered.push(format!("{n:03}{}", "x".repeat(597)));
+    }
+    Err(
+        ErrorEnvelope::transient("the upstream index timed out after 400 of 1,000 pages")
+            .with_alternative("Narrow the query to one year")
+            .with_alternative("Ask for the next page from item 400")
+            .with_alternative("Try again in a minute"),
+    )
+}
+
+/// A reply shrunk to fit a cap shrinks what is large — the partial results
+/// — never a pillar to a marker: the alternatives and the message stay.
+#[tokio::test]
+async fn a_reply_shrunk_to_fit_keeps_every_alternative_and_the_message() {
+    let cap = 64 * 1024;
+    let tools = ToolSet::new().tool::<gathers_a_lot>().max_result_bytes(cap);
+    let result = tools.call("gathers_a_lot", json!({})).await.unwrap();
+    assert!(serde_json::to_string(&result).unwrap().len() <= cap);
+    let envelope = result.envelope().unwrap();
+    assert_eq!(
+        envelope.alternatives(),
+        [
+            "Narrow the query to one year",
+            "Ask for the next page from item 400",
+            "Try again in a minute"
+        ]
+    );
+    assert_eq!(
+        envelope.message(),
+        "the upstream index timed out after 400 of 1,000 pages"
+    );
+    assert!(
+        envelope.partial_count() > 10,
+        "{}",
+        envelope.partial_count()
+    );
 }

@@ -58,7 +58,8 @@ pub struct EnvelopeLimits {
     /// and description, an escalation's detail (4 KiB by default).
     pub text_bytes: usize,
     /// The most entries of `alternatives`, and of `violations`; over it, the
-    /// last entry sent says how many more there were (64 by default).
+    /// last entry sent says how many more there were (64 by default; 2 at
+    /// least: one entry of its own beside that marker).
     pub list_items: usize,
 }
 
@@ -74,6 +75,9 @@ impl Default for EnvelopeLimits {
         }
     }
 }
+
+/// The bytes of each text a reply shrunk to fit keeps, when it has them.
+const TEXT_KEPT: usize = 256;
 
 /// The smallest caps: room for a marker and something of the value.
 const MIN_VALUE_BYTES: usize = 64;
@@ -114,7 +118,9 @@ impl EnvelopeLimits {
             attempted_query_bytes: self.attempted_query_bytes.max(MIN_VALUE_BYTES),
             partial_results_bytes: self.partial_results_bytes.max(MIN_VALUE_BYTES),
             text_bytes: self.text_bytes.max(MIN_TEXT_BYTES),
-            list_items: self.list_items.max(1),
+            // One entry of its own beside the marker that says how many
+            // more were dropped: a list is never a marker alone.
+            list_items: self.list_items.max(2),
         }
     }
 
@@ -163,7 +169,10 @@ impl EnvelopeLimits {
     }
 
     /// These limits scaled by `numerator / denominator`, floors kept: to
-    /// fit a whole reply under a size.
+    /// fit a whole reply under a size. The number of alternatives and
+    /// violations is not scaled, and a text keeps up to [`TEXT_KEPT`]
+    /// bytes: the large parts shrink, never a pillar to a marker (the
+    /// floors, [`floors`](Self::floors), are the last resort).
     pub(crate) fn scaled(self, numerator: usize, denominator: usize) -> Self {
         let scale = |bytes: usize| {
             let scaled = (bytes as u128 * numerator as u128 / denominator.max(1) as u128) as usize;
@@ -172,8 +181,8 @@ impl EnvelopeLimits {
         EnvelopeLimits {
             attempted_query_bytes: scale(self.attempted_query_bytes),
             partial_results_bytes: scale(self.partial_results_bytes),
-            text_bytes: scale(self.text_bytes),
-            list_items: scale(self.list_items),
+            text_bytes: scale(self.text_bytes).max(self.text_bytes.min(TEXT_KEPT)),
+            list_items: self.list_items,
         }
         .floored()
     }

@@ -109,15 +109,25 @@ fn objects_keep_the_fields_that_fit() {
 
 #[test]
 fn scaling_keeps_the_floors() {
+    // The byte caps fall to their floors; a text keeps 256 bytes, and the
+    // number of entries is not scaled.
     let small = EnvelopeLimits::default().scaled(1, 1_000_000);
     assert_eq!(
         small,
         EnvelopeLimits::default()
             .with_attempted_query_bytes(0)
             .with_partial_results_bytes(0)
-            .with_text_bytes(0)
-            .with_list_items(0)
+            .with_text_bytes(256)
             .floored()
+    );
+    assert_eq!(
+        EnvelopeLimits::default()
+            .with_text_bytes(100)
+            .with_list_items(3)
+            .scaled(1, 1_000_000),
+        EnvelopeLimits::floors()
+            .with_text_bytes(100)
+            .with_list_items(3)
     );
     assert_eq!(
         EnvelopeLimits::default().scaled(2, 1),
