@@ -697,6 +697,39 @@ async fn a_call_approved_under_a_guard_since_removed_is_not_run_by_the_approval(
     );
 }
 
+/// An approved call of a tool a later release removed ends with an
+/// envelope as every failure of the set is sent: its text copy the JSON of
+/// the envelope, not the message alone.
+#[tokio::test]
+async fn an_approved_call_of_a_tool_since_removed_ends_with_a_whole_envelope() {
+    let (_folder, url) = sqlite_url("tool-removed");
+    let before = tools(store::open(&url).await.unwrap());
+    let (_, reply) = call_as(&before, &alice(), "refund", refund_args("R-9", 650)).await;
+    let ticket = ticket_of(&reply);
+    drop(before);
+    let after = ToolSet::new()
+        .tool::<audit_lines>()
+        .guards(Guards::new().for_all(cap))
+        .store(store::open(&url).await.unwrap())
+        .approvals_in_background(false);
+    after.decide(&ticket, &approver(), true, "").await.unwrap();
+    after.run_approved().await.unwrap();
+    assert_eq!(times("refund R-9 650"), 0);
+    let store = store::open(&url).await.unwrap();
+    let result = store
+        .approval(&ticket)
+        .await
+        .unwrap()
+        .unwrap()
+        .result
+        .unwrap();
+    assert_eq!(result["isError"], true, "{result}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    let sent: Value = serde_json::from_str(text).expect("the text copy is the envelope's JSON");
+    assert_eq!(sent, result["structuredContent"], "{result}");
+    assert_eq!(sent["isError"], true);
+}
+
 /// Over $1,000 someone with `finance:approve` must decide as well.
 fn finance(call: &ToolCall) -> Result<(), Blocked> {
     let amount: u64 = call.require("amount")?;

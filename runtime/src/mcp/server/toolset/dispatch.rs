@@ -238,12 +238,7 @@ impl ToolSet {
     #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
     pub(super) fn failed_as(&self, name: &str, arguments: Value, failure: Failure) -> ToolReply {
         let Some(&index) = self.inner.index.get(name) else {
-            let envelope = failure.envelope();
-            return ToolReply::structured(
-                serde_json::to_value(envelope).unwrap_or_default(),
-                envelope.to_string(),
-                true,
-            );
+            return self.shaped(name, failure);
         };
         let entry = &self.inner.entries[index];
         let arguments = match arguments {

@@ -18,6 +18,12 @@ impl ToolSet {
     /// The failed result: masked if the set says so, and sent within the
     /// set's limits and within `max_result_bytes`, its text copy included.
     pub(super) fn failure(&self, entry: &Entry, failure: Failure) -> ToolReply {
+        self.shaped(&entry.definition.name, failure)
+    }
+
+    /// [`failure`](Self::failure), of the tool called `tool`, which the set
+    /// may no longer have (an approved call of a tool a release removed).
+    pub(super) fn shaped(&self, tool: &str, failure: Failure) -> ToolReply {
         // Under a retry policy every failure is an escalation, even one that
         // never reached the tool; a call a guard blocked or a person
         // declined is one always — routed to a person, after 0 attempts —
@@ -31,7 +37,7 @@ impl ToolSet {
             false => failure,
         };
         let failure = match &self.inner.mask_internal {
-            Some(text) => failure.masked(&entry.definition.name, text),
+            Some(text) => failure.masked(tool, text),
             None => failure,
         };
         // The result carries the JSON twice: as structured content and as text.
