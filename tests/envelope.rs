@@ -370,3 +370,13 @@ fn not_applied_survives_the_wire() {
     // Taken back, the reason it implied goes with it.
     assert_eq!(marked.with_not_applied(false).reason(), None);
 }
+
+/// A duration on the wire is one every JSON reader holds exactly: at most
+/// 2^53 − 1 milliseconds, whatever the envelope was given.
+#[test]
+fn durations_on_the_wire_stay_exact_for_every_reader() {
+    let envelope = ErrorEnvelope::transient("slow").with_retry_after(Duration::MAX);
+    let wire = serde_json::to_value(&envelope).unwrap();
+    assert_eq!(wire["retryAfterMs"], (1u64 << 53) - 1, "{wire}");
+    assert!(validator().is_valid(&wire), "{wire}");
+}

@@ -2,10 +2,15 @@
 
 use std::time::Duration;
 
-/// Milliseconds, rounded up so that a sub-millisecond hint never reads as "now".
+/// The most milliseconds written: 2^53 − 1, the largest integer every JSON
+/// reader holds exactly (JavaScript's numbers; some 285,000 years).
+pub(crate) const MAX_MS: u64 = (1 << 53) - 1;
+
+/// Milliseconds, rounded up so that a sub-millisecond hint never reads as
+/// "now", and at most [`MAX_MS`].
 pub(crate) fn duration_to_ms(delay: Duration) -> u64 {
     let ms = delay.as_millis() + u128::from(!delay.subsec_nanos().is_multiple_of(1_000_000));
-    u64::try_from(ms).unwrap_or(u64::MAX)
+    u64::try_from(ms).unwrap_or(u64::MAX).min(MAX_MS)
 }
 
 /// `ms` since the Unix epoch as ISO 8601, UTC, to the millisecond
