@@ -380,3 +380,18 @@ fn durations_on_the_wire_stay_exact_for_every_reader() {
     assert_eq!(wire["retryAfterMs"], (1u64 << 53) - 1, "{wire}");
     assert!(validator().is_valid(&wire), "{wire}");
 }
+
+/// One odd entry of a list a server sent does not lose the others.
+#[test]
+fn an_odd_entry_of_a_list_loses_only_itself() {
+    let read: ErrorEnvelope = serde_json::from_value(json!({
+        "isError": true, "errorCategory": "transient", "isRetryable": true,
+        "message": "busy",
+        "alternatives": ["Retry later", null, 7, "Use the mirror"],
+        "violations": [{"field": "a", "description": "bad"}, "odd"]
+    }))
+    .unwrap();
+    assert_eq!(read.alternatives(), ["Retry later", "Use the mirror"]);
+    assert_eq!(read.violations().len(), 1);
+    assert_eq!(read.violations()[0].field, "a");
+}

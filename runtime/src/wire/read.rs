@@ -17,8 +17,9 @@ use crate::keys;
 /// Reads the wire format, its keys spelled as [`crate::keys`] says; keys it
 /// does not know are ignored, and a key given twice is refused. The four
 /// required keys must be what the format says; an optional key that is not
-/// (`"retryAfterMs": "soon"`, `"alternatives": "x"`) is read as absent, so
-/// that one odd field of a server's envelope does not lose the rest of it.
+/// (`"retryAfterMs": "soon"`, `"alternatives": "x"`) is read as absent, and
+/// an odd entry of a list is left out, so that one odd field of a server's
+/// envelope does not lose the rest of it.
 /// A whole number of milliseconds written as a float (`1500.0`) is read as
 /// that number. A success payload (`isError: false`) is not an envelope.
 impl<'de> Deserialize<'de> for ErrorEnvelope {
@@ -143,8 +144,8 @@ impl<'de> de::Visitor<'de> for EnvelopeVisitor {
         let retryable = retryable.ok_or_else(|| missing(keys::IS_RETRYABLE))?;
         let envelope = ErrorEnvelope::new(category, message).with_retryable(retryable);
         Ok(envelope.remade(|parts| {
-            parts.alternatives = optional(alternatives).unwrap_or_default();
-            parts.violations = optional(violations).unwrap_or_default();
+            parts.alternatives = items(alternatives);
+            parts.violations = items(violations);
             parts.attempted_query = attempted_query.flatten().map(Attempted::value);
             parts.partial_results = partial_results.flatten();
             parts.retry_after = retry_after_ms.as_ref().and_then(millis);
@@ -156,6 +157,18 @@ impl<'de> de::Visitor<'de> for EnvelopeVisitor {
                 parts.set_reason(Some(Cow::Owned(reason)));
             }
         }))
+    }
+}
+
+/// A list's entries that are what the format says: one odd entry
+/// (`["Retry later", null]`) does not lose the others.
+fn items<T: serde::de::DeserializeOwned>(value: Option<Value>) -> Vec<T> {
+    match value {
+        Some(Value::Array(entries)) => entries
+            .into_iter()
+            .filter_map(|entry| serde_json::from_value(entry).ok())
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
