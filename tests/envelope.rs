@@ -395,3 +395,31 @@ fn an_odd_entry_of_a_list_loses_only_itself() {
     assert_eq!(read.violations().len(), 1);
     assert_eq!(read.violations()[0].field, "a");
 }
+
+/// A ticket without an id names no approval: it is neither sent nor read.
+#[test]
+fn a_ticket_without_an_id_is_neither_sent_nor_read() {
+    use tool_envelope::{Escalation, EscalationReason, Ticket};
+    let escalation = Escalation::new(
+        EscalationReason::AwaitingApproval,
+        ErrorEnvelope::business("waits for an approver"),
+        0,
+        Duration::ZERO,
+    )
+    .with_ticket(Ticket::new(
+        "",
+        "pending",
+        "refunds:approve",
+        0,
+        "call again",
+    ));
+    let wire = serde_json::to_value(&escalation).unwrap();
+    assert!(wire["escalation"].get("ticket").is_none(), "{wire}");
+    assert!(validator().is_valid(&wire), "{wire}");
+
+    let mut sent = wire.clone();
+    sent["escalation"]["ticket"] = json!({"id": "", "status": "pending",
+        "approvers": "refunds:approve", "expiresAtMs": 0, "read": "call again"});
+    let read: ErrorEnvelope = serde_json::from_value(sent).unwrap();
+    assert!(read.escalation().unwrap().ticket.is_none());
+}

@@ -199,8 +199,11 @@ impl Escalated {
         let detail = field(value, keys::DETAIL, false, strict, |found| {
             found.as_str().map(str::to_owned)
         })?;
+        // A ticket without an id names no approval.
         let ticket = field(value, keys::TICKET, false, strict, |found| {
-            Ticket::deserialize(found).ok()
+            Ticket::deserialize(found)
+                .ok()
+                .filter(|ticket| !ticket.id.is_empty())
         })?;
         Ok(Escalated {
             reason: reason.unwrap_or(EscalationReason::NonRetryable),
@@ -243,7 +246,9 @@ pub(crate) struct Wire<'a> {
 
 impl Serialize for Wire<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let fields = 3 + usize::from(self.detail.is_some()) + usize::from(self.ticket.is_some());
+        // A ticket without an id names no approval: not sent.
+        let ticket = self.ticket.filter(|ticket| !ticket.id.is_empty());
+        let fields = 3 + usize::from(self.detail.is_some()) + usize::from(ticket.is_some());
         let mut map = serializer.serialize_map(Some(fields))?;
         map.serialize_entry(keys::REASON, &self.reason)?;
         map.serialize_entry(keys::ATTEMPTS, &self.attempts)?;
@@ -251,7 +256,7 @@ impl Serialize for Wire<'_> {
         if let Some(detail) = &self.detail {
             map.serialize_entry(keys::DETAIL, detail)?;
         }
-        if let Some(ticket) = self.ticket {
+        if let Some(ticket) = ticket {
             map.serialize_entry(keys::TICKET, ticket)?;
         }
         map.end()
