@@ -664,6 +664,14 @@ async fn a_ticket_outlives_a_restart_and_runs_once_after_it() {
     assert!(!failed, "{result}");
 }
 
+/// The ticket of a $650 refund of `order` that waits for an approver in
+/// the store at `url`, opened by a release before the one a test builds.
+async fn waiting_before_a_release(url: &str, order: &str) -> String {
+    let before = tools(store::open(url).await.unwrap());
+    let (_, reply) = call_as(&before, &alice(), "refund", refund_args(order, 650)).await;
+    ticket_of(&reply)
+}
+
 /// A release that removed the tool's guard runs no call approved under it:
 /// the same call made again now runs without looking for the approval, so
 /// the approver's yes, run too, would refund twice. The approved run says
@@ -671,10 +679,7 @@ async fn a_ticket_outlives_a_restart_and_runs_once_after_it() {
 #[tokio::test]
 async fn a_call_approved_under_a_guard_since_removed_is_not_run_by_the_approval() {
     let (_folder, url) = sqlite_url("guard-removed");
-    let before = tools(store::open(&url).await.unwrap());
-    let (_, reply) = call_as(&before, &alice(), "refund", refund_args("G-1", 650)).await;
-    let ticket = ticket_of(&reply);
-    drop(before);
+    let ticket = waiting_before_a_release(&url, "G-1").await;
 
     // The next release: the same tools, no guard.
     let after = ToolSet::new()
@@ -703,10 +708,7 @@ async fn a_call_approved_under_a_guard_since_removed_is_not_run_by_the_approval(
 #[tokio::test]
 async fn an_approved_call_of_a_tool_since_removed_ends_with_a_whole_envelope() {
     let (_folder, url) = sqlite_url("tool-removed");
-    let before = tools(store::open(&url).await.unwrap());
-    let (_, reply) = call_as(&before, &alice(), "refund", refund_args("R-9", 650)).await;
-    let ticket = ticket_of(&reply);
-    drop(before);
+    let ticket = waiting_before_a_release(&url, "R-9").await;
     let after = ToolSet::new()
         .tool::<audit_lines>()
         .guards(Guards::new().for_all(cap))

@@ -26,6 +26,8 @@ use crate::redact::values::SecretValues;
 mod path;
 mod root;
 pub(crate) use path::{Step, steps};
+#[cfg_attr(not(feature = "client"), allow(unused_imports))]
+pub(crate) use root::declares_beyond_properties;
 
 /// A node of the secret map: a place in the arguments.
 type NodeId = usize;

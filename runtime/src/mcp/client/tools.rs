@@ -18,7 +18,7 @@ use crate::limits::json_len;
 use crate::mcp::client::failure;
 use crate::mcp::definition::ToolHints;
 use crate::reasons;
-use crate::redact::schema::SecretPaths;
+use crate::redact::schema::{SecretPaths, declares_beyond_properties};
 
 /// The most pages of one `tools/list` the client asks for.
 pub(crate) const MAX_PAGES: usize = 100;
@@ -80,9 +80,8 @@ impl RemoteTool {
             // says nothing of secrets; one with a `$ref` or a combinator that
             // declares none there hides every value (what it says is unknown).
             secrets: Arc::new(
-                match ["properties", "$ref", "allOf", "anyOf", "oneOf"]
-                    .iter()
-                    .any(|key| input_schema.contains_key(*key))
+                match input_schema.contains_key("properties")
+                    || declares_beyond_properties(&input_schema)
                 {
                     true => SecretPaths::from_schema(&input_schema, &[]).of_remote_tool(),
                     false => SecretPaths::OPEN,

@@ -14,14 +14,21 @@ use crate::json::pointer::resolve;
 /// linear in the size of what is read.
 const MOST_SCHEMAS: usize = 64;
 
+/// Whether `schema` may declare properties beyond its root `properties`:
+/// behind a root `$ref`, in a root `allOf`, `anyOf` or `oneOf`.
+pub(crate) fn declares_beyond_properties(schema: &Map<String, Value>) -> bool {
+    ["$ref", "allOf", "anyOf", "oneOf"]
+        .iter()
+        .any(|key| schema.contains_key(*key))
+}
+
 /// `schema`, its `properties` holding every property it declares at its
 /// root: those behind its `$ref` and in its `allOf`/`anyOf`/`oneOf`
 /// branches too, a name declared in several places with each of its
 /// schemas (`anyOf`: a secret in any is a secret). As it is when it
 /// declares them in `properties` alone.
 pub(crate) fn gathered(schema: &Map<String, Value>) -> Map<String, Value> {
-    let combined = ["$ref", "allOf", "anyOf", "oneOf"];
-    if !combined.iter().any(|key| schema.contains_key(*key)) {
+    if !declares_beyond_properties(schema) {
         return schema.clone();
     }
     let root = Value::Object(schema.clone());
