@@ -94,6 +94,73 @@ async fn contract(store: Arc<dyn Store>) {
     escalations_and_audit(&*store).await;
     bounds_per_service(&*store).await;
     a_backlog_expires_whole(&*store).await;
+    a_yes_not_run_in_time_expires_unrun(&*store).await;
+}
+
+/// An approver's yes holds for one time to live after it: an approved call
+/// no runner claimed by then (every runner was down) expires unrun — once,
+/// escalated and audited — and is claimed by no runner after; one approved
+/// within its time stays approved.
+async fn a_yes_not_run_in_time_expires_unrun(store: &dyn Store) {
+    let now = store::now_ms();
+    let service = format!("late-{now}");
+    // Opened two hours ago for an hour, approved ninety minutes ago: its
+    // yes held until thirty minutes ago.
+    let mut late = approval(&format!("late-{now}"), now - 60 * MINUTE).for_service(&service);
+    late.created_ms = now - 120 * MINUTE;
+    let fresh = approval(&format!("fresh-{now}"), now + 60 * MINUTE).for_service(&service);
+    for opened in [&late, &fresh] {
+        assert!(
+            store
+                .open_approval(opened, u64::MAX)
+                .await
+                .unwrap()
+                .is_some()
+        );
+    }
+    let then = Decision::new(true, "carol", "").at(now - 90 * MINUTE);
+    assert!(store.decide(&late.id, &then).await.unwrap());
+    assert!(
+        store
+            .decide(&fresh.id, &Decision::new(true, "carol", "").at(now))
+            .await
+            .unwrap()
+    );
+    let approved = store.approval(&late.id).await.unwrap().unwrap();
+    assert_eq!(approved.state, ApprovalState::Approved);
+    assert_eq!(approved.expires_ms, now - 30 * MINUTE);
+
+    let expired = store
+        .expire_approvals(&service, now, &escalate)
+        .await
+        .unwrap();
+    let ids: Vec<&str> = expired.iter().map(|a| a.id.as_str()).collect();
+    assert_eq!(ids, [late.id.as_str()], "only the yes whose time ran out");
+    assert_eq!(expired[0].decided_by.as_deref(), Some("carol"));
+    let again = store
+        .expire_approvals(&service, now, &escalate)
+        .await
+        .unwrap();
+    assert!(again.is_empty(), "expired once");
+    assert_eq!(
+        store.approval(&late.id).await.unwrap().map(|a| a.state),
+        Some(ApprovalState::Expired)
+    );
+    assert!(
+        (store
+            .claim_approval(&late.id, "runner", now, now + MINUTE)
+            .await
+            .unwrap())
+        .is_none(),
+        "no runner claims it after"
+    );
+    assert_eq!(escalations_of(store, &late.id).await, 1);
+    assert_eq!(
+        audit_of(store, &late.id).await.last(),
+        Some(&AuditEntry::expired(&late.id, now))
+    );
+    let to_run = store.approvals_to_run(&service, now, 10).await.unwrap();
+    assert_eq!(to_run, [fresh.id.as_str()], "the yes within its time is run");
 }
 
 /// More approvals due than one transaction ends (a store no runner swept

@@ -702,6 +702,71 @@ async fn a_call_approved_under_a_guard_since_removed_is_not_run_by_the_approval(
     );
 }
 
+/// An approver's yes holds for one time to live after it. A call approved
+/// while every runner was down is not run when one comes back hours later,
+/// with its caller's scopes as they were: it expires unrun, escalated for
+/// the approvers with who said yes, and the same call made again asks
+/// anew.
+#[tokio::test]
+async fn a_yes_no_runner_took_up_in_its_time_is_not_run_late() {
+    // The call as it waited, read from the store it was opened in, then
+    // kept in the store of this test as if opened two hours ago for an
+    // hour, and approved ninety minutes ago (the yes held for an hour).
+    let (_before, first) = sqlite_url("late-yes-opened");
+    let ticket = waiting_before_a_release(&first, "L-1").await;
+    let opened = store::open(&first).await.unwrap();
+    let mut waited = opened.approval(&ticket).await.unwrap().unwrap();
+    let now = store::now_ms();
+    (waited.created_ms, waited.expires_ms) = (now - 7_200_000, now - 3_600_000);
+    let (_folder, url) = sqlite_url("late-yes");
+    let store = store::open(&url).await.unwrap();
+    assert!(
+        store
+            .open_approval(&waited, u64::MAX)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let yes = store::Decision::new(true, "carol", "go").at(now - 5_400_000);
+    assert!(store.decide(&ticket, &yes).await.unwrap());
+
+    let tools = tools(Arc::clone(&store));
+    assert_eq!(tools.run_approved().await.unwrap(), 0, "nothing ran");
+    assert_eq!(times("refund L-1 650"), 0);
+    let expired = store.approval(&ticket).await.unwrap().unwrap();
+    assert_eq!(expired.state, ApprovalState::Expired);
+    let open = store
+        .escalations("", Some(&["refunds:approve"]), EscalationState::Open, 50)
+        .await
+        .unwrap();
+    let escalation = open
+        .iter()
+        .find(|e| {
+            e.envelope["escalation"]["detail"]
+                .as_str()
+                .unwrap_or("")
+                .contains(&ticket)
+        })
+        .expect("the lapsed yes is escalated");
+    assert_eq!(escalation.envelope["reason"], "APPROVAL_EXPIRED");
+    let detail = escalation.envelope["escalation"]["detail"]
+        .as_str()
+        .unwrap();
+    assert!(detail.contains("approved by carol"), "{detail}");
+    assert!(detail.contains("not run"), "{detail}");
+
+    // The same call made again waits for a new yes; nothing ran.
+    let (failed, again) = call_as(&tools, &alice(), "refund", refund_args("L-1", 650)).await;
+    assert!(failed);
+    assert_ne!(
+        ticket_of(&again),
+        ticket,
+        "a new approval, not the lapsed one"
+    );
+    tools.run_approved().await.unwrap();
+    assert_eq!(times("refund L-1 650"), 0);
+}
+
 /// An approved call of a tool a later release removed ends with an
 /// envelope as every failure of the set is sent: its text copy the JSON of
 /// the envelope, not the message alone.

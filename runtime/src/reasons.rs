@@ -50,7 +50,8 @@ pub const HUMAN_DECLINED: &str = "HUMAN_DECLINED";
 /// carries its ticket. Not retryable: calling again reads the outcome, it
 /// does not hurry it.
 pub const AWAITING_APPROVAL: &str = "AWAITING_APPROVAL";
-/// Nobody decided the approval a call waited for before it expired.
+/// The approval a call waited for expired unrun: nobody decided it in
+/// time, or its approved call was not run within a time to live of the yes.
 pub const APPROVAL_EXPIRED: &str = "APPROVAL_EXPIRED";
 /// A guard blocked the call before it ran (unless the guard gave its own reason).
 pub const BLOCKED_BY_GUARD: &str = "BLOCKED_BY_GUARD";

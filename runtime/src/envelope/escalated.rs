@@ -40,7 +40,8 @@ pub enum EscalationReason {
     /// The call waits for an approver the caller cannot stand in for; its
     /// [`Ticket`] says whom, and how the outcome is read.
     AwaitingApproval,
-    /// Nobody decided an approval before it expired.
+    /// An approval expired unrun: nobody decided it in time, or its
+    /// approved call was not run within a time to live of the yes.
     ApprovalExpired,
 }
 

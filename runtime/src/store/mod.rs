@@ -201,8 +201,8 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// Decides the pending approval `id`: one conditional update of a
     /// pending row that has not expired at `decision.at_ms` — or, for a
     /// withdrawal ([`Decision::withdrawn`]), of an approved one no replica
-    /// has claimed to run yet, expired or not (a claim does not look at
-    /// the expiry either) — which also moves its expiry to
+    /// has claimed to run yet and [`expire_approvals`](Self::expire_approvals)
+    /// has not ended — which also moves its expiry to
     /// [`readable_until(decision.at_ms)`](ApprovalRecord::readable_until)
     /// (a withdrawal keeps it where it was), leaves it in
     /// [`decision.state()`](Decision::state), and, in the same transaction,
@@ -265,8 +265,11 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
         at_ms: i64,
     ) -> StoreFuture<'a, bool>;
 
-    /// Ends every pending approval of `service` ([`ApprovalRecord::service`])
-    /// whose time ran out before `now_ms` (`expired`), and keeps, in the same transaction, its line of the
+    /// Ends every approval of `service` ([`ApprovalRecord::service`])
+    /// whose time ran out before `now_ms` (`expired`) while it was pending,
+    /// or approved and not yet claimed to run (an approval's yes is for
+    /// one time to live after the decision: a runner that was down longer
+    /// does not run it late, with its caller's scopes of then), and keeps, in the same transaction, its line of the
     /// audit ([`AuditEntry::expired`]) and the escalation `escalate` makes
     /// of it, if any, given the open escalations of its caller in its
     /// service ([`open_escalations`](Self::open_escalations) of

@@ -1055,8 +1055,8 @@ macro_rules! sql_store {
                     // The outcome is given for one time to live after the
                     // decision (`ApprovalRecord::readable_until`); a
                     // withdrawal keeps the approval's own end. An approved
-                    // call is withdrawn whatever its expiry, as a claim
-                    // takes it whatever its expiry.
+                    // call is withdrawn whatever its expiry: until it is
+                    // expired (`expire_approvals`), it may still be claimed.
                     let sql = "UPDATE te_approvals SET state = $1, decided_by = $2, decided_ms = $3, note = $4, \
                                expires_ms = CASE WHEN $1 = 'withdrawn' THEN expires_ms \
                                    WHEN $3 > created_ms AND expires_ms <= 9223372036854775807 - (CASE WHEN $3 > created_ms THEN $3 - created_ms ELSE 0 END) \
@@ -1186,7 +1186,7 @@ macro_rules! sql_store {
                 Box::pin(async move {
                     let sql = format!(
                         "UPDATE te_approvals SET state = 'expired' WHERE id IN ({}) \
-                         AND state = 'pending' AND expires_ms <= $1 RETURNING {APPROVAL_COLUMNS}",
+                         AND state IN ('pending', 'approved') AND expires_ms <= $1 RETURNING {APPROVAL_COLUMNS}",
                         format!($json_texts, "$2")
                     );
                     // In batches, each one transaction: expired, escalated
@@ -1200,7 +1200,7 @@ macro_rules! sql_store {
                         let mut tx = $begin_writing(&self.pool).await?;
                         let due: Vec<(String, String, Option<String>)> = sqlx::query_as(
                             "SELECT id, service, caller FROM te_approvals \
-                             WHERE state = 'pending' AND expires_ms <= $1 AND service = $3 LIMIT $2",
+                             WHERE state IN ('pending', 'approved') AND expires_ms <= $1 AND service = $3 LIMIT $2",
                         )
                         .bind(now_ms)
                         .bind(EXPIRED_AT_ONCE)

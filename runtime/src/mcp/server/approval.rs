@@ -164,14 +164,17 @@ pub(crate) fn hidden(blocked: &ErrorEnvelope) -> ErrorEnvelope {
     .remade(|parts| parts.refused = Some(Refusal::Blocked))
 }
 
-/// The envelope of a call whose approval nobody decided in time.
+/// The envelope of a call whose approval expired unrun: nobody decided it
+/// in time, or its approved call was not claimed to run in time.
 pub(crate) fn expired(blocked: &ErrorEnvelope, approval: &ApprovalRecord) -> ErrorEnvelope {
-    ErrorEnvelope::business(format!(
-        "Nobody with `{}` decided in time: {}",
-        approval.approvers,
-        blocked.message()
-    ))
-    .with_reason(reasons::APPROVAL_EXPIRED)
-    .with_alternatives(blocked.alternatives().iter().cloned())
-    .remade(|parts| parts.refused = Some(Refusal::Declined))
+    let why = match &approval.decided_by {
+        Some(by) => format!(
+            "Approved by {by}, but the approval expired before the call could run; it was not run"
+        ),
+        None => format!("Nobody with `{}` decided in time", approval.approvers),
+    };
+    ErrorEnvelope::business(format!("{why}: {}", blocked.message()))
+        .with_reason(reasons::APPROVAL_EXPIRED)
+        .with_alternatives(blocked.alternatives().iter().cloned())
+        .remade(|parts| parts.refused = Some(Refusal::Declined))
 }

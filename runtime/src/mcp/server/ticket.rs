@@ -99,8 +99,8 @@ pub(crate) enum Ticketed {
     /// It waits (pending, approved, running): the escalation that carries
     /// its ticket.
     Awaiting(Escalation),
-    /// It ended without running: an approver declined it, or nobody
-    /// decided in time.
+    /// It ended without running: an approver declined it, or it expired
+    /// (undecided, or approved and not run in time).
     Ended(ErrorEnvelope),
     /// It ran: its reply, as kept.
     Ran(ToolReply),

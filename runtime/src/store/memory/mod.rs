@@ -237,7 +237,7 @@ impl Store for MemoryStore {
         let open = match approval.state {
             ApprovalState::Pending => approval.expires_ms > decision.at_ms,
             // Taken back before any replica claimed it to run, whatever
-            // its expiry: a claim takes it whatever its expiry.
+            // its expiry: until it is expired, it may still be claimed.
             ApprovalState::Approved => decision.state() == ApprovalState::Withdrawn,
             _ => false,
         };
@@ -337,10 +337,11 @@ impl Store for MemoryStore {
         let mut state = self.lock();
         let mut expired = Vec::new();
         for approval in state.approvals.values_mut() {
-            if approval.state == ApprovalState::Pending
-                && approval.expires_ms <= now_ms
-                && approval.service == service
-            {
+            let unrun = matches!(
+                approval.state,
+                ApprovalState::Pending | ApprovalState::Approved
+            );
+            if unrun && approval.expires_ms <= now_ms && approval.service == service {
                 approval.state = ApprovalState::Expired;
                 expired.push(approval.clone());
             }

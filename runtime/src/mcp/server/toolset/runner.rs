@@ -57,7 +57,8 @@ impl ToolSet {
     }
 
     /// Runs, once each, the approved calls that wait in the store, expires
-    /// the approvals nobody decided in time (this service's: each service
+    /// the approvals nobody decided in time and the approved calls no
+    /// runner took up within a time to live of the yes (this service's: each service
     /// escalates its own under its own bounds), takes over the tasks of a
     /// replica that stopped (see below), and, once a minute, sweeps the
     /// store of what no one can read any more
@@ -220,6 +221,13 @@ impl ToolSet {
         };
         let blocks = ticket::chain_blocks(&before, &live);
         let now = now_ms();
+        // An approver's yes is for one time to live after it: a call
+        // approved and not claimed by then (every runner was down) is not
+        // run late, as its caller was then; it is left to expire (the next
+        // pass's `expire_approvals`, which escalates it).
+        if before.state == ApprovalState::Approved && before.expires_ms <= now {
+            return Ok(0);
+        }
         let lease = now.saturating_add(held::ms(LEASE));
         // The claim takes the call from where it was read, and from nowhere
         // else: read as approved, only an approved call is claimed (no lease

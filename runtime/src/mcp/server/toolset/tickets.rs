@@ -126,7 +126,9 @@ impl ToolSet {
     /// [`DEFAULT_APPROVAL_TTL`](crate::mcp::DEFAULT_APPROVAL_TTL) (a day)
     /// unless set, a hundred years at most. Past it, a pending approval
     /// expires, which is kept as an escalation of its own
-    /// (`approval_expired`).
+    /// (`approval_expired`); so does an approved call no runner claimed
+    /// within one time to live of the decision (every runner was down):
+    /// a yes is not run late, with its caller's scopes of then.
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
     #[must_use]
     pub fn approval_ttl(mut self, ttl: Duration) -> Self {

@@ -95,8 +95,9 @@ impl ToolSet {
     }
 }
 
-/// The escalation of an approval nobody decided in time: the block as
-/// approvers saw it, with reason `APPROVAL_EXPIRED`.
+/// The escalation of an approval that expired unrun — nobody decided it in
+/// time, or its approved call was not claimed to run in time: the block
+/// as approvers saw it, with reason `APPROVAL_EXPIRED`.
 pub(super) fn expired_escalation(approval: &ApprovalRecord) -> Value {
     let mut shown = match &approval.shown {
         Value::Object(shown) => shown.clone(),
@@ -106,10 +107,16 @@ pub(super) fn expired_escalation(approval: &ApprovalRecord) -> Value {
         keys::REASON.into(),
         Value::String(reasons::APPROVAL_EXPIRED.into()),
     );
-    let detail = format!(
-        "Nobody with `{}` decided approval {} before it expired",
-        approval.approvers, approval.id
-    );
+    let detail = match &approval.decided_by {
+        Some(by) => format!(
+            "Approval {} was approved by {by}, but its call was not run within a time to live of the decision: it expired, and the call was not run",
+            approval.id
+        ),
+        None => format!(
+            "Nobody with `{}` decided approval {} before it expired",
+            approval.approvers, approval.id
+        ),
+    };
     let mut escalation = Map::new();
     escalation.insert(
         keys::escalation::REASON.into(),
