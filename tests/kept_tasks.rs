@@ -1132,6 +1132,9 @@ struct Slow {
     ahead_ms: std::sync::atomic::AtomicI64,
     /// How much older than they are tasks are read, in milliseconds.
     tasks_aged_ms: std::sync::atomic::AtomicI64,
+    /// Whether expiring approvals ends none: a store of one's own that
+    /// expires no approved call, or fails to expire.
+    expires_nothing: std::sync::atomic::AtomicBool,
 }
 
 /// A point in the store a call is held at, once the test closes it: the
@@ -1192,6 +1195,7 @@ impl Slow {
             task_read_ms: std::sync::atomic::AtomicU64::new(0),
             ahead_ms: std::sync::atomic::AtomicI64::new(0),
             tasks_aged_ms: std::sync::atomic::AtomicI64::new(0),
+            expires_nothing: std::sync::atomic::AtomicBool::new(false),
         })
     }
 }
@@ -1217,7 +1221,6 @@ impl Store for Slow {
         approvals(service: &'a str, approvers: Option<&'a [&'a str]>, states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
         renew_approval(id: &'a str, holder: &'a str, lease_until_ms: i64) -> bool;
         approvals_to_run(service: &'a str, now_ms: i64, limit: u32) -> Vec<String>;
-        expire_approvals(service: &'a str, now_ms: i64, escalate: &'a Escalate<'a>) -> Vec<ApprovalRecord>;
         record_escalation(escalation: &'a EscalationRecord, most_open: u64) -> bool;
         escalations(service: &'a str, approvers: Option<&'a [&'a str]>, state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
         escalation(id: &'a str) -> Option<EscalationRecord>;
@@ -1243,6 +1246,18 @@ impl Store for Slow {
             }
             Ok(read)
         })
+    }
+
+    fn expire_approvals<'a>(
+        &'a self,
+        service: &'a str,
+        now_ms: i64,
+        escalate: &'a Escalate<'a>,
+    ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
+        if self.expires_nothing.load(Ordering::SeqCst) {
+            return Box::pin(async { Ok(Vec::new()) });
+        }
+        self.inner.expire_approvals(service, now_ms, escalate)
     }
 
     fn update_task<'a>(
@@ -1323,6 +1338,57 @@ impl Store for Slow {
         let ahead = self.ahead_ms.load(Ordering::SeqCst);
         self.inner.call_approvals(digest, now_ms + ahead)
     }
+}
+
+/// The runner takes up no yes past its time to live, whatever the store
+/// expires: with a store that expires no approved call (one of your own,
+/// written before approved calls expired), a call approved while every
+/// runner was down is not run when one comes back; once the store expires
+/// it, the call made again is asked anew.
+#[tokio::test]
+async fn no_runner_takes_up_a_yes_past_its_time_whatever_the_store_expires() {
+    let slow = Slow::new();
+    slow.held.add_permits(2);
+    let shared: Arc<dyn Store> = slow.clone();
+    let tools = capped(Arc::clone(&shared)).approval_ttl(Duration::from_secs(3600));
+    let arguments = json!({"order": "T-1800", "amount": 1800});
+    let call = |tools: ToolSet, arguments: Value| async move {
+        let reply = (tools.call_with("capped_refund", arguments, ToolContext::detached()))
+            .await
+            .unwrap();
+        reply.structured_content.unwrap()
+    };
+    // Opened two hours ago for an hour; approved ninety minutes ago.
+    slow.ahead_ms.store(-7_200_000, Ordering::SeqCst);
+    let waiting = call(tools.clone(), arguments.clone()).await;
+    assert_eq!(waiting["reason"], "AWAITING_APPROVAL", "{waiting}");
+    let ticket = waiting["escalation"]["ticket"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let yes = Decision::new(true, "carol", "ok").at(store::now_ms() - 5_400_000);
+    assert!(shared.decide(&ticket, &yes).await.unwrap());
+    slow.ahead_ms.store(0, Ordering::SeqCst);
+
+    slow.expires_nothing.store(true, Ordering::SeqCst);
+    assert_eq!(tools.run_approved().await.unwrap(), 0);
+    assert_eq!(times("T-1800"), 0, "the lapsed yes ran");
+    let kept = shared.approval(&ticket).await.unwrap().unwrap();
+    assert_eq!(
+        kept.state,
+        ApprovalState::Approved,
+        "left for the store to expire"
+    );
+
+    slow.expires_nothing.store(false, Ordering::SeqCst);
+    assert_eq!(tools.run_approved().await.unwrap(), 0);
+    let kept = shared.approval(&ticket).await.unwrap().unwrap();
+    assert_eq!(kept.state, ApprovalState::Expired);
+    let again = call(tools.clone(), arguments).await;
+    assert_eq!(again["reason"], "AWAITING_APPROVAL", "{again}");
+    assert_ne!(again["escalation"]["ticket"]["id"], ticket.as_str());
+    tools.run_approved().await.unwrap();
+    assert_eq!(times("T-1800"), 0);
 }
 
 #[tokio::test(start_paused = true)]

@@ -160,7 +160,11 @@ async fn a_yes_not_run_in_time_expires_unrun(store: &dyn Store) {
         Some(&AuditEntry::expired(&late.id, now))
     );
     let to_run = store.approvals_to_run(&service, now, 10).await.unwrap();
-    assert_eq!(to_run, [fresh.id.as_str()], "the yes within its time is run");
+    assert_eq!(
+        to_run,
+        [fresh.id.as_str()],
+        "the yes within its time is run"
+    );
 }
 
 /// More approvals due than one transaction ends (a store no runner swept
