@@ -521,6 +521,32 @@ async fn a_dead_replicas_tasks_are_taken_over_and_a_destructive_one_never_runs_t
     assert_eq!(times("restart"), 1, "the report ran again, once");
 }
 
+/// A task whose time to live ran out before any replica took it over is
+/// not run again: its caller can no longer read or cancel it, and the
+/// scopes it would run with are of then. It ends, and is not claimed on
+/// every pass after.
+#[tokio::test]
+async fn a_task_past_its_time_to_live_is_not_run_again_when_taken_over() {
+    let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let now = store::now_ms();
+    let arguments = json!({"quarter": "too-late"});
+    let mut task = TaskRecord::new("report", arguments, Some("alice".into()), 600_000)
+        .held_by("dead-replica", now - 60_000)
+        .safe_to_repeat(true);
+    (task.created_ms, task.updated_ms) = (now - 700_000, now - 700_000);
+    assert!(shared.create_task(&task, u64::MAX).await.unwrap());
+    let tools = replica(Arc::clone(&shared));
+    tools.run_approved().await.unwrap();
+    assert_eq!(times("too-late"), 0, "run again past its time to live");
+    let ended = shared.task(&task.id).await.unwrap().unwrap();
+    assert!(ended.state.is_finished(), "{ended:?}");
+    let claimed = shared
+        .claim_abandoned_tasks("", "another", store::now_ms(), store::now_ms() + 30_000, 10)
+        .await
+        .unwrap();
+    assert!(claimed.is_empty(), "{claimed:?}");
+}
+
 /// The replica running a task renews its lease every ten seconds by the
 /// clock, however slow the store is to answer the reads between: with
 /// reads of 2.5 s, a renewal every ten reads would come every 35 s, past

@@ -35,6 +35,8 @@ impl ToolSet {
     /// died, or was restarted), up to a batch a pass, claiming each only
     /// once the one before ended: a cancelled one ends cancelled; a
     /// read-only or idempotent one runs again, here, as its caller; one
+    /// (unless its time to live ran out first: then it ends unrun, as its
+    /// caller can no longer read it); one
     /// that waited for an approver ends with where its ticket stands (the
     /// approval lives on, as the ticket tells its caller, who withdraws it
     /// by making the same call as a task and cancelling that); any other
@@ -55,6 +57,17 @@ impl ToolSet {
                 self.withdraw_for_task(store, &task).await
             } else {
                 let reply = match task.safe_to_repeat {
+                    // Past its time to live (no replica took it over in
+                    // time): its caller can no longer read or cancel it,
+                    // and the scopes it would run with are of then. Not
+                    // run again.
+                    true if task.updated_ms.saturating_add(task.ttl_ms) <= now => {
+                        let envelope = ErrorEnvelope::transient(format!(
+                            "the task's replica stopped, and its time to live ran out before another took it over: `{}` was not run again",
+                            task.tool
+                        ));
+                        self.failed(&task.tool, task.arguments.clone(), envelope)
+                    }
                     true => match self.run_again_renewed(store, &task).await {
                         Some(reply) => reply,
                         // Cancelled while it ran again: stopped, as the
