@@ -580,6 +580,14 @@ async fn unreachable_servers_and_timeouts_are_transient() {
     assert_eq!(late.category(), ErrorCategory::Transient);
     assert_eq!(late.reason(), Some(reasons::TIMEOUT));
     assert!(late.is_retryable(), "a read-only look-up is safe to repeat");
+
+    // No timeout at all (`Duration::MAX`, past what the clock can count):
+    // the call is made.
+    let unbounded = McpClient::connect(remote().await)
+        .timeout(Duration::MAX)
+        .await
+        .unwrap();
+    unbounded.call("export", json!({})).await.unwrap();
 }
 
 #[tokio::test]

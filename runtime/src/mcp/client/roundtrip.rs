@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
+use std::time::Duration;
 
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ServerResult};
 use rmcp::service::PeerRequestOptions;
@@ -68,7 +69,9 @@ pub(crate) async fn call(
         return Err(settle(envelope, &arguments, tool.as_deref(), false));
     }
     let timeout = link.options.timeout;
-    let deadline = Instant::now() + timeout;
+    // A timeout past what the clock can count (`Duration::MAX`): none.
+    let deadline = (Instant::now().checked_add(timeout))
+        .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 24 * 60 * 60));
     let timed_out = || {
         failure::not_sent(format!(
             "the MCP server could not be called within {} ms",

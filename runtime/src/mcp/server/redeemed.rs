@@ -101,6 +101,9 @@ const MAX_REDEMPTIONS: usize = 100_000;
 /// (callers without a token count as one).
 const MAX_REDEMPTIONS_PER_CALLER: usize = MAX_REDEMPTIONS / 10;
 
+/// Longer than any process runs: a hundred years.
+const FOR_GOOD: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
+
 impl Redemptions {
     /// A ledger kept in `store`.
     pub(super) fn shared(store: Arc<dyn Store>) -> Self {
@@ -135,8 +138,11 @@ impl Redemptions {
                 }
             };
         }
+        // A time to live past what the clock can count (`Duration::MAX`)
+        // holds as long as the process does.
+        let far = Instant::now() + FOR_GOOD;
         let kept = Kept {
-            until: Instant::now() + ttl,
+            until: Instant::now().checked_add(ttl).unwrap_or(far),
             expires_ms,
         };
         let caller: Option<Arc<str>> = caller.map(Arc::from);
@@ -167,6 +173,13 @@ impl Redemptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_time_to_live_past_the_clocks_reach_holds_for_good() {
+        let ledger = Redemptions::default();
+        assert!(ledger.redeem("forever", Duration::MAX, 0, None).await);
+        assert!(!ledger.redeem("forever", Duration::MAX, 0, None).await);
+    }
 
     #[tokio::test]
     async fn one_caller_spending_states_refuses_only_its_own() {
