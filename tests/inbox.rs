@@ -529,6 +529,47 @@ async fn an_approver_sees_every_character_of_the_call_and_texts_apart_from_numbe
     );
 }
 
+/// An approval whose time ran out is shown expired, with no form to
+/// decide it, before any runner swept it: not a button the store then
+/// refuses as "pending already".
+#[tokio::test]
+async fn an_approval_whose_time_ran_out_is_shown_expired_before_it_is_swept() {
+    let server = server("expired-unswept").await;
+    let now = store::now_ms();
+    let mut lapsed = ApprovalRecord::new(
+        "lapsed-digest",
+        "policy@0",
+        "refund",
+        json!({"order": "EX-1", "amount": 900}),
+        json!({"isError": true, "errorCategory": "business", "isRetryable": false,
+               "message": "Refund of $900 needs an approver"}),
+        Some("agent".to_owned()),
+        "refunds:approve",
+        now - 3_600_000,
+    )
+    .for_service("refunds");
+    lapsed.created_ms = now - 7_200_000;
+    assert!(
+        server
+            .store
+            .open_approval(&lapsed, u64::MAX)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let carol = server.sign_in("carol-token").await;
+    for path in [
+        "/inbox".to_owned(),
+        format!("/inbox/approvals/{}", lapsed.id),
+    ] {
+        let (status, page) = server.get(&path, &carol).await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+        assert!(page.contains("Refund of $900"), "{path}: {page}");
+        assert!(page.contains("expired"), "{path}: {page}");
+        assert!(!page.contains("value=\"approve\""), "{path}: {page}");
+    }
+}
+
 #[tokio::test]
 async fn another_scopes_approvals_and_their_results_stay_out_of_sight() {
     let server = server("scopes").await;

@@ -345,6 +345,19 @@ pub struct ApprovalRecord {
 }
 
 impl ApprovalRecord {
+    /// Where it stands at `now_ms`: expired once its time ran out while it
+    /// was pending, or approved and not yet claimed to run, though no
+    /// runner has swept it yet ([`Store::expire_approvals`](super::Store::expire_approvals)).
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+    pub(crate) fn state_at(&self, now_ms: i64) -> ApprovalState {
+        match self.state {
+            ApprovalState::Pending | ApprovalState::Approved if self.expires_ms <= now_ms => {
+                ApprovalState::Expired
+            }
+            state => state,
+        }
+    }
+
     /// When its outcome, reached at `at_ms`, stops being given for a call
     /// made again: one time to live after `at_ms`, or `expires_ms` if that
     /// is later. What every store's `decide` (but for a withdrawal) and

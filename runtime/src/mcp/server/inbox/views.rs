@@ -88,7 +88,9 @@ pub(super) fn view(approval: &ApprovalRecord, who: &Caller) -> ApprovalView {
     let shown = &approval.shown;
     let own = approval.caller.as_deref() == Some(who.subject());
     let holds = who.has_scope(&approval.approvers);
-    let pending = approval.state == ApprovalState::Pending;
+    // As it stands now: one whose time ran out is expired, swept or not.
+    let state = approval.state_at(crate::store::now_ms());
+    let pending = state == ApprovalState::Pending;
     let why_not = match (holds, own) {
         (false, _) => format!("Deciding this needs `{}`.", approval.approvers),
         (true, true) => "This is your own call: someone else decides it.".to_owned(),
@@ -100,7 +102,7 @@ pub(super) fn view(approval: &ApprovalRecord, who: &Caller) -> ApprovalView {
         .and_then(|reply| reply.get("isError"))
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    let outcome = match (approval.state, structured) {
+    let outcome = match (state, structured) {
         (ApprovalState::Done, Some(content)) if failed => {
             format!("Failed: {}", text(content.get(keys::MESSAGE)))
         }
@@ -123,10 +125,10 @@ pub(super) fn view(approval: &ApprovalRecord, who: &Caller) -> ApprovalView {
         alternatives: strings(shown.get(keys::ALTERNATIVES)),
         created: utc(approval.created_ms),
         expires: utc(approval.expires_ms),
-        state: approval.state.as_str(),
+        state: state.as_str(),
         decided_by: approval.decided_by.as_deref().map(visible),
         decided: approval.decided_ms.map(utc),
-        decision: match approval.state {
+        decision: match state {
             ApprovalState::Declined => "declined",
             ApprovalState::Withdrawn => "withdrawn",
             ApprovalState::Pending => "pending",

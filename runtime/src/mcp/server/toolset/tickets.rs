@@ -245,7 +245,9 @@ impl ToolSet {
             let state = store
                 .approval(ticket)
                 .await?
-                .map_or(ApprovalState::Expired, |approval| approval.state);
+                .map_or(ApprovalState::Expired, |approval| {
+                    approval.state_at(crate::store::now_ms())
+                });
             return Err(DecisionError::NotPending(state));
         }
         if approve {
