@@ -346,6 +346,60 @@ async fn a_replayed_approval_runs_nothing() {
     assert_eq!(times("refund O-REPLAY 550"), 1);
 }
 
+/// Without a store, a yes is taken only by the tool set that asked for it:
+/// a process restarted with the same key (or a set built apart — a
+/// session factory's), whose record of spent states starts empty, refuses
+/// the approving round rather than refund once more. A round that brings
+/// no yes still resumes wherever the key is.
+#[tokio::test]
+async fn without_a_store_a_yes_is_taken_only_where_it_was_asked() {
+    let before = connect(Revision::Rounds, Person::new(json!(1))).await;
+    let first = before
+        .call_tool_once(refund_of("O-RESTART", 550))
+        .await
+        .unwrap();
+    let CallToolResponse::InputRequired(asked) = first else {
+        panic!("expected the approval to be asked, got {first:?}");
+    };
+    let key = asked.input_requests.unwrap().keys().next().unwrap().clone();
+    let yes = json!({"action": "accept", "content": {"approver": "Grace"}});
+    let approving = refund_of("O-RESTART", 550)
+        .with_input_responses([(key, yes)].into())
+        .with_request_state(asked.request_state.expect("a state"));
+    let done = before.call_tool_once(approving.clone()).await.unwrap();
+    assert!(matches!(done, CallToolResponse::Complete(_)), "{done:?}");
+    assert_eq!(times("refund O-RESTART 550"), 1);
+
+    // Restarted: the same tools, the same key, an empty record.
+    let after = connect(Revision::Rounds, Person::new(json!(1))).await;
+    let refused = after.call_tool_once(approving).await.unwrap_err();
+    let (code, _, data) = code_and_message(&refused);
+    assert_eq!(code, ErrorCode::INVALID_PARAMS);
+    assert_eq!(data.unwrap()["reason"], "REQUEST_STATE_REFUSED");
+    assert_eq!(times("refund O-RESTART 550"), 1, "one yes, one refund");
+
+    // A question that is no approval, asked before the restart, is
+    // answered after it.
+    let asked = before
+        .call_tool_once(call("pick", json!({})))
+        .await
+        .unwrap();
+    let CallToolResponse::InputRequired(asked) = asked else {
+        panic!("expected the count to be asked, got {asked:?}");
+    };
+    let answered = call("pick", json!({}))
+        .with_input_responses(
+            [(
+                "count".to_owned(),
+                json!({"action": "accept", "content": {"count": 3}}),
+            )]
+            .into(),
+        )
+        .with_request_state(asked.request_state.expect("a state"));
+    let done = after.call_tool_once(answered).await.unwrap();
+    assert!(matches!(done, CallToolResponse::Complete(_)), "{done:?}");
+}
+
 /// Replicas that share a store and a key but not a time to live (in the
 /// middle of a rolling change): a state one seals for 10 minutes, approved
 /// on one whose own states live a second, is remembered as used for the

@@ -19,10 +19,24 @@ use crate::store::Store;
 /// is the ledger of one tool set in one process: replicas that share a key
 /// share states, not this ledger. With one, the store keeps it, and every
 /// replica that shares the store shares it (SECURITY.md).
-#[derive(Default)]
 pub(super) struct Redemptions {
     used: Mutex<Used>,
     shared: Option<Arc<dyn Store>>,
+    /// This ledger's own name, random: without a store, a state that may
+    /// bring a yes is sealed with it, and spent only by this ledger — not
+    /// by a process restarted with the same key, nor by a tool set built
+    /// apart, whose ledgers never saw it spent.
+    id: String,
+}
+
+impl Default for Redemptions {
+    fn default() -> Self {
+        Redemptions {
+            used: Mutex::default(),
+            shared: None,
+            id: nonce(),
+        }
+    }
 }
 
 /// The states remembered, each until when and whose, and how many each
@@ -111,6 +125,13 @@ impl Redemptions {
             shared: Some(store),
             ..Redemptions::default()
         }
+    }
+
+    /// The name states are sealed with for this ledger to spend them:
+    /// `None` when the ledger is a store's, which every replica sharing it
+    /// shares.
+    pub(super) fn local_id(&self) -> Option<&str> {
+        self.shared.is_none().then_some(self.id.as_str())
     }
 
     /// Records the state `nonce`, `caller`'s, sealed to open until

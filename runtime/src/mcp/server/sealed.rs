@@ -86,6 +86,10 @@ pub(super) struct State {
     /// none (or was sealed before this was kept: then its own end).
     #[serde(default)]
     approved_until_ms: i64,
+    /// The ledger that may spend it, when the seal keeps its own (no
+    /// store): the round that brings a yes opens only there.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    ledger: String,
 }
 
 impl State {
@@ -102,6 +106,7 @@ impl State {
             nonce: String::new(),
             expires_ms: 0,
             approved_until_ms,
+            ledger: String::new(),
         }
     }
 
@@ -179,6 +184,17 @@ impl Seal {
     /// Spends `state`, which carries or brings a yes, for `caller`: whether
     /// it had not been spent (then the call may go on).
     pub(super) async fn spend(&self, state: &State, caller: Option<&str>) -> bool {
+        // Without a store, only the ledger that sealed the state knows
+        // whether it was spent: a restart, another replica, or a tool set
+        // built apart with the same key would open it once more.
+        if let Some(own) = self.redeemed.local_id()
+            && state.ledger != own
+        {
+            tracing::warn!(
+                "an approving round reached a tool set that did not ask it (a restart, another replica, or a set built apart) and was refused: without a store (`ToolSet::store`), a yes is taken only where it was asked"
+            );
+            return false;
+        }
         (self.redeemed)
             .redeem(&state.nonce, self.ttl, state.expires_ms, caller)
             .await
@@ -211,6 +227,7 @@ impl Seal {
             state.approved_until_ms = approved_until;
         }
         state.nonce = nonce();
+        state.ledger = self.redeemed.local_id().unwrap_or_default().to_owned();
         state.expires_ms = now.saturating_add(held::ms(self.ttl));
         let bound = bound_to(service, tool, arguments, caller);
         let options = SealOptions::new().associated_data(&bound).ttl(self.ttl);

@@ -99,8 +99,11 @@ impl ToolSet {
     /// encrypted: it carries the client's answers, which the client knows
     /// already. It is bound to the tool, its arguments and the caller the
     /// bearer token check found; a state that carries a person's approval
-    /// opens once in the tool set that sealed it (SECURITY.md says what
-    /// holds across replicas).
+    /// opens once in the tool set that sealed it. Without a
+    /// [`store`](Self::store), a round that brings a yes opens only there —
+    /// not after a restart, nor on another replica, nor in a tool set built
+    /// apart (build the set once and serve its clones): give replicas a
+    /// store for approvals (SECURITY.md).
     ///
     /// # Panics
     ///
