@@ -39,6 +39,13 @@ async fn validate(token: String) -> Option<Caller> {
         "writer" => Some(Caller::new("ops", ["orders:read", "refunds:write"])),
         // A validator's mistake: a token that names nobody.
         "nobody" => Some(Caller::new("", ["orders:read", "refunds:write"])),
+        // Subjects a store cannot keep or index as they are (Postgres
+        // refuses a NUL, and index entries past ~2.7 KB): their bounds
+        // would be counted by no store.
+        "nul" => Some(Caller::new("agent\0-7", ["orders:read"])),
+        "newline" => Some(Caller::new("agent\n-7", ["orders:read"])),
+        "long" => Some(Caller::new("a".repeat(1025), ["orders:read"])),
+        "longest" => Some(Caller::new("a".repeat(1024), ["orders:read"])),
         _ => None,
     }
 }
@@ -105,6 +112,13 @@ async fn a_protected_tool_set_answers_401_with_a_challenge_that_points_at_its_me
     let (status, challenge) = post(&url, Some("nobody")).await;
     assert_eq!(status, 401);
     assert!(challenge.unwrap().ends_with("error=\"invalid_token\""));
+    // Nor one whose subject holds a control character or is over 1 KiB.
+    for token in ["nul", "newline", "long"] {
+        let (status, challenge) = post(&url, Some(token)).await;
+        assert_eq!(status, 401, "{token}");
+        assert!(challenge.unwrap().ends_with("error=\"invalid_token\""));
+    }
+    assert_eq!(post(&url, Some("longest")).await.0, 200);
 
     assert_eq!(post(&url, Some("reader")).await.0, 200);
     // Two credentials are none, whichever a proxy in front may have read.

@@ -13,6 +13,10 @@ use serde_json::{Value, json};
 
 use crate::caller::Caller;
 
+/// The longest subject a token may name (OpenID Connect's `sub` is 255
+/// ASCII characters at most).
+const MAX_SUBJECT_BYTES: usize = 1024;
+
 /// What a validator answers: the caller, or `None` for a token it does not
 /// accept (unknown, expired, for another audience).
 type Validation = Pin<Box<dyn Future<Output = Option<Caller>> + Send>>;
@@ -283,10 +287,23 @@ impl BearerAuth {
     /// a caller without a subject would share the tasks, approvals and
     /// states bound to the absence of one (a server without a bearer
     /// check's callers), so a token the validator gives an empty subject
-    /// is refused as invalid.
+    /// is refused as invalid. So is one whose subject holds a control
+    /// character or is over [`MAX_SUBJECT_BYTES`]: a store cannot keep or
+    /// index it as it is (Postgres refuses a NUL, and index entries past
+    /// ~2.7 KB), and the caller's bounds would then be counted by none.
     async fn validated(&self, token: &str) -> Option<Caller> {
         let caller = (self.inner.validator)(token.to_owned()).await?;
-        (!caller.subject().is_empty()).then_some(caller)
+        let subject = caller.subject();
+        let kept = !subject.is_empty()
+            && subject.len() <= MAX_SUBJECT_BYTES
+            && !subject.chars().any(char::is_control);
+        if !kept && !subject.is_empty() {
+            tracing::warn!(
+                bytes = subject.len(),
+                "a token's subject was refused: over 1 KiB, or a control character in it"
+            );
+        }
+        kept.then_some(caller)
     }
 
     /// A refusal with `status`, its challenge naming the metadata document,
