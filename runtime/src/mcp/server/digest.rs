@@ -29,7 +29,14 @@ pub(crate) fn digest(
     write_object(arguments, &mut canonical);
     hash.update(&canonical);
     hash.update([0]);
-    hash.update(caller.map_or("", Caller::subject).as_bytes());
+    match caller.map(Caller::subject) {
+        // No caller: nothing, as in every release before.
+        None => {}
+        // A caller a host named "" is not the absence of one: a byte no
+        // UTF-8 text holds.
+        Some("") => hash.update([0xff]),
+        Some(subject) => hash.update(subject.as_bytes()),
+    }
     hash.finalize()
         .iter()
         .map(|byte| format!("{byte:02x}"))
@@ -104,5 +111,16 @@ mod tests {
         );
         // The parts are kept apart: a name cannot run into the next.
         assert_ne!(digest("a", "bc", &one, None), digest("ab", "c", &one, None));
+        // A caller a host named "" is not the absence of one, and no
+        // caller's digest moved.
+        let nameless = Caller::new("", Vec::<String>::new());
+        assert_ne!(
+            digest("", "refund", &one, Some(&nameless)),
+            digest("", "refund", &one, None)
+        );
+        assert_eq!(
+            digest("", "refund", &before, None),
+            "6f6269f7c92a9f7fc48bc2ff75494baf39d7f3df4faf8efa905de5a9473323ec"
+        );
     }
 }
