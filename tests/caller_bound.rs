@@ -21,6 +21,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::{Value, json};
 use tool_envelope::guard::{Blocked, Caller, ToolCall};
 use tool_envelope::mcp::{APPROVAL_META_KEY, BearerAuth, HttpOptions, TaskSupport, ToolSet};
+use tool_envelope::store::{MemoryStore, Store};
 use tool_envelope::{ErrorEnvelope, tool};
 
 /// Over $500 a person approves.
@@ -76,6 +77,11 @@ fn tools() -> ToolSet {
 
 /// The protected tool set on a loopback port; its URL.
 async fn serve(stateless: bool) -> String {
+    serve_with(stateless, tools()).await
+}
+
+/// The protected `tools` on a loopback port; its URL.
+async fn serve_with(stateless: bool, tools: ToolSet) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let auth = BearerAuth::new(url.clone(), validate);
@@ -84,7 +90,7 @@ async fn serve(stateless: bool) -> String {
         false => HttpOptions::new(),
     };
     let options = options.require_bearer(auth);
-    tokio::spawn(async move { options.serve(listener, tools()).await });
+    tokio::spawn(async move { options.serve(listener, tools).await });
     url
 }
 
@@ -166,6 +172,40 @@ async fn another_callers_state_does_not_open_and_the_audit_names_the_caller() {
         record["approver"], "Somebody Else",
         "what the client typed, kept apart"
     );
+}
+
+/// Two replicas sharing a store: a task one of them keeps for alice is
+/// unknown to bob through the other — not read, answered or cancelled —
+/// and alice's own there.
+#[tokio::test]
+async fn another_callers_kept_task_is_unknown_to_them_on_every_replica() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let one = serve_with(true, tools().store(Arc::clone(&store))).await;
+    let two = serve_with(true, tools().store(Arc::clone(&store))).await;
+    let alice = client(&one, "alice-token").await;
+    let created = alice.call_tool_once(call("long_job", json!({}))).await;
+    let CallToolResponse::Task(created) = created.unwrap() else {
+        panic!("expected a task");
+    };
+    let id = created.task.task_id;
+
+    let unknown = (
+        ErrorCode::INVALID_PARAMS,
+        "Failed to retrieve task: Task not found".to_owned(),
+    );
+    let bob = client(&two, "bob-token").await;
+    let read = bob.get_task(GetTaskParams::new(id.clone())).await;
+    assert_eq!(protocol_error(&read.unwrap_err()), unknown);
+    let answer = UpdateTaskParams::new(id.clone(), [("x".to_owned(), json!({}))].into());
+    let answered = bob.update_task(answer).await;
+    assert_eq!(protocol_error(&answered.unwrap_err()), unknown);
+    let cancelled = bob.cancel_task(CancelTaskParams::new(id.clone())).await;
+    assert_eq!(protocol_error(&cancelled.unwrap_err()), unknown);
+
+    let hers = client(&two, "alice-token").await;
+    let read = hers.get_task(GetTaskParams::new(id.clone())).await.unwrap();
+    assert_eq!(serde_json::to_value(&read).unwrap()["status"], "working");
+    hers.cancel_task(CancelTaskParams::new(id)).await.unwrap();
 }
 
 #[tokio::test]
