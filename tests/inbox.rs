@@ -529,6 +529,45 @@ async fn an_approver_sees_every_character_of_the_call_and_texts_apart_from_numbe
     );
 }
 
+/// More approvals wait than a page lists (eleven callers' worth): the
+/// oldest are listed, so that what waited longest, and expires first, is
+/// never crowded off the page by what came after it; the page says more
+/// wait.
+#[tokio::test]
+async fn the_oldest_approvals_are_listed_when_more_wait_than_a_page_holds() {
+    let server = serve(Arc::new(MemoryStore::new()), None, None).await;
+    let now = store::now_ms();
+    for n in 0..1001 {
+        let mut waiting = ApprovalRecord::new(
+            format!("crowd-{n}"),
+            "policy@0",
+            "refund",
+            json!({"order": format!("CROWD-{n}"), "amount": 900}),
+            json!({"isError": true, "errorCategory": "business", "isRetryable": false,
+                   "message": format!("Refund CROWD-{n} needs an approver")}),
+            Some(format!("agent-{}", n % 11)),
+            "refunds:approve",
+            now + 3_600_000,
+        )
+        .for_service("refunds");
+        waiting.created_ms = now - 100_000 + n;
+        let opened = server.store.open_approval(&waiting, u64::MAX).await;
+        assert!(opened.unwrap().is_some());
+    }
+    let carol = server.sign_in("carol-token").await;
+    let (status, page) = server.get("/inbox", &carol).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        page.contains("Refund CROWD-0 needs an approver"),
+        "the oldest is listed"
+    );
+    assert!(
+        !page.contains("Refund CROWD-1000 needs"),
+        "the newest waits below"
+    );
+    assert!(page.contains("more wait for you"));
+}
+
 /// An approval whose time ran out is shown expired, with no form to
 /// decide it, before any runner swept it: not a button the store then
 /// refuses as "pending already".

@@ -95,6 +95,43 @@ async fn contract(store: Arc<dyn Store>) {
     bounds_per_service(&*store).await;
     a_backlog_expires_whole(&*store).await;
     a_yes_not_run_in_time_expires_unrun(&*store).await;
+    listed_newest_or_oldest_first(&*store).await;
+}
+
+/// `approvals` lists the newest first, `oldest_approvals` the oldest: each
+/// its `limit`, of the service and scopes asked.
+async fn listed_newest_or_oldest_first(store: &dyn Store) {
+    let now = store::now_ms();
+    let service = format!("listed-{now}");
+    let mut ids = Vec::new();
+    for n in 0..5 {
+        let mut waiting =
+            approval(&format!("listed-{now}-{n}"), now + MINUTE).for_service(&service);
+        waiting.created_ms = now - 1_000 + n;
+        assert!(
+            store
+                .open_approval(&waiting, u64::MAX)
+                .await
+                .unwrap()
+                .is_some()
+        );
+        ids.push(waiting.id);
+    }
+    let waiting = [ApprovalState::Pending];
+    let scopes = ["refunds:approve"];
+    let listed = |found: Vec<ApprovalRecord>| found.into_iter().map(|a| a.id).collect::<Vec<_>>();
+    let newest = store.approvals(&service, Some(&scopes), &waiting, 3);
+    assert_eq!(
+        listed(newest.await.unwrap()),
+        [ids[4].as_str(), &ids[3], &ids[2]]
+    );
+    let oldest = store.oldest_approvals(&service, Some(&scopes), &waiting, 3);
+    assert_eq!(
+        listed(oldest.await.unwrap()),
+        [ids[0].as_str(), &ids[1], &ids[2]]
+    );
+    let none = store.oldest_approvals(&service, Some(&["hr:approve"]), &waiting, 3);
+    assert!(none.await.unwrap().is_empty());
 }
 
 /// An approver's yes holds for one time to live after it: an approved call

@@ -24,6 +24,7 @@ mod answers;
 mod audit;
 mod debug;
 mod error;
+mod escalations;
 #[cfg(all(test, feature = "rmcp"))]
 pub(crate) mod gated;
 mod memory;
@@ -39,11 +40,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use audit::{AuditEntry, Decision};
 pub use error::StoreError;
+pub use escalations::{EscalationRecord, EscalationState};
 pub use memory::MemoryStore;
-pub use records::{
-    ApprovalRecord, ApprovalState, EscalationRecord, EscalationState, TaskRecord, TaskState,
-    TaskUpdate,
-};
+pub use records::{ApprovalRecord, ApprovalState, TaskRecord, TaskState, TaskUpdate};
 #[cfg(feature = "postgres")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "postgres")))]
 pub use sql::PostgresStore;
@@ -197,6 +196,20 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
         states: &'a [ApprovalState],
         limit: u32,
     ) -> StoreFuture<'a, Vec<ApprovalRecord>>;
+
+    /// As [`approvals`](Self::approvals), the oldest first: what the inbox
+    /// lists as waiting, so that what waited longest (and expires first)
+    /// is never crowded off the page by what came after it. A store of
+    /// your own that does not implement it lists the newest first.
+    fn oldest_approvals<'a>(
+        &'a self,
+        service: &'a str,
+        approvers: Option<&'a [&'a str]>,
+        states: &'a [ApprovalState],
+        limit: u32,
+    ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
+        self.approvals(service, approvers, states, limit)
+    }
 
     /// Decides the pending approval `id`: one conditional update of a
     /// pending row that has not expired at `decision.at_ms` — or, for a

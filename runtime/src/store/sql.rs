@@ -650,6 +650,47 @@ macro_rules! sql_store {
                 Ok(Some((Self::task_of(&row)?, version)))
             }
 
+            /// The approvals of `service` in `states` (with `approvers`,
+            /// only theirs), by age in `order` (`ASC`, `DESC`: constants).
+            async fn listed_approvals(
+                &self,
+                service: &str,
+                approvers: Option<&[&str]>,
+                states: &[ApprovalState],
+                limit: u32,
+                order: &'static str,
+            ) -> Result<Vec<ApprovalRecord>, StoreError> {
+                let names: Vec<String> =
+                    states.iter().map(|state| format!("'{}'", state.as_str())).collect();
+                if names.is_empty() || approvers.is_some_and(<[&str]>::is_empty) {
+                    return Ok(Vec::new());
+                }
+                // The names are the store's own constants, never input;
+                // the scopes are bound, as one JSON array however many.
+                let scoped = match approvers {
+                    Some(_) => format!(" AND approvers IN ({})", format!($json_texts, "$3")),
+                    None => String::new(),
+                };
+                let sql = format!(
+                    "SELECT {APPROVAL_COLUMNS} FROM te_approvals WHERE state IN ({}) \
+                     AND service = $2{scoped} ORDER BY created_ms {order} LIMIT $1",
+                    names.join(", ")
+                );
+                let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(i64::from(limit))
+                    .bind(service);
+                if let Some(scopes) = approvers {
+                    query = query.bind(text(&serde_json::json!(scopes)));
+                }
+                query
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(failed)?
+                    .iter()
+                    .map(Self::approval_of)
+                    .collect()
+            }
+
             async fn live_approvals(
                 &self,
                 digest: &str,
@@ -1016,37 +1057,17 @@ macro_rules! sql_store {
                 states: &'a [ApprovalState],
                 limit: u32,
             ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
-                Box::pin(async move {
-                    let names: Vec<String> =
-                        states.iter().map(|state| format!("'{}'", state.as_str())).collect();
-                    if names.is_empty() || approvers.is_some_and(<[&str]>::is_empty) {
-                        return Ok(Vec::new());
-                    }
-                    // The names are the store's own constants, never input;
-                    // the scopes are bound, as one JSON array however many.
-                    let scoped = match approvers {
-                        Some(_) => format!(" AND approvers IN ({})", format!($json_texts, "$3")),
-                        None => String::new(),
-                    };
-                    let sql = format!(
-                        "SELECT {APPROVAL_COLUMNS} FROM te_approvals WHERE state IN ({}) \
-                         AND service = $2{scoped} ORDER BY created_ms DESC LIMIT $1",
-                        names.join(", ")
-                    );
-                    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
-                        .bind(i64::from(limit))
-                        .bind(service);
-                    if let Some(scopes) = approvers {
-                        query = query.bind(text(&serde_json::json!(scopes)));
-                    }
-                    query
-                        .fetch_all(&self.pool)
-                        .await
-                        .map_err(failed)?
-                        .iter()
-                        .map(Self::approval_of)
-                        .collect()
-                })
+                Box::pin(self.listed_approvals(service, approvers, states, limit, "DESC"))
+            }
+
+            fn oldest_approvals<'a>(
+                &'a self,
+                service: &'a str,
+                approvers: Option<&'a [&'a str]>,
+                states: &'a [ApprovalState],
+                limit: u32,
+            ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
+                Box::pin(self.listed_approvals(service, approvers, states, limit, "ASC"))
             }
 
             fn decide<'a>(&'a self, id: &'a str, decision: &'a Decision) -> StoreFuture<'a, bool> {

@@ -6,7 +6,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde_json::Value;
 
-use self::state::{Scopes, State};
+use self::state::{Scopes, State, is_live, newest};
 use super::{
     ApprovalRecord, ApprovalState, AuditEntry, Decision, Escalate, EscalationRecord,
     EscalationState, Store, StoreFuture, TaskRecord, TaskUpdate,
@@ -32,25 +32,6 @@ impl MemoryStore {
 /// An answer, ready.
 fn ready<'a, T: Send + 'a>(value: T) -> StoreFuture<'a, T> {
     Box::pin(std::future::ready(Ok(value)))
-}
-
-/// Whether an approval in `state` stands for its call: a later call with
-/// the same digest meets it rather than opening another.
-pub(super) fn is_live(approval: &ApprovalRecord, now_ms: i64) -> bool {
-    match approval.state {
-        ApprovalState::Pending | ApprovalState::Approved | ApprovalState::Running => true,
-        ApprovalState::Done | ApprovalState::Declined | ApprovalState::Withdrawn => {
-            approval.expires_ms > now_ms
-        }
-        ApprovalState::Expired => false,
-    }
-}
-
-/// Newest first, at most `limit`.
-fn newest<T>(mut items: Vec<T>, created: impl Fn(&T) -> i64, limit: u32) -> Vec<T> {
-    items.sort_by_key(|item| std::cmp::Reverse(created(item)));
-    items.truncate(limit as usize);
-    items
 }
 
 impl Store for MemoryStore {
@@ -216,17 +197,21 @@ impl Store for MemoryStore {
         states: &'a [ApprovalState],
         limit: u32,
     ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
-        let approvers = Scopes::new(approvers);
-        let state = self.lock();
-        let found: Vec<ApprovalRecord> = (state.approvals.values())
-            .filter(|approval| {
-                approval.service == service
-                    && states.contains(&approval.state)
-                    && approvers.admit(&approval.approvers)
-            })
-            .cloned()
-            .collect();
+        let found = self.lock().listed(service, approvers, states);
         ready(newest(found, |approval| approval.created_ms, limit))
+    }
+
+    fn oldest_approvals<'a>(
+        &'a self,
+        service: &'a str,
+        approvers: Option<&'a [&'a str]>,
+        states: &'a [ApprovalState],
+        limit: u32,
+    ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
+        let mut found = self.lock().listed(service, approvers, states);
+        found.sort_by_key(|approval| approval.created_ms);
+        found.truncate(limit as usize);
+        ready(found)
     }
 
     fn decide<'a>(&'a self, id: &'a str, decision: &'a Decision) -> StoreFuture<'a, bool> {

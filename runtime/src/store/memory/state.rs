@@ -98,3 +98,43 @@ impl<'a> Scopes<'a> {
         (self.0.as_ref()).is_none_or(|scopes| scopes.contains(scope))
     }
 }
+
+/// Whether an approval in `state` stands for its call: a later call with
+/// the same digest meets it rather than opening another.
+pub(super) fn is_live(approval: &ApprovalRecord, now_ms: i64) -> bool {
+    match approval.state {
+        ApprovalState::Pending | ApprovalState::Approved | ApprovalState::Running => true,
+        ApprovalState::Done | ApprovalState::Declined | ApprovalState::Withdrawn => {
+            approval.expires_ms > now_ms
+        }
+        ApprovalState::Expired => false,
+    }
+}
+
+/// Newest first, at most `limit`.
+pub(super) fn newest<T>(mut items: Vec<T>, created: impl Fn(&T) -> i64, limit: u32) -> Vec<T> {
+    items.sort_by_key(|item| std::cmp::Reverse(created(item)));
+    items.truncate(limit as usize);
+    items
+}
+
+impl State {
+    /// The approvals of `service` in `states`, with `approvers` only
+    /// theirs, in no order.
+    pub(super) fn listed(
+        &self,
+        service: &str,
+        approvers: Option<&[&str]>,
+        states: &[ApprovalState],
+    ) -> Vec<ApprovalRecord> {
+        let approvers = Scopes::new(approvers);
+        (self.approvals.values())
+            .filter(|approval| {
+                approval.service == service
+                    && states.contains(&approval.state)
+                    && approvers.admit(&approval.approvers)
+            })
+            .cloned()
+            .collect()
+    }
+}

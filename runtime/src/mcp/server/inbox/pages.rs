@@ -19,7 +19,8 @@ use crate::caller::Caller;
 use crate::mcp::server::toolset::DecisionError;
 use crate::store::{ApprovalState, EscalationRecord, EscalationState, now_ms};
 
-/// How many of each list a page shows: the newest 1,000.
+/// How many of each list a page shows: of the approvals waiting, the
+/// oldest 1,000; of the open escalations, the newest.
 const LISTED: u32 = 1000;
 
 /// How many decided approvals a page shows, the newest of the person's
@@ -96,9 +97,12 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
             .iter()
             .filter(|approval| !who.has_scope(&approval.approvers))
             .count();
+        // Theirs, the oldest first: what waited longest (and expires
+        // first) is never crowded off the page by what came after it.
         let pending = if more {
-            (store.approvals(service, theirs, &waiting, LISTED)).await?
+            (store.oldest_approvals(service, theirs, &waiting, LISTED)).await?
         } else {
+            all.sort_by_key(|approval| approval.created_ms);
             all
         };
         // Read by scope, the newest of theirs are the first few.
@@ -136,6 +140,8 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
         others => others,
         // Counted in the newest 1,000 only: there may be more.
         others_at_least => more,
+        // Theirs past the page: the newest wait below the fold.
+        mine_more => more && pending.len() >= LISTED as usize,
         decided => Serde(decided.into_iter().map(|approval| view(approval, who)).collect::<Vec<_>>()),
         escalations => Serde(escalations.iter().filter(|escalation| may_see(state, who, escalation)).map(|escalation| escalation_view(escalation, who)).collect::<Vec<_>>()),
     };

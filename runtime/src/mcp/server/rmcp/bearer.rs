@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::caller::Caller;
 
-/// The longest subject a token may name (OpenID Connect's `sub` is 255
+/// The longest subject a token may name (`OpenID Connect`'s `sub` is 255
 /// ASCII characters at most).
 const MAX_SUBJECT_BYTES: usize = 1024;
 
