@@ -1510,6 +1510,60 @@ fn hidden(page: &str, name: &str) -> String {
     value.replace("&#x2f;", "/")
 }
 
+/// A decision whose session ended while its form was open is refused with
+/// a sign-in form that works — its own token and cookie — and leads back
+/// to the approval, where the person decides.
+#[tokio::test]
+async fn a_form_refused_for_a_session_that_ended_offers_a_sign_in_that_works() {
+    let server = server("refused-form").await;
+    let waiting = server.call_as_agent("IN-RF", 640).await;
+    let ticket = waiting["escalation"]["ticket"]["id"].as_str().unwrap();
+    let path = format!("/inbox/approvals/{ticket}");
+    let carol = server.sign_in("carol-token").await;
+    let (_, page) = server.get(&path, &carol).await;
+    let token = csrf(&page);
+    let signed_out = server
+        .post("/inbox/sign-out", &carol, &[("csrf", &token)])
+        .await;
+    assert_eq!(signed_out, StatusCode::SEE_OTHER);
+
+    let refused = server
+        .http
+        .post(format!("{}{path}", server.url))
+        .header(COOKIE, &carol)
+        .form(&[
+            ("csrf", token.as_str()),
+            ("decision", "approve"),
+            ("note", ""),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    let (nonce, _) = set_cookie(&refused, "tool_envelope_sign_in").expect("a sign-in cookie");
+    let page = refused.text().await.unwrap();
+    assert!(page.contains("Sign in first."), "{page}");
+    assert_eq!(hidden(&page, "next"), path);
+    let signed_in = server
+        .http
+        .post(format!("{}/inbox/sign-in", server.url))
+        .header(COOKIE, &nonce)
+        .form(&[
+            ("token", "carol-token"),
+            ("csrf", &csrf(&page)),
+            ("next", &path),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
+    let location = signed_in.headers()[reqwest::header::LOCATION]
+        .to_str()
+        .unwrap();
+    assert_eq!(location, path);
+    assert_eq!(times("refund IN-RF 640"), 0, "nothing was decided");
+}
+
 #[tokio::test]
 async fn a_link_to_an_approval_leads_back_to_it_through_the_sign_in_and_nowhere_else() {
     let server = server("return-to").await;

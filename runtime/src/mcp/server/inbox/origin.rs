@@ -18,7 +18,8 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::Response;
 
-use super::respond::{State, refused};
+use super::respond::State;
+use super::signing::refused;
 
 /// Runs `request` unless it is a `POST` (or any method that may change
 /// something) another origin made: then 403, nothing read or done.
@@ -36,11 +37,9 @@ pub(super) async fn same_origin(
             path = request.uri().path(),
             "the inbox refused a form another origin sent"
         );
-        return refused(
-            &state,
-            StatusCode::FORBIDDEN,
-            "That form was sent from another site: nothing was done.",
-        );
+        let problem = "That form was sent from another site: nothing was done.";
+        let (headers, path) = (request.headers(), request.uri().path());
+        return refused(&state, headers, (StatusCode::FORBIDDEN, problem), path);
     }
     next.run(request).await
 }

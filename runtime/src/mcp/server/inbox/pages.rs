@@ -11,9 +11,9 @@ use minijinja::value::Serde;
 use serde::Deserialize;
 
 use super::origin::same_origin;
-use super::respond::{State, page, refused, render, see_other, server_name, store_unreachable};
+use super::respond::{State, page, render, see_other, server_name, store_unreachable};
 use super::session::Session;
-use super::signing::{checked, sign_in, sign_in_form, sign_out, signed_in};
+use super::signing::{checked, refused, sign_in, sign_in_form, sign_out, signed_in};
 use super::views::{escalation_view, view};
 use crate::caller::Caller;
 use crate::mcp::server::toolset::DecisionError;
@@ -212,7 +212,9 @@ async fn decide(
 ) -> Response {
     let (who, cookie) = match checked(&state, &headers, &form.csrf).await {
         Ok((session, cookie)) => (session.caller, cookie),
-        Err((status, problem)) => return refused(&state, status, problem),
+        Err(refusal) => {
+            return refused(&state, &headers, refusal, &format!("/inbox/approvals/{id}"));
+        }
     };
     let approve = match form.decision.as_str() {
         "approve" => true,
@@ -261,7 +263,7 @@ async fn resolve(
 ) -> Response {
     let (who, cookie) = match checked(&state, &headers, &form.csrf).await {
         Ok((session, cookie)) => (session.caller, cookie),
-        Err((status, problem)) => return refused(&state, status, problem),
+        Err(refusal) => return refused(&state, &headers, refusal, "/inbox"),
     };
     // Another scope's escalation is as unknown as one that never was; the
     // caller whose call it is does not resolve it (as nobody decides the

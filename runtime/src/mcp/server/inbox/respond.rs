@@ -8,7 +8,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use minijinja::Environment;
 
-use super::session::{self, Keys, SESSION_MS};
+use super::session::{self, Keys};
 use crate::mcp::server::rmcp::bearer::BearerAuth;
 use crate::mcp::server::toolset::ToolSet;
 use crate::store::Store;
@@ -215,17 +215,6 @@ fn came_through_tls(headers: &HeaderMap) -> bool {
             })
         })
     })
-}
-
-/// The refusal of a form: `status`, saying `problem` on the sign-in page.
-pub(super) fn refused(state: &State, status: StatusCode, problem: &str) -> Response {
-    let context = minijinja::context! {
-        server => server_name(state),
-        problem => problem,
-        scope => state.scope.as_str(),
-        hours => SESSION_MS / 3_600_000,
-    };
-    render(state, status, "sign_in.html", context)
 }
 
 pub(super) fn server_name(state: &State) -> String {

@@ -8,7 +8,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Deserialize;
 
-use super::respond::{State, cookie, refused, render, see_other, server_name, set_cookie};
+use super::respond::{State, cookie, render, see_other, server_name, set_cookie};
 use super::session::{self, SESSION, SESSION_MS, SIGN_IN, Session};
 use crate::store::{AuditEntry, Store, StoreError};
 
@@ -99,8 +99,8 @@ pub(super) async fn end_sessions_of(
     Ok(ended)
 }
 
-/// The sign-in form, bound to this browser by a cookie of its own.
-/// The sign-in form, saying `problem` if there is one; signed in, the
+/// The sign-in form, bound to this browser by a cookie of its own, saying
+/// `problem` if there is one; signed in, the
 /// person goes on to `next` (the page they asked for, if it is one of the
 /// inbox's: [`return_to`]).
 pub(super) fn sign_in_form(
@@ -182,8 +182,12 @@ pub(super) async fn sign_in(
         tracing::warn!(%error, "the inbox could not {what}");
         refused(
             &state,
-            StatusCode::SERVICE_UNAVAILABLE,
-            "The store cannot be reached.",
+            &headers,
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The store cannot be reached.",
+            ),
+            &form.next,
         )
     };
     let service = state.tools.service();
@@ -223,15 +227,27 @@ pub(super) async fn sign_in(
     response
 }
 
+/// The refusal of a form: `status`, saying `problem` above a sign-in form
+/// that works (its own token and cookie), which leads back to `next`.
+pub(super) fn refused(
+    state: &State,
+    headers: &HeaderMap,
+    (status, problem): (StatusCode, &str),
+    next: &str,
+) -> Response {
+    let mut response = sign_in_form(state, headers, Some(problem), next);
+    *response.status_mut() = status;
+    response
+}
+
+/// [`refused`], `403 Forbidden`.
 pub(super) fn sign_in_form_refused(
     state: &State,
     headers: &HeaderMap,
     problem: &str,
     next: &str,
 ) -> Response {
-    let mut response = sign_in_form(state, headers, Some(problem), next);
-    *response.status_mut() = StatusCode::FORBIDDEN;
-    response
+    refused(state, headers, (StatusCode::FORBIDDEN, problem), next)
 }
 
 #[derive(Deserialize)]
@@ -250,7 +266,7 @@ pub(super) async fn sign_out(
 ) -> Response {
     let session = match checked(&state, &headers, &form.csrf).await {
         Ok((session, _)) => session,
-        Err((status, problem)) => return refused(&state, status, problem),
+        Err(refusal) => return refused(&state, &headers, refusal, "/inbox"),
     };
     let subject = session.caller.subject();
     let (ended, problem) = match form.everywhere {
@@ -265,7 +281,8 @@ pub(super) async fn sign_out(
     };
     if let Err(error) = ended {
         tracing::warn!(%error, "the inbox could not end a session in the store");
-        return refused(&state, StatusCode::SERVICE_UNAVAILABLE, problem);
+        let refusal = (StatusCode::SERVICE_UNAVAILABLE, problem);
+        return refused(&state, &headers, refusal, "/inbox");
     }
     let mut response = see_other("/inbox");
     set_cookie(&state, &mut response, &headers, (SESSION, ""), 0);
