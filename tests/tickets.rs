@@ -767,6 +767,52 @@ async fn a_yes_no_runner_took_up_in_its_time_is_not_run_late() {
     assert_eq!(times("refund L-1 650"), 0);
 }
 
+/// An approved call whose runner died while it ran, and whose yes's time
+/// ran out before another replica took it over, is not run again late —
+/// even when its tool is safe to repeat.
+#[tokio::test]
+async fn a_yes_whose_runner_died_is_not_run_again_past_its_time() {
+    let (_folder, url) = sqlite_url("late-takeover");
+    let store = store::open(&url).await.unwrap();
+    let now = store::now_ms();
+    let mut approval = store::ApprovalRecord::new(
+        "late-takeover-digest",
+        "cap@0",
+        "audit_lines",
+        json!({"order": "LT-1", "amount": 100}),
+        json!({"isError": true, "errorCategory": "business", "isRetryable": false,
+               "message": "Counting LT-1 needs an approver"}),
+        Some("alice".to_owned()),
+        "refunds:approve",
+        now - 3_600_000,
+    );
+    approval.created_ms = now - 7_200_000;
+    approval.safe_to_repeat = true;
+    assert!(
+        store
+            .open_approval(&approval, u64::MAX)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let yes = store::Decision::new(true, "carol", "go").at(now - 5_400_000);
+    assert!(store.decide(&approval.id, &yes).await.unwrap());
+    // Claimed by a replica that died: its lease ran out.
+    let claimed = store
+        .claim_approval(&approval.id, "dead", i64::MIN, now - 1)
+        .await;
+    assert!(claimed.unwrap().is_some());
+
+    let tools = tools(Arc::clone(&store));
+    assert_eq!(tools.run_approved().await.unwrap(), 0);
+    assert_eq!(times("audit LT-1 100"), 0, "run again late");
+    let ended = store.approval(&approval.id).await.unwrap().unwrap();
+    assert_eq!(ended.state, ApprovalState::Done);
+    let result = ended.result.unwrap();
+    let message = result["structuredContent"]["message"].as_str().unwrap();
+    assert!(message.contains("was not run again"), "{result}");
+}
+
 /// An approved call of a tool a later release removed ends with an
 /// envelope as every failure of the set is sent: its text copy the JSON of
 /// the envelope, not the message alone.

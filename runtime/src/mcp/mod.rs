@@ -111,7 +111,9 @@
 //!
 //! On MCP 2026-07-28 every request stands alone, and a tool that asks the
 //! client does so in rounds any replica can resume: give every replica the
-//! same [`ToolSet::request_state_key`]. Stateless on 2025-11-25, a tool
+//! same [`ToolSet::request_state_key`] (and, for a round that brings a
+//! person's yes, the same [`ToolSet::store`]: without one, only the tool
+//! set that asked takes it). Stateless on 2025-11-25, a tool
 //! cannot make requests of the client (the question says so, or a guard's
 //! block stands) and `logging/setLevel` lasts one request. A deployment that
 //! needs those on 2025-11-25 keeps sessions and routes each client to one

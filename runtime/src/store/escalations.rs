@@ -54,7 +54,7 @@ pub struct EscalationRecord {
     /// may enter the inbox.
     pub approvers: Option<String>,
     /// The service whose call it is: a tool set's escalations are its
-    /// service's ([`ApprovalRecord::service`]), seen on that service's
+    /// service's ([`ApprovalRecord::service`](super::ApprovalRecord::service)), seen on that service's
     /// inbox alone; `None`, a calling agent's (kept by a
     /// [`RetryPolicy`](crate::retry::RetryPolicy) or a
     /// [`Coordinator`](crate::coordinator::Coordinator)), seen on every

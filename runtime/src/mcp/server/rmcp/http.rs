@@ -64,7 +64,8 @@ impl HttpOptions {
     /// Replies to simple calls are plain JSON. On MCP 2026-07-28, which has
     /// no sessions, nothing is lost: a tool asks the client in rounds any
     /// replica resumes (give every replica the same
-    /// [`ToolSet::request_state_key`]). On 2025-11-25, what needs a session
+    /// [`ToolSet::request_state_key`], and the same [`ToolSet::store`] for
+    /// rounds that bring a person's yes). On 2025-11-25, what needs a session
     /// is: a tool cannot make requests of the client (sampling,
     /// elicitation — the question says so, and a guard's block stands), and
     /// `logging/setLevel` lasts one request.

@@ -62,11 +62,7 @@ impl ToolSet {
                     // and the scopes it would run with are of then. Not
                     // run again.
                     true if task.updated_ms.saturating_add(task.ttl_ms) <= now => {
-                        let envelope = ErrorEnvelope::transient(format!(
-                            "the task's replica stopped, and its time to live ran out before another took it over: `{}` was not run again",
-                            task.tool
-                        ));
-                        self.failed(&task.tool, task.arguments.clone(), envelope)
+                        self.not_run_again_late(&task.tool, &task.arguments)
                     }
                     true => match self.run_again_renewed(store, &task).await {
                         Some(reply) => reply,

@@ -247,6 +247,12 @@ impl ToolSet {
                 self.may_have_taken_effect(&claimed.tool, &claimed.arguments),
                 0,
             ),
+            // Its runner died, and the yes's time ran out before another
+            // took it over: not run again, late, as its caller was then.
+            false if abandoned && claimed.expires_ms <= now => (
+                self.not_run_again_late(&claimed.tool, &claimed.arguments),
+                0,
+            ),
             false => (self.run_renewed(store, &claimed, &blocks).await, 1),
         };
         let reply = serde_json::to_value(&reply).unwrap_or_default();

@@ -93,6 +93,22 @@ impl ToolSet {
         .with_alternative("Check the system the tool changes before calling it again");
         self.failed(tool, arguments.clone(), envelope)
     }
+
+    /// The reply of a call of `tool` with `arguments` (a task's, an
+    /// approved one) whose replica died while it ran, and whose time to
+    /// live ran out before another took it over: not run again — its
+    /// caller's scopes are of then, and a task's caller can no longer read
+    /// or cancel it.
+    pub(super) fn not_run_again_late(
+        &self,
+        tool: &str,
+        arguments: &Value,
+    ) -> crate::mcp::reply::ToolReply {
+        let envelope = ErrorEnvelope::transient(format!(
+            "the replica running `{tool}` stopped before it finished, and its time to live ran out before another took it over: it was not run again"
+        ));
+        self.failed(tool, arguments.clone(), envelope)
+    }
 }
 
 /// The escalation of an approval that expired unrun — nobody decided it in
