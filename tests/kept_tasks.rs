@@ -1384,14 +1384,12 @@ async fn no_runner_takes_up_a_yes_past_its_time_whatever_the_store_expires() {
             .unwrap();
         reply.structured_content.unwrap()
     };
-    // Opened two hours ago for an hour; approved ninety minutes ago.
+    // Opened two hours ago for an hour (read now, lapsed already: its
+    // ticket is read in the store); approved ninety minutes ago.
     slow.ahead_ms.store(-7_200_000, Ordering::SeqCst);
-    let waiting = call(tools.clone(), arguments.clone()).await;
-    assert_eq!(waiting["reason"], "AWAITING_APPROVAL", "{waiting}");
-    let ticket = waiting["escalation"]["ticket"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let _ = call(tools.clone(), arguments.clone()).await;
+    let opened = shared.approvals("", None, &[ApprovalState::Pending], 10);
+    let ticket = opened.await.unwrap()[0].id.clone();
     let yes = Decision::new(true, "carol", "ok").at(store::now_ms() - 5_400_000);
     assert!(shared.decide(&ticket, &yes).await.unwrap());
     slow.ahead_ms.store(0, Ordering::SeqCst);
@@ -1404,6 +1402,15 @@ async fn no_runner_takes_up_a_yes_past_its_time_whatever_the_store_expires() {
         kept.state,
         ApprovalState::Approved,
         "left for the store to expire"
+    );
+    // Made again meanwhile, the call is told its yes lapsed, not that it
+    // runs shortly.
+    let lapsed = call(tools.clone(), arguments.clone()).await;
+    assert_eq!(lapsed["reason"], "APPROVAL_EXPIRED", "{lapsed}");
+    let said = lapsed["message"].as_str().unwrap();
+    assert!(
+        said.contains("Approved by carol") && said.contains("not run"),
+        "{said}"
     );
 
     slow.expires_nothing.store(false, Ordering::SeqCst);

@@ -333,7 +333,8 @@ pub(crate) async fn made_again(
 
 /// Where the call of `approval` stands, `blocked` being its guard's block.
 fn standing(approval: &ApprovalRecord, blocked: &ErrorEnvelope, now: i64) -> Ticketed {
-    match approval.state {
+    // As it stands now: one whose time ran out is expired, swept or not.
+    match approval.state_at(now) {
         ApprovalState::Done => match approval
             .result
             .clone()
