@@ -99,12 +99,18 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
             .count();
         // Theirs, the oldest first: what waited longest (and expires
         // first) is never crowded off the page by what came after it.
-        let pending = if more {
-            (store.oldest_approvals(service, theirs, &waiting, LISTED)).await?
+        let mut pending = if more {
+            (store.oldest_approvals(service, theirs, &waiting, LISTED + 1)).await?
         } else {
             all.sort_by_key(|approval| approval.created_ms);
             all
         };
+        let mine_more = pending.len() > LISTED as usize;
+        pending.truncate(LISTED as usize);
+        // Those whose time ran out, not swept yet, wait no more: not
+        // listed (each one's own page says it expired).
+        let now = now_ms();
+        pending.retain(|approval| approval.state_at(now) == ApprovalState::Pending);
         // Read by scope, the newest of theirs are the first few.
         let decided = store.approvals(service, theirs, &decided_states, DECIDED_LISTED as u32);
         let decided = decided.await?;
@@ -112,9 +118,14 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
         // crowd them out.
         let escalations = store.escalations(service, theirs, EscalationState::Open, LISTED);
         let escalations = escalations.await?;
-        Ok::<_, crate::store::StoreError>((pending, (others, more), decided, escalations))
+        Ok::<_, crate::store::StoreError>((
+            pending,
+            (others, more, mine_more),
+            decided,
+            escalations,
+        ))
     };
-    let (pending, (others, more), decided, escalations) = match lists.await {
+    let (pending, (others, more, mine_more), decided, escalations) = match lists.await {
         Ok(lists) => lists,
         Err(error) => {
             tracing::warn!(%error, "the inbox could not read the store");
@@ -141,7 +152,7 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
         // Counted in the newest 1,000 only: there may be more.
         others_at_least => more,
         // Theirs past the page: the newest wait below the fold.
-        mine_more => more && pending.len() >= LISTED as usize,
+        mine_more => mine_more,
         decided => Serde(decided.into_iter().map(|approval| view(approval, who)).collect::<Vec<_>>()),
         escalations => Serde(escalations.iter().filter(|escalation| may_see(state, who, escalation)).map(|escalation| escalation_view(escalation, who)).collect::<Vec<_>>()),
     };
