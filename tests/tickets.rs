@@ -1129,6 +1129,62 @@ async fn the_background_runner_runs_a_call_approved_here_at_once() {
     assert_eq!(times("signalled B-1 777"), 1);
 }
 
+/// Lets the held refund of the long-call test finish; says it began; says
+/// the call approved after it ran.
+static HOLD: tokio::sync::Notify = tokio::sync::Notify::const_new();
+static BEGAN: tokio::sync::Notify = tokio::sync::Notify::const_new();
+static NEXT_RAN: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// Refund, once let go: a call that runs long.
+#[tool(destructive)]
+async fn held_refund(order: String, amount: u64) -> Result<String, ErrorEnvelope> {
+    BEGAN.notify_one();
+    HOLD.notified().await;
+    Ok(format!("Refunded ${amount} on {order}"))
+}
+
+/// Refund, and say so.
+#[tool(destructive)]
+fn next_refund(order: String, amount: u64) -> Result<String, ErrorEnvelope> {
+    DONE.lock().unwrap().push(format!("next {order} {amount}"));
+    NEXT_RAN.notify_one();
+    Ok(format!("Refunded ${amount} on {order}"))
+}
+
+/// An approved call that runs long holds back none approved after it: the
+/// background runner takes the next up beside it, before its yes lapses.
+#[tokio::test(start_paused = true)]
+async fn a_long_approved_call_holds_back_none_approved_after_it() {
+    let tools = ToolSet::new()
+        .tool::<held_refund>()
+        .tool::<next_refund>()
+        .guards(Guards::new().for_all(cap))
+        .store(Arc::new(MemoryStore::new()));
+    let ten_seconds = std::time::Duration::from_secs(10);
+    let long = json!({"order": "L-1", "amount": 888});
+    let (_, reply) = call_as(&tools, &alice(), "held_refund", long).await;
+    let began = BEGAN.notified();
+    tools
+        .decide(&ticket_of(&reply), &approver(), true, "")
+        .await
+        .unwrap();
+    let began = tokio::time::timeout(ten_seconds, began).await;
+    began.expect("the long call began");
+
+    let next = json!({"order": "L-2", "amount": 777});
+    let (_, reply) = call_as(&tools, &alice(), "next_refund", next).await;
+    let ran = NEXT_RAN.notified();
+    tools
+        .decide(&ticket_of(&reply), &approver(), true, "")
+        .await
+        .unwrap();
+    tokio::time::timeout(ten_seconds, ran)
+        .await
+        .expect("the call approved next ran beside the long one");
+    assert_eq!(times("next L-2 777"), 1);
+    HOLD.notify_one();
+}
+
 /// A frozen order is never refunded: a block nobody may approve.
 fn frozen(call: &ToolCall) -> Result<(), Blocked> {
     let order: String = call.require("order")?;

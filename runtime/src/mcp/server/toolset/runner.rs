@@ -24,6 +24,10 @@ const SWEEP: Duration = Duration::from_secs(60);
 /// How often a replica renews the lease of an approved call it runs.
 const RENEW: Duration = Duration::from_secs(60);
 
+/// How many passes of the background runner go on at once: one whose
+/// approved call runs long goes on beside the next.
+const MOST_PASSES: usize = 4;
+
 /// How many approved calls one batch of the runner takes on.
 pub(super) const BATCH: u32 = 16;
 
@@ -67,7 +71,11 @@ impl ToolSet {
     /// first serves), for a host that drives it itself; the sweep also
     /// forgets old resolved escalations when
     /// [`forget_resolved_escalations_after`](Self::forget_resolved_escalations_after)
-    /// says how old. Each call is
+    /// says how old (a pass runs its calls one after another; the
+    /// background runner starts the next pass beside one still running
+    /// after a second, up to four at once, so that a call that runs long
+    /// holds back none approved after it — a host that drives passes
+    /// itself does the same). Each call is
     /// claimed under a lease, so that of the replicas sharing the store
     /// exactly one runs it; its reply is kept for the caller to read. A
     /// call whose runner died while it ran is run again only if its tool is
@@ -389,18 +397,30 @@ impl ToolSet {
         let weak: Weak<Inner> = Arc::downgrade(&self.inner);
         let approving = Arc::clone(approving);
         tokio::spawn(async move {
+            let passes = Arc::new(tokio::sync::Semaphore::new(MOST_PASSES));
             loop {
                 let Some(inner) = weak.upgrade() else {
                     return;
                 };
-                let tools = ToolSet {
-                    inner,
-                    log_threshold: Arc::default(),
-                };
-                if let Err(error) = tools.run_approved().await {
-                    tracing::warn!(%error, "running approved calls: the store failed");
+                // A pass still running after a look's time (its approved
+                // call runs long) goes on beside the next one, so that it
+                // holds back no call approved after it, whose yes would
+                // lapse waiting: at most `MOST_PASSES` at once.
+                if let Ok(permit) = Arc::clone(&passes).try_acquire_owned() {
+                    let tools = ToolSet {
+                        inner,
+                        log_threshold: Arc::default(),
+                    };
+                    let pass = tokio::spawn(async move {
+                        if let Err(error) = tools.run_approved().await {
+                            tracing::warn!(%error, "running approved calls: the store failed");
+                        }
+                        drop(permit);
+                    });
+                    let _ = tokio::time::timeout(POLL, pass).await;
+                } else {
+                    drop(inner);
                 }
-                drop(tools);
                 let _ = tokio::time::timeout(POLL, approving.wake.notified()).await;
             }
         });
