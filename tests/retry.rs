@@ -249,6 +249,35 @@ async fn an_attempt_cut_off_at_the_deadline_is_not_said_not_applied() {
         tool_envelope::reasons::NOT_APPLIED,
         "{wire}"
     );
+    // Nor is its envelope retryable in the process: an outer loop it
+    // reaches does not refund again.
+    assert!(
+        !escalation.envelope.is_retryable(),
+        "{:?}",
+        escalation.envelope
+    );
+    assert_eq!(
+        escalation.envelope.reason(),
+        Some(tool_envelope::reasons::MAY_HAVE_TAKEN_EFFECT)
+    );
+    let before = calls.load(Ordering::SeqCst);
+    let outer = steady(100)
+        .deadline(ms(10_000))
+        .retry(|| {
+            let calls = calls.clone();
+            async move {
+                let inner = steady(100).deadline(ms(1_000));
+                let outcome = inner.retry(|| refund_then_hang(calls.clone())).await;
+                outcome.result.map_err(|escalation| escalation.envelope)
+            }
+        })
+        .await;
+    assert!(outer.result.is_err());
+    assert_eq!(
+        calls.load(Ordering::SeqCst) - before,
+        1,
+        "the outer loop refunded again"
+    );
 }
 
 /// tokio's clock, on a loaded machine: every sleep wakes twice as late as asked.

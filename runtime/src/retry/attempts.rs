@@ -179,10 +179,24 @@ impl<'p> Attempts<'p> {
         let failures = self.failures();
         let mut envelope = match failures.last.take() {
             // The attempt cut off may have taken effect, whatever the one
-            // before proved of itself.
-            Some(last) => last.with_not_applied(false),
+            // before proved of itself: the one retry decision again, so
+            // that a loop this escalation's envelope reaches (an outer
+            // one) does not repeat a call that is not safe to repeat.
+            Some(last) => {
+                let last = last.with_not_applied(false);
+                let safe = last.idempotent() != Some(false);
+                match crate::settle::leaves_retryable(last.is_retryable(), last.reason(), safe) {
+                    false if last.is_retryable() => last
+                        .with_retryable(false)
+                        .with_reason(crate::reasons::MAY_HAVE_TAKEN_EFFECT),
+                    _ => last,
+                }
+            }
+            // Nothing known of the call but that it was running: it may
+            // have taken effect.
             None => ErrorEnvelope::transient(message.clone())
-                .with_reason(crate::reasons::DEADLINE_EXCEEDED),
+                .with_reason(crate::reasons::DEADLINE_EXCEEDED)
+                .with_retryable(false),
         };
         if let Some(gathered) = &failures.gathered {
             envelope = envelope.remade(|parts| parts.partial_results = Some(gathered.clone()));
