@@ -451,6 +451,58 @@ async fn a_secret_in_a_schema_whose_root_is_a_ref_or_a_combinator_is_masked() {
     }
 }
 
+/// A schema that marks its secrets without root `properties` — a map of
+/// secret values (`additionalProperties`), names by pattern, a conditional,
+/// a root `writeOnly` — is read too: a value sent there is masked where it
+/// was sent and wherever the server quotes it. Only a schema of
+/// annotations alone leaves the arguments shown.
+#[tokio::test]
+async fn a_secret_a_schema_marks_without_root_properties_is_masked() {
+    let secret = json!({"type": "string", "writeOnly": true});
+    for schema in [
+        json!({"type": "object", "additionalProperties": secret}),
+        json!({"type": "object", "patternProperties": {"^[A-Z_]+$": secret}}),
+        json!({"type": "object", "if": {"required": ["API_KEY"]},
+               "then": {"properties": {"API_KEY": secret}}}),
+        json!({"type": "object", "writeOnly": true}),
+    ] {
+        let tools = json!({"tools": [{"name": "set_env", "inputSchema": schema,
+            "annotations": {"readOnlyHint": true}}]});
+        let server = Fake::start(move |method, _| match method {
+            "tools/list" => Reply::Result(tools.clone()),
+            "tools/call" => text_result("could not set API_KEY=hunter2"),
+            _ => Reply::Result(Value::Null),
+        })
+        .await;
+        let client = McpClient::connect(&server.url).await.unwrap();
+        let failed = client
+            .call("set_env", json!({"API_KEY": "hunter2"}))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            failed.attempted_query(),
+            Some(&json!({"API_KEY": "[redacted]"})),
+            "{schema}"
+        );
+        assert_no_secret(&failed);
+    }
+    // Annotations alone say nothing of secrets: the arguments are shown.
+    let tools = json!({"tools": [{"name": "echo", "annotations": {"readOnlyHint": true},
+        "inputSchema": {"type": "object", "title": "Echo", "additionalProperties": true}}]});
+    let server = Fake::start(move |method, _| match method {
+        "tools/list" => Reply::Result(tools.clone()),
+        "tools/call" => text_result("echo is down"),
+        _ => Reply::Result(Value::Null),
+    })
+    .await;
+    let client = McpClient::connect(&server.url).await.unwrap();
+    let failed = client
+        .call("echo", json!({"text": "hi"}))
+        .await
+        .unwrap_err();
+    assert_eq!(failed.attempted_query(), Some(&json!({"text": "hi"})));
+}
+
 #[tokio::test]
 async fn whatever_a_server_echoes_no_secret_it_was_sent_comes_back() {
     // The server quotes the arguments it received everywhere it can.

@@ -27,7 +27,7 @@ mod path;
 mod root;
 pub(crate) use path::{Step, steps};
 #[cfg_attr(not(feature = "client"), allow(unused_imports))]
-pub(crate) use root::declares_beyond_properties;
+pub(crate) use root::says_nothing_of_secrets;
 
 /// A node of the secret map: a place in the arguments.
 type NodeId = usize;

@@ -18,7 +18,7 @@ use crate::limits::json_len;
 use crate::mcp::client::failure;
 use crate::mcp::definition::ToolHints;
 use crate::reasons;
-use crate::redact::schema::{SecretPaths, declares_beyond_properties};
+use crate::redact::schema::{SecretPaths, says_nothing_of_secrets};
 
 /// The most pages of one `tools/list` the client asks for.
 pub(crate) const MAX_PAGES: usize = 100;
@@ -76,17 +76,14 @@ impl RemoteTool {
                 idempotent_hint: hint(|a| a.idempotent_hint, false),
                 open_world_hint: hint(|a| a.open_world_hint, true),
             },
-            // A schema with no properties, `$ref` or combinators at its root
-            // says nothing of secrets; one with a `$ref` or a combinator that
-            // declares none there hides every value (what it says is unknown).
-            secrets: Arc::new(
-                match input_schema.contains_key("properties")
-                    || declares_beyond_properties(&input_schema)
-                {
-                    true => SecretPaths::from_schema(&input_schema, &[]).of_remote_tool(),
-                    false => SecretPaths::OPEN,
-                },
-            ),
+            // A schema of annotations alone says nothing of secrets; any
+            // other (properties, a `$ref` or combinator, a schema for the
+            // keys it does not name…) is read, and what it does not
+            // declare is hidden (what it says of it is unknown).
+            secrets: Arc::new(match says_nothing_of_secrets(&input_schema) {
+                true => SecretPaths::OPEN,
+                false => SecretPaths::from_schema(&input_schema, &[]).of_remote_tool(),
+            }),
             input_schema,
             output_schema: tool.output_schema.as_ref().map(|schema| (**schema).clone()),
             failure_modes: tool.meta.as_ref().and_then(|meta| {

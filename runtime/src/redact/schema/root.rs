@@ -22,6 +22,31 @@ pub(crate) fn declares_beyond_properties(schema: &Map<String, Value>) -> bool {
         .any(|key| schema.contains_key(*key))
 }
 
+/// Whether `schema` says nothing of where secrets may be: its root holds
+/// annotations alone (a type, a title, the names required…) and, if any,
+/// an `additionalProperties` that is a boolean. Any other keyword may mark
+/// one — `properties`, a `$ref` or combinator, `additionalProperties` or
+/// `patternProperties` with a schema, a conditional, a root `writeOnly`:
+/// such a schema is read, and a key it does not declare is hidden.
+#[cfg_attr(not(feature = "client"), allow(dead_code))]
+pub(crate) fn says_nothing_of_secrets(schema: &Map<String, Value>) -> bool {
+    const ANNOTATIONS: [&str; 10] = [
+        "type",
+        "$schema",
+        "$id",
+        "$comment",
+        "title",
+        "description",
+        "default",
+        "examples",
+        "required",
+        "deprecated",
+    ];
+    schema.iter().all(|(key, value)| {
+        ANNOTATIONS.contains(&key.as_str()) || (key == "additionalProperties" && value.is_boolean())
+    })
+}
+
 /// `schema`, its `properties` holding every property it declares at its
 /// root: those behind its `$ref` and in its `allOf`/`anyOf`/`oneOf`
 /// branches too, a name declared in several places with each of its
