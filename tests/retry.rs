@@ -293,6 +293,41 @@ impl Sleeper for Late {
     }
 }
 
+/// tokio's clock, and time a slow hook spent on top (in ms).
+struct Hooked(Arc<std::sync::atomic::AtomicU64>);
+
+impl Sleeper for Hooked {
+    fn now(&self) -> std::time::Instant {
+        Instant::now().into_std() + ms(self.0.load(Ordering::SeqCst))
+    }
+
+    fn sleep(&self, duration: Duration) -> impl std::future::Future<Output = ()> + Send {
+        tokio::time::sleep(duration)
+    }
+}
+
+/// A hook that took long (a slow sink) leaves too little time for the
+/// wait it was told of: the wait is not slept, the call escalates at once
+/// rather than past its deadline.
+#[tokio::test(start_paused = true)]
+async fn a_wait_a_slow_hook_pushed_past_the_deadline_is_not_slept() {
+    let spent = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let hook = Arc::clone(&spent);
+    let calls = Arc::new(AtomicU32::new(0));
+    let start = Instant::now();
+    let outcome = steady(500)
+        .deadline(ms(1_000))
+        .on_event(move |_| {
+            hook.fetch_add(900, Ordering::SeqCst);
+        })
+        .retry_with(&Hooked(spent), || refund_then_hang(calls.clone()))
+        .await;
+    assert_eq!(start.elapsed(), ms(0), "a wait past the deadline was slept");
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let escalation = outcome.result.unwrap_err();
+    assert_eq!(escalation.reason, EscalationReason::DeadlineExceeded);
+}
+
 /// A retry whose wait ran past the deadline is not started: it would be cut
 /// off as it began, after it may have sent the refund. The escalation keeps
 /// the last attempt's envelope as it was — nothing ran since.

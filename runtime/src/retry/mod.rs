@@ -245,6 +245,15 @@ impl RetryPolicy {
             };
             let delay = notice.delay;
             observe(notice).await;
+            // The hook and the notice may have taken long (a slow sink, a
+            // slow client): a delay that now crosses the deadline is not
+            // slept.
+            if attempts
+                .remaining(|| sleeper.now())
+                .is_some_and(|left| left <= delay)
+            {
+                break attempts.out_of_time(sleeper.now());
+            }
             sleeper.sleep(delay).await;
             attempts.slept(delay);
         };
@@ -293,6 +302,16 @@ impl RetryPolicy {
     {
         let mut attempts = Attempts::new(self, sleeper.now());
         loop {
+            // A retry whose wait ran past the deadline (a thread woken
+            // late on a loaded machine) is not started, as in the async loop.
+            let left = attempts.remaining(|| sleeper.now());
+            if left.is_some_and(|left| left.is_zero()) && attempts.made() > 0 {
+                let (escalation, stats) = attempts.out_of_time(sleeper.now());
+                return Outcome {
+                    result: Err(escalation),
+                    stats,
+                };
+            }
             attempts.begin();
             match op() {
                 Ok(value) => {
@@ -326,10 +345,11 @@ mod tests {
     use super::{BlockingSleeper, RetryPolicy};
     use crate::envelope::ErrorEnvelope;
 
-    /// A clock that moves only when slept on.
+    /// A clock that moves only when slept on: `late` times as long as asked.
     struct Fake {
         origin: Instant,
         slept: Cell<Duration>,
+        late: u32,
     }
 
     impl BlockingSleeper for Fake {
@@ -338,8 +358,34 @@ mod tests {
         }
 
         fn sleep(&self, duration: Duration) {
-            self.slept.set(self.slept.get() + duration);
+            self.slept.set(self.slept.get() + duration * self.late);
         }
+    }
+
+    /// A thread woken late (twice as late as asked, on a loaded machine)
+    /// past the deadline starts no retry: as in the async loop.
+    #[test]
+    fn a_blocking_retry_whose_wait_ran_past_the_deadline_is_not_started() {
+        let policy = RetryPolicy::default()
+            .max_attempts(5)
+            .constant(Duration::from_millis(600))
+            .deadline(Duration::from_millis(1_000));
+        let late = Fake {
+            origin: Instant::now(),
+            slept: Cell::new(Duration::ZERO),
+            late: 2,
+        };
+        let mut calls = 0;
+        let outcome = policy.retry_blocking_on(&late, || {
+            calls += 1;
+            Err::<(), _>(ErrorEnvelope::transient("Inventory busy"))
+        });
+        assert_eq!(calls, 1, "a retry started past the deadline");
+        let escalation = outcome.result.unwrap_err();
+        assert_eq!(
+            escalation.reason,
+            crate::escalation::EscalationReason::DeadlineExceeded
+        );
     }
 
     #[test]
@@ -350,6 +396,7 @@ mod tests {
         let fake = || Fake {
             origin: Instant::now(),
             slept: Cell::new(Duration::ZERO),
+            late: 1,
         };
         let mut calls = 0;
         let outcome = policy.retry_blocking_on(&fake(), || {
