@@ -173,3 +173,31 @@ async fn branches_run_concurrently() {
         "not 50 seconds one after another"
     );
 }
+
+/// A gap's escalation is kept as the branch ends: a branch that never
+/// ends (or a run an outer timeout drops) loses none that ended before.
+#[tokio::test(start_paused = true)]
+async fn a_gap_is_kept_as_it_ends_though_another_branch_never_does() {
+    use std::sync::Arc;
+    use tool_envelope::store::{EscalationState, MemoryStore, Store};
+
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let run = Coordinator::new()
+        .branch("refunds", async {
+            Err::<u32, _>(ErrorEnvelope::permission("Access denied to refunds"))
+        })
+        .branch(
+            "orders",
+            std::future::pending::<Result<u32, ErrorEnvelope>>(),
+        )
+        .keep_escalations(Arc::clone(&store))
+        .run();
+    let timed_out = tokio::time::timeout(Duration::from_secs(1), run).await;
+    assert!(timed_out.is_err(), "the pending branch never ends");
+    let open = store
+        .escalations("", None, EscalationState::Open, 10)
+        .await
+        .unwrap();
+    assert_eq!(open.len(), 1, "{open:?}");
+    assert_eq!(open[0].envelope["message"], "Access denied to refunds");
+}

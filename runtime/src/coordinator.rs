@@ -180,8 +180,22 @@ impl<'a, T: Send + 'a> Coordinator<'a, T> {
             names.push(name);
             running.push(async move { (index, catch_unwind_future(branch).await) });
         }
-        let mut ends: Vec<Option<_>> = (0..count).map(|_| None).collect();
+        let mut ends: Vec<Option<Result<(T, Option<RetryStats>), Escalation>>> =
+            (0..count).map(|_| None).collect();
         while let Some((index, end)) = running.next().await {
+            let mut end = match end {
+                Ok((Ok(value), stats)) => Ok((value, stats)),
+                Ok((Err(escalation), _)) => Err(escalation),
+                Err(panic) => {
+                    let envelope = panicked(&format!("branch `{}`", names[index]), panic.as_ref());
+                    Err(Escalation::from_envelope(envelope))
+                }
+            };
+            // Each gap kept as it comes: a branch still running, or a run
+            // dropped (an outer timeout), loses none that ended before.
+            if let (Err(escalation), Some(store)) = (&mut end, &self.store) {
+                keep(store.as_ref(), escalation, None).await;
+            }
             ends[index] = Some(end);
         }
 
@@ -189,26 +203,15 @@ impl<'a, T: Send + 'a> Coordinator<'a, T> {
             completed: Vec::new(),
             gaps: Vec::new(),
         };
-        let store = self.store;
         for (name, end) in names.into_iter().zip(ends) {
             let branch = name.into_owned();
             match end.expect("every branch ran to its end") {
-                Ok((Ok(value), stats)) => report.completed.push(Completed {
+                Ok((value, stats)) => report.completed.push(Completed {
                     branch,
                     value,
                     stats,
                 }),
-                Ok((Err(escalation), _)) => report.gaps.push(Gap { branch, escalation }),
-                Err(panic) => {
-                    let envelope = panicked(&format!("branch `{branch}`"), panic.as_ref());
-                    let escalation = Escalation::from_envelope(envelope);
-                    report.gaps.push(Gap { branch, escalation });
-                }
-            }
-        }
-        if let Some(store) = &store {
-            for gap in &mut report.gaps {
-                keep(store.as_ref(), &mut gap.escalation, None).await;
+                Err(escalation) => report.gaps.push(Gap { branch, escalation }),
             }
         }
         report
