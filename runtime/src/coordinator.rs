@@ -131,6 +131,9 @@ pub struct Coordinator<'a, T> {
     store: Option<Arc<dyn Store>>,
 }
 
+/// How a branch ended: its value and its loop's statistics, or a gap.
+type End<T> = Result<(T, Option<RetryStats>), Escalation>;
+
 impl<T> Default for Coordinator<'_, T> {
     fn default() -> Self {
         Coordinator {
@@ -180,8 +183,7 @@ impl<'a, T: Send + 'a> Coordinator<'a, T> {
             names.push(name);
             running.push(async move { (index, catch_unwind_future(branch).await) });
         }
-        let mut ends: Vec<Option<Result<(T, Option<RetryStats>), Escalation>>> =
-            (0..count).map(|_| None).collect();
+        let mut ends: Vec<Option<End<T>>> = (0..count).map(|_| None).collect();
         while let Some((index, end)) = running.next().await {
             let mut end = match end {
                 Ok((Ok(value), stats)) => Ok((value, stats)),
