@@ -1161,22 +1161,29 @@ async fn receiver() -> (
     let seen = Arc::clone(&bodies);
     let app = axum::Router::new().route(
         "/hook",
-        post(move |axum::Json(body): axum::Json<Value>| {
-            let seen = Arc::clone(&seen);
-            let taken = taken.clone();
-            async move {
-                let first = {
-                    let mut seen = seen.lock().unwrap();
-                    seen.push(body.clone());
-                    seen.len() == 1
-                };
-                if first {
-                    return axum::http::StatusCode::SERVICE_UNAVAILABLE;
+        post(
+            move |headers: axum::http::HeaderMap, axum::Json(mut body): axum::Json<Value>| {
+                let seen = Arc::clone(&seen);
+                let taken = taken.clone();
+                // The key a receiver drops a repeated notice by, kept beside it.
+                let key = headers
+                    .get("idempotency-key")
+                    .and_then(|key| key.to_str().ok());
+                body["idempotencyKey"] = json!(key);
+                async move {
+                    let first = {
+                        let mut seen = seen.lock().unwrap();
+                        seen.push(body.clone());
+                        seen.len() == 1
+                    };
+                    if first {
+                        return axum::http::StatusCode::SERVICE_UNAVAILABLE;
+                    }
+                    let _ = taken.send(body);
+                    axum::http::StatusCode::OK
                 }
-                let _ = taken.send(body);
-                axum::http::StatusCode::OK
-            }
-        }),
+            },
+        ),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/hook", listener.local_addr().unwrap());
@@ -1256,6 +1263,11 @@ async fn each_new_approval_is_noticed_once_through_the_webhook_retried_when_it_i
         2,
         "{posted:?}"
     );
+    // Each post of a notice carries the same key, its ticket: a receiver
+    // that got one a retry sent again drops it.
+    for body in &posted {
+        assert_eq!(body["idempotencyKey"], body["ticket"], "{body}");
+    }
 }
 
 /// Two replicas sharing a SQLite store and a cookie key, and the ticket of

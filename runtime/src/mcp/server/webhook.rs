@@ -27,8 +27,11 @@ use crate::store::ApprovalRecord;
 /// `approvers`, `reason`, `expiresAtMs`, and `url` when the inbox's address
 /// is given). A receiver that answers 5xx or 429, or cannot be reached, is
 /// tried again, 4 times in all over about 3 seconds; any other answer ends
-/// it, and the failure is logged without the webhook's address. A notice
-/// never holds the call up: it is sent in the background.
+/// it, and the failure is logged without the webhook's address. A retry
+/// may repeat a notice the receiver took (a timeout, a 5xx after it): every
+/// post of one notice carries the header `Idempotency-Key`, its ticket, to
+/// drop repeats by. A notice never holds the call up: it is sent in the
+/// background.
 ///
 /// ```
 /// use tool_envelope::mcp::Webhook;
@@ -119,7 +122,10 @@ impl Webhook {
         let outcome = self
             .policy
             .retry(|| async {
-                let sent = self.client.post(&self.url).json(&notice).send().await;
+                // Posted again after a timeout or a 5xx it may have taken:
+                // the ticket as the key a receiver drops a repeat by.
+                let post = self.client.post(&self.url).json(&notice);
+                let sent = post.header("Idempotency-Key", &approval.id).send().await;
                 match sent {
                     Ok(response) if response.status().is_success() => Ok(()),
                     Ok(response) => {
