@@ -1104,3 +1104,106 @@ async fn a_refund_cut_off_when_its_session_was_renewed_may_have_taken_effect() {
     assert!(!failed.message().contains("-32603"), "{}", failed.message());
     assert_eq!(refunds.load(Ordering::SeqCst), 1, "sent once");
 }
+
+/// A 2025-11-25 server redeployed behind the client's back: its first
+/// session lists `charge` as idempotent, every later one as not; once
+/// `restarted` is set it forgets the first session (HTTP 404). Every charge
+/// fails with a transient, retryable envelope. Its URL and the flag.
+async fn redeployed() -> (String, Arc<std::sync::atomic::AtomicBool>) {
+    use axum::http::{HeaderMap, StatusCode};
+    use axum::response::IntoResponse;
+
+    let restarted = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sessions = Arc::new(AtomicU32::new(0));
+    let mcp = {
+        let restarted = Arc::clone(&restarted);
+        move |headers: HeaderMap, body: axum::Json<Value>| async move {
+            let session = headers
+                .get("mcp-session-id")
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned);
+            let Some(id) = body.get("id").cloned() else {
+                return StatusCode::ACCEPTED.into_response();
+            };
+            let answer =
+                |result: Value| axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+            let method = body["method"].as_str().unwrap_or_default();
+            if method != "initialize"
+                && session.as_deref() == Some("s1")
+                && restarted.load(Ordering::SeqCst)
+            {
+                return StatusCode::NOT_FOUND.into_response();
+            }
+            match method {
+                "initialize" => {
+                    let n = sessions.fetch_add(1, Ordering::SeqCst) + 1;
+                    let result = answer(json!({
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "redeployed", "version": "0"}
+                    }));
+                    ([("mcp-session-id", format!("s{n}"))], result).into_response()
+                }
+                "tools/list" => {
+                    let idempotent = session.as_deref() == Some("s1");
+                    answer(
+                        json!({"tools": [{"name": "charge", "inputSchema": {"type": "object"},
+                        "annotations": {"readOnlyHint": false, "destructiveHint": true,
+                                        "idempotentHint": idempotent}}]}),
+                    )
+                    .into_response()
+                }
+                "tools/call" => answer(json!({"isError": true,
+                    "content": [{"type": "text", "text": "the card network is busy"}],
+                    "structuredContent": {"isError": true, "errorCategory": "transient",
+                        "isRetryable": true, "message": "the card network is busy"}}))
+                .into_response(),
+                _ => axum::Json(json!({"jsonrpc": "2.0", "id": id,
+                    "error": {"code": -32601, "message": "Method not found"}}))
+                .into_response(),
+            }
+        }
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let app = axum::Router::new().route(
+        "/mcp",
+        axum::routing::post(mcp)
+            .get(|| async { StatusCode::METHOD_NOT_ALLOWED })
+            .delete(|| async { StatusCode::METHOD_NOT_ALLOWED }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, restarted)
+}
+
+/// A server redeployed behind the client's back is judged by what it lists
+/// now: the call rmcp sent again on the new session is settled as a tool
+/// the server did not list (not safe to repeat), and the next call reads
+/// the new listing — `charge` is no longer idempotent, so its transient
+/// failure is not retryable.
+#[tokio::test]
+async fn a_redeployed_server_is_judged_by_what_it_lists_now() {
+    let (url, restarted) = redeployed().await;
+    let client = McpClient::connect(&url).await.unwrap();
+    let before = client.call("charge", json!({})).await.unwrap_err();
+    assert!(
+        before.is_retryable(),
+        "idempotent as first listed: {before:?}"
+    );
+
+    restarted.store(true, Ordering::SeqCst);
+    let across = client.call("charge", json!({})).await.unwrap_err();
+    assert!(
+        !across.is_retryable(),
+        "sent again on a new session: {across:?}"
+    );
+    let after = client.call("charge", json!({})).await.unwrap_err();
+    assert!(
+        !after.is_retryable(),
+        "not idempotent as listed now: {after:?}"
+    );
+    assert_eq!(
+        after.reason(),
+        Some(tool_envelope::reasons::MAY_HAVE_TAKEN_EFFECT)
+    );
+}

@@ -15,7 +15,7 @@ use rmcp::service::{
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use tokio::sync::{Mutex as AsyncMutex, OnceCell};
+use tokio::sync::Mutex as AsyncMutex;
 
 use crate::envelope::ErrorEnvelope;
 use crate::mcp::client::failure;
@@ -46,12 +46,17 @@ impl fmt::Debug for Endpoint {
     }
 }
 
-/// A live rmcp session, and its server's tools as listed on it: once,
-/// however many calls wait for the list, and never again on this
-/// connection, whether the listing succeeded or not.
+/// A live rmcp connection, and its server's tools as listed on its
+/// session: once per session, however many calls wait for the list,
+/// whether the listing succeeded or not.
 pub(crate) struct Connection {
     service: RunningService<RoleClient, Handler>,
-    tools: OnceCell<Result<Arc<Catalog>, ErrorEnvelope>>,
+    /// Its server's tools, as listed on the session they were listed on:
+    /// listed again once rmcp opened another (the server restarted, and
+    /// may have changed them).
+    tools: AsyncMutex<Option<(u64, Result<Arc<Catalog>, ErrorEnvelope>)>>,
+    /// The HTTP client it speaks through, which counts its sessions.
+    paced: Option<PacedClient>,
     /// Why the connection speaks 2025-11-25 although the client
     /// negotiated: what the server answered the probe.
     fell_back: Option<String>,
@@ -72,6 +77,13 @@ impl Connection {
     /// Why a negotiating client speaks 2025-11-25 on this connection.
     pub(crate) fn fell_back(&self) -> Option<&str> {
         self.fell_back.as_deref()
+    }
+
+    /// Which session the connection is on: rmcp opens another on it when
+    /// the server forgot the one before (a restart). 0 on stdio, where a
+    /// restart is a new connection.
+    pub(crate) fn session(&self) -> u64 {
+        self.paced.as_ref().map_or(0, PacedClient::sessions)
     }
 }
 
@@ -193,18 +205,18 @@ impl Link {
                         crate::limits::text_for_wire(error.message(), 256)
                     );
                     tracing::info!(endpoint = ?self.endpoint, reason = %why, "MCP client falls back to 2025-11-25");
-                    let service = self
+                    let opened = self
                         .handshake(&handler, ClientLifecycleMode::Initialize)
                         .await
                         .map_err(|(error, _)| error)?;
-                    Ok((service, Some(why)))
+                    Ok((opened, Some(why)))
                 }
                 other => other
                     .map(|service| (service, None))
                     .map_err(|(error, _)| error),
             }
         };
-        let (service, fell_back) = tokio::time::timeout(timeout, handshake)
+        let ((service, paced), fell_back) = tokio::time::timeout(timeout, handshake)
             .await
             .map_err(|_| {
                 failure::not_sent(format!(
@@ -220,7 +232,8 @@ impl Link {
         self.connections.fetch_add(1, Ordering::Relaxed);
         let connection = Arc::new(Connection {
             service,
-            tools: OnceCell::new(),
+            tools: AsyncMutex::new(None),
+            paced,
             fell_back,
         });
         *slot = Some(Arc::clone(&connection));
@@ -234,7 +247,8 @@ impl Link {
         &self,
         handler: &Handler,
         lifecycle: ClientLifecycleMode,
-    ) -> Result<RunningService<RoleClient, Handler>, (ErrorEnvelope, bool)> {
+    ) -> Result<(RunningService<RoleClient, Handler>, Option<PacedClient>), (ErrorEnvelope, bool)>
+    {
         let handler = handler.clone();
         let refused = |error: ClientInitializeError| {
             let envelope = failure::classify_initialize(&error);
@@ -248,7 +262,8 @@ impl Link {
                         failure::not_sent(format!("could not start the MCP server: {error}"));
                     (envelope, false)
                 })?;
-                (handler.serve_with_lifecycle(transport, lifecycle).await).map_err(refused)
+                let service = handler.serve_with_lifecycle(transport, lifecycle).await;
+                service.map(|service| (service, None)).map_err(refused)
             }
             Endpoint::Http(_) => {
                 let http = self.http.as_ref().ok_or_else(|| {
@@ -279,25 +294,29 @@ impl Link {
                     // says whether it goes out again.
                     paced.refuse_resumption();
                 }
-                Ok(service)
+                Ok((service, Some(paced)))
             }
         }
     }
 
-    /// The tools of `connection`, listed on it once, within the timeout.
+    /// The tools of `connection`, listed on it once per session, within
+    /// the timeout: however many calls wait for the list, it is asked once,
+    /// whether the listing succeeded or not, until rmcp opens another
+    /// session (the server restarted) — then asked again.
     pub(crate) async fn catalog(
         &self,
         connection: &Connection,
     ) -> Result<Arc<Catalog>, ErrorEnvelope> {
-        connection
-            .tools
-            .get_or_init(|| async {
-                Ok(Arc::new(
-                    tools::list(connection.peer(), self.options.timeout).await?,
-                ))
-            })
-            .await
-            .clone()
+        let mut listed = connection.tools.lock().await;
+        let session = connection.session();
+        if let Some((on, tools)) = listed.as_ref()
+            && *on == session
+        {
+            return tools.clone();
+        }
+        let tools = (tools::list(connection.peer(), self.options.timeout).await).map(Arc::new);
+        *listed = Some((session, tools.clone()));
+        tools
     }
 
     /// The tool called `name` as `connection` listed it: `None` when it did
@@ -316,8 +335,12 @@ impl Link {
     /// been listed — found without waiting, connecting or asking the server.
     pub(crate) fn listed_tool(&self, name: &str) -> Option<Arc<RemoteTool>> {
         let slot = self.connection.try_lock().ok()?;
-        let tools = slot.as_ref()?.tools.get()?.as_ref().ok()?;
-        tools.get(name).cloned()
+        let connection = slot.as_ref()?;
+        let listed = connection.tools.try_lock().ok()?;
+        match listed.as_ref()? {
+            (on, Ok(tools)) if *on == connection.session() => tools.get(name).cloned(),
+            _ => None,
+        }
     }
 }
 

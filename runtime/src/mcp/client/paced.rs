@@ -21,7 +21,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use reqwest::header::{HeaderName, HeaderValue};
-use rmcp::model::ClientJsonRpcMessage;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
     StreamableHttpResponseLimits,
@@ -54,6 +54,10 @@ struct State {
     next: Mutex<Option<Instant>>,
     /// The connection speaks 2026-07-28: no stream is resumed.
     no_resumption: std::sync::atomic::AtomicBool,
+    /// How many sessions were opened (`initialize` sent): rmcp opens
+    /// another on the same connection when the server forgot the first (a
+    /// restart: HTTP 404), and the server's tools may have changed since.
+    sessions: std::sync::atomic::AtomicU64,
 }
 
 impl State {
@@ -78,6 +82,11 @@ impl PacedClient {
     /// 2026-07-28.
     pub(crate) fn refuse_resumption(&self) {
         self.state.no_resumption.store(true, Ordering::Relaxed);
+    }
+
+    /// How many sessions were opened through it so far.
+    pub(crate) fn sessions(&self) -> u64 {
+        self.state.sessions.load(Ordering::SeqCst)
     }
 }
 
@@ -149,6 +158,11 @@ impl StreamableHttpClient for PacedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        if let ClientJsonRpcMessage::Request(request) = &message
+            && matches!(request.request, ClientRequest::InitializeRequest(_))
+        {
+            self.state.sessions.fetch_add(1, Ordering::SeqCst);
+        }
         let response = self
             .inner
             .post_message_with_response_limits(

@@ -102,6 +102,9 @@ pub(crate) async fn call(
     let on_progress =
         on_progress.map(|callback| masked_progress(callback, &secret_now, Arc::clone(&link.sent)));
     let running = link.sent.running(secret_now);
+    // The session the tool was listed on: one rmcp opens during the call
+    // (the server restarted) may list it otherwise.
+    let session = connection.session();
     let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.clone());
     let mut rounds = 0;
     // Whether the server asked a question: a round reached it.
@@ -192,6 +195,11 @@ pub(crate) async fn call(
         };
     };
     drop(running);
+    // The server restarted during the call, and rmcp sent it again on a
+    // new session: what the tool's listing said (safe to repeat, where its
+    // secrets are) is an earlier server's. Settled as a tool it did not
+    // list: not safe to repeat, every argument hidden.
+    let tool = tool.filter(|_| connection.session() == session);
     match outcome {
         Ok(value) => Ok(Called { value, tool }),
         Err(envelope) => {
