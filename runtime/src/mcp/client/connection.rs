@@ -46,6 +46,9 @@ impl fmt::Debug for Endpoint {
     }
 }
 
+/// A server's tools as listed, or why they could not be.
+type Listed = Result<Arc<Catalog>, ErrorEnvelope>;
+
 /// A live rmcp connection, and its server's tools as listed on its
 /// session: once per session, however many calls wait for the list,
 /// whether the listing succeeded or not.
@@ -54,7 +57,7 @@ pub(crate) struct Connection {
     /// Its server's tools, as listed on the session they were listed on:
     /// listed again once rmcp opened another (the server restarted, and
     /// may have changed them).
-    tools: AsyncMutex<Option<(u64, Result<Arc<Catalog>, ErrorEnvelope>)>>,
+    tools: AsyncMutex<Option<(u64, Listed)>>,
     /// The HTTP client it speaks through, which counts its sessions.
     paced: Option<PacedClient>,
     /// Why the connection speaks 2025-11-25 although the client
