@@ -280,6 +280,34 @@ async fn an_attempt_cut_off_at_the_deadline_is_not_said_not_applied() {
     );
 }
 
+/// A cut-off attempt of a call that says nothing of itself (not a
+/// `#[tool]`) is not retryable either, though the failure before it was:
+/// only a call declared safe to repeat stays retryable once cut off.
+#[tokio::test(start_paused = true)]
+async fn a_cut_off_call_that_says_nothing_of_itself_is_not_retryable() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let outcome = steady(100)
+        .deadline(ms(1_000))
+        .retry(|| {
+            let calls = calls.clone();
+            async move {
+                if calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                    return Err(ErrorEnvelope::transient("the gateway is busy"));
+                }
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                Ok(())
+            }
+        })
+        .await;
+    let escalation = outcome.result.unwrap_err();
+    assert_eq!(escalation.reason, EscalationReason::DeadlineExceeded);
+    assert!(
+        !escalation.envelope.is_retryable(),
+        "{:?}",
+        escalation.envelope
+    );
+}
+
 /// tokio's clock, on a loaded machine: every sleep wakes twice as late as asked.
 struct Late;
 

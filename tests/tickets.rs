@@ -1185,6 +1185,56 @@ async fn a_long_approved_call_holds_back_none_approved_after_it() {
     HOLD.notify_one();
 }
 
+/// Lets the held audit of the dropped-set test finish; says it began.
+static HOLD_AUDIT: tokio::sync::Notify = tokio::sync::Notify::const_new();
+static AUDIT_BEGAN: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// An audit over the cap, once let go: a call that runs long.
+#[tool(idempotent)]
+async fn held_audit(order: String, amount: u64) -> Result<String, ErrorEnvelope> {
+    AUDIT_BEGAN.notify_one();
+    HOLD_AUDIT.notified().await;
+    Ok(format!("Audited ${amount} on {order}"))
+}
+
+/// A tool set dropped while its runner's pass still runs a long call
+/// starts no other pass: a call approved after it is run by no runner of
+/// the dropped set (a hot reload leaves one runner, not two).
+#[tokio::test(start_paused = true)]
+async fn a_dropped_sets_runner_starts_no_pass_beside_one_still_running() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let tools = ToolSet::new()
+        .tool::<held_audit>()
+        .guards(Guards::new().for_all(cap))
+        .store(Arc::clone(&store));
+    let ten_seconds = std::time::Duration::from_secs(10);
+    let long = json!({"order": "D-1", "amount": 901});
+    let (_, reply) = call_as(&tools, &alice(), "held_audit", long).await;
+    let began = AUDIT_BEGAN.notified();
+    tools
+        .decide(&ticket_of(&reply), &approver(), true, "")
+        .await
+        .unwrap();
+    tokio::time::timeout(ten_seconds, began)
+        .await
+        .expect("the long call began");
+    let next = json!({"order": "D-2", "amount": 902});
+    let (_, reply) = call_as(&tools, &alice(), "held_audit", next).await;
+    let ticket = ticket_of(&reply);
+    drop(tools);
+
+    let yes = store::Decision::new(true, "carol", "");
+    assert!(store.decide(&ticket, &yes).await.unwrap());
+    tokio::time::sleep(ten_seconds).await;
+    let waiting = store.approval(&ticket).await.unwrap().unwrap();
+    assert_eq!(
+        waiting.state,
+        ApprovalState::Approved,
+        "run by a dropped set"
+    );
+    HOLD_AUDIT.notify_one();
+}
+
 /// A frozen order is never refunded: a block nobody may approve.
 fn frozen(call: &ToolCall) -> Result<(), Blocked> {
     let order: String = call.require("order")?;

@@ -182,9 +182,11 @@ impl<'p> Attempts<'p> {
             // before proved of itself: the one retry decision again, so
             // that a loop this escalation's envelope reaches (an outer
             // one) does not repeat a call that is not safe to repeat.
+            // Only a call declared safe to repeat stays retryable: of one
+            // that says nothing, nothing is known but that it was running.
             Some(last) => {
                 let last = last.with_not_applied(false);
-                let safe = last.idempotent() != Some(false);
+                let safe = last.idempotent() == Some(true);
                 match crate::settle::leaves_retryable(last.is_retryable(), last.reason(), safe) {
                     false if last.is_retryable() => last
                         .with_retryable(false)

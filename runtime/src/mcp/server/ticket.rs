@@ -333,8 +333,9 @@ pub(crate) async fn made_again(
 
 /// Where the call of `approval` stands, `blocked` being its guard's block.
 fn standing(approval: &ApprovalRecord, blocked: &ErrorEnvelope, now: i64) -> Ticketed {
-    // As it stands now: one whose time ran out is expired, swept or not.
-    match approval.state_at(now) {
+    // As the store has it: the store's state is what every replica's
+    // decision, claim and expiry change, each on its own clock.
+    match approval.state {
         ApprovalState::Done => match approval
             .result
             .clone()

@@ -23,27 +23,43 @@ pub(crate) fn declares_beyond_properties(schema: &Map<String, Value>) -> bool {
 }
 
 /// Whether `schema` says nothing of where secrets may be: its root holds
-/// annotations alone (a type, a title, the names required…) and, if any,
-/// an `additionalProperties` that is a boolean. Any other keyword may mark
-/// one — `properties`, a `$ref` or combinator, `additionalProperties` or
-/// `patternProperties` with a schema, a conditional, a root `writeOnly`:
-/// such a schema is read, and a key it does not declare is hidden.
+/// annotations and checks that mark nothing (a type, a title, the names
+/// required, counts of properties, `x-` extensions…), and schemas for the
+/// keys it does not name, or for their names, that say nothing either
+/// (`additionalProperties: {}`, `true`, `false`). Any other keyword may
+/// mark one — `properties`, a `$ref` or combinator, `patternProperties`, a
+/// conditional, a `writeOnly`: such a schema is read, and a key it does not
+/// declare is hidden.
 #[cfg_attr(not(feature = "client"), allow(dead_code))]
 pub(crate) fn says_nothing_of_secrets(schema: &Map<String, Value>) -> bool {
-    const ANNOTATIONS: [&str; 10] = [
+    const SILENT: [&str; 18] = [
         "type",
         "$schema",
         "$id",
         "$comment",
+        "$defs",
+        "definitions",
         "title",
         "description",
         "default",
         "examples",
         "required",
         "deprecated",
+        "readOnly",
+        "nullable",
+        "format",
+        "minProperties",
+        "maxProperties",
+        "const",
     ];
-    schema.iter().all(|(key, value)| {
-        ANNOTATIONS.contains(&key.as_str()) || (key == "additionalProperties" && value.is_boolean())
+    let silent = |value: &Value| match value {
+        Value::Bool(_) => true,
+        Value::Object(inner) => says_nothing_of_secrets(inner),
+        _ => false,
+    };
+    schema.iter().all(|(key, value)| match key.as_str() {
+        "additionalProperties" | "unevaluatedProperties" | "propertyNames" => silent(value),
+        key => SILENT.contains(&key) || key.starts_with("x-"),
     })
 }
 
@@ -106,6 +122,35 @@ mod tests {
             unreachable!()
         };
         gathered(&schema)["properties"].clone()
+    }
+
+    #[test]
+    fn only_a_schema_that_marks_nothing_says_nothing_of_secrets() {
+        let says_nothing = |schema: Value| match schema {
+            Value::Object(schema) => says_nothing_of_secrets(&schema),
+            _ => unreachable!(),
+        };
+        for silent in [
+            json!({"type": "object"}),
+            json!({"type": "object", "title": "Echo", "additionalProperties": false}),
+            json!({"type": "object", "additionalProperties": {}, "x-order": 3}),
+            json!({"$schema": "https://json-schema.org/draft/2020-12/schema",
+                   "unevaluatedProperties": false, "minProperties": 1,
+                   "propertyNames": {"type": "string"}, "$defs": {"A": {}}}),
+        ] {
+            assert!(says_nothing(silent.clone()), "{silent}");
+        }
+        for marking in [
+            json!({"type": "object", "properties": {}}),
+            json!({"type": "object", "additionalProperties": {"writeOnly": true}}),
+            json!({"patternProperties": {"^K": {"type": "string"}}}),
+            json!({"additionalProperties": {"$ref": "#/$defs/Key"}}),
+            json!({"if": {"required": ["k"]}, "then": {}}),
+            json!({"type": "object", "writeOnly": true}),
+            json!({"allOf": [{"type": "object"}]}),
+        ] {
+            assert!(!says_nothing(marking.clone()), "{marking}");
+        }
     }
 
     #[test]

@@ -402,6 +402,13 @@ impl ToolSet {
                 let Some(inner) = weak.upgrade() else {
                     return;
                 };
+                // Held by nothing but its passes (and this look): the set
+                // was dropped; its passes end as they end, and no other
+                // starts.
+                let running = MOST_PASSES - passes.available_permits();
+                if Arc::strong_count(&inner) <= running + 1 {
+                    return;
+                }
                 // A pass still running after a look's time (its approved
                 // call runs long) goes on beside the next one, so that it
                 // holds back no call approved after it, whose yes would
