@@ -333,8 +333,7 @@ pub(crate) async fn made_again(
 
 /// Where the call of `approval` stands, `blocked` being its guard's block.
 fn standing(approval: &ApprovalRecord, blocked: &ErrorEnvelope, now: i64) -> Ticketed {
-    // As the store has it: the store's state is what every replica's
-    // decision, claim and expiry change, each on its own clock.
+    // As the store has it: one truth, whatever each replica's clock says.
     match approval.state {
         ApprovalState::Done => match approval
             .result
