@@ -608,6 +608,31 @@ async fn an_approval_whose_time_ran_out_is_shown_expired_before_it_is_swept() {
     assert!(page.contains("Refund of $900"), "{path}: {page}");
     assert!(page.contains("expired"), "{path}: {page}");
     assert!(!page.contains("value=\"approve\""), "{path}: {page}");
+
+    // A yes no runner took up in time: approved, and said to have expired
+    // unrun — not "expired by" the person who said yes.
+    let mut approved = lapsed.clone();
+    approved.id = format!("{}-yes", lapsed.id);
+    approved.digest = "lapsed-yes-digest".to_owned();
+    assert!(
+        server
+            .store
+            .open_approval(&approved, u64::MAX)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let yes = Decision::new(true, "dave", "ok").at(now - 5_400_000);
+    assert!(server.store.decide(&approved.id, &yes).await.unwrap());
+    server.tools.run_approved().await.unwrap();
+    let path = format!("/inbox/approvals/{}", approved.id);
+    let (_, page) = server.get(&path, &carol).await;
+    assert!(page.contains("<strong>approved</strong> by dave"), "{page}");
+    assert!(
+        page.contains("expired before any replica took the call up"),
+        "{page}"
+    );
+    assert!(!page.contains("expired</strong> by"), "{page}");
 }
 
 #[tokio::test]

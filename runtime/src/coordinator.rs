@@ -57,6 +57,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use futures_util::StreamExt;
+use futures_util::future::{Either, select};
 use futures_util::stream::FuturesUnordered;
 use serde::Serialize;
 use serde::ser::{SerializeMap, SerializeStruct, Serializer};
@@ -184,21 +185,43 @@ impl<'a, T: Send + 'a> Coordinator<'a, T> {
             running.push(async move { (index, catch_unwind_future(branch).await) });
         }
         let mut ends: Vec<Option<End<T>>> = (0..count).map(|_| None).collect();
-        while let Some((index, end)) = running.next().await {
-            let mut end = match end {
-                Ok((Ok(value), stats)) => Ok((value, stats)),
-                Ok((Err(escalation), _)) => Err(escalation),
-                Err(panic) => {
-                    let envelope = panicked(&format!("branch `{}`", names[index]), panic.as_ref());
-                    Err(Escalation::from_envelope(envelope))
-                }
+        // Each gap kept as it comes, beside the branches still running (a
+        // slow store holds none of them up): a branch that never ends, or
+        // a run dropped (an outer timeout), loses none that ended before.
+        let mut keeping = FuturesUnordered::new();
+        while !running.is_empty() || !keeping.is_empty() {
+            let ended = match (running.is_empty(), keeping.is_empty()) {
+                (false, true) => Either::Left(running.next().await),
+                (true, false) => Either::Right(keeping.next().await),
+                _ => match select(running.next(), keeping.next()).await {
+                    Either::Left((ended, _)) => Either::Left(ended),
+                    Either::Right((kept, _)) => Either::Right(kept),
+                },
             };
-            // Each gap kept as it comes: a branch still running, or a run
-            // dropped (an outer timeout), loses none that ended before.
-            if let (Err(escalation), Some(store)) = (&mut end, &self.store) {
-                keep(store.as_ref(), escalation, None).await;
+            match ended {
+                Either::Left(Some((index, end))) => {
+                    let end = match end {
+                        Ok((Ok(value), stats)) => Ok((value, stats)),
+                        Ok((Err(escalation), _)) => Err(escalation),
+                        Err(panic) => {
+                            let branch = format!("branch `{}`", names[index]);
+                            Err(Escalation::from_envelope(panicked(&branch, panic.as_ref())))
+                        }
+                    };
+                    match (end, &self.store) {
+                        (Err(mut escalation), Some(store)) => {
+                            let store = Arc::clone(store);
+                            keeping.push(async move {
+                                keep(store.as_ref(), &mut escalation, None).await;
+                                (index, escalation)
+                            });
+                        }
+                        (end, _) => ends[index] = Some(end),
+                    }
+                }
+                Either::Right(Some((index, escalation))) => ends[index] = Some(Err(escalation)),
+                Either::Left(None) | Either::Right(None) => {}
             }
-            ends[index] = Some(end);
         }
 
         let mut report = Report {

@@ -37,13 +37,13 @@ impl Connect {
 
     /// How long one call may take (60 s unless set), from the moment it is
     /// made: reaching the server (the handshake, when the connection is
-    /// new), listing its tools (once per connection) and the call itself;
+    /// new), listing its tools (once per session) and the call itself;
     /// then it is cancelled (the server is told, if the call went out) and
     /// fails as `transient`, reason `TIMEOUT`. Making the client, its
     /// handshake and its listing get as long each. A server that does not
     /// list its tools in time is called without their annotations and
     /// schemas — no call of it is safe to repeat, and none of its arguments
-    /// is shown — and is not asked again on that connection.
+    /// is shown — and is not asked again on that session.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.options.timeout = timeout;
         self

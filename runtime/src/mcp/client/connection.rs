@@ -1,7 +1,7 @@
 //! The connection to a server: how the client reaches it, the live rmcp
 //! session (made again when it broke — the child restarted, the HTTP session
 //! opened anew), the progress notifications routed to their calls, and the
-//! tools listed on each connection.
+//! tools listed on each session.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};

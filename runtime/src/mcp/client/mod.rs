@@ -223,8 +223,9 @@ impl McpClient {
         })
     }
 
-    /// The server's tools (`tools/list`), listed once per connection
-    /// within the client's timeout. A server that pages on without end is
+    /// The server's tools (`tools/list`), listed once per session (again
+    /// when rmcp opens a new one: the server restarted) within the client's
+    /// timeout. A server that pages on without end is
     /// listed as far as a repeated cursor, a cursor over 4 KiB, 100 pages,
     /// 10,000 tools or 16 MiB of tools.
     ///

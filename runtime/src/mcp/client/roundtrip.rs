@@ -42,7 +42,7 @@ pub(crate) struct Called {
 
 /// Calls the tool `name` with `arguments` over `link`: its value, or its
 /// failure settled. Reaching the server, listing its tools (once per
-/// connection) and the call itself share the client's timeout.
+/// session) and the call itself share the client's timeout.
 pub(crate) async fn call(
     link: &Link,
     name: &str,
@@ -81,11 +81,15 @@ pub(crate) async fn call(
     };
     let ready = tokio::time::timeout_at(deadline, async {
         let connection = link.connection().await?;
+        // The session the tool is judged by, read before it is listed: one
+        // rmcp opens from here on (the server restarted) may list it
+        // otherwise.
+        let session = connection.session();
         let tool = link.known_tool(&connection, name).await;
-        Ok::<_, ErrorEnvelope>((connection, tool))
+        Ok::<_, ErrorEnvelope>((connection, tool, session))
     })
     .await;
-    let (connection, tool) = match ready {
+    let (connection, tool, session) = match ready {
         Ok(Ok(ready)) => ready,
         Ok(Err(envelope)) => return Err(settle(envelope, &arguments, None, false)),
         Err(_) => return Err(settle(timed_out(), &arguments, None, false)),
@@ -102,9 +106,6 @@ pub(crate) async fn call(
     let on_progress =
         on_progress.map(|callback| masked_progress(callback, &secret_now, Arc::clone(&link.sent)));
     let running = link.sent.running(secret_now);
-    // The session the tool was listed on: one rmcp opens during the call
-    // (the server restarted) may list it otherwise.
-    let session = connection.session();
     let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.clone());
     let mut rounds = 0;
     // Whether the server asked a question: a round reached it.

@@ -1,5 +1,5 @@
 //! A server's tools, as its `tools/list` describes them: listed once per
-//! connection, within the client's timeout, and within bounds a hostile
+//! session, within the client's timeout, and within bounds a hostile
 //! server cannot move — a repeated cursor, a cursor longer than any server
 //! writes, or more pages, tools or bytes than any server has, ends the
 //! listing with what it gathered.

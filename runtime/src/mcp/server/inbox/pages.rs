@@ -17,7 +17,7 @@ use super::signing::{checked, refused, sign_in, sign_in_form, sign_out, signed_i
 use super::views::{escalation_view, view};
 use crate::caller::Caller;
 use crate::mcp::server::toolset::DecisionError;
-use crate::store::{ApprovalState, EscalationRecord, EscalationState, now_ms};
+use crate::store::{ApprovalRecord, ApprovalState, EscalationRecord, EscalationState, now_ms};
 
 /// How many of each list a page shows: of the approvals waiting, the
 /// oldest 1,000; of the open escalations, the newest.
@@ -90,9 +90,14 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
         // The newest of all, to count those waiting for others; when they
         // are all there are (one more is read to tell), the person's are
         // among them.
+        // Those whose time ran out, not swept yet, wait no more: neither
+        // listed nor counted (each one's own page says it expired).
+        let now = now_ms();
+        let waits = |approval: &ApprovalRecord| approval.state_at(now) == ApprovalState::Pending;
         let mut all = (store.approvals(service, None, &waiting, LISTED + 1)).await?;
         let more = all.len() > LISTED as usize;
         all.truncate(LISTED as usize);
+        all.retain(waits);
         let others = all
             .iter()
             .filter(|approval| !who.has_scope(&approval.approvers))
@@ -100,17 +105,16 @@ async fn listing(state: &State, who: &Caller, cookie: &str, problem: Option<&str
         // Theirs, the oldest first: what waited longest (and expires
         // first) is never crowded off the page by what came after it.
         let mut pending = if more {
-            (store.oldest_approvals(service, theirs, &waiting, LISTED + 1)).await?
+            let mut theirs =
+                (store.oldest_approvals(service, theirs, &waiting, LISTED + 1)).await?;
+            theirs.retain(waits);
+            theirs
         } else {
             all.sort_by_key(|approval| approval.created_ms);
             all
         };
         let mine_more = pending.len() > LISTED as usize;
         pending.truncate(LISTED as usize);
-        // Those whose time ran out, not swept yet, wait no more: not
-        // listed (each one's own page says it expired).
-        let now = now_ms();
-        pending.retain(|approval| approval.state_at(now) == ApprovalState::Pending);
         // Read by scope, the newest of theirs are the first few.
         let decided = store.approvals(service, theirs, &decided_states, DECIDED_LISTED as u32);
         let decided = decided.await?;

@@ -132,6 +132,9 @@ pub(super) fn view(approval: &ApprovalRecord, who: &Caller) -> ApprovalView {
             ApprovalState::Declined => "declined",
             ApprovalState::Withdrawn => "withdrawn",
             ApprovalState::Pending => "pending",
+            // A yes that lapsed unrun was still a yes: the page says it
+            // expired beside it.
+            ApprovalState::Expired if approval.decided_by.is_some() => "approved",
             ApprovalState::Expired => "expired",
             _ => "approved",
         },

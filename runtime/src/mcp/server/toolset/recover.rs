@@ -34,10 +34,9 @@ impl ToolSet {
     /// Takes over the tasks whose replica stopped renewing its lease (it
     /// died, or was restarted), up to a batch a pass, claiming each only
     /// once the one before ended: a cancelled one ends cancelled; a
-    /// read-only or idempotent one runs again, here, as its caller; one
-    /// (unless its time to live ran out first: then it ends unrun, as its
-    /// caller can no longer read it); one
-    /// that waited for an approver ends with where its ticket stands (the
+    /// read-only or idempotent one runs again, here, as its caller (unless
+    /// its time to live ran out first: then it ends unrun, as its caller
+    /// can no longer read it); one that waited for an approver ends with where its ticket stands (the
     /// approval lives on, as the ticket tells its caller, who withdraws it
     /// by making the same call as a task and cancelling that); any other
     /// ends with a `MAY_HAVE_TAKEN_EFFECT` envelope, never run twice.

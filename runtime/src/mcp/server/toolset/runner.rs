@@ -1,7 +1,8 @@
 //! The runner every replica of a tool set with a store keeps in the
 //! background ([`ToolSet::run_approved`]): it runs each approved call once,
-//! under a lease, expires the approvals nobody decided, and takes over the
-//! tasks of a replica that stopped.
+//! under a lease, expires the approvals nobody decided and the approved
+//! calls no runner took up in time, and takes over the tasks of a replica
+//! that stopped.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -79,9 +80,11 @@ impl ToolSet {
     /// claimed under a lease, so that of the replicas sharing the store
     /// exactly one runs it; its reply is kept for the caller to read. A
     /// call whose runner died while it ran is run again only if its tool is
-    /// read-only or idempotent; else it ends `MAY_HAVE_TAKEN_EFFECT`. A task
+    /// read-only or idempotent and its yes's time to live has not run out
+    /// (else it ends unrun); else it ends `MAY_HAVE_TAKEN_EFFECT`. A task
     /// whose replica stopped renewing its lease is taken over the same way:
-    /// run again here if that is safe, else ended `MAY_HAVE_TAKEN_EFFECT`
+    /// run again here if that is safe (and its time to live has not run
+    /// out), else ended `MAY_HAVE_TAKEN_EFFECT`
     /// (cancelled, if its caller asked). An approved call the store cannot
     /// read back ([`StoreError::is_unreadable`]: a row written by hand,
     /// say) is ended `done`, unrun (the reply kept in its row says why;
@@ -422,6 +425,9 @@ impl ToolSet {
                         if let Err(error) = tools.run_approved().await {
                             tracing::warn!(%error, "running approved calls: the store failed");
                         }
+                        // The set let go before the permit: the loop never
+                        // counts a pass ended whose set it still holds.
+                        drop(tools);
                         drop(permit);
                     });
                     let _ = tokio::time::timeout(POLL, pass).await;

@@ -206,7 +206,8 @@ impl ToolSet {
     /// Decides the approval `ticket` (the id of a
     /// [`Ticket`](crate::Ticket)) as `approver`, with `note`: approved, the
     /// call runs once, soon, on whichever replica sharing the store claims
-    /// it; declined, the caller reads `HUMAN_DECLINED`. The decision is one
+    /// it (unless no runner takes it up within a time to live: then it
+    /// expires unrun); declined, the caller reads `HUMAN_DECLINED`. The decision is one
     /// conditional update of a pending approval, so that of two decisions
     /// only one is taken, and it is kept in the store's audit (who, when,
     /// note).
