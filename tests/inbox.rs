@@ -529,6 +529,32 @@ async fn an_approver_sees_every_character_of_the_call_and_texts_apart_from_numbe
     );
 }
 
+/// An approval of the service `refunds`, waiting for `scope`, of the call
+/// `digest` (whose envelope says `message`), made by `agent` and expiring
+/// at `expires_ms`: as a tool set would open it.
+fn waiting(digest: &str, message: &str, scope: &str, expires_ms: i64) -> ApprovalRecord {
+    ApprovalRecord::new(
+        digest,
+        "policy@0",
+        "refund",
+        json!({"order": digest}),
+        json!({"isError": true, "errorCategory": "business", "isRetryable": false,
+               "message": message, "reason": "OVER_CAP"}),
+        Some("agent".to_owned()),
+        scope,
+        expires_ms,
+    )
+    .for_service("refunds")
+}
+
+impl Server {
+    /// Keeps `approval` in the store, as a tool set would open it.
+    async fn open(&self, approval: &ApprovalRecord) {
+        let opened = self.store.open_approval(approval, u64::MAX).await;
+        assert!(opened.unwrap().is_some(), "opened: no bound to pass");
+    }
+}
+
 /// More approvals wait than a page lists (eleven callers' worth): the
 /// oldest are listed, so that what waited longest, and expires first, is
 /// never crowded off the page by what came after it; the page says more
@@ -538,21 +564,16 @@ async fn the_oldest_approvals_are_listed_when_more_wait_than_a_page_holds() {
     let server = serve(Arc::new(MemoryStore::new()), None, None).await;
     let now = store::now_ms();
     for n in 0..1001 {
-        let mut waiting = ApprovalRecord::new(
-            format!("crowd-{n}"),
-            "policy@0",
-            "refund",
-            json!({"order": format!("CROWD-{n}"), "amount": 900}),
-            json!({"isError": true, "errorCategory": "business", "isRetryable": false,
-                   "message": format!("Refund CROWD-{n} needs an approver")}),
-            Some(format!("agent-{}", n % 11)),
+        let message = format!("Refund CROWD-{n} needs an approver");
+        let mut crowd = waiting(
+            &format!("crowd-{n}"),
+            &message,
             "refunds:approve",
             now + 3_600_000,
-        )
-        .for_service("refunds");
-        waiting.created_ms = now - 100_000 + n;
-        let opened = server.store.open_approval(&waiting, u64::MAX).await;
-        assert!(opened.unwrap().is_some());
+        );
+        crowd.caller = Some(format!("agent-{}", n % 11));
+        crowd.created_ms = now - 100_000 + n;
+        server.open(&crowd).await;
     }
     let carol = server.sign_in("carol-token").await;
     let (status, page) = server.get("/inbox", &carol).await;
@@ -575,27 +596,10 @@ async fn the_oldest_approvals_are_listed_when_more_wait_than_a_page_holds() {
 async fn an_approval_whose_time_ran_out_is_shown_expired_before_it_is_swept() {
     let server = server("expired-unswept").await;
     let now = store::now_ms();
-    let mut lapsed = ApprovalRecord::new(
-        "lapsed-digest",
-        "policy@0",
-        "refund",
-        json!({"order": "EX-1", "amount": 900}),
-        json!({"isError": true, "errorCategory": "business", "isRetryable": false,
-               "message": "Refund of $900 needs an approver"}),
-        Some("agent".to_owned()),
-        "refunds:approve",
-        now - 3_600_000,
-    )
-    .for_service("refunds");
+    let message = "Refund of $900 needs an approver";
+    let mut lapsed = waiting("lapsed-digest", message, "refunds:approve", now - 3_600_000);
     lapsed.created_ms = now - 7_200_000;
-    assert!(
-        server
-            .store
-            .open_approval(&lapsed, u64::MAX)
-            .await
-            .unwrap()
-            .is_some()
-    );
+    server.open(&lapsed).await;
     let carol = server.sign_in("carol-token").await;
     // Not listed as waiting; its own page says it expired, with no form.
     let (status, page) = server.get("/inbox", &carol).await;
@@ -614,14 +618,7 @@ async fn an_approval_whose_time_ran_out_is_shown_expired_before_it_is_swept() {
     let mut approved = lapsed.clone();
     approved.id = format!("{}-yes", lapsed.id);
     approved.digest = "lapsed-yes-digest".to_owned();
-    assert!(
-        server
-            .store
-            .open_approval(&approved, u64::MAX)
-            .await
-            .unwrap()
-            .is_some()
-    );
+    server.open(&approved).await;
     let yes = Decision::new(true, "dave", "ok").at(now - 5_400_000);
     assert!(server.store.decide(&approved.id, &yes).await.unwrap());
     server.tools.run_approved().await.unwrap();

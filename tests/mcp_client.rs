@@ -1063,6 +1063,17 @@ async fn forgetful() -> (String, Arc<tokio::sync::Notify>, Arc<AtomicU32>) {
             }
         }
     };
+    (served_at_mcp(mcp).await, refunding, refunds)
+}
+
+/// `mcp` served on a loopback port at `/mcp`, answering POSTs only (no
+/// standalone event stream, no session ended by DELETE): its URL.
+async fn served_at_mcp<H, T>(mcp: H) -> String
+where
+    H: axum::handler::Handler<T, ()>,
+    T: 'static,
+{
+    use axum::http::StatusCode;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let app = axum::Router::new().route(
@@ -1072,7 +1083,7 @@ async fn forgetful() -> (String, Arc<tokio::sync::Notify>, Arc<AtomicU32>) {
             .delete(|| async { StatusCode::METHOD_NOT_ALLOWED }),
     );
     tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, refunding, refunds)
+    url
 }
 
 /// rmcp opens a new session when the server forgot the old one (HTTP 404)
@@ -1164,16 +1175,7 @@ async fn redeployed() -> (String, Arc<std::sync::atomic::AtomicBool>) {
             }
         }
     };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let app = axum::Router::new().route(
-        "/mcp",
-        axum::routing::post(mcp)
-            .get(|| async { StatusCode::METHOD_NOT_ALLOWED })
-            .delete(|| async { StatusCode::METHOD_NOT_ALLOWED }),
-    );
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, restarted)
+    (served_at_mcp(mcp).await, restarted)
 }
 
 /// A server redeployed behind the client's back is judged by what it lists
