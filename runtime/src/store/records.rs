@@ -128,6 +128,14 @@ pub struct TaskUpdate {
 }
 
 impl TaskRecord {
+    /// Whether its time to live ran out by `now_ms` (one time to live
+    /// after its last change): it is then unknown to its caller, and is
+    /// not run again.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+    pub(crate) fn lapsed_at(&self, now_ms: i64) -> bool {
+        self.updated_ms.saturating_add(self.ttl_ms) <= now_ms
+    }
+
     /// A new task of `tool` with `arguments`, working, made now by `caller`
     /// and kept `ttl_ms` after that, not yet held by any replica.
     pub fn new(

@@ -400,7 +400,7 @@ async fn kept(
         Ok(Some(record))
             if record.caller.as_deref() == subject
                 && record.service == service
-                && record.updated_ms.saturating_add(record.ttl_ms) > crate::store::now_ms() =>
+                && !record.lapsed_at(crate::store::now_ms()) =>
         {
             Ok(record)
         }

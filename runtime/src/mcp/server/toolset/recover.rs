@@ -60,7 +60,7 @@ impl ToolSet {
                     // time): its caller can no longer read or cancel it,
                     // and the scopes it would run with are of then. Not
                     // run again.
-                    true if task.updated_ms.saturating_add(task.ttl_ms) <= now => {
+                    true if task.lapsed_at(now) => {
                         self.not_run_again_late(&task.tool, &task.arguments)
                     }
                     true => match self.run_again_renewed(store, &task).await {

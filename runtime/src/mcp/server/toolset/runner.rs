@@ -236,7 +236,8 @@ impl ToolSet {
         // approved and not claimed by then (every runner was down) is not
         // run late, as its caller was then; it is left to expire (the next
         // pass's `expire_approvals`, which escalates it).
-        if before.state == ApprovalState::Approved && before.expires_ms <= now {
+        if before.state == ApprovalState::Approved && before.state_at(now) == ApprovalState::Expired
+        {
             return Ok(0);
         }
         let lease = now.saturating_add(held::ms(LEASE));
