@@ -1161,6 +1161,9 @@ struct Slow {
     /// Whether expiring approvals ends none: a store of one's own that
     /// expires no approved call, or fails to expire.
     expires_nothing: std::sync::atomic::AtomicBool,
+    /// Keeps each escalation and answers with an error, as a database
+    /// whose connection was lost after the commit.
+    escalations_unanswered: std::sync::atomic::AtomicBool,
 }
 
 /// A point in the store a call is held at, once the test closes it: the
@@ -1222,6 +1225,7 @@ impl Slow {
             ahead_ms: std::sync::atomic::AtomicI64::new(0),
             tasks_aged_ms: std::sync::atomic::AtomicI64::new(0),
             expires_nothing: std::sync::atomic::AtomicBool::new(false),
+            escalations_unanswered: std::sync::atomic::AtomicBool::new(false),
         })
     }
 }
@@ -1247,7 +1251,6 @@ impl Store for Slow {
         approvals(service: &'a str, approvers: Option<&'a [&'a str]>, states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
         renew_approval(id: &'a str, holder: &'a str, lease_until_ms: i64) -> bool;
         approvals_to_run(service: &'a str, now_ms: i64, limit: u32) -> Vec<String>;
-        record_escalation(escalation: &'a EscalationRecord, most_open: u64) -> bool;
         escalations(service: &'a str, approvers: Option<&'a [&'a str]>, state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
         escalation(id: &'a str) -> Option<EscalationRecord>;
         open_escalations(service: Option<&'a str>, caller: Option<&'a str>) -> u64;
@@ -1271,6 +1274,20 @@ impl Store for Slow {
                 task.updated_ms -= aged;
             }
             Ok(read)
+        })
+    }
+
+    fn record_escalation<'a>(
+        &'a self,
+        escalation: &'a EscalationRecord,
+        most_open: u64,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let kept = self.inner.record_escalation(escalation, most_open).await?;
+            if self.escalations_unanswered.load(Ordering::SeqCst) {
+                return Err(StoreError::new("the connection was lost after the commit"));
+            }
+            Ok(kept)
         })
     }
 
@@ -1736,4 +1753,31 @@ async fn a_task_cancelled_as_its_approved_run_hands_on_withdraws_the_next_approv
     let (client, task) = cancel.await.unwrap();
     assert_eq!(past(&client, &task, "working").await["status"], "cancelled");
     nothing_waits_nor_ran(&slow, "T-1320").await;
+}
+
+/// A store that keeps an escalation and loses its answer (the connection
+/// gone after the commit) is asked again by whoever keeps it next — the
+/// coordinator above a retry loop — and the escalation is kept once.
+#[tokio::test]
+async fn an_escalation_whose_store_lost_the_answer_is_kept_once() {
+    use tool_envelope::coordinator::Coordinator;
+    use tool_envelope::retry::RetryPolicy;
+
+    let slow = Slow::new();
+    slow.escalations_unanswered.store(true, Ordering::SeqCst);
+    let store: Arc<dyn Store> = slow.clone();
+    let policy = RetryPolicy::never().keep_escalations(Arc::clone(&store));
+    let denied = || async { Err::<u32, _>(ErrorEnvelope::permission("Access denied to payroll")) };
+    let report = Coordinator::new()
+        .branch("payroll", policy.retry(denied))
+        .keep_escalations(Arc::clone(&store))
+        .run()
+        .await;
+    assert_eq!(report.gaps.len(), 1);
+    let open = (slow.inner)
+        .escalations("", None, EscalationState::Open, 50)
+        .await
+        .unwrap();
+    assert_eq!(open.len(), 1, "{open:?}");
+    assert_eq!(open[0].envelope["message"], "Access denied to payroll");
 }

@@ -691,3 +691,76 @@ async fn a_server_that_wants_a_client_certificate_gets_the_one_given() {
         .unwrap_err();
     assert_eq!(unreadable.reason(), Some(reasons::CLIENT_MISCONFIGURED));
 }
+
+/// A machine's client secret goes only to the authorization server it was
+/// issued by: an MCP server whose resource metadata names another gets
+/// nothing sent there when the client pins its issuer.
+#[cfg(feature = "oauth")]
+#[tokio::test]
+async fn a_pinned_issuer_keeps_the_client_secret_from_any_other_authorization_server() {
+    use tool_envelope::mcp::client::OAuth;
+    const SECRET: &str = "mach-s3cret-pinned";
+    // The authorization server the MCP server points at, counting the
+    // token requests it gets (each one carries the secret).
+    let asked = Arc::new(AtomicU32::new(0));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let other = format!("http://{}", listener.local_addr().unwrap());
+    let metadata = json!({
+        "issuer": other,
+        "authorization_endpoint": format!("{other}/authorize"),
+        "token_endpoint": format!("{other}/token"),
+        "response_types_supported": ["code"],
+        "grant_types_supported": ["client_credentials"],
+        "token_endpoint_auth_methods_supported": ["client_secret_post"],
+    });
+    let counted = Arc::clone(&asked);
+    let app = axum::Router::new()
+        .route(
+            "/.well-known/oauth-authorization-server",
+            axum::routing::get(move || std::future::ready(axum::Json(metadata))),
+        )
+        .route(
+            "/token",
+            axum::routing::post(move || {
+                counted.fetch_add(1, Ordering::SeqCst);
+                std::future::ready(axum::Json(json!({
+                    "access_token": "taken",
+                    "token_type": "Bearer",
+                    "expires_in": 3600,
+                })))
+            }),
+        );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    // The MCP server: its protected resource metadata names `other`.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let resource = json!({
+        "resource": format!("{base}/mcp"),
+        "authorization_servers": [other],
+    });
+    let app = axum::Router::new().route(
+        "/.well-known/oauth-protected-resource/mcp",
+        axum::routing::get(move || std::future::ready(axum::Json(resource))),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let pinned = OAuth::client_credentials("machine", SECRET).issuer("https://auth.example.com/");
+    let refused = McpClient::connect(format!("{base}/mcp"))
+        .oauth(pinned)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.reason(), Some(reasons::AUTHORIZATION_FAILED));
+    assert_eq!(refused.category(), ErrorCategory::Permission);
+    assert!(
+        refused.message().contains(&other) && refused.message().contains("auth.example.com"),
+        "{}",
+        refused.message()
+    );
+    assert_eq!(asked.load(Ordering::SeqCst), 0, "nothing was sent there");
+
+    // Pinned to the server it names (a trailing slash is the same issuer),
+    // the secret goes there: the pin is what kept it.
+    let named = OAuth::client_credentials("machine", SECRET).issuer(format!("{other}/"));
+    let _ = McpClient::connect(format!("{base}/mcp")).oauth(named).await;
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+}

@@ -624,6 +624,34 @@ async fn fetch_sources(
     Ok(sources.to_vec())
 }
 
+/// Partial results reported as an object, by region: a region both
+/// attempts reported keeps what each gathered.
+#[tokio::test(start_paused = true)]
+async fn partial_results_by_key_keep_what_every_attempt_gathered() {
+    let attempt = AtomicU32::new(0);
+    let outcome = steady(10)
+        .max_attempts(2)
+        .retry(|| {
+            let n = attempt.fetch_add(1, Ordering::SeqCst);
+            async move {
+                let gathered = match n {
+                    0 => json!({"eu": [1, 2], "us": [7]}),
+                    _ => json!({"eu": [3], "apac": [9]}),
+                };
+                Err::<(), _>(
+                    ErrorEnvelope::transient("Provider rate-limited")
+                        .with_partial_results(gathered),
+                )
+            }
+        })
+        .await;
+    let escalation = outcome.result.unwrap_err();
+    assert_eq!(
+        escalation.partial_results(),
+        Some(&json!({"eu": [1, 2, 3], "us": [7], "apac": [9]}))
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn each_attempt_resumes_and_the_escalation_carries_everything_gathered() {
     let sources = Partial::new();

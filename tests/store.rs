@@ -96,6 +96,42 @@ async fn contract(store: Arc<dyn Store>) {
     a_backlog_expires_whole(&*store).await;
     a_yes_not_run_in_time_expires_unrun(&*store).await;
     listed_newest_or_oldest_first(&*store).await;
+    an_escalation_is_kept_once_by_its_id(&*store).await;
+}
+
+/// An escalation asked again under its id — its keeper lost the store's
+/// answer — is kept once: answered `true`, nothing written, bound or not,
+/// and one resolved stays resolved.
+async fn an_escalation_is_kept_once_by_its_id(store: &dyn Store) {
+    let now = store::now_ms();
+    let who = Some(format!("once-{now}"));
+    let first = EscalationRecord::new(json!({"message": "first"}), who.clone());
+    assert!(store.record_escalation(&first, u64::MAX).await.unwrap());
+    let mut again = first.clone();
+    again.envelope = json!({"message": "again"});
+    // Without a bound, and with one its caller is at (this one open).
+    assert!(store.record_escalation(&again, u64::MAX).await.unwrap());
+    assert!(store.record_escalation(&again, 1).await.unwrap());
+    let open = store
+        .escalations("", None, EscalationState::Open, 100_000)
+        .await
+        .unwrap();
+    let theirs: Vec<_> = open.iter().filter(|kept| kept.caller == who).collect();
+    assert_eq!(theirs.len(), 1, "{theirs:?}");
+    assert_eq!(theirs[0].envelope["message"], "first");
+    assert!(
+        store
+            .resolve_escalation(&first.id, "carol", "", now)
+            .await
+            .unwrap()
+    );
+    assert!(store.record_escalation(&again, u64::MAX).await.unwrap());
+    let read = store.escalation(&first.id).await.unwrap().unwrap();
+    assert_eq!(read.state, EscalationState::Resolved);
+    assert_eq!(
+        store.open_escalations(None, who.as_deref()).await.unwrap(),
+        0
+    );
 }
 
 /// `approvals` lists the newest first, `oldest_approvals` the oldest: each

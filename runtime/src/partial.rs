@@ -177,22 +177,42 @@ impl<T> From<Vec<T>> for Partial<T> {
 /// Partial results gathered so far and a later report, together, losing
 /// nothing: a later array that starts with everything gathered (a shared
 /// collector reporting again) replaces it; any other later array is appended;
-/// objects are merged; values of different shapes are kept side by side in an
-/// array.
+/// objects are merged key by key, a key both hold merged the same way
+/// (`{"eu": [1, 2]}` then `{"eu": [3]}` is `{"eu": [1, 2, 3]}`); a value
+/// reported again as it was is kept once; values of different shapes are
+/// kept side by side in an array.
 pub(crate) fn merge(gathered: Option<Value>, latest: Option<Value>) -> Option<Value> {
+    match (gathered, latest) {
+        (None, latest) => latest,
+        (gathered, None) => gathered,
+        (Some(gathered), Some(latest)) => Some(merged(gathered, latest, 0)),
+    }
+}
+
+/// How deep [`merged`] follows keys that both sides hold: past it, the
+/// two values are kept side by side (nothing is lost, and no report nested
+/// on purpose deepens the stack).
+const MERGE_DEPTH: usize = 32;
+
+fn merged(gathered: Value, latest: Value, depth: usize) -> Value {
     let as_items = |value: Value| match value {
         Value::Array(items) => items,
         Value::Null => Vec::new(),
         other => vec![other],
     };
     match (gathered, latest) {
-        (None, latest) => latest,
-        (gathered, None) => gathered,
-        (Some(Value::Object(mut members)), Some(Value::Object(latest))) => {
-            members.extend(latest);
-            Some(Value::Object(members))
+        (Value::Object(mut members), Value::Object(latest)) if depth < MERGE_DEPTH => {
+            for (key, value) in latest {
+                let value = match members.remove(&key) {
+                    Some(earlier) => merged(earlier, value, depth + 1),
+                    None => value,
+                };
+                members.insert(key, value);
+            }
+            Value::Object(members)
         }
-        (Some(gathered), Some(latest)) => {
+        (gathered, latest) if gathered == latest && !gathered.is_array() => gathered,
+        (gathered, latest) => {
             let mut items = as_items(gathered);
             let latest = as_items(latest);
             if latest.len() >= items.len() && latest[..items.len()] == items[..] {
@@ -200,7 +220,7 @@ pub(crate) fn merge(gathered: Option<Value>, latest: Option<Value>) -> Option<Va
             } else {
                 items.extend(latest);
             }
-            Some(Value::Array(items))
+            Value::Array(items)
         }
     }
 }
@@ -227,6 +247,28 @@ mod tests {
             merge(Some(json!({"a": 1})), Some(json!({"b": 2}))),
             Some(json!({"a": 1, "b": 2}))
         );
+        // A key both hold is merged, not replaced: what the first attempt
+        // gathered for it stays.
+        assert_eq!(
+            merge(
+                Some(json!({"eu": [1, 2], "us": {"east": [1]}, "n": 2})),
+                Some(json!({"eu": [3], "us": {"east": [1, 2], "west": [9]}, "n": 2}))
+            ),
+            Some(json!({"eu": [1, 2, 3], "us": {"east": [1, 2], "west": [9]}, "n": 2}))
+        );
+        // A value that changed keeps both.
+        assert_eq!(
+            merge(Some(json!({"page": 3})), Some(json!({"page": 5}))),
+            Some(json!({"page": [3, 5]}))
+        );
+        // Objects nested past the depth followed are kept side by side.
+        let nested = |leaf: u8| (0..40).fold(json!(leaf), |inner, _| json!({ "k": inner }));
+        let both = merge(Some(nested(1)), Some(nested(2))).unwrap();
+        let mut at = &both;
+        for _ in 0..MERGE_DEPTH {
+            at = &at["k"];
+        }
+        assert_eq!(at.as_array().map(Vec::len), Some(2), "{at}");
         // Different shapes are kept side by side.
         assert_eq!(
             merge(Some(json!({"a": 1})), Some(json!([2]))),

@@ -83,6 +83,10 @@ pub struct Escalation {
     pub ticket: Option<Box<Ticket>>,
     /// Whether it was kept in a store already, on its way up.
     pub(crate) kept: bool,
+    /// The id it was sent to a store under, if it was: sent again under
+    /// it, so that a store that kept it and then failed to say so (the
+    /// connection lost after the commit) keeps it once.
+    pub(crate) kept_as: Option<String>,
 }
 
 impl Escalation {
@@ -107,6 +111,7 @@ impl Escalation {
             detail: None,
             ticket,
             kept: false,
+            kept_as: None,
         }
     }
 
@@ -259,6 +264,7 @@ impl<'de> Deserialize<'de> for Escalation {
             detail,
             ticket: ticket.map(Box::new),
             kept: false,
+            kept_as: None,
         })
     }
 }

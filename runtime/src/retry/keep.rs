@@ -8,13 +8,20 @@ use crate::store::{EscalationRecord, Store};
 
 /// Keeps `escalation`, made for `caller`, in `store`, unless it was kept
 /// already on its way up; a store that fails loses nothing that was
-/// returned: the escalation still reaches its caller.
+/// returned: the escalation still reaches its caller. Kept under one id
+/// however often it is tried (the store keeps an id once): a store that
+/// kept it and answered with an error — its connection lost after the
+/// commit — is asked again by whoever keeps it next, and keeps no second.
 pub(crate) async fn keep(store: &dyn Store, escalation: &mut Escalation, caller: Option<&str>) {
     if escalation.kept {
         return;
     }
     let envelope = serde_json::to_value(&*escalation).unwrap_or_default();
-    let record = EscalationRecord::new(envelope, caller.map(str::to_owned));
+    let mut record = EscalationRecord::new(envelope, caller.map(str::to_owned));
+    match &escalation.kept_as {
+        Some(id) => record.id.clone_from(id),
+        None => escalation.kept_as = Some(record.id.clone()),
+    }
     match store.record_escalation(&record, u64::MAX).await {
         Ok(_) => escalation.kept = true,
         Err(_error) => {

@@ -329,6 +329,11 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// replica sharing the store, as in
     /// [`open_approval`](Self::open_approval): however many are kept at
     /// the same moment, no more than `most_open` of theirs are open.
+    ///
+    /// An escalation whose [`id`](EscalationRecord::id) is kept already is
+    /// not kept again, and is answered `true`: a keeper whose store kept
+    /// one and then failed to say so (its connection lost after the
+    /// commit) asks again under the same id.
     fn record_escalation<'a>(
         &'a self,
         escalation: &'a EscalationRecord,

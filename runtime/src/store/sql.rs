@@ -596,6 +596,8 @@ macro_rules! sql_store {
                 escalation: &EscalationRecord,
                 most_open: u64,
             ) -> Result<bool, StoreError> {
+                // An id kept already is not kept again (a keeper asks
+                // again under it when the store's answer was lost).
                 let sql = bounded_insert(
                     "te_escalations",
                     ESCALATION_COLUMNS,
@@ -607,7 +609,7 @@ macro_rules! sql_store {
                     ),
                     "$12",
                     most_open,
-                );
+                ) + " ON CONFLICT (id) DO NOTHING";
                 let query = sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(&escalation.id)
                     .bind(&escalation.tool)
@@ -621,10 +623,20 @@ macro_rules! sql_store {
                     .bind(&escalation.approvers)
                     .bind(&escalation.service);
                 let done = bind_bound(query, most_open)
-                    .execute(connection)
+                    .execute(&mut *connection)
                     .await
                     .map_err(failed)?;
-                Ok(done.rows_affected() == 1)
+                if done.rows_affected() == 1 {
+                    return Ok(true);
+                }
+                // Not written: kept already under this id, or past the bound.
+                let kept: Option<i32> =
+                    sqlx::query_scalar("SELECT 1 FROM te_escalations WHERE id = $1")
+                        .bind(&escalation.id)
+                        .fetch_optional(&mut *connection)
+                        .await
+                        .map_err(failed)?;
+                Ok(kept.is_some())
             }
 
             async fn task_row(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {

@@ -20,14 +20,17 @@ use std::sync::Arc;
 
 use rmcp::transport::auth::{
     AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
-    ClientCredentialsConfig, CredentialStore, OAuthState, WWWAuthenticateParams,
+    AuthorizationSession, ClientCredentialsConfig, CredentialStore, OAuthState,
+    WWWAuthenticateParams,
 };
 use tokio::sync::Mutex as AsyncMutex;
 
 use crate::envelope::ErrorEnvelope;
-use crate::limits::text_for_wire;
 use crate::mcp::client::token::TokenRequest;
 use crate::reasons;
+
+mod refusals;
+use refusals::{failed, pinned_issuer};
 
 /// What a login handler answers: the URL the authorization server
 /// redirected the person to (with its `code`), or the envelope that ends
@@ -69,6 +72,7 @@ pub struct OAuth {
     scopes: Vec<String>,
     store: Option<StoreSetter>,
     max_authorizations: u32,
+    issuer: Option<String>,
 }
 
 #[derive(Clone)]
@@ -93,6 +97,7 @@ impl fmt::Debug for OAuth {
         f.debug_struct("OAuth")
             .field("flow", &flow)
             .field("scopes", &self.scopes)
+            .field("issuer", &self.issuer)
             .finish_non_exhaustive()
     }
 }
@@ -144,6 +149,7 @@ impl OAuth {
             scopes: Vec::new(),
             store: None,
             max_authorizations: 3,
+            issuer: None,
         }
     }
 
@@ -191,6 +197,25 @@ impl OAuth {
         self.store = Some(Arc::new(move |manager: &mut AuthorizationManager| {
             manager.set_credential_store(store.clone());
         }));
+        self
+    }
+
+    /// The authorization server this client logs in with, by its issuer
+    /// identifier (`https://auth.example.com`): a login whose discovery
+    /// leads to another — the MCP server's resource metadata, or its 401,
+    /// names another authorization server — is refused before anything is
+    /// sent there: no client secret, no code, no person sent to log in.
+    /// Unset, the client logs in wherever the server's metadata points, as
+    /// MCP's discovery has it; a client with a secret
+    /// ([`client_credentials`](Self::client_credentials), a
+    /// [`preregistered`](Self::preregistered) one with a secret) should pin
+    /// the server the secret was issued by. Compared as URLs (`https://a`
+    /// and `https://a/` are one issuer); the server's metadata is checked
+    /// against the address it was read from, so no other server can claim
+    /// this issuer.
+    #[must_use]
+    pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.issuer = Some(issuer.into());
         self
     }
 
@@ -326,8 +351,18 @@ impl OAuthProvider {
         if let Some(store) = &self.oauth.store {
             store(&mut manager);
         }
-        let mut state = OAuthState::Unauthorized(manager);
-        match &self.oauth.flow {
+        // Discovered once, here, and checked: the login goes on with the
+        // metadata checked (rmcp's own flows would discover again, and a
+        // server could answer otherwise the second time).
+        let resolution = manager
+            .resolve_metadata_from_challenge(challenge)
+            .await
+            .map_err(|error| failed(&error))?;
+        if let Some(pinned) = &self.oauth.issuer {
+            pinned_issuer(pinned, resolution.metadata.issuer.as_deref())?;
+        }
+        manager.set_metadata(resolution.metadata);
+        let state = match &self.oauth.flow {
             Flow::ClientCredentials {
                 client_id,
                 client_secret,
@@ -338,10 +373,17 @@ impl OAuthProvider {
                     scopes: self.oauth.scopes.clone(),
                     resource: Some(self.url.to_string()),
                 };
-                state
-                    .authenticate_client_credentials(config)
+                manager
+                    .validate_client_credentials_metadata(&config)
+                    .map_err(|error| failed(&error))?;
+                manager
+                    .configure_client_credentials(&config)
+                    .map_err(|error| failed(&error))?;
+                manager
+                    .exchange_client_credentials(&config)
                     .await
                     .map_err(|error| failed(&error))?;
+                OAuthState::Authorized(manager)
             }
             Flow::AuthorizationCode {
                 redirect_uri,
@@ -367,10 +409,10 @@ impl OAuthProvider {
                 if let Some(challenge) = challenge {
                     request = request.with_challenge(challenge);
                 }
-                state
-                    .start_authorization(request)
+                let session = AuthorizationSession::new(manager, request)
                     .await
-                    .map_err(|error| failed(&error))?;
+                    .map_err(|(_, error)| failed(&error))?;
+                let mut state = OAuthState::Session(session);
                 let url = state
                     .get_authorization_url()
                     .await
@@ -380,8 +422,9 @@ impl OAuthProvider {
                     .handle_callback_url(&redirected)
                     .await
                     .map_err(|error| failed(&error))?;
+                state
             }
-        }
+        };
         let manager = state
             .into_authorization_manager()
             .ok_or_else(|| failed(&AuthError::AuthorizationRequired))?;
@@ -422,29 +465,6 @@ impl OAuthProvider {
             .await
             .map_err(|error| failed(&error))
     }
-}
-
-/// An OAuth failure: `permission`, reason `AUTHORIZATION_FAILED`, saying
-/// what to do next.
-fn failed(error: &AuthError) -> ErrorEnvelope {
-    let what = text_for_wire(&error.to_string(), 512).into_owned();
-    let next = match error {
-        AuthError::InsufficientScope { .. } | AuthError::InvalidScope(_) => {
-            "Ask the authorization server's operator to grant this client the scope the server needs"
-        }
-        AuthError::RegistrationFailed(_) | AuthError::NoAuthorizationSupport => {
-            "Register this client with the authorization server, then give its ID (`OAuth::preregistered`)"
-        }
-        AuthError::AuthorizationServerMismatch { .. }
-        | AuthError::AuthorizationServerMissingIssuer { .. }
-        | AuthError::ProtectedResourceMetadataInvalid { .. } => {
-            "Do not log in: the server's authorization metadata does not check out; tell its operator"
-        }
-        _ => "Log in again; if it keeps failing, check the client's OAuth registration",
-    };
-    ErrorEnvelope::permission(format!("the OAuth login for the MCP server failed: {what}"))
-        .with_reason(reasons::AUTHORIZATION_FAILED)
-        .with_alternative(next)
 }
 
 #[cfg(test)]
