@@ -465,6 +465,9 @@ async fn a_secret_a_schema_marks_without_root_properties_is_masked() {
         json!({"type": "object", "if": {"required": ["API_KEY"]},
                "then": {"properties": {"API_KEY": secret}}}),
         json!({"type": "object", "writeOnly": true}),
+        // Named, and a pattern marks it too: JSON Schema applies both.
+        json!({"type": "object", "properties": {"API_KEY": {"type": "string"}},
+               "patternProperties": {"_KEY$": secret}}),
     ] {
         let tools = json!({"tools": [{"name": "set_env", "inputSchema": schema,
             "annotations": {"readOnlyHint": true}}]});

@@ -15,16 +15,16 @@
 //! `additionalItems`) are read as 2020-12's `prefixItems` and `items`.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use crate::json::pointer::resolve;
 use crate::redact::REDACTED;
 use crate::redact::values::SecretValues;
 
+mod build;
 mod path;
 mod root;
+use build::Builder;
 pub(crate) use path::{Step, steps};
 #[cfg_attr(not(feature = "client"), allow(unused_imports))]
 pub(crate) use root::says_nothing_of_secrets;
@@ -105,13 +105,12 @@ impl SecretPaths {
     /// parameters in `redacted`, which are secrets whole.
     pub(crate) fn from_schema(input_schema: &Map<String, Value>, redacted: &[&str]) -> Self {
         let root = Value::Object(root::gathered(input_schema));
-        let mut builder = Builder {
-            nodes: Vec::new(),
-            root: &root,
-            defined: HashMap::new(),
-            depth: 0,
-        };
+        let mut builder = Builder::new(&root);
         let mut params = Vec::new();
+        let patterns = match &root {
+            Value::Object(members) => builder.patterns(members),
+            _ => Vec::new(),
+        };
         if let Some(Value::Object(properties)) = root.get("properties") {
             for (name, schema) in properties {
                 let node = if redacted.contains(&name.as_str()) {
@@ -120,7 +119,8 @@ impl SecretPaths {
                         ..Node::default()
                     })
                 } else {
-                    builder.node(schema)
+                    let node = builder.node(schema);
+                    builder.also_matched(node, name, &patterns)
                 };
                 params.push((name.clone(), Some(node)));
             }
@@ -134,7 +134,7 @@ impl SecretPaths {
                 params.push(((*name).to_owned(), Some(node)));
             }
         }
-        let mut nodes = builder.nodes;
+        let mut nodes = builder.into_nodes();
         mark_reachable(&mut nodes);
         for (_, node) in &mut params {
             if node.is_some_and(|id| !nodes[id].holds_secret) {
@@ -305,137 +305,6 @@ impl SecretPaths {
             here = next;
         }
         here.iter().any(|&id| self.nodes[id].holds_secret)
-    }
-}
-
-/// Builds nodes from schemas, one per `$ref` target however often, and
-/// however spelled, it is referred to.
-struct Builder<'s> {
-    nodes: Vec<Node>,
-    /// The whole input schema, which local `$ref`s point into.
-    root: &'s Value,
-    /// The node of each `$ref` target, by its place in `root`.
-    defined: HashMap<*const Value, NodeId>,
-    /// How many schemas deep the walk is, `$ref`s followed included.
-    depth: usize,
-}
-
-/// The deepest a walk follows a schema, through its `$ref`s; what lies
-/// deeper is treated as a secret. A value is never nested deeper than
-/// [`MAX_DEPTH`](crate::MAX_DEPTH), but a chain of `$ref`s can be as long as
-/// a server likes, and each link would take stack.
-const MAX_SCHEMA_DEPTH: usize = 256;
-
-impl<'s> Builder<'s> {
-    fn push(&mut self, node: Node) -> NodeId {
-        self.nodes.push(node);
-        self.nodes.len() - 1
-    }
-
-    fn node(&mut self, schema: &'s Value) -> NodeId {
-        if self.depth == MAX_SCHEMA_DEPTH {
-            return self.push(Node {
-                secret: true,
-                ..Node::default()
-            });
-        }
-        self.depth += 1;
-        let id = self.node_within(schema);
-        self.depth -= 1;
-        id
-    }
-
-    fn node_within(&mut self, schema: &'s Value) -> NodeId {
-        let id = self.push(Node::default());
-        let Value::Object(members) = schema else {
-            return id;
-        };
-        let mut node = Node {
-            secret: members.get("writeOnly") == Some(&Value::Bool(true)),
-            ..Node::default()
-        };
-        if let Some(Value::Object(properties)) = members.get("properties") {
-            for (name, schema) in properties {
-                let child = self.node(schema);
-                node.properties.push((name.clone(), child));
-            }
-        }
-        // Members not named: `additionalProperties`, and any pattern (a key
-        // may match one; masking it whether or not it does is the safe side).
-        let mut others = Vec::new();
-        if let Some(schema @ Value::Object(_)) = members.get("additionalProperties") {
-            others.push(self.node(schema));
-        }
-        if let Some(Value::Object(patterns)) = members.get("patternProperties") {
-            for schema in patterns.values() {
-                let other = self.node(schema);
-                others.push(other);
-            }
-        }
-        if !others.is_empty() {
-            node.additional = Some(self.push(Node {
-                branches: others,
-                ..Node::default()
-            }));
-        }
-        // Items: `prefixItems` then `items` (2020-12), or draft-07's
-        // `items` as a list then `additionalItems`.
-        let (prefix, rest) = match members.get("items") {
-            Some(Value::Array(prefix)) => (Some(prefix), members.get("additionalItems")),
-            items => (members.get("prefixItems").and_then(Value::as_array), items),
-        };
-        if let Some(items @ Value::Object(_)) = rest {
-            node.items = Some(self.node(items));
-        }
-        if let Some(prefix) = prefix {
-            node.prefix = prefix.iter().map(|schema| self.node(schema)).collect();
-        }
-        for key in ["anyOf", "oneOf", "allOf"] {
-            if let Some(Value::Array(branches)) = members.get(key) {
-                for schema in branches {
-                    let branch = self.node(schema);
-                    node.branches.push(branch);
-                }
-            }
-        }
-        for key in ["if", "then", "else", "not"] {
-            if let Some(schema @ Value::Object(_)) = members.get(key) {
-                let branch = self.node(schema);
-                node.branches.push(branch);
-            }
-        }
-        if let Some(reference) = members.get("$ref").and_then(Value::as_str) {
-            let target = self.reference(reference);
-            node.branches.push(target);
-        }
-        // References resolved at validation time, which this walk does not
-        // follow: what they say is unknown.
-        if members.contains_key("$dynamicRef") || members.contains_key("$recursiveRef") {
-            node.secret = true;
-        }
-        self.nodes[id] = node;
-        id
-    }
-
-    /// The node of what `reference` points at, built once; a secret when
-    /// it points where this walk cannot follow.
-    fn reference(&mut self, reference: &str) -> NodeId {
-        let Some(schema) = resolve(self.root, reference) else {
-            return self.push(Node {
-                secret: true,
-                ..Node::default()
-            });
-        };
-        let place: *const Value = schema;
-        if let Some(&id) = self.defined.get(&place) {
-            return id;
-        }
-        // Registered before it is built, so that a recursive type refers to itself.
-        let id = self.push(Node::default());
-        self.defined.insert(place, id);
-        let built = self.node(schema);
-        self.nodes[id].branches.push(built);
-        id
     }
 }
 

@@ -1,5 +1,6 @@
 //! Tests of `schema`.
 
+use super::build::may_match;
 use super::*;
 use serde_json::json;
 
@@ -300,4 +301,56 @@ fn values_of_keys_not_declared_are_searched_for_only_for_a_remote_tool() {
         .add_values(arguments.as_object().unwrap(), &mut values);
     let masker = values.masker().unwrap();
     assert_eq!(masker.text("hunter2 a-long-value"), "[redacted] [redacted]");
+}
+
+/// A named property a secret pattern matches is masked: JSON Schema
+/// applies `patternProperties` to it beside its own schema.
+#[test]
+fn a_pattern_marks_the_named_properties_it_matches() {
+    let secrets = SecretPaths::from_schema(
+        &schema(json!({
+            "type": "object",
+            "properties": {
+                "api_token": {"type": "string"},
+                "region": {"type": "string"},
+                "upstream": {
+                    "type": "object",
+                    "properties": {"X-Api-Key": {"type": "string"}, "host": {"type": "string"}},
+                    "patternProperties": {"^X-": {"writeOnly": true}}
+                }
+            },
+            "patternProperties": {"token": {"type": "string", "writeOnly": true}}
+        })),
+        &[],
+    );
+    let arguments = json!({
+        "api_token": "tok-8812",
+        "region": "eu",
+        "upstream": {"X-Api-Key": "k-77", "host": "db1"}
+    });
+    let masked = Value::Object(secrets.mask(arguments.as_object().unwrap()).into_owned());
+    assert_eq!(
+        masked,
+        json!({
+            "api_token": "[redacted]",
+            "region": "eu",
+            "upstream": {"X-Api-Key": "[redacted]", "host": "db1"}
+        })
+    );
+    assert!(secrets.may_hold_secret("api_token", &[]));
+    assert!(!secrets.may_hold_secret("region", &[]));
+    assert!(!secrets.may_hold_secret("upstream", &steps("host")));
+}
+
+#[test]
+fn a_pattern_is_decided_for_a_plain_word_and_assumed_otherwise() {
+    assert!(may_match("token", "api_token_2"));
+    assert!(!may_match("token", "region"));
+    assert!(may_match("^X-", "X-Api-Key") && !may_match("^X-", "a-X-"));
+    assert!(may_match("key$", "api_key") && !may_match("key$", "keys"));
+    assert!(may_match("^id$", "id") && !may_match("^id$", "ids"));
+    // Anything else may match anything.
+    assert!(may_match("^(?i)secret", "region"));
+    assert!(may_match("[a-z]+", "1"));
+    assert!(may_match("a.b", "region"));
 }
