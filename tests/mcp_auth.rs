@@ -692,23 +692,20 @@ async fn a_server_that_wants_a_client_certificate_gets_the_one_given() {
     assert_eq!(unreadable.reason(), Some(reasons::CLIENT_MISCONFIGURED));
 }
 
-/// A machine's client secret goes only to the authorization server it was
-/// issued by: an MCP server whose resource metadata names another gets
-/// nothing sent there when the client pins its issuer.
+/// An authorization server on loopback that counts the token requests it
+/// gets (each carries the client secret) and answers each with a token;
+/// `/.well-known/elsewhere` serves what `claimed` writes, given its own
+/// address: a document anyone may write.
 #[cfg(feature = "oauth")]
-#[tokio::test]
-async fn a_pinned_issuer_keeps_the_client_secret_from_any_other_authorization_server() {
-    use tool_envelope::mcp::client::OAuth;
-    const SECRET: &str = "mach-s3cret-pinned";
-    // The authorization server the MCP server points at, counting the
-    // token requests it gets (each one carries the secret).
+async fn authorization_server(claimed: impl FnOnce(&str) -> Value) -> (String, Arc<AtomicU32>) {
     let asked = Arc::new(AtomicU32::new(0));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let other = format!("http://{}", listener.local_addr().unwrap());
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let claimed = claimed(&base);
     let metadata = json!({
-        "issuer": other,
-        "authorization_endpoint": format!("{other}/authorize"),
-        "token_endpoint": format!("{other}/token"),
+        "issuer": base,
+        "authorization_endpoint": format!("{base}/authorize"),
+        "token_endpoint": format!("{base}/token"),
         "response_types_supported": ["code"],
         "grant_types_supported": ["client_credentials"],
         "token_endpoint_auth_methods_supported": ["client_secret_post"],
@@ -718,6 +715,10 @@ async fn a_pinned_issuer_keeps_the_client_secret_from_any_other_authorization_se
         .route(
             "/.well-known/oauth-authorization-server",
             axum::routing::get(move || std::future::ready(axum::Json(metadata))),
+        )
+        .route(
+            "/.well-known/elsewhere",
+            axum::routing::get(move || std::future::ready(axum::Json(claimed))),
         )
         .route(
             "/token",
@@ -731,36 +732,90 @@ async fn a_pinned_issuer_keeps_the_client_secret_from_any_other_authorization_se
             }),
         );
     tokio::spawn(async move { axum::serve(listener, app).await });
-    // The MCP server: its protected resource metadata names `other`.
+    (base, asked)
+}
+
+/// An MCP server whose protected resource metadata names `authorization`.
+#[cfg(feature = "oauth")]
+async fn pointing_at(authorization: &str) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let resource = json!({
         "resource": format!("{base}/mcp"),
-        "authorization_servers": [other],
+        "authorization_servers": [authorization],
     });
     let app = axum::Router::new().route(
         "/.well-known/oauth-protected-resource/mcp",
         axum::routing::get(move || std::future::ready(axum::Json(resource))),
     );
     tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("{base}/mcp")
+}
 
-    let pinned = OAuth::client_credentials("machine", SECRET).issuer("https://auth.example.com/");
-    let refused = McpClient::connect(format!("{base}/mcp"))
-        .oauth(pinned)
+/// A machine's client secret goes only to the authorization server it was
+/// issued by, pinned: an MCP server that names another gets nothing sent
+/// there, nor one that names a document claiming the pinned issuer with
+/// endpoints of its own.
+#[cfg(feature = "oauth")]
+#[tokio::test]
+async fn a_pinned_issuer_keeps_the_client_secret_from_any_other_authorization_server() {
+    use tool_envelope::mcp::client::OAuth;
+    const SECRET: &str = "mach-s3cret-pinned";
+    let (honest, honest_asked) = authorization_server(|_| json!({})).await;
+    // Another's server, with a document that claims the honest issuer and
+    // names its own token endpoint.
+    let (other, other_asked) = authorization_server(|other| {
+        json!({
+            "issuer": honest,
+            "authorization_endpoint": format!("{other}/authorize"),
+            "token_endpoint": format!("{other}/token"),
+            "grant_types_supported": ["client_credentials"],
+            "token_endpoint_auth_methods_supported": ["client_secret_post"],
+        })
+    })
+    .await;
+    let login = |issuer: &str| OAuth::client_credentials("machine", SECRET).issuer(issuer);
+
+    // Named another: refused, nothing sent there.
+    let refused = McpClient::connect(pointing_at(&other).await)
+        .oauth(login(&honest))
         .await
         .unwrap_err();
     assert_eq!(refused.reason(), Some(reasons::AUTHORIZATION_FAILED));
     assert_eq!(refused.category(), ErrorCategory::Permission);
     assert!(
-        refused.message().contains(&other) && refused.message().contains("auth.example.com"),
+        refused.message().contains(&other) && refused.message().contains(&honest),
         "{}",
         refused.message()
     );
-    assert_eq!(asked.load(Ordering::SeqCst), 0, "nothing was sent there");
+    assert_eq!(
+        other_asked.load(Ordering::SeqCst),
+        0,
+        "nothing was sent there"
+    );
 
-    // Pinned to the server it names (a trailing slash is the same issuer),
-    // the secret goes there: the pin is what kept it.
-    let named = OAuth::client_credentials("machine", SECRET).issuer(format!("{other}/"));
-    let _ = McpClient::connect(format!("{base}/mcp")).oauth(named).await;
-    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    // Named a document that claims the honest issuer: the endpoints come
+    // from the honest issuer's own metadata (a trailing slash is the same
+    // issuer).
+    let claimed = format!("{other}/.well-known/elsewhere");
+    let _ = McpClient::connect(pointing_at(&claimed).await)
+        .oauth(login(&format!("{honest}/")))
+        .await;
+    assert_eq!(
+        other_asked.load(Ordering::SeqCst),
+        0,
+        "nothing was sent there"
+    );
+    assert_eq!(
+        honest_asked.load(Ordering::SeqCst),
+        1,
+        "the secret's own server"
+    );
+
+    // Pinned to the server it names, the secret goes there: the pin is
+    // what kept it.
+    let _ = McpClient::connect(pointing_at(&other).await)
+        .oauth(login(&other))
+        .await;
+    assert_eq!(other_asked.load(Ordering::SeqCst), 1);
 }

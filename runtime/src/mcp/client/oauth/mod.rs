@@ -29,8 +29,9 @@ use crate::envelope::ErrorEnvelope;
 use crate::mcp::client::token::TokenRequest;
 use crate::reasons;
 
+mod pinned;
 mod refusals;
-use refusals::{failed, pinned_issuer};
+use refusals::failed;
 
 /// What a login handler answers: the URL the authorization server
 /// redirected the person to (with its `code`), or the envelope that ends
@@ -210,9 +211,11 @@ impl OAuth {
     /// ([`client_credentials`](Self::client_credentials), a
     /// [`preregistered`](Self::preregistered) one with a secret) should pin
     /// the server the secret was issued by. Compared as URLs (`https://a`
-    /// and `https://a/` are one issuer); the server's metadata is checked
-    /// against the address it was read from, so no other server can claim
-    /// this issuer.
+    /// and `https://a/` are one issuer). The endpoints a pinned login uses
+    /// are read from the issuer's own metadata (RFC 8414's well-known
+    /// address, then OIDC discovery's), whatever document the server
+    /// pointed at — one elsewhere may claim the issuer — so an issuer that
+    /// publishes none cannot be pinned.
     #[must_use]
     pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
         self.issuer = Some(issuer.into());
@@ -358,10 +361,14 @@ impl OAuthProvider {
             .resolve_metadata_from_challenge(challenge)
             .await
             .map_err(|error| failed(&error))?;
-        if let Some(pinned) = &self.oauth.issuer {
-            pinned_issuer(pinned, resolution.metadata.issuer.as_deref())?;
-        }
-        manager.set_metadata(resolution.metadata);
+        let metadata = match &self.oauth.issuer {
+            Some(pinned) => {
+                let discovered = resolution.metadata.issuer.as_deref();
+                pinned::metadata(&self.http, pinned, discovered).await?
+            }
+            None => resolution.metadata,
+        };
+        manager.set_metadata(metadata);
         let state = match &self.oauth.flow {
             Flow::ClientCredentials {
                 client_id,
@@ -405,9 +412,6 @@ impl OAuthProvider {
                 }
                 if !self.oauth.scopes.is_empty() {
                     request = request.with_scopes(self.oauth.scopes.clone());
-                }
-                if let Some(challenge) = challenge {
-                    request = request.with_challenge(challenge);
                 }
                 let session = AuthorizationSession::new(manager, request)
                     .await

@@ -1,36 +1,11 @@
-//! The envelopes a login ends with: an authorization server this client
-//! does not log in with, and rmcp's OAuth errors, each `permission`,
-//! reason `AUTHORIZATION_FAILED`, saying what to do next.
+//! The envelope of rmcp's OAuth errors: `permission`, reason
+//! `AUTHORIZATION_FAILED`, saying what to do next.
 
 use rmcp::transport::auth::AuthError;
 
 use crate::envelope::ErrorEnvelope;
 use crate::limits::text_for_wire;
 use crate::reasons;
-
-/// Refuses a login whose authorization server is not the one `pinned`
-/// ([`OAuth::issuer`]): `found`, its metadata's issuer, compared as URLs.
-pub(super) fn pinned_issuer(pinned: &str, found: Option<&str>) -> Result<(), ErrorEnvelope> {
-    let same = |found: &str| match (url::Url::parse(pinned), url::Url::parse(found)) {
-        (Ok(pinned), Ok(found)) => pinned == found,
-        _ => pinned == found,
-    };
-    if found.is_some_and(same) {
-        return Ok(());
-    }
-    let named = found.map_or_else(
-        || "no issuer".to_owned(),
-        |found| text_for_wire(found, 256).into_owned(),
-    );
-    Err(ErrorEnvelope::permission(format!(
-        "the OAuth login for the MCP server was refused: its authorization server is {named}, not the one this client logs in with ({})",
-        text_for_wire(pinned, 256)
-    ))
-    .with_reason(reasons::AUTHORIZATION_FAILED)
-    .with_alternative(
-        "Do not log in: the server points at an authorization server this client does not trust; tell its operator, or pin the right issuer (`OAuth::issuer`)",
-    ))
-}
 
 /// An OAuth failure: `permission`, reason `AUTHORIZATION_FAILED`, saying
 /// what to do next.

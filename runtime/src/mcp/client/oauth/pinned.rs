@@ -1,0 +1,98 @@
+//! An authorization server pinned by its issuer ([`OAuth::issuer`]):
+//! whatever the MCP server's discovery names is checked against it, and
+//! the endpoints a login uses are read from the issuer's own metadata,
+//! never from a document the MCP server pointed at.
+//!
+//! [`OAuth::issuer`]: super::OAuth::issuer
+
+use rmcp::transport::auth::AuthorizationMetadata;
+
+use crate::envelope::ErrorEnvelope;
+use crate::limits::text_for_wire;
+use crate::reasons;
+
+/// The most of a metadata document read.
+const MOST_METADATA: usize = 256 * 1024;
+
+/// The metadata of the authorization server `pinned` names, once
+/// `discovered` — the issuer the MCP server's discovery led to — is it:
+/// read from the issuer itself (RFC 8414's well-known address, then
+/// OIDC discovery's), its `issuer` checked to be `pinned`. A document at
+/// any other address may claim the issuer and name other endpoints.
+pub(super) async fn metadata(
+    http: &reqwest::Client,
+    pinned: &str,
+    discovered: Option<&str>,
+) -> Result<AuthorizationMetadata, ErrorEnvelope> {
+    refused_unless_pinned(pinned, discovered)?;
+    let issuer = url::Url::parse(pinned)
+        .ok()
+        .filter(|issuer| matches!(issuer.scheme(), "https" | "http"))
+        .ok_or_else(|| unreadable(pinned, "not an https URL"))?;
+    let origin = issuer.origin().ascii_serialization();
+    let path = issuer.path().trim_end_matches('/');
+    let addresses = [
+        format!("{origin}/.well-known/oauth-authorization-server{path}"),
+        format!("{origin}{path}/.well-known/openid-configuration"),
+    ];
+    let mut last = "no metadata at its well-known addresses".to_owned();
+    for address in addresses {
+        let read = async {
+            let response = http.get(&address).send().await.map_err(|e| e.to_string())?;
+            if !response.status().is_success() {
+                return Err(format!("{address}: HTTP {}", response.status()));
+            }
+            let body = response.bytes().await.map_err(|e| e.to_string())?;
+            if body.len() > MOST_METADATA {
+                return Err(format!("{address}: over {MOST_METADATA} bytes"));
+            }
+            serde_json::from_slice::<AuthorizationMetadata>(&body)
+                .map_err(|e| format!("{address}: {e}"))
+        };
+        match read.await {
+            Ok(metadata) => {
+                refused_unless_pinned(pinned, metadata.issuer.as_deref())?;
+                return Ok(metadata);
+            }
+            Err(why) => last = why,
+        }
+    }
+    Err(unreadable(pinned, &last))
+}
+
+/// The login's end when the pinned issuer's own metadata cannot be read.
+fn unreadable(pinned: &str, why: &str) -> ErrorEnvelope {
+    ErrorEnvelope::permission(format!(
+        "the OAuth login for the MCP server failed: the metadata of the authorization server this client logs in with ({}) could not be read: {}",
+        text_for_wire(pinned, 256),
+        text_for_wire(why, 256)
+    ))
+    .with_reason(reasons::AUTHORIZATION_FAILED)
+    .with_alternative(
+        "Check the issuer given to `OAuth::issuer`: an https URL whose server publishes its metadata",
+    )
+}
+
+/// Refuses a login whose authorization server is not the one `pinned`
+/// ([`OAuth::issuer`](super::OAuth::issuer)): `found`, its metadata's issuer, compared as URLs.
+fn refused_unless_pinned(pinned: &str, found: Option<&str>) -> Result<(), ErrorEnvelope> {
+    let same = |found: &str| match (url::Url::parse(pinned), url::Url::parse(found)) {
+        (Ok(pinned), Ok(found)) => pinned == found,
+        _ => pinned == found,
+    };
+    if found.is_some_and(same) {
+        return Ok(());
+    }
+    let named = found.map_or_else(
+        || "no issuer".to_owned(),
+        |found| text_for_wire(found, 256).into_owned(),
+    );
+    Err(ErrorEnvelope::permission(format!(
+        "the OAuth login for the MCP server was refused: its authorization server is {named}, not the one this client logs in with ({})",
+        text_for_wire(pinned, 256)
+    ))
+    .with_reason(reasons::AUTHORIZATION_FAILED)
+    .with_alternative(
+        "Do not log in: the server points at an authorization server this client does not trust; tell its operator, or pin the right issuer (`OAuth::issuer`)",
+    ))
+}
