@@ -1,0 +1,29 @@
+//! Tests of `oauth`.
+
+use super::*;
+
+/// A server that refuses every token at once is given up on after the
+/// bound; a client whose tokens each served a while logs in for as
+/// long as it runs.
+#[tokio::test(start_paused = true)]
+async fn logins_are_bounded_in_a_row_not_for_good() {
+    let oauth = OAuth::client_credentials("machine", "secret");
+    let provider = OAuthProvider::new(
+        "https://tools.example.com/mcp".into(),
+        reqwest::Client::new(),
+        oauth,
+    );
+    let mut session = Session::default();
+    for _ in 0..10 {
+        provider
+            .count(&mut session)
+            .expect("a token that served an hour");
+        tokio::time::advance(std::time::Duration::from_secs(3600)).await;
+    }
+    for _ in 0..3 {
+        provider.count(&mut session).expect("within the bound");
+        tokio::time::advance(std::time::Duration::from_secs(1)).await;
+    }
+    let refused = provider.count(&mut session).expect_err("past the bound");
+    assert_eq!(refused.reason(), Some(reasons::AUTHORIZATION_FAILED));
+}
