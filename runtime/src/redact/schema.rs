@@ -109,7 +109,7 @@ impl SecretPaths {
         let mut params = Vec::new();
         let patterns = match &root {
             Value::Object(members) => builder.patterns(members),
-            _ => Vec::new(),
+            _ => build::Patterns::default(),
         };
         if let Some(Value::Object(properties)) = root.get("properties") {
             for (name, schema) in properties {

@@ -83,7 +83,7 @@ impl<'s> Builder<'s> {
         if let Some(schema @ Value::Object(_)) = members.get("additionalProperties") {
             others.push(self.node(schema));
         }
-        others.extend(patterns.iter().map(|(_, other)| *other));
+        others.extend(&patterns.every);
         if !others.is_empty() {
             node.additional = Some(self.push(Node {
                 branches: others,
@@ -129,35 +129,56 @@ impl<'s> Builder<'s> {
         id
     }
 
-    /// The schemas of `members`' `patternProperties`, each with its pattern.
-    pub(super) fn patterns(&mut self, members: &'s Map<String, Value>) -> Vec<(&'s str, NodeId)> {
+    /// The schemas of `members`' `patternProperties`, built once each:
+    /// the first [`MOST_PLAIN`] plain words with their patterns, and one
+    /// node for all the others, which may match any name.
+    pub(super) fn patterns(&mut self, members: &'s Map<String, Value>) -> Patterns<'s> {
+        let mut built = Patterns::default();
         let Some(Value::Object(patterns)) = members.get("patternProperties") else {
-            return Vec::new();
+            return built;
         };
-        (patterns.iter())
-            .map(|(pattern, schema)| (pattern.as_str(), self.node(schema)))
-            .collect()
+        let mut others = Vec::new();
+        for (pattern, schema) in patterns {
+            let node = self.node(schema);
+            built.every.push(node);
+            match plain_word(pattern) {
+                Some(word) if built.plain.len() < MOST_PLAIN => built.plain.push((word, node)),
+                _ => others.push(node),
+            }
+        }
+        if !others.is_empty() {
+            built.others = Some(self.push(Node {
+                branches: others,
+                ..Node::default()
+            }));
+        }
+        built
     }
 
     /// `child`, the node of the property `name`, with the schemas of the
     /// `patterns` that may match its name too: JSON Schema applies both
     /// to a named property a pattern matches, and a pattern that marks a
-    /// secret marks it there too.
+    /// secret marks it there too. At most [`MOST_PLAIN`] + 2 branches a
+    /// property, however many patterns there are.
     pub(super) fn also_matched(
         &mut self,
         child: NodeId,
         name: &str,
-        patterns: &[(&str, NodeId)],
+        patterns: &Patterns<'_>,
     ) -> NodeId {
-        let matched: Vec<NodeId> = (patterns.iter())
-            .filter(|(pattern, _)| may_match(pattern, name))
-            .map(|(_, node)| *node)
+        let matched = (patterns.plain.iter())
+            .filter(|(word, _)| word.matches(name))
+            .map(|(_, node)| *node);
+        let branches: Vec<NodeId> = [child]
+            .into_iter()
+            .chain(patterns.others)
+            .chain(matched)
             .collect();
-        if matched.is_empty() {
+        if branches.len() == 1 {
             return child;
         }
         self.push(Node {
-            branches: [child].into_iter().chain(matched).collect(),
+            branches,
             ..Node::default()
         })
     }
@@ -184,12 +205,49 @@ impl<'s> Builder<'s> {
     }
 }
 
-/// Whether `pattern` — a `patternProperties` key: an ECMA-262 regular
-/// expression, which matches anywhere in a name unless anchored — may
-/// match `name`. Decided for a plain word (letters, digits, `_`, `-`),
-/// anchored at either end or not; any other pattern may match any name
-/// (its schema is applied: the safe side).
-pub(super) fn may_match(pattern: &str, name: &str) -> bool {
+/// How many plain-word patterns of one object are matched name by name;
+/// past them, a pattern is taken to match every name (the safe side), so
+/// that a schema of many patterns and many properties costs no more than
+/// each once.
+const MOST_PLAIN: usize = 64;
+
+/// The `patternProperties` of an object schema, built
+/// ([`Builder::patterns`]).
+#[derive(Default)]
+pub(super) struct Patterns<'s> {
+    /// Patterns decided name by name, with their schemas' nodes.
+    plain: Vec<(PlainWord<'s>, NodeId)>,
+    /// One node for every other pattern's schema.
+    others: Option<NodeId>,
+    /// Every pattern's schema, for the keys not named.
+    pub(super) every: Vec<NodeId>,
+}
+
+/// A pattern that is a plain word (letters, digits, `_`, `-`), anchored
+/// at either end or not: the one kind whose matches are decided here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct PlainWord<'s> {
+    word: &'s str,
+    start: bool,
+    end: bool,
+}
+
+impl PlainWord<'_> {
+    /// Whether the pattern matches `name`, as ECMA-262 reads it: anywhere
+    /// in it unless anchored.
+    fn matches(self, name: &str) -> bool {
+        match (self.start, self.end) {
+            (true, true) => name == self.word,
+            (true, false) => name.starts_with(self.word),
+            (false, true) => name.ends_with(self.word),
+            (false, false) => name.contains(self.word),
+        }
+    }
+}
+
+/// `pattern` — a `patternProperties` key: an ECMA-262 regular expression
+/// — as a plain word, if it is one.
+fn plain_word(pattern: &str) -> Option<PlainWord<'_>> {
     let (start, rest) = pattern
         .strip_prefix('^')
         .map_or((false, pattern), |rest| (true, rest));
@@ -199,13 +257,13 @@ pub(super) fn may_match(pattern: &str, name: &str) -> bool {
     let plain = word
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    if !plain {
-        return true;
-    }
-    match (start, end) {
-        (true, true) => name == word,
-        (true, false) => name.starts_with(word),
-        (false, true) => name.ends_with(word),
-        (false, false) => name.contains(word),
-    }
+    plain.then_some(PlainWord { word, start, end })
+}
+
+/// Whether `pattern` may match `name`: decided for a plain word; any
+/// other pattern may match any name (its schema is applied: the safe
+/// side).
+#[cfg(test)]
+pub(super) fn may_match(pattern: &str, name: &str) -> bool {
+    plain_word(pattern).is_none_or(|word| word.matches(name))
 }

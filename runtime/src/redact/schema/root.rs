@@ -66,7 +66,9 @@ pub(crate) fn says_nothing_of_secrets(schema: &Map<String, Value>) -> bool {
 /// `schema`, its `properties` holding every property it declares at its
 /// root: those behind its `$ref` and in its `allOf`/`anyOf`/`oneOf`
 /// branches too, a name declared in several places with each of its
-/// schemas (`anyOf`: a secret in any is a secret). As it is when it
+/// schemas (`anyOf`: a secret in any is a secret) — and its
+/// `patternProperties` every pattern, gathered the same way (a pattern
+/// behind a `$ref` applies to the properties beside it). As it is when it
 /// declares them in `properties` alone.
 pub(crate) fn gathered(schema: &Map<String, Value>) -> Map<String, Value> {
     if !declares_beyond_properties(schema) {
@@ -75,15 +77,21 @@ pub(crate) fn gathered(schema: &Map<String, Value>) -> Map<String, Value> {
     let root = Value::Object(schema.clone());
     // By name, each schema once (the same one reached twice is one place).
     let mut found: BTreeMap<&String, Vec<&Value>> = BTreeMap::new();
+    let mut patterns: BTreeMap<&String, Vec<&Value>> = BTreeMap::new();
     let mut pending = vec![&root];
     // Schemas read or queued: a server's references may loop, or fan out.
     let mut met = 1;
     while let Some(Value::Object(members)) = pending.pop() {
-        if let Some(Value::Object(properties)) = members.get("properties") {
-            for (name, property) in properties {
-                let schemas = found.entry(name).or_default();
-                if !schemas.iter().any(|known| std::ptr::eq(*known, property)) {
-                    schemas.push(property);
+        for (key, found) in [
+            ("properties", &mut found),
+            ("patternProperties", &mut patterns),
+        ] {
+            if let Some(Value::Object(properties)) = members.get(key) {
+                for (name, property) in properties {
+                    let schemas = found.entry(name).or_default();
+                    if !schemas.iter().any(|known| std::ptr::eq(*known, property)) {
+                        schemas.push(property);
+                    }
                 }
             }
         }
@@ -101,15 +109,25 @@ pub(crate) fn gathered(schema: &Map<String, Value>) -> Map<String, Value> {
             pending.push(next);
         }
     }
-    let properties = found.into_iter().map(|(name, schemas)| {
-        let schema = match schemas.as_slice() {
-            [one] => (*one).clone(),
-            several => json!({ "anyOf": several }),
-        };
-        (name.clone(), schema)
-    });
+    let joined = |found: BTreeMap<&String, Vec<&Value>>| -> Map<String, Value> {
+        (found.into_iter())
+            .map(|(name, schemas)| {
+                let schema = match schemas.as_slice() {
+                    [one] => (*one).clone(),
+                    several => json!({ "anyOf": several }),
+                };
+                (name.clone(), schema)
+            })
+            .collect()
+    };
     let mut flat = schema.clone();
-    flat.insert("properties".to_owned(), Value::Object(properties.collect()));
+    flat.insert("properties".to_owned(), Value::Object(joined(found)));
+    if !patterns.is_empty() {
+        flat.insert(
+            "patternProperties".to_owned(),
+            Value::Object(joined(patterns)),
+        );
+    }
     flat
 }
 

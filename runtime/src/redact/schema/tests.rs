@@ -354,3 +354,66 @@ fn a_pattern_is_decided_for_a_plain_word_and_assumed_otherwise() {
     assert!(may_match("[a-z]+", "1"));
     assert!(may_match("a.b", "region"));
 }
+
+/// A pattern behind the root's `$ref` (zod-to-json-schema's shape) or in
+/// an `allOf` branch applies to the properties beside it.
+#[test]
+fn a_pattern_behind_a_reference_or_a_branch_marks_the_properties_it_matches() {
+    let key = json!({"type": "string"});
+    let secret = json!({"type": "string", "writeOnly": true});
+    for schema in [
+        json!({"$ref": "#/definitions/Env", "definitions": {"Env": {
+            "type": "object",
+            "properties": {"API_KEY": key, "REGION": key},
+            "patternProperties": {"_KEY$": secret}
+        }}}),
+        json!({"allOf": [
+            {"properties": {"API_KEY": key, "REGION": key}},
+            {"patternProperties": {"_KEY$": secret}}
+        ]}),
+    ] {
+        let secrets = SecretPaths::from_schema(&self::schema(schema.clone()), &[]);
+        let arguments = json!({"API_KEY": "k-77", "REGION": "eu"});
+        let masked = Value::Object(secrets.mask(arguments.as_object().unwrap()).into_owned());
+        assert_eq!(
+            masked,
+            json!({"API_KEY": "[redacted]", "REGION": "eu"}),
+            "{schema}"
+        );
+    }
+}
+
+/// Many properties and many patterns cost each once: the secret map
+/// grows with their sum, not their product.
+#[test]
+fn many_patterns_and_properties_build_a_map_of_their_sum() {
+    let n = 2_000;
+    // Every name holds the words w0 … w199.
+    let words: String = (0..200).map(|j| format!("w{j}_")).collect();
+    let properties: Map<String, Value> = (0..n)
+        .map(|i| (format!("{words}{i}"), json!({"type": "string"})))
+        .collect();
+    // Half plain words, 200 of them in every name; half patterns that may
+    // match any name.
+    let patterns: Map<String, Value> = (0..n)
+        .map(|i| match i % 2 {
+            0 => (format!("w{}_", i / 2), json!({"writeOnly": true})),
+            _ => (format!(".{i}"), json!({"writeOnly": true})),
+        })
+        .collect();
+    let secrets = SecretPaths::from_schema(
+        &schema(json!({"type": "object", "properties": properties, "patternProperties": patterns})),
+        &[],
+    );
+    let edges: usize = secrets.nodes.iter().map(|node| node.branches.len()).sum();
+    assert!(
+        secrets.nodes.len() < 3 * (2 * n),
+        "{} nodes",
+        secrets.nodes.len()
+    );
+    assert!(edges < n * 70 + 2 * n, "{edges} edges");
+    let name = format!("{words}7");
+    let arguments = json!({ name.clone(): "hunter2" });
+    let masked = Value::Object(secrets.mask(arguments.as_object().unwrap()).into_owned());
+    assert_eq!(masked, json!({ name: "[redacted]" }));
+}
