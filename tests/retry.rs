@@ -625,18 +625,21 @@ async fn fetch_sources(
 }
 
 /// Partial results reported as an object, by region: a region both
-/// attempts reported keeps what each gathered.
+/// attempts reported keeps what each gathered, and a region that grew is
+/// progress, though no region was added.
 #[tokio::test(start_paused = true)]
 async fn partial_results_by_key_keep_what_every_attempt_gathered() {
     let attempt = AtomicU32::new(0);
     let outcome = steady(10)
-        .max_attempts(2)
+        .max_attempts(3)
+        .stop_after_no_progress(1)
         .retry(|| {
             let n = attempt.fetch_add(1, Ordering::SeqCst);
             async move {
                 let gathered = match n {
                     0 => json!({"eu": [1, 2], "us": [7]}),
-                    _ => json!({"eu": [3], "apac": [9]}),
+                    1 => json!({"eu": [3], "us": [7]}),
+                    _ => json!({"eu": [4], "apac": [9]}),
                 };
                 Err::<(), _>(
                     ErrorEnvelope::transient("Provider rate-limited")
@@ -646,9 +649,10 @@ async fn partial_results_by_key_keep_what_every_attempt_gathered() {
         })
         .await;
     let escalation = outcome.result.unwrap_err();
+    assert_eq!(escalation.reason, EscalationReason::RetriesExhausted);
     assert_eq!(
         escalation.partial_results(),
-        Some(&json!({"eu": [1, 2, 3], "us": [7], "apac": [9]}))
+        Some(&json!({"eu": [1, 2, 3, 4], "us": [7], "apac": [9]}))
     );
 }
 

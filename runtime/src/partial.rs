@@ -175,12 +175,13 @@ impl<T> From<Vec<T>> for Partial<T> {
 }
 
 /// Partial results gathered so far and a later report, together, losing
-/// nothing: a later array that starts with everything gathered (a shared
-/// collector reporting again) replaces it; any other later array is appended;
-/// objects are merged key by key, a key both hold merged the same way
-/// (`{"eu": [1, 2]}` then `{"eu": [3]}` is `{"eu": [1, 2, 3]}`); a value
-/// reported again as it was is kept once; values of different shapes are
-/// kept side by side in an array.
+/// no item: a later array that starts with everything gathered (a shared
+/// collector reporting again) replaces it; any other later array is
+/// appended; objects are merged key by key, a key both hold merged the
+/// same way when both are arrays or objects (`{"eu": [1, 2]}` then
+/// `{"eu": [3]}` is `{"eu": [1, 2, 3]}`) and the later value kept
+/// otherwise (a cursor, a count: what it is now); values of different
+/// shapes at the top are kept side by side in an array.
 pub(crate) fn merge(gathered: Option<Value>, latest: Option<Value>) -> Option<Value> {
     match (gathered, latest) {
         (None, latest) => latest,
@@ -190,29 +191,31 @@ pub(crate) fn merge(gathered: Option<Value>, latest: Option<Value>) -> Option<Va
 }
 
 /// How deep [`merged`] follows keys that both sides hold: past it, the
-/// two values are kept side by side (nothing is lost, and no report nested
-/// on purpose deepens the stack).
+/// later object's keys replace the earlier's (no report nested on purpose
+/// deepens the stack).
 const MERGE_DEPTH: usize = 32;
 
 fn merged(gathered: Value, latest: Value, depth: usize) -> Value {
-    let as_items = |value: Value| match value {
-        Value::Array(items) => items,
-        Value::Null => Vec::new(),
-        other => vec![other],
-    };
     match (gathered, latest) {
-        (Value::Object(mut members), Value::Object(latest)) if depth < MERGE_DEPTH => {
+        (Value::Object(mut members), Value::Object(latest)) => {
             for (key, value) in latest {
                 let value = match members.remove(&key) {
-                    Some(earlier) => merged(earlier, value, depth + 1),
-                    None => value,
+                    Some(earlier) if depth < MERGE_DEPTH && same_kind(&earlier, &value) => {
+                        merged(earlier, value, depth + 1)
+                    }
+                    _ => value,
                 };
                 members.insert(key, value);
             }
             Value::Object(members)
         }
-        (gathered, latest) if gathered == latest && !gathered.is_array() => gathered,
+        (gathered, latest) if gathered == latest => gathered,
         (gathered, latest) => {
+            let as_items = |value: Value| match value {
+                Value::Array(items) => items,
+                Value::Null => Vec::new(),
+                other => vec![other],
+            };
             let mut items = as_items(gathered);
             let latest = as_items(latest);
             if latest.len() >= items.len() && latest[..items.len()] == items[..] {
@@ -223,6 +226,15 @@ fn merged(gathered: Value, latest: Value, depth: usize) -> Value {
             Value::Array(items)
         }
     }
+}
+
+/// Whether `a` and `b` are both arrays or both objects: the values under
+/// one key that are merged rather than replaced.
+fn same_kind(a: &Value, b: &Value) -> bool {
+    matches!(
+        (a, b),
+        (Value::Array(_), Value::Array(_)) | (Value::Object(_), Value::Object(_))
+    )
 }
 
 #[cfg(test)]
@@ -256,19 +268,23 @@ mod tests {
             ),
             Some(json!({"eu": [1, 2, 3], "us": {"east": [1, 2], "west": [9]}, "n": 2}))
         );
-        // A value that changed keeps both.
+        // A value under a key is what it is now: a cursor, a count.
         assert_eq!(
-            merge(Some(json!({"page": 3})), Some(json!({"page": 5}))),
-            Some(json!({"page": [3, 5]}))
+            merge(
+                Some(json!({"next_cursor": "a", "rows": [1]})),
+                Some(json!({"next_cursor": "b", "rows": [2]}))
+            ),
+            Some(json!({"next_cursor": "b", "rows": [1, 2]}))
         );
-        // Objects nested past the depth followed are kept side by side.
-        let nested = |leaf: u8| (0..40).fold(json!(leaf), |inner, _| json!({ "k": inner }));
-        let both = merge(Some(nested(1)), Some(nested(2))).unwrap();
-        let mut at = &both;
-        for _ in 0..MERGE_DEPTH {
-            at = &at["k"];
-        }
-        assert_eq!(at.as_array().map(Vec::len), Some(2), "{at}");
+        // Past the depth followed, the later object's keys replace.
+        let nested = |leaf: Value| (0..40).fold(leaf, |inner, _| json!({ "k": inner }));
+        let both = merge(Some(nested(json!([1]))), Some(nested(json!([2])))).unwrap();
+        assert_eq!(both, nested(json!([2])));
+        let shallow = |leaf: Value| (0..4).fold(leaf, |inner, _| json!({ "k": inner }));
+        assert_eq!(
+            merge(Some(shallow(json!([1]))), Some(shallow(json!([2])))),
+            Some(shallow(json!([1, 2])))
+        );
         // Different shapes are kept side by side.
         assert_eq!(
             merge(Some(json!({"a": 1})), Some(json!([2]))),

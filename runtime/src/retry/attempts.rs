@@ -283,21 +283,20 @@ impl<'p> Attempts<'p> {
         let by_deadline = self.policy.deadline.map(|_| elapsed());
         let failures = self.failures();
 
-        let before = count(failures.gathered.as_ref());
-        // Only a tool that gathers partial results can make progress, or stall.
+        // Only a tool that gathers partial results can make progress, or
+        // stall: progress is whatever its report changed of what was
+        // gathered (an item added, a key's value moved on).
         let mut parts = envelope.into_parts();
         let latest = parts.partial_results.take();
-        let gathers = latest.is_some();
+        let before = latest.is_some().then(|| failures.gathered.clone());
         failures.gathered = merge(failures.gathered.take(), latest);
         parts.partial_results.clone_from(&failures.gathered);
         let envelope = ErrorEnvelope::from_parts(parts);
         let gathered = count(failures.gathered.as_ref());
-        if gathers {
-            failures.stalled = if gathered > before {
-                0
-            } else {
-                failures.stalled + 1
-            };
+        if let Some(before) = before {
+            let nothing = |value: &Option<Value>| count(value.as_ref()) == 0;
+            let same = failures.gathered == before || (nothing(&before) && gathered == 0);
+            failures.stalled = if same { failures.stalled + 1 } else { 0 };
         }
 
         let next = self.decide(&envelope, attempt, by_deadline);

@@ -166,7 +166,8 @@ impl RetryPolicy {
     }
 
     /// Escalates with "no progress" after `attempts` consecutive failed
-    /// attempts that added nothing to `partial_results`. Only a tool that
+    /// attempts that changed nothing of `partial_results` (no item added
+    /// at any depth, no key's value moved on). Only a tool that
     /// gathers partial results (a `Partial` collector, or an error that
     /// carries them) can stall; the others are bound by the attempt cap.
     #[must_use]
