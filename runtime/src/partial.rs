@@ -177,11 +177,11 @@ impl<T> From<Vec<T>> for Partial<T> {
 /// Partial results gathered so far and a later report, together, losing
 /// no item: a later array that starts with everything gathered (a shared
 /// collector reporting again) replaces it; any other later array is
-/// appended; objects are merged key by key, a key both hold merged the
-/// same way when both are arrays or objects (`{"eu": [1, 2]}` then
-/// `{"eu": [3]}` is `{"eu": [1, 2, 3]}`) and the later value kept
-/// otherwise (a cursor, a count: what it is now); values of different
-/// shapes at the top are kept side by side in an array.
+/// appended; objects are merged key by key. Under a key both hold, two
+/// scalars are the later one (a cursor, a count: what it is now), a later
+/// `null` keeps what was there, and arrays and objects are merged as
+/// above (`{"eu": [1, 2]}` then `{"eu": [3]}` is `{"eu": [1, 2, 3]}`);
+/// values of different shapes are kept side by side in an array.
 pub(crate) fn merge(gathered: Option<Value>, latest: Option<Value>) -> Option<Value> {
     match (gathered, latest) {
         (None, latest) => latest,
@@ -190,23 +190,25 @@ pub(crate) fn merge(gathered: Option<Value>, latest: Option<Value>) -> Option<Va
     }
 }
 
-/// How deep [`merged`] follows keys that both sides hold: past it, the
-/// later object's keys replace the earlier's (no report nested on purpose
-/// deepens the stack).
+/// How deep [`merged`] follows objects under keys that both hold: past
+/// it, the later object's keys replace the earlier's (no report nested
+/// on purpose deepens the stack).
 const MERGE_DEPTH: usize = 32;
 
 fn merged(gathered: Value, latest: Value, depth: usize) -> Value {
     match (gathered, latest) {
-        (Value::Object(mut members), Value::Object(latest)) => {
+        (Value::Object(mut members), Value::Object(latest)) if depth < MERGE_DEPTH => {
             for (key, value) in latest {
                 let value = match members.remove(&key) {
-                    Some(earlier) if depth < MERGE_DEPTH && same_kind(&earlier, &value) => {
-                        merged(earlier, value, depth + 1)
-                    }
-                    _ => value,
+                    Some(earlier) => member(earlier, value, depth + 1),
+                    None => value,
                 };
                 members.insert(key, value);
             }
+            Value::Object(members)
+        }
+        (Value::Object(mut members), Value::Object(latest)) => {
+            members.extend(latest);
             Value::Object(members)
         }
         (gathered, latest) if gathered == latest => gathered,
@@ -228,13 +230,38 @@ fn merged(gathered: Value, latest: Value, depth: usize) -> Value {
     }
 }
 
-/// Whether `a` and `b` are both arrays or both objects: the values under
-/// one key that are merged rather than replaced.
-fn same_kind(a: &Value, b: &Value) -> bool {
-    matches!(
-        (a, b),
-        (Value::Array(_), Value::Array(_)) | (Value::Object(_), Value::Object(_))
-    )
+/// The value under a key both `earlier` and `later` hold.
+fn member(earlier: Value, later: Value, depth: usize) -> Value {
+    let scalar =
+        |value: &Value| matches!(value, Value::Bool(_) | Value::Number(_) | Value::String(_));
+    match (earlier, later) {
+        (earlier, Value::Null) => earlier,
+        (Value::Null, later) => later,
+        (earlier, later) if scalar(&earlier) && scalar(&later) => later,
+        (earlier, later) => merged(earlier, later, depth),
+    }
+}
+
+/// How much `value` holds, at any depth: the items of its arrays and the
+/// keys of its objects. What was gathered grew when this did; a value
+/// that only changed (a cursor, a time) made no progress.
+pub(crate) fn held(value: Option<&Value>) -> usize {
+    let mut pending: Vec<&Value> = value.into_iter().collect();
+    let mut held = 0usize;
+    while let Some(value) = pending.pop() {
+        match value {
+            Value::Array(items) => {
+                held = held.saturating_add(items.len());
+                pending.extend(items);
+            }
+            Value::Object(members) => {
+                held = held.saturating_add(members.len());
+                pending.extend(members.values());
+            }
+            _ => {}
+        }
+    }
+    held
 }
 
 #[cfg(test)]
@@ -268,18 +295,24 @@ mod tests {
             ),
             Some(json!({"eu": [1, 2, 3], "us": {"east": [1, 2], "west": [9]}, "n": 2}))
         );
-        // A value under a key is what it is now: a cursor, a count.
+        // A scalar under a key is what it is now: a cursor, a count; a
+        // later null keeps what was there; a later value of another shape
+        // is kept beside it.
         assert_eq!(
             merge(
-                Some(json!({"next_cursor": "a", "rows": [1]})),
-                Some(json!({"next_cursor": "b", "rows": [2]}))
+                Some(json!({"next_cursor": "a", "rows": [1], "more": [5], "n": 1})),
+                Some(json!({"next_cursor": "b", "rows": [2], "more": null, "n": {"x": 1}}))
             ),
-            Some(json!({"next_cursor": "b", "rows": [1, 2]}))
+            Some(json!({"next_cursor": "b", "rows": [1, 2], "more": [5], "n": [1, {"x": 1}]}))
         );
         // Past the depth followed, the later object's keys replace.
         let nested = |leaf: Value| (0..40).fold(leaf, |inner, _| json!({ "k": inner }));
         let both = merge(Some(nested(json!([1]))), Some(nested(json!([2])))).unwrap();
         assert_eq!(both, nested(json!([2])));
+        // What is held counts at every depth.
+        assert_eq!(held(Some(&json!({"eu": [1, 2], "us": {"east": [3]}}))), 6);
+        assert_eq!(held(Some(&json!("cursor"))), 0);
+        assert_eq!(held(None), 0);
         let shallow = |leaf: Value| (0..4).fold(leaf, |inner, _| json!({ "k": inner }));
         assert_eq!(
             merge(Some(shallow(json!([1]))), Some(shallow(json!([2])))),

@@ -9,7 +9,7 @@ use crate::category::ErrorCategory;
 use crate::envelope::ErrorEnvelope;
 use crate::escalation::{Escalation, EscalationReason};
 use crate::json::millis::duration_to_ms;
-use crate::partial::{count, merge};
+use crate::partial::{count, held, merge};
 use crate::retry::backoff::Delays;
 use crate::retry::policy::{RetryAction, RetryEvent, RetryPolicy};
 
@@ -284,19 +284,21 @@ impl<'p> Attempts<'p> {
         let failures = self.failures();
 
         // Only a tool that gathers partial results can make progress, or
-        // stall: progress is whatever its report changed of what was
-        // gathered (an item added, a key's value moved on).
+        // stall: progress is more held than before, at any depth (an item
+        // added, a key); a value that only changed is none.
         let mut parts = envelope.into_parts();
         let latest = parts.partial_results.take();
-        let before = latest.is_some().then(|| failures.gathered.clone());
+        let before = latest.is_some().then(|| held(failures.gathered.as_ref()));
         failures.gathered = merge(failures.gathered.take(), latest);
         parts.partial_results.clone_from(&failures.gathered);
         let envelope = ErrorEnvelope::from_parts(parts);
         let gathered = count(failures.gathered.as_ref());
         if let Some(before) = before {
-            let nothing = |value: &Option<Value>| count(value.as_ref()) == 0;
-            let same = failures.gathered == before || (nothing(&before) && gathered == 0);
-            failures.stalled = if same { failures.stalled + 1 } else { 0 };
+            failures.stalled = if held(failures.gathered.as_ref()) > before {
+                0
+            } else {
+                failures.stalled + 1
+            };
         }
 
         let next = self.decide(&envelope, attempt, by_deadline);

@@ -166,8 +166,9 @@ impl RetryPolicy {
     }
 
     /// Escalates with "no progress" after `attempts` consecutive failed
-    /// attempts that changed nothing of `partial_results` (no item added
-    /// at any depth, no key's value moved on). Only a tool that
+    /// attempts that added nothing to `partial_results`, at any depth (no
+    /// item of a list, no key; a value that only changed, a cursor or a
+    /// time, is no progress). Only a tool that
     /// gathers partial results (a `Partial` collector, or an error that
     /// carries them) can stall; the others are bound by the attempt cap.
     #[must_use]

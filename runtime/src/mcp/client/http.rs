@@ -162,7 +162,7 @@ const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(4);
 /// Whether `url` leaves this machine unencrypted: `https`, or `http` to a
 /// loopback host (`localhost`, `127.0.0.0/8`, `::1`), keeps credentials to
 /// itself; anything else does not.
-fn is_private_to_this_machine(url: &str) -> bool {
+pub(super) fn is_private_to_this_machine(url: &str) -> bool {
     let Ok(url) = url.parse::<reqwest::Url>() else {
         return false;
     };

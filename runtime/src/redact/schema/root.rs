@@ -78,6 +78,10 @@ pub(crate) fn gathered(schema: &Map<String, Value>) -> Map<String, Value> {
     // By name, each schema once (the same one reached twice is one place).
     let mut found: BTreeMap<&String, Vec<&Value>> = BTreeMap::new();
     let mut patterns: BTreeMap<&String, Vec<&Value>> = BTreeMap::new();
+    // What a schema left unread may say of the properties read: any of
+    // them may be a secret (the empty pattern matches every name).
+    let (every_name, secret) = (String::new(), json!({"writeOnly": true}));
+    let mut unread = false;
     let mut pending = vec![&root];
     // Schemas read or queued: a server's references may loop, or fan out.
     let mut met = 1;
@@ -103,11 +107,15 @@ pub(crate) fn gathered(schema: &Map<String, Value>) -> Map<String, Value> {
             .flatten();
         for next in target.into_iter().chain(branches) {
             if met == MOST_SCHEMAS {
+                unread = true;
                 break;
             }
             met += 1;
             pending.push(next);
         }
+    }
+    if unread {
+        patterns.entry(&every_name).or_default().push(&secret);
     }
     let joined = |found: BTreeMap<&String, Vec<&Value>>| -> Map<String, Value> {
         (found.into_iter())
@@ -201,5 +209,38 @@ mod tests {
         };
         assert_eq!(properties.len(), MOST_SCHEMAS);
         assert_eq!(properties["password"], json!({"writeOnly": true}));
+    }
+
+    /// A schema read only in part may mark any property read as a secret
+    /// in the part not read (a pattern in its seventieth branch): every
+    /// one is masked.
+    #[test]
+    fn a_root_read_in_part_hides_every_property() {
+        let mut branches: Vec<Value> = (0..69)
+            .map(|n| json!({"properties": {format!("p{n}"): {"type": "string"}}}))
+            .collect();
+        branches.push(json!({"patternProperties": {"^p": {"writeOnly": true}}}));
+        let schema = json!({"anyOf": branches});
+        let secrets =
+            crate::redact::schema::SecretPaths::from_schema(schema.as_object().unwrap(), &[]);
+        let arguments = json!({"p0": "hunter2"});
+        let masked = secrets.mask(arguments.as_object().unwrap());
+        assert_eq!(
+            Value::Object(masked.into_owned()),
+            json!({"p0": "[redacted]"})
+        );
+        // Read whole, only what it marks.
+        let small = json!({"anyOf": [
+            {"properties": {"p0": {"type": "string"}, "q": {"type": "string"}}},
+            {"patternProperties": {"^p": {"writeOnly": true}}}
+        ]});
+        let secrets =
+            crate::redact::schema::SecretPaths::from_schema(small.as_object().unwrap(), &[]);
+        let arguments = json!({"p0": "hunter2", "q": "shown"});
+        let masked = secrets.mask(arguments.as_object().unwrap());
+        assert_eq!(
+            Value::Object(masked.into_owned()),
+            json!({"p0": "[redacted]", "q": "shown"})
+        );
     }
 }

@@ -192,7 +192,8 @@ impl OAuth {
     }
 
     /// Where tokens are kept: rmcp's [`CredentialStore`] (a file, the
-    /// keychain); in memory unless given.
+    /// keychain); in memory unless given. One store for one client of one
+    /// server: rmcp keeps one token in it, and does not ask whose it is.
     #[must_use]
     pub fn credential_store<S: CredentialStore + Clone + 'static>(mut self, store: S) -> Self {
         self.store = Some(Arc::new(move |manager: &mut AuthorizationManager| {
@@ -215,7 +216,8 @@ impl OAuth {
     /// are read from the issuer's own metadata (RFC 8414's well-known
     /// address, then OIDC discovery's), whatever document the server
     /// pointed at — one elsewhere may claim the issuer — so an issuer that
-    /// publishes none cannot be pinned.
+    /// publishes none cannot be pinned. An issuer is an `https://` URL
+    /// (`http://` to this machine only) with no query, fragment or user.
     #[must_use]
     pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
         self.issuer = Some(issuer.into());

@@ -25,10 +25,24 @@ pub(super) async fn metadata(
     discovered: Option<&str>,
 ) -> Result<AuthorizationMetadata, ErrorEnvelope> {
     refused_unless_pinned(pinned, discovered)?;
+    // An issuer is an https URL with no query, fragment or user (RFC
+    // 8414); plain http only to this machine, as every credential.
     let issuer = url::Url::parse(pinned)
         .ok()
-        .filter(|issuer| matches!(issuer.scheme(), "https" | "http"))
-        .ok_or_else(|| unreadable(pinned, "not an https URL"))?;
+        .filter(|issuer| {
+            crate::mcp::client::http::is_private_to_this_machine(pinned)
+                && issuer.query().is_none()
+                && issuer.fragment().is_none()
+                && issuer.username().is_empty()
+                && issuer.password().is_none()
+        })
+        // Not quoted: a user and password may be in it.
+        .ok_or_else(|| {
+            unreadable(
+                "the one given to `OAuth::issuer`",
+                "an issuer is an https URL (http to this machine only) with no query, fragment or user",
+            )
+        })?;
     let origin = issuer.origin().ascii_serialization();
     let path = issuer.path().trim_end_matches('/');
     let addresses = [

@@ -27,3 +27,28 @@ async fn logins_are_bounded_in_a_row_not_for_good() {
     let refused = provider.count(&mut session).expect_err("past the bound");
     assert_eq!(refused.reason(), Some(reasons::AUTHORIZATION_FAILED));
 }
+
+/// A pinned issuer over plain HTTP to another machine, or with a query, a
+/// fragment or a user, is refused before anything is asked of it: a
+/// network between could answer for it.
+#[tokio::test]
+async fn a_pinned_issuer_is_an_https_url_and_nothing_else() {
+    let http = reqwest::Client::new();
+    for pinned in [
+        "http://sso.corp",
+        "https://sso.corp/?tenant=1",
+        "https://sso.corp/#x",
+        "https://me:pw@sso.corp",
+        "sso.corp",
+    ] {
+        let refused = pinned::metadata(&http, pinned, Some(pinned))
+            .await
+            .expect_err(pinned);
+        assert_eq!(refused.reason(), Some(reasons::AUTHORIZATION_FAILED));
+        assert!(
+            refused.message().contains("https URL"),
+            "{}",
+            refused.message()
+        );
+    }
+}
