@@ -226,11 +226,9 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     fn decide<'a>(&'a self, id: &'a str, decision: &'a Decision) -> StoreFuture<'a, bool>;
 
     /// Claims the approval `id` to run its call, for `holder` until
-    /// `lease_until_ms`: an approved one whose yes still holds at `now_ms`
-    /// (`expires_ms` after it), or a running one whose lease ran out before
-    /// `now_ms` (its runner then ends it, unrun, if its time ran out). The
-    /// approval as claimed, or `None` when another holder has it, it is not
-    /// approved, or its yes ran out before a runner took it up.
+    /// `lease_until_ms`: an approved one, or a running one whose lease ran
+    /// out before `now_ms`. The approval as claimed, or `None` when another
+    /// holder has it or it is not approved.
     ///
     /// An approval claimed that the store cannot read back is an error
     /// [unreadable](StoreError::unreadable), the claim kept: the runner

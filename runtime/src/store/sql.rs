@@ -1126,8 +1126,7 @@ macro_rules! sql_store {
                 Box::pin(async move {
                     let sql = format!(
                         "UPDATE te_approvals SET state = 'running', holder = $1, lease_until_ms = $2 \
-                         WHERE id = $3 AND ((state = 'approved' AND expires_ms > $4) \
-                         OR (state = 'running' AND lease_until_ms < $4)) \
+                         WHERE id = $3 AND (state = 'approved' OR (state = 'running' AND lease_until_ms < $4)) \
                          RETURNING {APPROVAL_COLUMNS}"
                     );
                     let row = sqlx::query(sqlx::AssertSqlSafe(sql))

@@ -251,7 +251,7 @@ impl Store for MemoryStore {
         let Some(approval) = state.approvals.get_mut(id) else {
             return ready(None);
         };
-        let claimable = (approval.state == ApprovalState::Approved && approval.expires_ms > now_ms)
+        let claimable = approval.state == ApprovalState::Approved
             || (approval.state == ApprovalState::Running && approval.lease_until_ms < now_ms);
         if !claimable {
             return ready(None);
