@@ -176,8 +176,9 @@ impl<T> From<Vec<T>> for Partial<T> {
 
 /// Partial results gathered so far and a later report, together, losing
 /// no item: a later array that starts with everything gathered (a shared
-/// collector reporting again) replaces it; any other later array is
-/// appended; objects are merged key by key. Under a key both hold, two
+/// collector reporting again) replaces it, one that is already its end
+/// (the same report again) adds nothing, any other is appended; objects
+/// are merged key by key. Under a key both hold, two
 /// scalars are the later one (a cursor, a count: what it is now), a later
 /// `null` keeps what was there, and arrays and objects are merged as
 /// above (`{"eu": [1, 2]}` then `{"eu": [3]}` is `{"eu": [1, 2, 3]}`);
@@ -222,7 +223,7 @@ fn merged(gathered: Value, latest: Value, depth: usize) -> Value {
             let latest = as_items(latest);
             if latest.len() >= items.len() && latest[..items.len()] == items[..] {
                 items = latest;
-            } else {
+            } else if !items.ends_with(&latest) {
                 items.extend(latest);
             }
             Value::Array(items)
@@ -304,6 +305,17 @@ mod tests {
                 Some(json!({"next_cursor": "b", "rows": [2], "more": null, "n": {"x": 1}}))
             ),
             Some(json!({"next_cursor": "b", "rows": [1, 2], "more": [5], "n": [1, {"x": 1}]}))
+        );
+        // A report already at the end of what was gathered adds nothing:
+        // the same failure reported again does not grow it.
+        let status = |code: u16| json!({"status": {"code": code}});
+        let once = merge(Some(json!({"status": "partial"})), Some(status(429)));
+        let twice = merge(once.clone(), Some(status(429)));
+        assert_eq!(twice, Some(json!({"status": ["partial", {"code": 429}]})));
+        assert_eq!(twice, once);
+        assert_eq!(
+            merge(Some(json!(["x", "a", "b"])), Some(json!(["a", "b"]))),
+            Some(json!(["x", "a", "b"]))
         );
         // Past the depth followed, the later object's keys replace.
         let nested = |leaf: Value| (0..40).fold(leaf, |inner, _| json!({ "k": inner }));

@@ -24,7 +24,6 @@ pub(super) async fn metadata(
     pinned: &str,
     discovered: Option<&str>,
 ) -> Result<AuthorizationMetadata, ErrorEnvelope> {
-    refused_unless_pinned(pinned, discovered)?;
     // An issuer is an https URL with no query, fragment or user (RFC
     // 8414); plain http only to this machine, as every credential.
     let issuer = url::Url::parse(pinned)
@@ -43,6 +42,7 @@ pub(super) async fn metadata(
                 "an issuer is an https URL (http to this machine only) with no query, fragment or user",
             )
         })?;
+    refused_unless_pinned(pinned, discovered)?;
     let origin = issuer.origin().ascii_serialization();
     let path = issuer.path().trim_end_matches('/');
     let addresses = [
