@@ -342,6 +342,20 @@ async fn a_token_providers_failure_is_the_calls_envelope() {
     assert_eq!(failed.alternatives(), ["Log in again"]);
 }
 
+/// The metadata of an authorization server at `base` that logs machines
+/// in with a client secret (`/token`).
+#[cfg(feature = "oauth")]
+fn machine_metadata(base: &str) -> Value {
+    json!({
+        "issuer": base,
+        "authorization_endpoint": format!("{base}/authorize"),
+        "token_endpoint": format!("{base}/token"),
+        "response_types_supported": ["code"],
+        "grant_types_supported": ["client_credentials"],
+        "token_endpoint_auth_methods_supported": ["client_secret_post"],
+    })
+}
+
 /// An authorization server that refuses a machine's login quoting its
 /// client secret: the envelope quotes it nowhere.
 #[cfg(feature = "oauth")]
@@ -351,14 +365,7 @@ async fn an_authorization_servers_refusal_quotes_no_client_secret() {
     const SECRET: &str = "mach-s3cret-77e4";
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let metadata = json!({
-        "issuer": base,
-        "authorization_endpoint": format!("{base}/authorize"),
-        "token_endpoint": format!("{base}/token"),
-        "response_types_supported": ["code"],
-        "grant_types_supported": ["client_credentials"],
-        "token_endpoint_auth_methods_supported": ["client_secret_post"],
-    });
+    let metadata = machine_metadata(&base);
     let refusal = json!({
         "error": "invalid_client",
         "error_description": format!("the secret {SECRET} is not the one of machine"),
@@ -702,14 +709,7 @@ async fn authorization_server(claimed: impl FnOnce(&str) -> Value) -> (String, A
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let claimed = claimed(&base);
-    let metadata = json!({
-        "issuer": base,
-        "authorization_endpoint": format!("{base}/authorize"),
-        "token_endpoint": format!("{base}/token"),
-        "response_types_supported": ["code"],
-        "grant_types_supported": ["client_credentials"],
-        "token_endpoint_auth_methods_supported": ["client_secret_post"],
-    });
+    let metadata = machine_metadata(&base);
     let counted = Arc::clone(&asked);
     let app = axum::Router::new()
         .route(
