@@ -187,8 +187,14 @@ impl CaptureWriter<'_> {
 /// Autoref specialization: the value of a redacted argument, or the one a
 /// `Secret` argument holds, noted when it can be serialized
 /// (`(&SecretProbe(&argument)).note_redacted(writer)`, `….note_secret(writer)`).
-#[derive(Debug)]
 pub struct SecretProbe<'a, T: ?Sized>(pub &'a T);
+
+/// Never the value it probes: that is a secret.
+impl<T: ?Sized> fmt::Debug for SecretProbe<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SecretProbe([redacted])")
+    }
+}
 
 /// Chosen when a redacted argument can be serialized.
 pub trait ViaRedactedValue {
@@ -281,6 +287,18 @@ pub fn capture(write: &mut dyn FnMut(&mut CaptureWriter<'_>)) -> Capture {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn debug_never_prints_a_secret_probed_or_noted() {
+        let probe = SecretProbe(&"hunter2");
+        assert_eq!(format!("{probe:?}"), "SecretProbe([redacted])");
+        let capture = capture(&mut |w| {
+            w.redacted("token");
+            SecretProbe(&"hunter2").note_redacted(w);
+            assert!(!format!("{w:?}").contains("hunter2"), "{w:?}");
+        });
+        assert!(!format!("{capture:?}").contains("hunter2"), "{capture:?}");
+    }
 
     #[test]
     fn empty_capture_is_an_empty_object() {

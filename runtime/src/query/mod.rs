@@ -13,7 +13,6 @@ use crate::redact::values::SecretValues;
 use crate::scope::Scope;
 
 /// Where a call's `attempted_query` comes from.
-#[derive(Debug)]
 pub enum Query<'a> {
     /// The typed arguments, serialized by the `#[tool]` function before its
     /// body ran; redacted parameters and `Secret`s were captured as
@@ -28,6 +27,22 @@ pub enum Query<'a> {
     /// Arguments that cannot be shown — not an object, nested too deep —
     /// as a description of what they were, never their content.
     Described(Value),
+}
+
+/// Captured arguments as the capture wrote them (secrets already
+/// `"[redacted]"`); an MCP call's arguments by their names only, since
+/// their secrets are masked only where they are shown.
+impl std::fmt::Debug for Query<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Query::Captured(capture) => f.debug_tuple("Captured").field(capture).finish(),
+            Query::Arguments(arguments, _) => f
+                .debug_tuple("Arguments")
+                .field(&arguments.keys().collect::<Vec<_>>())
+                .finish_non_exhaustive(),
+            Query::Described(description) => f.debug_tuple("Described").field(description).finish(),
+        }
+    }
 }
 
 impl Query<'_> {
@@ -81,5 +96,36 @@ impl Query<'_> {
             Query::Described(_) => SecretValues::default(),
             Query::Arguments(arguments, scope) => scope.mask.values(arguments),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Map, Value, json};
+
+    use super::Query;
+    use crate::redact::arguments::ArgumentMask;
+    use crate::redact::schema::SecretPaths;
+    use crate::scope::Scope;
+
+    #[test]
+    fn debug_names_a_calls_arguments_never_their_values() {
+        let Value::Object(arguments) = json!({"account": "IN-0621", "token": "hunter2"}) else {
+            unreachable!()
+        };
+        let noted = [json!("hunter2")];
+        let paths = SecretPaths::UNKNOWN;
+        let mask = ArgumentMask::new(&paths, &noted);
+        let shown = format!("{:?}", Query::Arguments(&arguments, Scope::masked(mask)));
+        assert!(
+            shown.contains("account") && shown.contains("token"),
+            "{shown}"
+        );
+        assert!(
+            !shown.contains("hunter2") && !shown.contains("IN-0621"),
+            "{shown}"
+        );
+        let empty = Map::new();
+        assert!(format!("{:?}", Query::Arguments(&empty, Scope::masked(mask))).contains("[]"));
     }
 }

@@ -24,7 +24,6 @@ use crate::settle::{Facts, settle};
 pub use crate::mcp::argument::Arg;
 
 /// Decodes the arguments of one call, collecting every violation.
-#[derive(Debug)]
 pub struct Decoder<'a> {
     arguments: &'a Map<String, Value>,
     tool: &'a ToolInfo,
@@ -32,6 +31,19 @@ pub struct Decoder<'a> {
     violations: Vec<Violation>,
     /// The values the `Secret`s decoded so far were sent as.
     noted: Vec<Value>,
+}
+
+/// Names the arguments, never their values: a secret among them, or one a
+/// `Secret` was sent as, does not reach a log through `{:?}`.
+impl std::fmt::Debug for Decoder<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Decoder")
+            .field("tool", &self.tool.name)
+            .field("arguments", &self.arguments.keys().collect::<Vec<_>>())
+            .field("violations", &self.violations)
+            .field("noted", &self.noted.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'a> Decoder<'a> {

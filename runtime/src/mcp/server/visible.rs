@@ -49,13 +49,17 @@ fn combining(c: char) -> bool {
 
 /// `text` with each character that does not show itself ([`hidden`]), and
 /// each combining mark past [`MOST_MARKS_IN_A_ROW`] in a row, written out
-/// as `\u{202e}`.
+/// as `\u{202e}`. A backslash the text itself has before `u{` is written
+/// out too (`\u{005c}u{202e}`): what a caller typed cannot pass for a
+/// character written out, nor two different texts read the same. Any other
+/// backslash (a path's, a JSON escape's) is shown as it is.
 pub(crate) fn visible(text: &str) -> String {
     let mut shown = String::with_capacity(text.len());
     let mut marks = 0;
-    for c in text.chars() {
+    for (at, c) in text.char_indices() {
         marks = if combining(c) { marks + 1 } else { 0 };
-        match hidden(c) || marks > MOST_MARKS_IN_A_ROW {
+        let looks_written_out = c == '\\' && text[at + 1..].starts_with("u{");
+        match hidden(c) || marks > MOST_MARKS_IN_A_ROW || looks_written_out {
             true => shown.push_str(&format!("\\u{{{:04x}}}", u32::from(c))),
             false => shown.push(c),
         }
@@ -93,6 +97,11 @@ mod tests {
             "\\u{1bca0}\\u{0600}\\u{e0041}\\u{fe0f}"
         );
         assert_eq!(visible("\u{7}\u{85}"), "\\u{0007}\\u{0085}");
+        // A caller's own `\u{202e}` is not the mark written out.
+        assert_eq!(visible("IN-\\u{202e}0621"), "IN-\\u{005c}u{202e}0621");
+        assert_ne!(visible("IN-\\u{202e}0621"), visible("IN-\u{202e}0621"));
+        assert_eq!(visible("\\\u{202e}"), "\\\\u{202e}");
+        assert_eq!(visible(r"C:\temp\users \n \\"), r"C:\temp\users \n \\");
         // Letters of any script show themselves; accents, two at a time.
         assert_eq!(visible("Zoë א 1234"), "Zoë א 1234");
         assert_eq!(
