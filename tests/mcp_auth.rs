@@ -258,6 +258,56 @@ async fn a_refused_token_is_refreshed_once_and_the_request_sent_again() {
     assert_eq!(asked.load(Ordering::SeqCst), 2, "the fresh token is kept");
 }
 
+/// A server that refuses a token with a bare 401, no `WWW-Authenticate`
+/// (RFC 6750 asks for one; not every server sends it): the token provider
+/// is asked again all the same, and the call sent again with its answer.
+#[tokio::test]
+async fn a_token_refused_without_a_challenge_is_asked_for_again() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let auth = BearerAuth::new(url.clone(), validate);
+    let router = HttpOptions::new()
+        .stateless()
+        .require_bearer(auth)
+        .router(ToolSet::new().tool::<refund>())
+        .layer(axum::middleware::map_response(
+            |mut response: axum::response::Response| async move {
+                response.headers_mut().remove("www-authenticate");
+                response
+            },
+        ));
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&asked);
+    let client = McpClient::connect(&url)
+        .bearer_with(move |request: TokenRequest| {
+            let token = match &request {
+                TokenRequest::First => "expired",
+                TokenRequest::Refused { .. } => "writer",
+                _ => unreachable!(),
+            };
+            seen.lock().unwrap().push(request);
+            async move { Ok(Some(token.to_owned())) }
+        })
+        .await
+        .expect("connected with the token asked for again");
+    let done = client
+        .call("refund", json!({"order": "O-1"}))
+        .await
+        .unwrap();
+    assert_eq!(done["result"], "refunded O-1");
+    assert_eq!(
+        *asked.lock().unwrap(),
+        [
+            TokenRequest::First,
+            TokenRequest::Refused {
+                status: 401,
+                www_authenticate: None
+            }
+        ]
+    );
+}
+
 /// Whether the first token below was revoked: the server refuses it then.
 static FIRST_REVOKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 

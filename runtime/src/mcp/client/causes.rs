@@ -1,5 +1,6 @@
-//! What caused a transport's error: the chain of its causes, and whether
-//! it says the request was never written.
+//! What caused a transport's error: the chain of its causes, whether it
+//! says the request was never written, and the HTTP status of a reply
+//! rmcp could not read.
 
 use std::error::Error as StdError;
 
@@ -32,6 +33,17 @@ pub(crate) fn never_written(error: &(dyn StdError + 'static)) -> bool {
             .downcast_ref::<hyper::Error>()
             .is_some_and(hyper::Error::is_canceled)
     })
+}
+
+/// The HTTP status of a reply rmcp kept only as text: an error status it
+/// has no variant for (a 401 without `WWW-Authenticate`, a 404) is
+/// `"HTTP 401 Unauthorized: <body>"`. The status leads the text, before
+/// anything of the server's.
+pub(crate) fn unexpected_status(message: &str) -> Option<u16> {
+    message
+        .strip_prefix("HTTP ")
+        .and_then(|rest| rest.get(..3))
+        .and_then(|code| code.parse().ok())
 }
 
 #[cfg(test)]

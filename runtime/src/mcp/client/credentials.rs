@@ -20,6 +20,7 @@ use sse_stream::Sse;
 use tokio::sync::Mutex as AsyncMutex;
 
 use crate::envelope::ErrorEnvelope;
+use crate::mcp::client::causes::unexpected_status;
 use crate::mcp::client::secrets::Sent;
 use crate::mcp::client::token::{TokenProvider, TokenRequest};
 
@@ -98,12 +99,15 @@ pub(crate) struct Authorized {
 type HttpError = StreamableHttpError<reqwest::Error>;
 
 impl Authorized {
-    /// `inner`, sending `credentials` to the server at `url`.
+    /// `inner`, sending `credentials` to the server at `url`; `insecure`,
+    /// over plain HTTP to another machine as well (an OAuth login's to its
+    /// pinned issuer: the server's own was checked when the client was made).
     pub(crate) fn new(
         inner: reqwest::Client,
         credentials: Credentials,
         url: &Arc<str>,
         sent: Arc<Sent>,
+        insecure: bool,
     ) -> Self {
         let source = match credentials {
             Credentials::None => Source::None,
@@ -123,11 +127,12 @@ impl Authorized {
                     Arc::clone(url),
                     inner.clone(),
                     oauth,
+                    insecure,
                 )))
             }
         };
         #[cfg(not(feature = "oauth"))]
-        let _ = url;
+        let _ = (url, insecure);
         Authorized {
             inner,
             source,
@@ -185,6 +190,15 @@ impl Authorized {
                 www_authenticate: Some(challenge.www_authenticate_header.clone()),
             },
             StreamableHttpError::HttpStatus(status) if status.status == 401 => {
+                TokenRequest::Refused {
+                    status: 401,
+                    www_authenticate: None,
+                }
+            }
+            // A 401 without a challenge, which rmcp keeps as text.
+            StreamableHttpError::UnexpectedServerResponse(message)
+                if unexpected_status(message) == Some(401) =>
+            {
                 TokenRequest::Refused {
                     status: 401,
                     www_authenticate: None,

@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::category::ErrorCategory;
 use crate::envelope::ErrorEnvelope;
 use crate::limits::text_for_wire;
-use crate::mcp::client::causes::{causes, never_written};
+use crate::mcp::client::causes::{causes, never_written, unexpected_status};
 use crate::mcp::client::credentials::TokenFailure;
 use crate::reasons;
 
@@ -293,11 +293,7 @@ fn transport(error: &DynamicTransportError, before_sending: bool) -> ErrorEnvelo
             insufficient_scope(challenge.required_scope.as_deref())
         }
         Some(StreamableHttpError::UnexpectedServerResponse(message)) => {
-            match message
-                .strip_prefix("HTTP ")
-                .and_then(|rest| rest.get(..3))
-                .and_then(|code| code.parse().ok())
-            {
+            match unexpected_status(message) {
                 Some(status) => http_status(status, None),
                 None => ErrorEnvelope::other(text(format!(
                     "the MCP server's reply could not be read: {message}"

@@ -143,7 +143,13 @@ impl Http {
                 misconfigured(format!("the HTTP client could not be built: {error}"))
             })?;
         Ok(Http {
-            client: Authorized::new(client, credentials.clone(), &address.url, Arc::clone(sent)),
+            client: Authorized::new(
+                client,
+                credentials.clone(),
+                &address.url,
+                Arc::clone(sent),
+                options.insecure_credentials,
+            ),
             url: address.url,
             headers,
         })

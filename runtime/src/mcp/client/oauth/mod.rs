@@ -217,7 +217,9 @@ impl OAuth {
     /// address, then OIDC discovery's), whatever document the server
     /// pointed at — one elsewhere may claim the issuer — so an issuer that
     /// publishes none cannot be pinned. An issuer is an `https://` URL
-    /// (`http://` to this machine only) with no query, fragment or user.
+    /// with no query, fragment or user: `http://` to this machine only,
+    /// or to any with
+    /// [`insecure_credentials`](crate::mcp::client::Connect::insecure_credentials).
     #[must_use]
     pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
         self.issuer = Some(issuer.into());
@@ -242,6 +244,9 @@ pub(crate) struct OAuthProvider {
     url: Arc<str>,
     http: reqwest::Client,
     oauth: OAuth,
+    /// Whether the client was let send credentials over plain HTTP to
+    /// another machine, to a pinned issuer there as well.
+    insecure: bool,
     state: AsyncMutex<Session>,
 }
 
@@ -259,11 +264,12 @@ struct Session {
 const GOOD_LOGIN: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl OAuthProvider {
-    pub(crate) fn new(url: Arc<str>, http: reqwest::Client, oauth: OAuth) -> Self {
+    pub(crate) fn new(url: Arc<str>, http: reqwest::Client, oauth: OAuth, insecure: bool) -> Self {
         OAuthProvider {
             url,
             http,
             oauth,
+            insecure,
             state: AsyncMutex::default(),
         }
     }
@@ -366,7 +372,7 @@ impl OAuthProvider {
         let metadata = match &self.oauth.issuer {
             Some(pinned) => {
                 let discovered = resolution.metadata.issuer.as_deref();
-                pinned::metadata(&self.http, pinned, discovered).await?
+                pinned::metadata(&self.http, pinned, discovered, self.insecure).await?
             }
             None => resolution.metadata,
         };

@@ -19,17 +19,23 @@ const MOST_METADATA: usize = 256 * 1024;
 /// read from the issuer itself (RFC 8414's well-known address, then
 /// OIDC discovery's), its `issuer` checked to be `pinned`. A document at
 /// any other address may claim the issuer and name other endpoints.
+/// `insecure`: the client was let send credentials over plain HTTP
+/// ([`insecure_credentials`](crate::mcp::client::Connect::insecure_credentials)),
+/// to an issuer on another machine as well.
 pub(super) async fn metadata(
     http: &reqwest::Client,
     pinned: &str,
     discovered: Option<&str>,
+    insecure: bool,
 ) -> Result<AuthorizationMetadata, ErrorEnvelope> {
     // An issuer is an https URL with no query, fragment or user (RFC
-    // 8414); plain http only to this machine, as every credential.
+    // 8414); plain http only to this machine, as every credential, unless
+    // the client was let send them over plain HTTP anywhere.
     let issuer = url::Url::parse(pinned)
         .ok()
         .filter(|issuer| {
-            crate::mcp::client::http::is_private_to_this_machine(pinned)
+            (crate::mcp::client::http::is_private_to_this_machine(pinned)
+                || (insecure && issuer.scheme() == "http"))
                 && issuer.query().is_none()
                 && issuer.fragment().is_none()
                 && issuer.username().is_empty()
@@ -39,7 +45,7 @@ pub(super) async fn metadata(
         .ok_or_else(|| {
             unreadable(
                 "the one given to `OAuth::issuer`",
-                "an issuer is an https URL (http to this machine only) with no query, fragment or user",
+                "an issuer is an https URL (http to this machine only, unless `insecure_credentials`) with no query, fragment or user",
             )
         })?;
     refused_unless_pinned(pinned, discovered)?;

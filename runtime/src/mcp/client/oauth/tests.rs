@@ -12,6 +12,7 @@ async fn logins_are_bounded_in_a_row_not_for_good() {
         "https://tools.example.com/mcp".into(),
         reqwest::Client::new(),
         oauth,
+        false,
     );
     let mut session = Session::default();
     for _ in 0..10 {
@@ -43,13 +44,46 @@ async fn a_pinned_issuer_is_an_https_url_and_nothing_else() {
     ] {
         // The server's discovery led elsewhere too: the shape is refused
         // first, and the issuer given is quoted nowhere.
-        let refused = pinned::metadata(&http, pinned, Some("https://sso.corp"))
+        let refused = pinned::metadata(&http, pinned, Some("https://sso.corp"), false)
             .await
             .expect_err(pinned);
         assert_eq!(refused.reason(), Some(reasons::AUTHORIZATION_FAILED));
         assert!(
             refused.message().contains("https URL"),
             "{}",
+            refused.message()
+        );
+    }
+}
+
+/// A client let send credentials over plain HTTP to another machine
+/// (`insecure_credentials`) may pin an issuer there too; the rest of an
+/// issuer's shape holds all the same.
+#[tokio::test]
+async fn an_insecure_client_may_pin_a_plain_http_issuer_and_nothing_else() {
+    let http = reqwest::Client::new();
+    // Past the shape: refused only because discovery led elsewhere.
+    let refused = pinned::metadata(&http, "http://sso.corp", Some("https://other.corp"), true)
+        .await
+        .expect_err("discovery led elsewhere");
+    assert_eq!(refused.reason(), Some(reasons::AUTHORIZATION_FAILED));
+    assert!(
+        !refused.message().contains("https URL"),
+        "{}",
+        refused.message()
+    );
+    for pinned in [
+        "ftp://sso.corp",
+        "http://sso.corp/?tenant=1",
+        "http://me:pw@sso.corp",
+        "sso.corp",
+    ] {
+        let refused = pinned::metadata(&http, pinned, Some(pinned), true)
+            .await
+            .expect_err(pinned);
+        assert!(
+            refused.message().contains("https URL"),
+            "{pinned}: {}",
             refused.message()
         );
     }
