@@ -1631,6 +1631,32 @@ async fn credentials_in_the_url_are_kept_like_every_other_credential() {
     );
 }
 
+/// A hosted server's key in the URL's path (`/s/<key>/mcp`) is nowhere in
+/// what a failure says: the client's error texts do not name the URL,
+/// which the caller knows already.
+#[tokio::test]
+async fn a_failure_to_reach_the_server_does_not_quote_its_url() {
+    const PATH_KEY: &str = "k3y-in-the-path-5f0e7a";
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    drop(listener);
+    let url = format!("http://{address}/s/{PATH_KEY}/mcp?api_key={API_KEY}");
+    let refused = McpClient::connect(&url).await.unwrap_err();
+    assert_eq!(refused.reason(), Some(reasons::NOT_APPLIED), "{refused:?}");
+    let shown = format!(
+        "{} {refused:?} {refused}",
+        serde_json::to_string(&refused).unwrap()
+    );
+    for secret in [PATH_KEY, API_KEY] {
+        assert!(!shown.contains(secret), "{secret} in {shown}");
+    }
+    assert!(shown.contains("could not reach the MCP server"), "{shown}");
+    assert!(
+        shown.contains("refused (os error"),
+        "the cause is said: {shown}"
+    );
+}
+
 #[tokio::test]
 async fn a_bearer_token_goes_over_plain_http_only_to_loopback() {
     for (url, what) in [

@@ -127,5 +127,8 @@ mod tests {
         );
         let empty = Map::new();
         assert!(format!("{:?}", Query::Arguments(&empty, Scope::masked(mask))).contains("[]"));
+        // Nor the mask, which holds the values the call's `Secret`s were.
+        let mask = format!("{:?}", Scope::masked(mask));
+        assert!(!mask.contains("hunter2"), "{mask}");
     }
 }

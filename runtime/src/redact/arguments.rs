@@ -9,10 +9,21 @@ use crate::redact::values::SecretValues;
 
 /// How the arguments of one call are masked: by the tool's schema, and by
 /// the values its `Secret`s were sent as.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct ArgumentMask<'a> {
     paths: &'a SecretPaths,
     noted: &'a [Value],
+}
+
+/// The paths, and how many values were noted: never the values, which are
+/// secrets.
+impl std::fmt::Debug for ArgumentMask<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArgumentMask")
+            .field("paths", self.paths)
+            .field("noted", &self.noted.len())
+            .finish()
+    }
 }
 
 impl<'a> ArgumentMask<'a> {

@@ -87,7 +87,9 @@ impl Connect {
     /// Lets credentials — a bearer token, a provider's or an OAuth
     /// login's, the values of [`header`](Self::header), a user and
     /// password or query values in the URL — go over plain
-    /// `http://` to a host that is not loopback. Without it such a client
+    /// `http://` to a host that is not loopback; and an OAuth login's
+    /// client secret, code and tokens to an issuer pinned with a plain
+    /// `http://` URL ([`OAuth::issuer`](crate::mcp::client::OAuth::issuer)). Without it such a client
     /// fails when it is made, as `other`, reason `CLIENT_MISCONFIGURED`:
     /// anyone on the path would read the token. For a private network you
     /// trust.

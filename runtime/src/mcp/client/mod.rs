@@ -166,7 +166,12 @@ impl McpClient {
     /// `secret`, `pass`, `auth`, `sig`, `session`…), or 8 characters long
     /// or more — in the URL as given; neither is ever quoted by a text that
     /// comes back, and no query value is printed (the client's `Debug`, its
-    /// log lines). A URL that is not `http://` or `https://` fails the client
+    /// log lines). A key in the URL's path (`https://host/s/<key>/mcp`)
+    /// cannot be told from a place: no failure's text quotes the URL (the
+    /// caller knows where it called), but the client's `Debug` shows the
+    /// path, and plain `http://` to another machine is not refused for it —
+    /// give such a key in the query or a header where the server takes one.
+    /// A URL that is not `http://` or `https://` fails the client
     /// when it is made, as `other`, reason `CLIENT_MISCONFIGURED`. On 2025-11-25, an event stream that ends before the answer
     /// is resumed at most every 100 ms, and not after 10 resumptions in a
     /// row that brought nothing (SECURITY.md); on 2026-07-28 it is not

@@ -50,9 +50,10 @@ fn combining(c: char) -> bool {
 /// `text` with each character that does not show itself ([`hidden`]), and
 /// each combining mark past [`MOST_MARKS_IN_A_ROW`] in a row, written out
 /// as `\u{202e}`. A backslash the text itself has before `u{` is written
-/// out too (`\u{005c}u{202e}`): what a caller typed cannot pass for a
-/// character written out, nor two different texts read the same. Any other
-/// backslash (a path's, a JSON escape's) is shown as it is.
+/// out too (`\u{005c}u{202e}`): no two different texts are shown alike.
+/// Any other backslash (a path's, a JSON escape's) is shown as it is. (A
+/// look-alike of a backslash is shown as it is too: to a person,
+/// `∖u{202e}` may still read as a character written out.)
 pub(crate) fn visible(text: &str) -> String {
     let mut shown = String::with_capacity(text.len());
     let mut marks = 0;

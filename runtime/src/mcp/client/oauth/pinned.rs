@@ -89,7 +89,7 @@ fn unreadable(pinned: &str, why: &str) -> ErrorEnvelope {
     ))
     .with_reason(reasons::AUTHORIZATION_FAILED)
     .with_alternative(
-        "Check the issuer given to `OAuth::issuer`: an https URL whose server publishes its metadata",
+        "Check the issuer given to `OAuth::issuer`: an https URL (http with `insecure_credentials`) whose server publishes its metadata",
     )
 }
 
