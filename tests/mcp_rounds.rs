@@ -136,6 +136,15 @@ fn refund(order: String, amount: u64, card: Secret<String>) -> Result<String, Er
     Ok(format!("Refunded ${amount} on {order}"))
 }
 
+/// Refund an order by a card the tool redacts by name, not a `Secret`:
+/// the schema marks it `writeOnly`.
+#[tool(destructive, guard = refund_cap, redact(card))]
+fn refund_by_card(order: String, amount: u64, card: String) -> Result<String, ErrorEnvelope> {
+    REFUNDS.lock().unwrap().push(amount);
+    let _ = card;
+    Ok(format!("Refunded ${amount} on {order}"))
+}
+
 /// Asks the client's model again and again, whatever it answers.
 #[tool(read_only)]
 async fn chatterbox(context: ToolContext) -> Result<String, ErrorEnvelope> {
@@ -150,6 +159,7 @@ fn tools() -> ToolSet {
     ToolSet::new()
         .tool::<chatterbox>()
         .tool::<refund>()
+        .tool::<refund_by_card>()
         .tool::<ask_then_fail>()
         .retry(
             RetryPolicy::default()
@@ -599,17 +609,32 @@ async fn over_the_cap_a_person_approves_and_the_refund_runs_once() {
 
 /// A person asked to approve a call sees all of it but its secrets: a call
 /// whose card is sent as its amount, or quoted in its order, would show the
-/// amount or the order `[redacted]`, and is not put to them.
+/// amount or the order `[redacted]`, and is not put to them — whether the
+/// card is a `Secret` or a parameter the schema marks secret.
 #[tokio::test]
 async fn a_call_that_repeats_its_secret_elsewhere_is_not_put_to_a_person() {
     for revision in [Revision::Sessions, Revision::Rounds] {
         let answers = Answers::default();
         let client = connect(revision, answers.clone()).await;
-        for arguments in [
-            json!({"order": "O-77", "amount": 7301, "card": "7301"}),
-            json!({"order": "O-4111-7302", "amount": 7302, "card": "4111-7302"}),
+        for (tool, arguments) in [
+            (
+                "refund",
+                json!({"order": "O-77", "amount": 7301, "card": "7301"}),
+            ),
+            (
+                "refund",
+                json!({"order": "O-4111-7302", "amount": 7302, "card": "4111-7302"}),
+            ),
+            (
+                "refund_by_card",
+                json!({"order": "O-77", "amount": 7301, "card": "7301"}),
+            ),
+            (
+                "refund_by_card",
+                json!({"order": "O-4111-7302", "amount": 7302, "card": "4111-7302"}),
+            ),
         ] {
-            let call = CallToolRequestParams::new("refund")
+            let call = CallToolRequestParams::new(tool)
                 .with_arguments(arguments.as_object().unwrap().clone());
             let result = client.call_tool(call).await.expect("a tool error");
             assert_eq!(result.is_error, Some(true), "{revision:?}: {result:?}");

@@ -39,13 +39,14 @@ impl<'a> ArgumentMask<'a> {
     }
 
     /// Whether showing `arguments` masks more than the places the schema
-    /// marks secret: a value elsewhere that equals (or quotes) a value a
-    /// `Secret` was sent as. A caller chooses what their `Secret`s are sent
-    /// as, so such a part could be any part — the amount, the account — and
-    /// a person who sees it masked does not see the call.
+    /// marks secret: a value elsewhere that equals (or quotes) a secret —
+    /// one a `Secret` was sent as, or one at a place the schema marks
+    /// (`redact(…)`, `writeOnly`). A caller chooses what their secrets are
+    /// sent as, so such a part could be any part — the amount, the account
+    /// — and a person who sees it masked does not see the call.
     #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
     pub(crate) fn hides_beyond_secrets(&self, arguments: &Map<String, Value>) -> bool {
-        let Some(masker) = self.noted_values().masker() else {
+        let Some(masker) = self.values(arguments).masker() else {
             return false;
         };
         let by_paths = Value::Object(self.paths.mask(arguments).into_owned());
