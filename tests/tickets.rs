@@ -700,6 +700,12 @@ async fn a_call_approved_under_a_guard_since_removed_is_not_run_by_the_approval(
         result["structuredContent"]["reason"], "NOT_APPLIED",
         "{result}"
     );
+    // Sent as every failure of the set is: its text copy the JSON of the
+    // envelope, not the message alone.
+    let text = result["content"][0]["text"].as_str().unwrap();
+    let sent: Value = serde_json::from_str(text).expect("the text copy is the envelope's JSON");
+    assert_eq!(sent, result["structuredContent"], "{result}");
+    assert_eq!(sent["isError"], true);
 }
 
 /// An approver's yes holds for one time to live after it. A call approved
@@ -813,34 +819,42 @@ async fn a_yes_whose_runner_died_is_not_run_again_past_its_time() {
     assert!(message.contains("was not run again"), "{result}");
 }
 
-/// An approved call of a tool a later release removed ends with an
-/// envelope as every failure of the set is sent: its text copy the JSON of
-/// the envelope, not the message alone.
+/// An approved call of a tool this replica does not have is left to one
+/// that has it — a release rolling out that adds the tool, an inbox served
+/// apart with no tools — not claimed and failed here, which would spend
+/// the person's yes with nothing run.
 #[tokio::test]
-async fn an_approved_call_of_a_tool_since_removed_ends_with_a_whole_envelope() {
-    let (_folder, url) = sqlite_url("tool-removed");
+async fn an_approved_call_of_a_tool_this_replica_lacks_is_left_to_one_that_has_it() {
+    let (_folder, url) = sqlite_url("tool-missing");
     let ticket = waiting_before_a_release(&url, "R-9").await;
-    let after = ToolSet::new()
+    let without = ToolSet::new()
         .tool::<audit_lines>()
         .guards(Guards::new().for_all(cap))
         .store(store::open(&url).await.unwrap())
         .approvals_in_background(false);
-    after.decide(&ticket, &approver(), true, "").await.unwrap();
-    after.run_approved().await.unwrap();
-    assert_eq!(times("refund R-9 650"), 0);
-    let store = store::open(&url).await.unwrap();
-    let result = store
-        .approval(&ticket)
+    let inbox_only = ToolSet::new()
+        .store(store::open(&url).await.unwrap())
+        .approvals_in_background(false);
+    without
+        .decide(&ticket, &approver(), true, "")
         .await
-        .unwrap()
-        .unwrap()
-        .result
         .unwrap();
-    assert_eq!(result["isError"], true, "{result}");
-    let text = result["content"][0]["text"].as_str().unwrap();
-    let sent: Value = serde_json::from_str(text).expect("the text copy is the envelope's JSON");
-    assert_eq!(sent, result["structuredContent"], "{result}");
-    assert_eq!(sent["isError"], true);
+    assert_eq!(without.run_approved().await.unwrap(), 0);
+    assert_eq!(inbox_only.run_approved().await.unwrap(), 0);
+    let store = store::open(&url).await.unwrap();
+    let waiting = store.approval(&ticket).await.unwrap().unwrap();
+    assert_eq!(
+        waiting.state,
+        ApprovalState::Approved,
+        "the yes is not spent"
+    );
+    assert_eq!(times("refund R-9 650"), 0);
+
+    let with = tools(store::open(&url).await.unwrap());
+    assert_eq!(with.run_approved().await.unwrap(), 1);
+    assert_eq!(times("refund R-9 650"), 1, "run once, where the tool is");
+    let done = store.approval(&ticket).await.unwrap().unwrap();
+    assert_eq!(done.state, ApprovalState::Done);
 }
 
 /// Over $1,000 someone with `finance:approve` must decide as well.

@@ -81,7 +81,10 @@ impl ToolSet {
     /// exactly one runs it; its reply is kept for the caller to read. A
     /// call whose runner died while it ran is run again only if its tool is
     /// read-only or idempotent and its yes's time to live has not run out
-    /// (else it ends unrun); else it ends `MAY_HAVE_TAKEN_EFFECT`. A task
+    /// (else it ends unrun); else it ends `MAY_HAVE_TAKEN_EFFECT`. An
+    /// approved call of a tool this set does not have is left to a
+    /// replica that has it (a release rolling out; an inbox served apart),
+    /// and expires unrun if none takes it up in time. A task
     /// whose replica stopped renewing its lease is taken over the same way:
     /// run again here if that is safe (and its time to live has not run
     /// out), else ended `MAY_HAVE_TAKEN_EFFECT`
@@ -213,8 +216,13 @@ impl ToolSet {
             }
             Err(error) => return Err(error),
         };
-        // Another service's call, whatever listed it, is theirs to run.
-        if !self.owns(&before) {
+        // Another service's call, whatever listed it, is theirs to run; a
+        // call of a tool this set does not have, a replica's that has it
+        // (a release rolling out that adds it; an inbox served apart, with
+        // no tools): claimed here, it could only fail, and the yes would be
+        // spent unrun. If no replica has it any more, it expires unrun,
+        // escalated, as every yes no runner took up in its time.
+        if !self.owns(&before) || !self.inner.index.contains_key(&before.tool) {
             return Ok(0);
         }
         // The blocks its run passes, read before anything is claimed: a
@@ -314,7 +322,7 @@ impl ToolSet {
         // block that was approved is gone, and the same call made again
         // runs without looking for this approval — run here too, it could
         // run twice. Not run; the caller calls again.
-        if self.inner.index.contains_key(&approval.tool) && !self.guarded(&approval.tool) {
+        if !self.guarded(&approval.tool) {
             let envelope = ErrorEnvelope::transient(format!(
                 "the approved call was not run: no guard applies to `{}` any more, so the block that was approved is gone; call it again",
                 approval.tool
