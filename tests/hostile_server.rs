@@ -1529,6 +1529,76 @@ async fn a_client_being_made_prints_no_credential() {
     assert!(!printed.contains(TOKEN), "{printed}");
 }
 
+/// A server that quotes the client's token in the parts of its envelope
+/// other than its texts — the ticket of the approval it says the call
+/// waits for, the reason — has it masked there too: a reason that quotes
+/// it is dropped (a code is not masked in part).
+#[tokio::test]
+async fn a_token_quoted_in_a_servers_ticket_or_reason_is_masked() {
+    use axum::http::HeaderMap;
+    // A token that is a code as it is (`AKIA…`): a reason keeps it whole.
+    const CODE_TOKEN: &str = "AKIA7SECRET9F2C";
+    let app = axum::Router::new().route(
+        "/mcp",
+        axum::routing::post(|headers: HeaderMap, body: axum::Json<Value>| async move {
+            let id = body.get("id").cloned().unwrap_or(Value::Null);
+            let token = (headers.get("authorization"))
+                .and_then(|value| value.to_str().ok())
+                .and_then(|value| value.strip_prefix("Bearer "))
+                .unwrap_or_default()
+                .to_owned();
+            let result = match body["method"].as_str().unwrap_or_default() {
+                "server/discover" => {
+                    let error = json!({"code": -32601, "message": "Method not found"});
+                    return axum::Json(json!({"jsonrpc": "2.0", "id": id, "error": error}));
+                }
+                "initialize" => json!({
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "quoting", "version": "0"}
+                }),
+                "tools/list" => json!({"tools": [{"name": "refund",
+                    "inputSchema": {"type": "object"}}]}),
+                _ => {
+                    let envelope = json!({
+                        "isError": true, "errorCategory": "business", "isRetryable": false,
+                        "message": "Refund waits for an approver",
+                        "reason": token,
+                        "escalation": {"reason": "awaiting_approval", "attempts": 0, "elapsedMs": 0,
+                            "ticket": {"id": format!("t-{token}"), "status": format!("pending for {token}"),
+                                "approvers": format!("scope-{token}"), "expiresAtMs": 1_767_225_600_000_u64,
+                                "read": format!("Call again with Bearer {token}")}}
+                    });
+                    json!({"isError": true, "structuredContent": envelope,
+                        "content": [{"type": "text", "text": envelope.to_string()}]})
+                }
+            };
+            axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let client = McpClient::connect(format!("http://{address}/mcp"))
+        .bearer(CODE_TOKEN)
+        .await
+        .unwrap();
+    let failed = client.call("refund", json!({})).await.unwrap_err();
+    let shown = format!(
+        "{} {failed:?} {failed}",
+        serde_json::to_string(&failed).unwrap()
+    );
+    assert!(!shown.contains(CODE_TOKEN), "{shown}");
+    let ticket = failed.escalation().and_then(|e| e.ticket.as_ref());
+    assert_eq!(
+        ticket.map(|ticket| ticket.read.as_str()),
+        Some("Call again with Bearer [redacted]"),
+        "{shown}"
+    );
+    assert_eq!(failed.reason(), None, "{shown}");
+}
+
 const PASSWORD: &str = "pa55-w0rd-31c4";
 
 /// Credentials in the endpoint's URL are credentials: a user and password

@@ -387,8 +387,9 @@ impl ErrorEnvelope {
     }
 
     /// Visits every text a reader of the envelope sees — the message, the
-    /// alternatives, the violations, the detail of the escalation it came
-    /// with — to rewrite it in place: how masking reaches the envelope.
+    /// alternatives, the violations, the detail and the ticket of the
+    /// escalation it came with — to rewrite it in place: how masking
+    /// reaches the envelope.
     pub(crate) fn visit_texts(&mut self, visit: &mut dyn FnMut(&mut String)) {
         let parts = &mut *self.parts;
         visit(&mut parts.message);
@@ -399,8 +400,16 @@ impl ErrorEnvelope {
             visit(&mut violation.field);
             visit(&mut violation.description);
         }
-        if let Some(detail) = parts.escalated.as_mut().and_then(|e| e.detail.as_mut()) {
-            visit(detail);
+        if let Some(escalated) = parts.escalated.as_mut() {
+            if let Some(detail) = escalated.detail.as_mut() {
+                visit(detail);
+            }
+            if let Some(ticket) = escalated.ticket.as_mut() {
+                visit(&mut ticket.id);
+                visit(&mut ticket.status);
+                visit(&mut ticket.approvers);
+                visit(&mut ticket.read);
+            }
         }
     }
 

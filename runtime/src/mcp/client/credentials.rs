@@ -319,7 +319,8 @@ impl StreamableHttpClient for Authorized {
                     custom_headers,
                     limits,
                 )
-                .await;
+                .await
+                .map_err(unlocated);
         }
         let first = self
             .inner
@@ -331,7 +332,8 @@ impl StreamableHttpClient for Authorized {
                 custom_headers.clone(),
                 limits,
             )
-            .await;
+            .await
+            .map_err(unlocated);
         let error = match first {
             Err(error) => error,
             answered => return answered,
@@ -349,6 +351,7 @@ impl StreamableHttpClient for Authorized {
                 limits,
             )
             .await
+            .map_err(unlocated)
     }
 
     async fn delete_session(
@@ -367,6 +370,7 @@ impl StreamableHttpClient for Authorized {
                 custom_headers,
             )
             .await
+            .map_err(unlocated)
     }
 
     async fn get_stream(
@@ -408,5 +412,41 @@ impl StreamableHttpClient for Authorized {
                 max_sse_event_size,
             )
             .await
+            .map_err(unlocated)
+    }
+}
+
+/// `error` without the URL reqwest keeps in it: rmcp logs its transport's
+/// errors (`fail to get common stream: …`), and the URL may carry a key in
+/// its query or path. What failed, and why, is kept.
+fn unlocated(error: HttpError) -> HttpError {
+    match error {
+        StreamableHttpError::Client(client) => StreamableHttpError::Client(client.without_url()),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{HttpError, unlocated};
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+
+    /// What rmcp logs of a failed request names no part of its URL, a key
+    /// in its query or path; what failed is kept.
+    #[tokio::test]
+    async fn a_transport_error_is_passed_up_without_its_url() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        drop(listener);
+        let url = format!("http://{address}/s/path-k3y-0a1b/mcp?api_key=query-k3y-2c3d");
+        let refused = reqwest::Client::new().get(&url).send().await.unwrap_err();
+        assert!(refused.to_string().contains("path-k3y-0a1b"), "{refused}");
+        let error: HttpError = unlocated(StreamableHttpError::Client(refused));
+        let logged = format!("{error} {error:?}");
+        assert!(!logged.contains("k3y"), "{logged}");
+        let StreamableHttpError::Client(client) = error else {
+            panic!("still the client's error: {logged}")
+        };
+        assert!(client.is_connect(), "{logged}");
     }
 }

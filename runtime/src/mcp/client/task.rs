@@ -157,8 +157,10 @@ pub(crate) async fn follow(
 /// nothing of the call's failure.
 pub(crate) async fn give_up(connection: &Connection, id: String) {
     let cancel = connection.peer().cancel_task(CancelTaskParams::new(id));
-    if let Ok(Err(error)) = tokio::time::timeout(POLL.1, cancel).await {
-        tracing::debug!(%error, "the MCP server did not cancel a task the client gave up on");
+    // Not its error's text: the server's own words, which may quote what
+    // the client sent it (its credentials).
+    if let Ok(Err(_)) = tokio::time::timeout(POLL.1, cancel).await {
+        tracing::debug!("the MCP server did not cancel a task the client gave up on");
     }
 }
 
