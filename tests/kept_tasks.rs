@@ -547,6 +547,69 @@ async fn a_task_past_its_time_to_live_is_not_run_again_when_taken_over() {
     assert!(claimed.is_empty(), "{claimed:?}");
 }
 
+/// A task runs within one time to live from when it was made, wherever it
+/// runs, as rmcp ends it on the replica that made it: taken over with its
+/// lease renewed lately but made long ago, it is not run again; taken over
+/// with ten seconds left, it runs again for ten seconds, then ends failed.
+#[tokio::test(start_paused = true)]
+async fn a_task_taken_over_runs_only_within_its_time_to_live_from_when_it_was_made() {
+    let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let now = store::now_ms();
+    let mut old = TaskRecord::new("tagged_job", json!({"tag": "made-long-ago"}), None, 600_000)
+        .held_by("dead-replica", now - 1)
+        .safe_to_repeat(true);
+    (old.created_ms, old.updated_ms) = (now - 700_000, now - 5_000);
+    let mut late = TaskRecord::new(
+        "tagged_job",
+        json!({"tag": "ten-seconds-left"}),
+        None,
+        600_000,
+    )
+    .held_by("dead-replica", now - 1)
+    .safe_to_repeat(true);
+    (late.created_ms, late.updated_ms) = (now - 590_000, now - 5_000);
+    for task in [&old, &late] {
+        assert!(shared.create_task(task, u64::MAX).await.unwrap());
+    }
+    let tools = replica(Arc::clone(&shared));
+    let pass = tokio::time::timeout(Duration::from_secs(60), tools.run_approved()).await;
+    assert!(pass.is_ok(), "the pass ran the task past its time to live");
+    assert_eq!(times("made-long-ago"), 0, "run again past its time to live");
+    assert_eq!(times("ten-seconds-left"), 1, "run again in the time left");
+    for task in [&old, &late] {
+        let ended = shared.task(&task.id).await.unwrap().unwrap();
+        assert!(ended.state.is_finished(), "{ended:?}");
+    }
+    let expired = shared.task(&late.id).await.unwrap().unwrap();
+    assert_eq!(expired.state, store::TaskState::Failed, "{expired:?}");
+}
+
+/// A task that stopped each replica that ran it (it exhausts their memory,
+/// say) is not handed on through the whole fleet: run twice in all, it
+/// ends unrun the next time it is taken over.
+#[tokio::test]
+async fn a_task_that_stops_every_replica_is_not_run_a_third_time() {
+    let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let mut task = TaskRecord::new("report", json!({"quarter": "poison"}), None, 600_000)
+        .held_by("second-dead-replica", store::now_ms() - 1)
+        .safe_to_repeat(true);
+    task.runs = 1; // run where it was made, then where it was taken over
+    assert!(shared.create_task(&task, u64::MAX).await.unwrap());
+    let tools = replica(Arc::clone(&shared));
+    tools.run_approved().await.unwrap();
+    assert_eq!(times("poison"), 0, "run a third time");
+    let ended = shared.task(&task.id).await.unwrap().unwrap();
+    assert_eq!(ended.state, store::TaskState::Completed, "{ended:?}");
+    let result = ended.result.unwrap();
+    assert_eq!(result["isError"], true, "{result}");
+    let message = result["structuredContent"]["message"].as_str().unwrap();
+    assert!(message.contains("stopped before it finished"), "{message}");
+    assert_eq!(
+        result["structuredContent"]["isRetryable"], false,
+        "{result}"
+    );
+}
+
 /// The replica running a task renews its lease every ten seconds by the
 /// clock, however slow the store is to answer the reads between: with
 /// reads of 2.5 s, a renewal every ten reads would come every 35 s, past
@@ -571,6 +634,65 @@ async fn a_running_tasks_lease_is_renewed_by_the_clock_however_slow_the_store() 
         .cancel_task(CancelTaskParams::new(&task))
         .await
         .unwrap();
+}
+
+/// A task is kept with its time and lease as of when it is kept, not as
+/// of when its call came: the caller's turn and the count before it may
+/// take long on a slow store, and a lease taken at the call's coming could
+/// have run out by then — another replica would take over a task this one
+/// is about to run.
+#[tokio::test]
+async fn a_task_is_kept_with_a_lease_counted_from_when_it_is_kept() {
+    let slow = Slow::new();
+    slow.slow_count.store(true, Ordering::SeqCst);
+    let client = connect(replica(slow.clone())).await;
+    let task = task_of(&client, "tagged_job", json!({"tag": "stamped"})).await;
+    let counted_at = slow.counted_at_ms.load(Ordering::SeqCst);
+    let kept = slow.kept_tasks.lock().unwrap().clone();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let (created, lease) = kept[0];
+    assert!(
+        created >= counted_at,
+        "made at {created}, counted at {counted_at}"
+    );
+    assert!(
+        lease >= counted_at + 30_000,
+        "lease to {lease}, counted at {counted_at}"
+    );
+    client
+        .cancel_task(CancelTaskParams::new(&task))
+        .await
+        .unwrap();
+}
+
+/// A replica that finds its task taken over by another (it could not
+/// renew the lease in time) stops running it, rather than run it beside
+/// the replica that took it over, and keeps nothing more of it.
+#[tokio::test(start_paused = true)]
+async fn a_task_whose_lease_another_replica_took_stops_here() {
+    let slow = Slow::new();
+    let client = connect(replica(slow.clone())).await;
+    let task = task_of(&client, "tagged_job", json!({"tag": "lease-lost"})).await;
+    let record = slow.inner.task(&task).await.unwrap().unwrap();
+    let taken = (slow.inner)
+        .claim_abandoned_tasks(&record.service, "another-replica", i64::MAX, i64::MAX, 1)
+        .await
+        .unwrap();
+    assert_eq!(taken.len(), 1, "taken over");
+    let updates = || {
+        let updates = slow.task_updates.lock().unwrap();
+        updates.iter().filter(|(id, _)| *id == task).count()
+    };
+    let before = updates();
+    tokio::time::sleep(Duration::from_secs(3_700)).await;
+    assert_eq!(
+        updates() - before,
+        1,
+        "one renewal finds it taken; nothing after it, no end kept"
+    );
+    let record = slow.inner.task(&task).await.unwrap().unwrap();
+    assert_eq!(record.holder.as_deref(), Some("another-replica"));
+    assert!(!record.state.is_finished(), "{record:?}");
 }
 
 /// A task taken over runs again under a lease the replica renews while
@@ -1164,6 +1286,13 @@ struct Slow {
     /// Keeps each escalation and answers with an error, as a database
     /// whose connection was lost after the commit.
     escalations_unanswered: std::sync::atomic::AtomicBool,
+    /// Whether counting a caller's tasks is slow: the wall clock moves on
+    /// by a few milliseconds while it counts.
+    slow_count: std::sync::atomic::AtomicBool,
+    /// When the last count of a caller's tasks ended (wall clock, ms).
+    counted_at_ms: std::sync::atomic::AtomicI64,
+    /// Each task kept: when it says it was made, and its lease.
+    kept_tasks: std::sync::Mutex<Vec<(i64, i64)>>,
 }
 
 /// A point in the store a call is held at, once the test closes it: the
@@ -1226,6 +1355,9 @@ impl Slow {
             tasks_aged_ms: std::sync::atomic::AtomicI64::new(0),
             expires_nothing: std::sync::atomic::AtomicBool::new(false),
             escalations_unanswered: std::sync::atomic::AtomicBool::new(false),
+            slow_count: std::sync::atomic::AtomicBool::new(false),
+            counted_at_ms: std::sync::atomic::AtomicI64::new(0),
+            kept_tasks: std::sync::Mutex::default(),
         })
     }
 }
@@ -1241,10 +1373,8 @@ macro_rules! passed_on {
 
 impl Store for Slow {
     passed_on! {
-        create_task(task: &'a TaskRecord, most_running: u64) -> bool;
         answer_task(id: &'a str, responses: &'a Value) -> bool;
         cancel_task(id: &'a str) -> bool;
-        running_tasks(service: &'a str, caller: Option<&'a str>) -> (u64, u64);
         claim_abandoned_tasks(service: &'a str, holder: &'a str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Vec<TaskRecord>;
         waiting_approvals(service: &'a str, caller: Option<&'a str>, now_ms: i64) -> u64;
         approval(id: &'a str) -> Option<ApprovalRecord>;
@@ -1261,6 +1391,31 @@ impl Store for Slow {
         sweep(now_ms: i64) -> ();
         redeem(nonce: &'a str, until_ms: i64) -> bool;
         redeemed(nonce: &'a str) -> bool;
+    }
+
+    fn running_tasks<'a>(
+        &'a self,
+        service: &'a str,
+        caller: Option<&'a str>,
+    ) -> StoreFuture<'a, (u64, u64)> {
+        Box::pin(async move {
+            let counted = self.inner.running_tasks(service, caller).await;
+            if self.slow_count.load(Ordering::SeqCst) {
+                // A store that takes its time: the wall clock moves on
+                // (a few milliseconds, spun, not slept).
+                let until = store::now_ms() + 3;
+                while store::now_ms() < until {
+                    std::hint::spin_loop();
+                }
+            }
+            self.counted_at_ms.store(store::now_ms(), Ordering::SeqCst);
+            counted
+        })
+    }
+
+    fn create_task<'a>(&'a self, task: &'a TaskRecord, most_running: u64) -> StoreFuture<'a, bool> {
+        (self.kept_tasks.lock().unwrap()).push((task.created_ms, task.lease_until_ms));
+        self.inner.create_task(task, most_running)
     }
 
     fn task<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {

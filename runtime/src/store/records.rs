@@ -93,7 +93,9 @@ pub struct TaskRecord {
     /// Whether the call may be run again from the start: the tool is
     /// read-only or idempotent.
     pub safe_to_repeat: bool,
-    /// How many times the call was started.
+    /// How many times a replica took the task over (claimed it when the
+    /// one holding it stopped renewing its lease): 0 while the replica that
+    /// made it holds it. A task taken over twice is not run again.
     pub runs: u32,
     /// The questions waiting for the client (`inputRequests`).
     pub input_requests: Option<Value>,

@@ -157,8 +157,20 @@ pub(crate) async fn held(
         }
         renewed = tokio::time::Instant::now();
         update.lease_until_ms = Some(now_ms().saturating_add(ms(LEASE)));
-        if let Err(error) = store.update_task(&id, &holder, &update).await {
-            tracing::warn!(%error, task = %id, "a task's lease could not be renewed");
+        match store.update_task(&id, &holder, &update).await {
+            Ok(true) => {}
+            // Another replica holds it now (this one could not renew in
+            // time): it ends it, or runs it again if that is safe. Stopped
+            // here, at the call's next `.await`, rather than run twice at
+            // once; its end is that replica's to keep.
+            Ok(false) => {
+                tracing::warn!(task = %id, "a task's lease was taken over by another replica: stopped here");
+                unfinished.store = None;
+                return Err(TaskExit::Cancelled);
+            }
+            Err(error) => {
+                tracing::warn!(%error, task = %id, "a task's lease could not be renewed");
+            }
         }
     };
     unfinished.store = None;
@@ -192,16 +204,19 @@ impl Drop for Unfinished {
             std::mem::take(&mut self.holder),
         );
         runtime.spawn(async move {
-            let expired = rmcp::ErrorData::internal_error(
-                "task expired: TTL elapsed before completion",
-                None,
-            );
-            let update = finish(&Err(TaskExit::Error(expired)));
-            if let Err(error) = store.update_task(&id, &holder, &update).await {
+            if let Err(error) = store.update_task(&id, &holder, &expired()).await {
                 tracing::warn!(%error, task = %id, "an expired task's end could not be kept");
             }
         });
     }
+}
+
+/// The change that ends a task whose time to live ran out before it
+/// finished: `failed`, as rmcp ends such a task.
+pub(crate) fn expired() -> TaskUpdate {
+    let expired =
+        rmcp::ErrorData::internal_error("task expired: TTL elapsed before completion", None);
+    finish(&Err(TaskExit::Error(expired)))
 }
 
 /// The change that keeps `outcome` as the end of a task.

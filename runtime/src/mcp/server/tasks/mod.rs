@@ -193,6 +193,14 @@ impl Tasks {
         let task = self.start(subject, mirror, work)?;
         if let Some(mut kept) = kept {
             kept.record.id.clone_from(&task.task_id);
+            // Stamped as it is kept, after the caller's turn and the count,
+            // which may have waited long on a slow store: a lease taken
+            // when the call came could have run out by now, and another
+            // replica would take over a task this one is about to run.
+            let now = crate::store::now_ms();
+            kept.record.created_ms = now;
+            kept.record.updated_ms = now;
+            kept.record.lease_until_ms = now.saturating_add(held::ms(held::LEASE));
             let most = u64::try_from(self.max_per_caller).unwrap_or(u64::MAX);
             match kept.store.create_task(&kept.record, most).await {
                 Ok(true) => {}

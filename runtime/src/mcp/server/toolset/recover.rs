@@ -19,6 +19,11 @@ use crate::mcp::server::ticket::{self, Ticketed};
 use crate::store::{Store, StoreError, TaskRecord, TaskState, TaskUpdate, now_ms};
 use serde_json::{Map, Value};
 
+/// How many times a task is run in all, taken over or not: a call that
+/// stops every replica that runs it (it exhausts their memory, say) is not
+/// handed on through the whole fleet.
+const MOST_RUNS: u32 = 2;
+
 /// The digest of `task`'s call — its service, tool, arguments and caller —
 /// as its approvals were opened under.
 pub(super) fn call_digest(task: &TaskRecord) -> String {
@@ -51,28 +56,48 @@ impl ToolSet {
             let Some(task) = claimed.into_iter().next() else {
                 return Ok(());
             };
+            // A task runs within one time to live from when it was made,
+            // wherever it runs: as rmcp ends it on the replica that made it.
+            let ends = task.created_ms.saturating_add(task.ttl_ms);
             let update = if task.cancel_requested {
                 // Its caller took it back: so is an approval it waited for.
                 self.withdraw_for_task(store, &task).await
             } else {
                 let reply = match task.safe_to_repeat {
                     // Past its time to live (no replica took it over in
-                    // time): its caller can no longer read or cancel it,
-                    // and the scopes it would run with are of then. Not
-                    // run again.
-                    true if task.lapsed_at(now) => {
+                    // time): the scopes it would run with are of then, and
+                    // it would have ended where it was made. Not run again.
+                    true if ends <= now || task.lapsed_at(now) => {
                         self.not_run_again_late(&task.tool, &task.arguments)
                     }
-                    true => match self.run_again_renewed(store, &task).await {
-                        Some(reply) => reply,
-                        // Cancelled while it ran again: stopped, as the
-                        // replica that made it would have stopped it.
-                        None => {
-                            let update = self.withdraw_for_task(store, &task).await;
-                            store.update_task(&task.id, holder, &update).await?;
-                            continue;
+                    // It stopped each replica that ran it: not handed on.
+                    true if task.runs >= MOST_RUNS => {
+                        self.not_run_again_stopping(&task.tool, &task.arguments, task.runs)
+                    }
+                    true => {
+                        let left = std::time::Duration::from_millis(
+                            u64::try_from(ends.saturating_sub(now)).unwrap_or_default(),
+                        );
+                        let run = self.run_again_renewed(store, &task);
+                        match tokio::time::timeout(left, run).await {
+                            Ok(Some(reply)) => reply,
+                            // Cancelled while it ran again: stopped, as the
+                            // replica that made it would have stopped it.
+                            Ok(None) => {
+                                let update = self.withdraw_for_task(store, &task).await;
+                                store.update_task(&task.id, holder, &update).await?;
+                                continue;
+                            }
+                            // Its time to live ran out as it ran again:
+                            // ended as rmcp ends such a task.
+                            Err(_) => {
+                                store
+                                    .update_task(&task.id, holder, &held::expired())
+                                    .await?;
+                                continue;
+                            }
                         }
-                    },
+                    }
                     false => match self.waited_for(store, &task).await {
                         Ok(Some(reply)) => reply,
                         Ok(None) => self.may_have_taken_effect(&task.tool, &task.arguments),

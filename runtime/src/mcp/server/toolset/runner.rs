@@ -86,8 +86,9 @@ impl ToolSet {
     /// replica that has it (a release rolling out; an inbox served apart),
     /// and expires unrun if none takes it up in time. A task
     /// whose replica stopped renewing its lease is taken over the same way:
-    /// run again here if that is safe (and its time to live has not run
-    /// out), else ended `MAY_HAVE_TAKEN_EFFECT`
+    /// run again here if that is safe, for what is left of its time to
+    /// live from when it was made (and never after it was taken over
+    /// twice), else ended `MAY_HAVE_TAKEN_EFFECT`
     /// (cancelled, if its caller asked). An approved call the store cannot
     /// read back ([`StoreError::is_unreadable`]: a row written by hand,
     /// say) is ended `done`, unrun (the reply kept in its row says why;

@@ -109,6 +109,22 @@ impl ToolSet {
         ));
         self.failed(tool, arguments.clone(), envelope)
     }
+
+    /// The reply of a task of `tool` with `arguments` that stopped each of
+    /// the `runs` replicas that ran it: not run again, nor handed on to
+    /// the next. Not retryable: the same call would stop the next one too.
+    pub(super) fn not_run_again_stopping(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        runs: u32,
+    ) -> crate::mcp::reply::ToolReply {
+        let envelope = ErrorEnvelope::other(format!(
+            "`{tool}` was run {runs} times, and each replica that ran it stopped before it finished: it was not run again"
+        ))
+        .with_alternative("Ask the server's operator why the call stops the server before calling it again");
+        self.failed(tool, arguments.clone(), envelope)
+    }
 }
 
 /// The escalation of an approval that expired unrun — nobody decided it in
