@@ -231,6 +231,54 @@ fn liftable_cap(call: &ToolCall) -> Result<(), Blocked> {
     }
 }
 
+/// [`cap`], until it is lifted: for the test below alone.
+static NOTED_LIFTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn noted_cap(call: &ToolCall) -> Result<(), Blocked> {
+    match NOTED_LIFTED.load(std::sync::atomic::Ordering::SeqCst) {
+        true => Ok(()),
+        false => cap(call),
+    }
+}
+
+/// Refund an order, with an optional note.
+#[tool(destructive)]
+fn noted_refund(order: String, amount: f64, note: Option<String>) -> Result<String, ErrorEnvelope> {
+    let _ = note;
+    DONE.lock().unwrap().push(format!("noted refund {order}"));
+    Ok(format!("Refunded ${amount} on {order}"))
+}
+
+/// The same call written again another way — a whole amount as `620.0`,
+/// an optional note as `null`, as an agent that renders its arguments
+/// anew does — is the same call: it meets its pending approval, and does
+/// not run beside it once the guard lets it pass (to run a second time on
+/// the approver's yes).
+#[tokio::test]
+async fn the_same_call_written_another_way_still_meets_its_approval() {
+    let tools = ToolSet::new()
+        .tool::<noted_refund>()
+        .guards(Guards::new().for_all(noted_cap))
+        .store(Arc::new(MemoryStore::new()))
+        .approvals_in_background(false);
+    let first = json!({"order": "N-1", "amount": 620});
+    let (_, reply) = call_as(&tools, &alice(), "noted_refund", first).await;
+    let ticket = ticket_of(&reply);
+    NOTED_LIFTED.store(true, std::sync::atomic::Ordering::SeqCst);
+    let again = json!({"order": "N-1", "amount": 620.0, "note": null});
+    let (failed, reply) = call_as(&tools, &alice(), "noted_refund", again).await;
+    assert!(failed, "{reply}");
+    assert_eq!(ticket_of(&reply), ticket);
+    assert_eq!(
+        times("noted refund N-1"),
+        0,
+        "nothing ran beside the approval"
+    );
+    tools.decide(&ticket, &approver(), true, "").await.unwrap();
+    tools.run_approved().await.unwrap();
+    assert_eq!(times("noted refund N-1"), 1, "approved once, run once");
+}
+
 /// The same call made again meets its approval whatever the guards say of
 /// it now: told to call again, the agent does once the cap is lifted — and
 /// the refund does not run beside its pending approval, to run again when

@@ -57,13 +57,29 @@ fn write_canonical(value: &Value, out: &mut Vec<u8>) {
             }
             out.push(b']');
         }
+        // A whole number is one number however it was written: `620`,
+        // `620.0` and `6.2e2` decode alike into a tool's float.
+        Value::Number(number)
+            if number.is_f64()
+                && number
+                    .as_f64()
+                    .is_some_and(|n| n.fract() == 0.0 && n.abs() <= 2f64.powi(53)) =>
+        {
+            let whole = number.as_f64().unwrap_or_default() as i64;
+            out.extend_from_slice(whole.to_string().as_bytes());
+        }
         scalar => out.extend_from_slice(scalar.to_string().as_bytes()),
     }
 }
 
-/// `fields` as a JSON object with its keys sorted, at every level.
+/// `fields` as a JSON object with its keys sorted, at every level, and
+/// those whose value is `null` left out: an optional argument sent as
+/// `null` decodes as one not sent, and the call is the same call.
 fn write_object(fields: &Map<String, Value>, out: &mut Vec<u8>) {
-    let mut keys: Vec<&String> = fields.keys().collect();
+    let mut keys: Vec<&String> = (fields.iter())
+        .filter(|(_, value)| !value.is_null())
+        .map(|(key, _)| key)
+        .collect();
     keys.sort();
     out.push(b'{');
     for (index, key) in keys.into_iter().enumerate() {
@@ -103,6 +119,23 @@ mod tests {
         assert_ne!(base, digest("", "refund", &one, None));
         assert_ne!(base, digest("", "refund2", &one, Some(&alice)));
         assert_ne!(base, digest("shop", "refund", &one, Some(&alice)));
+        // The same call however an agent writes it again: a whole number
+        // as a float, an optional argument as `null`.
+        let rewritten = object(
+            json!({"order_id": "A-1", "amount": 620.0, "note": null, "meta": {"b": 1.0, "a": 2e0, "c": null}}),
+        );
+        assert_eq!(base, digest("", "refund", &rewritten, Some(&alice)));
+        let fraction =
+            object(json!({"order_id": "A-1", "amount": 620.5, "meta": {"b": 1, "a": 2}}));
+        assert_ne!(base, digest("", "refund", &fraction, Some(&alice)));
+        let in_a_list = object(
+            json!({"order_id": "A-1", "amount": 620, "meta": {"b": 1, "a": 2}, "l": [null]}),
+        );
+        assert_ne!(
+            base,
+            digest("", "refund", &in_a_list, Some(&alice)),
+            "a null in a list is kept"
+        );
         // The unnamed service's digest is the one kept before services.
         let before = object(json!({"order_id": "A-1", "amount": 620}));
         assert_eq!(
