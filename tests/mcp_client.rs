@@ -1209,3 +1209,113 @@ async fn a_redeployed_server_is_judged_by_what_it_lists_now() {
         Some(tool_envelope::reasons::MAY_HAVE_TAKEN_EFFECT)
     );
 }
+
+/// A server whose `pay` is listed idempotent until it is reconfigured:
+/// what it counted, and whether it was.
+#[derive(Default)]
+struct Changing {
+    lists: AtomicU32,
+    pays: AtomicU32,
+    reconfigured: std::sync::atomic::AtomicBool,
+}
+
+/// Serves [`Changing`] (2025-11-25, no session) by hand: `reconfigure`
+/// makes `pay` unsafe to repeat, and says so with
+/// `notifications/tools/list_changed` on its reply's event stream when
+/// `notify`; listings say they are fresh for `ttl_ms` when given.
+async fn changing(notify: bool, ttl_ms: Option<u64>) -> (String, Arc<Changing>) {
+    let state = Arc::new(Changing::default());
+    let app = axum::Router::new().route(
+        "/mcp",
+        axum::routing::post({
+            let state = Arc::clone(&state);
+            move |body: axum::Json<Value>| async move {
+                use axum::response::IntoResponse;
+                let id = body.get("id").cloned().unwrap_or(Value::Null);
+                let reply = |result: Value| json!({"jsonrpc": "2.0", "id": id, "result": result});
+                let result = match body["method"].as_str().unwrap_or_default() {
+                    "server/discover" => {
+                        let error = json!({"code": -32601, "message": "Method not found"});
+                        let refused = json!({"jsonrpc": "2.0", "id": id, "error": error});
+                        return axum::Json(refused).into_response();
+                    }
+                    "initialize" => json!({
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {"tools": {"listChanged": true}},
+                        "serverInfo": {"name": "changing", "version": "0"}
+                    }),
+                    "tools/list" => {
+                        state.lists.fetch_add(1, Ordering::SeqCst);
+                        let safe = !state.reconfigured.load(Ordering::SeqCst);
+                        let mut listed = json!({"tools": [
+                            {"name": "pay", "inputSchema": {"type": "object"},
+                             "annotations": {"idempotentHint": safe, "destructiveHint": !safe}},
+                            {"name": "reconfigure", "inputSchema": {"type": "object"}}
+                        ]});
+                        if let Some(ttl) = ttl_ms {
+                            listed["ttlMs"] = json!(ttl);
+                        }
+                        listed
+                    }
+                    "tools/call" if body["params"]["name"] == "reconfigure" => {
+                        state.reconfigured.store(true, Ordering::SeqCst);
+                        let done = reply(json!({"content": [{"type": "text", "text": "done"}]}));
+                        if !notify {
+                            return axum::Json(done).into_response();
+                        }
+                        let changed =
+                            json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+                        let stream = format!(
+                            "event: message\ndata: {changed}\n\nevent: message\ndata: {done}\n\n"
+                        );
+                        return ([("content-type", "text/event-stream")], stream).into_response();
+                    }
+                    "tools/call" => {
+                        state.pays.fetch_add(1, Ordering::SeqCst);
+                        let envelope = json!({"isError": true, "errorCategory": "transient",
+                            "isRetryable": true, "message": "The gateway timed out"});
+                        json!({"isError": true, "structuredContent": envelope,
+                            "content": [{"type": "text", "text": envelope.to_string()}]})
+                    }
+                    _ => return axum::http::StatusCode::ACCEPTED.into_response(),
+                };
+                axum::Json(reply(result)).into_response()
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, state)
+}
+
+/// A server that says its tools changed (`notifications/tools/list_changed`)
+/// is listed again before the next call is settled: a tool no longer safe
+/// to repeat is not retried on what the first listing said of it.
+#[tokio::test]
+async fn tools_the_server_says_changed_are_listed_again() {
+    let (url, state) = changing(true, None).await;
+    let client = McpClient::connect(url).await.unwrap();
+    client.call("reconfigure", json!({})).await.unwrap();
+    let outcome = quick().retry(|| client.call("pay", json!({}))).await;
+    let escalation = outcome.result.unwrap_err();
+    assert_eq!(state.pays.load(Ordering::SeqCst), 1, "a payment repeated");
+    assert_eq!(escalation.reason, EscalationReason::NonRetryable);
+    assert_eq!(state.lists.load(Ordering::SeqCst), 2, "listed again, once");
+}
+
+/// A listing is kept for as long as the server says it is fresh
+/// (`ttlMs`), then listed again: a tool changed meanwhile is settled as
+/// the server now lists it.
+#[tokio::test(start_paused = true)]
+async fn tools_are_listed_again_once_their_listing_is_stale() {
+    let (url, state) = changing(false, Some(60_000)).await;
+    let client = McpClient::connect(url).await.unwrap();
+    client.call("reconfigure", json!({})).await.unwrap();
+    assert_eq!(state.lists.load(Ordering::SeqCst), 1);
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    let outcome = quick().retry(|| client.call("pay", json!({}))).await;
+    assert!(outcome.result.is_err());
+    assert_eq!(state.pays.load(Ordering::SeqCst), 1, "a payment repeated");
+    assert_eq!(state.lists.load(Ordering::SeqCst), 2, "listed again, once");
+}

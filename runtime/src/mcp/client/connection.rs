@@ -49,15 +49,33 @@ impl fmt::Debug for Endpoint {
 /// A server's tools as listed, or why they could not be.
 type Listed = Result<Arc<Catalog>, ErrorEnvelope>;
 
+/// What a listing of a server's tools holds for: the session it was made
+/// on, how many times the server had said its tools changed, and until
+/// when the server said it is fresh (`ttlMs`), if it said.
+#[derive(Clone, Copy)]
+struct Listing {
+    on: (u64, u64),
+    fresh_until: Option<tokio::time::Instant>,
+}
+
+impl Listing {
+    /// Whether it holds on `connection` now.
+    fn holds(&self, connection: &Connection) -> bool {
+        self.on == connection.listing()
+            && (self.fresh_until).is_none_or(|until| tokio::time::Instant::now() < until)
+    }
+}
+
 /// A live rmcp connection, and its server's tools as listed on its
 /// session: once per session, however many calls wait for the list,
 /// whether the listing succeeded or not.
 pub(crate) struct Connection {
     service: RunningService<RoleClient, Handler>,
-    /// Its server's tools, as listed on the session they were listed on:
-    /// listed again once rmcp opened another (the server restarted, and
-    /// may have changed them).
-    tools: AsyncMutex<Option<(u64, Listed)>>,
+    /// Its server's tools, as listed on the session they were listed on
+    /// ([`listing`](Self::listing)): listed again once rmcp opened another
+    /// (the server restarted, and may have changed them), or the server
+    /// said they changed.
+    tools: AsyncMutex<Option<(Listing, Listed)>>,
     /// The HTTP client it speaks through, which counts its sessions.
     paced: Option<PacedClient>,
     /// Why the connection speaks 2025-11-25 although the client
@@ -87,6 +105,13 @@ impl Connection {
     /// restart is a new connection.
     pub(crate) fn session(&self) -> u64 {
         self.paced.as_ref().map_or(0, PacedClient::sessions)
+    }
+
+    /// What a listing of the server's tools holds for: the session, and
+    /// how many times the server has said its tools changed.
+    fn listing(&self) -> (u64, u64) {
+        let changed = &self.service.service().tools_changed;
+        (self.session(), changed.load(Ordering::Relaxed))
     }
 }
 
@@ -189,6 +214,7 @@ impl Link {
             sent: Arc::clone(&self.sent),
             max_questions: u64::try_from(self.options.questions_in_all()).unwrap_or(u64::MAX),
             tasks: self.options.tasks,
+            tools_changed: Arc::default(),
         };
         let timeout = self.options.timeout;
         let handshake = async {
@@ -305,20 +331,27 @@ impl Link {
     /// The tools of `connection`, listed on it once per session, within
     /// the timeout: however many calls wait for the list, it is asked once,
     /// whether the listing succeeded or not, until rmcp opens another
-    /// session (the server restarted) — then asked again.
+    /// session (the server restarted), the server says its tools changed,
+    /// or the time it said the listing is fresh for (`ttlMs`, a second at
+    /// least) has passed — then asked again.
     pub(crate) async fn catalog(
         &self,
         connection: &Connection,
     ) -> Result<Arc<Catalog>, ErrorEnvelope> {
         let mut listed = connection.tools.lock().await;
-        let session = connection.session();
-        if let Some((on, tools)) = listed.as_ref()
-            && *on == session
+        if let Some((listing, tools)) = listed.as_ref()
+            && listing.holds(connection)
         {
             return tools.clone();
         }
-        let tools = (tools::list(connection.peer(), self.options.timeout).await).map(Arc::new);
-        *listed = Some((session, tools.clone()));
+        let on = connection.listing();
+        let started = tokio::time::Instant::now();
+        let (tools, fresh) = match tools::list(connection.peer(), self.options.timeout).await {
+            Ok((tools, fresh)) => (Ok(Arc::new(tools)), fresh),
+            Err(envelope) => (Err(envelope), None),
+        };
+        let fresh_until = fresh.map(|fresh| started + fresh.max(tools::LEAST_FRESH));
+        *listed = Some((Listing { on, fresh_until }, tools.clone()));
         tools
     }
 
@@ -341,7 +374,7 @@ impl Link {
         let connection = slot.as_ref()?;
         let listed = connection.tools.try_lock().ok()?;
         match listed.as_ref()? {
-            (on, Ok(tools)) if *on == connection.session() => tools.get(name).cloned(),
+            (listing, Ok(tools)) if listing.holds(connection) => tools.get(name).cloned(),
             _ => None,
         }
     }

@@ -50,6 +50,9 @@ pub(crate) struct Handler {
     pub(crate) max_questions: u64,
     /// Whether the client declares MCP's tasks extension.
     pub(crate) tasks: bool,
+    /// How many times the server said its tools changed
+    /// (`notifications/tools/list_changed`): they are listed again.
+    pub(crate) tools_changed: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Handler {
@@ -116,6 +119,12 @@ impl ClientHandler for Handler {
         self.admit(true).ok_or_else(too_many)?;
         let roots = self.answers.roots().await;
         roots.ok_or_else(ErrorData::method_not_found::<ListRootsRequestMethod>)
+    }
+
+    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        // What the last listing said of a tool (whether it is safe to
+        // repeat, where its secrets are) may no longer hold.
+        (self.tools_changed).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     async fn on_progress(

@@ -119,8 +119,14 @@ impl RemoteTool {
 /// A server's tools by name, each shared with the calls that use it.
 pub(crate) type Catalog = HashMap<String, Arc<RemoteTool>>;
 
+/// How long a listing the server says is fresh for less (`ttlMs`, 0
+/// included) is kept all the same: a server cannot make every call list
+/// its tools again.
+pub(crate) const LEAST_FRESH: Duration = Duration::from_secs(1);
+
 /// Lists the server's tools, page by page, in at most `timeout` for the
-/// whole listing. A cursor the server gave before, one longer than
+/// whole listing, with how long the server says the listing is fresh
+/// (`ttlMs`: the least of its pages'), if it says. A cursor the server gave before, one longer than
 /// [`MAX_CURSOR`], more than [`MAX_PAGES`] pages, [`MAX_TOOLS`] tools or
 /// [`MAX_BYTES`] of them end it with the tools gathered: a tool not listed
 /// is one the client knows nothing of, so a call of it is treated as
@@ -133,7 +139,7 @@ pub(crate) type Catalog = HashMap<String, Arc<RemoteTool>>;
 pub(crate) async fn list(
     peer: &Peer<RoleClient>,
     timeout: Duration,
-) -> Result<Catalog, ErrorEnvelope> {
+) -> Result<(Catalog, Option<Duration>), ErrorEnvelope> {
     tokio::time::timeout(timeout, pages(peer))
         .await
         .map_err(|_| {
@@ -145,8 +151,9 @@ pub(crate) async fn list(
         })?
 }
 
-async fn pages(peer: &Peer<RoleClient>) -> Result<Catalog, ErrorEnvelope> {
+async fn pages(peer: &Peer<RoleClient>) -> Result<(Catalog, Option<Duration>), ErrorEnvelope> {
     let mut tools = Catalog::new();
+    let mut fresh: Option<Duration> = None;
     let mut bytes = 0;
     // The cursors given so far, by keyed hash: a server's cursors are not kept.
     let keys = RandomState::new();
@@ -157,34 +164,37 @@ async fn pages(peer: &Peer<RoleClient>) -> Result<Catalog, ErrorEnvelope> {
             .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
             .await
             .map_err(|error| failure::classify_error(&error, true))?;
+        if let Some(ttl) = page.ttl_ms.map(Duration::from_millis) {
+            fresh = Some(fresh.map_or(ttl, |fresh| fresh.min(ttl)));
+        }
         for tool in &page.tools {
             if tools.len() == MAX_TOOLS {
                 cut(format!("it lists more than {MAX_TOOLS} tools"));
-                return Ok(tools);
+                return Ok((tools, fresh));
             }
             let tool = RemoteTool::from_rmcp(tool);
             bytes += tool.size();
             if bytes > MAX_BYTES {
                 cut(format!("its tools take more than {MAX_BYTES} bytes"));
-                return Ok(tools);
+                return Ok((tools, fresh));
             }
             tools.insert(tool.name.clone(), Arc::new(tool));
         }
         match page.next_cursor {
-            None => return Ok(tools),
+            None => return Ok((tools, fresh)),
             Some(next) if next.len() > MAX_CURSOR => {
                 cut(format!("it gave a cursor longer than {MAX_CURSOR} bytes"));
-                return Ok(tools);
+                return Ok((tools, fresh));
             }
             Some(next) if !cursors.insert(keys.hash_one(&next)) => {
                 cut("it gave a cursor it had given before".to_owned());
-                return Ok(tools);
+                return Ok((tools, fresh));
             }
             Some(next) => cursor = Some(next),
         }
     }
     cut(format!("it pages past {MAX_PAGES} pages"));
-    Ok(tools)
+    Ok((tools, fresh))
 }
 
 /// Reports a listing the client ended before the server did.
