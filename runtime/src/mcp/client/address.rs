@@ -84,18 +84,19 @@ impl Address {
 
 /// The values of `url`'s query that are taken for credentials, as written
 /// and as decoded: those under a key that names one (`api_key`, `token`,
-/// `sig`, …), and any long enough to be one (8 characters or more). Others
-/// — `v=2`, `format=json` — are not masked in every text that comes back,
-/// where they would take out every `2`; all are printed `[redacted]`.
+/// `sig`, …), and any long enough to be one (8 characters or more), a
+/// bare one without a key (`?sk_live_…`) too. Others — `v=2`,
+/// `format=json`, a bare `flag` — are not masked in every text that comes
+/// back, where they would take out every `2`; all with a key are printed
+/// `[redacted]`, and bare ones long enough to be a credential.
 fn query_values(url: &Url) -> Vec<String> {
     let decode = |text: &str| {
         let spaced = text.replace('+', " ");
         percent_decode_str(&spaced).decode_utf8_lossy().into_owned()
     };
     let mut values = Vec::new();
-    for (key, written) in
-        (url.query().unwrap_or_default().split('&')).filter_map(|pair| pair.split_once('='))
-    {
+    let pairs = url.query().unwrap_or_default().split('&');
+    for (key, written) in pairs.map(|pair| pair.split_once('=').unwrap_or(("", pair))) {
         let (key, value) = (decode(key).to_ascii_lowercase(), decode(written));
         let named = CREDENTIAL_KEYS.iter().any(|word| key.contains(word));
         if named || value.chars().count() >= 8 {
@@ -130,6 +131,8 @@ pub(crate) fn shown(given: &str) -> String {
         (query.split('&'))
             .map(|pair| match pair.split_once('=') {
                 Some((key, value)) if !value.is_empty() => format!("{key}={REDACTED}"),
+                // A bare value long enough to be a key.
+                None if pair.chars().count() >= 8 => REDACTED.to_owned(),
                 _ => pair.to_owned(),
             })
             .collect::<Vec<_>>()
@@ -173,19 +176,24 @@ mod tests {
 
     #[test]
     fn query_values_stay_in_the_url_and_credentials_among_them_are_secrets() {
-        let given = "https://tools.example.com/mcp?api_key=k%2By+z&flag&empty=&v=2&format=json&tenant=acme-corp-eu&Sig=ab";
+        let given = "https://tools.example.com/mcp?api_key=k%2By+z&flag&empty=&v=2&format=json&tenant=acme-corp-eu&Sig=ab&sk_live_51Hx";
         let address = Address::parse(given).unwrap();
         assert_eq!(&*address.url, given);
         assert!(address.basic.is_none());
         let secrets: Vec<&str> = address.secrets.iter().map(|s| &**s).collect();
-        assert_eq!(secrets, ["k%2By+z", "k+y z", "acme-corp-eu", "ab"]);
+        assert_eq!(
+            secrets,
+            ["k%2By+z", "k+y z", "acme-corp-eu", "ab", "sk_live_51Hx"]
+        );
     }
 
     #[test]
     fn what_is_printed_names_no_secret() {
         assert_eq!(
-            shown("https://ada:pw@tools.example.com:8443/mcp?api_key=k1&tenant=acme&flag#top"),
-            "https://[redacted]@tools.example.com:8443/mcp?api_key=[redacted]&tenant=[redacted]&flag"
+            shown(
+                "https://ada:pw@tools.example.com:8443/mcp?api_key=k1&tenant=acme&flag&sk_live_51Hx#top"
+            ),
+            "https://[redacted]@tools.example.com:8443/mcp?api_key=[redacted]&tenant=[redacted]&flag&[redacted]"
         );
         assert_eq!(
             shown("http://127.0.0.1:8080/mcp"),
