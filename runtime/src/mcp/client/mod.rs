@@ -164,7 +164,7 @@ impl McpClient {
     /// authentication, not in the URL, and the values of its query that
     /// are credentials — under a key that names one (`api_key`, `token`,
     /// `secret`, `pass`, `auth`, `sig`, `session`…), or 8 characters long
-    /// or more — in the URL as given; neither is ever quoted by a text that
+    /// or more (a bare `?sk_live_…` too) — in the URL as given; neither is ever quoted by a text that
     /// comes back, and no query value is printed (the client's `Debug`, its
     /// log lines). A key in the URL's path (`https://host/s/<key>/mcp`)
     /// cannot be told from a place: no failure's text quotes the URL (the
