@@ -693,6 +693,29 @@ async fn a_task_whose_lease_another_replica_took_stops_here() {
     let record = slow.inner.task(&task).await.unwrap().unwrap();
     assert_eq!(record.holder.as_deref(), Some("another-replica"));
     assert!(!record.state.is_finished(), "{record:?}");
+    // Its caller, asking this replica, reads where the task is — the
+    // other replica's — not "cancelled", as this one stopped it.
+    let read = get(&client, &task).await;
+    assert_eq!(read["status"], "working", "{read}");
+}
+
+/// A task the store could not keep runs all the same, as this replica's
+/// alone: its renewals find no record, which is not another replica's
+/// taking it over, and it is not stopped.
+#[tokio::test(start_paused = true)]
+async fn a_task_the_store_could_not_keep_runs_on_here() {
+    let slow = Slow::new();
+    slow.keeping_tasks_fails.store(true, Ordering::SeqCst);
+    let client = connect(replica(slow.clone())).await;
+    let task = task_of(&client, "tagged_job", json!({"tag": "not-kept"})).await;
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    assert_eq!(times("not-kept"), 1);
+    let read = get(&client, &task).await;
+    assert_eq!(read["status"], "working", "{read}");
+    client
+        .cancel_task(CancelTaskParams::new(&task))
+        .await
+        .unwrap();
 }
 
 /// A task taken over runs again under a lease the replica renews while
@@ -1293,6 +1316,8 @@ struct Slow {
     counted_at_ms: std::sync::atomic::AtomicI64,
     /// Each task kept: when it says it was made, and its lease.
     kept_tasks: std::sync::Mutex<Vec<(i64, i64)>>,
+    /// Whether keeping a task fails (the database went away).
+    keeping_tasks_fails: std::sync::atomic::AtomicBool,
 }
 
 /// A point in the store a call is held at, once the test closes it: the
@@ -1358,6 +1383,7 @@ impl Slow {
             slow_count: std::sync::atomic::AtomicBool::new(false),
             counted_at_ms: std::sync::atomic::AtomicI64::new(0),
             kept_tasks: std::sync::Mutex::default(),
+            keeping_tasks_fails: std::sync::atomic::AtomicBool::new(false),
         })
     }
 }
@@ -1415,6 +1441,9 @@ impl Store for Slow {
 
     fn create_task<'a>(&'a self, task: &'a TaskRecord, most_running: u64) -> StoreFuture<'a, bool> {
         (self.kept_tasks.lock().unwrap()).push((task.created_ms, task.lease_until_ms));
+        if self.keeping_tasks_fails.load(Ordering::SeqCst) {
+            return Box::pin(async { Err(StoreError::new("the database went away")) });
+        }
         self.inner.create_task(task, most_running)
     }
 

@@ -903,6 +903,29 @@ async fn an_approved_call_of_a_tool_this_replica_lacks_is_left_to_one_that_has_i
     assert_eq!(times("refund R-9 650"), 1, "run once, where the tool is");
     let done = store.approval(&ticket).await.unwrap().unwrap();
     assert_eq!(done.state, ApprovalState::Done);
+
+    // One whose runner died as it ran is ended by whichever replica comes
+    // first, the tool or not: nothing else would end it, and it may have
+    // taken effect.
+    let ticket = waiting_before_a_release(&url, "R-10").await;
+    without
+        .decide(&ticket, &approver(), true, "")
+        .await
+        .unwrap();
+    let died = store
+        .claim_approval(&ticket, "dead-replica", i64::MIN, store::now_ms() - 1)
+        .await
+        .unwrap();
+    assert!(died.is_some(), "claimed by a runner that then died");
+    assert_eq!(inbox_only.run_approved().await.unwrap(), 0);
+    let ended = store.approval(&ticket).await.unwrap().unwrap();
+    assert_eq!(ended.state, ApprovalState::Done, "{ended:?}");
+    let result = ended.result.unwrap();
+    assert_eq!(
+        result["structuredContent"]["reason"], "MAY_HAVE_TAKEN_EFFECT",
+        "{result}"
+    );
+    assert_eq!(times("refund R-10 650"), 0);
 }
 
 /// Over $1,000 someone with `finance:approve` must decide as well.

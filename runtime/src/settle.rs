@@ -118,13 +118,20 @@ pub(crate) fn settle(
     let mut envelope = ErrorEnvelope::from_parts(parts);
     if let Some(masker) = masker {
         masker.envelope(&mut envelope);
+        if remote {
+            envelope.visit_ticket_texts(&mut |text| {
+                if let Cow::Owned(masked) = masker.text(text) {
+                    *text = masked;
+                }
+            });
+        }
         // A server's reason that quotes a secret is dropped: a code is not
         // masked in part. Never one that keeps the call from being retried
         // (a human request): dropping any other retries no more.
         if remote
             && let Some(reason) = envelope.reason()
             && !reasons::never_retried(Some(reason))
-            && matches!(masker.text(reason), std::borrow::Cow::Owned(_))
+            && matches!(masker.text(reason), Cow::Owned(_))
         {
             envelope.remake(|parts| parts.set_reason(None));
         }

@@ -50,19 +50,32 @@ impl fmt::Debug for Endpoint {
 type Listed = Result<Arc<Catalog>, ErrorEnvelope>;
 
 /// What a listing of a server's tools holds for: the session it was made
-/// on, how many times the server had said its tools changed, and until
-/// when the server said it is fresh (`ttlMs`), if it said.
+/// on, how many times the server had said its tools changed, when it was
+/// made, and until when the server said it is fresh (`ttlMs`), if it said.
 #[derive(Clone, Copy)]
 struct Listing {
     on: (u64, u64),
+    made: tokio::time::Instant,
     fresh_until: Option<tokio::time::Instant>,
 }
 
 impl Listing {
-    /// Whether it holds on `connection` now.
+    /// Whether it holds on `connection` now: on its session, not past its
+    /// freshness, and no change said since — or said within
+    /// [`LEAST_FRESH`](tools::LEAST_FRESH) of it: a server that says its
+    /// tools change at every call does not have them listed at every call.
     fn holds(&self, connection: &Connection) -> bool {
-        self.on == connection.listing()
-            && (self.fresh_until).is_none_or(|until| tokio::time::Instant::now() < until)
+        let (session, changes) = connection.listing();
+        let now = tokio::time::Instant::now();
+        self.on.0 == session
+            && (self.on.1 == changes || now < self.made + tools::LEAST_FRESH)
+            && (self.fresh_until).is_none_or(|until| now < until)
+    }
+
+    /// Whether it was made on `connection`'s session: what it says of a
+    /// tool's secrets still masks better than nothing, stale or not.
+    fn on_session(&self, connection: &Connection) -> bool {
+        self.on.0 == connection.session()
     }
 }
 
@@ -351,7 +364,12 @@ impl Link {
             Err(envelope) => (Err(envelope), None),
         };
         let fresh_until = fresh.map(|fresh| started + fresh.max(tools::LEAST_FRESH));
-        *listed = Some((Listing { on, fresh_until }, tools.clone()));
+        let listing = Listing {
+            on,
+            made: started,
+            fresh_until,
+        };
+        *listed = Some((listing, tools.clone()));
         tools
     }
 
@@ -367,14 +385,16 @@ impl Link {
         self.catalog(connection).await.ok()?.get(name).cloned()
     }
 
-    /// The tool called `name` as the live connection listed it, if it has
-    /// been listed — found without waiting, connecting or asking the server.
+    /// The tool called `name` as the live connection listed it on its
+    /// session, if it has been listed — found without waiting, connecting or
+    /// asking the server; a listing past its freshness still says where the
+    /// tool's secrets are.
     pub(crate) fn listed_tool(&self, name: &str) -> Option<Arc<RemoteTool>> {
         let slot = self.connection.try_lock().ok()?;
         let connection = slot.as_ref()?;
         let listed = connection.tools.try_lock().ok()?;
         match listed.as_ref()? {
-            (listing, Ok(tools)) if listing.holds(connection) => tools.get(name).cloned(),
+            (listing, Ok(tools)) if listing.on_session(connection) => tools.get(name).cloned(),
             _ => None,
         }
     }

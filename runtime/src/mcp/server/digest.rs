@@ -26,7 +26,14 @@ pub(crate) fn digest(
     hash.update(tool.as_bytes());
     hash.update([0]);
     let mut canonical = Vec::new();
-    write_object(arguments, &mut canonical);
+    // An argument sent as `null` is one not sent: a parameter decodes
+    // them alike. Inside a value, a `null` member says something of its
+    // own (a merge patch's "remove"), and is kept.
+    let sent: Map<String, Value> = (arguments.iter())
+        .filter(|(_, value)| !value.is_null())
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    write_object(&sent, &mut canonical);
     hash.update(&canonical);
     hash.update([0]);
     match caller.map(Caller::subject) {
@@ -72,14 +79,9 @@ fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     }
 }
 
-/// `fields` as a JSON object with its keys sorted, at every level, and
-/// those whose value is `null` left out: an optional argument sent as
-/// `null` decodes as one not sent, and the call is the same call.
+/// `fields` as a JSON object with its keys sorted, at every level.
 fn write_object(fields: &Map<String, Value>, out: &mut Vec<u8>) {
-    let mut keys: Vec<&String> = (fields.iter())
-        .filter(|(_, value)| !value.is_null())
-        .map(|(key, _)| key)
-        .collect();
+    let mut keys: Vec<&String> = fields.keys().collect();
     keys.sort();
     out.push(b'{');
     for (index, key) in keys.into_iter().enumerate() {
@@ -122,9 +124,13 @@ mod tests {
         // The same call however an agent writes it again: a whole number
         // as a float, an optional argument as `null`.
         let rewritten = object(
-            json!({"order_id": "A-1", "amount": 620.0, "note": null, "meta": {"b": 1.0, "a": 2e0, "c": null}}),
+            json!({"order_id": "A-1", "amount": 620.0, "note": null, "meta": {"b": 1.0, "a": 2e0}}),
         );
         assert_eq!(base, digest("", "refund", &rewritten, Some(&alice)));
+        // A `null` inside a value says something: a patch that removes.
+        let removing =
+            object(json!({"order_id": "A-1", "amount": 620, "meta": {"b": 1, "a": 2, "c": null}}));
+        assert_ne!(base, digest("", "refund", &removing, Some(&alice)));
         let fraction =
             object(json!({"order_id": "A-1", "amount": 620.5, "meta": {"b": 1, "a": 2}}));
         assert_ne!(base, digest("", "refund", &fraction, Some(&alice)));

@@ -68,7 +68,8 @@ pub(crate) fn ms(duration: Duration) -> i64 {
 }
 
 /// Runs `future`, the call of the task `id`, on this replica (`holder`),
-/// once its record is in `store` (`created`): every second it passes on the
+/// once its record is in `store` (`created`), until another replica takes
+/// it over (then `lost` is set, and the task stopped): every second it passes on the
 /// answers and the cancellation other replicas kept, mirrors the task's
 /// questions and status message, and renews its lease; at the end it keeps
 /// the outcome.
@@ -78,7 +79,10 @@ pub(crate) async fn held(
     store: Arc<dyn Store>,
     holder: String,
     manager: TaskManager,
-    created: tokio::sync::oneshot::Receiver<bool>,
+    (created, lost): (
+        tokio::sync::oneshot::Receiver<bool>,
+        Arc<std::sync::atomic::AtomicBool>,
+    ),
 ) -> Result<CallToolResult, TaskExit> {
     // rmcp ends a task past its time to live by dropping its future: the
     // record must end too, as rmcp ended it, or its lease would lapse and
@@ -162,12 +166,17 @@ pub(crate) async fn held(
             // Another replica holds it now (this one could not renew in
             // time): it ends it, or runs it again if that is safe. Stopped
             // here, at the call's next `.await`, rather than run twice at
-            // once; its end is that replica's to keep.
-            Ok(false) => {
+            // once; its end is that replica's to keep. (A record the store
+            // never kept — it failed as the task started — holds nothing:
+            // the task runs on, as this replica's alone.)
+            Ok(false) if taken_over(store.as_ref(), &id, &holder).await => {
                 tracing::warn!(task = %id, "a task's lease was taken over by another replica: stopped here");
+                // Read from the store from now on, not as this replica ended it.
+                lost.store(true, std::sync::atomic::Ordering::Release);
                 unfinished.store = None;
                 return Err(TaskExit::Cancelled);
             }
+            Ok(false) => {}
             Err(error) => {
                 tracing::warn!(%error, task = %id, "a task's lease could not be renewed");
             }
@@ -179,6 +188,16 @@ pub(crate) async fn held(
         tracing::warn!(%error, task = %id, "a task's outcome could not be kept");
     }
     outcome
+}
+
+/// Whether the task `id`'s record says another replica than `holder`
+/// holds it, or it ended: not when the store has no such record, or
+/// cannot say.
+async fn taken_over(store: &dyn Store, id: &str, holder: &str) -> bool {
+    match store.task(id).await {
+        Ok(Some(record)) => record.holder.as_deref() != Some(holder) || record.state.is_finished(),
+        _ => false,
+    }
 }
 
 /// A held task whose future has not finished: dropped so (rmcp aborts a

@@ -56,6 +56,9 @@ struct Owner {
     subject: Option<Arc<str>>,
     finished: Arc<OnceLock<Instant>>,
     kept: std::collections::BTreeSet<String>,
+    /// Set when another replica took the task over: what this process's
+    /// manager says of it (cancelled) is not the task's end, the store is.
+    lost: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// A running task's place among the tasks counted against the bounds:
@@ -189,6 +192,7 @@ impl Tasks {
             store: Arc::clone(&kept.store),
             holder: kept.record.holder.clone().unwrap_or_default(),
             made,
+            lost: Arc::default(),
         });
         let task = self.start(subject, mirror, work)?;
         if let Some(mut kept) = kept {
@@ -249,6 +253,9 @@ impl Tasks {
         }
         let finished = Arc::new(OnceLock::new());
         let slot = Slot(Arc::clone(&finished));
+        let lost = mirror
+            .as_ref()
+            .map_or_else(Arc::default, |mirror| Arc::clone(&mirror.lost));
         let options = TaskOptions::new().with_ttl_ms(DEFAULT_TASK_TTL_MS);
         let task = self.manager.spawn(options, move |context| {
             let id = context.task_id().to_owned();
@@ -263,7 +270,8 @@ impl Tasks {
                         store,
                         holder,
                         made,
-                    }) => held::held(future, id, store, holder, manager, made).await,
+                        lost,
+                    }) => held::held(future, id, store, holder, manager, (made, lost)).await,
                     None => future.await,
                 }
             })
@@ -274,6 +282,7 @@ impl Tasks {
                 subject: subject.map(Arc::from),
                 finished,
                 kept: std::collections::BTreeSet::new(),
+                lost,
             },
         );
         Ok(task)
@@ -379,6 +388,10 @@ impl Tasks {
     fn check(&self, id: &str, subject: Option<&str>) -> Result<(), ErrorData> {
         let owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
         match owners.get(id) {
+            // Taken over by another replica: the store says where it is.
+            Some(owner) if owner.lost.load(std::sync::atomic::Ordering::Acquire) => {
+                Err(unknown_task())
+            }
             Some(owner) if owner.subject.as_deref() == subject => Ok(()),
             _ => Err(unknown_task()),
         }
@@ -423,6 +436,8 @@ struct Mirror {
     store: Arc<dyn Store>,
     holder: String,
     made: tokio::sync::oneshot::Receiver<bool>,
+    /// Set by [`held::held`] when another replica took the task over.
+    lost: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// What a task is kept as in the store: its record, held by this replica.

@@ -217,13 +217,16 @@ impl ToolSet {
             }
             Err(error) => return Err(error),
         };
-        // Another service's call, whatever listed it, is theirs to run; a
-        // call of a tool this set does not have, a replica's that has it
-        // (a release rolling out that adds it; an inbox served apart, with
-        // no tools): claimed here, it could only fail, and the yes would be
-        // spent unrun. If no replica has it any more, it expires unrun,
-        // escalated, as every yes no runner took up in its time.
-        if !self.owns(&before) || !self.inner.index.contains_key(&before.tool) {
+        // Another service's call, whatever listed it, is theirs to run; an
+        // approved call of a tool this set does not have, a replica's that
+        // has it (a release rolling out that adds it; an inbox served
+        // apart, with no tools): claimed here, it could only fail, and the
+        // yes would be spent unrun. If no replica has it any more, it
+        // expires unrun, escalated, as every yes no runner took up in its
+        // time. (One whose runner died as it ran is ended below, wherever:
+        // nothing else would end it.)
+        let has_tool = self.inner.index.contains_key(&before.tool);
+        if !self.owns(&before) || (!has_tool && before.state == ApprovalState::Approved) {
             return Ok(0);
         }
         // The blocks its run passes, read before anything is claimed: a
@@ -263,7 +266,7 @@ impl ToolSet {
         else {
             return Ok(0);
         };
-        let (reply, ran) = match abandoned && !claimed.safe_to_repeat {
+        let (reply, ran) = match abandoned && (!claimed.safe_to_repeat || !has_tool) {
             true => (
                 self.may_have_taken_effect(&claimed.tool, &claimed.arguments),
                 0,

@@ -86,8 +86,12 @@ impl ToolSet {
         tool: &str,
         arguments: &Value,
     ) -> crate::mcp::reply::ToolReply {
+        let why = match self.inner.index.contains_key(tool) {
+            true => "the tool is neither read-only nor idempotent",
+            false => "the replica that took it over does not have the tool",
+        };
         let envelope = ErrorEnvelope::other(format!(
-            "the replica running `{tool}` stopped before it finished; the tool is neither read-only nor idempotent, so it was not run again"
+            "the replica running `{tool}` stopped before it finished; {why}, so it was not run again"
         ))
         .with_reason(reasons::MAY_HAVE_TAKEN_EFFECT)
         .with_alternative("Check the system the tool changes before calling it again");
