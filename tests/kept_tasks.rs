@@ -665,38 +665,43 @@ async fn a_task_is_kept_with_a_lease_counted_from_when_it_is_kept() {
         .unwrap();
 }
 
-/// A replica that finds its task taken over by another (it could not
-/// renew the lease in time) stops running it, rather than run it beside
-/// the replica that took it over, and keeps nothing more of it.
+/// A replica that finds its task taken over — by another (it could not
+/// renew the lease in time), or by its own runner under the same holder's
+/// name (its store was away past the lease) — stops running it, rather
+/// than run it beside the run that took it over, and keeps nothing more of
+/// it; its caller reads the task where it is now.
 #[tokio::test(start_paused = true)]
 async fn a_task_whose_lease_another_replica_took_stops_here() {
-    let slow = Slow::new();
-    let client = connect(replica(slow.clone())).await;
-    let task = task_of(&client, "tagged_job", json!({"tag": "lease-lost"})).await;
-    let record = slow.inner.task(&task).await.unwrap().unwrap();
-    let taken = (slow.inner)
-        .claim_abandoned_tasks(&record.service, "another-replica", i64::MAX, i64::MAX, 1)
-        .await
-        .unwrap();
-    assert_eq!(taken.len(), 1, "taken over");
-    let updates = || {
-        let updates = slow.task_updates.lock().unwrap();
-        updates.iter().filter(|(id, _)| *id == task).count()
-    };
-    let before = updates();
-    tokio::time::sleep(Duration::from_secs(3_700)).await;
-    assert_eq!(
-        updates() - before,
-        1,
-        "one renewal finds it taken; nothing after it, no end kept"
-    );
-    let record = slow.inner.task(&task).await.unwrap().unwrap();
-    assert_eq!(record.holder.as_deref(), Some("another-replica"));
-    assert!(!record.state.is_finished(), "{record:?}");
-    // Its caller, asking this replica, reads where the task is — the
-    // other replica's — not "cancelled", as this one stopped it.
-    let read = get(&client, &task).await;
-    assert_eq!(read["status"], "working", "{read}");
+    for (n, other) in [Some("another-replica"), None].into_iter().enumerate() {
+        let slow = Slow::new();
+        let client = connect(replica(slow.clone())).await;
+        let tag = format!("lease-lost-{n}");
+        let task = task_of(&client, "tagged_job", json!({"tag": tag})).await;
+        let record = slow.inner.task(&task).await.unwrap().unwrap();
+        let taker = other.map_or_else(|| record.holder.clone().unwrap(), str::to_owned);
+        let taken = (slow.inner)
+            .claim_abandoned_tasks(&record.service, &taker, i64::MAX, i64::MAX, 1)
+            .await
+            .unwrap();
+        assert_eq!(taken.len(), 1, "taken over");
+        let updates = || {
+            let updates = slow.task_updates.lock().unwrap();
+            updates.iter().filter(|(id, _)| *id == task).count()
+        };
+        let before = updates();
+        tokio::time::sleep(Duration::from_secs(3_700)).await;
+        assert!(
+            updates() - before <= 1,
+            "{taker}: at most one renewal finds it taken; nothing after it, no end kept"
+        );
+        let record = slow.inner.task(&task).await.unwrap().unwrap();
+        assert_eq!(record.holder.as_deref(), Some(taker.as_str()));
+        assert!(!record.state.is_finished(), "{record:?}");
+        // Its caller, asking this replica, reads where the task is — the
+        // run that took it over — not "cancelled", as this one stopped it.
+        let read = get(&client, &task).await;
+        assert_eq!(read["status"], "working", "{taker}: {read}");
+    }
 }
 
 /// A task the store could not keep runs all the same, as this replica's

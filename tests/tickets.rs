@@ -926,6 +926,31 @@ async fn an_approved_call_of_a_tool_this_replica_lacks_is_left_to_one_that_has_i
         "{result}"
     );
     assert_eq!(times("refund R-10 650"), 0);
+
+    // One safe to run again, its yes still live, is left to a replica
+    // with the tool, which runs it again.
+    let (_, reply) = call_as(
+        &with,
+        &alice(),
+        "audit_lines",
+        json!({"order": "R-11", "amount": 650}),
+    )
+    .await;
+    let ticket = ticket_of(&reply);
+    without
+        .decide(&ticket, &approver(), true, "")
+        .await
+        .unwrap();
+    let died = store
+        .claim_approval(&ticket, "dead-replica", i64::MIN, store::now_ms() - 1)
+        .await
+        .unwrap();
+    assert!(died.is_some(), "claimed by a runner that then died");
+    assert_eq!(inbox_only.run_approved().await.unwrap(), 0);
+    let left = store.approval(&ticket).await.unwrap().unwrap();
+    assert_eq!(left.state, ApprovalState::Running, "{left:?}");
+    assert_eq!(with.run_approved().await.unwrap(), 1);
+    assert_eq!(times("audit R-11 650"), 1, "run again where the tool is");
 }
 
 /// Over $1,000 someone with `finance:approve` must decide as well.

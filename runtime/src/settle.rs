@@ -119,7 +119,7 @@ pub(crate) fn settle(
     if let Some(masker) = masker {
         masker.envelope(&mut envelope);
         if remote {
-            envelope.visit_ticket_texts(&mut |text| {
+            envelope.visit_ticket_id(&mut |text| {
                 if let Cow::Owned(masked) = masker.text(text) {
                     *text = masked;
                 }

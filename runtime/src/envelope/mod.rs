@@ -388,9 +388,10 @@ impl ErrorEnvelope {
 
     /// Visits every text a reader of the envelope sees — the message, the
     /// alternatives, the violations, the detail of the escalation it came
-    /// with — to rewrite it in place: how masking reaches the envelope.
-    /// (The ticket's, a server's words only in a remote envelope, are
-    /// [`visit_ticket_texts`](Self::visit_ticket_texts).)
+    /// with and its ticket's status, approvers and how to read it — to
+    /// rewrite it in place: how masking reaches the envelope. (The
+    /// ticket's id, read back to find the approval, is a server's words
+    /// only in a remote envelope: [`visit_ticket_id`](Self::visit_ticket_id).)
     pub(crate) fn visit_texts(&mut self, visit: &mut dyn FnMut(&mut String)) {
         let parts = &mut *self.parts;
         visit(&mut parts.message);
@@ -401,22 +402,25 @@ impl ErrorEnvelope {
             visit(&mut violation.field);
             visit(&mut violation.description);
         }
-        if let Some(detail) = parts.escalated.as_mut().and_then(|e| e.detail.as_mut()) {
-            visit(detail);
+        if let Some(escalated) = parts.escalated.as_mut() {
+            if let Some(detail) = escalated.detail.as_mut() {
+                visit(detail);
+            }
+            if let Some(ticket) = escalated.ticket.as_mut() {
+                visit(&mut ticket.status);
+                visit(&mut ticket.approvers);
+                visit(&mut ticket.read);
+            }
         }
     }
 
-    /// Visits the texts of the ticket the envelope's escalation carries, if
-    /// any — its id, status, approvers and how to read it — to rewrite them
-    /// in place: a remote server's words, masked as its other texts are.
-    /// (A ticket this crate made is its own words, and its id is read.)
-    pub(crate) fn visit_ticket_texts(&mut self, visit: &mut dyn FnMut(&mut String)) {
+    /// Visits the id of the ticket the envelope's escalation carries, if
+    /// any, to rewrite it in place: a remote server's words, masked as its
+    /// other texts are. (The id of a ticket made here is read back.)
+    pub(crate) fn visit_ticket_id(&mut self, visit: &mut dyn FnMut(&mut String)) {
         let escalated = self.parts.escalated.as_mut();
         if let Some(ticket) = escalated.and_then(|e| e.ticket.as_mut()) {
             visit(&mut ticket.id);
-            visit(&mut ticket.status);
-            visit(&mut ticket.approvers);
-            visit(&mut ticket.read);
         }
     }
 

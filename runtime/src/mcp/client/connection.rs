@@ -60,22 +60,18 @@ struct Listing {
 }
 
 impl Listing {
-    /// Whether it holds on `connection` now: on its session, not past its
-    /// freshness, and no change said since — or said within
-    /// [`LEAST_FRESH`](tools::LEAST_FRESH) of it: a server that says its
-    /// tools change at every call does not have them listed at every call.
+    /// Whether it holds on `connection` now: on its session, no change
+    /// said since, and not past its freshness.
     fn holds(&self, connection: &Connection) -> bool {
-        let (session, changes) = connection.listing();
-        let now = tokio::time::Instant::now();
-        self.on.0 == session
-            && (self.on.1 == changes || now < self.made + tools::LEAST_FRESH)
-            && (self.fresh_until).is_none_or(|until| now < until)
+        self.on == connection.listing()
+            && (self.fresh_until).is_none_or(|until| tokio::time::Instant::now() < until)
     }
 
-    /// Whether it was made on `connection`'s session: what it says of a
-    /// tool's secrets still masks better than nothing, stale or not.
-    fn on_session(&self, connection: &Connection) -> bool {
-        self.on.0 == connection.session()
+    /// When a change the server said since may be listed: a second after
+    /// the listing at the soonest. `None` when none was said.
+    fn changed_listable_at(&self, connection: &Connection) -> Option<tokio::time::Instant> {
+        let (session, changes) = connection.listing();
+        (self.on.0 == session && self.on.1 != changes).then_some(self.made + tools::LEAST_FRESH)
     }
 }
 
@@ -352,10 +348,18 @@ impl Link {
         connection: &Connection,
     ) -> Result<Arc<Catalog>, ErrorEnvelope> {
         let mut listed = connection.tools.lock().await;
-        if let Some((listing, tools)) = listed.as_ref()
-            && listing.holds(connection)
-        {
-            return tools.clone();
+        if let Some((listing, tools)) = listed.as_ref() {
+            if listing.holds(connection) {
+                return tools.clone();
+            }
+            // A change said within a second of the listing is listed a
+            // second after it, not at once: a server that says its tools
+            // change at every call does not have them listed at every call.
+            // The call waits for it, rather than be settled on a listing
+            // the server said is out of date.
+            if let Some(at) = listing.changed_listable_at(connection) {
+                tokio::time::sleep_until(at).await;
+            }
         }
         let on = connection.listing();
         let started = tokio::time::Instant::now();
@@ -394,7 +398,7 @@ impl Link {
         let connection = slot.as_ref()?;
         let listed = connection.tools.try_lock().ok()?;
         match listed.as_ref()? {
-            (listing, Ok(tools)) if listing.on_session(connection) => tools.get(name).cloned(),
+            (listing, Ok(tools)) if listing.holds(connection) => tools.get(name).cloned(),
             _ => None,
         }
     }

@@ -117,6 +117,15 @@ pub(crate) async fn held(
             Either::Right(((), _)) => {}
         }
         if let Ok(Some(record)) = store.task(&id).await {
+            // Claimed since by a replica that took it for abandoned — this
+            // one too, when its store was away past the lease, under the
+            // same holder's name: run there, not here as well.
+            if record.runs > 0 {
+                tracing::warn!(task = %id, "a task was taken over while it ran here: stopped here");
+                lost.store(true, std::sync::atomic::Ordering::Release);
+                unfinished.store = None;
+                return Err(TaskExit::Cancelled);
+            }
             if record.cancel_requested {
                 let _ = manager.cancel_task(&id);
             }

@@ -226,7 +226,13 @@ impl ToolSet {
         // time. (One whose runner died as it ran is ended below, wherever:
         // nothing else would end it.)
         let has_tool = self.inner.index.contains_key(&before.tool);
-        if !self.owns(&before) || (!has_tool && before.state == ApprovalState::Approved) {
+        let yes_live = before.expires_ms > now_ms();
+        let for_another = match before.state {
+            ApprovalState::Approved => true,
+            // A replica with the tool runs it again, if that is safe.
+            _ => before.safe_to_repeat && yes_live,
+        };
+        if !self.owns(&before) || (!has_tool && for_another) {
             return Ok(0);
         }
         // The blocks its run passes, read before anything is claimed: a
@@ -266,18 +272,24 @@ impl ToolSet {
         else {
             return Ok(0);
         };
-        let (reply, ran) = match abandoned && (!claimed.safe_to_repeat || !has_tool) {
-            true => (
+        let (reply, ran) = match abandoned {
+            true if !claimed.safe_to_repeat => (
                 self.may_have_taken_effect(&claimed.tool, &claimed.arguments),
                 0,
             ),
             // Its runner died, and the yes's time ran out before another
             // took it over: not run again, late, as its caller was then.
-            false if abandoned && claimed.expires_ms <= now => (
+            true if claimed.expires_ms <= now => (
                 self.not_run_again_late(&claimed.tool, &claimed.arguments),
                 0,
             ),
-            false => (self.run_renewed(store, &claimed, &blocks).await, 1),
+            // Left above for a replica with the tool; claimed here only
+            // when the read went stale meanwhile.
+            true if !has_tool => (
+                self.may_have_taken_effect(&claimed.tool, &claimed.arguments),
+                0,
+            ),
+            _ => (self.run_renewed(store, &claimed, &blocks).await, 1),
         };
         let reply = serde_json::to_value(&reply).unwrap_or_default();
         if !store.finish_approval(id, holder, &reply, now_ms()).await? {
