@@ -57,6 +57,8 @@ struct Listing {
     on: (u64, u64),
     made: tokio::time::Instant,
     fresh_until: Option<tokio::time::Instant>,
+    /// Which listing of the connection it is: 1, 2, …
+    number: u64,
 }
 
 impl Listing {
@@ -85,6 +87,8 @@ pub(crate) struct Connection {
     /// (the server restarted, and may have changed them), or the server
     /// said they changed.
     tools: AsyncMutex<Option<(Listing, Listed)>>,
+    /// How many times its tools were listed.
+    listings: AtomicU64,
     /// The HTTP client it speaks through, which counts its sessions.
     paced: Option<PacedClient>,
     /// Why the connection speaks 2025-11-25 although the client
@@ -271,6 +275,7 @@ impl Link {
         let connection = Arc::new(Connection {
             service,
             tools: AsyncMutex::new(None),
+            listings: AtomicU64::new(0),
             paced,
             fell_back,
         });
@@ -342,22 +347,41 @@ impl Link {
     /// whether the listing succeeded or not, until rmcp opens another
     /// session (the server restarted), the server says its tools changed,
     /// or the time it said the listing is fresh for (`ttlMs`, a second at
-    /// least) has passed — then asked again.
+    /// least) has passed — then asked again; a change said within a second
+    /// of the listing, a second after it (this waits for that).
     pub(crate) async fn catalog(
         &self,
         connection: &Connection,
     ) -> Result<Arc<Catalog>, ErrorEnvelope> {
+        (self.listed(connection, true).await).expect("a listing waited for is made")
+    }
+
+    /// [`catalog`](Self::catalog), or, when `wait` is not set and a change
+    /// the server said cannot be listed yet, `None`: what the listing
+    /// before says is out of date.
+    async fn listed(&self, connection: &Connection, wait: bool) -> Option<Listed> {
+        let asked = connection.listings.load(Ordering::Acquire);
         let mut listed = connection.tools.lock().await;
         if let Some((listing, tools)) = listed.as_ref() {
-            if listing.holds(connection) {
-                return tools.clone();
+            // Holding, or made since this was asked (by a call before it
+            // in line): however many calls wait, one listing serves them.
+            if listing.holds(connection)
+                || (listing.number > asked && listing.on.0 == connection.session())
+            {
+                return Some(tools.clone());
             }
             // A change said within a second of the listing is listed a
             // second after it, not at once: a server that says its tools
-            // change at every call does not have them listed at every call.
-            // The call waits for it, rather than be settled on a listing
-            // the server said is out of date.
-            if let Some(at) = listing.changed_listable_at(connection) {
+            // change at every call does not have them listed at every
+            // call. Until then a call takes them for unknown (none safe to
+            // repeat, every argument masked) rather than wait, or be
+            // settled on what the server said is out of date.
+            if let Some(at) = listing.changed_listable_at(connection)
+                && tokio::time::Instant::now() < at
+            {
+                if !wait {
+                    return None;
+                }
                 tokio::time::sleep_until(at).await;
             }
         }
@@ -372,9 +396,10 @@ impl Link {
             on,
             made: started,
             fresh_until,
+            number: connection.listings.fetch_add(1, Ordering::AcqRel) + 1,
         };
         *listed = Some((listing, tools.clone()));
-        tools
+        Some(tools)
     }
 
     /// The tool called `name` as `connection` listed it: `None` when it did
@@ -386,13 +411,16 @@ impl Link {
         connection: &Connection,
         name: &str,
     ) -> Option<Arc<RemoteTool>> {
-        self.catalog(connection).await.ok()?.get(name).cloned()
+        self.listed(connection, false)
+            .await?
+            .ok()?
+            .get(name)
+            .cloned()
     }
 
-    /// The tool called `name` as the live connection listed it on its
-    /// session, if it has been listed — found without waiting, connecting or
-    /// asking the server; a listing past its freshness still says where the
-    /// tool's secrets are.
+    /// The tool called `name` as the live connection listed it, if it has
+    /// been listed and the listing holds — found without waiting,
+    /// connecting or asking the server.
     pub(crate) fn listed_tool(&self, name: &str) -> Option<Arc<RemoteTool>> {
         let slot = self.connection.try_lock().ok()?;
         let connection = slot.as_ref()?;
