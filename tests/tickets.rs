@@ -867,6 +867,18 @@ async fn a_yes_whose_runner_died_is_not_run_again_past_its_time() {
     assert!(message.contains("was not run again"), "{result}");
 }
 
+/// Approves `ticket` through `tools`, then claims its call to run as a
+/// replica that dies at once: the approval is left running, its lease
+/// out.
+async fn approved_then_its_runner_died(tools: &ToolSet, store: &Arc<dyn Store>, ticket: &str) {
+    tools.decide(ticket, &approver(), true, "").await.unwrap();
+    let died = store
+        .claim_approval(ticket, "dead-replica", i64::MIN, store::now_ms() - 1)
+        .await
+        .unwrap();
+    assert!(died.is_some(), "claimed by a runner that then died");
+}
+
 /// An approved call of a tool this replica does not have is left to one
 /// that has it — a release rolling out that adds the tool, an inbox served
 /// apart with no tools — not claimed and failed here, which would spend
@@ -908,15 +920,7 @@ async fn an_approved_call_of_a_tool_this_replica_lacks_is_left_to_one_that_has_i
     // first, the tool or not: nothing else would end it, and it may have
     // taken effect.
     let ticket = waiting_before_a_release(&url, "R-10").await;
-    without
-        .decide(&ticket, &approver(), true, "")
-        .await
-        .unwrap();
-    let died = store
-        .claim_approval(&ticket, "dead-replica", i64::MIN, store::now_ms() - 1)
-        .await
-        .unwrap();
-    assert!(died.is_some(), "claimed by a runner that then died");
+    approved_then_its_runner_died(&without, &store, &ticket).await;
     assert_eq!(inbox_only.run_approved().await.unwrap(), 0);
     let ended = store.approval(&ticket).await.unwrap().unwrap();
     assert_eq!(ended.state, ApprovalState::Done, "{ended:?}");
@@ -937,15 +941,7 @@ async fn an_approved_call_of_a_tool_this_replica_lacks_is_left_to_one_that_has_i
     )
     .await;
     let ticket = ticket_of(&reply);
-    without
-        .decide(&ticket, &approver(), true, "")
-        .await
-        .unwrap();
-    let died = store
-        .claim_approval(&ticket, "dead-replica", i64::MIN, store::now_ms() - 1)
-        .await
-        .unwrap();
-    assert!(died.is_some(), "claimed by a runner that then died");
+    approved_then_its_runner_died(&without, &store, &ticket).await;
     assert_eq!(inbox_only.run_approved().await.unwrap(), 0);
     let left = store.approval(&ticket).await.unwrap().unwrap();
     assert_eq!(left.state, ApprovalState::Running, "{left:?}");
