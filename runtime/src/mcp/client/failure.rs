@@ -57,11 +57,8 @@ pub(crate) fn classify_error(error: &ServiceError, before_sending: bool) -> Erro
             ErrorEnvelope::transient("the connection to the MCP server closed before it answered")
                 .with_reason(reasons::CONNECTION_LOST)
         }
-        other => ErrorEnvelope::other(text(unlocated(
-            format!("the MCP call failed: {other}"),
-            other,
-        )))
-        .with_reason(reasons::UNEXPECTED_REPLY),
+        other => ErrorEnvelope::other(text(format!("the MCP call failed: {other}")))
+            .with_reason(reasons::UNEXPECTED_REPLY),
     }
 }
 
@@ -126,15 +123,11 @@ pub(crate) fn classify_initialize(error: &ClientInitializeError) -> ErrorEnvelop
         ClientInitializeError::LegacyFallbackFailed { fallback, .. } => {
             classify_initialize(fallback)
         }
-        ClientInitializeError::ConnectionClosed(_) => not_sent(unlocated(
-            format!("the MCP server closed the connection before it initialized: {error}"),
-            error,
+        ClientInitializeError::ConnectionClosed(_) => not_sent(format!(
+            "the MCP server closed the connection before it initialized: {error}"
         )),
-        other => ErrorEnvelope::other(text(unlocated(
-            format!("the MCP server did not initialize: {other}"),
-            other,
-        )))
-        .with_reason(reasons::UNEXPECTED_REPLY),
+        other => ErrorEnvelope::other(text(format!("the MCP server did not initialize: {other}")))
+            .with_reason(reasons::UNEXPECTED_REPLY),
     }
 }
 
@@ -308,38 +301,22 @@ fn transport(error: &DynamicTransportError, before_sending: bool) -> ErrorEnvelo
                 .with_reason(reasons::UNEXPECTED_REPLY),
             }
         }
-        Some(StreamableHttpError::Client(client)) if client.is_connect() => not_sent(unlocated(
-            format!("could not reach the MCP server: {}", with_cause(client)),
-            client,
+        // The client's errors come without their URL (`credentials::
+        // unlocated`): a key in its path is not quoted here either.
+        Some(StreamableHttpError::Client(client)) if client.is_connect() => not_sent(format!(
+            "could not reach the MCP server: {}",
+            with_cause(client)
         )),
-        Some(StreamableHttpError::Client(client)) if never_written(client) => not_sent(unlocated(
-            format!(
-                "the connection to the MCP server closed before the request was written: {}",
-                with_cause(client)
-            ),
-            client,
+        Some(StreamableHttpError::Client(client)) if never_written(client) => not_sent(format!(
+            "the connection to the MCP server closed before the request was written: {}",
+            with_cause(client)
         )),
-        _ if before_sending => not_sent(unlocated(
-            format!("could not send to the MCP server: {error}"),
-            &*error.error,
-        )),
-        _ => ErrorEnvelope::transient(text(unlocated(
-            format!("the connection to the MCP server broke: {error}"),
-            &*error.error,
+        _ if before_sending => not_sent(format!("could not send to the MCP server: {error}")),
+        _ => ErrorEnvelope::transient(text(format!(
+            "the connection to the MCP server broke: {error}"
         )))
         .with_reason(reasons::CONNECTION_LOST),
     }
-}
-
-/// `message` without the address reqwest's errors name (`… for url
-/// (http://host/s/<key>/mcp)`): a hosted server's key may be in its path,
-/// which no mask knows for a secret, and the caller knows where it called.
-fn unlocated(message: String, error: &(dyn StdError + 'static)) -> String {
-    causes(error)
-        .filter_map(|cause| cause.downcast_ref::<reqwest::Error>()?.url())
-        .fold(message, |message, url| {
-            message.replace(&format!(" for url ({url})"), "")
-        })
 }
 
 /// `error`, and what caused it at the root when that is another error

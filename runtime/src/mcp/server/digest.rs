@@ -29,11 +29,7 @@ pub(crate) fn digest(
     // An argument sent as `null` is one not sent: a parameter decodes
     // them alike. Inside a value, a `null` member says something of its
     // own (a merge patch's "remove"), and is kept.
-    let sent: Map<String, Value> = (arguments.iter())
-        .filter(|(_, value)| !value.is_null())
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .collect();
-    write_object(&sent, &mut canonical);
+    write_fields(arguments, |value| !value.is_null(), &mut canonical);
     hash.update(&canonical);
     hash.update([0]);
     match caller.map(Caller::subject) {
@@ -81,7 +77,15 @@ fn write_canonical(value: &Value, out: &mut Vec<u8>) {
 
 /// `fields` as a JSON object with its keys sorted, at every level.
 fn write_object(fields: &Map<String, Value>, out: &mut Vec<u8>) {
-    let mut keys: Vec<&String> = fields.keys().collect();
+    write_fields(fields, |_| true, out);
+}
+
+/// [`write_object`] of the `fields` whose value is `kept`.
+fn write_fields(fields: &Map<String, Value>, kept: impl Fn(&Value) -> bool, out: &mut Vec<u8>) {
+    let mut keys: Vec<&String> = (fields.iter())
+        .filter(|(_, value)| kept(value))
+        .map(|(key, _)| key)
+        .collect();
     keys.sort();
     out.push(b'{');
     for (index, key) in keys.into_iter().enumerate() {
