@@ -112,8 +112,12 @@ fn remembered_for(ttl: Duration, expires_ms: i64) -> Duration {
 const MAX_REDEMPTIONS: usize = 100_000;
 
 /// The most of one caller's approving states one tool set remembers at once
-/// (callers without a token count as one).
-const MAX_REDEMPTIONS_PER_CALLER: usize = MAX_REDEMPTIONS / 10;
+/// (callers without a token count as one): a hundredth of the whole, so
+/// that refusing everyone's approving rounds takes a hundred callers, each
+/// with a token of its own, spending a thousand states each (a person's
+/// yes to each) within a state's time to live. A person approves far
+/// fewer; a store has no such bound.
+const MAX_REDEMPTIONS_PER_CALLER: usize = MAX_REDEMPTIONS / 100;
 
 /// Longer than any process runs: a hundred years.
 const FOR_GOOD: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
@@ -228,6 +232,33 @@ mod tests {
         assert!(
             !ledger.redeem("m-7", ttl, 0, Some("alice")).await,
             "a used state stays used, whoever sends it"
+        );
+    }
+
+    #[tokio::test]
+    async fn every_caller_but_one_at_its_share_leaves_room_for_the_last() {
+        let ledger = Redemptions::default();
+        let ttl = Duration::from_secs(900);
+        let callers = MAX_REDEMPTIONS / MAX_REDEMPTIONS_PER_CALLER;
+        assert!(callers >= 100, "a few callers cannot fill the ledger");
+        for caller in 1..callers {
+            let name = format!("caller-{caller}");
+            for n in 0..MAX_REDEMPTIONS_PER_CALLER {
+                assert!(
+                    ledger
+                        .redeem(&format!("{name}/{n}"), ttl, 0, Some(&name))
+                        .await
+                );
+            }
+            assert!(
+                !ledger
+                    .redeem(&format!("{name}/more"), ttl, 0, Some(&name))
+                    .await
+            );
+        }
+        assert!(
+            ledger.redeem("alice-1", ttl, 0, Some("alice")).await,
+            "the last caller's approval still opens"
         );
     }
 
