@@ -42,6 +42,7 @@ FLOORS = [
     ["body/"],
     ["retry/"],
     ["coordinator.rs"],
+    ["mcp/violations/"],
     ["mcp/*.rs"],
     ["mcp/server/", "mcp/client/"],
     ["mcp/mod.rs"],

@@ -708,6 +708,42 @@ async fn an_unknown_tool_name_is_not_echoed_back_whole() {
     );
 }
 
+/// A linked list: each node's `next` an `Option<Box<Node>>`, which schemars
+/// writes as an `anyOf` of the node and `null` at every level.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+struct Node {
+    v: u64,
+    next: Option<Box<Node>>,
+}
+
+/// Walks a chain.
+#[tool(read_only)]
+fn linked(head: Node) -> Result<u64, ErrorEnvelope> {
+    Ok(head.v)
+}
+
+/// Arguments nested 60 levels through an optional recursive type, the last
+/// one wrong: listing the violations once walked each level twice — 2^60
+/// steps, one short request holding a core for good. Now the call is
+/// answered at once, with the field that is wrong.
+#[tokio::test]
+async fn a_deep_recursive_argument_is_refused_at_once_naming_its_field() {
+    let mut node = json!({"v": "seven"});
+    for _ in 1..60 {
+        node = json!({"v": 0, "next": node});
+    }
+    let tools = ToolSet::new().tool::<linked>();
+    let result = tools.call("linked", json!({"head": node})).await.unwrap();
+    let envelope = result.envelope().unwrap();
+    assert_eq!(envelope.category(), ErrorCategory::Validation);
+    let fields: Vec<&str> = envelope
+        .violations()
+        .iter()
+        .map(|v| v.field.as_str())
+        .collect();
+    assert_eq!(fields, [format!("head{}.v", ".next".repeat(59))]);
+}
+
 // ── 10. Reports ──────────────────────────────────────────────────────────────
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]

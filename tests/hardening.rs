@@ -653,3 +653,56 @@ async fn a_secret_whose_schema_was_overridden_is_masked_by_its_value() {
         assert!(!output.contains(UPSTREAM_TOKEN), "leaked: {output}");
     }
 }
+
+/// A sync that an approver must allow.
+fn approved_syncs(_: &tool_envelope::guard::ToolCall) -> Result<(), tool_envelope::guard::Blocked> {
+    Err(
+        tool_envelope::guard::Blocked::new("Syncs wait for an approver")
+            .unless_approved_by(tool_envelope::guard::Approvers::scope("sync:approve")),
+    )
+}
+
+/// A call made again while its approval lives is answered before its
+/// arguments are decoded — its `Secret`s' values unknown, masked by the
+/// schema alone. A `Secret` whose schema was overridden without its mark
+/// must therefore never wait for an approval: its value, in a part the
+/// schema does not mark, is refused before one opens, however often the
+/// call is made, and never shown.
+#[tokio::test]
+async fn a_secret_whose_schema_lost_its_mark_never_waits_for_an_approval() {
+    let store: std::sync::Arc<dyn tool_envelope::store::Store> =
+        std::sync::Arc::new(tool_envelope::store::MemoryStore::new());
+    let tools = ToolSet::new()
+        .tool::<sync_upstream>()
+        .guards(tool_envelope::guard::Guards::new().for_all(approved_syncs))
+        .store(std::sync::Arc::clone(&store))
+        .approvals_in_background(false);
+    let arguments = json!({"upstream": {"url": "https://git.example", "token": UPSTREAM_TOKEN}});
+    let caller = tool_envelope::guard::Caller::new("alice", ["sync:write"]);
+    let context = || tool_envelope::mcp::ToolContext::detached().with_caller(caller.clone());
+    let first = (tools.call_with("sync_upstream", arguments.clone(), context()))
+        .await
+        .unwrap();
+    let again = (tools.call_with("sync_upstream", arguments, context()))
+        .await
+        .unwrap();
+    for reply in [&first, &again] {
+        let shown = serde_json::to_string(reply).unwrap();
+        assert!(shown.contains("HIDDEN_FROM_APPROVERS"), "{shown}");
+        assert!(!shown.contains(UPSTREAM_TOKEN), "leaked: {shown}");
+        assert_eq!(
+            reply.structured_content.as_ref().unwrap()["attempted_query"],
+            json!({"upstream": {"url": "https://git.example", "token": "[redacted]"}})
+        );
+    }
+    let opened = store
+        .approvals(
+            "",
+            None,
+            &[tool_envelope::store::ApprovalState::Pending],
+            10,
+        )
+        .await
+        .unwrap();
+    assert!(opened.is_empty(), "{opened:?}");
+}

@@ -541,10 +541,53 @@ async fn a_task_past_its_time_to_live_is_not_run_again_when_taken_over() {
     let ended = shared.task(&task.id).await.unwrap().unwrap();
     assert!(ended.state.is_finished(), "{ended:?}");
     let claimed = shared
-        .claim_abandoned_tasks("", "another", store::now_ms(), store::now_ms() + 30_000, 10)
+        .claim_abandoned_tasks(
+            "",
+            None,
+            "another",
+            store::now_ms(),
+            store::now_ms() + 30_000,
+            10,
+        )
         .await
         .unwrap();
     assert!(claimed.is_empty(), "{claimed:?}");
+}
+
+/// A release rolling out: a replica of the new release made a task of a
+/// tool the old release lacks, and died. An old replica leaves it (it
+/// would end it "unknown tool", or as may-have-run), and a new one runs it
+/// again, once.
+#[tokio::test]
+async fn a_task_of_a_tool_a_replica_lacks_is_left_to_one_that_has_it() {
+    let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let now = store::now_ms();
+    let arguments = json!({"quarter": "rolling"});
+    let task = TaskRecord::new("report", arguments, Some("alice".into()), 600_000)
+        .held_by("dead-replica", now - 1)
+        .safe_to_repeat(true);
+    assert!(shared.create_task(&task, u64::MAX).await.unwrap());
+    let old = ToolSet::new()
+        .tool::<refund>()
+        .tasks(|_| TaskSupport::Optional)
+        .store(Arc::clone(&shared))
+        .approvals_in_background(false);
+    old.run_approved().await.unwrap();
+    let left = shared.task(&task.id).await.unwrap().unwrap();
+    assert!(
+        !left.state.is_finished(),
+        "ended by a replica without the tool: {left:?}"
+    );
+    assert_eq!(left.runs, task.runs, "not claimed");
+    let new = replica(Arc::clone(&shared));
+    new.run_approved().await.unwrap();
+    let ran = shared.task(&task.id).await.unwrap().unwrap();
+    assert_eq!(ran.state, store::TaskState::Completed, "{ran:?}");
+    assert_eq!(
+        ran.result.as_ref().unwrap()["structuredContent"],
+        json!({"result": "report for rolling"})
+    );
+    assert_eq!(times("rolling"), 1, "run again, once");
 }
 
 /// A task runs within one time to live from when it was made, wherever it
@@ -680,7 +723,7 @@ async fn a_task_whose_lease_another_replica_took_stops_here() {
         let record = slow.inner.task(&task).await.unwrap().unwrap();
         let taker = other.map_or_else(|| record.holder.clone().unwrap(), str::to_owned);
         let taken = (slow.inner)
-            .claim_abandoned_tasks(&record.service, &taker, i64::MAX, i64::MAX, 1)
+            .claim_abandoned_tasks(&record.service, None, &taker, i64::MAX, i64::MAX, 1)
             .await
             .unwrap();
         assert_eq!(taken.len(), 1, "taken over");
@@ -961,6 +1004,72 @@ async fn a_task_still_waiting_for_its_approver_ends_with_its_ticket_before_it_ex
         json!({"result": "refunded $730 on T-730"})
     );
     assert_eq!(times("T-730"), 1);
+}
+
+/// A store that kept an approval and lost the answer: the call is not told
+/// its block is final (an approver's yes would still run it), but that it
+/// did not run and may be made again — which finds the approval kept.
+#[tokio::test]
+async fn an_approval_kept_without_an_answer_is_found_by_the_call_made_again() {
+    let slow = Slow::new();
+    slow.held.add_permits(1_000);
+    slow.opens_unanswered.store(true, Ordering::SeqCst);
+    let shared: Arc<dyn Store> = slow.clone();
+    let tools = capped(Arc::clone(&shared));
+    let arguments = json!({"order": "T-lost", "amount": 640});
+    let reply = (tools.call_with("capped_refund", arguments.clone(), ToolContext::detached()))
+        .await
+        .unwrap();
+    let first = reply.structured_content.unwrap();
+    assert_eq!(first["errorCategory"], "transient", "{first}");
+    assert_eq!(first["isRetryable"], true, "{first}");
+    assert_eq!(first["reason"], "NOT_APPLIED", "{first}");
+    assert!(first["escalation"]["ticket"].is_null(), "{first}");
+    let kept = shared
+        .approvals("", None, &[ApprovalState::Pending], 10)
+        .await
+        .unwrap();
+    assert_eq!(kept.len(), 1, "kept though unanswered");
+
+    slow.opens_unanswered.store(false, Ordering::SeqCst);
+    let reply = (tools.call_with("capped_refund", arguments, ToolContext::detached()))
+        .await
+        .unwrap();
+    let again = reply.structured_content.unwrap();
+    assert_eq!(again["reason"], "AWAITING_APPROVAL", "{again}");
+    assert_eq!(again["escalation"]["ticket"]["id"], kept[0].id.as_str());
+    assert_eq!(times("T-lost"), 0);
+}
+
+/// A task that waits for its approver and fails to read its ticket once
+/// waits on: it does not end with its block (which reads as final, while
+/// the approval lives), and ends with the call's result once approved.
+#[tokio::test(start_paused = true)]
+async fn a_task_whose_ticket_cannot_be_read_once_waits_on_for_its_approver() {
+    let slow = Slow::new();
+    slow.held.add_permits(1_000);
+    let shared: Arc<dyn Store> = slow.clone();
+    let tools = capped(Arc::clone(&shared));
+    let client = connect(tools.clone()).await;
+    let arguments = json!({"order": "T-unread", "amount": 660});
+    let task = task_of(&client, "capped_refund", arguments).await;
+    let ticket = ticket_awaited(&client, &task).await;
+    slow.approval_reads_fail.store(2, Ordering::SeqCst);
+    // Read once a second: two reads fail within three (or the task ended).
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(slow.approval_reads_fail.load(Ordering::SeqCst), 0);
+    let waiting = get(&client, &task).await;
+    assert_eq!(waiting["status"], "working", "{waiting}");
+    let approver = tool_envelope::guard::Caller::new("carol", ["refunds:approve"]);
+    tools.decide(&ticket, &approver, true, "ok").await.unwrap();
+    tools.run_approved().await.unwrap();
+    let done = past(&client, &task, "working").await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"],
+        json!({"result": "refunded $660 on T-unread"})
+    );
+    assert_eq!(times("T-unread"), 1);
 }
 
 /// The ticket the task `task` waits for, once its status message names it.
@@ -1323,6 +1432,11 @@ struct Slow {
     kept_tasks: std::sync::Mutex<Vec<(i64, i64)>>,
     /// Whether keeping a task fails (the database went away).
     keeping_tasks_fails: std::sync::atomic::AtomicBool,
+    /// Keeps each approval opened and answers with an error, as a
+    /// database whose connection was lost after the commit.
+    opens_unanswered: std::sync::atomic::AtomicBool,
+    /// How many of the next reads of one approval fail.
+    approval_reads_fail: std::sync::atomic::AtomicU32,
 }
 
 /// A point in the store a call is held at, once the test closes it: the
@@ -1389,6 +1503,8 @@ impl Slow {
             counted_at_ms: std::sync::atomic::AtomicI64::new(0),
             kept_tasks: std::sync::Mutex::default(),
             keeping_tasks_fails: std::sync::atomic::AtomicBool::new(false),
+            opens_unanswered: std::sync::atomic::AtomicBool::new(false),
+            approval_reads_fail: std::sync::atomic::AtomicU32::new(0),
         })
     }
 }
@@ -1406,9 +1522,8 @@ impl Store for Slow {
     passed_on! {
         answer_task(id: &'a str, responses: &'a Value) -> bool;
         cancel_task(id: &'a str) -> bool;
-        claim_abandoned_tasks(service: &'a str, holder: &'a str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Vec<TaskRecord>;
+        claim_abandoned_tasks(service: &'a str, tools: Option<&'a [&'a str]>, holder: &'a str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Vec<TaskRecord>;
         waiting_approvals(service: &'a str, caller: Option<&'a str>, now_ms: i64) -> u64;
-        approval(id: &'a str) -> Option<ApprovalRecord>;
         approvals(service: &'a str, approvers: Option<&'a [&'a str]>, states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
         renew_approval(id: &'a str, holder: &'a str, lease_until_ms: i64) -> bool;
         approvals_to_run(service: &'a str, now_ms: i64, limit: u32) -> Vec<String>;
@@ -1555,8 +1670,21 @@ impl Store for Slow {
             let kept = self.inner.open_approval(&approval, most_waiting).await?;
             self.kept.add_permits(1);
             let _ = self.held.acquire().await;
+            if self.opens_unanswered.load(Ordering::SeqCst) {
+                return Err(StoreError::new("the connection was lost"));
+            }
             Ok(kept)
         })
+    }
+
+    fn approval<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<ApprovalRecord>> {
+        let fails =
+            self.approval_reads_fail
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        if fails.is_ok() {
+            return Box::pin(async { Err(StoreError::new("the database went away")) });
+        }
+        self.inner.approval(id)
     }
 
     fn call_approvals<'a>(

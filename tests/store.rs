@@ -512,7 +512,7 @@ async fn tasks(store: &dyn Store) {
         .held_by("replica-dead", now - 1)
         .safe_to_repeat(true);
     assert!(store.create_task(&abandoned, u64::MAX).await.unwrap());
-    let claimed = (store.claim_abandoned_tasks("", "replica-b", now, now + MINUTE, 100))
+    let claimed = (store.claim_abandoned_tasks("", None, "replica-b", now, now + MINUTE, 100))
         .await
         .unwrap();
     let mine: Vec<_> = claimed.iter().filter(|t| t.id == abandoned.id).collect();
@@ -520,7 +520,7 @@ async fn tasks(store: &dyn Store) {
     assert_eq!(mine[0].holder.as_deref(), Some("replica-b"));
     assert_eq!(mine[0].runs, abandoned.runs + 1);
     assert!(mine[0].safe_to_repeat);
-    let again = (store.claim_abandoned_tasks("", "replica-c", now, now + MINUTE, 100))
+    let again = (store.claim_abandoned_tasks("", None, "replica-c", now, now + MINUTE, 100))
         .await
         .unwrap();
     assert!(again.iter().all(|t| t.id != abandoned.id), "claimed twice");
@@ -534,15 +534,16 @@ async fn tasks(store: &dyn Store) {
     theirs.service = shop.clone();
     assert!(store.create_task(&theirs, u64::MAX).await.unwrap());
     for other in ["", "billing"] {
-        let claimed = (store.claim_abandoned_tasks(other, "replica-b", now, now + MINUTE, 100))
-            .await
-            .unwrap();
+        let claimed =
+            (store.claim_abandoned_tasks(other, None, "replica-b", now, now + MINUTE, 100))
+                .await
+                .unwrap();
         assert!(
             claimed.iter().all(|t| t.id != theirs.id),
             "another service's task claimed by `{other}`"
         );
     }
-    let claimed = (store.claim_abandoned_tasks(&shop, "replica-s", now, now + MINUTE, 100))
+    let claimed = (store.claim_abandoned_tasks(&shop, None, "replica-s", now, now + MINUTE, 100))
         .await
         .unwrap();
     let ours: Vec<_> = claimed.iter().filter(|t| t.id == theirs.id).collect();
@@ -550,6 +551,74 @@ async fn tasks(store: &dyn Store) {
     assert_eq!(ours[0].service, shop);
     let read = store.task(&theirs.id).await.unwrap().unwrap();
     assert_eq!(read.service, shop);
+    // A replica that lacks a tool (a release rolling out) claims none of
+    // its tasks while a replica that has it could run them again; once its
+    // time to live ran out, any replica claims one, to end it.
+    let newer = format!("newer-{now}");
+    let mut new_tool = TaskRecord::new("added", json!({}), None, 10 * MINUTE)
+        .held_by("replica-dead", now - 1)
+        .safe_to_repeat(true);
+    new_tool.service = newer.clone();
+    assert!(store.create_task(&new_tool, u64::MAX).await.unwrap());
+    let old_tools: &[&str] = &["slow", "refund"];
+    let claimed = (store.claim_abandoned_tasks(
+        &newer,
+        Some(old_tools),
+        "replica-old",
+        now,
+        now + MINUTE,
+        100,
+    ))
+    .await
+    .unwrap();
+    assert!(
+        claimed.is_empty(),
+        "a task of a tool the replica lacks: {claimed:?}"
+    );
+    let claimed =
+        (store.claim_abandoned_tasks(&newer, Some(&[]), "replica-old", now, now + MINUTE, 100))
+            .await
+            .unwrap();
+    assert!(
+        claimed.is_empty(),
+        "a replica with no tools claims none live"
+    );
+    let new_tools: &[&str] = &["slow", "added"];
+    let claimed = (store.claim_abandoned_tasks(
+        &newer,
+        Some(new_tools),
+        "replica-new",
+        now,
+        now + MINUTE,
+        100,
+    ))
+    .await
+    .unwrap();
+    assert_eq!(claimed.len(), 1, "the replica with the tool claims it");
+    assert_eq!(claimed[0].id, new_tool.id);
+    let mut expired = TaskRecord::new("added", json!({}), None, MINUTE)
+        .held_by("replica-dead", now - 1)
+        .safe_to_repeat(true);
+    expired.service = newer.clone();
+    expired.created_ms = now - 2 * MINUTE;
+    assert!(store.create_task(&expired, u64::MAX).await.unwrap());
+    let claimed = (store.claim_abandoned_tasks(
+        &newer,
+        Some(old_tools),
+        "replica-old",
+        now,
+        now + MINUTE,
+        100,
+    ))
+    .await
+    .unwrap();
+    let ids: Vec<_> = claimed.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [expired.id.as_str()],
+        "past its time to live, anyone's to end"
+    );
+
     // A task that finished is never claimed, whatever its lease says.
     let over = TaskRecord::new("slow", json!({}), None, 10 * MINUTE)
         .held_by("replica-dead", now + MINUTE)
@@ -562,7 +631,7 @@ async fn tasks(store: &dyn Store) {
             .unwrap()
     );
     let later = now + 2 * MINUTE;
-    let claimed = (store.claim_abandoned_tasks("", "replica-b", later, later + MINUTE, 100))
+    let claimed = (store.claim_abandoned_tasks("", None, "replica-b", later, later + MINUTE, 100))
         .await
         .unwrap();
     assert!(
@@ -576,7 +645,7 @@ async fn tasks(store: &dyn Store) {
     assert_eq!(store.task(&task.id).await.unwrap(), None);
     assert_eq!(store.running_tasks("", Some(&who)).await.unwrap().1, 0);
     let (swept_at, lease) = (now + 11 * MINUTE, now + 12 * MINUTE);
-    let swept = (store.claim_abandoned_tasks("", "replica-b", swept_at, lease, 100))
+    let swept = (store.claim_abandoned_tasks("", None, "replica-b", swept_at, lease, 100))
         .await
         .unwrap();
     assert!(
@@ -1850,9 +1919,10 @@ async fn a_store_from_before_services_keeps_its_rows_as_the_unnamed_services() {
     );
     assert_eq!(store.task("old-task").await.unwrap().unwrap().service, "");
     let later = now + 1;
-    let taken = store.claim_abandoned_tasks("billing", "replica-b", later, later + MINUTE, 10);
+    let taken =
+        store.claim_abandoned_tasks("billing", None, "replica-b", later, later + MINUTE, 10);
     assert!(taken.await.unwrap().is_empty());
-    let taken = store.claim_abandoned_tasks("", "replica-b", later, later + MINUTE, 10);
+    let taken = store.claim_abandoned_tasks("", None, "replica-b", later, later + MINUTE, 10);
     assert_eq!(taken.await.unwrap().len(), 1);
     let escalation = store.escalation("old-escalation").await.unwrap().unwrap();
     assert_eq!(escalation.service, None);
@@ -2303,7 +2373,7 @@ async fn an_unreadable_task_ends_failed(
         .safe_to_repeat(true)
         .for_service(service);
     assert!(store.create_task(&stopped, u64::MAX).await.unwrap());
-    let claimed = store.claim_abandoned_tasks(service, "replica-b", now, now + MINUTE, 10);
+    let claimed = store.claim_abandoned_tasks(service, None, "replica-b", now, now + MINUTE, 10);
     let claimed = claimed.await.unwrap();
     assert_eq!(claimed.len(), 1);
     assert_eq!(claimed[0].id, stopped.id);
@@ -2318,7 +2388,8 @@ async fn an_unreadable_task_ends_failed(
         "no longer counted among mallory's running tasks"
     );
     let later = now + 2 * MINUTE;
-    let claimed = store.claim_abandoned_tasks(service, "replica-c", later, later + MINUTE, 10);
+    let claimed =
+        store.claim_abandoned_tasks(service, None, "replica-c", later, later + MINUTE, 10);
     let claimed = claimed.await.unwrap();
     assert!(claimed.iter().all(|task| task.id != id));
     assert_eq!(read(row).await.1, runs, "not claimed again");

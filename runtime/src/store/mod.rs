@@ -118,15 +118,21 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
 
     /// Claims, for `holder` until `lease_until_ms`, up to `limit` unfinished
     /// tasks of `service` ([`TaskRecord::service`]) whose lease ran out
-    /// before `now_ms`: the tasks claimed. Each claim is one conditional
-    /// update, so that two replicas never claim one task; another
-    /// service's tasks are never claimed. One the store cannot read back
+    /// before `now_ms`: the tasks claimed. With `tools`, only tasks of
+    /// those tools ([`TaskRecord::tool`]), and of any tool those whose time
+    /// to live ran out by `now_ms` (`created_ms + ttl_ms`: no replica runs
+    /// them again, and whoever claims one ends it) — a replica that lacks a
+    /// tool (a release rolling out) leaves its tasks to one that has it;
+    /// `None`, every tool's. Each claim is one conditional update, so that
+    /// two replicas never claim one task; another service's tasks are never
+    /// claimed. One the store cannot read back
     /// ([`StoreError::is_unreadable`]) can neither run again nor be
     /// answered: it is ended [failed](TaskState::Failed) and not returned,
     /// and holds none of the others back.
     fn claim_abandoned_tasks<'a>(
         &'a self,
         service: &'a str,
+        tools: Option<&'a [&'a str]>,
         holder: &'a str,
         now_ms: i64,
         lease_until_ms: i64,

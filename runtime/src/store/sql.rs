@@ -893,19 +893,37 @@ macro_rules! sql_store {
             fn claim_abandoned_tasks<'a>(
                 &'a self,
                 service: &'a str,
+                tools: Option<&'a [&'a str]>,
                 holder: &'a str,
                 now_ms: i64,
                 lease_until_ms: i64,
                 limit: u32,
             ) -> StoreFuture<'a, Vec<TaskRecord>> {
                 Box::pin(async move {
-                    let sql = "SELECT id FROM te_tasks \
-                               WHERE state IN ('working', 'input_required') AND lease_until_ms < $1 \
-                               AND service = $3 ORDER BY lease_until_ms LIMIT $2";
-                    let ids: Vec<String> = sqlx::query(sql)
+                    // The tools are bound, as one JSON array however many;
+                    // a task whose time to live ran out is any replica's
+                    // to end (written as a difference: a sum could
+                    // overflow, which Postgres refuses).
+                    let of_tools = match tools {
+                        Some(_) => format!(
+                            " AND (tool IN ({}) OR ttl_ms <= $1 - created_ms)",
+                            format!($json_texts, "$4")
+                        ),
+                        None => String::new(),
+                    };
+                    let sql = format!(
+                        "SELECT id FROM te_tasks \
+                         WHERE state IN ('working', 'input_required') AND lease_until_ms < $1 \
+                         AND service = $3{of_tools} ORDER BY lease_until_ms LIMIT $2"
+                    );
+                    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
                         .bind(now_ms)
                         .bind(i64::from(limit))
-                        .bind(service)
+                        .bind(service);
+                    if let Some(tools) = tools {
+                        query = query.bind(text(&serde_json::json!(tools)));
+                    }
+                    let ids: Vec<String> = query
                         .fetch_all(&self.pool)
                         .await
                         .map_err(failed)?

@@ -112,6 +112,7 @@ impl Store for MemoryStore {
     fn claim_abandoned_tasks<'a>(
         &'a self,
         service: &'a str,
+        tools: Option<&'a [&'a str]>,
         holder: &'a str,
         now_ms: i64,
         lease_until_ms: i64,
@@ -127,7 +128,12 @@ impl Store for MemoryStore {
             let Some(task) = tasks.get_mut(id) else {
                 continue;
             };
-            if task.service == service && !task.state.is_finished() && task.lease_until_ms < now_ms
+            let ours = tools.is_none_or(|tools| tools.contains(&task.tool.as_str()))
+                || task.ttl_ms <= now_ms.saturating_sub(task.created_ms);
+            if task.service == service
+                && ours
+                && !task.state.is_finished()
+                && task.lease_until_ms < now_ms
             {
                 task.holder = Some(holder.to_owned());
                 task.lease_until_ms = lease_until_ms;

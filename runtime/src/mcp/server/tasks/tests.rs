@@ -60,7 +60,7 @@ async fn a_kept_task_rmcp_aborts_ends_failed_in_the_store_and_is_never_taken_ove
     // Its lease lapsing later changes nothing: no replica takes it over.
     let later = now_ms() + 10 * 60 * 1000;
     let taken = store
-        .claim_abandoned_tasks("", "replica-b", later, later + 1000, 10)
+        .claim_abandoned_tasks("", None, "replica-b", later, later + 1000, 10)
         .await
         .unwrap();
     assert!(taken.iter().all(|t| t.id != task.task_id));

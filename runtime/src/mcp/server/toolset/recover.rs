@@ -47,11 +47,14 @@ impl ToolSet {
     /// ends with a `MAY_HAVE_TAKEN_EFFECT` envelope, never run twice.
     pub(super) async fn recover_tasks(&self, store: &dyn Store) -> Result<(), StoreError> {
         let holder = self.holder();
+        // A task of a tool this set lacks (a release rolling out) is left
+        // to a replica that has it, until its time to live runs out.
+        let tools: Vec<&str> = self.inner.index.keys().map(String::as_str).collect();
         for _ in 0..BATCH {
             let now = now_ms();
             let lease = now.saturating_add(held::ms(held::LEASE));
             let claimed = store
-                .claim_abandoned_tasks(self.service(), holder, now, lease, 1)
+                .claim_abandoned_tasks(self.service(), Some(&tools), holder, now, lease, 1)
                 .await?;
             let Some(task) = claimed.into_iter().next() else {
                 return Ok(());

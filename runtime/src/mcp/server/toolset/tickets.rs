@@ -325,8 +325,8 @@ impl ToolSet {
                 let _ = opened;
                 standing
             });
-        self.stand(store.as_ref(), entry, arguments, state, failure, standing)
-            .await
+        let call = (entry, arguments, state);
+        self.stand(store.as_ref(), call, failure, standing).await
     }
 
     /// The same call made again while an approval of it lives (not an
@@ -369,25 +369,30 @@ impl ToolSet {
             }
         };
         self.start_runner();
+        // Not decoded, masked by its schema alone: a `Secret` whose schema
+        // lost its mark never waits for an approval (HIDDEN_FROM_APPROVERS).
         let failure = Failure::Envelope(blocked);
-        let standing = Ok(standing);
+        let call = (entry, arguments, state);
         Some(
-            self.stand(store.as_ref(), entry, arguments, state, failure, standing)
+            self.stand(store.as_ref(), call, failure, Ok(standing))
                 .await,
         )
     }
 
-    /// The outcome of a call that waits for an approval, as `standing`
-    /// says, `failure` its block.
+    /// The outcome of `call`, which waits for an approval, as `standing`
+    /// says, `failure` its block. A store that failed runs nothing: the
+    /// call is answered transient and not applied, to be made again, which
+    /// finds the approval if it was kept (the block alone would read as
+    /// final, while a yes could still run the call).
     async fn stand(
         &self,
         store: &dyn Store,
-        entry: &Entry,
-        arguments: &Map<String, Value>,
-        state: &CallState,
+        call: (&Entry, &Map<String, Value>, &CallState),
         failure: Failure,
         standing: Result<Ticketed, StoreError>,
     ) -> Outcome {
+        let (entry, arguments, state) = call;
+        let settle = |envelope| super::dispatch::settle_here(envelope, entry, arguments, state);
         // A call run as a task waits in its task for the outcome, its
         // status saying for whom, until shortly before the task would expire.
         let standing = match (standing, state.context_ref().task_context()) {
@@ -402,24 +407,20 @@ impl ToolSet {
         match standing {
             Ok(Ticketed::Awaiting(escalation)) => {
                 let escalation = Escalation {
-                    envelope: super::dispatch::settle_here(
-                        escalation.envelope,
-                        entry,
-                        arguments,
-                        state,
-                    ),
+                    envelope: settle(escalation.envelope),
                     ..escalation
                 };
                 Outcome::Ran(Err(Failure::Escalated(escalation)))
             }
-            Ok(Ticketed::Ended(envelope)) => {
-                let envelope = super::dispatch::settle_here(envelope, entry, arguments, state);
-                Outcome::Ran(Err(Failure::Envelope(envelope)))
-            }
+            Ok(Ticketed::Ended(envelope)) => Outcome::Ran(Err(Failure::Envelope(settle(envelope)))),
             Ok(Ticketed::Ran(reply)) => Outcome::Stored(reply),
             Err(error) => {
-                tracing::warn!(%error, tool = %entry.facts.tool, "opening an approval: the store failed; the block stands");
-                Outcome::Ran(Err(failure))
+                tracing::warn!(%error, tool = %entry.facts.tool, "keeping or reading a call's approval: the store failed; the call was not run");
+                let envelope = ErrorEnvelope::transient(
+                    "the approval this call needs could not be kept or read, so it was not run; call again with the same arguments",
+                )
+                .with_not_applied(true);
+                Outcome::Ran(Err(Failure::Envelope(settle(envelope))))
             }
         }
     }
@@ -458,7 +459,12 @@ impl ToolSet {
             let read = ticket::follow(store, &id, blocked);
             match tokio::time::timeout_at(bound, read).await {
                 Ok(Ok(Ticketed::Awaiting(standing))) => last = standing,
-                Ok(ended) => return ended,
+                Ok(Ok(ended)) => return Ok(ended),
+                // The approval lives on whatever one read says: the task
+                // reads it again, and still withdraws it if cancelled.
+                Ok(Err(error)) => {
+                    tracing::warn!(%error, ticket = %id, "following an approval: the store failed; read again");
+                }
                 Err(_) => return Ok(Ticketed::Awaiting(last)),
             }
             let now = tokio::time::Instant::now();
