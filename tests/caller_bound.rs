@@ -18,6 +18,10 @@ use rmcp::model::{
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
+use rmcp::transport::streamable_http_server::session::store::{
+    SessionState, SessionStore, SessionStoreError,
+};
 use serde_json::{Value, json};
 use tool_envelope::guard::{Blocked, Caller, ToolCall};
 use tool_envelope::mcp::{APPROVAL_META_KEY, BearerAuth, HttpOptions, TaskSupport, ToolSet};
@@ -537,6 +541,108 @@ async fn a_session_whose_client_left_while_it_was_made_is_ended() {
     tokio::time::timeout(Duration::from_secs(20), one_left)
         .await
         .expect("the session past her bound is closed");
+}
+
+/// An rmcp session store that holds the first session it is given to keep
+/// until the test lets it go: a slow database.
+struct HeldSessions {
+    first: AtomicBool,
+    kept: std::sync::Mutex<Option<String>>,
+    entered: tokio::sync::Semaphore,
+    go: tokio::sync::Semaphore,
+}
+
+#[async_trait::async_trait]
+impl SessionStore for HeldSessions {
+    async fn load(&self, _: &str) -> Result<Option<SessionState>, SessionStoreError> {
+        Ok(None)
+    }
+
+    async fn store(&self, id: &str, _: &SessionState) -> Result<(), SessionStoreError> {
+        if !self.first.swap(true, Ordering::SeqCst) {
+            *self.kept.lock().unwrap() = Some(id.to_owned());
+            self.entered.add_permits(1);
+            let _ = self.go.acquire().await;
+        }
+        Ok(())
+    }
+
+    async fn delete(&self, _: &str) -> Result<(), SessionStoreError> {
+        Ok(())
+    }
+}
+
+/// With an rmcp session store, a session is made, and kept in the store,
+/// before its `initialize` is answered. A client that leaves meanwhile (an
+/// HTTP/2 stream reset, a server that drops the request's future when its
+/// connection closes — the service mounted in one's own server) still has
+/// it counted against its bound: it could otherwise open sessions without
+/// end, none of them counted.
+#[tokio::test]
+async fn a_session_kept_in_a_session_store_as_its_client_left_is_counted() {
+    let store = Arc::new(HeldSessions {
+        first: AtomicBool::new(false),
+        kept: std::sync::Mutex::new(None),
+        entered: tokio::sync::Semaphore::new(0),
+        go: tokio::sync::Semaphore::new(0),
+    });
+    let mut config = StreamableHttpServerConfig::default();
+    config.session_store = Some(store.clone());
+    let service = HttpOptions::from(config)
+        .require_bearer(BearerAuth::new("http://127.0.0.1/mcp", validate))
+        .sessions_per_caller(1)
+        .service(tools());
+    let send = |session: Option<&str>, body: &Value| {
+        let mut request = axum::http::Request::post("http://127.0.0.1/mcp")
+            .header("host", "127.0.0.1")
+            .header("authorization", "Bearer alice-token")
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json");
+        if let Some(session) = session {
+            request = request
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", "2025-11-25");
+        }
+        let request = request
+            .body(axum::body::Body::from(body.to_string()))
+            .unwrap();
+        tower_service::Service::call(&mut service.clone(), request)
+    };
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "agent", "version": "1"}}});
+    // Her request's future is dropped while the store keeps her session.
+    let opening = tokio::spawn(send(None, &initialize));
+    let _ = store.entered.acquire().await.unwrap();
+    opening.abort();
+    assert!(opening.await.unwrap_err().is_cancelled());
+    store.go.add_permits(1);
+    // The session she left is hers once counted: until then the server
+    // answers it as unknown.
+    let id = store.kept.lock().unwrap().clone().unwrap();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let mut status = 404;
+    for _ in 0..100 {
+        status = send(Some(&id), &initialized)
+            .await
+            .unwrap()
+            .status()
+            .as_u16();
+        if status != 404 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(
+        status, 202,
+        "the session she left was never counted as hers"
+    );
+    let refused = send(None, &initialize).await.unwrap();
+    assert_eq!(
+        refused.status(),
+        429,
+        "a second session past her bound of one"
+    );
 }
 
 /// A POST of `body` to `url` with `token` and, if given, `session`; the

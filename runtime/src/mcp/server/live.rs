@@ -111,23 +111,24 @@ impl LiveRequest {
 
     /// The live side of a call run as a task: no progress (the request that
     /// made the task was answered with it), no log messages, cancelled from
-    /// outside by `tasks/cancel`.
+    /// outside by `tasks/cancel`. It keeps of the request that made it its
+    /// `peer` and `caller`, not the request (its headers) itself.
     pub(crate) fn task(
-        context: &RequestContext<RoleServer>,
+        (peer, caller): (Peer<RoleServer>, Option<Arc<Caller>>),
         tool: &str,
         threshold: &Arc<LogThreshold>,
         asking: Asking,
     ) -> Self {
         LiveRequest {
             cancel: CancellationToken::new(),
-            peer: context.peer.clone(),
+            peer,
             progress_token: None,
             logger: tool.to_owned(),
             threshold: Arc::clone(threshold),
             request_level: Some(None),
             asking,
             last_progress: Mutex::new(None),
-            caller: caller(context),
+            caller,
         }
     }
 

@@ -126,15 +126,12 @@ impl Asking {
     }
 
     /// The asking side of a call run as the task `task`, whose time to
-    /// live `ends`, for the client the request that made it came from.
-    pub(crate) fn task(
-        task: TaskContext,
-        context: &RequestContext<RoleServer>,
-        ends: Instant,
-    ) -> Self {
+    /// live `ends`, for `client`, what the request that made it said of
+    /// its client ([`ClientSide::read_now`]).
+    pub(crate) fn task(task: TaskContext, client: ClientSide, ends: Instant) -> Self {
         Asking {
             mode: Mode::Task(task, Mutex::new(HashMap::new()), ends),
-            client: ClientSide::read_now(context),
+            client,
             answers: HashMap::new(),
             approved_until_ms: 0,
             stop: Mutex::new(None),

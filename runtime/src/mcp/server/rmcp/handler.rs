@@ -374,16 +374,17 @@ impl ToolSet {
         let refused = arguments.clone();
         let name = name.to_owned();
         let task_name = name.clone();
-        let context = context.clone();
+        let client = crate::mcp::server::client::ClientSide::read_now(context);
+        let peer = (context.peer.clone(), caller.clone());
         let by = subject.map(str::to_owned);
         let spawned = tasks.spawn(subject, kept, move |task| {
             let name = task_name;
             // Taken as rmcp makes the task and starts counting its time to live.
             let ends = tokio::time::Instant::now() + TASK_TTL;
             Box::pin(async move {
-                let asking = Asking::task(task.clone(), &context, ends);
+                let asking = Asking::task(task.clone(), client, ends);
                 let threshold = tools.log_threshold();
-                let live = LiveRequest::task(&context, &name, threshold, asking);
+                let live = LiveRequest::task(peer, &name, threshold, asking);
                 let call = tools.call_with(&name, arguments, ToolContext::live(Arc::new(live)));
                 // A cancellation that comes while the call opens its
                 // approval waits for the store: then it withdraws it.

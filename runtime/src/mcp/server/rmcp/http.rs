@@ -16,7 +16,8 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
 use crate::mcp::server::rmcp::bearer::BearerAuth;
 use crate::mcp::server::rmcp::sessions::{
-    DEFAULT_SESSIONS_PER_CALLER, McpResponse, SessionOwners, too_many_sessions, unknown_session,
+    DEFAULT_SESSIONS_PER_CALLER, McpResponse, SessionOwners, shutting_down, too_many_sessions,
+    unknown_session,
 };
 use crate::mcp::server::toolset::ToolSet;
 
@@ -327,15 +328,29 @@ where
             }
             let subject = caller.subject().to_owned();
             request.extensions_mut().insert(caller);
-            let response = tower_service::Service::call(&mut inner, request).await?;
-            if let (Some(owners), None) = (&owners, &session)
-                && let Some(opened) = response.headers().get(SESSION_ID)
-                && let Ok(opened) = opened.to_str()
-                && !owners.opened(opened, &subject).await
-            {
-                return Ok(too_many_sessions());
+            let (Some(owners), None) = (owners, &session) else {
+                return tower_service::Service::call(&mut inner, request).await;
+            };
+            // A request that may open a session is run, and its session
+            // counted, apart from the connection: a client that leaves while
+            // rmcp makes it (or keeps it in a session store) would otherwise
+            // leave a session made and never counted against its bound.
+            let opening = tokio::spawn(async move {
+                let response = tower_service::Service::call(&mut inner, request).await?;
+                if let Some(opened) = response.headers().get(SESSION_ID)
+                    && let Ok(opened) = opened.to_str()
+                    && !owners.opened(opened, &subject).await
+                {
+                    return Ok(too_many_sessions());
+                }
+                Ok(response)
+            });
+            match opening.await {
+                Ok(response) => response,
+                Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+                // The runtime is shutting down.
+                Err(_) => Ok(shutting_down()),
             }
-            Ok(response)
         })
     }
 }

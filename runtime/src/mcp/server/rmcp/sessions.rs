@@ -185,6 +185,15 @@ pub(super) fn too_many_sessions() -> McpResponse {
     response
 }
 
+/// The answer to a request the server could not finish: it is stopping.
+pub(super) fn shutting_down() -> McpResponse {
+    let body =
+        http_body_util::Full::new(Bytes::from("Service Unavailable: the server is stopping"));
+    let mut response = Response::new(http_body_util::BodyExt::boxed(body));
+    *response.status_mut() = axum::http::StatusCode::SERVICE_UNAVAILABLE;
+    response
+}
+
 /// The answer to a request for a session that is not the caller's: rmcp's
 /// own answer to an unknown session, word for word.
 pub(super) fn unknown_session() -> McpResponse {
