@@ -1072,6 +1072,42 @@ async fn a_task_whose_ticket_cannot_be_read_once_waits_on_for_its_approver() {
     assert_eq!(times("T-unread"), 1);
 }
 
+/// An approved run that meets its next block while the store cannot open
+/// that block's approval keeps the block as the approval's reply — not a
+/// "call again" that every call made again would read again, retryable,
+/// for as long as the first approval lives.
+#[tokio::test]
+async fn an_approved_run_whose_next_approval_cannot_be_opened_keeps_its_block() {
+    let slow = Slow::new();
+    slow.held.add_permits(1_000);
+    let shared: Arc<dyn Store> = slow.clone();
+    let tools = capped(shared).guards(tool_envelope::guard::Guards::new().for_all(finance));
+    let arguments = json!({"order": "T-next", "amount": 1400});
+    let call = || tools.call_with("capped_refund", arguments.clone(), ToolContext::detached());
+    let first = call().await.unwrap().structured_content.unwrap();
+    assert_eq!(first["reason"], "AWAITING_APPROVAL", "{first}");
+    let ticket = first["escalation"]["ticket"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let approver = tool_envelope::guard::Caller::new("carol", ["finance:approve"]);
+    tools.decide(&ticket, &approver, true, "ok").await.unwrap();
+    slow.opening_fails.store(true, Ordering::SeqCst);
+    tools.run_approved().await.unwrap();
+    slow.opening_fails.store(false, Ordering::SeqCst);
+    let again = call().await.unwrap().structured_content.unwrap();
+    assert_eq!(again["errorCategory"], "business", "{again}");
+    assert_eq!(again["isRetryable"], false, "{again}");
+    assert!(
+        again["message"]
+            .as_str()
+            .unwrap()
+            .contains("exceeds the $500 cap"),
+        "{again}"
+    );
+    assert_eq!(times("T-next"), 0);
+}
+
 /// The ticket the task `task` waits for, once its status message names it.
 async fn ticket_awaited(client: &RunningService<RoleClient, Client>, task: &str) -> String {
     for _ in 0..100 {
@@ -1437,6 +1473,8 @@ struct Slow {
     opens_unanswered: std::sync::atomic::AtomicBool,
     /// How many of the next reads of one approval fail.
     approval_reads_fail: std::sync::atomic::AtomicU32,
+    /// Whether opening an approval fails before anything is kept.
+    opening_fails: std::sync::atomic::AtomicBool,
 }
 
 /// A point in the store a call is held at, once the test closes it: the
@@ -1505,6 +1543,7 @@ impl Slow {
             keeping_tasks_fails: std::sync::atomic::AtomicBool::new(false),
             opens_unanswered: std::sync::atomic::AtomicBool::new(false),
             approval_reads_fail: std::sync::atomic::AtomicU32::new(0),
+            opening_fails: std::sync::atomic::AtomicBool::new(false),
         })
     }
 }
@@ -1662,6 +1701,9 @@ impl Store for Slow {
         most_waiting: u64,
     ) -> StoreFuture<'a, Option<ApprovalRecord>> {
         Box::pin(async move {
+            if self.opening_fails.load(Ordering::SeqCst) {
+                return Err(StoreError::new("the database went away"));
+            }
             self.before_open.pass().await;
             let ahead = self.ahead_ms.load(Ordering::SeqCst);
             let mut approval = approval.clone();

@@ -83,6 +83,15 @@ impl Used {
     fn count(&self, caller: &Option<Arc<str>>) -> usize {
         self.counts.get(caller).copied().unwrap_or(0)
     }
+
+    /// Whether `caller` holds as many states as it may.
+    fn at_share(&self, caller: &Option<Arc<str>>) -> bool {
+        let share = match caller {
+            Some(_) => MAX_REDEMPTIONS_PER_CALLER,
+            None => MAX_REDEMPTIONS_WITHOUT_TOKEN,
+        };
+        self.count(caller) >= share
+    }
 }
 
 /// How much longer than it could open a used state is remembered: for the
@@ -111,13 +120,18 @@ fn remembered_for(ttl: Duration, expires_ms: i64) -> Duration {
 /// The most approving states one tool set remembers at once.
 const MAX_REDEMPTIONS: usize = 100_000;
 
-/// The most of one caller's approving states one tool set remembers at once
-/// (callers without a token count as one): a hundredth of the whole, so
-/// that refusing everyone's approving rounds takes a hundred callers, each
-/// with a token of its own, spending a thousand states each (a person's
-/// yes to each) within a state's time to live. A person approves far
-/// fewer; a store has no such bound.
+/// The most of one caller's approving states one tool set remembers at once:
+/// a hundredth of the whole, so that refusing everyone's approving rounds
+/// takes a hundred callers, each with a token of its own, spending a
+/// thousand states each (a person's yes to each) within a state's time to
+/// live. A person approves far fewer; a store has no such bound.
 const MAX_REDEMPTIONS_PER_CALLER: usize = MAX_REDEMPTIONS / 100;
+
+/// The most states of callers without a token remembered at once: they
+/// count as one, and on a server that checks no token they are every
+/// caller — any one of whom can refuse the others' approving rounds by
+/// spending this many.
+const MAX_REDEMPTIONS_WITHOUT_TOKEN: usize = MAX_REDEMPTIONS / 10;
 
 /// Longer than any process runs: a hundred years.
 const FOR_GOOD: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
@@ -173,14 +187,13 @@ impl Redemptions {
         let caller: Option<Arc<str>> = caller.map(Arc::from);
         let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
         let now = Instant::now();
-        if used.until.len() >= MAX_REDEMPTIONS || used.count(&caller) >= MAX_REDEMPTIONS_PER_CALLER
-        {
+        if used.until.len() >= MAX_REDEMPTIONS || used.at_share(&caller) {
             used.forget_spent(now);
         }
         match used.until.get(nonce) {
             Some((kept, _)) if kept.holds(now, crate::store::now_ms()) => false,
             _ if used.until.len() >= MAX_REDEMPTIONS => false,
-            _ if used.count(&caller) >= MAX_REDEMPTIONS_PER_CALLER => false,
+            _ if used.at_share(&caller) => false,
             _ => {
                 if let Some((_, before)) =
                     used.until.insert(nonce.to_owned(), (kept, caller.clone()))
@@ -260,6 +273,22 @@ mod tests {
             ledger.redeem("alice-1", ttl, 0, Some("alice")).await,
             "the last caller's approval still opens"
         );
+    }
+
+    /// Callers without a token count as one, with a share of their own:
+    /// on a server that checks no token they are everyone.
+    #[tokio::test]
+    async fn callers_without_a_token_share_a_tenth() {
+        let ledger = Redemptions::default();
+        let ttl = Duration::from_secs(900);
+        for n in 0..MAX_REDEMPTIONS_WITHOUT_TOKEN {
+            assert!(
+                ledger.redeem(&format!("anon-{n}"), ttl, 0, None).await,
+                "{n}"
+            );
+        }
+        assert!(!ledger.redeem("anon-more", ttl, 0, None).await);
+        assert!(ledger.redeem("alice-1", ttl, 0, Some("alice")).await);
     }
 
     /// Its time to live run out on this process's clock, a state that

@@ -90,6 +90,18 @@ impl Walk<'_> {
         self.found.len() >= self.cap
     }
 
+    /// Takes `steps` more of the budget: `false` once it is spent. A
+    /// schema node visited is a step, and so is each member or item a
+    /// node's walk turns to, known to the schema or not.
+    fn spend(&self, steps: usize) -> bool {
+        let taken = self.steps.get();
+        if taken >= MAX_STEPS {
+            return false;
+        }
+        self.steps.set(taken.saturating_add(steps).min(MAX_STEPS));
+        true
+    }
+
     /// Whether `value` is valid against `schema` (as far as this walk reads it).
     fn accepts(&self, schema: &Value, value: &Value, depth: usize) -> bool {
         let mut probe = Walk {
@@ -103,12 +115,7 @@ impl Walk<'_> {
     }
 
     fn check(&mut self, schema: &Value, value: &Value, path: &mut String, depth: usize) {
-        let taken = self.steps.get();
-        if taken >= MAX_STEPS {
-            return;
-        }
-        self.steps.set(taken + 1);
-        if self.full() || depth > 2 * MAX_DEPTH {
+        if !self.spend(1) || self.full() || depth > 2 * MAX_DEPTH {
             return;
         }
         let schema = match schema {
@@ -228,6 +235,11 @@ impl Walk<'_> {
     }
 
     fn string(&mut self, schema: &Map<String, Value>, text: &str, path: &str) {
+        let bounded = schema.contains_key("minLength") || schema.contains_key("maxLength");
+        // Counting a long text's characters is a step a few KiB.
+        if !bounded || !self.spend(text.len() / 4096) {
+            return;
+        }
         let chars = text.chars().count() as u64;
         if let Some(min) = schema.get("minLength").and_then(Value::as_u64)
             && chars < min
@@ -260,6 +272,9 @@ impl Walk<'_> {
             }
         }
         for (name, child) in members {
+            if self.full() || !self.spend(1) {
+                break;
+            }
             let at = path.len();
             push_key(path, name);
             match properties.and_then(|properties| properties.get(name)) {
@@ -298,6 +313,9 @@ impl Walk<'_> {
             .map_or(&[][..], Vec::as_slice);
         let rest = schema.get("items");
         for (index, item) in items.iter().enumerate() {
+            if self.full() || !self.spend(1) {
+                break;
+            }
             let item_schema = prefix.get(index).or(rest);
             if let Some(item_schema) = item_schema {
                 let at = path.len();

@@ -163,3 +163,23 @@ fn no_walk_takes_more_than_its_budget() {
     let (found, _) = walked(&linked(), &nested(3, json!("x")));
     assert_eq!(found, ["head.next.next.v"], "a shallow walk is whole");
 }
+
+/// Each member and item a walk turns to is a step, known to the schema or
+/// not: a node of many keys is no cheaper to walk again than many nodes.
+#[test]
+fn members_and_items_are_steps() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"head": {"type": "object", "properties": {}}, "list": {"type": "array"}}
+    });
+    let wide: Map<String, Value> = (0..150_000)
+        .map(|n| (format!("k{n}"), Value::Null))
+        .collect();
+    let arguments = json!({"head": wide});
+    let (_, steps) = walked(schema.as_object().unwrap(), arguments.as_object().unwrap());
+    assert_eq!(steps, MAX_STEPS, "150,000 members walked for free");
+    let long = vec![Value::Null; 150_000];
+    let arguments = json!({"list": long});
+    let (_, steps) = walked(schema.as_object().unwrap(), arguments.as_object().unwrap());
+    assert_eq!(steps, MAX_STEPS, "150,000 items walked for free");
+}

@@ -414,6 +414,13 @@ impl ToolSet {
             }
             Ok(Ticketed::Ended(envelope)) => Outcome::Ran(Err(Failure::Envelope(settle(envelope)))),
             Ok(Ticketed::Ran(reply)) => Outcome::Stored(reply),
+            // An approved run that meets its next block: its reply is kept
+            // as the approval's, read by every call made again — the block,
+            // not a "call again" those calls would only read again.
+            Err(error) if state.is_for_approval() => {
+                tracing::warn!(%error, tool = %entry.facts.tool, "opening the next approval of an approved run: the store failed; the block stands");
+                Outcome::Ran(Err(failure))
+            }
             Err(error) => {
                 tracing::warn!(%error, tool = %entry.facts.tool, "keeping or reading a call's approval: the store failed; the call was not run");
                 let envelope = ErrorEnvelope::transient(
@@ -453,6 +460,7 @@ impl ToolSet {
         let in_tasks = &self.inner.protocol.approving.in_tasks;
         let _waits = InTask::new(in_tasks, task.task_id(), id.clone(), blocked.clone());
         let mut last = escalation;
+        let mut warned = false;
         loop {
             // A store that stalls at the bound does not keep the task past
             // it: the task ends with where the ticket stood last.
@@ -462,9 +470,10 @@ impl ToolSet {
                 Ok(Ok(ended)) => return Ok(ended),
                 // The approval lives on whatever one read says: the task
                 // reads it again, and still withdraws it if cancelled.
-                Ok(Err(error)) => {
+                Ok(Err(error)) if !std::mem::replace(&mut warned, true) => {
                     tracing::warn!(%error, ticket = %id, "following an approval: the store failed; read again");
                 }
+                Ok(Err(_)) => {}
                 Err(_) => return Ok(Ticketed::Awaiting(last)),
             }
             let now = tokio::time::Instant::now();
@@ -484,17 +493,4 @@ const FOLLOW: Duration = Duration::from_secs(1);
 const BEFORE_EXPIRY: Duration = Duration::from_secs(10);
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_store_failure_says_so_once_with_the_database_code() {
-        let error = DecisionError::from(
-            StoreError::new("canceling statement due to lock timeout").with_code("55P03"),
-        );
-        assert_eq!(
-            error.to_string(),
-            "the store failed: canceling statement due to lock timeout (code 55P03)"
-        );
-    }
-}
+mod tests;
