@@ -84,6 +84,12 @@ fn retryable_can_be_overridden_both_ways() {
 fn not_applied_and_violations() {
     let refused = InventoryError::Refused("inventory:443".into()).into_envelope();
     assert!(refused.not_applied());
+    // Said on the wire, where a reader has only the reason.
+    assert_eq!(refused.reason(), Some("NOT_APPLIED"));
+    assert_eq!(
+        serde_json::to_value(&refused).unwrap()["reason"],
+        "NOT_APPLIED"
+    );
     let invalid = InventoryError::Invalid {
         violations: vec![Violation::new("quantity", "must be at least 1")],
     }

@@ -1109,3 +1109,47 @@ async fn a_human_request_or_a_policy_gap_escalates_at_once_whatever_the_category
         assert_eq!(outcome.result.unwrap_err().reason, expected);
     }
 }
+
+/// Fails with an error whose description panics.
+#[derive(Debug, thiserror::Error, ToolError)]
+#[error("{}", describe_panics())]
+#[tool_error(transient)]
+struct Unspeakable;
+
+fn describe_panics() -> &'static str {
+    panic!("the error's own Display panicked")
+}
+
+/// A panic in an `on_event` hook, or in describing an error the loop was
+/// handed (not a `#[tool]`'s), stays in the loop: the outcome is an
+/// escalation with everything gathered, not a panic in the caller's face.
+#[tokio::test(start_paused = true)]
+async fn a_panicking_hook_or_error_description_loses_nothing_gathered() {
+    let sources = Partial::new();
+    let outcome = steady(10)
+        .max_attempts(3)
+        .on_event(|_| panic!("the hook panicked"))
+        .retry(|| fetch_sources(2, sources.clone()))
+        .await;
+    let escalation = outcome.result.unwrap_err();
+    assert_eq!(escalation.reason, EscalationReason::RetriesExhausted);
+    let gathered = escalation
+        .partial_results()
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(gathered, 6);
+    assert_eq!(outcome.stats.attempts, 3);
+
+    let outcome = steady(10)
+        .max_attempts(2)
+        .retry(|| async { Err::<u32, _>(Unspeakable) })
+        .await;
+    let escalation = outcome.result.unwrap_err();
+    assert_eq!(
+        escalation.envelope.reason(),
+        Some("PANIC"),
+        "{escalation:?}"
+    );
+}

@@ -561,3 +561,18 @@ async fn a_timed_out_tool_keeps_its_arguments_and_partial_results() {
     );
     assert_eq!(envelope.partial_results(), Some(&json!([1, 2])));
 }
+
+/// A constant of the user's, named as the macro's own once was.
+const INFO: &str = "orders-v2";
+
+/// Tags an order with the service's version.
+#[tool(local, read_only)]
+fn tagged(order: String) -> Result<String, ErrorEnvelope> {
+    Ok(format!("{INFO}:{order}"))
+}
+
+/// The body sees the user's constant, not one the macro generated beside it.
+#[test]
+fn a_constant_of_the_users_is_the_one_its_body_sees() {
+    assert_eq!(tagged("A-1".into()).unwrap(), "orders-v2:A-1");
+}

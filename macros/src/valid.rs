@@ -102,6 +102,15 @@ pub fn check(cx: &mut Ctxt, attr: &ToolAttr, tool: &ToolFn) {
         }
     }
 
+    // A destructive tool that says it is read-only would be listed safe to
+    // repeat, and its transient failures retried.
+    let read_only = attr.read_only.is_some_and(|flag| flag.value);
+    if read_only && attr.destructive.is_some_and(|flag| flag.value) {
+        cx.error_spanned_by(
+            tool.ident(),
+            "a tool cannot be both `read_only` and `destructive`: a read-only tool changes nothing, so it is safe to repeat; say `destructive` (and `idempotent` if repeating it is safe)",
+        );
+    }
     if let Some((_, lit)) = &attr.timeout
         && !tool.is_async
     {

@@ -262,11 +262,12 @@ fn single(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
     let body = call_body(attr, tool, locals, true);
     let info_name = Ident::new("INFO", Span::mixed_site());
     let info_item = info_const(attr, tool, &info_name);
+    // The constant in a block of its own: an item in the function's block
+    // would be seen by its body, over a constant of the user's named alike.
     quote! {
         #(#attrs)*
         #vis #sig {
-            #info_item
-            let #info = #info_name;
+            let #info = { #info_item #info_name };
             let #query = #capture;
             #body
         }

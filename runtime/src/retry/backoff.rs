@@ -64,14 +64,14 @@ enum Kind {
 }
 
 impl Backoff {
-    /// Delays of `initial`, then twice as long each time, never above `max`.
-    /// Full jitter by default.
+    /// Delays of `initial`, then twice as long each time, never above `max`
+    /// (an `initial` above `max` starts at `max`). Full jitter by default.
     pub fn exponential(initial: Duration, max: Duration) -> Self {
         Backoff {
             kind: Kind::Exponential {
-                initial,
+                initial: initial.min(max),
                 factor: 2.0,
-                max: max.max(initial),
+                max,
             },
             jitter: Jitter::default(),
         }
@@ -243,6 +243,16 @@ mod tests {
                 .take(5)
                 .collect();
         assert_eq!(delays, [10, 20, 40, 70, 70].map(Duration::from_millis));
+    }
+
+    #[test]
+    fn a_first_delay_above_the_cap_starts_at_the_cap() {
+        let delays: Vec<_> = Backoff::exponential(Duration::from_secs(10), Duration::from_secs(1))
+            .jitter(Jitter::None)
+            .delays()
+            .take(3)
+            .collect();
+        assert_eq!(delays, [1, 1, 1].map(Duration::from_secs));
     }
 
     #[test]

@@ -93,7 +93,7 @@ pub use sleep::Sleeper;
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "tokio")))]
 pub use sleep::TokioSleeper;
 
-use crate::classify::ToolError;
+use crate::classify::{ToolError, caught_envelope};
 use crate::escalation::Escalation;
 pub(crate) use attempts::RetryNotice;
 use attempts::{Attempts, Next};
@@ -239,7 +239,7 @@ impl RetryPolicy {
                 None => break attempts.cut_off(sleeper.now()),
             };
             // Decided before anything is awaited: only the notice is kept.
-            let notice = match attempts.failed(error.into_envelope(), || sleeper.now()) {
+            let notice = match attempts.failed(caught_envelope(error), || sleeper.now()) {
                 Next::Retry(notice) => notice,
                 Next::Stop(escalation) => break (*escalation, attempts.into_stats()),
             };
@@ -320,7 +320,7 @@ impl RetryPolicy {
                         stats: attempts.succeeded(sleeper.now()),
                     };
                 }
-                Err(error) => match attempts.failed(error.into_envelope(), || sleeper.now()) {
+                Err(error) => match attempts.failed(caught_envelope(error), || sleeper.now()) {
                     Next::Retry(notice) => {
                         sleeper.sleep(notice.delay);
                         attempts.slept(notice.delay);

@@ -222,8 +222,17 @@ impl RetryPolicy {
                 "tool failed, escalating"
             ),
         }
-        if let Some(hook) = &self.hook {
-            hook(event);
+        // A hook that panics loses neither the call's outcome nor what it
+        // gathered: its panic is caught, and the loop goes on.
+        if let Some(hook) = &self.hook
+            && let Err(_panic) =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(event)))
+        {
+            #[cfg(feature = "tracing")]
+            tracing::warn!(
+                panic = crate::panic::panic_message(_panic.as_ref()),
+                "a retry policy's on_event hook panicked"
+            );
         }
     }
 }
