@@ -88,6 +88,11 @@ async fn three_research_branches_two_complete_one_gap_with_its_six_sources() {
     );
     assert_eq!(envelope.category(), tool_envelope::ErrorCategory::Transient);
     assert_eq!(envelope.alternatives().len(), 2);
+    // Its loop's history is kept, as a completed branch's is.
+    let stats = gap.stats.as_ref().expect("the gap's retry statistics");
+    assert_eq!(stats.attempts, 3);
+    assert_eq!(stats.history.len(), 3);
+    assert!(report.completed[0].stats.is_some());
 
     let text = report.to_string();
     let lines: Vec<&str> = text.lines().collect();

@@ -133,7 +133,7 @@ pub struct Coordinator<'a, T> {
 }
 
 /// How a branch ended: its value and its loop's statistics, or a gap.
-type End<T> = Result<(T, Option<RetryStats>), Escalation>;
+type End<T> = Result<(T, Option<RetryStats>), (Escalation, Option<RetryStats>)>;
 
 impl<T> Default for Coordinator<'_, T> {
     fn default() -> Self {
@@ -202,24 +202,25 @@ impl<'a, T: Send + 'a> Coordinator<'a, T> {
                 Either::Left(Some((index, end))) => {
                     let end = match end {
                         Ok((Ok(value), stats)) => Ok((value, stats)),
-                        Ok((Err(escalation), _)) => Err(escalation),
+                        Ok((Err(escalation), stats)) => Err((escalation, stats)),
                         Err(panic) => {
                             let branch = format!("branch `{}`", names[index]);
-                            Err(Escalation::from_envelope(panicked(&branch, panic.as_ref())))
+                            let panicked = panicked(&branch, panic.as_ref());
+                            Err((Escalation::from_envelope(panicked), None))
                         }
                     };
                     match (end, &self.store) {
-                        (Err(mut escalation), Some(store)) => {
+                        (Err((mut escalation, stats)), Some(store)) => {
                             let store = Arc::clone(store);
                             keeping.push(async move {
                                 keep(store.as_ref(), &mut escalation, None).await;
-                                (index, escalation)
+                                (index, (escalation, stats))
                             });
                         }
                         (end, _) => ends[index] = Some(end),
                     }
                 }
-                Either::Right(Some((index, escalation))) => ends[index] = Some(Err(escalation)),
+                Either::Right(Some((index, gap))) => ends[index] = Some(Err(gap)),
                 Either::Left(None) | Either::Right(None) => {}
             }
         }
@@ -236,7 +237,11 @@ impl<'a, T: Send + 'a> Coordinator<'a, T> {
                     value,
                     stats,
                 }),
-                Err(escalation) => report.gaps.push(Gap { branch, escalation }),
+                Err((escalation, stats)) => report.gaps.push(Gap {
+                    branch,
+                    escalation,
+                    stats,
+                }),
             }
         }
         report
@@ -272,6 +277,9 @@ pub struct Gap {
     pub branch: String,
     /// Why it stopped, with everything it gathered.
     pub escalation: Escalation,
+    /// Its retry statistics, when it ran under a retry loop: each failed
+    /// attempt, its category and the delay chosen after it.
+    pub stats: Option<RetryStats>,
 }
 
 impl Gap {

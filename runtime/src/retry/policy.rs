@@ -197,7 +197,11 @@ impl RetryPolicy {
         self.store.as_ref()
     }
 
-    /// Calls `hook` after every failed attempt with the loop's decision.
+    /// Calls `hook` after every failed attempt with the loop's decision —
+    /// and once more, [`Escalate`](RetryAction::Escalate) with
+    /// `deadline_exceeded` for the same attempt, when a retry it announced
+    /// finds no time left before the deadline (its wait, or the retry's
+    /// notice, ran past it). A panic in `hook` is caught: the loop goes on.
     #[must_use]
     pub fn on_event(mut self, hook: impl Fn(&RetryEvent<'_>) + Send + Sync + 'static) -> Self {
         self.hook = Some(Arc::new(hook));
