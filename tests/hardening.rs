@@ -706,3 +706,27 @@ async fn a_secret_whose_schema_lost_its_mark_never_waits_for_an_approval() {
         .unwrap();
     assert!(opened.is_empty(), "{opened:?}");
 }
+
+const SIGNING_KEY: &str = "sk_sign_99c1e0";
+
+/// Signs a payload with a key it borrows; the failure quotes the key, as
+/// careless code does.
+#[tool(local, read_only)]
+fn sign(payload: String, key: &Secret<String>) -> Result<String, ErrorEnvelope> {
+    let _ = payload;
+    Err(ErrorEnvelope::permission(format!(
+        "the signer refused key {}",
+        key.expose()
+    )))
+}
+
+/// A borrowed `Secret` is masked wherever its failure quotes it, as one
+/// taken by value is.
+#[test]
+fn a_borrowed_secret_is_masked_where_its_failure_quotes_it() {
+    let key = Secret::new(SIGNING_KEY.to_owned());
+    let failed = sign("doc".into(), &key).unwrap_err();
+    let shown = format!("{failed} {}", serde_json::to_string(&failed).unwrap());
+    assert!(!shown.contains(SIGNING_KEY), "leaked: {shown}");
+    assert_eq!(failed.message(), "the signer refused key [redacted]");
+}

@@ -91,10 +91,17 @@ mod valid;
 /// comment gets a compile-time warning: clients show the description to the
 /// model. Methods are served from a `#[tools]` impl block.
 ///
+/// The companion type lives where the function does, in the type
+/// namespace: a module of the same name there (`mod lookup_orders;` beside
+/// `pub use lookup_orders::lookup_orders;`) conflicts with it. Re-export
+/// the function under the module's other name, or name the file otherwise.
+///
 /// # Parameters
 ///
 /// Every parameter needs a name (a pattern such as `(a, b): (i32, i32)` has
-/// nothing to capture), and every captured parameter must be `Serialize`. A
+/// nothing to capture), none may be compiled in or out (`#[cfg]`: the
+/// schema and the capture name every one), and every captured parameter
+/// must be `Serialize`. A
 /// parameter of type `Partial<T>` is the tool's collector of partial results:
 /// it is never captured, and `T` must be `Serialize`. A tool takes at most one.
 /// A parameter of type `ToolContext` (`tool_envelope::mcp::ToolContext`) is

@@ -139,6 +139,18 @@ impl<'a> ToolFn<'a> {
             match arg {
                 FnArg::Receiver(r) => receiver = Some(r),
                 FnArg::Typed(typed) => {
+                    // The capture, the schema and the decoder name every
+                    // parameter: one compiled out would leave them naming
+                    // nothing.
+                    if let Some(cfg) = typed.attrs.iter().find(|attr| {
+                        attr.path().is_ident("cfg") || attr.path().is_ident("cfg_attr")
+                    }) {
+                        cx.error_spanned_by(
+                            cfg,
+                            "a #[tool] parameter cannot be compiled in or out (`cfg`): the tool's schema and captured arguments name every parameter\n\
+                             help: make the whole tool conditional, or take an `Option` the body ignores",
+                        );
+                    }
                     let param_docs = docs
                         .get_mut(typed_index)
                         .map(std::mem::take)

@@ -228,6 +228,12 @@ impl<T: Serialize> ViaSecretValue for SecretProbe<'_, Secret<T>> {
     }
 }
 
+impl<T: Serialize> ViaSecretValue for SecretProbe<'_, &Secret<T>> {
+    fn note_secret(&self, writer: &mut CaptureWriter<'_>) {
+        writer.secret_value(self.0.expose());
+    }
+}
+
 impl<T: Serialize> ViaSecretValue for SecretProbe<'_, Option<Secret<T>>> {
     fn note_secret(&self, writer: &mut CaptureWriter<'_>) {
         if let Some(secret) = self.0 {
