@@ -645,6 +645,71 @@ async fn a_session_kept_in_a_session_store_as_its_client_left_is_counted() {
     );
 }
 
+static WAITS_STARTED: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(0);
+static WAITS_CANCELLED: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(0);
+
+/// Waits until its client leaves.
+#[tool(read_only)]
+async fn waits(context: tool_envelope::mcp::ToolContext) -> Result<String, ErrorEnvelope> {
+    WAITS_STARTED.add_permits(1);
+    context.cancelled().await;
+    WAITS_CANCELLED.add_permits(1);
+    Ok("cancelled".into())
+}
+
+/// A call of `waits` sent to a protected service of `options` with
+/// `headers` and `body`, its future dropped once the tool runs, as a
+/// server drops it when its client leaves: the tool is told.
+async fn told_when_its_client_leaves(options: HttpOptions, headers: &[(&str, &str)], body: Value) {
+    let service = options
+        .require_bearer(BearerAuth::new("http://127.0.0.1/mcp", validate))
+        .service(ToolSet::new().tool::<waits>());
+    let mut request = axum::http::Request::post("http://127.0.0.1/mcp")
+        .header("host", "127.0.0.1")
+        .header("authorization", "Bearer alice-token")
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = request
+        .body(axum::body::Body::from(body.to_string()))
+        .unwrap();
+    let sent = tokio::spawn(tower_service::Service::call(&mut service.clone(), request));
+    WAITS_STARTED.acquire().await.unwrap().forget();
+    sent.abort();
+    let _ = sent.await;
+    let told = tokio::time::timeout(Duration::from_secs(20), WAITS_CANCELLED.acquire()).await;
+    told.expect("the tool was not told its client left")
+        .unwrap()
+        .forget();
+}
+
+/// A request that opens no session stays tied to its connection: its
+/// client leaving cancels the call — stateless, and on 2026-07-28 with
+/// sessions — as it does without a token check. (Only an `initialize` is
+/// run apart from its connection, for its session to be counted.)
+#[tokio::test]
+async fn a_call_whose_client_left_is_cancelled_with_a_token_check() {
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "waits", "arguments": {}}});
+    let stateless = HttpOptions::new().stateless();
+    told_when_its_client_leaves(stateless, &[("mcp-protocol-version", "2025-11-25")], call).await;
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "waits", "arguments": {}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "agent", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let sessions =
+        HttpOptions::from(StreamableHttpServerConfig::default().with_json_response(true));
+    let headers = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "waits"),
+    ];
+    told_when_its_client_leaves(sessions, &headers, call).await;
+}
+
 /// A POST of `body` to `url` with `token` and, if given, `session`; the
 /// status, the session header of the reply, and its body.
 async fn post(

@@ -142,9 +142,7 @@ impl<'a> ToolFn<'a> {
                     // The capture, the schema and the decoder name every
                     // parameter: one compiled out would leave them naming
                     // nothing.
-                    if let Some(cfg) = typed.attrs.iter().find(|attr| {
-                        attr.path().is_ident("cfg") || attr.path().is_ident("cfg_attr")
-                    }) {
+                    if let Some(cfg) = typed.attrs.iter().find(|attr| attr.path().is_ident("cfg")) {
                         cx.error_spanned_by(
                             cfg,
                             "a #[tool] parameter cannot be compiled in or out (`cfg`): the tool's schema and captured arguments name every parameter\n\

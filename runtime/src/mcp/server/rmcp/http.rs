@@ -172,13 +172,15 @@ impl HttpOptions {
     /// ([`BearerAuth::metadata`], or mount [`router`](Self::router)).
     pub fn service<N: NewServer>(self, servers: N) -> McpService<N::Server> {
         let sessions = Arc::new(LocalSessionManager::default());
+        // Stateless, no request opens a session: none to count.
+        let counted = self.bearer.is_some() && self.config.legacy_session_mode;
         McpService {
             inner: StreamableHttpService::new(
                 move || Ok(servers.new_server()),
                 Arc::clone(&sessions),
                 self.config,
             ),
-            owners: self.bearer.is_some().then(|| {
+            owners: counted.then(|| {
                 let most = (self.sessions_per_caller).unwrap_or(DEFAULT_SESSIONS_PER_CALLER);
                 Arc::new(SessionOwners::new(sessions, most))
             }),
@@ -331,11 +333,8 @@ where
             let (Some(owners), None) = (owners, &session) else {
                 return tower_service::Service::call(&mut inner, request).await;
             };
-            // A request that may open a session is run, and its session
-            // counted, apart from the connection: a client that leaves while
-            // rmcp makes it (or keeps it in a session store) would otherwise
-            // leave a session made and never counted against its bound.
-            let opening = tokio::spawn(async move {
+            let may_open = opens_a_session(&request);
+            let counted = async move {
                 let response = tower_service::Service::call(&mut inner, request).await?;
                 if let Some(opened) = response.headers().get(SESSION_ID)
                     && let Ok(opened) = opened.to_str()
@@ -344,7 +343,18 @@ where
                     return Ok(too_many_sessions());
                 }
                 Ok(response)
-            });
+            };
+            // Only an `initialize` opens a session; any other request
+            // (2026-07-28 names its method in `Mcp-Method`) stays tied to
+            // its connection, and is cancelled when its client leaves.
+            if !may_open {
+                return counted.await;
+            }
+            // Run, and its session counted, apart from the connection: a
+            // client that leaves while rmcp makes the session (or keeps it
+            // in a session store) would otherwise leave it made and never
+            // counted against its bound.
+            let opening = tokio::spawn(tracing::Instrument::in_current_span(counted));
             match opening.await {
                 Ok(response) => response,
                 Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
@@ -353,6 +363,13 @@ where
             }
         })
     }
+}
+
+/// Whether `request` may open a session: a POST whose method is not named
+/// (an `initialize` of 2025-11-25) or named `initialize`.
+fn opens_a_session<B>(request: &Request<B>) -> bool {
+    request.method() == axum::http::Method::POST
+        && (request.headers().get("mcp-method")).is_none_or(|method| method == "initialize")
 }
 
 /// What HTTP serving makes the server of each session — or, stateless, of

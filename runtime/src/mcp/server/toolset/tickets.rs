@@ -383,7 +383,8 @@ impl ToolSet {
     /// says, `failure` its block. A store that failed runs nothing: the
     /// call is answered transient and not applied, to be made again, which
     /// finds the approval if it was kept (the block alone would read as
-    /// final, while a yes could still run the call).
+    /// final, while a yes could still run the call) — but an approved run
+    /// keeps its block, which calls made again read as its approval's.
     async fn stand(
         &self,
         store: &dyn Store,
