@@ -580,6 +580,14 @@ impl SessionStore for HeldSessions {
 /// end, none of them counted.
 #[tokio::test]
 async fn a_session_kept_in_a_session_store_as_its_client_left_is_counted() {
+    // Its `initialize` labelled as another method, with no version header
+    // or 2025-11-25's: rmcp makes the session all the same.
+    for version in [None, Some("2025-11-25")] {
+        kept_in_a_session_store_as_its_client_left(version).await;
+    }
+}
+
+async fn kept_in_a_session_store_as_its_client_left(version: Option<&str>) {
     let store = Arc::new(HeldSessions {
         first: AtomicBool::new(false),
         kept: std::sync::Mutex::new(None),
@@ -612,7 +620,22 @@ async fn a_session_kept_in_a_session_store_as_its_client_left_is_counted() {
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "agent", "version": "1"}}});
     // Her request's future is dropped while the store keeps her session.
-    let opening = tokio::spawn(send(None, &initialize));
+    // Labelled as another method, which rmcp does not check before
+    // 2026-07-28.
+    let mislabelled = {
+        let mut request = axum::http::Request::post("http://127.0.0.1/mcp")
+            .header("host", "127.0.0.1")
+            .header("authorization", "Bearer alice-token")
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-method", "tools/call");
+        if let Some(version) = version {
+            request = request.header("mcp-protocol-version", version);
+        }
+        let body = axum::body::Body::from(initialize.to_string());
+        tower_service::Service::call(&mut service.clone(), request.body(body).unwrap())
+    };
+    let opening = tokio::spawn(mislabelled);
     let _ = store.entered.acquire().await.unwrap();
     opening.abort();
     assert!(opening.await.unwrap_err().is_cancelled());

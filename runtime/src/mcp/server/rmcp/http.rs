@@ -344,9 +344,9 @@ where
                 }
                 Ok(response)
             };
-            // Only an `initialize` opens a session; any other request
-            // (2026-07-28 names its method in `Mcp-Method`) stays tied to
-            // its connection, and is cancelled when its client leaves.
+            // Only an `initialize` opens a session: a request that cannot
+            // be one stays tied to its connection, and is cancelled when its
+            // client leaves.
             if !may_open {
                 return counted.await;
             }
@@ -365,11 +365,22 @@ where
     }
 }
 
-/// Whether `request` may open a session: a POST whose method is not named
-/// (an `initialize` of 2025-11-25) or named `initialize`.
+/// Whether `request` may open a session: a POST, unless it is a
+/// 2026-07-28 request (its version header says so) whose `Mcp-Method`
+/// names another method than `initialize` — rmcp checks that header
+/// against the body from that revision on, and refuses an `initialize`
+/// named otherwise. Before it, rmcp reads no such header: an `initialize`
+/// labelled `tools/call` would open a session all the same.
 fn opens_a_session<B>(request: &Request<B>) -> bool {
+    let headers = request.headers();
+    let checked = (headers.get("mcp-protocol-version"))
+        .and_then(|version| version.to_str().ok())
+        .is_some_and(|version| version >= "2026-07-28");
     request.method() == axum::http::Method::POST
-        && (request.headers().get("mcp-method")).is_none_or(|method| method == "initialize")
+        && (!checked
+            || headers
+                .get("mcp-method")
+                .is_none_or(|method| method == "initialize"))
 }
 
 /// What HTTP serving makes the server of each session — or, stateless, of
