@@ -8,7 +8,9 @@
 //! It reads the part of JSON Schema 2020-12 that `schemars` writes (`type`,
 //! `properties`, `required`, `additionalProperties`, `items`,
 //! `prefixItems`, `enum`, `const`, `anyOf`/`oneOf`/`allOf`, local `$ref`s
-//! (`$defs`, `definitions`, any pointer), numeric and length bounds) and ignores the rest, so it can only
+//! (`$defs`, `definitions`, any pointer), numeric and length bounds; numbers
+//! equal by value) and ignores the rest (a member `patternProperties` may
+//! describe is not judged), so it can only
 //! miss a violation, never invent one. Its descriptions never quote a value.
 
 use std::cell::Cell;
@@ -153,12 +155,12 @@ impl Walk<'_> {
             return;
         }
         if let Some(expected) = schema.get("const")
-            && expected != value
+            && !same(expected, value)
         {
             self.push(path, format!("expected exactly {expected}"));
         }
         if let Some(Value::Array(options)) = schema.get("enum")
-            && !options.contains(value)
+            && !options.iter().any(|option| same(option, value))
         {
             let options: Vec<String> = options.iter().map(Value::to_string).collect();
             self.push(path, format!("expected one of {}", options.join(", ")));
@@ -279,6 +281,9 @@ impl Walk<'_> {
             push_key(path, name);
             match properties.and_then(|properties| properties.get(name)) {
                 Some(child_schema) => self.check(child_schema, child, path, depth + 1),
+                // A member a `patternProperties` may describe is not
+                // judged: this walk reads no patterns.
+                None if schema.contains_key("patternProperties") => {}
                 None => match schema.get("additionalProperties") {
                     Some(Value::Bool(false)) => self.push(path, "is not a known field".to_owned()),
                     Some(other @ Value::Object(_)) => self.check(other, child, path, depth + 1),
@@ -324,6 +329,29 @@ impl Walk<'_> {
                 path.truncate(at);
             }
         }
+    }
+}
+
+/// Whether two JSON values are equal as JSON Schema compares them: numbers
+/// by their value (`1` is `1.0`), at any depth.
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(a), Value::Number(b)) => match (a.as_i64(), b.as_i64()) {
+            (Some(a), Some(b)) => a == b,
+            _ => match (a.as_u64(), b.as_u64()) {
+                (Some(a), Some(b)) => a == b,
+                _ => a.as_f64() == b.as_f64(),
+            },
+        },
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same(a, b))
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .all(|(key, a)| b.get(key).is_some_and(|b| same(a, b)))
+        }
+        _ => a == b,
     }
 }
 

@@ -183,3 +183,34 @@ fn members_and_items_are_steps() {
     let (_, steps) = walked(schema.as_object().unwrap(), arguments.as_object().unwrap());
     assert_eq!(steps, MAX_STEPS, "150,000 items walked for free");
 }
+
+/// The walk only misses a violation, never invents one: `1.0` is the `1`
+/// an enum or a const names, and a member a pattern may describe is not
+/// judged unknown.
+#[test]
+fn numbers_equal_by_value_and_patterns_are_not_judged() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "level": {"enum": [1, 2, 3]},
+            "scale": {"const": [1, {"x": 2}]},
+            "labels": {
+                "type": "object",
+                "patternProperties": {"^x-": {"type": "string"}},
+                "additionalProperties": false
+            }
+        }
+    });
+    let arguments = json!({
+        "level": 1.0,
+        "scale": [1.0, {"x": 2.0}],
+        "labels": {"x-team": "core"},
+        "extra": true
+    });
+    let (found, _) = walked(schema.as_object().unwrap(), arguments.as_object().unwrap());
+    assert!(found.is_empty(), "{found:?}");
+    let arguments = json!({"level": 4, "scale": [2]});
+    let (mut found, _) = walked(schema.as_object().unwrap(), arguments.as_object().unwrap());
+    found.sort();
+    assert_eq!(found, ["level", "scale"]);
+}
