@@ -162,14 +162,13 @@ pub(crate) fn foreign(envelope: ErrorEnvelope) -> ErrorEnvelope {
 /// what [`ToolError::into_envelope`] does unless a type says otherwise.
 pub fn envelope_of<E: ToolError>(error: E) -> ErrorEnvelope {
     let envelope = ErrorEnvelope::new(error.category(), error.to_string())
-        .with_retryable(error.is_retryable());
+        .with_retryable(error.is_retryable())
+        .with_not_applied(error.not_applied());
     envelope.remade(|parts| {
         // Moved in, not copied.
         parts.alternatives = error.alternatives();
         parts.violations = error.violations();
-        // The reason first: `NOT_APPLIED` is said there when no other is.
         parts.set_reason(error.reason());
-        parts.set_not_applied(error.not_applied() || parts.not_applied);
         parts.retry_after = error.retry_after();
         parts.partial_results = error.partial_results();
         parts.origin = Some(Origin(Arc::new(Original(error))));

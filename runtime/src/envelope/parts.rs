@@ -106,11 +106,15 @@ impl Parts {
     /// Sets the reason, normalized ([`crate::reasons`]): the one way a
     /// reason enters an envelope. [`NOT_APPLIED`](crate::reasons::NOT_APPLIED)
     /// says what [`ErrorEnvelope::with_not_applied`] says. `None` clears
-    /// it; a reason with no letter to make a code of is no reason and
+    /// it, to `NOT_APPLIED` on a call proven not applied; a reason with no letter to make a code of is no reason and
     /// leaves the one there was.
     pub(crate) fn set_reason(&mut self, reason: Option<Cow<'static, str>>) {
         let Some(reason) = reason else {
-            self.reason = None;
+            // A call proven not applied says so on the wire, where only the
+            // reason says it: clearing the reason leaves that one.
+            self.reason = self
+                .not_applied
+                .then_some(Cow::Borrowed(crate::reasons::NOT_APPLIED));
             return;
         };
         let Some(reason) = crate::reasons::normalize(reason) else {

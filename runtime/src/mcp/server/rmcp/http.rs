@@ -372,15 +372,16 @@ where
 /// named otherwise. Before it, rmcp reads no such header: an `initialize`
 /// labelled `tools/call` would open a session all the same.
 fn opens_a_session<B>(request: &Request<B>) -> bool {
+    use rmcp::model::ProtocolVersion;
+    use rmcp::transport::common::http_header::{HEADER_MCP_METHOD, HEADER_MCP_PROTOCOL_VERSION};
     let headers = request.headers();
-    let checked = (headers.get("mcp-protocol-version"))
+    // From the revision rmcp checks the standard headers at, as it compares.
+    let checked = (headers.get(HEADER_MCP_PROTOCOL_VERSION))
         .and_then(|version| version.to_str().ok())
-        .is_some_and(|version| version >= "2026-07-28");
+        .is_some_and(|version| version >= ProtocolVersion::STANDARD_HEADERS.as_str());
     request.method() == axum::http::Method::POST
         && (!checked
-            || headers
-                .get("mcp-method")
-                .is_none_or(|method| method == "initialize"))
+            || (headers.get(HEADER_MCP_METHOD)).is_none_or(|method| method == "initialize"))
 }
 
 /// What HTTP serving makes the server of each session — or, stateless, of
