@@ -453,6 +453,69 @@ async fn an_authorization_servers_refusal_quotes_no_client_secret() {
     assert!(!shown.contains(SECRET), "{shown}");
 }
 
+/// A refresh token goes to the authorization server with every refresh:
+/// a refusal quoting it is shown with it masked, as a client secret is.
+#[cfg(feature = "oauth")]
+#[tokio::test]
+async fn an_authorization_servers_refusal_quotes_no_refresh_token() {
+    use tool_envelope::mcp::client::OAuth;
+    const REFRESH: &str = "rfr-9c1d-77aa-refresh";
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let metadata = machine_metadata(&base);
+    let refreshes = Arc::new(AtomicU32::new(0));
+    let counted = Arc::clone(&refreshes);
+    let app = axum::Router::new()
+        .route(
+            "/.well-known/oauth-authorization-server",
+            axum::routing::get(move || std::future::ready(axum::Json(metadata))),
+        )
+        .route(
+            "/token",
+            axum::routing::post(
+                move |axum::Form(form): axum::Form<std::collections::HashMap<String, String>>| {
+                    let counted = Arc::clone(&counted);
+                    async move {
+                        if form.get("grant_type").map(String::as_str) == Some("refresh_token") {
+                            counted.fetch_add(1, Ordering::SeqCst);
+                            let token = form.get("refresh_token").cloned().unwrap_or_default();
+                            let refusal = json!({
+                                "error": "invalid_request",
+                                "error_description": format!("refresh token {token} is malformed"),
+                            });
+                            return (axum::http::StatusCode::BAD_REQUEST, axum::Json(refusal));
+                        }
+                        // A token already spent, and one to refresh it with.
+                        let issued = json!({
+                            "access_token": "acc-1",
+                            "token_type": "bearer",
+                            "expires_in": 0,
+                            "refresh_token": REFRESH,
+                        });
+                        (axum::http::StatusCode::OK, axum::Json(issued))
+                    }
+                },
+            ),
+        );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let failed = McpClient::connect(format!("{base}/mcp"))
+        .oauth(OAuth::client_credentials("machine", "mach-s3cret"))
+        .await
+        .unwrap_err();
+    let shown = format!(
+        "{} {failed:?} {failed}",
+        serde_json::to_string(&failed).unwrap()
+    );
+    assert_eq!(refreshes.load(Ordering::SeqCst), 1, "{shown}");
+    assert_eq!(
+        failed.reason(),
+        Some(reasons::AUTHORIZATION_FAILED),
+        "{shown}"
+    );
+    assert!(shown.contains("malformed"), "the refusal is said: {shown}");
+    assert!(!shown.contains(REFRESH), "{shown}");
+}
+
 #[tokio::test]
 async fn headers_the_transport_owns_or_http_refuses_fail_the_client_when_it_is_made() {
     for (name, value) in [

@@ -1021,3 +1021,188 @@ async fn the_text_block_leads_with_the_pillars_in_the_wire_formats_order() {
         assert_eq!(Some(&text), reply.structured_content.as_ref());
     }
 }
+
+/// Takes twenty numbers (more than the sixteen a tuple's traits reach).
+#[tool(read_only)]
+#[allow(clippy::too_many_arguments)]
+fn sum_twenty(
+    a1: u32,
+    a2: u32,
+    a3: u32,
+    a4: u32,
+    a5: u32,
+    a6: u32,
+    a7: u32,
+    a8: u32,
+    a9: u32,
+    a10: u32,
+    a11: u32,
+    a12: u32,
+    a13: u32,
+    a14: u32,
+    a15: u32,
+    a16: u32,
+    a17: u32,
+    a18: u32,
+    a19: u32,
+    a20: String,
+) -> Result<String, ErrorEnvelope> {
+    let sum = [
+        a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19,
+    ]
+    .iter()
+    .sum::<u32>();
+    Ok(format!("{a20}{sum}"))
+}
+
+struct Wide;
+
+#[tools]
+impl Wide {
+    /// Takes seventeen numbers, through a shared value.
+    #[tool(read_only)]
+    #[allow(clippy::too_many_arguments)]
+    async fn sum_seventeen(
+        &self,
+        a1: u32,
+        a2: u32,
+        a3: u32,
+        a4: u32,
+        a5: u32,
+        a6: u32,
+        a7: u32,
+        a8: u32,
+        a9: u32,
+        a10: u32,
+        a11: u32,
+        a12: u32,
+        a13: u32,
+        a14: u32,
+        a15: u32,
+        a16: u32,
+        a17: u32,
+    ) -> Result<u32, ErrorEnvelope> {
+        Ok(a1
+            + a2
+            + a3
+            + a4
+            + a5
+            + a6
+            + a7
+            + a8
+            + a9
+            + a10
+            + a11
+            + a12
+            + a13
+            + a14
+            + a15
+            + a16
+            + a17)
+    }
+}
+
+#[tokio::test]
+async fn a_tool_of_more_than_sixteen_parameters_is_served_and_every_bad_one_named() {
+    let tools = ToolSet::new()
+        .tool::<sum_twenty>()
+        .provider::<Wide>(Arc::new(Wide));
+    let mut arguments: serde_json::Map<String, Value> =
+        (1..=19).map(|i| (format!("a{i}"), json!(i))).collect();
+    arguments.insert("a20".into(), json!("sum="));
+    let result = tools
+        .call("sum_twenty", Value::Object(arguments.clone()))
+        .await
+        .unwrap();
+    assert_eq!(
+        result.structured_content,
+        Some(json!({"result": "sum=190"}))
+    );
+    arguments.remove("a20");
+    let result = tools
+        .call("sum_seventeen", Value::Object(arguments.clone()))
+        .await
+        .unwrap();
+    assert_eq!(
+        result.envelope().map(|e| e.violations()[0].field.clone()),
+        Some("a18".to_string()),
+        "an undeclared argument is refused"
+    );
+    arguments.retain(|key, _| key[1..].parse::<u32>().unwrap() <= 17);
+    let result = tools
+        .call("sum_seventeen", Value::Object(arguments.clone()))
+        .await
+        .unwrap();
+    assert_eq!(result.structured_content, Some(json!({"result": 153})));
+
+    // Every argument is decoded before the call is refused: the first and the
+    // last bad ones are both named.
+    arguments.insert("a1".into(), json!("one"));
+    arguments.insert("a17".into(), json!(-1));
+    let result = tools
+        .call("sum_seventeen", Value::Object(arguments))
+        .await
+        .unwrap();
+    let fields: Vec<String> = result
+        .envelope()
+        .unwrap()
+        .violations()
+        .iter()
+        .map(|v| v.field.clone())
+        .collect();
+    assert_eq!(fields, ["a1", "a17"]);
+}
+
+/// Finds invoices.
+///
+/// ```
+/// # use std::collections::HashMap;
+/// #
+/// let found = find_invoices("ACME".into())?;
+/// ## shown with one mark
+///     # indented, hidden too
+/// ```
+///
+/// ```json
+/// # a JSON example keeps every line
+/// {"customer": "ACME"}
+/// ```
+///
+/// ```text
+/// # text keeps it too
+/// ```
+#[tool(read_only)]
+fn find_invoices(customer: String) -> Result<Vec<String>, ErrorEnvelope> {
+    Ok(vec![customer])
+}
+
+#[doc = include_str!("docs/archive_orders.md")]
+/// Only the operators' team may call it.
+#[tool]
+fn archive_orders(before: String) -> Result<u32, ErrorEnvelope> {
+    let _ = before;
+    Ok(0)
+}
+
+#[test]
+fn a_description_shows_the_model_what_rustdoc_shows_a_reader() {
+    let tools = ToolSet::new()
+        .tool::<find_invoices>()
+        .tool::<archive_orders>();
+    let description = tools.get("find_invoices").unwrap().description.clone();
+    assert_eq!(
+        description,
+        "Finds invoices.\n\n```\nlet found = find_invoices(\"ACME\".into())?;\n# shown with one mark\n```\n\n\
+             ```json\n# a JSON example keeps every line\n{\"customer\": \"ACME\"}\n```\n\n\
+             ```text\n# text keeps it too\n```",
+        "the lines rustdoc hides in a Rust example are not the model's to read"
+    );
+
+    let description = tools.get("archive_orders").unwrap().description.clone();
+    assert_eq!(
+        description,
+        "Moves orders older than `before` to cold storage.\n\n```\n# let before = \"2026-01-01\";\n\
+             archive_orders(before)?;\n## not a hidden line\n```\n\nOnly the operators' team may call it.",
+        "an included file is part of the description, taken as written"
+    );
+}

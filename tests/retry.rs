@@ -354,6 +354,10 @@ async fn a_wait_a_slow_hook_pushed_past_the_deadline_is_not_slept() {
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     let escalation = outcome.result.unwrap_err();
     assert_eq!(escalation.reason, EscalationReason::DeadlineExceeded);
+    // The history says no wait was chosen after the attempt: none was.
+    assert_eq!(outcome.stats.history.len(), 1);
+    assert_eq!(outcome.stats.history[0].delay, None);
+    assert!(outcome.stats.delays().is_empty());
 }
 
 /// A retry whose wait ran past the deadline is not started: it would be cut

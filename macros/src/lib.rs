@@ -11,6 +11,7 @@ use proc_macro::TokenStream;
 
 mod attr;
 mod ctxt;
+mod docs;
 mod expand;
 mod fallback;
 mod fmt;
@@ -89,7 +90,11 @@ mod valid;
 /// return type) that says so. Mark a tool that is only called from Rust
 /// `#[tool(local)]` and it asks nothing of them. A served tool without a doc
 /// comment gets a compile-time warning: clients show the description to the
-/// model. Methods are served from a `#[tools]` impl block.
+/// model. The description is what rustdoc shows a reader: the lines a Rust
+/// code example hides (`# use ...;`) are left out, and a
+/// `#[doc = include_str!("search.md")]` is part of it, as written. Methods
+/// are served from a `#[tools]` impl block. A tool may take any number of
+/// parameters.
 ///
 /// The companion type lives where the function does, in the type
 /// namespace: a module of the same name there (`mod lookup_orders;` beside

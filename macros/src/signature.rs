@@ -7,6 +7,7 @@ use syn::{
 };
 
 use crate::ctxt::Ctxt;
+use crate::docs::doc_text;
 use crate::item::FnItem;
 
 /// The function, as the expansion sees it.
@@ -58,32 +59,6 @@ pub fn take_param_docs(item: &mut FnItem) -> Vec<String> {
             FnArg::Receiver(_) => None,
         })
         .collect()
-}
-
-/// The text of `#[doc = "..."]` attributes, as rustdoc reads it: one leading
-/// space stripped from each line, lines joined, trimmed.
-pub fn doc_text(attrs: &[Attribute]) -> String {
-    let lines: Vec<String> = attrs
-        .iter()
-        .filter(|attr| attr.path().is_ident("doc"))
-        .filter_map(|attr| match &attr.meta {
-            syn::Meta::NameValue(nv) => match &nv.value {
-                syn::Expr::Lit(syn::ExprLit {
-                    lit: syn::Lit::Str(text),
-                    ..
-                }) => Some(text.value()),
-                _ => None,
-            },
-            _ => None,
-        })
-        .flat_map(|text| {
-            text.split('\n')
-                .map(|line| line.trim_end_matches('\r').to_owned())
-                .collect::<Vec<_>>()
-        })
-        .map(|line| line.strip_prefix(' ').map(str::to_owned).unwrap_or(line))
-        .collect();
-    lines.join("\n").trim().to_owned()
 }
 
 impl<'a> ToolFn<'a> {

@@ -87,7 +87,7 @@ pub fn tool(attr: &ToolAttr, tool: &ToolFn, place: Place) -> TokenStream {
 fn info_const(attr: &ToolAttr, tool: &ToolFn, name: &Ident) -> TokenStream {
     let tool_name = tool_name(attr, tool);
     let title = attr.title.as_ref().map(|title| quote!(.with_title(#title)));
-    let text = description(attr, tool);
+    let (text, _) = description(attr, tool);
     let flag = |flag: &Option<crate::attr::Flag>, default: bool| flag.map_or(default, |f| f.value);
     // Named, as the runtime names them: `ToolInfo::READ_ONLY | ToolInfo::IDEMPOTENT`.
     let flags: Vec<TokenStream> = [

@@ -9,7 +9,8 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 
 use crate::attr::ToolAttr;
-use crate::signature::{ToolFn, doc_text, error_type, ok_type};
+use crate::docs::{DocPart, doc_parts, doc_text};
+use crate::signature::{ToolFn, error_type, ok_type};
 
 /// The hygienic names of the generated locals.
 pub(super) struct Locals {
@@ -56,12 +57,32 @@ pub fn tool_name(attr: &ToolAttr, tool: &ToolFn) -> String {
     }
 }
 
-/// The tool's description: `#[tool(description = "...")]` or the doc comment.
-pub(super) fn description(attr: &ToolAttr, tool: &ToolFn) -> String {
-    match &attr.description {
-        Some(description) => description.value(),
-        None => doc_text(&tool.item.attrs),
+/// The tool's description, as the `&'static str` expression its `ToolInfo`
+/// holds: `#[tool(description = "...")]` or the doc comment, where a
+/// `#[doc = include_str!("...")]` is a part rustc expands (`concat!`), taken
+/// as written; and whether it is surely empty.
+pub(super) fn description(attr: &ToolAttr, tool: &ToolFn) -> (TokenStream, bool) {
+    if let Some(description) = &attr.description {
+        return (quote!(#description), description.value().is_empty());
     }
+    let parts = doc_parts(&tool.item.attrs);
+    if parts.iter().all(|part| matches!(part, DocPart::Text(_))) {
+        let text = doc_text(&tool.item.attrs);
+        let empty = text.is_empty();
+        return (quote!(#text), empty);
+    }
+    // rustdoc joins a comment's attributes with a line break.
+    let mut pieces = Vec::with_capacity(parts.len() * 2);
+    for (at, part) in parts.iter().enumerate() {
+        if at > 0 {
+            pieces.push(quote!("\n"));
+        }
+        pieces.push(match part {
+            DocPart::Text(text) => quote!(#text),
+            DocPart::Macro(expr) => quote!(#expr),
+        });
+    }
+    (quote!(::core::concat!(#(#pieces),*)), false)
 }
 
 /// The hidden items of a served tool.

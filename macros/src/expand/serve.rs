@@ -49,7 +49,7 @@ fn definition(tool: &ToolFn, info: &TokenStream, attr: &ToolAttr, locals: &Local
         let docs = &param.docs;
         quote_spanned!(ty.span()=> #te::param::<#ty>(#key, #docs))
     });
-    let missing_description = description(attr, tool).is_empty().then(|| {
+    let missing_description = description(attr, tool).1.then(|| {
         let span = tool.ident().span();
         let note = format!(
             "the tool `{}` has no description: MCP clients show it to the model, so add a doc comment \
@@ -95,11 +95,16 @@ fn attempt(
     } = locals;
     let ok = ok_ty(tool);
     let output = tool.output;
+    // Every argument is decoded, each problem recorded, before the first
+    // that failed ends the tuple: a tuple of any length.
     let decodes = sent(tool).map(|param| {
         let key = &param.key;
         let ty = param.ty;
-        quote_spanned!(ty.span()=> #decoder.arg::<#ty>(#key))
+        let ident = param.ident;
+        let arg = quote_spanned!(ty.span()=> #decoder.arg::<#ty>(#key));
+        quote!(let #ident = #arg;)
     });
+    let tried = sent(tool).map(|param| param.ident);
     let keys = sent(tool).map(|param| &param.key);
     let bindings = sent(tool).map(|param| param.ident);
     let partials = tool.params.iter().filter_map(|param| {
@@ -130,7 +135,10 @@ fn attempt(
     };
     quote! {
         use ::tool_envelope::__private as #te;
-        #te::serve(#arguments, #state, #info, &[#(#keys),*], |#decoder| (#(#decodes,)*), move |#query, (#(#bindings,)*)| {
+        #te::serve(#arguments, #state, #info, &[#(#keys),*], |#decoder| {
+            #(#decodes)*
+            ::core::option::Option::Some((#(#tried?,)*))
+        }, move |#query, (#(#bindings,)*)| {
             #(#partials)*
             #finish
         })

@@ -22,7 +22,7 @@ pub use crate::mcp::ServableTool;
 pub use crate::mcp::ToolProvider;
 pub use crate::mcp::definition::{ParamSpec, ToolDefinition, definition, param};
 pub use crate::mcp::server::arguments::{
-    Arg, Decoded, Decoder, Output, Success, json_of, json_ready, ready, serve,
+    Arg, Decoder, Output, Success, json_of, json_ready, ready, serve,
 };
 pub use crate::mcp::server::state::{BoxFuture, CallState};
 pub use crate::mcp::server::toolset::{FreeTool, MethodTool};

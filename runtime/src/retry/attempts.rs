@@ -151,6 +151,14 @@ impl<'p> Attempts<'p> {
             .map(|deadline| deadline.saturating_sub(now().saturating_duration_since(self.started)))
     }
 
+    /// The loop stops where it would have waited the last record's delay:
+    /// it chose none after all.
+    pub(crate) fn not_slept(&mut self) {
+        if let Some(record) = self.failures().stats.history.last_mut() {
+            record.delay = None;
+        }
+    }
+
     pub(crate) fn slept(&mut self, delay: Duration) {
         let stats = &mut self.failures().stats;
         stats.slept = stats.slept.saturating_add(delay);

@@ -252,6 +252,7 @@ impl RetryPolicy {
                 .remaining(|| sleeper.now())
                 .is_some_and(|left| left <= delay)
             {
+                attempts.not_slept();
                 break attempts.out_of_time(sleeper.now());
             }
             sleeper.sleep(delay).await;

@@ -128,6 +128,7 @@ impl Authorized {
                     inner.clone(),
                     oauth,
                     insecure,
+                    Arc::clone(&sent),
                 )))
             }
         };

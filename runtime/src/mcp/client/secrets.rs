@@ -145,6 +145,15 @@ impl Sent {
         envelope
     }
 
+    /// `text`, quoting none of the credentials sent.
+    #[cfg(feature = "oauth")]
+    pub(crate) fn hide_in(&self, text: &str) -> String {
+        match self.credentials_masker() {
+            Some(masker) => masker.text(text).into_owned(),
+            None => text.to_owned(),
+        }
+    }
+
     /// What masks the credentials sent so far, if any was.
     fn credentials_masker(&self) -> Option<Masker> {
         let mut values = SecretValues::default();

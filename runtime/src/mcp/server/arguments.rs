@@ -296,65 +296,29 @@ where
     }
 }
 
-/// The decoded arguments of one call: a tuple with one `Option` per
-/// parameter, `None` where decoding failed (and a violation was recorded).
-pub trait Decoded {
-    /// The tuple of the values.
-    type Values;
-    /// The values, when every argument decoded.
-    fn values(self) -> Option<Self::Values>;
-}
-
-macro_rules! decoded {
-    ($($name:ident)*) => {
-        impl<$($name,)*> Decoded for ($(Option<$name>,)*) {
-            type Values = ($($name,)*);
-
-            #[allow(non_snake_case)]
-            fn values(self) -> Option<Self::Values> {
-                let ($($name,)*) = self;
-                Some(($($name?,)*))
-            }
-        }
-    };
-}
-
-decoded!();
-decoded!(A);
-decoded!(A B);
-decoded!(A B C);
-decoded!(A B C D);
-decoded!(A B C D E);
-decoded!(A B C D E F);
-decoded!(A B C D E F G);
-decoded!(A B C D E F G H);
-decoded!(A B C D E F G H I);
-decoded!(A B C D E F G H I J);
-decoded!(A B C D E F G H I J K);
-decoded!(A B C D E F G H I J K L);
-decoded!(A B C D E F G H I J K L M);
-decoded!(A B C D E F G H I J K L M N);
-decoded!(A B C D E F G H I J K L M N O);
-decoded!(A B C D E F G H I J K L M N O P);
-
 /// One attempt of a served tool: decodes `arguments` with `decode`, every
 /// problem collected; checks the tool set's guards; then `run`s the tool on
 /// the values. A call whose arguments do not fit answers with a
 /// `validation` envelope, and never runs.
-pub fn serve<'a, D: Decoded>(
+///
+/// `decode` decodes every argument before it gives up (the macro binds each
+/// one, then makes the tuple with `?`), so that each problem is recorded;
+/// it returns `None` only when one was. A tuple of any length: a tool may
+/// take any number of parameters.
+pub fn serve<'a, V>(
     arguments: &'a Map<String, Value>,
     state: &'a CallState,
     tool: &'static ToolInfo,
     keys: &[&str],
-    decode: impl FnOnce(&mut Decoder<'a>) -> D,
-    run: impl FnOnce(Query<'a>, D::Values) -> BoxFuture<'a, crate::ToolResult<Success>>,
+    decode: impl FnOnce(&mut Decoder<'a>) -> Option<V>,
+    run: impl FnOnce(Query<'a>, V) -> BoxFuture<'a, crate::ToolResult<Success>>,
 ) -> BoxFuture<'a, crate::ToolResult<Success>> {
     let mut decoder = Decoder::new(arguments, tool, state);
     let decoded = decode(&mut decoder);
     match decoder.finish(keys) {
         Ok(()) => run(
             state.query(arguments),
-            decoded.values().expect("every argument decoded"),
+            decoded.expect("every argument decoded"),
         ),
         Err(envelope) => json_ready(Err(envelope)),
     }

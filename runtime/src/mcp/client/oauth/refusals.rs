@@ -8,9 +8,10 @@ use crate::limits::text_for_wire;
 use crate::reasons;
 
 /// An OAuth failure: `permission`, reason `AUTHORIZATION_FAILED`, saying
-/// what to do next.
-pub(super) fn failed(error: &AuthError) -> ErrorEnvelope {
-    let what = text_for_wire(&error.to_string(), 512).into_owned();
+/// what to do next; its text passed through `hide` before it is cut to
+/// length (a secret cut in two would no longer be found whole).
+pub(super) fn failed(error: &AuthError, hide: impl FnOnce(&str) -> String) -> ErrorEnvelope {
+    let what = text_for_wire(&hide(&error.to_string()), 512).into_owned();
     let next = match error {
         AuthError::InsufficientScope { .. } | AuthError::InvalidScope(_) => {
             "Ask the authorization server's operator to grant this client the scope the server needs"

@@ -1,4 +1,4 @@
-//! Tests of `oauth`.
+//! Tests of `oauth/provider`.
 
 use super::*;
 
@@ -13,6 +13,7 @@ async fn logins_are_bounded_in_a_row_not_for_good() {
         reqwest::Client::new(),
         oauth,
         false,
+        Arc::default(),
     );
     let mut session = Session::default();
     for _ in 0..10 {
@@ -86,5 +87,28 @@ async fn an_insecure_client_may_pin_a_plain_http_issuer_and_nothing_else() {
             "{pinned}: {}",
             refused.message()
         );
+    }
+}
+
+/// A refusal quoting a credential where the text is cut to length: no part
+/// of the credential is left, as none is of one quoted whole.
+#[test]
+fn a_refusal_cut_to_length_keeps_no_part_of_a_credential() {
+    const TOKEN: &str = "rfr-3b7c-d2a9-1f40-refresh-token";
+    let provider = OAuthProvider::new(
+        "https://tools.example.com/mcp".into(),
+        reqwest::Client::new(),
+        OAuth::client_credentials("machine", "secret"),
+        false,
+        Arc::default(),
+    );
+    provider.sent.credential(&Arc::from(TOKEN));
+    for at in [0, 460, 470, 480, 490, 500] {
+        let text = format!("{}{TOKEN} was refused", "x".repeat(at));
+        let envelope = provider.failed(&AuthError::TokenRefreshFailed(text));
+        let shown = serde_json::to_string(&envelope).unwrap();
+        for part in [&TOKEN[..8], &TOKEN[TOKEN.len() - 8..]] {
+            assert!(!shown.contains(part), "{at}: {shown}");
+        }
     }
 }

@@ -1,0 +1,127 @@
+//! Doc comments as rustdoc shows them: the text a tool's description and
+//! its parameters' are made of.
+
+use syn::Attribute;
+
+/// One run of a doc comment: text written in place, or a macro rustc expands
+/// (`#[doc = include_str!("search.md")]`).
+pub enum DocPart<'a> {
+    /// Lines written in place, read as rustdoc reads them.
+    Text(String),
+    /// A `#[doc = some_macro!(...)]`, kept for rustc to expand.
+    Macro(&'a syn::Expr),
+}
+
+/// The doc comment of `attrs`, in runs: text written in place as rustdoc
+/// reads it (one leading space stripped from each line, the lines of a Rust
+/// code example that rustdoc hides left out), and the macros between them.
+pub fn doc_parts(attrs: &[Attribute]) -> Vec<DocPart<'_>> {
+    let mut parts = Vec::new();
+    let mut lines: Vec<String> = Vec::new();
+    let flush = |lines: &mut Vec<String>, parts: &mut Vec<DocPart<'_>>| {
+        if !lines.is_empty() {
+            parts.push(DocPart::Text(shown_lines(lines).join("\n")));
+            lines.clear();
+        }
+    };
+    for attr in attrs.iter().filter(|attr| attr.path().is_ident("doc")) {
+        let syn::Meta::NameValue(nv) = &attr.meta else {
+            continue;
+        };
+        match &nv.value {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(text),
+                ..
+            }) => lines.extend(text.value().split('\n').map(|line| {
+                let line = line.trim_end_matches('\r');
+                line.strip_prefix(' ').unwrap_or(line).to_owned()
+            })),
+            expr @ syn::Expr::Macro(_) => {
+                flush(&mut lines, &mut parts);
+                parts.push(DocPart::Macro(expr));
+            }
+            _ => {}
+        }
+    }
+    flush(&mut lines, &mut parts);
+    parts
+}
+
+/// The text of `#[doc = "..."]` attributes, as rustdoc reads it: one leading
+/// space stripped from each line, hidden example lines left out, lines
+/// joined, trimmed. A macro's text (`include_str!`) is not read here.
+pub fn doc_text(attrs: &[Attribute]) -> String {
+    let texts: Vec<String> = doc_parts(attrs)
+        .into_iter()
+        .filter_map(|part| match part {
+            DocPart::Text(text) => Some(text),
+            DocPart::Macro(_) => None,
+        })
+        .collect();
+    texts.join("\n").trim().to_owned()
+}
+
+/// `lines` without those rustdoc hides: in a fenced code example it reads as
+/// Rust (no language, `rust`, or only rustdoc's own words such as
+/// `no_run`), a line that is `#` or starts with `# ` is left out, and a
+/// leading `##` is shown as `#`. The model reads what a reader of the docs
+/// sees, not the set-up around an example.
+fn shown_lines(lines: &[String]) -> Vec<String> {
+    let mut shown = Vec::with_capacity(lines.len());
+    // The open fence (its character and length), and whether it is Rust.
+    let mut fence: Option<(char, usize, bool)> = None;
+    for line in lines {
+        let trimmed = line.trim_start();
+        let opens = ['`', '~'].into_iter().find_map(|mark| {
+            let len = trimmed.chars().take_while(|&c| c == mark).count();
+            (len >= 3).then_some((mark, len))
+        });
+        match (fence, opens) {
+            (None, Some((mark, len))) => {
+                let info = &trimmed[len..];
+                fence = Some((mark, len, is_rust(info)));
+            }
+            (Some((mark, len, _)), Some((closing, closing_len)))
+                if closing == mark
+                    && closing_len >= len
+                    && trimmed[closing_len..].trim().is_empty() =>
+            {
+                fence = None;
+            }
+            (Some((_, _, true)), _) => {
+                let code = line.trim_start();
+                if code.starts_with("##") {
+                    let at = line.len() - code.len();
+                    shown.push(format!("{}{}", &line[..at], &code[1..]));
+                } else if code != "#" && !code.starts_with("# ") && !code.starts_with("#\t") {
+                    shown.push(line.clone());
+                }
+                continue;
+            }
+            _ => {}
+        }
+        shown.push(line.clone());
+    }
+    shown
+}
+
+/// Whether a code fence's info string makes rustdoc read the example as Rust.
+fn is_rust(info: &str) -> bool {
+    info.split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|word| !word.is_empty())
+        .all(|word| {
+            matches!(
+                word,
+                "rust"
+                    | "ignore"
+                    | "should_panic"
+                    | "no_run"
+                    | "compile_fail"
+                    | "test_harness"
+                    | "standalone_crate"
+                    | "allow_fail"
+            ) || word.starts_with("edition")
+                || word.starts_with("ignore-")
+                || word.starts_with('{')
+        })
+}
