@@ -516,6 +516,53 @@ async fn an_authorization_servers_refusal_quotes_no_refresh_token() {
     assert!(!shown.contains(REFRESH), "{shown}");
 }
 
+/// An authorization server's metadata names where a login posts its
+/// secret: an address inside the client's network (the cloud's instance
+/// metadata, a private service) is refused before anything is sent there,
+/// as rmcp's own OAuth client refuses it.
+#[cfg(feature = "oauth")]
+#[tokio::test]
+async fn a_login_is_never_sent_to_an_internal_address_the_metadata_names() {
+    use tool_envelope::mcp::client::OAuth;
+    const SECRET: &str = "mach-s3cret-ssrf";
+    for (endpoint, allowed_by) in [
+        ("http://169.254.169.254/latest/api/token", None),
+        ("http://[::ffff:a9fe:a9fe]/token", None),
+        ("http://10.255.255.1/token", Some("private_addresses")),
+    ] {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let mut metadata = machine_metadata(&base);
+        metadata["token_endpoint"] = json!(endpoint);
+        let app = axum::Router::new().route(
+            "/.well-known/oauth-authorization-server",
+            axum::routing::get(move || std::future::ready(axum::Json(metadata))),
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let failed = McpClient::connect(format!("{base}/mcp"))
+            .oauth(OAuth::client_credentials("machine", SECRET))
+            .timeout(std::time::Duration::from_secs(60))
+            .await
+            .unwrap_err();
+        let shown = format!("{failed:?} {failed}");
+        assert_eq!(
+            failed.reason(),
+            Some(reasons::AUTHORIZATION_FAILED),
+            "{endpoint}: {shown}"
+        );
+        assert!(
+            shown.contains("may not connect"),
+            "{endpoint}: refused before a connection was tried: {shown}"
+        );
+        if let Some(option) = allowed_by {
+            assert!(
+                shown.contains(option),
+                "{endpoint}: the way out is named: {shown}"
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn headers_the_transport_owns_or_http_refuses_fail_the_client_when_it_is_made() {
     for (name, value) in [

@@ -1184,6 +1184,27 @@ fn archive_orders(before: String) -> Result<u32, ErrorEnvelope> {
     Ok(0)
 }
 
+/// Restores archived orders.
+///
+/// ```
+#[doc = include_str!("docs/archive_example.txt")]
+/// ```
+///
+/// # Errors
+///
+/// ```rust,custom
+/// # hidden, the example says `rust`
+/// restore(archived)?;
+///     ```
+/// # hidden: an indented line of four spaces closes no fence
+/// ```
+///
+/// ## Notes
+#[tool]
+fn restore_orders(archived: u32) -> Result<u32, ErrorEnvelope> {
+    Ok(archived)
+}
+
 #[test]
 fn a_description_shows_the_model_what_rustdoc_shows_a_reader() {
     let tools = ToolSet::new()
@@ -1204,5 +1225,15 @@ fn a_description_shows_the_model_what_rustdoc_shows_a_reader() {
         "Moves orders older than `before` to cold storage.\n\n```\n# let before = \"2026-01-01\";\n\
              archive_orders(before)?;\n## not a hidden line\n```\n\nOnly the operators' team may call it.",
         "an included file is part of the description, taken as written"
+    );
+
+    let tools = ToolSet::new().tool::<restore_orders>();
+    let description = tools.get("restore_orders").unwrap().description.clone();
+    assert_eq!(
+        description,
+        "Restores archived orders.\n\n```\n# use orders::archive_orders;\n\
+         let archived = archive_orders(\"2026-01-01\")?;\n\n```\n\n# Errors\n\n\
+         ```rust,custom\nrestore(archived)?;\n    ```\n```\n\n## Notes",
+        "a fence around an included example closes after it; the headings after it stay"
     );
 }

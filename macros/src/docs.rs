@@ -18,9 +18,12 @@ pub enum DocPart<'a> {
 pub fn doc_parts(attrs: &[Attribute]) -> Vec<DocPart<'_>> {
     let mut parts = Vec::new();
     let mut lines: Vec<String> = Vec::new();
-    let flush = |lines: &mut Vec<String>, parts: &mut Vec<DocPart<'_>>| {
+    // Carried across a macro's text: `/// ```` and `#[doc =
+    // include_str!("example.rs")]` then `/// ```` is one example.
+    let mut fence = None;
+    let mut flush = |lines: &mut Vec<String>, parts: &mut Vec<DocPart<'_>>| {
         if !lines.is_empty() {
-            parts.push(DocPart::Text(shown_lines(lines).join("\n")));
+            parts.push(DocPart::Text(shown_lines(lines, &mut fence).join("\n")));
             lines.clear();
         }
     };
@@ -61,34 +64,52 @@ pub fn doc_text(attrs: &[Attribute]) -> String {
     texts.join("\n").trim().to_owned()
 }
 
+/// An open code fence: its mark (`` ` `` or `~`), how many, and whether
+/// rustdoc reads the example as Rust.
+#[derive(Clone, Copy)]
+struct Fence {
+    mark: char,
+    len: usize,
+    rust: bool,
+}
+
+/// The fence `line` writes, as the `CommonMark` spec reads one: three or more of a
+/// mark after at most three spaces, and for backticks, none in the rest.
+fn fence_of(line: &str) -> Option<(char, usize, &str)> {
+    let rest = line.trim_start_matches(' ');
+    if line.len() - rest.len() > 3 {
+        return None;
+    }
+    ['`', '~'].into_iter().find_map(|mark| {
+        let len = rest.chars().take_while(|&c| c == mark).count();
+        let info = &rest[len..];
+        (len >= 3 && !(mark == '`' && info.contains('`'))).then_some((mark, len, info))
+    })
+}
+
 /// `lines` without those rustdoc hides: in a fenced code example it reads as
 /// Rust (no language, `rust`, or only rustdoc's own words such as
 /// `no_run`), a line that is `#` or starts with `# ` is left out, and a
 /// leading `##` is shown as `#`. The model reads what a reader of the docs
-/// sees, not the set-up around an example.
-fn shown_lines(lines: &[String]) -> Vec<String> {
+/// sees, not the set-up around an example. `fence`: the fence open before
+/// the first line, and after the last.
+fn shown_lines(lines: &[String], fence: &mut Option<Fence>) -> Vec<String> {
     let mut shown = Vec::with_capacity(lines.len());
-    // The open fence (its character and length), and whether it is Rust.
-    let mut fence: Option<(char, usize, bool)> = None;
     for line in lines {
-        let trimmed = line.trim_start();
-        let opens = ['`', '~'].into_iter().find_map(|mark| {
-            let len = trimmed.chars().take_while(|&c| c == mark).count();
-            (len >= 3).then_some((mark, len))
-        });
-        match (fence, opens) {
-            (None, Some((mark, len))) => {
-                let info = &trimmed[len..];
-                fence = Some((mark, len, is_rust(info)));
+        match (*fence, fence_of(line)) {
+            (None, Some((mark, len, info))) => {
+                *fence = Some(Fence {
+                    mark,
+                    len,
+                    rust: is_rust(info),
+                });
             }
-            (Some((mark, len, _)), Some((closing, closing_len)))
-                if closing == mark
-                    && closing_len >= len
-                    && trimmed[closing_len..].trim().is_empty() =>
+            (Some(open), Some((mark, len, info)))
+                if mark == open.mark && len >= open.len && info.trim().is_empty() =>
             {
-                fence = None;
+                *fence = None;
             }
-            (Some((_, _, true)), _) => {
+            (Some(Fence { rust: true, .. }), _) => {
                 let code = line.trim_start();
                 if code.starts_with("##") {
                     let at = line.len() - code.len();
@@ -105,23 +126,30 @@ fn shown_lines(lines: &[String]) -> Vec<String> {
     shown
 }
 
-/// Whether a code fence's info string makes rustdoc read the example as Rust.
+/// Whether a code fence's info string makes rustdoc read the example as
+/// Rust: it says `rust`, or says nothing but rustdoc's own words
+/// (`no_run`, `edition2021`, an error code such as `E0277`).
 fn is_rust(info: &str) -> bool {
-    info.split(|c: char| c == ',' || c.is_whitespace())
+    let words: Vec<&str> = info
+        .split(|c: char| c == ',' || c.is_whitespace())
         .filter(|word| !word.is_empty())
-        .all(|word| {
-            matches!(
-                word,
-                "rust"
-                    | "ignore"
-                    | "should_panic"
-                    | "no_run"
-                    | "compile_fail"
-                    | "test_harness"
-                    | "standalone_crate"
-                    | "allow_fail"
-            ) || word.starts_with("edition")
-                || word.starts_with("ignore-")
-                || word.starts_with('{')
-        })
+        .collect();
+    let own = |word: &str| {
+        matches!(
+            word,
+            "ignore"
+                | "should_panic"
+                | "no_run"
+                | "compile_fail"
+                | "test_harness"
+                | "standalone_crate"
+                | "allow_fail"
+        ) || word.starts_with("edition")
+            || word.starts_with("ignore-")
+            || word.starts_with('{')
+            || (word.len() == 5
+                && word.starts_with('E')
+                && word[1..].bytes().all(|b| b.is_ascii_digit()))
+    };
+    words.contains(&"rust") || words.iter().all(|word| own(word))
 }

@@ -102,13 +102,17 @@ impl Authorized {
     /// `inner`, sending `credentials` to the server at `url`; `insecure`,
     /// over plain HTTP to another machine as well (an OAuth login's to its
     /// pinned issuer: the server's own was checked when the client was made).
+    ///
+    /// `builder` makes a client like `inner`: an OAuth login's own is made
+    /// from it, its addresses checked; the error, when it cannot be.
     pub(crate) fn new(
         inner: reqwest::Client,
         credentials: Credentials,
         url: &Arc<str>,
         sent: Arc<Sent>,
         insecure: bool,
-    ) -> Self {
+        builder: impl FnOnce() -> reqwest::ClientBuilder,
+    ) -> Result<Self, reqwest::Error> {
         let source = match credentials {
             Credentials::None => Source::None,
             Credentials::Fixed(token) => {
@@ -123,9 +127,10 @@ impl Authorized {
                 if let Some(secret) = oauth.client_secret().filter(|secret| !secret.is_empty()) {
                     sent.fixed_credential(&Arc::from(secret));
                 }
+                let http = crate::mcp::client::oauth::OAuthHttp::new(url, &oauth, builder())?;
                 Source::OAuth(Arc::new(crate::mcp::client::oauth::OAuthProvider::new(
                     Arc::clone(url),
-                    inner.clone(),
+                    http,
                     oauth,
                     insecure,
                     Arc::clone(&sent),
@@ -133,12 +138,12 @@ impl Authorized {
             }
         };
         #[cfg(not(feature = "oauth"))]
-        let _ = (url, insecure);
-        Authorized {
+        let _ = (url, insecure, builder);
+        Ok(Authorized {
             inner,
             source,
             sent,
-        }
+        })
     }
 
     /// The token to send: the fixed one, the provider's last, or the OAuth

@@ -128,20 +128,24 @@ impl Http {
         // the client asks on its behalf, an OAuth login's discovery and
         // authorization server included (one client: rmcp's OAuth asks the
         // MCP server's own metadata with it).
-        let mut client = reqwest::Client::builder();
-        if is_loopback(url) {
-            client = client.no_proxy();
-        }
-        let client = client
-            .pool_max_idle_per_host(MAX_IDLE_CONNECTIONS)
-            .pool_idle_timeout(IDLE_TIMEOUT)
-            .tcp_nodelay(true)
-            .redirect(reqwest::redirect::Policy::none())
-            .tls_backend_preconfigured(options.tls.config()?)
-            .build()
-            .map_err(|error| {
-                misconfigured(format!("the HTTP client could not be built: {error}"))
-            })?;
+        let tls = options.tls.config()?;
+        let loopback = is_loopback(url);
+        let builder = || {
+            let client = reqwest::Client::builder();
+            let client = match loopback {
+                true => client.no_proxy(),
+                false => client,
+            };
+            client
+                .pool_max_idle_per_host(MAX_IDLE_CONNECTIONS)
+                .pool_idle_timeout(IDLE_TIMEOUT)
+                .tcp_nodelay(true)
+                .redirect(reqwest::redirect::Policy::none())
+                .tls_backend_preconfigured(tls.clone())
+        };
+        let client = builder().build().map_err(|error| {
+            misconfigured(format!("the HTTP client could not be built: {error}"))
+        })?;
         Ok(Http {
             client: Authorized::new(
                 client,
@@ -149,7 +153,13 @@ impl Http {
                 &address.url,
                 Arc::clone(sent),
                 options.insecure_credentials,
-            ),
+                builder,
+            )
+            .map_err(|error| {
+                misconfigured(format!(
+                    "the OAuth login's HTTP client could not be built: {error}"
+                ))
+            })?,
             url: address.url,
             headers,
         })

@@ -107,13 +107,17 @@ impl Sent {
         }
     }
 
-    /// Remembers `credential` as sent: a token (the last 16 are kept).
+    /// Remembers `credential` as sent: a token (the 16 sent last are
+    /// kept). One sent again is the newest again: a refresh token kept
+    /// through many access tokens is not forgotten while it is used.
     pub(crate) fn credential(&self, credential: &Arc<str>) {
         let mut credentials = self
             .credentials
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if credentials.iter().any(|known| known == credential) {
+        if let Some(at) = credentials.iter().position(|known| known == credential) {
+            let known = credentials.remove(at);
+            credentials.push(known);
             return;
         }
         if credentials.len() == MAX_CREDENTIALS {
@@ -273,5 +277,22 @@ mod tests {
             !credentials.contains(&Value::from("token-0")),
             "the oldest tokens go"
         );
+    }
+
+    /// A refresh token noted at every renewal outlives the access tokens it
+    /// brought: it is the newest again each time.
+    #[test]
+    fn a_credential_sent_again_is_kept_past_the_newer_ones() {
+        let sent = Sent::default();
+        let refresh: Arc<str> = Arc::from("refresh-77e1");
+        // Each renewal: the refresh token noted, then the access token sent;
+        // the next refresh, which may be refused quoting it, comes after.
+        for n in 0..40 {
+            sent.credential(&refresh);
+            sent.credential(&Arc::from(format!("access-{n}").as_str()));
+            let credentials = sent.credentials();
+            assert!(credentials.contains(&Value::from("refresh-77e1")), "{n}");
+            assert!(credentials.contains(&Value::from(format!("access-{n}"))));
+        }
     }
 }

@@ -22,11 +22,40 @@ use rmcp::transport::auth::{AuthorizationManager, CredentialStore};
 
 use crate::envelope::ErrorEnvelope;
 
+mod addresses;
 mod pinned;
 mod provider;
 mod refusals;
+mod transport;
 
 pub(crate) use provider::OAuthProvider;
+
+/// The HTTP client of one login: this client's settings, every name
+/// resolved through the login's address [`Policy`](addresses::Policy).
+pub(crate) struct OAuthHttp {
+    http: reqwest::Client,
+    policy: Arc<addresses::Policy>,
+    /// What the policy last refused, for the login's failure to say.
+    refused: Arc<std::sync::Mutex<Option<String>>>,
+}
+
+impl OAuthHttp {
+    /// The client `builder` makes for a login of `oauth` to the MCP server
+    /// at `url`, its names resolved through the login's address policy.
+    pub(crate) fn new(
+        url: &str,
+        oauth: &OAuth,
+        builder: reqwest::ClientBuilder,
+    ) -> reqwest::Result<Self> {
+        let policy = Arc::new(addresses::Policy::new(url, oauth.private_addresses));
+        let http = builder.dns_resolver(Arc::clone(&policy)).build()?;
+        Ok(OAuthHttp {
+            http,
+            policy,
+            refused: Arc::default(),
+        })
+    }
+}
 
 /// What a login handler answers: the URL the authorization server
 /// redirected the person to (with its `code`), or the envelope that ends
@@ -69,6 +98,7 @@ pub struct OAuth {
     store: Option<StoreSetter>,
     max_authorizations: u32,
     issuer: Option<String>,
+    private_addresses: bool,
 }
 
 #[derive(Clone)]
@@ -94,6 +124,7 @@ impl fmt::Debug for OAuth {
             .field("flow", &flow)
             .field("scopes", &self.scopes)
             .field("issuer", &self.issuer)
+            .field("private_addresses", &self.private_addresses)
             .finish_non_exhaustive()
     }
 }
@@ -146,6 +177,7 @@ impl OAuth {
             store: None,
             max_authorizations: 3,
             issuer: None,
+            private_addresses: false,
         }
     }
 
@@ -218,6 +250,25 @@ impl OAuth {
     #[must_use]
     pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
         self.issuer = Some(issuer.into());
+        self
+    }
+
+    /// Lets the login connect to private addresses (`10.0.0.0/8`,
+    /// `172.16.0.0/12`, `192.168.0.0/16`, `100.64.0.0/10`, `fc00::/7`)
+    /// wherever the MCP server is: an authorization server on the
+    /// company's network (`sso.corp` at `10.0.0.9`). Unless set, every
+    /// address a login connects to — the documents discovery reads, the
+    /// endpoints the authorization server's metadata names, a pinned
+    /// [`issuer`](Self::issuer) too — is a public one, but where the MCP
+    /// server's own URL names a private address, or this machine
+    /// (`localhost`, a loopback address; then that kind is allowed): a
+    /// server the client merely calls cannot send it, its secret with it,
+    /// to a service on the client's own network. Link-local addresses (the
+    /// cloud's instance metadata, `169.254.169.254`) and reserved ones are
+    /// never connected to, nor this machine unless the server is on it.
+    #[must_use]
+    pub fn private_addresses(mut self) -> Self {
+        self.private_addresses = true;
         self
     }
 

@@ -12,7 +12,8 @@ use rmcp::transport::auth::{
 use tokio::sync::Mutex as AsyncMutex;
 
 use super::refusals::failed;
-use super::{Flow, OAuth, pinned};
+use super::transport::Guarded;
+use super::{Flow, OAuth, OAuthHttp, pinned};
 use crate::envelope::ErrorEnvelope;
 use crate::mcp::client::secrets::Sent;
 use crate::mcp::client::token::TokenRequest;
@@ -22,7 +23,8 @@ use crate::reasons;
 /// and how many times it logged in.
 pub(crate) struct OAuthProvider {
     url: Arc<str>,
-    http: reqwest::Client,
+    /// The login's HTTP client, its addresses checked.
+    http: OAuthHttp,
     oauth: OAuth,
     /// Whether the client was let send credentials over plain HTTP to
     /// another machine, to a pinned issuer there as well.
@@ -52,7 +54,7 @@ const GOOD_LOGIN: std::time::Duration = std::time::Duration::from_secs(60);
 impl OAuthProvider {
     pub(crate) fn new(
         url: Arc<str>,
-        http: reqwest::Client,
+        http: OAuthHttp,
         oauth: OAuth,
         insecure: bool,
         sent: Arc<Sent>,
@@ -69,8 +71,19 @@ impl OAuthProvider {
 
     /// `error` as an envelope: its text with the credentials sent masked
     /// before it is cut to length, so that no part of one is left.
+    /// What the address policy refused, if anything, is said: rmcp's
+    /// error reads only "Request failed".
     fn failed(&self, error: &AuthError) -> ErrorEnvelope {
-        failed(error, |text| self.sent.hide_in(text))
+        let refused = (self.http.refused.lock())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        failed(error, |text| {
+            let text = match refused {
+                Some(refused) => format!("{refused} ({text})"),
+                None => text.to_owned(),
+            };
+            self.sent.hide_in(&text)
+        })
     }
 
     /// Remembers the refresh token `manager` keeps as a credential sent:
@@ -177,12 +190,23 @@ impl OAuthProvider {
         challenge: Option<&str>,
     ) -> Result<String, ErrorEnvelope> {
         self.count(session)?;
-        let mut manager = AuthorizationManager::new(self.url.as_ref())
-            .await
-            .map_err(|error| self.failed(&error))?;
-        manager
-            .with_client(self.http.clone())
-            .map_err(|error| self.failed(&error))?;
+        // Every request of the login through this client's own, its
+        // addresses checked (`addresses`); a refusal before this login is
+        // not its to say.
+        self.http
+            .refused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let guarded = Guarded {
+            http: self.http.http.clone(),
+            policy: Arc::clone(&self.http.policy),
+            refused: Arc::clone(&self.http.refused),
+        };
+        let mut manager =
+            AuthorizationManager::new_with_oauth_http_client(self.url.as_ref(), Arc::new(guarded))
+                .await
+                .map_err(|error| self.failed(&error))?;
         if let Some(store) = &self.oauth.store {
             store(&mut manager);
         }
@@ -196,7 +220,7 @@ impl OAuthProvider {
         let metadata = match &self.oauth.issuer {
             Some(pinned) => {
                 let discovered = resolution.metadata.issuer.as_deref();
-                pinned::metadata(&self.http, pinned, discovered, self.insecure).await?
+                pinned::metadata(&self.http.http, pinned, discovered, self.insecure).await?
             }
             None => resolution.metadata,
         };

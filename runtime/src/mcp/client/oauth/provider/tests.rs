@@ -8,9 +8,15 @@ use super::*;
 #[tokio::test(start_paused = true)]
 async fn logins_are_bounded_in_a_row_not_for_good() {
     let oauth = OAuth::client_credentials("machine", "secret");
+    let http = OAuthHttp::new(
+        "https://tools.example.com/mcp",
+        &oauth,
+        reqwest::Client::builder(),
+    )
+    .unwrap();
     let provider = OAuthProvider::new(
         "https://tools.example.com/mcp".into(),
-        reqwest::Client::new(),
+        http,
         oauth,
         false,
         Arc::default(),
@@ -95,10 +101,17 @@ async fn an_insecure_client_may_pin_a_plain_http_issuer_and_nothing_else() {
 #[test]
 fn a_refusal_cut_to_length_keeps_no_part_of_a_credential() {
     const TOKEN: &str = "rfr-3b7c-d2a9-1f40-refresh-token";
+    let oauth = OAuth::client_credentials("machine", "secret");
+    let http = OAuthHttp::new(
+        "https://tools.example.com/mcp",
+        &oauth,
+        reqwest::Client::builder(),
+    )
+    .unwrap();
     let provider = OAuthProvider::new(
         "https://tools.example.com/mcp".into(),
-        reqwest::Client::new(),
-        OAuth::client_credentials("machine", "secret"),
+        http,
+        oauth,
         false,
         Arc::default(),
     );

@@ -1,0 +1,100 @@
+//! The HTTP client rmcp's OAuth sends through: this client's own (its TLS
+//! settings, no redirect followed), with every address it connects to
+//! checked ([`Policy`]), and a bounded reply.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rmcp::transport::auth::{OAuthHttpClient, OAuthHttpClientFuture, OAuthHttpRequest};
+
+use super::addresses::{NotAllowed, Policy};
+
+/// The most of a reply read, as rmcp's own OAuth client reads.
+const MOST_REPLY: usize = 1024 * 1024;
+
+/// How long one request may take, unless rmcp asks for less.
+const LONGEST: Duration = Duration::from_secs(30);
+
+/// A login's HTTP client: `http` resolves names through `policy`; an
+/// address written in a URL, which reqwest connects to without resolving,
+/// is checked here.
+pub(super) struct Guarded {
+    pub(super) http: reqwest::Client,
+    pub(super) policy: Arc<Policy>,
+    /// The last refusal's text: rmcp's errors say only "Request failed".
+    pub(super) refused: Arc<Mutex<Option<String>>>,
+}
+
+/// Why a login's request was not sent, or its reply not read.
+#[derive(Debug)]
+enum Refused {
+    Address(String),
+    TooLarge,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refused::Address(host) => write!(
+                f,
+                "an OAuth login may not connect to `{host}`: not a public address (a private one only \
+                 with `OAuth::private_addresses`, this machine only when the MCP server is on it)"
+            ),
+            Refused::TooLarge => write!(f, "an OAuth reply was over {MOST_REPLY} bytes"),
+        }
+    }
+}
+
+impl std::error::Error for Refused {}
+
+impl Guarded {
+    /// `refused`, remembered for the login's failure to say.
+    fn refuse(&self, refused: Refused) -> rmcp::transport::auth::OAuthHttpClientError {
+        *self.refused.lock().unwrap_or_else(PoisonError::into_inner) = Some(refused.to_string());
+        Box::new(refused)
+    }
+}
+
+impl OAuthHttpClient for Guarded {
+    fn execute(&self, request: OAuthHttpRequest) -> OAuthHttpClientFuture<'_> {
+        Box::pin(async move {
+            // No redirect is followed, whichever rmcp asks for: a redirect
+            // comes back as it is, and rmcp reads it as a failure.
+            let timeout = request.timeout.map_or(LONGEST, |asked| asked.min(LONGEST));
+            let mut request = reqwest::Request::try_from(request.request)?;
+            if !self.policy.allows_url(request.url()) {
+                let host = request.url().host_str().unwrap_or_default().to_owned();
+                return Err(self.refuse(Refused::Address(host)));
+            }
+            *request.timeout_mut() = Some(timeout);
+            let mut response = match self.http.execute(request).await {
+                Ok(response) => response,
+                Err(error) => {
+                    // A name the policy refused is the resolver's error.
+                    let refused =
+                        std::iter::successors(std::error::Error::source(&error), |e| e.source())
+                            .find_map(|cause| cause.downcast_ref::<NotAllowed>())
+                            .map(|refused| refused.0.clone());
+                    if let Some(text) = refused {
+                        *self.refused.lock().unwrap_or_else(PoisonError::into_inner) = Some(text);
+                    }
+                    return Err(Box::new(error) as _);
+                }
+            };
+            let mut reply = oauth2::http::Response::builder()
+                .status(response.status())
+                .version(response.version());
+            for (name, value) in response.headers() {
+                reply = reply.header(name, value);
+            }
+            let mut body = Vec::new();
+            while let Some(chunk) = response.chunk().await? {
+                if chunk.len() > MOST_REPLY - body.len() {
+                    return Err(self.refuse(Refused::TooLarge));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(reply.body(body)?)
+        })
+    }
+}
