@@ -1171,6 +1171,10 @@ async fn a_tool_of_more_than_sixteen_parameters_is_served_and_every_bad_one_name
 /// ```text
 /// # text keeps it too
 /// ```
+///
+/// ```rust,custom
+/// # a custom block is rustdoc's to show as it is
+/// ```
 #[tool(read_only)]
 fn find_invoices(customer: String) -> Result<Vec<String>, ErrorEnvelope> {
     Ok(vec![customer])
@@ -1192,7 +1196,7 @@ fn archive_orders(before: String) -> Result<u32, ErrorEnvelope> {
 ///
 /// # Errors
 ///
-/// ```rust,custom
+/// ```rust,ignore
 /// # hidden, the example says `rust`
 /// restore(archived)?;
 ///     ```
@@ -1215,7 +1219,7 @@ fn a_description_shows_the_model_what_rustdoc_shows_a_reader() {
         description,
         "Finds invoices.\n\n```\nlet found = find_invoices(\"ACME\".into())?;\n# shown with one mark\n```\n\n\
              ```json\n# a JSON example keeps every line\n{\"customer\": \"ACME\"}\n```\n\n\
-             ```text\n# text keeps it too\n```",
+             ```text\n# text keeps it too\n```\n\n```rust,custom\n# a custom block is rustdoc's to show as it is\n```",
         "the lines rustdoc hides in a Rust example are not the model's to read"
     );
 
@@ -1233,7 +1237,7 @@ fn a_description_shows_the_model_what_rustdoc_shows_a_reader() {
         description,
         "Restores archived orders.\n\n```\n# use orders::archive_orders;\n\
          let archived = archive_orders(\"2026-01-01\")?;\n\n```\n\n# Errors\n\n\
-         ```rust,custom\nrestore(archived)?;\n    ```\n```\n\n## Notes",
+         ```rust,ignore\nrestore(archived)?;\n    ```\n```\n\n## Notes",
         "a fence around an included example closes after it; the headings after it stay"
     );
 }

@@ -127,29 +127,35 @@ fn shown_lines(lines: &[String], fence: &mut Option<Fence>) -> Vec<String> {
 }
 
 /// Whether a code fence's info string makes rustdoc read the example as
-/// Rust: it says `rust`, or says nothing but rustdoc's own words
-/// (`no_run`, `edition2021`, an error code such as `E0277`).
+/// Rust, as stable rustdoc decides: not when it says `custom`; else when
+/// it says nothing rustdoc does not know, or says `rust` — or one of
+/// rustdoc's own words (`no_run`, `edition2021`) — before the first word it
+/// does not know.
 fn is_rust(info: &str) -> bool {
-    let words: Vec<&str> = info
-        .split(|c: char| c == ',' || c.is_whitespace())
-        .filter(|word| !word.is_empty())
-        .collect();
     let own = |word: &str| {
         matches!(
             word,
-            "ignore"
+            "rust"
+                | "ignore"
                 | "should_panic"
                 | "no_run"
                 | "compile_fail"
                 | "test_harness"
                 | "standalone_crate"
-                | "allow_fail"
         ) || word.starts_with("edition")
             || word.starts_with("ignore-")
-            || word.starts_with('{')
-            || (word.len() == 5
-                && word.starts_with('E')
-                && word[1..].bytes().all(|b| b.is_ascii_digit()))
     };
-    words.contains(&"rust") || words.iter().all(|word| own(word))
+    let (mut seen_own, mut seen_other) = (false, false);
+    for word in info
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|word| !word.is_empty())
+    {
+        match word {
+            "custom" => return false,
+            "rust" => seen_own = true,
+            word if own(word) => seen_own |= !seen_other,
+            _ => seen_other = true,
+        }
+    }
+    !seen_other || seen_own
 }

@@ -47,7 +47,9 @@ pub(super) fn kind(ip: IpAddr) -> Kind {
 
 fn kind_v4(ip: Ipv4Addr) -> Kind {
     let [a, b, c, _] = ip.octets();
-    if ip.is_loopback() {
+    if CLOUD_METADATA_V4.contains(&ip) {
+        Kind::Never
+    } else if ip.is_loopback() {
         Kind::Loopback
     } else if ip.is_private() || (a == 100 && (64..128).contains(&b)) {
         Kind::Private
@@ -68,9 +70,23 @@ fn kind_v4(ip: Ipv4Addr) -> Kind {
     }
 }
 
+/// Instance metadata services outside the link-local range, never
+/// connected to even where private addresses are: Alibaba Cloud's.
+const CLOUD_METADATA_V4: [Ipv4Addr; 1] = [Ipv4Addr::new(100, 100, 100, 200)];
+
+/// The same over IPv6, inside `fc00::/7`: AWS's (`fd00:ec2::254`) and
+/// Google Cloud's (`fd20:ce::254`).
+const CLOUD_METADATA_V6: [Ipv6Addr; 2] = [
+    Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254),
+    Ipv6Addr::new(0xfd20, 0xce, 0, 0, 0, 0, 0, 0x254),
+];
+
 fn kind_v6(ip: Ipv6Addr) -> Kind {
-    let first = ip.segments()[0];
-    if ip.is_loopback() {
+    let segments = ip.segments();
+    let first = segments[0];
+    if CLOUD_METADATA_V6.contains(&ip) {
+        Kind::Never
+    } else if ip.is_loopback() {
         Kind::Loopback
     } else if first & 0xfe00 == 0xfc00 {
         Kind::Private
@@ -80,7 +96,11 @@ fn kind_v6(ip: Ipv6Addr) -> Kind {
         || first & 0xffc0 == 0xfe80
         || first & 0xffc0 == 0xfec0
         // Documentation.
-        || (first == 0x2001 && ip.segments()[1] == 0x0db8)
+        || segments[..2] == [0x2001, 0x0db8]
+        // Teredo, whose IPv4 address is hidden; local-use NAT64, whose
+        // translator may reach any IPv4 address.
+        || segments[..2] == [0x2001, 0]
+        || segments[..3] == [0x64, 0xff9b, 1]
     {
         Kind::Never
     } else {
@@ -88,17 +108,18 @@ fn kind_v6(ip: Ipv6Addr) -> Kind {
     }
 }
 
-/// The IPv4 address an IPv6 one carries: mapped (`::ffff:0:0/96`),
-/// compatible (`::/96`, but `::` and `::1`) or NAT64 (`64:ff9b::/96`).
+/// The IPv4 address an IPv6 one carries, as rmcp reads them: mapped
+/// (`::ffff:0:0/96`), compatible (`::/96`, but `::` and `::1`), NAT64
+/// (`64:ff9b::/96`) and 6to4 (`2002::/16`).
 fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
-    if let Some(v4) = ip.to_ipv4_mapped() {
-        return Some(v4);
+    let [a, b, c, d, e, f, g, h] = ip.segments();
+    let low = Ipv4Addr::from((u32::from(g) << 16) | u32::from(h));
+    match [a, b, c, d, e, f] {
+        [0, 0, 0, 0, 0, 0xffff] | [0x64, 0xff9b, 0, 0, 0, 0] => Some(low),
+        [0, 0, 0, 0, 0, 0] if !ip.is_loopback() && !ip.is_unspecified() => Some(low),
+        [0x2002, ..] => Some(Ipv4Addr::from((u32::from(b) << 16) | u32::from(c))),
+        _ => None,
     }
-    let s = ip.segments();
-    let tail = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
-    let nat64 = s[..6] == [0x64, 0xff9b, 0, 0, 0, 0];
-    let compatible = s[..6] == [0; 6] && !ip.is_unspecified() && !ip.is_loopback();
-    (nat64 || compatible).then_some(tail)
 }
 
 /// The addresses one login may connect to.
@@ -259,6 +280,14 @@ mod tests {
             ("64:ff9b::a9fe:a9fe", Kind::Never),
             ("::a9fe:a9fe", Kind::Never),
             ("::ffff:10.0.0.1", Kind::Private),
+            ("2002:a9fe:a9fe::1", Kind::Never),
+            ("2002:0a00:0001::1", Kind::Private),
+            ("2001:0:4136:e378::1", Kind::Never),
+            ("64:ff9b:1::a00:9", Kind::Never),
+            // Instance metadata where private addresses are.
+            ("100.100.100.200", Kind::Never),
+            ("fd00:ec2::254", Kind::Never),
+            ("fd20:ce::254", Kind::Never),
         ] {
             assert_eq!(kind(ip.parse().unwrap()), expected, "{ip}");
         }

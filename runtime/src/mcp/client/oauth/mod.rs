@@ -256,7 +256,12 @@ impl OAuth {
     /// Lets the login connect to private addresses (`10.0.0.0/8`,
     /// `172.16.0.0/12`, `192.168.0.0/16`, `100.64.0.0/10`, `fc00::/7`)
     /// wherever the MCP server is: an authorization server on the
-    /// company's network (`sso.corp` at `10.0.0.9`). Unless set, every
+    /// company's network (`sso.corp` at `10.0.0.9`), a pinned issuer
+    /// there, or an MCP server reached by a name that resolves to a private
+    /// address (a Kubernetes service, `mcp.corp`), whose own metadata the
+    /// login reads first. rmcp still refuses a discovered document at a
+    /// private address *written as one* in a URL (`http://10.0.0.9/…`) on
+    /// another origin; a name is fine. Unless set, every
     /// address a login connects to — the documents discovery reads, the
     /// endpoints the authorization server's metadata names, a pinned
     /// [`issuer`](Self::issuer) too — is a public one, but where the MCP
@@ -264,8 +269,11 @@ impl OAuth {
     /// (`localhost`, a loopback address; then that kind is allowed): a
     /// server the client merely calls cannot send it, its secret with it,
     /// to a service on the client's own network. Link-local addresses (the
-    /// cloud's instance metadata, `169.254.169.254`) and reserved ones are
-    /// never connected to, nor this machine unless the server is on it.
+    /// cloud's instance metadata, `169.254.169.254`, and its other
+    /// addresses: `fd00:ec2::254`, `100.100.100.200`…) and reserved ones
+    /// are never connected to, nor this machine unless the server is on
+    /// it. A proxy the environment names (`HTTPS_PROXY`) resolves the
+    /// names it is asked for: what it can reach, a login can.
     #[must_use]
     pub fn private_addresses(mut self) -> Self {
         self.private_addresses = true;

@@ -58,7 +58,12 @@ pub(super) async fn metadata(
     let mut last = "no metadata at its well-known addresses".to_owned();
     for address in addresses {
         let read = async {
-            let response = http.get(&address).send().await.map_err(|e| e.to_string())?;
+            let response = http.get(&address).send().await.map_err(|error| {
+                // A name the login's address policy refused says so.
+                std::iter::successors(std::error::Error::source(&error), |e| e.source())
+                    .find_map(|cause| cause.downcast_ref::<super::addresses::NotAllowed>())
+                    .map_or_else(|| error.to_string(), ToString::to_string)
+            })?;
             if !response.status().is_success() {
                 return Err(format!("{address}: HTTP {}", response.status()));
             }

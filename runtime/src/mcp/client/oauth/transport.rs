@@ -61,40 +61,83 @@ impl OAuthHttpClient for Guarded {
             // No redirect is followed, whichever rmcp asks for: a redirect
             // comes back as it is, and rmcp reads it as a failure.
             let timeout = request.timeout.map_or(LONGEST, |asked| asked.min(LONGEST));
-            let mut request = reqwest::Request::try_from(request.request)?;
-            if !self.policy.allows_url(request.url()) {
-                let host = request.url().host_str().unwrap_or_default().to_owned();
-                return Err(self.refuse(Refused::Address(host)));
-            }
-            *request.timeout_mut() = Some(timeout);
-            let mut response = match self.http.execute(request).await {
-                Ok(response) => response,
-                Err(error) => {
-                    // A name the policy refused is the resolver's error.
-                    let refused =
-                        std::iter::successors(std::error::Error::source(&error), |e| e.source())
-                            .find_map(|cause| cause.downcast_ref::<NotAllowed>())
-                            .map(|refused| refused.0.clone());
-                    if let Some(text) = refused {
-                        *self.refused.lock().unwrap_or_else(PoisonError::into_inner) = Some(text);
-                    }
-                    return Err(Box::new(error) as _);
-                }
-            };
-            let mut reply = oauth2::http::Response::builder()
-                .status(response.status())
-                .version(response.version());
-            for (name, value) in response.headers() {
-                reply = reply.header(name, value);
-            }
-            let mut body = Vec::new();
-            while let Some(chunk) = response.chunk().await? {
-                if chunk.len() > MOST_REPLY - body.len() {
-                    return Err(self.refuse(Refused::TooLarge));
-                }
-                body.extend_from_slice(&chunk);
-            }
-            Ok(reply.body(body)?)
+            let request = reqwest::Request::try_from(request.request)?;
+            self.send(request, timeout).await
         })
+    }
+}
+
+impl Guarded {
+    /// Sends `request` if its address may be connected to, and reads the
+    /// reply, bounded.
+    async fn send(
+        &self,
+        mut request: reqwest::Request,
+        timeout: Duration,
+    ) -> Result<oauth2::HttpResponse, rmcp::transport::auth::OAuthHttpClientError> {
+        if !self.policy.allows_url(request.url()) {
+            let host = request.url().host_str().unwrap_or_default().to_owned();
+            return Err(self.refuse(Refused::Address(host)));
+        }
+        *request.timeout_mut() = Some(timeout);
+        let mut response = match self.http.execute(request).await {
+            Ok(response) => response,
+            Err(error) => {
+                // A name the policy refused is the resolver's error.
+                let refused =
+                    std::iter::successors(std::error::Error::source(&error), |e| e.source())
+                        .find_map(|cause| cause.downcast_ref::<NotAllowed>())
+                        .map(|refused| refused.0.clone());
+                if let Some(text) = refused {
+                    *self.refused.lock().unwrap_or_else(PoisonError::into_inner) = Some(text);
+                }
+                return Err(Box::new(error));
+            }
+        };
+        let mut reply = oauth2::http::Response::builder()
+            .status(response.status())
+            .version(response.version());
+        for (name, value) in response.headers() {
+            reply = reply.header(name, value);
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await? {
+            if chunk.len() > MOST_REPLY - body.len() {
+                return Err(self.refuse(Refused::TooLarge));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(reply.body(body)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A name is refused where it resolves, and the refusal is kept for the
+    /// login's failure to say (rmcp's error reads "Request failed").
+    #[tokio::test]
+    async fn a_name_refused_where_it_resolves_is_said() {
+        let policy = Arc::new(Policy::new("https://mcp.example.com/mcp", false));
+        let guarded = Guarded {
+            http: reqwest::Client::builder()
+                .no_proxy()
+                .dns_resolver(Arc::clone(&policy))
+                .build()
+                .unwrap(),
+            policy,
+            refused: Arc::default(),
+        };
+        for url in ["http://localhost:9/token", "http://169.254.169.254/token"] {
+            let request = reqwest::Request::new(reqwest::Method::POST, url.parse().unwrap());
+            assert!(guarded.send(request, LONGEST).await.is_err(), "{url}");
+            let said = guarded.refused.lock().unwrap().take();
+            assert!(
+                said.as_deref()
+                    .is_some_and(|said| said.contains("may not connect")),
+                "{url}: {said:?}"
+            );
+        }
     }
 }
