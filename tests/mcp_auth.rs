@@ -406,6 +406,38 @@ fn machine_metadata(base: &str) -> Value {
     })
 }
 
+/// An authorization server for machines on a loopback port: its metadata
+/// (`machine_metadata`, changed by `edit`) and its `/token` endpoint, if
+/// given; its base URL.
+#[cfg(feature = "oauth")]
+async fn machine_authorization_server(
+    edit: impl FnOnce(&mut Value),
+    token: Option<axum::routing::MethodRouter>,
+) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let mut metadata = machine_metadata(&base);
+    edit(&mut metadata);
+    let mut app = axum::Router::new().route(
+        "/.well-known/oauth-authorization-server",
+        axum::routing::get(move || std::future::ready(axum::Json(metadata))),
+    );
+    if let Some(token) = token {
+        app = app.route("/token", token);
+    }
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    base
+}
+
+/// Everything a failed login shows: its JSON, `Debug` and `Display`.
+#[cfg(feature = "oauth")]
+fn shown(failed: &ErrorEnvelope) -> String {
+    format!(
+        "{} {failed:?} {failed}",
+        serde_json::to_string(failed).unwrap()
+    )
+}
+
 /// An authorization server that refuses a machine's login quoting its
 /// client secret: the envelope quotes it nowhere.
 #[cfg(feature = "oauth")]
@@ -413,34 +445,20 @@ fn machine_metadata(base: &str) -> Value {
 async fn an_authorization_servers_refusal_quotes_no_client_secret() {
     use tool_envelope::mcp::client::OAuth;
     const SECRET: &str = "mach-s3cret-77e4";
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let metadata = machine_metadata(&base);
     let refusal = json!({
         "error": "invalid_client",
         "error_description": format!("the secret {SECRET} is not the one of machine"),
     });
-    let app = axum::Router::new()
-        .route(
-            "/.well-known/oauth-authorization-server",
-            axum::routing::get(move || std::future::ready(axum::Json(metadata))),
-        )
-        .route(
-            "/token",
-            axum::routing::post(move || {
-                let refusal = refusal.clone();
-                async move { (axum::http::StatusCode::BAD_REQUEST, axum::Json(refusal)) }
-            }),
-        );
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let token = axum::routing::post(move || {
+        let refusal = refusal.clone();
+        async move { (axum::http::StatusCode::BAD_REQUEST, axum::Json(refusal)) }
+    });
+    let base = machine_authorization_server(|_| {}, Some(token)).await;
     let failed = McpClient::connect(format!("{base}/mcp"))
         .oauth(OAuth::client_credentials("machine", SECRET))
         .await
         .unwrap_err();
-    let shown = format!(
-        "{} {failed:?} {failed}",
-        serde_json::to_string(&failed).unwrap()
-    );
+    let shown = shown(&failed);
     assert_eq!(
         failed.reason(),
         Some(reasons::AUTHORIZATION_FAILED),
@@ -460,52 +478,38 @@ async fn an_authorization_servers_refusal_quotes_no_client_secret() {
 async fn an_authorization_servers_refusal_quotes_no_refresh_token() {
     use tool_envelope::mcp::client::OAuth;
     const REFRESH: &str = "rfr-9c1d-77aa-refresh";
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let metadata = machine_metadata(&base);
     let refreshes = Arc::new(AtomicU32::new(0));
     let counted = Arc::clone(&refreshes);
-    let app = axum::Router::new()
-        .route(
-            "/.well-known/oauth-authorization-server",
-            axum::routing::get(move || std::future::ready(axum::Json(metadata))),
-        )
-        .route(
-            "/token",
-            axum::routing::post(
-                move |axum::Form(form): axum::Form<std::collections::HashMap<String, String>>| {
-                    let counted = Arc::clone(&counted);
-                    async move {
-                        if form.get("grant_type").map(String::as_str) == Some("refresh_token") {
-                            counted.fetch_add(1, Ordering::SeqCst);
-                            let token = form.get("refresh_token").cloned().unwrap_or_default();
-                            let refusal = json!({
-                                "error": "invalid_request",
-                                "error_description": format!("refresh token {token} is malformed"),
-                            });
-                            return (axum::http::StatusCode::BAD_REQUEST, axum::Json(refusal));
-                        }
-                        // A token already spent, and one to refresh it with.
-                        let issued = json!({
-                            "access_token": "acc-1",
-                            "token_type": "bearer",
-                            "expires_in": 0,
-                            "refresh_token": REFRESH,
-                        });
-                        (axum::http::StatusCode::OK, axum::Json(issued))
-                    }
-                },
-            ),
-        );
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let token = axum::routing::post(
+        move |axum::Form(form): axum::Form<std::collections::HashMap<String, String>>| {
+            let counted = Arc::clone(&counted);
+            async move {
+                if form.get("grant_type").map(String::as_str) == Some("refresh_token") {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    let token = form.get("refresh_token").cloned().unwrap_or_default();
+                    let refusal = json!({
+                        "error": "invalid_request",
+                        "error_description": format!("refresh token {token} is malformed"),
+                    });
+                    return (axum::http::StatusCode::BAD_REQUEST, axum::Json(refusal));
+                }
+                // A token already spent, and one to refresh it with.
+                let issued = json!({
+                    "access_token": "acc-1",
+                    "token_type": "bearer",
+                    "expires_in": 0,
+                    "refresh_token": REFRESH,
+                });
+                (axum::http::StatusCode::OK, axum::Json(issued))
+            }
+        },
+    );
+    let base = machine_authorization_server(|_| {}, Some(token)).await;
     let failed = McpClient::connect(format!("{base}/mcp"))
         .oauth(OAuth::client_credentials("machine", "mach-s3cret"))
         .await
         .unwrap_err();
-    let shown = format!(
-        "{} {failed:?} {failed}",
-        serde_json::to_string(&failed).unwrap()
-    );
+    let shown = shown(&failed);
     assert_eq!(refreshes.load(Ordering::SeqCst), 1, "{shown}");
     assert_eq!(
         failed.reason(),
@@ -524,27 +528,19 @@ async fn an_authorization_servers_refusal_quotes_no_refresh_token() {
 #[tokio::test]
 async fn a_login_is_never_sent_to_an_internal_address_the_metadata_names() {
     use tool_envelope::mcp::client::OAuth;
-    const SECRET: &str = "mach-s3cret-ssrf";
     for (endpoint, allowed_by) in [
         ("http://169.254.169.254/latest/api/token", None),
         ("http://[::ffff:a9fe:a9fe]/token", None),
         ("http://10.255.255.1/token", Some("private_addresses")),
     ] {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let mut metadata = machine_metadata(&base);
-        metadata["token_endpoint"] = json!(endpoint);
-        let app = axum::Router::new().route(
-            "/.well-known/oauth-authorization-server",
-            axum::routing::get(move || std::future::ready(axum::Json(metadata))),
-        );
-        tokio::spawn(async move { axum::serve(listener, app).await });
+        let edit = |metadata: &mut Value| metadata["token_endpoint"] = json!(endpoint);
+        let base = machine_authorization_server(edit, None).await;
         let failed = McpClient::connect(format!("{base}/mcp"))
-            .oauth(OAuth::client_credentials("machine", SECRET))
+            .oauth(OAuth::client_credentials("machine", "mach-s3cret-ssrf"))
             .timeout(std::time::Duration::from_secs(60))
             .await
             .unwrap_err();
-        let shown = format!("{failed:?} {failed}");
+        let shown = shown(&failed);
         assert_eq!(
             failed.reason(),
             Some(reasons::AUTHORIZATION_FAILED),

@@ -2,25 +2,20 @@
 
 use super::*;
 
+/// A machine's login for a server at `tools.example.com`.
+fn machine() -> OAuthProvider {
+    let url = "https://tools.example.com/mcp";
+    let oauth = OAuth::client_credentials("machine", "secret");
+    let http = OAuthHttp::new(url, &oauth, reqwest::Client::builder()).unwrap();
+    OAuthProvider::new(url.into(), http, oauth, false, Arc::default())
+}
+
 /// A server that refuses every token at once is given up on after the
 /// bound; a client whose tokens each served a while logs in for as
 /// long as it runs.
 #[tokio::test(start_paused = true)]
 async fn logins_are_bounded_in_a_row_not_for_good() {
-    let oauth = OAuth::client_credentials("machine", "secret");
-    let http = OAuthHttp::new(
-        "https://tools.example.com/mcp",
-        &oauth,
-        reqwest::Client::builder(),
-    )
-    .unwrap();
-    let provider = OAuthProvider::new(
-        "https://tools.example.com/mcp".into(),
-        http,
-        oauth,
-        false,
-        Arc::default(),
-    );
+    let provider = machine();
     let mut session = Session::default();
     for _ in 0..10 {
         provider
@@ -101,20 +96,7 @@ async fn an_insecure_client_may_pin_a_plain_http_issuer_and_nothing_else() {
 #[test]
 fn a_refusal_cut_to_length_keeps_no_part_of_a_credential() {
     const TOKEN: &str = "rfr-3b7c-d2a9-1f40-refresh-token";
-    let oauth = OAuth::client_credentials("machine", "secret");
-    let http = OAuthHttp::new(
-        "https://tools.example.com/mcp",
-        &oauth,
-        reqwest::Client::builder(),
-    )
-    .unwrap();
-    let provider = OAuthProvider::new(
-        "https://tools.example.com/mcp".into(),
-        http,
-        oauth,
-        false,
-        Arc::default(),
-    );
+    let provider = machine();
     provider.sent.credential(&Arc::from(TOKEN));
     for at in [0, 460, 470, 480, 490, 500] {
         let text = format!("{}{TOKEN} was refused", "x".repeat(at));
