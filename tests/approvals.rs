@@ -328,21 +328,38 @@ async fn a_replayed_approval_runs_nothing() {
     }
     assert_eq!(times("refund O-REPLAY 550"), 1, "one yes, one refund");
 
-    // A declined round is no approval: sending it again runs nothing either.
+    // The spent state with a no instead: refused as well (the refund is
+    // not safe to repeat, so its every round opens once); nothing runs.
     let no = json!({"action": "decline"});
     let declining = refund_of("O-REPLAY", 550)
-        .with_input_responses([(key, no)].into())
+        .with_input_responses([(key, no.clone())].into())
         .with_request_state(state);
-    for _ in 0..2 {
-        let answer = client.call_tool_once(declining.clone()).await.unwrap();
-        let CallToolResponse::Complete(result) = answer else {
-            panic!("a decline completes the call: {answer:?}");
-        };
-        assert_eq!(
-            result.structured_content.unwrap()["reason"],
-            "HUMAN_DECLINED"
-        );
-    }
+    let refused = client.call_tool_once(declining).await.unwrap_err();
+    assert_eq!(code_and_message(&refused).0, ErrorCode::INVALID_PARAMS);
+
+    // A fresh round declined is no approval: the call completes saying so,
+    // and sending that round again runs nothing either.
+    let CallToolResponse::InputRequired(asked) = client
+        .call_tool_once(refund_of("O-REPLAY", 550))
+        .await
+        .unwrap()
+    else {
+        panic!("expected the approval to be asked again");
+    };
+    let key = asked.input_requests.unwrap().keys().next().unwrap().clone();
+    let declining = refund_of("O-REPLAY", 550)
+        .with_input_responses([(key, no)].into())
+        .with_request_state(asked.request_state.unwrap());
+    let answer = client.call_tool_once(declining.clone()).await.unwrap();
+    let CallToolResponse::Complete(result) = answer else {
+        panic!("a decline completes the call: {answer:?}");
+    };
+    assert_eq!(
+        result.structured_content.unwrap()["reason"],
+        "HUMAN_DECLINED"
+    );
+    let refused = client.call_tool_once(declining).await.unwrap_err();
+    assert_eq!(code_and_message(&refused).0, ErrorCode::INVALID_PARAMS);
     assert_eq!(times("refund O-REPLAY 550"), 1);
 }
 

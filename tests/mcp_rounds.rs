@@ -170,7 +170,23 @@ fn tools() -> ToolSet {
         .tool::<welcome>()
         .tool::<survey>()
         .tool::<chatty>()
+        .tool::<purge>()
         .request_state_key([7u8; 32], Duration::from_secs(60))
+}
+
+/// How often `purge` purged.
+static PURGES: AtomicU32 = AtomicU32::new(0);
+
+/// Purges the archive once the user confirms: not safe to repeat.
+#[tool(destructive)]
+async fn purge(context: ToolContext) -> Result<u32, ErrorEnvelope> {
+    match context
+        .elicit::<Name>("confirm", "Type your name to purge the archive")
+        .await?
+    {
+        Elicitation::Accepted(_) => Ok(PURGES.fetch_add(1, Ordering::SeqCst) + 1),
+        Elicitation::Declined | Elicitation::Cancelled => Ok(0),
+    }
 }
 
 /// A client that answers: "Ada" to a form (or declines, when `decline`),
@@ -435,6 +451,62 @@ async fn on_2026_07_28_the_call_answers_with_its_question_and_a_sealed_state() {
         Some(ErrorCode::INVALID_PARAMS),
         "{refused}"
     );
+}
+
+/// The answers a round brought run a tool that is not safe to repeat
+/// once: the same round sent again — a client's retry, a proxy's, or
+/// someone holding the state — runs nothing. A read-only tool's round may
+/// be sent again.
+#[tokio::test]
+async fn a_round_of_a_tool_not_safe_to_repeat_runs_it_once() {
+    let client = connect(Revision::Rounds, Answers::default()).await;
+    let round_two = |name: &str, key: &str, state: String| {
+        let answer = json!({"action": "accept", "content": {"name": "Ada"}});
+        CallToolRequestParams::new(name.to_owned())
+            .with_input_responses([(key.to_owned(), answer)].into())
+            .with_request_state(state)
+    };
+    let CallToolResponse::InputRequired(asked) = client
+        .call_tool_once(CallToolRequestParams::new("purge"))
+        .await
+        .unwrap()
+    else {
+        panic!("expected a question");
+    };
+    let state = asked.request_state.expect("a sealed state");
+    let done = client
+        .call_tool_once(round_two("purge", "confirm", state.clone()))
+        .await
+        .expect("the confirmed round runs");
+    assert!(matches!(done, CallToolResponse::Complete(_)), "{done:?}");
+    assert_eq!(PURGES.load(Ordering::SeqCst), 1);
+    let again = client
+        .call_tool_once(round_two("purge", "confirm", state))
+        .await
+        .expect_err("the same round, sent again, runs nothing");
+    assert_eq!(
+        error_code(&again),
+        Some(ErrorCode::INVALID_PARAMS),
+        "{again}"
+    );
+    assert_eq!(PURGES.load(Ordering::SeqCst), 1, "purged once");
+
+    // A read-only tool's round is safe to send again.
+    let CallToolResponse::InputRequired(asked) = client
+        .call_tool_once(CallToolRequestParams::new("greet"))
+        .await
+        .unwrap()
+    else {
+        panic!("expected a question");
+    };
+    let state = asked.request_state.unwrap();
+    for _ in 0..2 {
+        let done = client
+            .call_tool_once(round_two("greet", "user_name", state.clone()))
+            .await
+            .expect("a read-only round may be sent again");
+        assert!(matches!(done, CallToolResponse::Complete(_)), "{done:?}");
+    }
 }
 
 fn error_code(error: &rmcp::ServiceError) -> Option<ErrorCode> {

@@ -67,7 +67,26 @@ pub(crate) struct SecretValues {
     /// The stretches of long secrets, bounded apart: they never crowd out
     /// a secret itself.
     stretches: Vec<String>,
+    /// The ends of secrets too long for stretches, each with its secret:
+    /// a text cut short quotes a secret's beginning (or, cut at its start,
+    /// its end), which is masked as far as it goes on matching.
+    ends: Vec<End>,
 }
+
+/// The first or the last [`END`] characters of a secret too long for
+/// stretches (a key file, a document), and the secret.
+#[derive(Debug, Clone)]
+struct End {
+    text: String,
+    secret: std::sync::Arc<str>,
+    head: bool,
+}
+
+/// How many characters of a very long secret's beginning or end find it.
+const END: usize = 24;
+
+/// The most very long secrets one call searches for by their ends.
+const MAX_ENDS: usize = 512;
 
 /// The most stretches of long secrets one call searches for.
 const MAX_STRETCHES: usize = 4096;
@@ -146,7 +165,11 @@ impl SecretValues {
     /// still): they are bounded apart ([`MAX_STRETCHES`]).
     fn add_windows(&mut self, text: &str) {
         let count = text.chars().count();
-        if !(WINDOWED..=MOST_WINDOWED).contains(&count) {
+        if count > MOST_WINDOWED {
+            self.add_ends(text);
+            return;
+        }
+        if count < WINDOWED {
             return;
         }
         let bounds: Vec<usize> = (text.char_indices().map(|(at, _)| at))
@@ -160,6 +183,29 @@ impl SecretValues {
             if self.known.insert(window.to_owned()) {
                 self.stretches.push(window.to_owned());
             }
+        }
+    }
+
+    /// The first and last [`END`] characters of a secret too long for
+    /// stretches: a text cut to length after a few KiB quotes its
+    /// beginning, and no stretch of it is searched for.
+    fn add_ends(&mut self, text: &str) {
+        if self.ends.len() + 2 > MAX_ENDS {
+            return;
+        }
+        let secret: std::sync::Arc<str> = std::sync::Arc::from(text);
+        let head_end = text
+            .char_indices()
+            .nth(END)
+            .map_or(text.len(), |(at, _)| at);
+        let count = text.chars().count();
+        let tail_start = text.char_indices().nth(count - END).map_or(0, |(at, _)| at);
+        for (end, head) in [(&text[..head_end], true), (&text[tail_start..], false)] {
+            self.ends.push(End {
+                text: end.to_owned(),
+                secret: std::sync::Arc::clone(&secret),
+                head,
+            });
         }
     }
 
@@ -186,6 +232,16 @@ impl SecretValues {
         for stretch in &other.stretches {
             if self.stretches.len() < MAX_STRETCHES && self.known.insert(stretch.clone()) {
                 self.stretches.push(stretch.clone());
+            }
+        }
+        for end in &other.ends {
+            if self.ends.len() < MAX_ENDS
+                && !self
+                    .ends
+                    .iter()
+                    .any(|known| known.text == end.text && known.head == end.head)
+            {
+                self.ends.push(end.clone());
             }
         }
     }
@@ -218,15 +274,20 @@ impl SecretValues {
             return None;
         }
         // Bounded as they are, the texts always fit an automaton.
-        let patterns = || self.texts.iter().chain(&self.stretches);
+        let patterns = || {
+            (self.texts.iter().chain(&self.stretches)).chain(self.ends.iter().map(|end| &end.text))
+        };
         let automaton = AhoCorasick::new(patterns()).expect("the secret values fit an automaton");
         let short = patterns()
             .map(|text| text.chars().count() < ANYWHERE)
             .collect();
+        let first_end = self.texts.len() + self.stretches.len();
         Some(Masker {
             automaton,
             short,
             whole: self.overflowed,
+            ends: self.ends.clone(),
+            first_end,
         })
     }
 }
@@ -243,6 +304,9 @@ pub(crate) struct Masker {
     /// Whether every text is masked whole: the call's secrets were past
     /// the bound, and some are not searched for.
     whole: bool,
+    /// The ends of very long secrets, the patterns from `first_end` on.
+    ends: Vec<End>,
+    first_end: usize,
 }
 
 impl Masker {
@@ -261,6 +325,39 @@ impl Masker {
         self.searched(text)
     }
 
+    /// Where `found` is masked in `text`: where it matched, or, for the
+    /// end of a very long secret, as far before or after it as the text
+    /// goes on quoting the secret.
+    fn span(&self, text: &str, found: &aho_corasick::Match) -> (usize, usize) {
+        let (start, end) = (found.start(), found.end());
+        let Some(long) = (found.pattern().as_usize())
+            .checked_sub(self.first_end)
+            .and_then(|at| self.ends.get(at))
+        else {
+            return (start, end);
+        };
+        let secret = long.secret.as_bytes();
+        if long.head {
+            let same = (text.as_bytes()[start..].iter().zip(secret))
+                .take_while(|(a, b)| a == b)
+                .count();
+            let mut until = start + same;
+            while !text.is_char_boundary(until) {
+                until -= 1;
+            }
+            (start, until.max(end))
+        } else {
+            let same = (text.as_bytes()[..end].iter().rev().zip(secret.iter().rev()))
+                .take_while(|(a, b)| a == b)
+                .count();
+            let mut from = end - same;
+            while !text.is_char_boundary(from) {
+                from += 1;
+            }
+            (from.min(start), end)
+        }
+    }
+
     /// `text` with every secret value searched for masked.
     fn searched<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let word = |at: Option<char>| at.is_none_or(|c| !c.is_alphanumeric());
@@ -272,7 +369,7 @@ impl Masker {
                     || (word(text[..found.start()].chars().next_back())
                         && word(text[found.end()..].chars().next()))
             })
-            .map(|found| (found.start(), found.end()))
+            .map(|found| self.span(text, &found))
             .collect();
         if found.next().is_some() {
             return Cow::Owned(REDACTED.to_owned());

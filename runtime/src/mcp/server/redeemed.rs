@@ -155,25 +155,26 @@ impl Redemptions {
     /// Records the state `nonce`, `caller`'s, sealed to open until
     /// `expires_ms` (0 when it does not say), as used: for `ttl` in this
     /// process (whose one clock sealed it), in a store for as long as any
-    /// replica could open it ([`remembered_for`]). `false` when it was used
-    /// already, when no more can be remembered, or when the store cannot
-    /// say (a state is refused rather than opened twice).
+    /// replica could open it ([`remembered_for`]). Whether it was the first
+    /// use, used already, or could not be recorded: no more can be
+    /// remembered (`Full`), or the store cannot say (`Unknown`).
     pub(super) async fn redeem(
         &self,
         nonce: &str,
         ttl: Duration,
         expires_ms: i64,
         caller: Option<&str>,
-    ) -> bool {
+    ) -> Redeemed {
         if let Some(store) = &self.shared {
             let held = remembered_for(ttl, expires_ms);
             let until = crate::store::now_ms()
                 .saturating_add(i64::try_from(held.as_millis()).unwrap_or(i64::MAX));
             return match store.redeem(nonce, until).await {
-                Ok(first) => first,
+                Ok(true) => Redeemed::First,
+                Ok(false) => Redeemed::Used,
                 Err(error) => {
-                    tracing::warn!(%error, "an approving state was refused: the store failed");
-                    false
+                    tracing::warn!(%error, "a state's use could not be recorded: the store failed");
+                    Redeemed::Unknown
                 }
             };
         }
@@ -191,9 +192,9 @@ impl Redemptions {
             used.forget_spent(now);
         }
         match used.until.get(nonce) {
-            Some((kept, _)) if kept.holds(now, crate::store::now_ms()) => false,
-            _ if used.until.len() >= MAX_REDEMPTIONS => false,
-            _ if used.at_share(&caller) => false,
+            Some((kept, _)) if kept.holds(now, crate::store::now_ms()) => Redeemed::Used,
+            _ if used.until.len() >= MAX_REDEMPTIONS => Redeemed::Full,
+            _ if used.at_share(&caller) => Redeemed::Full,
             _ => {
                 if let Some((_, before)) =
                     used.until.insert(nonce.to_owned(), (kept, caller.clone()))
@@ -202,21 +203,47 @@ impl Redemptions {
                     *count = count.saturating_sub(1);
                 }
                 *used.counts.entry(caller).or_insert(0) += 1;
-                true
+                Redeemed::First
             }
         }
     }
+}
+
+/// What recording a state's use found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Redeemed {
+    /// Its first use: recorded.
+    First,
+    /// Used already.
+    Used,
+    /// Not recorded: no more can be remembered (of the caller's, or at all).
+    Full,
+    /// Not recorded: the store cannot say.
+    Unknown,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    impl Redemptions {
+        /// Whether recording `nonce` was its first use.
+        async fn first(
+            &self,
+            nonce: &str,
+            ttl: Duration,
+            expires_ms: i64,
+            caller: Option<&str>,
+        ) -> bool {
+            self.redeem(nonce, ttl, expires_ms, caller).await == Redeemed::First
+        }
+    }
+
     #[tokio::test]
     async fn a_time_to_live_past_the_clocks_reach_holds_for_good() {
         let ledger = Redemptions::default();
-        assert!(ledger.redeem("forever", Duration::MAX, 0, None).await);
-        assert!(!ledger.redeem("forever", Duration::MAX, 0, None).await);
+        assert!(ledger.first("forever", Duration::MAX, 0, None).await);
+        assert!(!ledger.first("forever", Duration::MAX, 0, None).await);
     }
 
     #[tokio::test]
@@ -226,24 +253,24 @@ mod tests {
         for n in 0..MAX_REDEMPTIONS_PER_CALLER {
             assert!(
                 ledger
-                    .redeem(&format!("m-{n}"), ttl, 0, Some("mallory"))
+                    .first(&format!("m-{n}"), ttl, 0, Some("mallory"))
                     .await
             );
         }
         assert!(
-            !ledger.redeem("m-one-more", ttl, 0, Some("mallory")).await,
+            !ledger.first("m-one-more", ttl, 0, Some("mallory")).await,
             "mallory's share is spent"
         );
         assert!(
-            ledger.redeem("alice-1", ttl, 0, Some("alice")).await,
+            ledger.first("alice-1", ttl, 0, Some("alice")).await,
             "alice's approval still opens"
         );
         assert!(
-            !ledger.redeem("alice-1", ttl, 0, Some("alice")).await,
+            !ledger.first("alice-1", ttl, 0, Some("alice")).await,
             "once"
         );
         assert!(
-            !ledger.redeem("m-7", ttl, 0, Some("alice")).await,
+            !ledger.first("m-7", ttl, 0, Some("alice")).await,
             "a used state stays used, whoever sends it"
         );
     }
@@ -259,18 +286,18 @@ mod tests {
             for n in 0..MAX_REDEMPTIONS_PER_CALLER {
                 assert!(
                     ledger
-                        .redeem(&format!("{name}/{n}"), ttl, 0, Some(&name))
+                        .first(&format!("{name}/{n}"), ttl, 0, Some(&name))
                         .await
                 );
             }
             assert!(
                 !ledger
-                    .redeem(&format!("{name}/more"), ttl, 0, Some(&name))
+                    .first(&format!("{name}/more"), ttl, 0, Some(&name))
                     .await
             );
         }
         assert!(
-            ledger.redeem("alice-1", ttl, 0, Some("alice")).await,
+            ledger.first("alice-1", ttl, 0, Some("alice")).await,
             "the last caller's approval still opens"
         );
     }
@@ -283,12 +310,12 @@ mod tests {
         let ttl = Duration::from_secs(900);
         for n in 0..MAX_REDEMPTIONS_WITHOUT_TOKEN {
             assert!(
-                ledger.redeem(&format!("anon-{n}"), ttl, 0, None).await,
+                ledger.first(&format!("anon-{n}"), ttl, 0, None).await,
                 "{n}"
             );
         }
-        assert!(!ledger.redeem("anon-more", ttl, 0, None).await);
-        assert!(ledger.redeem("alice-1", ttl, 0, Some("alice")).await);
+        assert!(!ledger.first("anon-more", ttl, 0, None).await);
+        assert!(ledger.first("alice-1", ttl, 0, Some("alice")).await);
     }
 
     /// Its time to live run out on this process's clock, a state that
@@ -297,12 +324,12 @@ mod tests {
     async fn a_state_stays_used_while_the_wall_clock_still_opens_it() {
         let ledger = Redemptions::default();
         let opens_until = crate::store::now_ms() + 60_000;
-        assert!(ledger.redeem("s", Duration::ZERO, opens_until, None).await);
-        assert!(!ledger.redeem("s", Duration::ZERO, opens_until, None).await);
+        assert!(ledger.first("s", Duration::ZERO, opens_until, None).await);
+        assert!(!ledger.first("s", Duration::ZERO, opens_until, None).await);
         let spent = crate::store::now_ms() - 1_001;
-        assert!(ledger.redeem("t", Duration::ZERO, spent, None).await);
+        assert!(ledger.first("t", Duration::ZERO, spent, None).await);
         assert!(
-            ledger.redeem("t", Duration::ZERO, spent, None).await,
+            ledger.first("t", Duration::ZERO, spent, None).await,
             "forgotten"
         );
     }
@@ -313,13 +340,13 @@ mod tests {
         for n in 0..MAX_REDEMPTIONS_PER_CALLER {
             assert!(
                 ledger
-                    .redeem(&format!("m-{n}"), Duration::ZERO, 0, Some("mallory"))
+                    .first(&format!("m-{n}"), Duration::ZERO, 0, Some("mallory"))
                     .await
             );
         }
         assert!(
             ledger
-                .redeem("m-next", Duration::from_secs(900), 0, Some("mallory"))
+                .first("m-next", Duration::from_secs(900), 0, Some("mallory"))
                 .await
         );
     }

@@ -82,14 +82,19 @@ impl Asking {
     /// `requestState` carries and those of its `inputResponses` that answer
     /// what the last round asked.
     ///
-    /// A state that carries a person's approval opens once: a replay of
-    /// it runs nothing.
+    /// A state that carries a person's approval opens once, and so does
+    /// every state of a tool that is not safe to repeat (`repeatable`:
+    /// read-only or idempotent, as its definition says): the answers a
+    /// round brought — "yes, delete it" — run the tool once, and a replay
+    /// of the round runs nothing.
     ///
     /// # Errors
     ///
     /// `-32602`, one text whatever the reason, for a `requestState` this
     /// server did not seal for this call and caller, whose time is up, or
-    /// that carries an approval already used.
+    /// that was used already (an approval's, or a state of a tool not safe
+    /// to repeat).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn open(
         seal: &Seal,
         context: &RequestContext<RoleServer>,
@@ -98,6 +103,7 @@ impl Asking {
         caller: Option<&str>,
         round: (Option<InputResponses>, Option<String>),
         ask_timeout: Duration,
+        repeatable: bool,
     ) -> Result<Self, ErrorData> {
         let (responses, state) = round;
         let rounds = has_rounds(context);
@@ -107,8 +113,9 @@ impl Asking {
             let mut state = seal.open(&sealed, (service, tool), arguments, caller)?;
             (answers, approved_until_ms) =
                 state.take_answers(responses.unwrap_or_default(), crate::store::now_ms());
-            if approves(&answers) && !seal.spend(&state, caller).await {
-                tracing::debug!(tool, "requestState refused: its approval was used already");
+            let approving = approves(&answers);
+            if (approving || !repeatable) && !seal.spend(&state, caller, approving).await {
+                tracing::debug!(tool, "requestState refused: it was used already");
                 return Err(refused_state());
             }
         }

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::held;
-use super::redeemed::{Redemptions, nonce};
+use super::redeemed::{Redeemed, Redemptions, nonce};
 use crate::mcp::ask::APPROVAL_KEY_PREFIX;
 use crate::store::{Store, now_ms};
 
@@ -181,13 +181,20 @@ impl Seal {
             })
     }
 
-    /// Spends `state`, which carries or brings a yes, for `caller`: whether
-    /// it had not been spent (then the call may go on).
-    pub(super) async fn spend(&self, state: &State, caller: Option<&str>) -> bool {
+    /// Spends `state` for `caller`: whether it had not been spent (then
+    /// the call may go on). A state that carries or brings a yes
+    /// (`approving`) is spent only by the ledger that sealed it, and only
+    /// once recorded; any other — the answers of a tool not safe to repeat
+    /// — is refused once known spent, by this tool set or the store, and
+    /// let through where its use cannot be remembered (a ledger full of
+    /// other callers' states must not stop everyone's rounds: only a yes
+    /// is worth refusing them for).
+    pub(super) async fn spend(&self, state: &State, caller: Option<&str>, approving: bool) -> bool {
         // Without a store, only the ledger that sealed the state knows
         // whether it was spent: a restart, another replica, or a tool set
         // built apart with the same key would open it once more.
-        if let Some(own) = self.redeemed.local_id()
+        if approving
+            && let Some(own) = self.redeemed.local_id()
             && state.ledger != own
         {
             tracing::warn!(
@@ -195,9 +202,19 @@ impl Seal {
             );
             return false;
         }
-        (self.redeemed)
+        let redeemed = (self.redeemed)
             .redeem(&state.nonce, self.ttl, state.expires_ms, caller)
-            .await
+            .await;
+        match (redeemed, approving) {
+            (Redeemed::First, _) => true,
+            (Redeemed::Used | Redeemed::Unknown, _) | (Redeemed::Full, true) => false,
+            (Redeemed::Full, false) => {
+                tracing::warn!(
+                    "a round's state was opened without its use recorded: the record of used states is full"
+                );
+                true
+            }
+        }
     }
 
     /// Seals `state` for the call of `service`'s `tool` with `arguments` by

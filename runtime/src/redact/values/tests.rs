@@ -181,3 +181,24 @@ fn an_unknown_schema_makes_every_long_string_sent_a_secret() {
     secrets.add_long_strings(&json!({"user": "ops", "password": "hunter2", "n": 123_456}));
     assert_eq!(secrets.texts, ["hunter2"]);
 }
+
+/// A secret too long for stretches (a key file, a kubeconfig) quoted in a
+/// text cut to a few KiB — its beginning up to the cut — or quoted from
+/// its end shows none of what it quotes.
+#[test]
+fn a_very_long_secret_cut_by_a_texts_bound_shows_none_of_it() {
+    let key: String = (0..3000)
+        .map(|n: u32| char::from_digit((n * 7 + n / 13) % 36, 36).unwrap())
+        .collect();
+    let key = format!("-----BEGIN PRIVATE KEY-----{key}-----END PRIVATE KEY-----");
+    let masker = masker(json!([key.clone()]));
+    let cut = format!("cannot parse: {}", &key[..1000]);
+    assert_eq!(masker.text(&cut), "cannot parse: [redacted]");
+    let from_end = format!("…{} at the end", &key[key.len() - 700..]);
+    assert_eq!(masker.text(&from_end), "…[redacted] at the end");
+    // Whole, it is masked as before; a text that only starts the same
+    // way is masked as far as it is the secret.
+    assert_eq!(masker.text(&format!("[{key}]")), "[[redacted]]");
+    let diverges = format!("{}XYZ and more", &key[..40]);
+    assert_eq!(masker.text(&diverges), "[redacted]XYZ and more");
+}

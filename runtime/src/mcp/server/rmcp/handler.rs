@@ -2,24 +2,23 @@
 //! an rmcp router, and serving over stdio.
 
 use std::io;
-
-use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
-use rmcp::handler::server::tool::ToolCallContext;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
-    Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, Tool,
-};
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use serde_json::Value;
-
 use std::pin::pin;
 use std::sync::Arc;
 
 use futures_util::future::{Either, select};
-use rmcp::model::InputResponses;
+use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities,
+    CreateTaskResult, CustomRequest, CustomResult, ErrorCode, GetTaskParams, GetTaskResult,
+    Implementation, InitializeRequestParams, InitializeResult, InputResponses, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, Tool, UpdateTaskParams,
+};
+use rmcp::service::RequestContext;
+use rmcp::task_manager::TaskExit;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::Value;
 
 use crate::caller::Caller;
 use crate::mcp::context::ToolContext;
@@ -29,11 +28,6 @@ use crate::mcp::server::rmcp::convert::{rmcp_tools, to_error_data, to_rmcp_resul
 use crate::mcp::server::rounds::{Asking, has_rounds};
 use crate::mcp::server::tasks::{Full, Kept, TASK_TTL, TaskSupport, Tasks};
 use crate::mcp::server::toolset::ToolSet;
-use rmcp::model::{
-    CancelTaskParams, ClientCapabilities, CreateTaskResult, GetTaskParams, GetTaskResult,
-    UpdateTaskParams,
-};
-use rmcp::task_manager::TaskExit;
 
 const INSTRUCTIONS: &str = "Tool failures come back as isError results whose structuredContent is an error envelope: \
      errorCategory and isRetryable say what to do next; attempted_query, partial_results and \
@@ -323,6 +317,11 @@ impl ToolSet {
             subject,
             (round.responses, round.state),
             self.ask_timeout_of(),
+            // Safe to repeat, as the tool's definition says.
+            self.get(name).is_some_and(|tool| {
+                let hints = tool.annotations;
+                hints.read_only_hint || hints.idempotent_hint
+            }),
         )
         .await?;
         let live = Arc::new(LiveRequest::new(
