@@ -27,6 +27,9 @@ pub(super) struct Redemptions {
     /// by a process restarted with the same key, nor by a tool set built
     /// apart, whose ledgers never saw it spent.
     id: String,
+    /// Whether it was said that a round went unrecorded, the record full:
+    /// said once, not on every round of a busy server.
+    said_full: std::sync::atomic::AtomicBool,
 }
 
 impl Default for Redemptions {
@@ -35,6 +38,7 @@ impl Default for Redemptions {
             used: Mutex::default(),
             shared: None,
             id: nonce(),
+            said_full: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
@@ -142,6 +146,18 @@ impl Redemptions {
         Redemptions {
             shared: Some(store),
             ..Redemptions::default()
+        }
+    }
+
+    /// Says, once, that a round's state opened without its use recorded.
+    pub(super) fn say_full(&self) {
+        if !self
+            .said_full
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            tracing::warn!(
+                "a round's state was opened without its use recorded: the record of used states is full (said once; a store, `ToolSet::store`, has no such bound)"
+            );
         }
     }
 

@@ -209,9 +209,7 @@ impl Seal {
             (Redeemed::First, _) => true,
             (Redeemed::Used | Redeemed::Unknown, _) | (Redeemed::Full, true) => false,
             (Redeemed::Full, false) => {
-                tracing::warn!(
-                    "a round's state was opened without its use recorded: the record of used states is full"
-                );
+                self.redeemed.say_full();
                 true
             }
         }
@@ -406,5 +404,48 @@ mod tests {
         assert!(!approves(&taken), "{taken:?}");
         assert!(taken.contains_key("form"), "the other answers stay");
         assert_eq!(until, 0);
+    }
+
+    /// A round that brings no yes is spent once; where the record is full
+    /// of the caller's other states it is let through unrecorded, which a
+    /// round that brings a yes never is.
+    #[tokio::test]
+    async fn a_plain_round_opens_once_and_a_full_record_stops_only_approvals() {
+        let fresh = seal();
+        let state = round_trip(
+            &fresh,
+            State::new(vec!["confirm".into()], BTreeMap::new(), 0),
+        );
+        assert!(
+            fresh.spend(&state, Some("alice"), false).await,
+            "its first use"
+        );
+        assert!(
+            !fresh.spend(&state, Some("alice"), false).await,
+            "used already"
+        );
+
+        let full = seal();
+        for n in 0.. {
+            let redeemed = (full.redeemed)
+                .redeem(&format!("other-{n}"), full.ttl, 0, Some("alice"))
+                .await;
+            if redeemed == Redeemed::Full {
+                break;
+            }
+        }
+        let plain = round_trip(
+            &full,
+            State::new(vec!["confirm".into()], BTreeMap::new(), 0),
+        );
+        assert!(
+            full.spend(&plain, Some("alice"), false).await,
+            "let through"
+        );
+        let approving = round_trip(&full, State::new(vec![approval_key()], BTreeMap::new(), 0));
+        assert!(
+            !full.spend(&approving, Some("alice"), true).await,
+            "a yes is refused"
+        );
     }
 }
