@@ -122,8 +122,8 @@ pub const CLIENT_MISCONFIGURED: &str = "CLIENT_MISCONFIGURED";
 /// guard's approval, `tool-envelope/…`).
 pub const RESERVED_QUESTION_KEY: &str = "RESERVED_QUESTION_KEY";
 /// An MCP server refused the `requestState` a round sent back: not one it
-/// sealed for this call and caller, expired, or the state of an approval
-/// already used. The same round fails the same way; the call can be made
+/// sealed for this call and caller, expired, or used already (an
+/// approval's, or a round of a tool not safe to repeat). The same round fails the same way; the call can be made
 /// again from its start, and a person asked again.
 pub const REQUEST_STATE_REFUSED: &str = "REQUEST_STATE_REFUSED";
 /// The client's answer to a question did not fit what was asked (a form's

@@ -152,6 +152,11 @@ impl SecretValues {
         for form in [escaped, &debug, &component, &form] {
             if form != text {
                 self.push(form.to_owned());
+                // Cut short, a very long secret is quoted in its escaped
+                // forms too (a request body echoed as JSON).
+                if form.chars().count() > MOST_WINDOWED {
+                    self.add_ends(form);
+                }
             }
         }
         self.push(text.clone());
@@ -190,7 +195,12 @@ impl SecretValues {
     /// stretches: a text cut to length after a few KiB quotes its
     /// beginning, and no stretch of it is searched for.
     fn add_ends(&mut self, text: &str) {
+        if self.ends.iter().any(|known| &*known.secret == text) {
+            return;
+        }
         if self.ends.len() + 2 > MAX_ENDS {
+            // Not searched for by its ends: no text can be shown as it is.
+            self.overflowed = true;
             return;
         }
         let secret: std::sync::Arc<str> = std::sync::Arc::from(text);
@@ -235,14 +245,15 @@ impl SecretValues {
             }
         }
         for end in &other.ends {
-            if self.ends.len() < MAX_ENDS
-                && !self
-                    .ends
-                    .iter()
-                    .any(|known| known.text == end.text && known.head == end.head)
-            {
-                self.ends.push(end.clone());
+            let known = |known: &End| known.head == end.head && known.secret == end.secret;
+            if self.ends.iter().any(known) {
+                continue;
             }
+            if self.ends.len() == MAX_ENDS {
+                self.overflowed = true;
+                break;
+            }
+            self.ends.push(end.clone());
         }
     }
 
@@ -327,27 +338,42 @@ impl Masker {
 
     /// Where `found` is masked in `text`: where it matched, or, for the
     /// end of a very long secret, as far before or after it as the text
-    /// goes on quoting the secret.
-    fn span(&self, text: &str, found: &aho_corasick::Match) -> (usize, usize) {
+    /// goes on quoting the secret — never into what that end already
+    /// reached (`covered`, one place per end), so that the ends of a
+    /// secret that repeats itself (`abab…`) cost one pass over the text,
+    /// not one a match.
+    fn span(
+        &self,
+        text: &str,
+        found: &aho_corasick::Match,
+        covered: &mut [usize],
+    ) -> (usize, usize) {
         let (start, end) = (found.start(), found.end());
-        let Some(long) = (found.pattern().as_usize())
+        let Some((at, long)) = (found.pattern().as_usize())
             .checked_sub(self.first_end)
-            .and_then(|at| self.ends.get(at))
+            .and_then(|at| Some((at, self.ends.get(at)?)))
         else {
             return (start, end);
         };
+        let reached = &mut covered[at];
+        if end <= *reached {
+            return (start, end);
+        }
         let secret = long.secret.as_bytes();
-        if long.head {
-            let same = (text.as_bytes()[start..].iter().zip(secret))
+        let span = if long.head {
+            let from = start.max(*reached);
+            let same = (text.as_bytes()[from..].iter())
+                .zip(secret.get(from - start..).unwrap_or_default())
                 .take_while(|(a, b)| a == b)
                 .count();
-            let mut until = start + same;
+            let mut until = from + same;
             while !text.is_char_boundary(until) {
                 until -= 1;
             }
             (start, until.max(end))
         } else {
-            let same = (text.as_bytes()[..end].iter().rev().zip(secret.iter().rev()))
+            let same = (text.as_bytes()[*reached..end].iter().rev())
+                .zip(secret.iter().rev())
                 .take_while(|(a, b)| a == b)
                 .count();
             let mut from = end - same;
@@ -355,12 +381,15 @@ impl Masker {
                 from += 1;
             }
             (from.min(start), end)
-        }
+        };
+        *reached = (*reached).max(span.1);
+        span
     }
 
     /// `text` with every secret value searched for masked.
     fn searched<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let word = |at: Option<char>| at.is_none_or(|c| !c.is_alphanumeric());
+        let mut covered = vec![0; self.ends.len()];
         let mut found = self.automaton.find_overlapping_iter(text);
         let mut spans: Vec<(usize, usize)> = (found.by_ref())
             .take(MAX_MATCHES)
@@ -369,7 +398,7 @@ impl Masker {
                     || (word(text[..found.start()].chars().next_back())
                         && word(text[found.end()..].chars().next()))
             })
-            .map(|found| self.span(text, &found))
+            .map(|found| self.span(text, &found, &mut covered))
             .collect();
         if found.next().is_some() {
             return Cow::Owned(REDACTED.to_owned());

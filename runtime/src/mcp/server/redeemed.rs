@@ -21,6 +21,10 @@ use crate::store::Store;
 /// replica that shares the store shares it (SECURITY.md).
 pub(super) struct Redemptions {
     used: Mutex<Used>,
+    /// The same for rounds that bring no yes (a tool's own answers, spent
+    /// for a tool not safe to repeat), apart: however many of those a
+    /// caller spends, no approving round is refused for it.
+    plain: Mutex<Used>,
     shared: Option<Arc<dyn Store>>,
     /// This ledger's own name, random: without a store, a state that may
     /// bring a yes is sealed with it, and spent only by this ledger — not
@@ -36,6 +40,7 @@ impl Default for Redemptions {
     fn default() -> Self {
         Redemptions {
             used: Mutex::default(),
+            plain: Mutex::default(),
             shared: None,
             id: nonce(),
             said_full: std::sync::atomic::AtomicBool::new(false),
@@ -174,12 +179,15 @@ impl Redemptions {
     /// replica could open it ([`remembered_for`]). Whether it was the first
     /// use, used already, or could not be recorded: no more can be
     /// remembered (`Full`), or the store cannot say (`Unknown`).
+    /// `approving`: the state carries or brings a yes (remembered apart
+    /// from the others, in this process).
     pub(super) async fn redeem(
         &self,
         nonce: &str,
         ttl: Duration,
         expires_ms: i64,
         caller: Option<&str>,
+        approving: bool,
     ) -> Redeemed {
         if let Some(store) = &self.shared {
             let held = remembered_for(ttl, expires_ms);
@@ -202,8 +210,27 @@ impl Redemptions {
             expires_ms,
         };
         let caller: Option<Arc<str>> = caller.map(Arc::from);
-        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
         let now = Instant::now();
+        // A state is used once, whichever record remembers it: one spent
+        // with a yes is not opened again without one.
+        let other = match approving {
+            true => &self.plain,
+            false => &self.used,
+        };
+        if (other
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .until
+            .get(nonce))
+        .is_some_and(|(kept, _)| kept.holds(now, crate::store::now_ms()))
+        {
+            return Redeemed::Used;
+        }
+        let record = match approving {
+            true => &self.used,
+            false => &self.plain,
+        };
+        let mut used = record.lock().unwrap_or_else(PoisonError::into_inner);
         if used.until.len() >= MAX_REDEMPTIONS || used.at_share(&caller) {
             used.forget_spent(now);
         }
@@ -251,7 +278,7 @@ mod tests {
             expires_ms: i64,
             caller: Option<&str>,
         ) -> bool {
-            self.redeem(nonce, ttl, expires_ms, caller).await == Redeemed::First
+            self.redeem(nonce, ttl, expires_ms, caller, true).await == Redeemed::First
         }
     }
 

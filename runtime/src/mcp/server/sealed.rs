@@ -203,7 +203,7 @@ impl Seal {
             return false;
         }
         let redeemed = (self.redeemed)
-            .redeem(&state.nonce, self.ttl, state.expires_ms, caller)
+            .redeem(&state.nonce, self.ttl, state.expires_ms, caller, approving)
             .await;
         match (redeemed, approving) {
             (Redeemed::First, _) => true,
@@ -425,15 +425,23 @@ mod tests {
             "used already"
         );
 
+        // Plain rounds fill a record of their own: past it they are let
+        // through, and an approving round is still taken.
         let full = seal();
-        for n in 0.. {
-            let redeemed = (full.redeemed)
-                .redeem(&format!("other-{n}"), full.ttl, 0, Some("alice"))
-                .await;
-            if redeemed == Redeemed::Full {
-                break;
+        let fill = |approving: bool| {
+            let full = &full;
+            async move {
+                for n in 0.. {
+                    let redeemed = (full.redeemed)
+                        .redeem(&format!("other-{n}"), full.ttl, 0, Some("alice"), approving)
+                        .await;
+                    if redeemed == Redeemed::Full {
+                        break;
+                    }
+                }
             }
-        }
+        };
+        fill(false).await;
         let plain = round_trip(
             &full,
             State::new(vec!["confirm".into()], BTreeMap::new(), 0),
@@ -442,10 +450,19 @@ mod tests {
             full.spend(&plain, Some("alice"), false).await,
             "let through"
         );
-        let approving = round_trip(&full, State::new(vec![approval_key()], BTreeMap::new(), 0));
+        let approving =
+            |seal: &Seal| round_trip(seal, State::new(vec![approval_key()], BTreeMap::new(), 0));
+        let first = approving(&full);
         assert!(
-            !full.spend(&approving, Some("alice"), true).await,
-            "a yes is refused"
+            full.spend(&first, Some("alice"), true).await,
+            "a yes is taken"
+        );
+        // Approving rounds past their own record are refused.
+        fill(true).await;
+        let second = approving(&full);
+        assert!(
+            !full.spend(&second, Some("alice"), true).await,
+            "a yes past the record"
         );
     }
 }

@@ -202,3 +202,48 @@ fn a_very_long_secret_cut_by_a_texts_bound_shows_none_of_it() {
     let diverges = format!("{}XYZ and more", &key[..40]);
     assert_eq!(masker.text(&diverges), "[redacted]XYZ and more");
 }
+
+/// The same cut short in the forms a text escapes it in — a PEM key's line
+/// breaks as `\n` in a JSON body echoed back, a service account's JSON
+/// with its quotes escaped — and two secrets of one boilerplate (two PEM
+/// keys) each found by their own ends.
+#[test]
+fn a_very_long_secret_cut_short_in_an_escaped_form_shows_none_of_it() {
+    let body = |seed: u32| -> String {
+        (0..40)
+            .map(|line| {
+                (0..64)
+                    .map(|n: u32| char::from_digit((n * seed + line) % 36, 36).unwrap())
+                    .collect::<String>()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let pem = |seed| {
+        format!(
+            "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----",
+            body(seed)
+        )
+    };
+    let (first, second) = (pem(7), pem(11));
+    let account = format!(
+        r#"{{"type": "service_account", "private_key": "{}"}}"#,
+        body(13)
+    );
+    let keys = masker(json!([first.clone(), second.clone(), account.clone()]));
+    for secret in [&first, &second, &account] {
+        let escaped = serde_json::to_string(secret).unwrap();
+        let echoed = format!(r#"{{"error": "bad key", "body": {}"#, &escaped[..1500]);
+        let shown = keys.text(&echoed);
+        assert_eq!(
+            shown, r#"{"error": "bad key", "body": "[redacted]"#,
+            "{shown}"
+        );
+    }
+    // The repeated pattern of a secret that repeats itself is masked in
+    // one pass: every quote of it, cut short or whole.
+    let repeated = "ab".repeat(400);
+    let repeats = masker(json!([repeated.clone()]));
+    let text = format!("x {} y {}", &repeated[..700], repeated);
+    assert_eq!(repeats.text(&text), "x [redacted] y [redacted]");
+}
