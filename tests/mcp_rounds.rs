@@ -171,7 +171,18 @@ fn tools() -> ToolSet {
         .tool::<survey>()
         .tool::<chatty>()
         .tool::<purge>()
+        .tool::<draw>()
         .request_state_key([7u8; 32], Duration::from_secs(60))
+}
+
+/// Draws the next ticket once the user gives a name: read-only, but not
+/// to be repeated (`idempotent = false`, as the retry decision reads it).
+#[tool(read_only, idempotent = false)]
+async fn draw(context: ToolContext) -> Result<u32, ErrorEnvelope> {
+    match context.elicit::<Name>("confirm", "Your name?").await? {
+        Elicitation::Accepted(_) => Ok(PURGES.fetch_add(0, Ordering::SeqCst)),
+        Elicitation::Declined | Elicitation::Cancelled => Ok(0),
+    }
 }
 
 /// How often `purge` purged.
@@ -490,6 +501,29 @@ async fn a_round_of_a_tool_not_safe_to_repeat_runs_it_once() {
         "{again}"
     );
     assert_eq!(PURGES.load(Ordering::SeqCst), 1, "purged once");
+
+    // Read-only but said not to be repeated: once, as the retry decision has it.
+    let CallToolResponse::InputRequired(asked) = client
+        .call_tool_once(CallToolRequestParams::new("draw"))
+        .await
+        .unwrap()
+    else {
+        panic!("expected a question");
+    };
+    let state = asked.request_state.unwrap();
+    client
+        .call_tool_once(round_two("draw", "confirm", state.clone()))
+        .await
+        .expect("its first round runs");
+    let again = client
+        .call_tool_once(round_two("draw", "confirm", state))
+        .await
+        .expect_err("not again");
+    assert_eq!(
+        error_code(&again),
+        Some(ErrorCode::INVALID_PARAMS),
+        "{again}"
+    );
 
     // A read-only tool's round is safe to send again.
     let CallToolResponse::InputRequired(asked) = client

@@ -83,8 +83,9 @@ impl Asking {
     /// what the last round asked.
     ///
     /// A state that carries a person's approval opens once, and so does
-    /// every state of a tool that is not safe to repeat (`repeatable`:
-    /// read-only or idempotent, as its definition says): the answers a
+    /// every state of a tool that is not safe to repeat (`repeatable`: its
+    /// definition says it is idempotent, as the retry decision reads it —
+    /// a read-only tool is, unless `idempotent = false`): the answers a
     /// round brought — "yes, delete it" — run the tool once, and a replay
     /// of the round runs nothing.
     ///

@@ -317,11 +317,10 @@ impl ToolSet {
             subject,
             (round.responses, round.state),
             self.ask_timeout_of(),
-            // Safe to repeat, as the tool's definition says.
-            self.get(name).is_some_and(|tool| {
-                let hints = tool.annotations;
-                hints.read_only_hint || hints.idempotent_hint
-            }),
+            // Safe to repeat, as the retry decision reads it (`Facts`): a
+            // read-only tool is idempotent unless it says otherwise.
+            self.get(name)
+                .is_some_and(|tool| tool.annotations.idempotent_hint),
         )
         .await?;
         let live = Arc::new(LiveRequest::new(
