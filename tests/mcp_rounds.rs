@@ -464,6 +464,18 @@ async fn on_2026_07_28_the_call_answers_with_its_question_and_a_sealed_state() {
     );
 }
 
+/// The sealed state of `name`'s first round, which asks.
+async fn first_round(client: &RunningService<RoleClient, Answers>, name: &str) -> String {
+    let first = client
+        .call_tool_once(CallToolRequestParams::new(name.to_owned()))
+        .await
+        .expect("the first round answers");
+    let CallToolResponse::InputRequired(asked) = first else {
+        panic!("expected a question, got {first:?}");
+    };
+    asked.request_state.expect("a sealed state")
+}
+
 /// The answers a round brought run a tool that is not safe to repeat
 /// once: the same round sent again — a client's retry, a proxy's, or
 /// someone holding the state — runs nothing. A read-only tool's round may
@@ -477,14 +489,7 @@ async fn a_round_of_a_tool_not_safe_to_repeat_runs_it_once() {
             .with_input_responses([(key.to_owned(), answer)].into())
             .with_request_state(state)
     };
-    let CallToolResponse::InputRequired(asked) = client
-        .call_tool_once(CallToolRequestParams::new("purge"))
-        .await
-        .unwrap()
-    else {
-        panic!("expected a question");
-    };
-    let state = asked.request_state.expect("a sealed state");
+    let state = first_round(&client, "purge").await;
     let done = client
         .call_tool_once(round_two("purge", "confirm", state.clone()))
         .await
@@ -503,14 +508,7 @@ async fn a_round_of_a_tool_not_safe_to_repeat_runs_it_once() {
     assert_eq!(PURGES.load(Ordering::SeqCst), 1, "purged once");
 
     // Read-only but said not to be repeated: once, as the retry decision has it.
-    let CallToolResponse::InputRequired(asked) = client
-        .call_tool_once(CallToolRequestParams::new("draw"))
-        .await
-        .unwrap()
-    else {
-        panic!("expected a question");
-    };
-    let state = asked.request_state.unwrap();
+    let state = first_round(&client, "draw").await;
     client
         .call_tool_once(round_two("draw", "confirm", state.clone()))
         .await
@@ -526,14 +524,7 @@ async fn a_round_of_a_tool_not_safe_to_repeat_runs_it_once() {
     );
 
     // A read-only tool's round is safe to send again.
-    let CallToolResponse::InputRequired(asked) = client
-        .call_tool_once(CallToolRequestParams::new("greet"))
-        .await
-        .unwrap()
-    else {
-        panic!("expected a question");
-    };
-    let state = asked.request_state.unwrap();
+    let state = first_round(&client, "greet").await;
     for _ in 0..2 {
         let done = client
             .call_tool_once(round_two("greet", "user_name", state.clone()))

@@ -213,29 +213,23 @@ impl Redemptions {
         let now = Instant::now();
         // A state is used once, whichever record remembers it: one spent
         // with a yes is not opened again without one.
-        let other = match approving {
-            true => &self.plain,
-            false => &self.used,
+        let (record, other) = match approving {
+            true => (&self.used, &self.plain),
+            false => (&self.plain, &self.used),
         };
-        if (other
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .until
-            .get(nonce))
-        .is_some_and(|(kept, _)| kept.holds(now, crate::store::now_ms()))
-        {
+        let spent = |other: &Used| {
+            (other.until.get(nonce))
+                .is_some_and(|(kept, _)| kept.holds(now, crate::store::now_ms()))
+        };
+        if spent(&other.lock().unwrap_or_else(PoisonError::into_inner)) {
             return Redeemed::Used;
         }
-        let record = match approving {
-            true => &self.used,
-            false => &self.plain,
-        };
         let mut used = record.lock().unwrap_or_else(PoisonError::into_inner);
         if used.until.len() >= MAX_REDEMPTIONS || used.at_share(&caller) {
             used.forget_spent(now);
         }
-        match used.until.get(nonce) {
-            Some((kept, _)) if kept.holds(now, crate::store::now_ms()) => Redeemed::Used,
+        match () {
+            _ if spent(&used) => Redeemed::Used,
             _ if used.until.len() >= MAX_REDEMPTIONS => Redeemed::Full,
             _ if used.at_share(&caller) => Redeemed::Full,
             _ => {

@@ -212,6 +212,15 @@ impl std::fmt::Display for NotAllowed {
 
 impl std::error::Error for NotAllowed {}
 
+impl NotAllowed {
+    /// The refusal a request's `error` carries, if the policy refused the
+    /// name it resolved (reqwest wraps the resolver's error in its own).
+    pub(super) fn in_error(error: &reqwest::Error) -> Option<&NotAllowed> {
+        std::iter::successors(std::error::Error::source(error), |cause| cause.source())
+            .find_map(|cause| cause.downcast_ref::<NotAllowed>())
+    }
+}
+
 /// `localhost`, or a name under it.
 fn is_localhost(name: &str) -> bool {
     let name = normalized(name);

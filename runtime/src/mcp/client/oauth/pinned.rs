@@ -60,8 +60,7 @@ pub(super) async fn metadata(
         let read = async {
             let response = http.get(&address).send().await.map_err(|error| {
                 // A name the login's address policy refused says so.
-                std::iter::successors(std::error::Error::source(&error), |e| e.source())
-                    .find_map(|cause| cause.downcast_ref::<super::addresses::NotAllowed>())
+                super::addresses::NotAllowed::in_error(&error)
                     .map_or_else(|| error.to_string(), ToString::to_string)
             })?;
             if !response.status().is_success() {

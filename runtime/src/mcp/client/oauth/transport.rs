@@ -84,10 +84,7 @@ impl Guarded {
             Ok(response) => response,
             Err(error) => {
                 // A name the policy refused is the resolver's error.
-                let refused =
-                    std::iter::successors(std::error::Error::source(&error), |e| e.source())
-                        .find_map(|cause| cause.downcast_ref::<NotAllowed>())
-                        .map(|refused| refused.0.clone());
+                let refused = NotAllowed::in_error(&error).map(|refused| refused.0.clone());
                 if let Some(text) = refused {
                     *self.refused.lock().unwrap_or_else(PoisonError::into_inner) = Some(text);
                 }
