@@ -58,7 +58,8 @@ pub(super) async fn metadata(
     let mut last = "no metadata at its well-known addresses".to_owned();
     for address in addresses {
         let read = async {
-            let response = http.get(&address).send().await.map_err(|error| {
+            let request = http.get(&address).timeout(super::transport::LONGEST);
+            let mut response = request.send().await.map_err(|error| {
                 // A name the login's address policy refused says so.
                 super::addresses::NotAllowed::in_error(&error)
                     .map_or_else(|| error.to_string(), ToString::to_string)
@@ -66,10 +67,10 @@ pub(super) async fn metadata(
             if !response.status().is_success() {
                 return Err(format!("{address}: HTTP {}", response.status()));
             }
-            let body = response.bytes().await.map_err(|e| e.to_string())?;
-            if body.len() > MOST_METADATA {
-                return Err(format!("{address}: over {MOST_METADATA} bytes"));
-            }
+            let body = super::transport::bounded(&mut response, MOST_METADATA)
+                .await
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("{address}: over {MOST_METADATA} bytes"))?;
             serde_json::from_slice::<AuthorizationMetadata>(&body)
                 .map_err(|e| format!("{address}: {e}"))
         };

@@ -13,7 +13,7 @@ use super::addresses::{NotAllowed, Policy};
 const MOST_REPLY: usize = 1024 * 1024;
 
 /// How long one request may take, unless rmcp asks for less.
-const LONGEST: Duration = Duration::from_secs(30);
+pub(super) const LONGEST: Duration = Duration::from_secs(30);
 
 /// A login's HTTP client: `http` resolves names through `policy`; an
 /// address written in a URL, which reqwest connects to without resolving,
@@ -97,15 +97,27 @@ impl Guarded {
         for (name, value) in response.headers() {
             reply = reply.header(name, value);
         }
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await? {
-            if chunk.len() > MOST_REPLY - body.len() {
-                return Err(self.refuse(Refused::TooLarge));
-            }
-            body.extend_from_slice(&chunk);
+        match bounded(&mut response, MOST_REPLY).await? {
+            Some(body) => Ok(reply.body(body)?),
+            None => Err(self.refuse(Refused::TooLarge)),
         }
-        Ok(reply.body(body)?)
     }
+}
+
+/// The body of `response` as it arrives, or `None` once it is over `most`
+/// bytes: nothing past the bound is kept, however long the body goes on.
+pub(super) async fn bounded(
+    response: &mut reqwest::Response,
+    most: usize,
+) -> Result<Option<Vec<u8>>, reqwest::Error> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if chunk.len() > most - body.len() {
+            return Ok(None);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Some(body))
 }
 
 #[cfg(test)]

@@ -107,3 +107,41 @@ fn a_refusal_cut_to_length_keeps_no_part_of_a_credential() {
         }
     }
 }
+
+/// A pinned issuer whose metadata never ends is read no further than the
+/// bound: the login fails saying so, with no more than the bound kept.
+#[tokio::test]
+async fn a_pinned_issuers_endless_metadata_is_read_no_further_than_the_bound() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// `{"issuer": "` and then spaces, for as long as they are read.
+    async fn endless(mut stream: tokio::net::TcpStream) -> std::io::Result<()> {
+        let mut request = [0; 4096];
+        let _ = stream.read(&mut request).await?;
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
+        stream.write_all(head.as_bytes()).await?;
+        stream.write_all(br#"{"issuer": ""#).await?;
+        let spaces = vec![b' '; 64 * 1024];
+        loop {
+            stream.write_all(&spaces).await?;
+        }
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let pinned = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(endless(stream));
+        }
+    });
+    let http = reqwest::Client::new();
+    let read = pinned::metadata(&http, &pinned, Some(&pinned), false);
+    // Unbounded, the read never ends; the bound, not this, must end it.
+    let refused = tokio::time::timeout(std::time::Duration::from_secs(60), read)
+        .await
+        .expect("the read stops at the bound")
+        .expect_err("no metadata within the bound");
+    assert!(
+        refused.message().contains("over 262144 bytes"),
+        "{}",
+        refused.message()
+    );
+}
