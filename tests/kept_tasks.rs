@@ -2114,6 +2114,35 @@ async fn a_task_cancelled_as_its_approved_run_hands_on_withdraws_the_next_approv
     nothing_waits_nor_ran(&slow, "T-1320").await;
 }
 
+/// A task cancelled on the replica that runs it is cancelled in the store
+/// at once, before its approval is withdrawn: should this replica stop
+/// before the withdrawal is kept, the replica that takes the task over
+/// reads it cancelled and withdraws the approval, rather than leave it to
+/// an approver's yes.
+#[tokio::test(start_paused = true)]
+async fn a_task_cancelled_on_its_own_replica_is_cancelled_in_the_store_before_it_withdraws() {
+    let slow = Slow::new();
+    slow.held.add_permits(1_000);
+    let tools = capped(slow.clone());
+    let client = connect(tools.clone()).await;
+    let arguments = json!({"order": "T-1330", "amount": 1330});
+    let task = task_of(&client, "capped_refund", arguments).await;
+    ticket_awaited(&client, &task).await;
+    slow.at_decide.close();
+    client
+        .cancel_task(CancelTaskParams::new(&task))
+        .await
+        .expect("tasks/cancel");
+    // The withdrawal is held on its way to the store; the task's record
+    // says it was cancelled already.
+    slow.at_decide.reached().await;
+    let record = slow.inner.task(&task).await.unwrap().unwrap();
+    assert!(record.cancel_requested, "{record:?}");
+    slow.at_decide.open();
+    assert_eq!(past(&client, &task, "working").await["status"], "cancelled");
+    nothing_waits_nor_ran(&slow, "T-1330").await;
+}
+
 /// A store that keeps an escalation and loses its answer (the connection
 /// gone after the commit) is asked again by whoever keeps it next — the
 /// coordinator above a retry loop — and the escalation is kept once.

@@ -5,7 +5,7 @@
 //! tokio's paused one, so the polling below waits no real time.
 #![cfg(feature = "rmcp")]
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -48,6 +48,28 @@ async fn long_job() -> Result<String, ErrorEnvelope> {
     Ok("done".to_owned())
 }
 
+/// Whether the work `watched_job` handed on heard its task cancelled,
+/// and what the context said then.
+static WATCHER_HEARD: tokio::sync::Notify = tokio::sync::Notify::const_new();
+static WATCHER_SAW_CANCELLED: AtomicBool = AtomicBool::new(false);
+/// Told when `watched_job` has handed its work on.
+static WATCHED_BEGAN: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// Hands work to a task of its own, which stops when the call is
+/// cancelled, and takes a long time itself.
+#[tool(read_only)]
+async fn watched_job(context: ToolContext) -> Result<String, ErrorEnvelope> {
+    let watching = context.clone();
+    tokio::spawn(async move {
+        watching.cancelled().await;
+        WATCHER_SAW_CANCELLED.store(watching.is_cancelled(), Ordering::SeqCst);
+        WATCHER_HEARD.notify_one();
+    });
+    WATCHED_BEGAN.notify_one();
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    Ok("done".to_owned())
+}
+
 /// Answers in the request, always.
 #[tool(read_only)]
 fn quick() -> Result<String, ErrorEnvelope> {
@@ -59,6 +81,7 @@ fn tools() -> ToolSet {
         .tool::<flaky_report>()
         .tool::<confirmed>()
         .tool::<long_job>()
+        .tool::<watched_job>()
         .tool::<quick>()
         .retry(
             RetryPolicy::default()
@@ -190,6 +213,27 @@ async fn a_cancelled_task_stops() {
         .cancel_task(CancelTaskParams::new(&task))
         .await
         .expect("tasks/cancel");
+    let done = settled(&client, &task).await;
+    assert_eq!(done["status"], "cancelled", "{done}");
+}
+
+/// A task's cancellation is the call's, as its tool sees it: work the tool
+/// handed to a task of its own, waiting on `ToolContext::cancelled`, stops
+/// with it, and `is_cancelled` says so.
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_tasks_tool_hears_it_in_its_context() {
+    let client = connect(true).await;
+    let task = task_of(&client, CallToolRequestParams::new("watched_job")).await;
+    WATCHED_BEGAN.notified().await;
+    client
+        .cancel_task(CancelTaskParams::new(&task))
+        .await
+        .expect("tasks/cancel");
+    // On the paused clock: a watcher never told times out at once.
+    tokio::time::timeout(Duration::from_secs(60), WATCHER_HEARD.notified())
+        .await
+        .expect("the work the tool handed on heard the cancellation");
+    assert!(WATCHER_SAW_CANCELLED.load(Ordering::SeqCst));
     let done = settled(&client, &task).await;
     assert_eq!(done["status"], "cancelled", "{done}");
 }

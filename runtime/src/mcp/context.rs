@@ -26,6 +26,10 @@ pub(crate) trait LiveSide: Send + Sync {
     fn is_cancelled(&self) -> bool;
     /// Completes when the client cancels the request.
     fn cancelled(&self) -> Boxed<'_, ()>;
+    /// Completes when the tool set stops the call: the request cancelled.
+    /// Never for a call run as a task, which its task stops
+    /// (`rmcp/handler.rs`) once the approval it waits for is withdrawn.
+    fn stops(&self) -> Boxed<'_, ()>;
     /// Whether the client asked for progress.
     fn wants_progress(&self) -> bool;
     /// Sends a progress notification; whether it was sent.
@@ -125,18 +129,29 @@ impl ToolContext {
         self.live_side().is_none()
     }
 
-    /// Whether the client cancelled the request. A tool that checks between
-    /// steps stops at the next one; one that awaits is stopped at its next
-    /// `.await` by the tool set in any case.
+    /// Whether the client cancelled the request — for a call run as a task,
+    /// the task (`tasks/cancel`). A tool that checks between steps stops at
+    /// the next one; one that awaits is stopped at its next `.await` by the
+    /// tool set in any case.
     pub fn is_cancelled(&self) -> bool {
         self.live.as_ref().is_some_and(|live| live.is_cancelled())
     }
 
-    /// Completes when the client cancels the request; never, for a detached
-    /// context.
+    /// Completes when the client cancels the request — for a call run as a
+    /// task, the task; never, for a detached context. Work a tool hands to
+    /// a task of its own can stop with it.
     pub async fn cancelled(&self) {
         match &self.live {
             Some(live) => live.cancelled().await,
+            None => std::future::pending::<()>().await,
+        }
+    }
+
+    /// Completes when the tool set stops the call at its next `.await`;
+    /// never, for a detached context.
+    pub(crate) async fn stopped(&self) {
+        match &self.live {
+            Some(live) => live.stops().await,
             None => std::future::pending::<()>().await,
         }
     }

@@ -13,6 +13,7 @@ use rmcp::model::{
     LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
 };
 use rmcp::service::RequestContext;
+use rmcp::task_manager::TaskContext;
 use rmcp::{Peer, RoleServer};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -71,6 +72,9 @@ pub(crate) struct LiveRequest {
     last_progress: Mutex<Option<f64>>,
     /// Who called, as the server's token validator said.
     pub(crate) caller: Option<Arc<Caller>>,
+    /// The task the call runs as: its `tasks/cancel` is the call's
+    /// cancellation, as the tool sees it.
+    task: Option<TaskContext>,
 }
 
 /// Who made the HTTP request of `context`, as the tool set's token
@@ -106,18 +110,20 @@ impl LiveRequest {
             asking,
             last_progress: Mutex::new(None),
             caller,
+            task: None,
         }
     }
 
     /// The live side of a call run as a task: no progress (the request that
     /// made the task was answered with it), no log messages, cancelled from
-    /// outside by `tasks/cancel`. It keeps of the request that made it its
-    /// `peer` and `caller`, not the request (its headers) itself.
+    /// outside by `tasks/cancel` to `task`. It keeps of the request that
+    /// made it its `peer` and `caller`, not the request (its headers)
+    /// itself.
     pub(crate) fn task(
         (peer, caller): (Peer<RoleServer>, Option<Arc<Caller>>),
         tool: &str,
         threshold: &Arc<LogThreshold>,
-        asking: Asking,
+        (task, asking): (TaskContext, Asking),
     ) -> Self {
         LiveRequest {
             cancel: CancellationToken::new(),
@@ -129,6 +135,7 @@ impl LiveRequest {
             asking,
             last_progress: Mutex::new(None),
             caller,
+            task: Some(task),
         }
     }
 
@@ -219,11 +226,25 @@ impl LiveRequest {
 /// The request as a tool's context sees it.
 impl LiveSide for LiveRequest {
     fn is_cancelled(&self) -> bool {
-        self.cancel.is_cancelled()
+        match &self.task {
+            Some(task) => task.is_cancel_requested(),
+            None => self.cancel.is_cancelled(),
+        }
     }
 
     fn cancelled(&self) -> Boxed<'_, ()> {
-        Box::pin(self.cancel.cancelled())
+        match &self.task {
+            Some(task) => Box::pin(task.cancelled()),
+            None => Box::pin(self.cancel.cancelled()),
+        }
+    }
+
+    fn stops(&self) -> Boxed<'_, ()> {
+        match &self.task {
+            // Its task stops it, once what it waits for is withdrawn.
+            Some(_) => Box::pin(std::future::pending()),
+            None => Box::pin(self.cancel.cancelled()),
+        }
     }
 
     fn wants_progress(&self) -> bool {

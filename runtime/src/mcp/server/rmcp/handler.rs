@@ -210,6 +210,23 @@ fn too_many_tasks(full: Full) -> crate::ErrorEnvelope {
     let (whose, max) = match full {
         Full::Server(max) => ("this server runs", max),
         Full::Caller(max) => ("this caller runs", max),
+        Full::Remembered { caller, max, after } => {
+            let whose = if caller { "this caller" } else { "this server" };
+            // Whole seconds, rounded up: not sooner than it is forgotten.
+            let after = std::time::Duration::from_secs(
+                after.as_secs() + u64::from(after.subsec_nanos() > 0),
+            );
+            return crate::ErrorEnvelope::transient(format!(
+                "The call was not started: {whose} has {max} tasks running or finished in the last 10 minutes, as many as the server keeps"
+            ))
+            .with_reason(crate::reasons::TOO_MANY_TASKS)
+            .with_not_applied(true)
+            .with_retry_after(after)
+            .with_alternative(format!(
+                "Call again in {} s, when the first finished task is forgotten",
+                after.as_secs()
+            ));
+        }
     };
     crate::ErrorEnvelope::transient(format!(
         "The call was not started: {whose} {max} tasks already, as many as it may at once"
@@ -382,7 +399,7 @@ impl ToolSet {
             Box::pin(async move {
                 let asking = Asking::task(task.clone(), client, ends);
                 let threshold = tools.log_threshold();
-                let live = LiveRequest::task(peer, &name, threshold, asking);
+                let live = LiveRequest::task(peer, &name, threshold, (task.clone(), asking));
                 let call = tools.call_with(&name, arguments, ToolContext::live(Arc::new(live)));
                 // A cancellation that comes while the call opens its
                 // approval waits for the store: then it withdraws it.

@@ -14,7 +14,9 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use rmcp::ErrorData;
 use rmcp::model::{DetailedTask, Task, TaskPayload};
@@ -82,6 +84,14 @@ pub(crate) const TASK_TTL: Duration = Duration::from_millis(DEFAULT_TASK_TTL_MS)
 /// time to live, then as long again).
 const REMEMBERED: Duration = TASK_TTL.saturating_mul(2);
 
+/// How many tasks are remembered — running, or finished within
+/// [`REMEMBERED`] — for each that may run: of the server's, and of each
+/// caller's. Finished tasks hand their slot back at once, and each is
+/// kept, its result with it, until it is forgotten: without this bound a
+/// caller starting quick tasks one after another would fill the memory,
+/// and slow every task request, in ten minutes.
+const REMEMBERED_PER_RUNNING: usize = 10;
+
 /// The tasks of a tool set, which of its tools run as tasks, who made
 /// each, and how many may run at once.
 #[derive(Clone)]
@@ -105,6 +115,14 @@ pub(crate) enum Full {
     Server(usize),
     /// The caller runs as many as it may.
     Caller(usize),
+    /// The server (`caller: false`) or the caller made as many tasks as it
+    /// remembers, `max`, running or finished lately; the first finished
+    /// is forgotten `after` from now.
+    Remembered {
+        caller: bool,
+        max: usize,
+        after: Duration,
+    },
 }
 
 impl Tasks {
@@ -236,20 +254,58 @@ impl Tasks {
     ) -> Result<Task, Full> {
         let manager = self.manager.clone();
         let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
-        owners.retain(|_, owner| (owner.finished.get()).is_none_or(|at| at.elapsed() < REMEMBERED));
-        let running = owners
-            .values()
-            .filter(|owner| owner.finished.get().is_none());
-        let (mut all, mut theirs) = (0, 0);
-        for owner in running {
-            all += 1;
-            theirs += usize::from(owner.subject.as_deref() == subject);
+        let now = Instant::now();
+        owners.retain(|_, owner| {
+            (owner.finished.get()).is_none_or(|at| now.duration_since(*at) < REMEMBERED)
+        });
+        // Running, and remembered: of all, and of the caller's; when the
+        // first finished of each is forgotten.
+        let (mut all, mut theirs, mut theirs_remembered) = (0, 0, 0);
+        let (mut first, mut their_first) = (None::<Instant>, None::<Instant>);
+        for owner in owners.values() {
+            let mine = owner.subject.as_deref() == subject;
+            theirs_remembered += usize::from(mine);
+            match owner.finished.get() {
+                None => {
+                    all += 1;
+                    theirs += usize::from(mine);
+                }
+                Some(&at) => {
+                    first = Some(first.map_or(at, |first| first.min(at)));
+                    if mine {
+                        their_first = Some(their_first.map_or(at, |first| first.min(at)));
+                    }
+                }
+            }
         }
         if all >= self.max {
             return Err(Full::Server(self.max));
         }
         if theirs >= self.max_per_caller {
             return Err(Full::Caller(self.max_per_caller));
+        }
+        let forgotten = |first: Option<Instant>| {
+            first.map_or(REMEMBERED, |at| {
+                REMEMBERED.saturating_sub(now.duration_since(at))
+            })
+        };
+        let most = self.max.saturating_mul(REMEMBERED_PER_RUNNING);
+        if owners.len() >= most {
+            let after = forgotten(first);
+            return Err(Full::Remembered {
+                caller: false,
+                max: most,
+                after,
+            });
+        }
+        let most = self.max_per_caller.saturating_mul(REMEMBERED_PER_RUNNING);
+        if theirs_remembered >= most {
+            let after = forgotten(their_first);
+            return Err(Full::Remembered {
+                caller: true,
+                max: most,
+                after,
+            });
         }
         let finished = Arc::new(OnceLock::new());
         let slot = Slot(Arc::clone(&finished));
@@ -367,6 +423,14 @@ impl Tasks {
         store: Option<(&Arc<dyn Store>, &str)>,
     ) -> Result<(), ErrorData> {
         if self.check(id, subject).is_ok() && self.manager.get_task(id).is_ok() {
+            // Kept in the store first: should this replica stop before the
+            // task has withdrawn what it waits for, the replica that takes
+            // it over reads it cancelled, and withdraws it then.
+            if let Some((store, _)) = store
+                && let Err(error) = store.cancel_task(id).await
+            {
+                tracing::warn!(%error, task = %id, "a task's cancellation could not be kept in the store: cancelled here only");
+            }
             return self.manager.cancel_task(id).map_err(|_| unknown_task());
         }
         kept(id, subject, store).await?;

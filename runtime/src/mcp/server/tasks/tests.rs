@@ -179,3 +179,58 @@ async fn a_start_the_store_refuses_never_runs() {
     let owners = replicas[1].owners.lock().unwrap().len();
     assert_eq!(owners, 0, "the refused task's id is forgotten");
 }
+
+/// Tasks that end at once hand their slot back, but each is remembered,
+/// its result with it, for ten minutes: a caller starting them one after
+/// another is refused past ten times its running bound, the server past
+/// ten times its own, each told when the first is forgotten — and starts
+/// again then. Other callers start while one is refused.
+#[tokio::test(start_paused = true)]
+async fn finished_tasks_are_remembered_within_a_bound_of_the_callers_and_the_servers() {
+    let tasks = Tasks::new(|_| TaskSupport::Optional).bounded(2, 1);
+    let quick =
+        |_| -> TaskFuture { Box::pin(async { Err(rmcp::task_manager::TaskExit::Cancelled) }) };
+    let ended = |id: &str| {
+        let owners = tasks.owners.lock().unwrap();
+        owners[id].finished.get().is_some()
+    };
+    let start = async |subject: &str| {
+        let task = tasks.start(Some(subject), None, quick)?;
+        while !ended(&task.task_id) {
+            tokio::task::yield_now().await;
+        }
+        Ok::<_, Full>(task)
+    };
+    for _ in 0..10 {
+        start("alice").await.expect("within alice's bound");
+    }
+    tokio::time::advance(Duration::from_secs(60)).await;
+    let refused = start("alice").await.expect_err("past alice's bound");
+    let Full::Remembered {
+        caller: true,
+        max: 10,
+        after,
+    } = refused
+    else {
+        panic!("{refused:?}");
+    };
+    assert_eq!(after, REMEMBERED - Duration::from_secs(60));
+    for _ in 0..10 {
+        start("bob").await.expect("bob's own bound");
+    }
+    let refused = start("carol").await.expect_err("past the server's bound");
+    assert!(
+        matches!(
+            refused,
+            Full::Remembered {
+                caller: false,
+                max: 20,
+                ..
+            }
+        ),
+        "{refused:?}"
+    );
+    tokio::time::advance(after).await;
+    start("alice").await.expect("alice's first ones forgotten");
+    start("carol").await.expect("and the server has room");
+}

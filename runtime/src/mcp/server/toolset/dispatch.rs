@@ -164,7 +164,7 @@ impl ToolSet {
         let finished = match state.context_ref().is_detached() {
             true => work.await,
             false => {
-                let cancelled = state.context_ref().cancelled();
+                let cancelled = state.context_ref().stopped();
                 match select(pin!(work), pin!(cancelled)).await {
                     Either::Left((finished, _)) => finished,
                     Either::Right(((), _)) => return Err(ProtocolError::cancelled(name)),

@@ -222,6 +222,14 @@ impl ToolSet {
     /// (a task refused then never runs). A store that fails as a task is
     /// kept does not stop it: it runs, counted by this replica alone, and
     /// a warning is logged.
+    ///
+    /// A finished task is remembered, its result with it, for 10 minutes
+    /// (for `tasks/get`), and each replica remembers at most ten times as
+    /// many as may run: `10 × max` in all and `10 × per_caller` of one
+    /// caller's, running or finished. A call past either bound is not
+    /// started (`TOO_MANY_TASKS`, with the seconds until the first finished
+    /// task is forgotten as its `retryAfterMs`), so that a caller starting
+    /// quick tasks one after another cannot fill the server's memory.
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
     #[must_use]
     pub fn max_tasks(mut self, max: usize, per_caller: usize) -> Self {
