@@ -503,6 +503,41 @@ async fn a_form_another_origin_sent_is_refused_before_it_is_read() {
     assert_eq!(approved.state, ApprovalState::Approved);
 }
 
+/// The sign-in form's token is signed apart from a session's form token:
+/// a browser that sends a session's value as its sign-in cookie is shown
+/// a sign-in token that decides nothing in that session.
+#[tokio::test]
+async fn a_sign_in_forms_token_decides_nothing_in_a_session() {
+    let server = server("sign-in-token").await;
+    let waiting = server.call_as_agent("ST-1", 640).await;
+    let ticket = waiting["escalation"]["ticket"]["id"].as_str().unwrap();
+    let path = format!("/inbox/approvals/{ticket}");
+    let carol = server.sign_in("carol-token").await;
+    let (_, value) = carol.split_once('=').unwrap();
+    let form = server
+        .http
+        .get(format!("{}/inbox", server.url))
+        .header(COOKIE, format!("tool_envelope_sign_in={value}"))
+        .send()
+        .await
+        .unwrap();
+    let signed = csrf(&form.text().await.unwrap());
+    let form = [("decision", "approve"), ("csrf", signed.as_str())];
+    assert_eq!(
+        server.post(&path, &carol, &form).await,
+        StatusCode::FORBIDDEN
+    );
+    let pending = server.store.approval(ticket).await.unwrap().unwrap();
+    assert_eq!(pending.state, ApprovalState::Pending, "nothing decided");
+    // The session's own page's token decides.
+    let (_, page) = server.get(&path, &carol).await;
+    let form = [("decision", "approve"), ("csrf", &csrf(&page))];
+    assert_eq!(
+        server.post(&path, &carol, &form).await,
+        StatusCode::SEE_OTHER
+    );
+}
+
 /// What a person approves is shown as it was sent: a text quoted (so that
 /// `"620"` is not taken for the number 620), and characters that do not
 /// show themselves — a mark that turns the direction of what follows, a
@@ -1679,6 +1714,11 @@ struct Faltering {
     ending_fails: AtomicBool,
     sweeping_fails: AtomicBool,
     deciding_fails: AtomicBool,
+    /// Keeps each decision and answers with an error, as a database whose
+    /// connection was lost after the commit.
+    decided_unanswered: AtomicBool,
+    /// Fails the read of an approval that follows a decision.
+    reading_decided_fails: AtomicBool,
     /// An approval another replica claims, with a lease that has run out
     /// already (it died), as the next call's approvals are read.
     claimed_meanwhile: std::sync::Mutex<Option<String>>,
@@ -1692,6 +1732,8 @@ impl Faltering {
             ending_fails: AtomicBool::new(false),
             sweeping_fails: AtomicBool::new(false),
             deciding_fails: AtomicBool::new(false),
+            decided_unanswered: AtomicBool::new(false),
+            reading_decided_fails: AtomicBool::new(false),
             claimed_meanwhile: std::sync::Mutex::new(None),
         }
     }
@@ -1721,7 +1763,6 @@ impl Store for Faltering {
         claim_abandoned_tasks(service: &'a str, tools: Option<&'a [&'a str]>, holder: &'a str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Vec<TaskRecord>;
         open_approval(approval: &'a ApprovalRecord, most_waiting: u64) -> Option<ApprovalRecord>;
         waiting_approvals(service: &'a str, caller: Option<&'a str>, now_ms: i64) -> u64;
-        approval(id: &'a str) -> Option<ApprovalRecord>;
         approvals(service: &'a str, approvers: Option<&'a [&'a str]>, states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
         claim_approval(id: &'a str, holder: &'a str, now_ms: i64, lease_until_ms: i64) -> Option<ApprovalRecord>;
         renew_approval(id: &'a str, holder: &'a str, lease_until_ms: i64) -> bool;
@@ -1766,7 +1807,24 @@ impl Store for Faltering {
                 .with_code("55P03");
             return Box::pin(async move { Err(error) });
         }
-        self.inner.decide(id, decision)
+        Box::pin(async move {
+            let decided = self.inner.decide(id, decision).await?;
+            if self.decided_unanswered.load(Ordering::SeqCst) {
+                return Err(StoreError::new("the connection was reset"));
+            }
+            Ok(decided)
+        })
+    }
+
+    fn approval<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<ApprovalRecord>> {
+        Box::pin(async move {
+            let read = self.inner.approval(id).await?;
+            let decided = read.as_ref().is_some_and(|read| read.decided_ms.is_some());
+            if decided && self.reading_decided_fails.load(Ordering::SeqCst) {
+                return Err(StoreError::new("the connection was reset"));
+            }
+            Ok(read)
+        })
     }
 
     fn redeem<'a>(&'a self, nonce: &'a str, until_ms: i64) -> StoreFuture<'a, bool> {
@@ -1929,6 +1987,46 @@ async fn a_store_failing_a_decision_shows_the_page_none_of_its_words() {
     }
     let approval = server.store.approval(ticket).await.unwrap().unwrap();
     assert_eq!(approval.state, ApprovalState::Pending, "not decided");
+}
+
+/// A decision the store kept but whose answer was lost is not said to be
+/// undone: the page says it may have been kept and to look again; one
+/// kept and answered whose approval cannot be read back is decided.
+#[tokio::test]
+async fn a_decision_the_store_kept_is_never_said_to_be_undone() {
+    let (store, server, ticket) = faltering_with_a_ticket("LOST-1").await;
+    let path = format!("/inbox/approvals/{ticket}");
+    let session = server.sign_in("carol-token").await;
+    let (_, page) = server.get(&path, &session).await;
+    store.decided_unanswered.store(true, Ordering::SeqCst);
+    let response = server
+        .http
+        .post(format!("{}{path}", server.url))
+        .header(COOKIE, &session)
+        .form(&[("csrf", csrf(&page).as_str()), ("decision", "approve")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let page = response.text().await.unwrap();
+    assert!(page.contains("may have been kept"), "{page}");
+    assert!(!page.contains("Nothing was"), "{page}");
+    let approval = store.inner.approval(&ticket).await.unwrap().unwrap();
+    assert_eq!(approval.state, ApprovalState::Approved);
+
+    let (store, server, ticket) = faltering_with_a_ticket("LOST-2").await;
+    let path = format!("/inbox/approvals/{ticket}");
+    let session = server.sign_in("carol-token").await;
+    let (_, page) = server.get(&path, &session).await;
+    store.reading_decided_fails.store(true, Ordering::SeqCst);
+    let token = csrf(&page);
+    let form = [("csrf", token.as_str()), ("decision", "approve")];
+    assert_eq!(
+        server.post(&path, &session, &form).await,
+        StatusCode::SEE_OTHER
+    );
+    let approval = store.inner.approval(&ticket).await.unwrap().unwrap();
+    assert_eq!(approval.state, ApprovalState::Approved);
 }
 
 /// The inbox the next test's validator ends Mallory's sessions on.

@@ -238,6 +238,34 @@ async fn a_yes_not_run_in_time_expires_unrun(store: &dyn Store) {
         [fresh.id.as_str()],
         "the yes within its time is run"
     );
+
+    // Its outcome is given for one time to live after the run, not longer:
+    // opened forty minutes ago for an hour, approved thirty minutes ago
+    // (its yes holds an hour from then), run now — read until an hour
+    // from now, however late the yes came.
+    let mut slow = approval(&format!("slow-yes-{now}"), now + 20 * MINUTE).for_service(&service);
+    slow.created_ms = now - 40 * MINUTE;
+    assert!(
+        store
+            .open_approval(&slow, u64::MAX)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let yes = Decision::new(true, "carol", "").at(now - 30 * MINUTE);
+    assert!(store.decide(&slow.id, &yes).await.unwrap());
+    let approved = store.approval(&slow.id).await.unwrap().unwrap();
+    assert_eq!(approved.expires_ms, now + 30 * MINUTE);
+    let claimed = store.claim_approval(&slow.id, "runner", now, now + MINUTE);
+    assert!(claimed.await.unwrap().is_some());
+    let reply = json!({});
+    let finished = store.finish_approval(&slow.id, "runner", &reply, now);
+    assert!(finished.await.unwrap());
+    let done = store.approval(&slow.id).await.unwrap().unwrap();
+    assert_eq!(
+        (done.state, done.expires_ms),
+        (ApprovalState::Done, now + 60 * MINUTE)
+    );
 }
 
 /// More approvals due than one transaction ends (a store no runner swept

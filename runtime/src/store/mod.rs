@@ -223,7 +223,8 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// has claimed to run yet and [`expire_approvals`](Self::expire_approvals)
     /// has not ended — which also moves its expiry to
     /// [`readable_until(decision.at_ms)`](ApprovalRecord::readable_until)
-    /// (a withdrawal keeps it where it was), leaves it in
+    /// of the record as it was before the decision (a withdrawal keeps it
+    /// where it was), leaves it in
     /// [`decision.state()`](Decision::state), and, in the same transaction,
     /// the decision's line of the audit ([`Decision::audit_entry`]): no
     /// decision is taken without it. Whether it was this decision that

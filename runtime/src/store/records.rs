@@ -370,10 +370,13 @@ impl ApprovalRecord {
 
     /// When its outcome, reached at `at_ms`, stops being given for a call
     /// made again: one time to live after `at_ms`, or `expires_ms` if that
-    /// is later. What every store's `decide` (but for a withdrawal) and
-    /// `finish_approval` set.
+    /// is later. The time to live is the one `expires_ms` was last set
+    /// with: from the decision ([`decided_ms`](Self::decided_ms)), once
+    /// there is one, else from the approval's making. What every store's
+    /// `decide` (but for a withdrawal) and `finish_approval` set.
     pub fn readable_until(&self, at_ms: i64) -> i64 {
-        let late = at_ms.saturating_sub(self.created_ms).max(0);
+        let since = self.decided_ms.unwrap_or(self.created_ms);
+        let late = at_ms.saturating_sub(since).max(0);
         self.expires_ms.saturating_add(late)
     }
 

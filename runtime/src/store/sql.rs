@@ -1211,10 +1211,11 @@ macro_rules! sql_store {
             ) -> StoreFuture<'a, bool> {
                 Box::pin(async move {
                     // The result is given for one time to live after the run
-                    // (`ApprovalRecord::readable_until`).
+                    // (`ApprovalRecord::readable_until`): the time to live its
+                    // decision set, counted from the decision.
                     let sql = "UPDATE te_approvals SET state = 'done', result = $1, \
-                               expires_ms = CASE WHEN $4 > created_ms AND expires_ms <= 9223372036854775807 - (CASE WHEN $4 > created_ms THEN $4 - created_ms ELSE 0 END) \
-                                   THEN expires_ms + ($4 - created_ms) ELSE expires_ms END \
+                               expires_ms = CASE WHEN $4 > COALESCE(decided_ms, created_ms) AND expires_ms <= 9223372036854775807 - (CASE WHEN $4 > COALESCE(decided_ms, created_ms) THEN $4 - COALESCE(decided_ms, created_ms) ELSE 0 END) \
+                                   THEN expires_ms + ($4 - COALESCE(decided_ms, created_ms)) ELSE expires_ms END \
                                WHERE id = $2 AND state = 'running' AND holder = $3";
                     let done = sqlx::query(sql)
                         .bind(text(result))

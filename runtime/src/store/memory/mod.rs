@@ -235,13 +235,14 @@ impl Store for MemoryStore {
         if !open {
             return ready(false);
         }
+        // Read before the decision is: one time to live after it.
+        if decision.state() != ApprovalState::Withdrawn {
+            approval.expires_ms = approval.readable_until(decision.at_ms);
+        }
         approval.state = decision.state();
         approval.decided_by = Some(decision.by.clone());
         approval.decided_ms = Some(decision.at_ms);
         approval.note = Some(decision.note.clone());
-        if approval.state != ApprovalState::Withdrawn {
-            approval.expires_ms = approval.readable_until(decision.at_ms);
-        }
         state.audit.push(decision.audit_entry(id));
         ready(true)
     }

@@ -11,7 +11,9 @@ use minijinja::value::Serde;
 use serde::Deserialize;
 
 use super::origin::same_origin;
-use super::respond::{State, page, render, see_other, server_name, store_unreachable};
+use super::respond::{
+    State, page, render, see_other, server_name, store_unconfirmed, store_unreachable,
+};
 use super::session::Session;
 use super::signing::{checked, refused, sign_in, sign_in_form, sign_out, signed_in};
 use super::views::{escalation_view, view};
@@ -250,7 +252,7 @@ async fn decide(
                 DecisionError::Store(error) => {
                     // The database's own words are for the log, not the page.
                     tracing::warn!(%error, "the inbox could not keep a decision");
-                    return store_unreachable(&state);
+                    return store_unconfirmed(&state);
                 }
                 DecisionError::NoStore => StatusCode::SERVICE_UNAVAILABLE,
             };
@@ -317,6 +319,9 @@ async fn resolve(
             *response.status_mut() = StatusCode::CONFLICT;
             response
         }
-        Err(_) => store_unreachable(&state),
+        Err(error) => {
+            tracing::warn!(%error, "the inbox could not keep a resolution");
+            store_unconfirmed(&state)
+        }
     }
 }

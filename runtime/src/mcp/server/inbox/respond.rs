@@ -70,9 +70,22 @@ impl State {
 /// The answer to a request the store could not serve: 503, nothing done,
 /// on the inbox's own page.
 pub(super) fn store_unreachable(state: &State) -> Response {
+    unavailable(state, false)
+}
+
+/// The answer to a decision or a resolution the store did not confirm:
+/// 503, saying that it may have been kept (the store may have kept it and
+/// lost its answer), and to look again.
+pub(super) fn store_unconfirmed(state: &State) -> Response {
+    unavailable(state, true)
+}
+
+/// The store out of reach; `unconfirmed`: as a change was asked of it.
+fn unavailable(state: &State, unconfirmed: bool) -> Response {
     let context = minijinja::context! {
         server => server_name(state),
         problem => "The store cannot be reached.",
+        unconfirmed => unconfirmed,
     };
     render(
         state,

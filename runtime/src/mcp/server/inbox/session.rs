@@ -175,6 +175,19 @@ impl Keys {
     pub(super) fn csrf_holds(&self, cookie: &str, token: &str) -> bool {
         self.verify("csrf", cookie, token)
     }
+
+    /// The token of the sign-in form shown to the browser whose sign-in
+    /// cookie is `nonce`: signed for its own purpose, so that a value sent
+    /// as a sign-in cookie — a session's, say — gets no session's CSRF
+    /// token signed.
+    pub(super) fn sign_in_token_of(&self, nonce: &str) -> String {
+        self.sign("sign-in", nonce)
+    }
+
+    /// Whether `token` is the sign-in form's token of `nonce`.
+    pub(super) fn sign_in_token_holds(&self, nonce: &str, token: &str) -> bool {
+        self.verify("sign-in", nonce, token)
+    }
 }
 
 /// A fresh random value for the sign-in cookie.

@@ -113,7 +113,7 @@ pub(super) fn sign_in_form(
     let nonce = existing.clone().unwrap_or_else(session::nonce);
     let context = minijinja::context! {
         server => server_name(state),
-        csrf => state.keys.csrf_of(&nonce),
+        csrf => state.keys.sign_in_token_of(&nonce),
         scope => state.scope.as_str(),
         hours => SESSION_MS / 3_600_000,
         problem => problem,
@@ -156,7 +156,7 @@ pub(super) async fn sign_in(
     Form(form): Form<SignIn>,
 ) -> Response {
     let nonce = cookie(&state, &headers, SIGN_IN);
-    if !nonce.is_some_and(|nonce| state.keys.csrf_holds(nonce, &form.csrf)) {
+    if !nonce.is_some_and(|nonce| state.keys.sign_in_token_holds(nonce, &form.csrf)) {
         // A form that holds, in its place: this one is not asked about again.
         return sign_in_form_refused(
             &state,

@@ -255,8 +255,22 @@ impl ToolSet {
             self.start_runner();
             self.inner.protocol.approving.wake.notify_one();
         }
-        let decided = store.approval(ticket).await?;
-        Ok(decided.unwrap_or(approval))
+        // Decided: a store that fails to say how it stands now does not
+        // undo it — the approval as this decision left it.
+        let read = store.approval(ticket).await;
+        if let Err(error) = &read {
+            tracing::warn!(%error, ticket, "an approval decided could not be read again");
+        }
+        match read {
+            Ok(Some(decided)) => Ok(decided),
+            Ok(None) | Err(_) => Ok(ApprovalRecord {
+                state: decision.state(),
+                decided_by: Some(decision.by),
+                decided_ms: Some(decision.at_ms),
+                note: Some(decision.note),
+                ..approval
+            }),
+        }
     }
 
     /// Where a call a guard blocked until an approver of `scope` decides
