@@ -1989,44 +1989,47 @@ async fn a_store_failing_a_decision_shows_the_page_none_of_its_words() {
     assert_eq!(approval.state, ApprovalState::Pending, "not decided");
 }
 
-/// A decision the store kept but whose answer was lost is not said to be
-/// undone: the page says it may have been kept and to look again; one
-/// kept and answered whose approval cannot be read back is decided.
+/// A decision the store kept is never said to be undone: one whose
+/// answer was lost is decided where the store can say so, and said to be
+/// perhaps kept, with a link to look, where it cannot; one kept and
+/// answered whose approval cannot be read back is decided.
 #[tokio::test]
 async fn a_decision_the_store_kept_is_never_said_to_be_undone() {
-    let (store, server, ticket) = faltering_with_a_ticket("LOST-1").await;
-    let path = format!("/inbox/approvals/{ticket}");
-    let session = server.sign_in("carol-token").await;
-    let (_, page) = server.get(&path, &session).await;
-    store.decided_unanswered.store(true, Ordering::SeqCst);
-    let response = server
-        .http
-        .post(format!("{}{path}", server.url))
-        .header(COOKIE, &session)
-        .form(&[("csrf", csrf(&page).as_str()), ("decision", "approve")])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
-    let page = response.text().await.unwrap();
-    assert!(page.contains("may have been kept"), "{page}");
-    assert!(!page.contains("Nothing was"), "{page}");
-    let approval = store.inner.approval(&ticket).await.unwrap().unwrap();
-    assert_eq!(approval.state, ApprovalState::Approved);
-
-    let (store, server, ticket) = faltering_with_a_ticket("LOST-2").await;
-    let path = format!("/inbox/approvals/{ticket}");
-    let session = server.sign_in("carol-token").await;
-    let (_, page) = server.get(&path, &session).await;
-    store.reading_decided_fails.store(true, Ordering::SeqCst);
-    let token = csrf(&page);
-    let form = [("csrf", token.as_str()), ("decision", "approve")];
-    assert_eq!(
-        server.post(&path, &session, &form).await,
-        StatusCode::SEE_OTHER
-    );
-    let approval = store.inner.approval(&ticket).await.unwrap().unwrap();
-    assert_eq!(approval.state, ApprovalState::Approved);
+    for (order, answer_lost, read_fails, status) in [
+        ("LOST-1", true, false, StatusCode::SEE_OTHER),
+        ("LOST-2", true, true, StatusCode::SERVICE_UNAVAILABLE),
+        ("LOST-3", false, true, StatusCode::SEE_OTHER),
+    ] {
+        let (store, server, ticket) = faltering_with_a_ticket(order).await;
+        let path = format!("/inbox/approvals/{ticket}");
+        let session = server.sign_in("carol-token").await;
+        let (_, page) = server.get(&path, &session).await;
+        store
+            .decided_unanswered
+            .store(answer_lost, Ordering::SeqCst);
+        store
+            .reading_decided_fails
+            .store(read_fails, Ordering::SeqCst);
+        let response = server
+            .http
+            .post(format!("{}{path}", server.url))
+            .header(COOKIE, &session)
+            .form(&[("csrf", csrf(&page).as_str()), ("decision", "approve")])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), status, "{order}");
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            let page = response.text().await.unwrap();
+            assert!(page.contains("may have been kept"), "{page}");
+            // A link to the approval (its slashes escaped as HTML).
+            let link = format!("href=\"{}\"", path.replace('/', "&#x2f;"));
+            assert!(page.contains(&link), "{page}");
+            assert!(!page.contains("Nothing was"), "{page}");
+        }
+        let approval = store.inner.approval(&ticket).await.unwrap().unwrap();
+        assert_eq!(approval.state, ApprovalState::Approved, "{order}");
+    }
 }
 
 /// The inbox the next test's validator ends Mallory's sessions on.

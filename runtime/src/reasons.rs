@@ -130,7 +130,9 @@ pub const REQUEST_STATE_REFUSED: &str = "REQUEST_STATE_REFUSED";
 /// types, bounds, choices or required fields).
 pub const INVALID_ANSWER: &str = "INVALID_ANSWER";
 /// A server refused to start another task: too many of the caller's, or of
-/// the server's, are running. Nothing ran.
+/// the server's, are running — or are kept, running or finished within a
+/// task's time to live (`retryAfterMs` says when one is let go). Nothing
+/// ran.
 pub const TOO_MANY_TASKS: &str = "TOO_MANY_TASKS";
 /// A call a guard blocked until an approver decides opened no approval:
 /// its caller has as many waiting as they may (those they withdrew count

@@ -234,7 +234,14 @@ impl LiveSide for LiveRequest {
 
     fn cancelled(&self) -> Boxed<'_, ()> {
         match &self.task {
-            Some(task) => Box::pin(task.cancelled()),
+            // rmcp's completes as well when the task is let go, or its
+            // manager stops: a cancel only when one was asked for.
+            Some(task) => Box::pin(async move {
+                task.cancelled().await;
+                if !task.is_cancel_requested() {
+                    std::future::pending::<()>().await;
+                }
+            }),
             None => Box::pin(self.cancel.cancelled()),
         }
     }

@@ -252,7 +252,22 @@ async fn decide(
                 DecisionError::Store(error) => {
                     // The database's own words are for the log, not the page.
                     tracing::warn!(%error, "the inbox could not keep a decision");
-                    return store_unconfirmed(&state);
+                    // Where it stands, if the store can say now: decided
+                    // by this person, it was kept; still pending, nothing
+                    // was done.
+                    let here = format!("/inbox/approvals/{id}");
+                    return match state.store.approval(&id).await {
+                        Ok(Some(now))
+                            if now.decided_ms.is_some()
+                                && now.decided_by.as_deref() == Some(who.subject()) =>
+                        {
+                            see_other(&here)
+                        }
+                        Ok(Some(now)) if now.state == ApprovalState::Pending => {
+                            store_unreachable(&state)
+                        }
+                        _ => store_unconfirmed(&state, &here),
+                    };
                 }
                 DecisionError::NoStore => StatusCode::SERVICE_UNAVAILABLE,
             };
@@ -321,7 +336,7 @@ async fn resolve(
         }
         Err(error) => {
             tracing::warn!(%error, "the inbox could not keep a resolution");
-            store_unconfirmed(&state)
+            store_unconfirmed(&state, "/inbox")
         }
     }
 }

@@ -70,22 +70,23 @@ impl State {
 /// The answer to a request the store could not serve: 503, nothing done,
 /// on the inbox's own page.
 pub(super) fn store_unreachable(state: &State) -> Response {
-    unavailable(state, false)
+    unavailable(state, None)
 }
 
 /// The answer to a decision or a resolution the store did not confirm:
 /// 503, saying that it may have been kept (the store may have kept it and
-/// lost its answer), and to look again.
-pub(super) fn store_unconfirmed(state: &State) -> Response {
-    unavailable(state, true)
+/// lost its answer), with a link to `look` at where it stands.
+pub(super) fn store_unconfirmed(state: &State, look: &str) -> Response {
+    unavailable(state, Some(look))
 }
 
-/// The store out of reach; `unconfirmed`: as a change was asked of it.
-fn unavailable(state: &State, unconfirmed: bool) -> Response {
+/// The store out of reach; `look`: as a change was asked of it, where to
+/// see whether it was kept.
+fn unavailable(state: &State, look: Option<&str>) -> Response {
     let context = minijinja::context! {
         server => server_name(state),
         problem => "The store cannot be reached.",
-        unconfirmed => unconfirmed,
+        look => look,
     };
     render(
         state,

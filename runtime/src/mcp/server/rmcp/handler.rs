@@ -210,20 +210,21 @@ fn too_many_tasks(full: Full) -> crate::ErrorEnvelope {
     let (whose, max) = match full {
         Full::Server(max) => ("this server runs", max),
         Full::Caller(max) => ("this caller runs", max),
-        Full::Remembered { caller, max, after } => {
+        Full::Kept { caller, max, after } => {
             let whose = if caller { "this caller" } else { "this server" };
             // Whole seconds, rounded up: not sooner than it is forgotten.
             let after = std::time::Duration::from_secs(
                 after.as_secs() + u64::from(after.subsec_nanos() > 0),
             );
             return crate::ErrorEnvelope::transient(format!(
-                "The call was not started: {whose} has {max} tasks running or finished in the last 10 minutes, as many as the server keeps"
+                "The call was not started: {whose} has {max} tasks running or finished in the last {} minutes, as many as the server keeps",
+                TASK_TTL.as_secs() / 60
             ))
             .with_reason(crate::reasons::TOO_MANY_TASKS)
             .with_not_applied(true)
             .with_retry_after(after)
             .with_alternative(format!(
-                "Call again in {} s, when the first finished task is forgotten",
+                "Call again in {} s, when the first finished task is let go",
                 after.as_secs()
             ));
         }

@@ -84,13 +84,17 @@ pub(crate) const TASK_TTL: Duration = Duration::from_millis(DEFAULT_TASK_TTL_MS)
 /// time to live, then as long again).
 const REMEMBERED: Duration = TASK_TTL.saturating_mul(2);
 
-/// How many tasks are remembered — running, or finished within
-/// [`REMEMBERED`] — for each that may run: of the server's, and of each
-/// caller's. Finished tasks hand their slot back at once, and each is
-/// kept, its result with it, until it is forgotten: without this bound a
-/// caller starting quick tasks one after another would fill the memory,
-/// and slow every task request, in ten minutes.
-const REMEMBERED_PER_RUNNING: usize = 10;
+/// How many tasks are kept — running, or finished within [`TASK_TTL`],
+/// as long as rmcp keeps a finished task and its result — for each that
+/// may run: of the server's, and of each caller's. Finished tasks hand
+/// their slot back at once: without this bound a caller starting quick
+/// tasks one after another would fill the memory, and slow every task
+/// request, within a time to live.
+const KEPT_PER_RUNNING: usize = 10;
+
+/// How long a store may take to mark a task cancelled before the replica
+/// running it cancels it all the same.
+const CANCEL_KEPT_WITHIN: Duration = Duration::from_secs(10);
 
 /// The tasks of a tool set, which of its tools run as tasks, who made
 /// each, and how many may run at once.
@@ -115,10 +119,10 @@ pub(crate) enum Full {
     Server(usize),
     /// The caller runs as many as it may.
     Caller(usize),
-    /// The server (`caller: false`) or the caller made as many tasks as it
-    /// remembers, `max`, running or finished lately; the first finished
-    /// is forgotten `after` from now.
-    Remembered {
+    /// The server (`caller: false`) or the caller has as many tasks as are
+    /// kept, `max`, running or finished within a time to live; the first
+    /// finished is let go `after` from now.
+    Kept {
         caller: bool,
         max: usize,
         after: Duration,
@@ -258,25 +262,28 @@ impl Tasks {
         owners.retain(|_, owner| {
             (owner.finished.get()).is_none_or(|at| now.duration_since(*at) < REMEMBERED)
         });
-        // Running, and remembered: of all, and of the caller's; when the
-        // first finished of each is forgotten.
-        let (mut all, mut theirs, mut theirs_remembered) = (0, 0, 0);
+        // Running, and kept (running, or finished as long as rmcp keeps
+        // it): of all, and of the caller's; when the first finished of
+        // each is let go.
+        let (mut all, mut theirs, mut kept, mut theirs_kept) = (0, 0, 0, 0);
         let (mut first, mut their_first) = (None::<Instant>, None::<Instant>);
         for owner in owners.values() {
             let mine = owner.subject.as_deref() == subject;
-            theirs_remembered += usize::from(mine);
             match owner.finished.get() {
                 None => {
                     all += 1;
                     theirs += usize::from(mine);
                 }
-                Some(&at) => {
+                Some(&at) if now.duration_since(at) < TASK_TTL => {
                     first = Some(first.map_or(at, |first| first.min(at)));
                     if mine {
                         their_first = Some(their_first.map_or(at, |first| first.min(at)));
                     }
                 }
+                Some(_) => continue,
             }
+            kept += 1;
+            theirs_kept += usize::from(mine);
         }
         if all >= self.max {
             return Err(Full::Server(self.max));
@@ -284,24 +291,24 @@ impl Tasks {
         if theirs >= self.max_per_caller {
             return Err(Full::Caller(self.max_per_caller));
         }
-        let forgotten = |first: Option<Instant>| {
-            first.map_or(REMEMBERED, |at| {
-                REMEMBERED.saturating_sub(now.duration_since(at))
+        let let_go = |first: Option<Instant>| {
+            first.map_or(TASK_TTL, |at| {
+                TASK_TTL.saturating_sub(now.duration_since(at))
             })
         };
-        let most = self.max.saturating_mul(REMEMBERED_PER_RUNNING);
-        if owners.len() >= most {
-            let after = forgotten(first);
-            return Err(Full::Remembered {
+        let most = self.max.saturating_mul(KEPT_PER_RUNNING);
+        if kept >= most {
+            let after = let_go(first);
+            return Err(Full::Kept {
                 caller: false,
                 max: most,
                 after,
             });
         }
-        let most = self.max_per_caller.saturating_mul(REMEMBERED_PER_RUNNING);
-        if theirs_remembered >= most {
-            let after = forgotten(their_first);
-            return Err(Full::Remembered {
+        let most = self.max_per_caller.saturating_mul(KEPT_PER_RUNNING);
+        if theirs_kept >= most {
+            let after = let_go(their_first);
+            return Err(Full::Kept {
                 caller: true,
                 max: most,
                 after,
@@ -422,14 +429,21 @@ impl Tasks {
         subject: Option<&str>,
         store: Option<(&Arc<dyn Store>, &str)>,
     ) -> Result<(), ErrorData> {
-        if self.check(id, subject).is_ok() && self.manager.get_task(id).is_ok() {
-            // Kept in the store first: should this replica stop before the
-            // task has withdrawn what it waits for, the replica that takes
-            // it over reads it cancelled, and withdraws it then.
+        if self.check(id, subject).is_ok()
+            && let Ok(task) = self.manager.get_task(id)
+        {
+            // Kept in the store first, while the task runs: should this
+            // replica stop before the task has withdrawn what it waits for,
+            // the replica that takes it over reads it cancelled, and
+            // withdraws it then. A store that does not answer in time does
+            // not hold the cancel back.
             if let Some((store, _)) = store
-                && let Err(error) = store.cancel_task(id).await
+                && !task.status().is_terminal()
             {
-                tracing::warn!(%error, task = %id, "a task's cancellation could not be kept in the store: cancelled here only");
+                let kept = tokio::time::timeout(CANCEL_KEPT_WITHIN, store.cancel_task(id)).await;
+                if !matches!(kept, Ok(Ok(_))) {
+                    tracing::warn!(task = %id, "a task's cancellation could not be kept in the store: cancelled here only");
+                }
             }
             return self.manager.cancel_task(id).map_err(|_| unknown_task());
         }

@@ -180,13 +180,13 @@ async fn a_start_the_store_refuses_never_runs() {
     assert_eq!(owners, 0, "the refused task's id is forgotten");
 }
 
-/// Tasks that end at once hand their slot back, but each is remembered,
-/// its result with it, for ten minutes: a caller starting them one after
+/// Tasks that end at once hand their slot back, but each is kept, its
+/// result with it, for a time to live: a caller starting them one after
 /// another is refused past ten times its running bound, the server past
-/// ten times its own, each told when the first is forgotten — and starts
+/// ten times its own, each told when the first is let go — and starts
 /// again then. Other callers start while one is refused.
 #[tokio::test(start_paused = true)]
-async fn finished_tasks_are_remembered_within_a_bound_of_the_callers_and_the_servers() {
+async fn finished_tasks_are_kept_within_a_bound_of_the_callers_and_the_servers() {
     let tasks = Tasks::new(|_| TaskSupport::Optional).bounded(2, 1);
     let quick =
         |_| -> TaskFuture { Box::pin(async { Err(rmcp::task_manager::TaskExit::Cancelled) }) };
@@ -206,7 +206,7 @@ async fn finished_tasks_are_remembered_within_a_bound_of_the_callers_and_the_ser
     }
     tokio::time::advance(Duration::from_secs(60)).await;
     let refused = start("alice").await.expect_err("past alice's bound");
-    let Full::Remembered {
+    let Full::Kept {
         caller: true,
         max: 10,
         after,
@@ -214,7 +214,7 @@ async fn finished_tasks_are_remembered_within_a_bound_of_the_callers_and_the_ser
     else {
         panic!("{refused:?}");
     };
-    assert_eq!(after, REMEMBERED - Duration::from_secs(60));
+    assert_eq!(after, TASK_TTL - Duration::from_secs(60));
     for _ in 0..10 {
         start("bob").await.expect("bob's own bound");
     }
@@ -222,7 +222,7 @@ async fn finished_tasks_are_remembered_within_a_bound_of_the_callers_and_the_ser
     assert!(
         matches!(
             refused,
-            Full::Remembered {
+            Full::Kept {
                 caller: false,
                 max: 20,
                 ..
@@ -231,6 +231,6 @@ async fn finished_tasks_are_remembered_within_a_bound_of_the_callers_and_the_ser
         "{refused:?}"
     );
     tokio::time::advance(after).await;
-    start("alice").await.expect("alice's first ones forgotten");
+    start("alice").await.expect("alice's first ones let go");
     start("carol").await.expect("and the server has room");
 }

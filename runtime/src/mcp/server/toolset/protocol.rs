@@ -223,13 +223,17 @@ impl ToolSet {
     /// kept does not stop it: it runs, counted by this replica alone, and
     /// a warning is logged.
     ///
-    /// A finished task is remembered, its result with it, for 10 minutes
-    /// (for `tasks/get`), and each replica remembers at most ten times as
-    /// many as may run: `10 × max` in all and `10 × per_caller` of one
-    /// caller's, running or finished. A call past either bound is not
-    /// started (`TOO_MANY_TASKS`, with the seconds until the first finished
-    /// task is forgotten as its `retryAfterMs`), so that a caller starting
-    /// quick tasks one after another cannot fill the server's memory.
+    /// A finished task is kept, its result with it, for a task's time to
+    /// live (5 minutes, for `tasks/get`), and each replica keeps at most
+    /// ten times as many as may run: `10 × max` in all and `10 ×
+    /// per_caller` of one caller's, running or finished. A call past
+    /// either bound is not started (`TOO_MANY_TASKS`, with the seconds
+    /// until the first finished task is let go as its `retryAfterMs`), so
+    /// that a caller starting quick tasks one after another cannot fill the
+    /// server's memory. On a server that checks no token every client is
+    /// one caller: one of them can fill these bounds for all
+    /// ([`HttpOptions::require_bearer`](crate::mcp::HttpOptions::require_bearer)
+    /// gives each their own).
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
     #[must_use]
     pub fn max_tasks(mut self, max: usize, per_caller: usize) -> Self {

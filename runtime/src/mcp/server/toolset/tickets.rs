@@ -217,7 +217,9 @@ impl ToolSet {
     /// No store, no such approval (another service's, sharing the store,
     /// included: it is theirs to decide), an approver whose token lacks the scope
     /// the approval names, the approval's own caller, an approval decided
-    /// already or expired, or a store that fails.
+    /// already or expired, or a store that fails — which may have kept the
+    /// decision all the same (a connection lost after the commit): read
+    /// the approval again to know.
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
     pub async fn decide(
         &self,
@@ -264,6 +266,10 @@ impl ToolSet {
         match read {
             Ok(Some(decided)) => Ok(decided),
             Ok(None) | Err(_) => Ok(ApprovalRecord {
+                expires_ms: match decision.state() {
+                    ApprovalState::Withdrawn => approval.expires_ms,
+                    _ => approval.readable_until(decision.at_ms),
+                },
                 state: decision.state(),
                 decided_by: Some(decision.by),
                 decided_ms: Some(decision.at_ms),
