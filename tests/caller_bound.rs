@@ -709,8 +709,9 @@ async fn told_when_its_client_leaves(options: HttpOptions, headers: &[(&str, &st
 }
 
 /// A request that opens no session stays tied to its connection: its
-/// client leaving cancels the call — stateless, and on 2026-07-28 with
-/// sessions — as it does without a token check. (Only an `initialize` is
+/// client leaving cancels the call — stateless, on 2026-07-28 with
+/// sessions, and a call with its revision in `_meta` and no session
+/// (whatever its headers) — as it does without a token check. (Only an `initialize` is
 /// run apart from its connection, for its session to be counted.)
 #[tokio::test]
 async fn a_call_whose_client_left_is_cancelled_with_a_token_check() {
@@ -731,6 +732,17 @@ async fn a_call_whose_client_left_is_cancelled_with_a_token_check() {
         ("mcp-name", "waits"),
     ];
     told_when_its_client_leaves(sessions, &headers, call).await;
+    // A request that carries its revision in `_meta` is served without a
+    // session whatever revision it names, and before 2026-07-28 rmcp reads
+    // no `Mcp-Method`: only its body says it is no `initialize`.
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "waits", "arguments": {}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2025-11-25",
+            "io.modelcontextprotocol/clientInfo": {"name": "agent", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let sessions =
+        HttpOptions::from(StreamableHttpServerConfig::default().with_json_response(true));
+    told_when_its_client_leaves(sessions, &[("mcp-protocol-version", "2025-11-25")], call).await;
 }
 
 /// A POST of `body` to `url` with `token` and, if given, `session`; the

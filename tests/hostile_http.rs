@@ -268,6 +268,31 @@ async fn the_http_options_decide_who_is_served_and_how_much() {
     assert_eq!(answer.status, 200, "{}\n{}", answer.head, answer.body);
 }
 
+/// An empty list of hosts or origins — a setting read from an empty
+/// variable — accepts none: it never turns the check off.
+#[tokio::test]
+async fn an_empty_list_of_hosts_or_origins_accepts_none() {
+    let empty: [&str; 0] = [];
+    let address = serve_with(HttpOptions::new().stateless().allowed_hosts(empty)).await;
+    for host in ["localhost", "127.0.0.1", "attacker.example"] {
+        let headers = format!("Host: {host}\r\n{STATELESS}");
+        let answer = post_with(address, &call_body("C-4821"), &headers).await;
+        assert_eq!(
+            answer.status, 403,
+            "{host}: {}\n{}",
+            answer.head, answer.body
+        );
+    }
+    let address = serve_with(HttpOptions::new().stateless().allowed_origins(empty)).await;
+    let host = format!("Host: localhost\r\n{STATELESS}");
+    let from_a_page = format!("{host}Origin: http://attacker.example\r\n");
+    let answer = post_with(address, &call_body("C-4821"), &from_a_page).await;
+    assert_eq!(answer.status, 403, "{}\n{}", answer.head, answer.body);
+    // A program, which sends no origin, is served.
+    let answer = post_with(address, &call_body("C-4821"), &host).await;
+    assert_eq!(answer.status, 200, "{}\n{}", answer.head, answer.body);
+}
+
 #[tokio::test]
 async fn an_origin_is_its_scheme_host_and_port() {
     let address = serve_with(HttpOptions::new().stateless().allowed_origins([

@@ -26,7 +26,7 @@ use crate::mcp::server::held;
 use crate::mcp::server::live::LiveRequest;
 use crate::mcp::server::rmcp::convert::{rmcp_tools, to_error_data, to_rmcp_result};
 use crate::mcp::server::rounds::{Asking, has_rounds};
-use crate::mcp::server::tasks::{Full, Kept, TASK_TTL, TaskSupport, Tasks};
+use crate::mcp::server::tasks::{Kept, TASK_TTL, TaskSupport, Tasks};
 use crate::mcp::server::toolset::ToolSet;
 
 const INSTRUCTIONS: &str = "Tool failures come back as isError results whose structuredContent is an error envelope: \
@@ -202,40 +202,6 @@ impl ServerHandler for ToolSet {
             false => invalid_request(&request.method, request.params.as_ref()),
         })
     }
-}
-
-/// The envelope of a call refused as a task because too many run:
-/// `transient` — nothing ran, and a slot frees when a task ends.
-fn too_many_tasks(full: Full) -> crate::ErrorEnvelope {
-    let (whose, max) = match full {
-        Full::Server(max) => ("this server runs", max),
-        Full::Caller(max) => ("this caller runs", max),
-        Full::Kept { caller, max, after } => {
-            let whose = if caller { "this caller" } else { "this server" };
-            // Whole seconds, rounded up: not sooner than it is forgotten.
-            let after = std::time::Duration::from_secs(
-                after.as_secs() + u64::from(after.subsec_nanos() > 0),
-            );
-            return crate::ErrorEnvelope::transient(format!(
-                "The call was not started: {whose} has {max} tasks running or finished in the last {} minutes, as many as the server keeps",
-                TASK_TTL.as_secs() / 60
-            ))
-            .with_reason(crate::reasons::TOO_MANY_TASKS)
-            .with_not_applied(true)
-            .with_retry_after(after)
-            .with_alternative(format!(
-                "Call again in {} s, when the first finished task is let go",
-                after.as_secs()
-            ));
-        }
-    };
-    crate::ErrorEnvelope::transient(format!(
-        "The call was not started: {whose} {max} tasks already, as many as it may at once"
-    ))
-    .with_reason(crate::reasons::TOO_MANY_TASKS)
-    .with_not_applied(true)
-    .with_retry_after(std::time::Duration::from_secs(1))
-    .with_alternative("Wait for a running task to finish, or cancel one, then call again")
 }
 
 /// The error of a `tasks/*` method on a set that runs no tasks.
@@ -428,7 +394,7 @@ impl ToolSet {
         match spawned.await {
             Ok(task) => CreateTaskResult::new(task).into(),
             Err(full) => {
-                let reply = self.refuse(&name, refused, too_many_tasks(full));
+                let reply = self.refuse(&name, refused, full.envelope());
                 to_rmcp_result(reply).into()
             }
         }

@@ -16,8 +16,8 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
 use crate::mcp::server::rmcp::bearer::BearerAuth;
 use crate::mcp::server::rmcp::sessions::{
-    DEFAULT_SESSIONS_PER_CALLER, McpResponse, SessionOwners, shutting_down, too_many_sessions,
-    unknown_session,
+    DEFAULT_SESSIONS_PER_CALLER, McpResponse, SESSION_ID, SessionOwners, counted, opens_a_session,
+    read_method, shutting_down, unknown_session,
 };
 use crate::mcp::server::toolset::ToolSet;
 
@@ -81,10 +81,18 @@ impl HttpOptions {
 
     /// The `Host` names (`example.com`) or authorities (`example.com:8443`)
     /// requests may carry, *instead of* loopback: a local health check that
-    /// calls `localhost` gets 403 unless `localhost` is listed too.
+    /// calls `localhost` gets 403 unless `localhost` is listed too. An empty
+    /// list (a setting read from an empty variable, say) accepts no host:
+    /// [`any_host`](Self::any_host) is the one way to accept any.
     #[must_use]
     pub fn allowed_hosts(mut self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        self.config = self.config.with_allowed_hosts(hosts);
+        let hosts: Vec<String> = hosts.into_iter().map(Into::into).collect();
+        // rmcp reads an empty list as any host; a blank entry, as none.
+        let none = hosts.iter().all(|host| host.trim().is_empty());
+        self.config = match none {
+            true => self.config.with_allowed_hosts([String::new()]),
+            false => self.config.with_allowed_hosts(hosts),
+        };
         self
     }
 
@@ -96,8 +104,9 @@ impl HttpOptions {
     }
 
     /// The browser origins whose requests are accepted; a request from any
-    /// other `Origin` is refused (403). Requests without an `Origin` header,
-    /// from programs rather than browsers, pass.
+    /// other `Origin` is refused (403) — every one, when the list is empty.
+    /// Requests without an `Origin` header, from programs rather than
+    /// browsers, pass.
     ///
     /// An origin is its scheme, host and port, and all three must match.
     /// An entry without a port means the scheme's own (`https://app.example.com`
@@ -107,9 +116,11 @@ impl HttpOptions {
     /// any port; these options never give it one.)
     #[must_use]
     pub fn allowed_origins(mut self, origins: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        // rmcp checks no origin when its list is empty, unless told to.
         self.config = self
             .config
-            .with_allowed_origins(origins.into_iter().map(|origin| with_port(origin.into())));
+            .with_allowed_origins(origins.into_iter().map(|origin| with_port(origin.into())))
+            .enforce_origin_validation();
         self
     }
 
@@ -174,7 +185,9 @@ impl HttpOptions {
         let sessions = Arc::new(LocalSessionManager::default());
         // Stateless, no request opens a session: none to count.
         let counted = self.bearer.is_some() && self.config.legacy_session_mode;
+        let max_body = self.config.max_request_body_bytes;
         McpService {
+            max_body,
             inner: StreamableHttpService::new(
                 move || Ok(servers.new_server()),
                 Arc::clone(&sessions),
@@ -267,6 +280,8 @@ pub struct McpService<S> {
     bearer: Option<BearerAuth>,
     /// Who opened each session, when tokens are checked.
     owners: Option<Arc<SessionOwners>>,
+    /// The largest request body rmcp reads.
+    max_body: usize,
 }
 
 impl<S> Clone for McpService<S> {
@@ -275,12 +290,10 @@ impl<S> Clone for McpService<S> {
             inner: self.inner.clone(),
             bearer: self.bearer.clone(),
             owners: self.owners.clone(),
+            max_body: self.max_body,
         }
     }
 }
-
-/// The session header of MCP's Streamable HTTP.
-const SESSION_ID: &str = "mcp-session-id";
 
 impl<S> std::fmt::Debug for McpService<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -309,6 +322,7 @@ where
         let mut inner = self.inner.clone();
         let bearer = self.bearer.clone();
         let owners = self.owners.clone();
+        let max_body = self.max_body;
         Box::pin(async move {
             let Some(auth) = bearer else {
                 return tower_service::Service::call(&mut inner, request).await;
@@ -333,21 +347,21 @@ where
             let (Some(owners), None) = (owners, &session) else {
                 return tower_service::Service::call(&mut inner, request).await;
             };
-            let may_open = opens_a_session(&request);
-            let counted = async move {
-                let response = tower_service::Service::call(&mut inner, request).await?;
-                if let Some(opened) = response.headers().get(SESSION_ID)
-                    && let Ok(opened) = opened.to_str()
-                    && !owners.opened(opened, &subject).await
-                {
-                    return Ok(too_many_sessions());
-                }
-                Ok(response)
-            };
             // Only an `initialize` opens a session: a request that cannot
             // be one stays tied to its connection, and is cancelled when its
-            // client leaves.
-            if !may_open {
+            // client leaves. Which it is, the body says (read as rmcp
+            // would read it), not the headers: rmcp serves a request whose
+            // `_meta` carries its revision without a session, whatever its
+            // version header names.
+            if !opens_a_session(&request) {
+                return counted(inner, request, owners, subject).await;
+            }
+            let (request, initialize) = match read_method(request, max_body).await {
+                Ok(read) => read,
+                Err(refused) => return Ok(refused),
+            };
+            let counted = counted(inner, request, owners, subject);
+            if !initialize {
                 return counted.await;
             }
             // Run, and its session counted, apart from the connection: a
@@ -363,25 +377,6 @@ where
             }
         })
     }
-}
-
-/// Whether `request` may open a session: a POST, unless it is a
-/// 2026-07-28 request (its version header says so) whose `Mcp-Method`
-/// names another method than `initialize` — rmcp checks that header
-/// against the body from that revision on, and refuses an `initialize`
-/// named otherwise. Before it, rmcp reads no such header: an `initialize`
-/// labelled `tools/call` would open a session all the same.
-fn opens_a_session<B>(request: &Request<B>) -> bool {
-    use rmcp::model::ProtocolVersion;
-    use rmcp::transport::common::http_header::{HEADER_MCP_METHOD, HEADER_MCP_PROTOCOL_VERSION};
-    let headers = request.headers();
-    // From the revision rmcp checks the standard headers at, as it compares.
-    let checked = (headers.get(HEADER_MCP_PROTOCOL_VERSION))
-        .and_then(|version| version.to_str().ok())
-        .is_some_and(|version| version >= ProtocolVersion::STANDARD_HEADERS.as_str());
-    request.method() == axum::http::Method::POST
-        && (!checked
-            || (headers.get(HEADER_MCP_METHOD)).is_none_or(|method| method == "initialize"))
 }
 
 /// What HTTP serving makes the server of each session — or, stateless, of

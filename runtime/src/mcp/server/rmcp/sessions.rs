@@ -7,9 +7,12 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::http::Response;
+use axum::http::{Request, Response};
 use http_body_util::combinators::BoxBody;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+
+/// The session header of MCP's Streamable HTTP.
+pub(super) const SESSION_ID: &str = "mcp-session-id";
 
 /// What the service answers with: rmcp's response type.
 pub(super) type McpResponse = Response<BoxBody<Bytes, Infallible>>;
@@ -175,7 +178,7 @@ impl Owners {
 }
 
 /// The answer to an `initialize` past its caller's bound on open sessions.
-pub(super) fn too_many_sessions() -> McpResponse {
+fn too_many_sessions() -> McpResponse {
     let body = http_body_util::Full::new(Bytes::from(
         "Too Many Requests: this caller holds as many sessions as it may; \
          end one (DELETE) or let one go idle",
@@ -201,4 +204,108 @@ pub(super) fn unknown_session() -> McpResponse {
     let mut response = Response::new(http_body_util::BodyExt::boxed(body));
     *response.status_mut() = axum::http::StatusCode::NOT_FOUND;
     response
+}
+
+/// Whether `request` may open a session: a POST, unless it is a
+/// 2026-07-28 request (its version header says so) whose `Mcp-Method`
+/// names another method than `initialize` — rmcp checks that header
+/// against the body from that revision on, and refuses an `initialize`
+/// named otherwise. Before it, rmcp reads no such header: an `initialize`
+/// labelled `tools/call` would open a session all the same.
+pub(super) fn opens_a_session<B>(request: &Request<B>) -> bool {
+    use rmcp::model::ProtocolVersion;
+    use rmcp::transport::common::http_header::{HEADER_MCP_METHOD, HEADER_MCP_PROTOCOL_VERSION};
+    let headers = request.headers();
+    // From the revision rmcp checks the standard headers at, as it compares.
+    let checked = (headers.get(HEADER_MCP_PROTOCOL_VERSION))
+        .and_then(|version| version.to_str().ok())
+        .is_some_and(|version| version >= ProtocolVersion::STANDARD_HEADERS.as_str());
+    request.method() == axum::http::Method::POST
+        && (!checked
+            || (headers.get(HEADER_MCP_METHOD)).is_none_or(|method| method == "initialize"))
+}
+
+/// `request`'s body, read whole as rmcp reads it (at most `max` bytes),
+/// put back in the request, and whether it is an `initialize` — the one
+/// request that opens a session.
+///
+/// # Errors
+///
+/// rmcp's own answer to a body over `max` bytes (413), or one that could
+/// not be read (500).
+pub(super) async fn read_method<B>(
+    request: Request<B>,
+    max: usize,
+) -> Result<(Request<http_body_util::Full<Bytes>>, bool), McpResponse>
+where
+    B: http_body::Body + Send + 'static,
+    B::Error: std::fmt::Display,
+{
+    use http_body_util::BodyExt;
+    use hyper::body::Buf;
+    let refused = |status, text: String| {
+        let mut response = Response::new(http_body_util::Full::new(Bytes::from(text)).boxed());
+        *response.status_mut() = status;
+        response
+    };
+    let (parts, body) = request.into_parts();
+    let mut body = std::pin::pin!(body);
+    let mut read = Vec::new();
+    while let Some(frame) = body.as_mut().frame().await {
+        let Ok(frame) = frame else {
+            let status = axum::http::StatusCode::INTERNAL_SERVER_ERROR;
+            return Err(refused(status, "Failed to read request body".to_owned()));
+        };
+        let Ok(mut data) = frame.into_data() else {
+            continue;
+        };
+        if data.remaining() > max.saturating_sub(read.len()) {
+            let status = axum::http::StatusCode::PAYLOAD_TOO_LARGE;
+            let text = format!("Payload Too Large: request body exceeds {max} bytes");
+            return Err(refused(status, text));
+        }
+        while data.has_remaining() {
+            let chunk = data.chunk();
+            read.extend_from_slice(chunk);
+            let taken = chunk.len();
+            data.advance(taken);
+        }
+    }
+    let body = Bytes::from(read);
+    /// A JSON-RPC message's method, all that is read of it here.
+    #[derive(serde::Deserialize)]
+    struct Method<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+    }
+    let initialize = serde_json::from_slice::<Method<'_>>(&body)
+        .is_ok_and(|message| message.method.as_deref() == Some("initialize"));
+    Ok((
+        Request::from_parts(parts, http_body_util::Full::new(body)),
+        initialize,
+    ))
+}
+
+/// `request` served by `inner`, and the session its answer opens counted
+/// as `subject`'s among `owners`: past their bound, it is refused.
+pub(super) async fn counted<S, B>(
+    mut inner: rmcp::transport::StreamableHttpService<S, LocalSessionManager>,
+    request: Request<B>,
+    owners: Arc<SessionOwners>,
+    subject: String,
+) -> Result<McpResponse, Infallible>
+where
+    B: http_body::Body + Send + 'static,
+    B::Error: std::fmt::Display,
+    B::Data: Send + 'static,
+    S: rmcp::ServerHandler + Send + 'static,
+{
+    let response = tower_service::Service::call(&mut inner, request).await?;
+    if let Some(opened) = response.headers().get(SESSION_ID)
+        && let Ok(opened) = opened.to_str()
+        && !owners.opened(opened, &subject).await
+    {
+        return Ok(too_many_sessions());
+    }
+    Ok(response)
 }

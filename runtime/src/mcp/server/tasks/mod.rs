@@ -28,6 +28,9 @@ use crate::mcp::server::held;
 use crate::mcp::server::turns::Turns;
 use crate::store::{Store, TaskRecord};
 
+pub(crate) use full::Full;
+use full::room;
+
 /// Whether a tool's calls run as tasks, for a client that declares MCP's
 /// tasks extension ([`ToolSet::tasks`](crate::mcp::ToolSet::tasks)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,14 +87,6 @@ pub(crate) const TASK_TTL: Duration = Duration::from_millis(DEFAULT_TASK_TTL_MS)
 /// time to live, then as long again).
 const REMEMBERED: Duration = TASK_TTL.saturating_mul(2);
 
-/// How many tasks are kept — running, or finished within [`TASK_TTL`],
-/// as long as rmcp keeps a finished task and its result — for each that
-/// may run: of the server's, and of each caller's. Finished tasks hand
-/// their slot back at once: without this bound a caller starting quick
-/// tasks one after another would fill the memory, and slow every task
-/// request, within a time to live.
-const KEPT_PER_RUNNING: usize = 10;
-
 /// How long a store may take to mark a task cancelled before the replica
 /// running it cancels it all the same.
 const CANCEL_KEPT_WITHIN: Duration = Duration::from_secs(10);
@@ -110,23 +105,6 @@ pub(crate) struct Tasks {
     /// on this replica (the store's own count as it keeps the task is what
     /// holds the bound across replicas).
     starting: Arc<Turns>,
-}
-
-/// Why a task was not started.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Full {
-    /// The server runs as many as it may.
-    Server(usize),
-    /// The caller runs as many as it may.
-    Caller(usize),
-    /// The server (`caller: false`) or the caller has as many tasks as are
-    /// kept, `max`, running or finished within a time to live; the first
-    /// finished is let go `after` from now.
-    Kept {
-        caller: bool,
-        max: usize,
-        after: Duration,
-    },
 }
 
 impl Tasks {
@@ -262,58 +240,7 @@ impl Tasks {
         owners.retain(|_, owner| {
             (owner.finished.get()).is_none_or(|at| now.duration_since(*at) < REMEMBERED)
         });
-        // Running, and kept (running, or finished as long as rmcp keeps
-        // it): of all, and of the caller's; when the first finished of
-        // each is let go.
-        let (mut all, mut theirs, mut kept, mut theirs_kept) = (0, 0, 0, 0);
-        let (mut first, mut their_first) = (None::<Instant>, None::<Instant>);
-        for owner in owners.values() {
-            let mine = owner.subject.as_deref() == subject;
-            match owner.finished.get() {
-                None => {
-                    all += 1;
-                    theirs += usize::from(mine);
-                }
-                Some(&at) if now.duration_since(at) < TASK_TTL => {
-                    first = Some(first.map_or(at, |first| first.min(at)));
-                    if mine {
-                        their_first = Some(their_first.map_or(at, |first| first.min(at)));
-                    }
-                }
-                Some(_) => continue,
-            }
-            kept += 1;
-            theirs_kept += usize::from(mine);
-        }
-        if all >= self.max {
-            return Err(Full::Server(self.max));
-        }
-        if theirs >= self.max_per_caller {
-            return Err(Full::Caller(self.max_per_caller));
-        }
-        let let_go = |first: Option<Instant>| {
-            first.map_or(TASK_TTL, |at| {
-                TASK_TTL.saturating_sub(now.duration_since(at))
-            })
-        };
-        let most = self.max.saturating_mul(KEPT_PER_RUNNING);
-        if kept >= most {
-            let after = let_go(first);
-            return Err(Full::Kept {
-                caller: false,
-                max: most,
-                after,
-            });
-        }
-        let most = self.max_per_caller.saturating_mul(KEPT_PER_RUNNING);
-        if theirs_kept >= most {
-            let after = let_go(their_first);
-            return Err(Full::Kept {
-                caller: true,
-                max: most,
-                after,
-            });
-        }
+        room(&owners, subject, (self.max, self.max_per_caller), now)?;
         let finished = Arc::new(OnceLock::new());
         let slot = Slot(Arc::clone(&finished));
         let lost = mirror
@@ -542,6 +469,8 @@ impl fmt::Debug for Tasks {
             .finish_non_exhaustive()
     }
 }
+
+mod full;
 
 #[cfg(test)]
 mod tests;

@@ -7,8 +7,8 @@
 //! - `kept` (with `tokio`): the escalations it keeps for a person;
 //! - `protocol` (with `rmcp`): how the set speaks MCP — its sealed rounds,
 //!   its cache hints, its tasks, the revisions it serves, its store;
-//! - `tickets` (with `rmcp`): calls that wait in the store for an approver,
-//!   and the approvers' decisions;
+//! - `tickets` (with `rmcp`): calls that wait in the store for an approver;
+//! - `decide` (with `rmcp`): the approvers' decisions;
 //! - `withdraw` (with `rmcp`): a cancelled task takes back the approval it
 //!   waits for;
 //! - `runner` (with `rmcp`): what every replica runs in the background —
@@ -16,6 +16,8 @@
 //! - `recover` (with `rmcp`): the tasks of a stopped replica, taken over;
 //! - `unrun` (with `rmcp`): what the runner ends without running it.
 
+#[cfg(feature = "rmcp")]
+mod decide;
 mod dispatch;
 mod entry;
 mod failure;
@@ -34,13 +36,13 @@ mod unrun;
 #[cfg(feature = "rmcp")]
 mod withdraw;
 
+#[cfg(feature = "rmcp")]
+pub use decide::DecisionError;
 pub use entry::{FreeTool, MethodTool, ServableTool, ToolProvider};
 #[cfg(feature = "tokio")]
 pub use kept::DEFAULT_MAX_OPEN_ESCALATIONS;
 #[cfg(feature = "rmcp")]
 pub use protocol::{DEFAULT_ASK_TIMEOUT, DEFAULT_LIST_TTL};
-#[cfg(feature = "rmcp")]
-pub use tickets::DecisionError;
 
 use entry::{Dispatch, Entry, SharedCall};
 

@@ -3,7 +3,6 @@
 //! opens or reads its ticket (a task waits in it), and an approver decides
 //! it ([`ToolSet::decide`]); the runner (`runner.rs`) then runs it once.
 
-use std::fmt;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -14,7 +13,6 @@ use super::dispatch::Outcome;
 use super::entry::Entry;
 use super::failure::Failure;
 use super::withdraw::{InTask, InTasks, Opening};
-use crate::caller::Caller;
 use crate::envelope::ErrorEnvelope;
 use crate::escalation::Escalation;
 use crate::mcp::server::state::CallState;
@@ -22,7 +20,7 @@ use crate::mcp::server::ticket::{
     self, DEFAULT_APPROVAL_TTL, DEFAULT_MAX_WAITING_APPROVALS, Ticketed, Waiting,
 };
 use crate::mcp::server::turns::Turns;
-use crate::store::{ApprovalRecord, ApprovalState, Decision, Store, StoreError};
+use crate::store::{Store, StoreError};
 
 /// What a tool set keeps to run the approved calls of its store.
 pub(super) struct Approving {
@@ -63,57 +61,6 @@ impl Default for Approving {
             swept_ms: std::sync::atomic::AtomicI64::new(0),
             in_tasks: InTasks::default(),
         }
-    }
-}
-
-/// Why an approver's decision was not taken
-/// ([`ToolSet::decide`]).
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum DecisionError {
-    /// The tool set has no store ([`ToolSet::store`]).
-    NoStore,
-    /// No approval of this service has this id.
-    UnknownTicket,
-    /// The approver's token does not grant the scope the approval needs.
-    NotAnApprover {
-        /// The scope it needs.
-        scope: String,
-    },
-    /// The approver is the caller whose call waits: nobody approves their
-    /// own call.
-    OwnCall,
-    /// It was decided already, or expired: where it is.
-    NotPending(ApprovalState),
-    /// The store failed.
-    Store(StoreError),
-}
-
-impl fmt::Display for DecisionError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DecisionError::NoStore => {
-                f.write_str("this tool set keeps no approvals: it has no store")
-            }
-            DecisionError::UnknownTicket => f.write_str("no approval has this id"),
-            DecisionError::NotAnApprover { scope } => {
-                write!(f, "deciding this approval needs the scope `{scope}`")
-            }
-            DecisionError::OwnCall => f.write_str("nobody decides the approval of their own call"),
-            DecisionError::NotPending(state) => {
-                write!(f, "the approval is {} already", state.as_str())
-            }
-            // `StoreError` says "the store failed" itself.
-            DecisionError::Store(error) => write!(f, "{error}"),
-        }
-    }
-}
-
-impl std::error::Error for DecisionError {}
-
-impl From<StoreError> for DecisionError {
-    fn from(error: StoreError) -> Self {
-        DecisionError::Store(error)
     }
 }
 
@@ -201,82 +148,6 @@ impl ToolSet {
     pub fn approval_webhook(mut self, webhook: crate::mcp::server::webhook::Webhook) -> Self {
         self.inner_mut().protocol.webhook = Some(Arc::new(webhook));
         self
-    }
-
-    /// Decides the approval `ticket` (the id of a
-    /// [`Ticket`](crate::Ticket)) as `approver`, with `note`: approved, the
-    /// call runs once, soon, on whichever replica sharing the store claims
-    /// it (unless no runner takes it up within a time to live: then it
-    /// expires unrun); declined, the caller reads `HUMAN_DECLINED`. The decision is one
-    /// conditional update of a pending approval, so that of two decisions
-    /// only one is taken, and it is kept in the store's audit (who, when,
-    /// note).
-    ///
-    /// # Errors
-    ///
-    /// No store, no such approval (another service's, sharing the store,
-    /// included: it is theirs to decide), an approver whose token lacks the scope
-    /// the approval names, the approval's own caller, an approval decided
-    /// already or expired, or a store that fails — which may have kept the
-    /// decision all the same (a connection lost after the commit): read
-    /// the approval again to know.
-    #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
-    pub async fn decide(
-        &self,
-        ticket: &str,
-        approver: &Caller,
-        approve: bool,
-        note: &str,
-    ) -> Result<ApprovalRecord, DecisionError> {
-        let store = self.store_ref().ok_or(DecisionError::NoStore)?;
-        // Another service's approval, sharing the store, is theirs to
-        // decide: its scope may mean something else there.
-        let approval = (store.approval(ticket).await?)
-            .filter(|approval| self.owns(approval))
-            .ok_or(DecisionError::UnknownTicket)?;
-        if !approver.has_scope(&approval.approvers) {
-            return Err(DecisionError::NotAnApprover {
-                scope: approval.approvers,
-            });
-        }
-        if approval.caller.as_deref() == Some(approver.subject()) {
-            return Err(DecisionError::OwnCall);
-        }
-        let note = crate::limits::kept_note(note);
-        let decision = Decision::new(approve, approver.subject(), note.as_ref());
-        if !store.decide(ticket, &decision).await? {
-            let state = store
-                .approval(ticket)
-                .await?
-                .map_or(ApprovalState::Expired, |approval| {
-                    approval.state_at(crate::store::now_ms())
-                });
-            return Err(DecisionError::NotPending(state));
-        }
-        if approve {
-            self.start_runner();
-            self.inner.protocol.approving.wake.notify_one();
-        }
-        // Decided: a store that fails to say how it stands now does not
-        // undo it — the approval as this decision left it.
-        let read = store.approval(ticket).await;
-        if let Err(error) = &read {
-            tracing::warn!(%error, ticket, "an approval decided could not be read again");
-        }
-        match read {
-            Ok(Some(decided)) => Ok(decided),
-            Ok(None) | Err(_) => Ok(ApprovalRecord {
-                expires_ms: match decision.state() {
-                    ApprovalState::Withdrawn => approval.expires_ms,
-                    _ => approval.readable_until(decision.at_ms),
-                },
-                state: decision.state(),
-                decided_by: Some(decision.by),
-                decided_ms: Some(decision.at_ms),
-                note: Some(decision.note),
-                ..approval
-            }),
-        }
     }
 
     /// Where a call a guard blocked until an approver of `scope` decides
@@ -512,6 +383,3 @@ const FOLLOW: Duration = Duration::from_secs(1);
 /// How long before its task would expire a call that waits for an approver
 /// in it ends with its ticket: time for the reply to be kept and read.
 const BEFORE_EXPIRY: Duration = Duration::from_secs(10);
-
-#[cfg(test)]
-mod tests;
