@@ -268,6 +268,28 @@ async fn the_http_options_decide_who_is_served_and_how_much() {
     assert_eq!(answer.status, 200, "{}\n{}", answer.head, answer.body);
 }
 
+/// rmcp refuses a 2026-07-28 request whose `Mcp-Name` header is not the
+/// body's tool name (400), quoting the body's; a name of 1 MB is quoted
+/// 256 bytes of it, as every error this crate writes quotes a request.
+#[tokio::test]
+async fn a_refusal_of_a_mismatched_header_quotes_the_body_briefly() {
+    let address = serve_with(HttpOptions::new().stateless()).await;
+    let name = "n".repeat(1 << 20);
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": name, "arguments": {}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "agent", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let headers = "Host: localhost\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+                   Mcp-Method: tools/call\r\nMcp-Name: lookup_orders\r\n";
+    let answer = post_with(address, call.to_string().as_bytes(), headers).await;
+    assert_eq!(answer.status, 400, "{}", answer.head);
+    assert!(answer.body.len() < 1024, "{} bytes", answer.body.len());
+    let refusal = message(&answer);
+    let said = refusal["error"]["message"].as_str().unwrap();
+    assert!(said.contains("Mcp-Name"), "{said}");
+}
+
 /// An empty list of hosts or origins — a setting read from an empty
 /// variable — accepts none: it never turns the check off.
 #[tokio::test]

@@ -15,6 +15,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
 use crate::mcp::server::rmcp::bearer::BearerAuth;
+use crate::mcp::server::rmcp::refusals::cut_refusal;
 use crate::mcp::server::rmcp::sessions::{
     DEFAULT_SESSIONS_PER_CALLER, McpResponse, SESSION_ID, SessionOwners, counted, opens_a_session,
     read_method, shutting_down, unknown_session,
@@ -323,7 +324,7 @@ where
         let bearer = self.bearer.clone();
         let owners = self.owners.clone();
         let max_body = self.max_body;
-        Box::pin(async move {
+        let served = async move {
             let Some(auth) = bearer else {
                 return tower_service::Service::call(&mut inner, request).await;
             };
@@ -375,7 +376,9 @@ where
                 // The runtime is shutting down.
                 Err(_) => Ok(shutting_down()),
             }
-        })
+        };
+        // rmcp's refusals quote what the request sent: cut.
+        Box::pin(async move { Ok(cut_refusal(served.await?).await) })
     }
 }
 

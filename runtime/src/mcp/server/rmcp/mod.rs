@@ -15,6 +15,7 @@ mod convert;
 mod handler;
 mod http;
 mod own_tools;
+mod refusals;
 mod sessions;
 
 pub use bearer::BearerAuth;
