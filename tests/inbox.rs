@@ -1719,6 +1719,8 @@ struct Faltering {
     decided_unanswered: AtomicBool,
     /// Fails the read of an approval that follows a decision.
     reading_decided_fails: AtomicBool,
+    /// How many of the next reads of an approval fail.
+    approval_reads_fail: std::sync::atomic::AtomicU32,
     /// An approval another replica claims, with a lease that has run out
     /// already (it died), as the next call's approvals are read.
     claimed_meanwhile: std::sync::Mutex<Option<String>>,
@@ -1734,6 +1736,7 @@ impl Faltering {
             deciding_fails: AtomicBool::new(false),
             decided_unanswered: AtomicBool::new(false),
             reading_decided_fails: AtomicBool::new(false),
+            approval_reads_fail: std::sync::atomic::AtomicU32::new(0),
             claimed_meanwhile: std::sync::Mutex::new(None),
         }
     }
@@ -1818,6 +1821,13 @@ impl Store for Faltering {
 
     fn approval<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<ApprovalRecord>> {
         Box::pin(async move {
+            let failing = |left: u32| left.checked_sub(1);
+            if (self.approval_reads_fail)
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, failing)
+                .is_ok()
+            {
+                return Err(StoreError::new("the connection was reset"));
+            }
             let read = self.inner.approval(id).await?;
             let decided = read.as_ref().is_some_and(|read| read.decided_ms.is_some());
             if decided && self.reading_decided_fails.load(Ordering::SeqCst) {
@@ -2030,6 +2040,33 @@ async fn a_decision_the_store_kept_is_never_said_to_be_undone() {
         let approval = store.inner.approval(&ticket).await.unwrap().unwrap();
         assert_eq!(approval.state, ApprovalState::Approved, "{order}");
     }
+}
+
+/// Where a decision meets a failing store, the page reads where the
+/// approval stands to say whether it was kept — and another scope's
+/// approval is as unknown there as anywhere: 404, its state unsaid.
+#[tokio::test]
+async fn a_store_failing_a_decision_says_nothing_of_another_scopes_approval() {
+    let (store, server, _) = faltering_with_a_ticket("SCOPE-1").await;
+    let hr = waiting(
+        "hr-pay-rise",
+        "A raise needs HR",
+        "hr:approve",
+        store::now_ms() + 60_000,
+    );
+    let hr = (store.inner.open_approval(&hr, u64::MAX).await.unwrap()).expect("opened");
+    let path = format!("/inbox/approvals/{}", hr.id);
+    let session = server.sign_in("carol-token").await;
+    let (_, inbox) = server.get("/inbox", &session).await;
+    let token = csrf(&inbox);
+    store.approval_reads_fail.store(1, Ordering::SeqCst);
+    let form = [("csrf", token.as_str()), ("decision", "approve")];
+    assert_eq!(
+        server.post(&path, &session, &form).await,
+        StatusCode::NOT_FOUND
+    );
+    let still = store.inner.approval(&hr.id).await.unwrap().unwrap();
+    assert_eq!(still.state, ApprovalState::Pending);
 }
 
 /// The inbox the next test's validator ends Mallory's sessions on.

@@ -138,11 +138,14 @@ impl ToolContext {
     }
 
     /// Completes when the client cancels the request — for a call run as a
-    /// task, the task; never, for a detached context. Work a tool hands to
-    /// a task of its own can stop with it. A tool that returns when it
-    /// hears a task's cancellation ends the task with what it returns
-    /// (SEP-2663: a cancelled task may still complete); one that does not
-    /// is stopped at its next `.await`, and the task ends `cancelled`.
+    /// task, the task (and never, once the task ended and was let go, 5
+    /// minutes later, uncancelled); never, for a detached context. Work a
+    /// tool hands to a task of its own can stop with it. A tool that
+    /// returns when it hears a task's cancellation ends the task with what
+    /// it returns (SEP-2663: a cancelled task may still complete); one that
+    /// does not is stopped at its next `.await`, and the task ends
+    /// `cancelled` — `failed`, saying so, if an approval it waited for
+    /// could not be withdrawn.
     pub async fn cancelled(&self) {
         match &self.live {
             Some(live) => live.cancelled().await,

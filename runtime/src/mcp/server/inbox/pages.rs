@@ -252,20 +252,26 @@ async fn decide(
                 DecisionError::Store(error) => {
                     // The database's own words are for the log, not the page.
                     tracing::warn!(%error, "the inbox could not keep a decision");
-                    // Where it stands, if the store can say now: decided
-                    // by this person, it was kept; still pending, nothing
-                    // was done.
+                    // Where it stands, if the store can say now (and it is
+                    // this person's to see): decided by them, it was kept;
+                    // still pending, nothing was done.
                     let here = format!("/inbox/approvals/{id}");
                     return match state.store.approval(&id).await {
+                        Ok(Some(now))
+                            if !(state.tools.owns(&now) && who.has_scope(&now.approvers)) =>
+                        {
+                            page(StatusCode::NOT_FOUND, "No such approval.".into())
+                        }
                         Ok(Some(now))
                             if now.decided_ms.is_some()
                                 && now.decided_by.as_deref() == Some(who.subject()) =>
                         {
                             see_other(&here)
                         }
-                        Ok(Some(now)) if now.state == ApprovalState::Pending => {
+                        Ok(Some(now)) if now.state_at(now_ms()) == ApprovalState::Pending => {
                             store_unreachable(&state)
                         }
+                        Ok(None) => page(StatusCode::NOT_FOUND, "No such approval.".into()),
                         _ => store_unconfirmed(&state, &here),
                     };
                 }

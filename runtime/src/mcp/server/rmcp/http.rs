@@ -434,7 +434,11 @@ fn with_port(origin: String) -> String {
 
 /// rmcp's own config, its allowed origins read as
 /// [`allowed_origins`](HttpOptions::allowed_origins) reads them: an entry
-/// without a port means its scheme's, never any port.
+/// without a port means its scheme's, never any port. Its empty lists keep
+/// rmcp's meaning — an empty `allowed_hosts` accepts any host, an empty
+/// `allowed_origins` checks no origin unless it enforces the check —
+/// where [`HttpOptions::allowed_hosts`] and
+/// [`HttpOptions::allowed_origins`] read an empty list as none.
 impl From<StreamableHttpServerConfig> for HttpOptions {
     fn from(mut config: StreamableHttpServerConfig) -> Self {
         config.allowed_origins = std::mem::take(&mut config.allowed_origins)

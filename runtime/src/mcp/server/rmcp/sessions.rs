@@ -206,7 +206,7 @@ pub(super) fn unknown_session() -> McpResponse {
     response
 }
 
-/// Whether `request` may open a session: a POST, unless it is a
+/// Whether `request` may open a session: a POST of JSON, unless it is a
 /// 2026-07-28 request (its version header says so) whose `Mcp-Method`
 /// names another method than `initialize` — rmcp checks that header
 /// against the body from that revision on, and refuses an `initialize`
@@ -216,11 +216,22 @@ pub(super) fn opens_a_session<B>(request: &Request<B>) -> bool {
     use rmcp::model::ProtocolVersion;
     use rmcp::transport::common::http_header::{HEADER_MCP_METHOD, HEADER_MCP_PROTOCOL_VERSION};
     let headers = request.headers();
+    // A body of another type rmcp refuses unread (415): it opens nothing,
+    // and is not read here either.
+    let json = (headers.get(axum::http::header::CONTENT_TYPE))
+        .and_then(|header| header.to_str().ok())
+        .is_some_and(|header| {
+            let essence = header
+                .split_once(';')
+                .map_or(header, |(essence, _)| essence);
+            essence.trim().eq_ignore_ascii_case("application/json")
+        });
     // From the revision rmcp checks the standard headers at, as it compares.
     let checked = (headers.get(HEADER_MCP_PROTOCOL_VERSION))
         .and_then(|version| version.to_str().ok())
         .is_some_and(|version| version >= ProtocolVersion::STANDARD_HEADERS.as_str());
     request.method() == axum::http::Method::POST
+        && json
         && (!checked
             || (headers.get(HEADER_MCP_METHOD)).is_none_or(|method| method == "initialize"))
 }
@@ -249,12 +260,19 @@ where
         response
     };
     let (parts, body) = request.into_parts();
+    // As long as it says it is, within the bound: no room to spare.
+    let long = (parts.headers.get(axum::http::header::CONTENT_LENGTH))
+        .and_then(|length| length.to_str().ok()?.parse::<usize>().ok());
+    let mut read = Vec::with_capacity(long.unwrap_or_default().min(max));
     let mut body = std::pin::pin!(body);
-    let mut read = Vec::new();
     while let Some(frame) = body.as_mut().frame().await {
-        let Ok(frame) = frame else {
-            let status = axum::http::StatusCode::INTERNAL_SERVER_ERROR;
-            return Err(refused(status, "Failed to read request body".to_owned()));
+        let frame = match frame {
+            Ok(frame) => frame,
+            Err(error) => {
+                let status = axum::http::StatusCode::INTERNAL_SERVER_ERROR;
+                let text = format!("Failed to read request body: {error}");
+                return Err(refused(status, text));
+            }
         };
         let Ok(mut data) = frame.into_data() else {
             continue;
