@@ -258,6 +258,19 @@ impl Server {
         open.unwrap()
     }
 
+    /// Approves the approval at `path` in `session`, with the form its page
+    /// shows.
+    async fn approve_on_its_page(&self, path: &str, session: &str) -> reqwest::Response {
+        let (_, page) = self.get(path, session).await;
+        self.http
+            .post(format!("{}{path}", self.url))
+            .header(COOKIE, session)
+            .form(&[("csrf", csrf(&page).as_str()), ("decision", "approve")])
+            .send()
+            .await
+            .unwrap()
+    }
+
     async fn get(&self, path: &str, session: &str) -> (StatusCode, String) {
         let response = self
             .http
@@ -1979,16 +1992,8 @@ async fn a_store_failing_a_decision_shows_the_page_none_of_its_words() {
     let ticket = ticket.as_str();
     let path = format!("/inbox/approvals/{ticket}");
     let session = server.sign_in("carol-token").await;
-    let (_, page) = server.get(&path, &session).await;
     store.deciding_fails.store(true, Ordering::SeqCst);
-    let response = server
-        .http
-        .post(format!("{}{path}", server.url))
-        .header(COOKIE, &session)
-        .form(&[("csrf", csrf(&page).as_str()), ("decision", "approve")])
-        .send()
-        .await
-        .unwrap();
+    let response = server.approve_on_its_page(&path, &session).await;
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     let page = response.text().await.unwrap();
     assert!(page.contains("cannot be reached"), "{page}");
@@ -2013,21 +2018,13 @@ async fn a_decision_the_store_kept_is_never_said_to_be_undone() {
         let (store, server, ticket) = faltering_with_a_ticket(order).await;
         let path = format!("/inbox/approvals/{ticket}");
         let session = server.sign_in("carol-token").await;
-        let (_, page) = server.get(&path, &session).await;
         store
             .decided_unanswered
             .store(answer_lost, Ordering::SeqCst);
         store
             .reading_decided_fails
             .store(read_fails, Ordering::SeqCst);
-        let response = server
-            .http
-            .post(format!("{}{path}", server.url))
-            .header(COOKIE, &session)
-            .form(&[("csrf", csrf(&page).as_str()), ("decision", "approve")])
-            .send()
-            .await
-            .unwrap();
+        let response = server.approve_on_its_page(&path, &session).await;
         assert_eq!(response.status(), status, "{order}");
         if status == StatusCode::SERVICE_UNAVAILABLE {
             let page = response.text().await.unwrap();
