@@ -708,6 +708,28 @@ async fn an_unknown_tool_name_is_not_echoed_back_whole() {
     );
 }
 
+/// Labels a ticket.
+#[tool(read_only)]
+fn label(labels: std::collections::HashMap<String, u32>) -> Result<usize, ErrorEnvelope> {
+    Ok(labels.len())
+}
+
+/// A map's key is written into the path of a violation as it was sent, so
+/// a client chooses the path: one that does not read as a path (`a[0]]`)
+/// is answered as any wrong value, naming it — never a panic.
+#[tokio::test]
+async fn a_map_key_that_reads_as_no_path_is_a_violation_not_a_panic() {
+    let tools = ToolSet::new().tool::<label>();
+    for key in ["a[0]]", "a[x]", "]", "a.b[", "[[[0]]]"] {
+        let arguments = json!({"labels": {(key): "not a number"}});
+        let result = tools.call("label", arguments).await.unwrap();
+        let envelope = result.envelope().unwrap();
+        assert_eq!(envelope.category(), ErrorCategory::Validation, "{key}");
+        let field = envelope.violations()[0].field.clone();
+        assert!(field.starts_with("labels"), "{key}: {field}");
+    }
+}
+
 /// A linked list: each node's `next` an `Option<Box<Node>>`, which schemars
 /// writes as an `anyOf` of the node and `null` at every level.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]

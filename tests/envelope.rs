@@ -423,3 +423,29 @@ fn a_ticket_without_an_id_is_neither_sent_nor_read() {
     let read: ErrorEnvelope = serde_json::from_value(sent).unwrap();
     assert!(read.escalation().unwrap().ticket.is_none());
 }
+
+/// A ticket read from a server's envelope keeps to a bound: its texts cut
+/// to 1 KiB, and a ticket whose id is too long to be an approval's names
+/// none — a server cannot make a failure passed on larger than its limits
+/// with a ticket of megabytes.
+#[test]
+fn a_tickets_texts_are_bounded_as_they_are_read_and_sent() {
+    let huge = "p".repeat(10 * 1024 * 1024);
+    let read = |id: &str| {
+        let sent = json!({"isError": true, "errorCategory": "business", "isRetryable": false,
+            "message": "Refund waits for an approver",
+            "escalation": {"reason": "awaiting_approval", "attempts": 0, "elapsedMs": 0,
+                "ticket": {"id": id, "status": huge, "approvers": huge,
+                    "expiresAtMs": 1_767_225_600_000_u64, "read": huge}}});
+        serde_json::from_value::<ErrorEnvelope>(sent).unwrap()
+    };
+    let envelope = read("q3T0");
+    let ticket = envelope.escalation().unwrap().ticket.as_ref().unwrap();
+    assert_eq!(ticket.id, "q3T0");
+    for text in [&ticket.status, &ticket.approvers, &ticket.read] {
+        assert!(text.len() <= 1024, "{}", text.len());
+    }
+    assert!(serde_json::to_string(&envelope).unwrap().len() < 8 * 1024);
+    let envelope = read(&"i".repeat(100_000));
+    assert!(envelope.escalation().unwrap().ticket.is_none());
+}

@@ -88,6 +88,31 @@ fn a_blocked_call_escalates_from_the_retry_loop_without_retrying() {
     assert_eq!(json["errorCategory"], "business");
 }
 
+thread_local! {
+    static CHARGES: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Charges a fee, then refunds through `process_refund`.
+#[tool]
+fn charge_then_refund(order: String, amount: u64) -> Result<String, ErrorEnvelope> {
+    CHARGES.set(CHARGES.get() + 1);
+    process_refund(order, amount)
+}
+
+/// A tool that ran, then passed on the failure of a tool it called whose
+/// guard blocked it, is not reported as never run: its escalation counts
+/// one attempt, and is not the inner call's guard block (which a person's
+/// yes to would not make this call's).
+#[test]
+fn a_tool_that_ran_before_the_tool_it_called_was_blocked_is_not_reported_never_run() {
+    let envelope = charge_then_refund("O-79".into(), 620).unwrap_err();
+    assert_eq!((CHARGES.get(), REFUNDS_RUN.get()), (1, 0));
+    assert_eq!(envelope.reason(), Some("REFUND_OVER_CAP"));
+    let escalation = Escalation::from_envelope(envelope);
+    assert_eq!(escalation.attempts, 1, "the outer tool ran");
+    assert_ne!(escalation.reason, EscalationReason::BlockedByGuard);
+}
+
 /// A guard as a value, with configuration.
 struct MaxRows(u64);
 

@@ -1532,7 +1532,8 @@ async fn a_client_being_made_prints_no_credential() {
 /// A server that quotes the client's token in the parts of its envelope
 /// other than its texts — the ticket of the approval it says the call
 /// waits for, the reason — has it masked there too: a reason that quotes
-/// it is dropped (a code is not masked in part).
+/// it, in whatever case the code gave it, is dropped (a code is not masked
+/// in part).
 #[tokio::test]
 async fn a_token_quoted_in_a_servers_ticket_or_reason_is_masked() {
     use axum::http::HeaderMap;
@@ -1580,23 +1581,31 @@ async fn a_token_quoted_in_a_servers_ticket_or_reason_is_masked() {
     let address = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });
 
-    let client = McpClient::connect(format!("http://{address}/mcp"))
-        .bearer(CODE_TOKEN)
-        .await
-        .unwrap();
-    let failed = client.call("refund", json!({})).await.unwrap_err();
-    let shown = format!(
-        "{} {failed:?} {failed}",
-        serde_json::to_string(&failed).unwrap()
-    );
-    assert!(!shown.contains(CODE_TOKEN), "{shown}");
-    let ticket = failed.escalation().and_then(|e| e.ticket.as_ref());
-    assert_eq!(
-        ticket.map(|ticket| ticket.read.as_str()),
-        Some("Call again with Bearer [redacted]"),
-        "{shown}"
-    );
-    assert_eq!(failed.reason(), None, "{shown}");
+    // A token that is a code once upper-cased (a hex digest), and one that
+    // reads as a code's words (`SK_LIVE_…`): dropped as well.
+    for token in [
+        CODE_TOKEN,
+        "9f86d081884c7d659a2feaa0c55ad015",
+        "sk-live-4f3a9c2e1b7d",
+    ] {
+        let client = McpClient::connect(format!("http://{address}/mcp"))
+            .bearer(token)
+            .await
+            .unwrap();
+        let failed = client.call("refund", json!({})).await.unwrap_err();
+        let shown = format!(
+            "{} {failed:?} {failed}",
+            serde_json::to_string(&failed).unwrap()
+        );
+        assert!(!shown.contains(token), "{shown}");
+        let ticket = failed.escalation().and_then(|e| e.ticket.as_ref());
+        assert_eq!(
+            ticket.map(|ticket| ticket.read.as_str()),
+            Some("Call again with Bearer [redacted]"),
+            "{shown}"
+        );
+        assert_eq!(failed.reason(), None, "{token}: {shown}");
+    }
 }
 
 const PASSWORD: &str = "pa55-w0rd-31c4";

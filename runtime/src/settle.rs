@@ -126,12 +126,13 @@ pub(crate) fn settle(
             });
         }
         // A server's reason that quotes a secret is dropped: a code is not
-        // masked in part. Never one that keeps the call from being retried
+        // masked in part. It was made a code as it was read (upper case,
+        // `_` for the rest): a secret is looked for as a code reads it. Never one that keeps the call from being retried
         // (a human request): dropping any other retries no more.
         if remote
             && let Some(reason) = envelope.reason()
             && !reasons::never_retried(Some(reason))
-            && matches!(masker.text(reason), Cow::Owned(_))
+            && (matches!(masker.text(reason), Cow::Owned(_)) || masker.in_a_code(reason))
         {
             envelope.remake(|parts| parts.set_reason(None));
         }
@@ -184,8 +185,13 @@ fn decide(parts: &mut Parts, facts: &Facts, passed_on: bool) {
     // The call stays safe to repeat only if every tool on its path is.
     parts.idempotent = Some(parts.idempotent.unwrap_or(true) && facts.safe_to_repeat);
     if passed_on {
-        // This tool may have acted before the one it called failed.
+        // This tool may have acted before the one it called failed: it ran,
+        // whatever stopped that one before it ran, and a person's yes to
+        // that one's block is not a yes to this call.
         parts.set_not_applied(false);
+        parts.refused = None;
+        parts.approval = None;
+        parts.approvers = None;
     }
     if !facts.sent {
         parts.set_not_applied(true);

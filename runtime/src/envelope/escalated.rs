@@ -157,7 +157,42 @@ pub struct Ticket {
     pub read: String,
 }
 
+/// The most bytes of a ticket's id: an approval's id is short, and one
+/// cut to length would name none.
+const MOST_TICKET_ID: usize = 256;
+
+/// The most bytes of each of a ticket's texts.
+const MOST_TICKET_TEXT: usize = 1024;
+
 impl Ticket {
+    /// The ticket as it is read and sent: none without an id, or with one
+    /// too long to be an approval's; its texts cut to length (a server may
+    /// send megabytes of them).
+    pub(crate) fn bounded(&self) -> Option<Cow<'_, Ticket>> {
+        if self.id.is_empty() || self.id.len() > MOST_TICKET_ID {
+            return None;
+        }
+        let texts = [&self.status, &self.approvers, &self.read];
+        if texts.iter().all(|text| text.len() <= MOST_TICKET_TEXT) {
+            return Some(Cow::Borrowed(self));
+        }
+        // Cut where a character begins, and said to be cut.
+        let cut = |text: &str| match text.len() <= MOST_TICKET_TEXT {
+            true => text.to_owned(),
+            false => format!(
+                "{}…",
+                &text[..text.floor_char_boundary(MOST_TICKET_TEXT - 3)]
+            ),
+        };
+        Some(Cow::Owned(Ticket {
+            id: self.id.clone(),
+            status: cut(&self.status),
+            approvers: cut(&self.approvers),
+            expires_at_ms: self.expires_at_ms,
+            read: cut(&self.read),
+        }))
+    }
+
     /// The ticket `id`, `status`, decided by a holder of `approvers` until
     /// `expires_at_ms`, read as `read` says.
     pub fn new(
@@ -200,11 +235,10 @@ impl Escalated {
         let detail = field(value, keys::DETAIL, false, strict, |found| {
             found.as_str().map(str::to_owned)
         })?;
-        // A ticket without an id names no approval.
+        // A ticket without an id names no approval; its texts are bounded.
         let ticket = field(value, keys::TICKET, false, strict, |found| {
-            Ticket::deserialize(found)
-                .ok()
-                .filter(|ticket| !ticket.id.is_empty())
+            let ticket = Ticket::deserialize(found).ok()?;
+            ticket.bounded().map(Cow::into_owned)
         })?;
         Ok(Escalated {
             reason: reason.unwrap_or(EscalationReason::NonRetryable),
@@ -247,8 +281,9 @@ pub(crate) struct Wire<'a> {
 
 impl Serialize for Wire<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        // A ticket without an id names no approval: not sent.
-        let ticket = self.ticket.filter(|ticket| !ticket.id.is_empty());
+        // A ticket without an id names no approval: not sent; its texts
+        // bounded.
+        let ticket = self.ticket.and_then(Ticket::bounded);
         let fields = 3 + usize::from(self.detail.is_some()) + usize::from(ticket.is_some());
         let mut map = serializer.serialize_map(Some(fields))?;
         map.serialize_entry(keys::REASON, &self.reason)?;
@@ -258,7 +293,7 @@ impl Serialize for Wire<'_> {
             map.serialize_entry(keys::DETAIL, detail)?;
         }
         if let Some(ticket) = ticket {
-            map.serialize_entry(keys::TICKET, ticket)?;
+            map.serialize_entry(keys::TICKET, &*ticket)?;
         }
         map.end()
     }

@@ -36,6 +36,9 @@ pub(crate) enum Problem {
     Failed(String),
     /// Its `Serialize` panicked.
     Panicked(String),
+    /// It holds JSON text as it was given (`serde_json`'s `RawValue`), which
+    /// nothing here checks: its numbers, depth and keys.
+    Raw,
 }
 
 impl fmt::Display for Problem {
@@ -48,6 +51,9 @@ impl fmt::Display for Problem {
             Problem::TooDeep => write!(f, "nested more than {MAX_DEPTH} levels deep"),
             Problem::Failed(error) => write!(f, "its serialization failed: {error}"),
             Problem::Panicked(panic) => write!(f, "its serialization panicked: {panic}"),
+            Problem::Raw => {
+                f.write_str("raw JSON text, whose numbers, depth and keys are unchecked")
+            }
         }
     }
 }
@@ -98,6 +104,10 @@ fn run(serialize: &mut dyn FnMut(State<'_>) -> Result<(), String>) -> Result<(),
         Err(panic) => Err(Problem::Panicked(panic_message(panic.as_ref()).to_owned())),
     }
 }
+
+/// The name `serde_json` serializes a `RawValue` under (its `raw_value`
+/// feature, which a dependency may turn on).
+const RAW_VALUE: &str = "$serde_json::private::RawValue";
 
 /// How deep the serialization is, and where the first problem is recorded.
 #[derive(Clone, Copy)]
@@ -318,6 +328,10 @@ impl<'p, S: Serializer> Serializer for Strict<'p, S> {
         name: &'static str,
         len: usize,
     ) -> Result<Self::SerializeStruct, S::Error> {
+        // serde_json writes a `RawValue`'s text as it is, unread.
+        if name == RAW_VALUE {
+            return Err(self.state.fail(Problem::Raw));
+        }
         let state = self.state.nest(true)?;
         Ok(Strict {
             inner: self.inner.serialize_struct(name, len)?,

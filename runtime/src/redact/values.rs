@@ -293,12 +293,14 @@ impl SecretValues {
             .map(|text| text.chars().count() < ANYWHERE)
             .collect();
         let first_end = self.texts.len() + self.stretches.len();
+        let codes = codes::automaton(&self.texts);
         Some(Masker {
             automaton,
             short,
             whole: self.overflowed,
             ends: self.ends.clone(),
             first_end,
+            codes,
         })
     }
 }
@@ -318,6 +320,8 @@ pub(crate) struct Masker {
     /// The ends of very long secrets, the patterns from `first_end` on.
     ends: Vec<End>,
     first_end: usize,
+    /// The secrets as a code made of them reads ([`codes::as_code`]).
+    codes: Option<AhoCorasick>,
 }
 
 impl Masker {
@@ -486,6 +490,8 @@ impl Masker {
         }
     }
 }
+
+mod codes;
 
 #[cfg(test)]
 mod tests;

@@ -68,3 +68,16 @@ fn a_failing_serialize_says_why() {
     map.insert(vec![1u8], 1);
     assert!(matches!(to_value(&map), Err(Problem::Failed(_))));
 }
+
+/// `serde_json`'s `RawValue` (its `raw_value` feature, which a dependency
+/// may turn on)
+/// is written as given: a number past what JSON readers keep, a depth past
+/// the limit, a key twice — none of it read. It is refused.
+#[test]
+fn raw_json_text_is_refused_unread() {
+    for raw in ["1e400", "{\"a\": 1, \"a\": 2}", "[1]"] {
+        let raw = serde_json::value::RawValue::from_string(raw.to_owned()).unwrap();
+        assert_eq!(to_value(&raw), Err(Problem::Raw), "{raw}");
+        assert_eq!(to_value(&vec![raw]), Err(Problem::Raw));
+    }
+}

@@ -71,12 +71,12 @@ impl<'a> Decoder<'a> {
         match decoded {
             Ok(value) => Some(value),
             Err((path, description)) => {
-                let secret = self.arguments.contains_key(name)
-                    && self
-                        .context
-                        .mask()
-                        .paths()
-                        .may_hold_secret(name, &steps(&path));
+                let secrets = self.context.mask().paths();
+                // A path that does not read as one (a map's key may be
+                // anything) may lead anywhere in the argument.
+                let steps = steps(&path).unwrap_or_default();
+                let secret =
+                    self.arguments.contains_key(name) && secrets.may_hold_secret(name, &steps);
                 let description = if secret {
                     "the value does not have the expected type (the value is redacted)".to_owned()
                 } else {

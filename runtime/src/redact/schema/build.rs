@@ -80,8 +80,10 @@ impl<'s> Builder<'s> {
         // Members not named: `additionalProperties`, and any pattern (a key
         // may match one; masking it whether or not it does is the safe side).
         let mut others = Vec::new();
-        if let Some(schema @ Value::Object(_)) = members.get("additionalProperties") {
-            others.push(self.node(schema));
+        for key in ["additionalProperties", "unevaluatedProperties"] {
+            if let Some(schema @ Value::Object(_)) = members.get(key) {
+                others.push(self.node(schema));
+            }
         }
         others.extend(&patterns.every);
         if !others.is_empty() {
@@ -96,9 +98,23 @@ impl<'s> Builder<'s> {
             Some(Value::Array(prefix)) => (Some(prefix), members.get("additionalItems")),
             items => (members.get("prefixItems").and_then(Value::as_array), items),
         };
-        if let Some(items @ Value::Object(_)) = rest {
-            node.items = Some(self.node(items));
+        // Past the prefix, an item is what `items` says, and what
+        // `unevaluatedItems` and `contains` say too (either may be it).
+        let mut items = Vec::new();
+        let later = [members.get("unevaluatedItems"), members.get("contains")];
+        for schema in std::iter::once(rest).chain(later).flatten() {
+            if schema.is_object() {
+                items.push(self.node(schema));
+            }
         }
+        node.items = match items[..] {
+            [] => None,
+            [one] => Some(one),
+            _ => Some(self.push(Node {
+                branches: items,
+                ..Node::default()
+            })),
+        };
         if let Some(prefix) = prefix {
             node.prefix = prefix.iter().map(|schema| self.node(schema)).collect();
         }
@@ -108,6 +124,13 @@ impl<'s> Builder<'s> {
                     let branch = self.node(schema);
                     node.branches.push(branch);
                 }
+            }
+        }
+        // Each of `dependentSchemas` applies to the same value, as a branch.
+        if let Some(Value::Object(dependent)) = members.get("dependentSchemas") {
+            for schema in dependent.values() {
+                let branch = self.node(schema);
+                node.branches.push(branch);
             }
         }
         for key in ["if", "then", "else", "not"] {

@@ -13,10 +13,12 @@ pub(crate) enum Step<'a> {
 }
 
 /// The steps of a path as `serde_path_to_error` writes it (`a.b[2].c`) or
-/// as a JSON pointer (`/a/b/2/c`).
-pub(crate) fn steps(path: &str) -> Vec<Step<'_>> {
+/// as a JSON pointer (`/a/b/2/c`); `None` for one that does not read as
+/// such — a map's key is written as it was sent, brackets and all, so a
+/// path may be anything a client chose.
+pub(crate) fn steps(path: &str) -> Option<Vec<Step<'_>>> {
     if let Some(pointer) = path.strip_prefix('/') {
-        return pointer
+        let steps = pointer
             .split('/')
             .map(|token| match token.parse::<usize>() {
                 Ok(index) => Step::Index(index),
@@ -24,8 +26,8 @@ pub(crate) fn steps(path: &str) -> Vec<Step<'_>> {
                     Step::Key(Cow::Owned(token.replace("~1", "/").replace("~0", "~")))
                 }
                 Err(_) => Step::Key(Cow::Borrowed(token)),
-            })
-            .collect();
+            });
+        return Some(steps.collect());
     }
     let mut steps = Vec::new();
     for part in path.split('.').filter(|part| !part.is_empty()) {
@@ -36,12 +38,13 @@ pub(crate) fn steps(path: &str) -> Vec<Step<'_>> {
         if !key.is_empty() {
             steps.push(Step::Key(Cow::Borrowed(key)));
         }
-        while let Some(close) = rest.find(']') {
-            if let Ok(index) = rest[1..close].parse() {
-                steps.push(Step::Index(index));
-            }
+        // Each `[n]` in turn, and nothing else.
+        while !rest.is_empty() {
+            let close = rest.find(']')?;
+            let index = rest.strip_prefix('[')?.get(..close - 1)?.parse().ok()?;
+            steps.push(Step::Index(index));
             rest = &rest[close + 1..];
         }
     }
-    steps
+    Some(steps)
 }

@@ -56,9 +56,9 @@ fn a_secret_of_the_wrong_type_is_masked_too() {
         json!({"config": {"upstream": {"auth": {"basic": {"password": {"nested": "hunter2"}}}}}});
     let masked = Value::Object(secrets.mask(arguments.as_object().unwrap()).into_owned());
     assert!(!masked.to_string().contains("hunter2"), "{masked}");
-    assert!(secrets.may_hold_secret("config", &steps("upstream.auth.basic.password")));
-    assert!(secrets.may_hold_secret("config", &steps("/upstream/auth")));
-    assert!(!secrets.may_hold_secret("config", &steps("upstream.auth.basic.user")));
+    assert!(secrets.may_hold_secret("config", &steps("upstream.auth.basic.password").unwrap()));
+    assert!(secrets.may_hold_secret("config", &steps("/upstream/auth").unwrap()));
+    assert!(!secrets.may_hold_secret("config", &steps("upstream.auth.basic.user").unwrap()));
     assert!(!secrets.may_hold_secret("dept", &[]));
     assert!(secrets.may_hold_secret("apiKey", &[]), "undeclared");
 }
@@ -194,7 +194,7 @@ fn tuples_of_draft_07_and_dynamic_references_are_read() {
 #[test]
 fn paths_in_both_notations() {
     assert_eq!(
-        steps("filters.status[2].x"),
+        steps("filters.status[2].x").unwrap(),
         [
             Step::Key("filters".into()),
             Step::Key("status".into()),
@@ -203,14 +203,19 @@ fn paths_in_both_notations() {
         ]
     );
     assert_eq!(
-        steps("/filters/2/a~1b"),
+        steps("/filters/2/a~1b").unwrap(),
         [
             Step::Key("filters".into()),
             Step::Index(2),
             Step::Key("a/b".into())
         ]
     );
-    assert!(steps("").is_empty());
+    assert!(steps("").unwrap().is_empty());
+    // A map's key is written as sent: a path that does not read as one is
+    // none, never a panic.
+    for path in ["a[0]]", "a[x]", "a[0]b", "a[", "a[0][", "[]]"] {
+        assert_eq!(steps(path), None, "{path}");
+    }
 }
 
 #[test]
@@ -339,7 +344,7 @@ fn a_pattern_marks_the_named_properties_it_matches() {
     );
     assert!(secrets.may_hold_secret("api_token", &[]));
     assert!(!secrets.may_hold_secret("region", &[]));
-    assert!(!secrets.may_hold_secret("upstream", &steps("host")));
+    assert!(!secrets.may_hold_secret("upstream", &steps("host").unwrap()));
 }
 
 #[test]
@@ -416,4 +421,35 @@ fn many_patterns_and_properties_build_a_map_of_their_sum() {
     let arguments = json!({ name.clone(): "hunter2" });
     let masked = Value::Object(secrets.mask(arguments.as_object().unwrap()).into_owned());
     assert_eq!(masked, json!({ name: "[redacted]" }));
+}
+
+/// A secret marked only through `unevaluatedProperties`,
+/// `unevaluatedItems`, `contains` or `dependentSchemas` (a remote tool's
+/// schema may) is found there too.
+#[test]
+fn secrets_under_the_2020_12_keywords_are_found() {
+    let secret = json!({"type": "string", "writeOnly": true});
+    let schema = json!({"type": "object", "properties": {
+        "labels": {"type": "object", "unevaluatedProperties": secret},
+        "keys": {"type": "array", "unevaluatedItems": secret},
+        "tokens": {"type": "array", "contains": secret},
+        "login": {"type": "object", "dependentSchemas": {
+            "user": {"properties": {"password": secret}}}}
+    }});
+    let secrets = SecretPaths::from_schema(schema.as_object().unwrap(), &[]);
+    for (param, path) in [
+        ("labels", "team"),
+        ("keys", "[0]"),
+        ("tokens", "[3]"),
+        ("login", "password"),
+    ] {
+        let steps = steps(path).unwrap();
+        assert!(secrets.may_hold_secret(param, &steps), "{param} {path}");
+    }
+    let arguments = json!({"labels": {"team": "hunter2"}, "keys": ["hunter3"],
+        "tokens": ["hunter4"], "login": {"user": "ops", "password": "hunter5"}});
+    let masked = Value::Object(secrets.mask(arguments.as_object().unwrap()).into_owned());
+    for secret in ["hunter2", "hunter3", "hunter4", "hunter5"] {
+        assert!(!masked.to_string().contains(secret), "{masked}");
+    }
 }
