@@ -113,6 +113,42 @@ fn a_tool_that_ran_before_the_tool_it_called_was_blocked_is_not_reported_never_r
     assert_ne!(escalation.reason, EscalationReason::BlockedByGuard);
 }
 
+/// A cap that blocks with the guard's own code, `BLOCKED_BY_GUARD`.
+fn plain_cap(call: &ToolCall) -> Result<(), Blocked> {
+    let amount: u64 = call.require("amount")?;
+    match amount > 500 {
+        true => Err(Blocked::new(format!("Refund of ${amount} is over the cap"))),
+        false => Ok(()),
+    }
+}
+
+/// Refunds under `plain_cap`.
+#[tool(guard = plain_cap)]
+fn capped_refund(order: String, amount: u64) -> Result<String, ErrorEnvelope> {
+    Ok(format!("refunded ${amount} on {order}"))
+}
+
+/// Charges a fee, then refunds through `capped_refund`.
+#[tool]
+fn charge_then_capped_refund(order: String, amount: u64) -> Result<String, ErrorEnvelope> {
+    CHARGES.set(CHARGES.get() + 1);
+    capped_refund(order, amount)
+}
+
+/// Nor does the guard's own code, passed on, say that the outer tool never
+/// ran.
+#[test]
+fn a_guards_own_code_passed_on_does_not_say_the_outer_tool_never_ran() {
+    let envelope = capped_refund("O-80".into(), 620).unwrap_err();
+    assert_eq!(envelope.reason(), Some("BLOCKED_BY_GUARD"));
+    let envelope = charge_then_capped_refund("O-80".into(), 620).unwrap_err();
+    assert_eq!(CHARGES.get(), 1);
+    assert_eq!(envelope.reason(), None);
+    let escalation = Escalation::from_envelope(envelope);
+    assert_eq!(escalation.attempts, 1, "the outer tool ran");
+    assert_ne!(escalation.reason, EscalationReason::BlockedByGuard);
+}
+
 /// A guard as a value, with configuration.
 struct MaxRows(u64);
 

@@ -161,28 +161,55 @@ pub struct Ticket {
 /// cut to length would name none.
 const MOST_TICKET_ID: usize = 256;
 
-/// The most bytes of each of a ticket's texts.
+/// The most bytes of each of a ticket's texts, escaped as JSON writes them.
 const MOST_TICKET_TEXT: usize = 1024;
+
+/// How many bytes `text` takes written in a JSON string.
+fn escaped_len(text: &str) -> usize {
+    let escaped = |c: char| match c {
+        '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+        c if c < ' ' => 6,
+        c => c.len_utf8(),
+    };
+    text.chars().map(escaped).sum()
+}
 
 impl Ticket {
     /// The ticket as it is read and sent: none without an id, or with one
-    /// too long to be an approval's; its texts cut to length (a server may
-    /// send megabytes of them).
-    pub(crate) fn bounded(&self) -> Option<Cow<'_, Ticket>> {
+    /// too long to be an approval's; each text longer than the bound (a
+    /// server may send megabytes) cut to it when `cut` — as it is sent,
+    /// masked already — or, as it is read, not kept at all: a text cut
+    /// before it is masked could keep the beginning of a secret.
+    pub(crate) fn bounded(&self, cut: bool) -> Option<Cow<'_, Ticket>> {
         if self.id.is_empty() || self.id.len() > MOST_TICKET_ID {
             return None;
         }
-        let texts = [&self.status, &self.approvers, &self.read];
-        if texts.iter().all(|text| text.len() <= MOST_TICKET_TEXT) {
+        let long = |text: &str| escaped_len(text) > MOST_TICKET_TEXT;
+        if ![&self.status, &self.approvers, &self.read]
+            .iter()
+            .any(|text| long(text))
+        {
             return Some(Cow::Borrowed(self));
         }
-        // Cut where a character begins, and said to be cut.
-        let cut = |text: &str| match text.len() <= MOST_TICKET_TEXT {
-            true => text.to_owned(),
-            false => format!(
-                "{}…",
-                &text[..text.floor_char_boundary(MOST_TICKET_TEXT - 3)]
-            ),
+        let cut = |text: &str| {
+            if !long(text) {
+                return text.to_owned();
+            }
+            if !cut {
+                return format!("[{} bytes not kept]", text.len());
+            }
+            // Where a character begins, short enough however it escapes,
+            // and said to be cut.
+            let mut end = 0;
+            let mut used = 0;
+            for (at, c) in text.char_indices() {
+                used += escaped_len(c.encode_utf8(&mut [0; 4]));
+                if used > MOST_TICKET_TEXT - 3 {
+                    break;
+                }
+                end = at + c.len_utf8();
+            }
+            format!("{}…", &text[..end])
         };
         Some(Cow::Owned(Ticket {
             id: self.id.clone(),
@@ -238,7 +265,7 @@ impl Escalated {
         // A ticket without an id names no approval; its texts are bounded.
         let ticket = field(value, keys::TICKET, false, strict, |found| {
             let ticket = Ticket::deserialize(found).ok()?;
-            ticket.bounded().map(Cow::into_owned)
+            ticket.bounded(false).map(Cow::into_owned)
         })?;
         Ok(Escalated {
             reason: reason.unwrap_or(EscalationReason::NonRetryable),
@@ -263,7 +290,13 @@ fn field<T>(
         None if required && strict => Err(format!("missing field `{key}`")),
         None => Ok(None),
         Some(found) => match read(found) {
-            None if strict => Err(format!("invalid `{key}`: {found}")),
+            None if strict => {
+                // Quoted briefly: a server may send megabytes of it.
+                let found = found.to_string();
+                let shown = &found[..found.floor_char_boundary(256)];
+                let more = if shown.len() < found.len() { "…" } else { "" };
+                Err(format!("invalid `{key}`: {shown}{more}"))
+            }
             read => Ok(read),
         },
     }
@@ -283,7 +316,7 @@ impl Serialize for Wire<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         // A ticket without an id names no approval: not sent; its texts
         // bounded.
-        let ticket = self.ticket.and_then(Ticket::bounded);
+        let ticket = self.ticket.and_then(|ticket| ticket.bounded(true));
         let fields = 3 + usize::from(self.detail.is_some()) + usize::from(ticket.is_some());
         let mut map = serializer.serialize_map(Some(fields))?;
         map.serialize_entry(keys::REASON, &self.reason)?;

@@ -293,7 +293,7 @@ impl SecretValues {
             .map(|text| text.chars().count() < ANYWHERE)
             .collect();
         let first_end = self.texts.len() + self.stretches.len();
-        let codes = codes::automaton(&self.texts);
+        let codes = codes::automaton(self.texts.iter().chain(&self.stretches));
         Some(Masker {
             automaton,
             short,

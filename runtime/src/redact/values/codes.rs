@@ -11,21 +11,28 @@ use super::Masker;
 const IN_A_CODE: usize = 6;
 
 /// `text` as it reads in a code made of it: its ASCII letters and digits,
-/// upper case, and nothing else — no leading digit, which a code drops
-/// where it begins.
+/// upper case, and nothing else.
 pub(super) fn as_code(text: &str) -> String {
     let kept = text.chars().filter(char::is_ascii_alphanumeric);
-    let code: String = kept.map(|c| c.to_ascii_uppercase()).collect();
-    code.trim_start_matches(|c: char| c.is_ascii_digit())
-        .to_owned()
+    kept.map(|c| c.to_ascii_uppercase()).collect()
 }
 
-/// What finds any of `secrets` in a code, as [`as_code`] reads each; `None`
-/// when none is long enough to look for.
-pub(super) fn automaton(secrets: &[String]) -> Option<AhoCorasick> {
-    let codes: std::collections::HashSet<String> = (secrets.iter().map(|text| as_code(text)))
-        .filter(|code| code.len() >= IN_A_CODE)
-        .collect();
+/// What finds any of `secrets` in a code, as [`as_code`] reads each —
+/// whole, and without its leading digits, which a code drops where it
+/// begins; `None` when none is long enough to look for.
+pub(super) fn automaton<'a>(secrets: impl Iterator<Item = &'a String>) -> Option<AhoCorasick> {
+    let mut codes = std::collections::HashSet::new();
+    for secret in secrets {
+        let code = as_code(secret);
+        let trimmed = code
+            .trim_start_matches(|c: char| c.is_ascii_digit())
+            .to_owned();
+        codes.extend(
+            [code, trimmed]
+                .into_iter()
+                .filter(|code| code.len() >= IN_A_CODE),
+        );
+    }
     (!codes.is_empty())
         .then(|| AhoCorasick::new(&codes).expect("the secret values fit an automaton"))
 }

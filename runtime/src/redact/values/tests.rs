@@ -247,3 +247,27 @@ fn a_very_long_secret_cut_short_in_an_escaped_form_shows_none_of_it() {
     let text = format!("x {} y {}", &repeated[..700], repeated);
     assert_eq!(repeats.text(&text), "x [redacted] y [redacted]");
 }
+
+/// A server's reason is made a code (upper case, `_` for the rest, no
+/// leading digit): a secret is found in it as a code reads it — its
+/// digits kept where the code keeps them, a stretch of a long one too —
+/// and a short or absent one is not.
+#[test]
+fn a_secret_is_found_in_a_code_as_a_code_reads_it() {
+    let masker = masker(json!([
+        "4111 1111 1111 1111",
+        "sk-live-4f3a9c2e1b7d",
+        "x".repeat(40)
+    ]));
+    for code in [
+        "CARD_4111_1111_1111_1111",
+        "SK_LIVE_4F3A9C2E1B7D",
+        "BAD_KEY_SKLIVE4F3A9C2E1B7D_SEEN",
+        "TOO_XXXXXXXXXXXX_LONG",
+    ] {
+        assert!(masker.in_a_code(code), "{code}");
+    }
+    for code in ["CARD_DECLINED", "OVER_CAP", "INVALID_ARGUMENTS"] {
+        assert!(!masker.in_a_code(code), "{code}");
+    }
+}
