@@ -157,6 +157,14 @@ pub const HIDDEN_FROM_APPROVERS: &str = "HIDDEN_FROM_APPROVERS";
 /// answers.
 pub const TOO_MANY_QUESTIONS: &str = "TOO_MANY_QUESTIONS";
 
+/// The reasons of a call a guard stopped before its tool ran: a remote
+/// failure that gives one was not run there.
+pub(crate) const BLOCKED: [&str; 3] = [BLOCKED_BY_GUARD, GUARD_PANIC, UNREADABLE_ARGUMENT];
+
+/// The reasons of a call whose arguments could not be used, so that its
+/// tool never ran.
+pub(crate) const UNUSABLE: [&str; 2] = [INVALID_ARGUMENTS, UNREPRESENTABLE_ARGUMENT];
+
 /// Whether a failure with this reason is never retried, whatever its
 /// category and `isRetryable` say: an explicit human request, a policy gap.
 /// `reason` is a normalized one ([`normalize`]).

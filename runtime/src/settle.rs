@@ -193,18 +193,10 @@ fn decide(parts: &mut Parts, facts: &Facts, passed_on: bool) {
         parts.approval = None;
         parts.approvers = None;
         // Nor do its codes or its escalation say it never ran.
-        let refusal = [
-            reasons::BLOCKED_BY_GUARD,
-            reasons::GUARD_PANIC,
-            reasons::UNREADABLE_ARGUMENT,
-            reasons::INVALID_ARGUMENTS,
-            reasons::UNREPRESENTABLE_ARGUMENT,
-        ];
-        if parts
-            .reason
-            .as_deref()
-            .is_some_and(|reason| refusal.contains(&reason))
-        {
+        let refusal = |reason: &str| {
+            reasons::BLOCKED.contains(&reason) || reasons::UNUSABLE.contains(&reason)
+        };
+        if parts.reason.as_deref().is_some_and(refusal) {
             parts.set_reason(None);
         }
         if let Some(escalated) = &mut parts.escalated {

@@ -78,13 +78,10 @@ fn read_envelope(value: &Value) -> Option<ErrorEnvelope> {
         (Some(reasons::HUMAN_DECLINED), _) | (_, Some((EscalationReason::HumanDeclined, _))) => {
             Some(Refusal::Declined)
         }
-        (
-            Some(reasons::BLOCKED_BY_GUARD | reasons::GUARD_PANIC | reasons::UNREADABLE_ARGUMENT),
-            _,
-        )
-        | (_, Some((EscalationReason::BlockedByGuard, _))) => Some(Refusal::Blocked),
-        (Some(reasons::INVALID_ARGUMENTS | reasons::UNREPRESENTABLE_ARGUMENT), _)
-        | (_, Some((_, 0))) => Some(Refusal::Unusable),
+        (Some(reason), _) if reasons::BLOCKED.contains(&reason) => Some(Refusal::Blocked),
+        (_, Some((EscalationReason::BlockedByGuard, _))) => Some(Refusal::Blocked),
+        (Some(reason), _) if reasons::UNUSABLE.contains(&reason) => Some(Refusal::Unusable),
+        (_, Some((_, 0))) => Some(Refusal::Unusable),
         _ => None,
     };
     match refusal {
