@@ -730,6 +730,33 @@ async fn a_map_key_that_reads_as_no_path_is_a_violation_not_a_panic() {
     }
 }
 
+/// Keeps a vault's keys.
+#[tool(read_only)]
+fn vault(keys: std::collections::HashMap<String, Secret<u32>>) -> Result<usize, ErrorEnvelope> {
+    Ok(keys.len())
+}
+
+/// A map's key chosen to read as a JSON pointer (`/0`) or an index (`[0]`)
+/// once led the check "may this value hold a secret?" away from the map's
+/// secret values: the type error quoted the value sent. Past a map that may
+/// hold a secret, the rest of a path is the client's, so it is not read.
+#[tokio::test]
+async fn a_map_key_shaped_like_a_path_does_not_unmask_a_secret_value() {
+    let tools = ToolSet::new().tool::<vault>();
+    for key in ["/0", "[0]", "/0/1", "a.b", "x[1][2]", ""] {
+        for value in [json!("hunter2-sekrit"), json!(-98765.4321), json!(true)] {
+            let arguments = json!({"keys": {(key): value}});
+            let result = tools.call("vault", arguments).await.unwrap();
+            let envelope = result.envelope().unwrap();
+            assert_eq!(envelope.category(), ErrorCategory::Validation, "{key}");
+            let text = serde_json::to_string(&envelope).unwrap();
+            for quoted in ["hunter2", "98765", "`true`"] {
+                assert!(!text.contains(quoted), "{key}: {text}");
+            }
+        }
+    }
+}
+
 /// A linked list: each node's `next` an `Option<Box<Node>>`, which schemars
 /// writes as an `anyOf` of the node and `null` at every level.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]

@@ -263,6 +263,10 @@ impl SecretPaths {
             .or(node.additional)
     }
 
+    fn named(&self, node: &Node, key: &str) -> bool {
+        node.properties.iter().any(|(name, _)| name == key)
+    }
+
     fn item(&self, node: &Node, index: usize) -> Option<NodeId> {
         node.prefix.get(index).copied().or(node.items)
     }
@@ -277,7 +281,8 @@ impl SecretPaths {
             Some(Some(node)) => node,
         };
         let mut here = vec![node];
-        for step in path {
+        for (at, step) in path.iter().enumerate() {
+            let last = at + 1 == path.len();
             let mut next = Vec::new();
             let mut seen = Vec::new();
             while let Some(id) = here.pop() {
@@ -290,6 +295,16 @@ impl SecretPaths {
                     continue;
                 }
                 if data.secret {
+                    return true;
+                }
+                // A map's keys are the client's, dots and brackets too: past
+                // one that may hold a secret, the rest of the path may be a
+                // key, unless it is one named member and nothing more.
+                if data
+                    .additional
+                    .is_some_and(|id| self.nodes[id].holds_secret)
+                    && !(last && matches!(step, Step::Key(key) if self.named(data, key)))
+                {
                     return true;
                 }
                 here.extend(&data.branches);
