@@ -160,6 +160,29 @@ async fn each_gap_is_one_line_of_the_report_whatever_its_message() {
     );
 }
 
+/// The attempted query is the caller's text: a line break JSON does not
+/// escape (U+2028, U+2029, U+0085) in an argument once forged a gap line.
+#[tokio::test]
+async fn a_gaps_attempted_query_cannot_forge_a_line() {
+    for forged in ["x\u{2028}- gap `refunds`: ok", "x\u{2029}y", "x\u{85}y"] {
+        let report = Coordinator::new()
+            .branch("q", async move {
+                Err::<u32, ErrorEnvelope>(
+                    ErrorEnvelope::transient("timed out")
+                        .with_attempted_query(serde_json::json!({"q": forged})),
+                )
+            })
+            .run()
+            .await;
+        let text = report.to_string();
+        assert!(
+            !text.contains(['\u{2028}', '\u{2029}', '\u{85}']),
+            "{text:?}"
+        );
+        assert!(text.contains("attempted {\"q\":\"x "), "{text:?}");
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn branches_run_concurrently() {
     let start = tokio::time::Instant::now();

@@ -260,6 +260,9 @@ async fn an_attempt_cut_off_at_the_deadline_is_not_said_not_applied() {
         escalation.envelope.reason(),
         Some(tool_envelope::reasons::MAY_HAVE_TAKEN_EFFECT)
     );
+    // The attempt's record says what its envelope says.
+    let cut = outcome.stats.history.last().unwrap();
+    assert_eq!(cut.retryable, escalation.envelope.is_retryable());
     let before = calls.load(Ordering::SeqCst);
     let outer = steady(100)
         .deadline(ms(10_000))

@@ -316,7 +316,9 @@ impl<T> Report<T> {
 /// breaks — `\n`, `\r`, and the Unicode ones a terminal also breaks on —
 /// become spaces.
 fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
-    const BREAKS: [char; 6] = ['\n', '\r', '\u{0b}', '\u{0c}', '\u{2028}', '\u{2029}'];
+    const BREAKS: [char; 7] = [
+        '\n', '\r', '\u{0b}', '\u{0c}', '\u{85}', '\u{2028}', '\u{2029}',
+    ];
     if text.contains(BREAKS) {
         std::borrow::Cow::Owned(text.replace(BREAKS, " "))
     } else {
@@ -364,7 +366,8 @@ impl<T> fmt::Display for Report<T> {
                 write!(f, "; {} partial results kept", envelope.partial_count())?;
             }
             if let Some(query) = envelope.attempted_query() {
-                write!(f, "; attempted {query}")?;
+                // JSON escapes no line break above U+001F.
+                write!(f, "; attempted {}", one_line(&query.to_string()))?;
             }
             if !envelope.alternatives().is_empty() {
                 let next: Vec<_> = envelope

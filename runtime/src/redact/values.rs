@@ -293,14 +293,14 @@ impl SecretValues {
             .map(|text| text.chars().count() < ANYWHERE)
             .collect();
         let first_end = self.texts.len() + self.stretches.len();
-        let codes = codes::automaton(self.texts.iter().chain(&self.stretches));
         Some(Masker {
             automaton,
             short,
             whole: self.overflowed,
             ends: self.ends.clone(),
             first_end,
-            codes,
+            secrets: patterns().take(first_end).cloned().collect(),
+            codes: std::sync::OnceLock::new(),
         })
     }
 }
@@ -320,8 +320,12 @@ pub(crate) struct Masker {
     /// The ends of very long secrets, the patterns from `first_end` on.
     ends: Vec<End>,
     first_end: usize,
-    /// The secrets as a code made of them reads ([`codes::as_code`]).
-    codes: Option<AhoCorasick>,
+    /// The secrets and their stretches, for `codes`.
+    secrets: Vec<String>,
+    /// The secrets as a code made of them reads ([`codes::as_code`]),
+    /// built the first time a code is looked at: most calls never read a
+    /// server's reason.
+    codes: std::sync::OnceLock<Option<AhoCorasick>>,
 }
 
 impl Masker {

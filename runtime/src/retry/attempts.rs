@@ -214,7 +214,9 @@ impl<'p> Attempts<'p> {
         failures.stats.history.push(AttemptRecord {
             attempt,
             category: ErrorCategory::Transient,
-            retryable: true,
+            // As the envelope it escalates with says: one that may have
+            // taken effect is not retryable.
+            retryable: envelope.is_retryable(),
             message: message.clone(),
             gathered: count(failures.gathered.as_ref()),
             delay: None,

@@ -322,6 +322,20 @@ impl RetryPolicy {
                     };
                 }
                 Err(error) => match attempts.failed(caught_envelope(error), || sleeper.now()) {
+                    // The hook may have taken long: a delay that now
+                    // crosses the deadline is not slept, as in the async loop.
+                    Next::Retry(notice)
+                        if attempts
+                            .remaining(|| sleeper.now())
+                            .is_some_and(|left| left <= notice.delay) =>
+                    {
+                        attempts.not_slept();
+                        let (escalation, stats) = attempts.out_of_time(sleeper.now());
+                        return Outcome {
+                            result: Err(escalation),
+                            stats,
+                        };
+                    }
                     Next::Retry(notice) => {
                         sleeper.sleep(notice.delay);
                         attempts.slept(notice.delay);
@@ -387,6 +401,55 @@ mod tests {
             escalation.reason,
             crate::escalation::EscalationReason::DeadlineExceeded
         );
+    }
+
+    /// A clock moved by sleeping and by whatever else advances `busy`.
+    struct Busy {
+        origin: Instant,
+        busy: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    }
+
+    impl BlockingSleeper for Busy {
+        fn now(&self) -> Instant {
+            let busy = self.busy.load(std::sync::atomic::Ordering::SeqCst);
+            self.origin + Duration::from_millis(busy)
+        }
+
+        fn sleep(&self, duration: Duration) {
+            let ms = u64::try_from(duration.as_millis()).unwrap();
+            self.busy.fetch_add(ms, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    /// A hook that took long (900 ms of a 1 s deadline) leaves no time for
+    /// a 500 ms wait: the loop escalates then, as the async loop does,
+    /// not after sleeping past its deadline.
+    #[test]
+    fn a_blocking_retry_after_a_slow_hook_does_not_sleep_past_the_deadline() {
+        let busy = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let hook = busy.clone();
+        let policy = RetryPolicy::default()
+            .max_attempts(5)
+            .constant(Duration::from_millis(500))
+            .deadline(Duration::from_millis(1_000))
+            .on_event(move |_| {
+                hook.fetch_add(900, std::sync::atomic::Ordering::SeqCst);
+            });
+        let clock = Busy {
+            origin: Instant::now(),
+            busy,
+        };
+        let outcome = policy.retry_blocking_on(&clock, || {
+            Err::<(), _>(ErrorEnvelope::transient("Inventory busy"))
+        });
+        let escalation = outcome.result.unwrap_err();
+        assert_eq!(
+            escalation.reason,
+            crate::escalation::EscalationReason::DeadlineExceeded
+        );
+        assert_eq!(outcome.stats.slept, Duration::ZERO);
+        assert!(outcome.stats.elapsed < Duration::from_millis(1_000));
+        assert_eq!(outcome.stats.history[0].delay, None);
     }
 
     #[test]

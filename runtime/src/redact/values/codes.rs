@@ -42,6 +42,7 @@ impl Masker {
     /// quotes a secret: its letters and digits hold one's, whatever case
     /// and punctuation the code gave them.
     pub(crate) fn in_a_code(&self, code: &str) -> bool {
-        self.whole || (self.codes.as_ref()).is_some_and(|codes| codes.is_match(&as_code(code)))
+        let codes = self.codes.get_or_init(|| automaton(self.secrets.iter()));
+        self.whole || (codes.as_ref()).is_some_and(|codes| codes.is_match(&as_code(code)))
     }
 }
