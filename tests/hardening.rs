@@ -239,6 +239,60 @@ async fn a_direct_call_masks_what_its_failure_quotes_of_its_secrets() {
     );
 }
 
+/// A login's credentials, the password a `Secret` inside them.
+#[derive(Debug, serde::Serialize)]
+struct Creds {
+    user: String,
+    password: Secret<String>,
+}
+
+/// Logs in with credentials and backup codes; the upstream's refusal quotes
+/// every secret it was given.
+#[tool(local)]
+fn sign_in(
+    creds: Creds,
+    backups: Vec<Secret<String>>,
+    pin: Box<Secret<u64>>,
+    pair: (String, Secret<String>),
+) -> Result<(), ErrorEnvelope> {
+    Err(ErrorEnvelope::permission(format!(
+        "rejected {} {} {} {} {}",
+        creds.user,
+        creds.password.expose(),
+        backups[0].expose(),
+        pin.expose(),
+        pair.1.expose()
+    )))
+}
+
+/// A `Secret` inside an argument — a field, an item, a box, a tuple's
+/// member — is masked where a direct call's failure quotes it, as over MCP:
+/// once it was written `"[redacted]"` into the capture and noted nowhere.
+#[test]
+fn a_direct_calls_failure_masks_the_secrets_inside_its_arguments() {
+    let failed = sign_in(
+        Creds {
+            user: "ada".into(),
+            password: Secret::new("pw-hunter2".into()),
+        },
+        vec![Secret::new("backup-98341".into())],
+        Box::new(Secret::new(73_914_205)),
+        ("eu".into(), Secret::new("pair-secret-7".into())),
+    )
+    .unwrap_err();
+    let shown = format!(
+        "{} {failed} {failed:?}",
+        serde_json::to_string(&failed).unwrap()
+    );
+    for secret in ["pw-hunter2", "backup-98341", "73914205", "pair-secret-7"] {
+        assert!(!shown.contains(secret), "{secret} in {shown}");
+    }
+    assert_eq!(
+        failed.message(),
+        "rejected ada [redacted] [redacted] [redacted] [redacted]"
+    );
+}
+
 /// An upstream's refusal that quotes the session it refused, in its text
 /// and in its fields.
 #[derive(Debug, thiserror::Error, ToolError)]

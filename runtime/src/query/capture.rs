@@ -26,7 +26,7 @@ use crate::envelope::Violation;
 use crate::json::strict::{self, Problem};
 use crate::json::text::JsonText;
 use crate::redact::REDACTED;
-use crate::redact::secret::Secret;
+use crate::redact::secret::{Secret, noting};
 
 /// The captured arguments of one call: a JSON object, as text.
 #[derive(Clone, PartialEq, Eq)]
@@ -268,7 +268,10 @@ pub fn capture(write: &mut dyn FnMut(&mut CaptureWriter<'_>)) -> Capture {
             unrepresentable: Vec::new(),
             secrets: Vec::new(),
         };
-        write(&mut writer);
+        // A `Secret` inside an argument (a field, an item) serializes as
+        // `"[redacted]"` and notes the value it holds.
+        let ((), noted) = noting(|| write(&mut writer));
+        writer.secrets.extend(noted);
         let unrepresentable = std::mem::take(&mut writer.unrepresentable);
         let secrets = std::mem::take(&mut writer.secrets);
         buf.push(b'}');

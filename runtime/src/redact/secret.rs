@@ -72,8 +72,23 @@ impl<T> fmt::Display for Secret<T> {
 }
 
 /// Always `"[redacted]"`.
-impl<T> Serialize for Secret<T> {
+///
+/// While a `#[tool]` captures its arguments, a `Secret` inside one (a
+/// field, an item of a list) notes the value it holds too, so that the
+/// call's failure masks it wherever a message quotes it — as a `Secret`
+/// decoded from a client's arguments is noted.
+impl<T: Serialize> Serialize for Secret<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if NOTED.with(|noted| noted.borrow().is_some()) {
+            // Not borrowed meanwhile: a `Secret` inside this one notes itself.
+            if let Ok(value) = crate::json::strict::to_value(&self.0) {
+                NOTED.with(|noted| {
+                    if let Some(noted) = noted.borrow_mut().as_mut() {
+                        noted.push(value);
+                    }
+                });
+            }
+        }
         serializer.serialize_str(REDACTED)
     }
 }
@@ -103,13 +118,14 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Secret<T> {
 }
 
 thread_local! {
-    /// The values every `Secret` decoded on this thread was sent as, while
-    /// [`noting`] runs.
+    /// The values every `Secret` decoded on this thread was sent as, or
+    /// serialized on it holds, while [`noting`] runs.
     static NOTED: RefCell<Option<Vec<serde_json::Value>>> = const { RefCell::new(None) };
 }
 
-/// Runs `decode` — the decoding of arguments from JSON — and returns, with
-/// its result, the value each `Secret` it decoded was sent as.
+/// Runs `decode` — the decoding of arguments from JSON, or their capture —
+/// and returns, with its result, the value each `Secret` it decoded was
+/// sent as, or it serialized holds.
 /// A panic in `decode` ends the noting too.
 pub(crate) fn noting<R>(decode: impl FnOnce() -> R) -> (R, Vec<serde_json::Value>) {
     /// Puts back what was noted before, however `decode` ends.
