@@ -354,11 +354,12 @@ fn run(attr: &ToolAttr, tool: &ToolFn, locals: &Locals, names: &Names) -> TokenS
     if let Some(FnArg::Receiver(receiver)) = sig.inputs.first() {
         let attrs = &receiver.attrs;
         match &receiver.kind {
-            ReceiverKind::Reference(_, Some(named), mutability) => {
+            // `&'_ self` names no lifetime: as `&self`.
+            ReceiverKind::Reference(_, Some(named), mutability) if named.ident != "_" => {
                 outlives.push(quote!(#named: #lifetime));
                 inputs.push(quote!(#(#attrs)* &#named #mutability self));
             }
-            ReceiverKind::Reference(_, None, mutability) => {
+            ReceiverKind::Reference(_, _, mutability) => {
                 inputs.push(quote!(#(#attrs)* &#lifetime #mutability self));
             }
             // Not servable, so never here; kept as written.

@@ -48,11 +48,38 @@ impl Shop {
     }
 }
 
+/// Shared state of a block compiled out (a `cfg` after `#[tools]` is
+/// applied before it, as after `#[tool]`).
+pub struct Closed;
+
+#[tools]
+#[cfg(any())]
+impl Closed {
+    /// Compiled out with its block, and its list of tools with it.
+    #[tool(read_only)]
+    pub fn open(&self) -> Result<bool, ErrorEnvelope> {
+        Ok(false)
+    }
+}
+
+/// A method that names its receiver's lifetime `'_`.
+pub struct Stock;
+
+#[tools]
+impl Stock {
+    /// Counts an item.
+    #[tool(read_only)]
+    pub async fn stock(&'_ self, sku: String) -> Result<usize, ErrorEnvelope> {
+        Ok(sku.len())
+    }
+}
+
 fn main() {
     let tools = ToolSet::new()
         .tool::<allowed>()
         .tool::<expected>()
-        .provider(Shop);
+        .provider(Shop)
+        .provider(Stock);
     let names: Vec<&str> = tools.list().iter().map(|tool| tool.name.as_str()).collect();
-    assert_eq!(names, ["allowed", "expected", "open"]);
+    assert_eq!(names, ["allowed", "expected", "open", "stock"]);
 }
