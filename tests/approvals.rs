@@ -363,6 +363,42 @@ async fn a_replayed_approval_runs_nothing() {
     assert_eq!(times("refund O-REPLAY 550"), 1);
 }
 
+/// A fleet adding a store (a rolling change, as SECURITY.md advises): a
+/// yes asked by a replica without one, then brought to one with it and to
+/// the one that asked, once ran the refund on both — the store had never
+/// heard of the first's ledger, nor the first of the store's. It opens only
+/// where it was asked, in either order.
+#[tokio::test]
+async fn a_yes_asked_without_a_store_opens_once_on_a_fleet_that_adds_one() {
+    for (order, store_first) in [("O-MIX-1", true), ("O-MIX-2", false)] {
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        let old = connect(Revision::Rounds, Person::new(json!(1))).await;
+        let new = connect_to(
+            tools().store(Arc::clone(&store)),
+            Revision::Rounds,
+            Person::new(json!(1)),
+        )
+        .await;
+        let first = old.call_tool_once(refund_of(order, 550)).await.unwrap();
+        let CallToolResponse::InputRequired(asked) = first else {
+            panic!("expected the approval to be asked, got {first:?}");
+        };
+        let key = asked.input_requests.unwrap().keys().next().unwrap().clone();
+        let yes = json!({"action": "accept", "content": {"approver": "Grace"}});
+        let approving = refund_of(order, 550)
+            .with_input_responses([(key, yes)].into())
+            .with_request_state(asked.request_state.expect("a state"));
+        let (one, two) = match store_first {
+            true => (&new, &old),
+            false => (&old, &new),
+        };
+        let _ = one.call_tool_once(approving.clone()).await;
+        let _ = two.call_tool_once(approving).await;
+        let label = format!("refund {order} 550");
+        assert_eq!(times(&label), 1, "one yes, one refund ({order})");
+    }
+}
+
 /// Without a store, a yes is taken only by the tool set that asked for it:
 /// a process restarted with the same key (or a set built apart — a
 /// session factory's), whose record of spent states starts empty, refuses

@@ -176,6 +176,10 @@ impl Seal {
         self.codec
             .open_json_with(sealed, &bound_to(service, tool, arguments, caller))
             .map_err(|error| {
+                // The tool's name as sent, not yet known to be one.
+                let tool = tool
+                    .get(..tool.floor_char_boundary(128))
+                    .unwrap_or_default();
                 tracing::debug!(tool, %error, "requestState refused");
                 refused_state()
             })
@@ -190,15 +194,14 @@ impl Seal {
     /// other callers' states must not stop everyone's rounds: only a yes
     /// is worth refusing them for).
     pub(super) async fn spend(&self, state: &State, caller: Option<&str>, approving: bool) -> bool {
-        // Without a store, only the ledger that sealed the state knows
-        // whether it was spent: a restart, another replica, or a tool set
-        // built apart with the same key would open it once more.
-        if approving
-            && let Some(own) = self.redeemed.local_id()
-            && state.ledger != own
-        {
+        // Only the ledger that sealed the state knows whether it was spent:
+        // without a store, its own; with one, the store's (named ""). A
+        // restart, another replica, a tool set built apart with the same
+        // key — or, on a fleet adding a store, a replica with one — would
+        // open it once more.
+        if approving && state.ledger != self.redeemed.local_id().unwrap_or_default() {
             tracing::warn!(
-                "an approving round reached a tool set that did not ask it (a restart, another replica, or a set built apart) and was refused: without a store (`ToolSet::store`), a yes is taken only where it was asked"
+                "an approving round reached a tool set whose record of spent states did not seal it (a restart, another replica, a set built apart, or a fleet adding a store) and was refused: a yes is taken only where it was asked, or by the store it was asked with (`ToolSet::store`)"
             );
             return false;
         }
