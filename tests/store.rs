@@ -168,6 +168,15 @@ async fn listed_newest_or_oldest_first(store: &dyn Store) {
     );
     let none = store.oldest_approvals(&service, Some(&["hr:approve"]), &waiting, 3);
     assert!(none.await.unwrap().is_empty());
+
+    // Approved in the other order, they are run the oldest first: a yes
+    // waits behind no newer one past its time.
+    for id in ids.iter().rev() {
+        let yes = Decision::new(true, "carol", "").at(now);
+        assert!(store.decide(id, &yes).await.unwrap());
+    }
+    let to_run = store.approvals_to_run(&service, now, 3).await.unwrap();
+    assert_eq!(to_run, [ids[0].as_str(), &ids[1], &ids[2]]);
 }
 
 /// An approver's yes holds for one time to live after it: an approved call
@@ -579,6 +588,19 @@ async fn tasks(store: &dyn Store) {
     assert_eq!(ours[0].service, shop);
     let read = store.task(&theirs.id).await.unwrap().unwrap();
     assert_eq!(read.service, shop);
+    // Claimed the longest abandoned first, as many as asked.
+    let lapsed = format!("lapsed-{now}");
+    let mut dropped = Vec::new();
+    for late in [3, 1, 2] {
+        let mut task = TaskRecord::new("slow", json!({}), None, 10 * MINUTE)
+            .held_by("replica-dead", now - late * MINUTE);
+        task.service = lapsed.clone();
+        assert!(store.create_task(&task, u64::MAX).await.unwrap());
+        dropped.push(task.id);
+    }
+    let claim = store.claim_abandoned_tasks(&lapsed, None, "replica-l", now, now + MINUTE, 2);
+    let claimed: Vec<String> = claim.await.unwrap().into_iter().map(|t| t.id).collect();
+    assert_eq!(claimed, [dropped[0].clone(), dropped[2].clone()]);
     // A replica that lacks a tool (a release rolling out) claims none of
     // its tasks while a replica that has it could run them again; once its
     // time to live ran out, any replica claims one, to end it.

@@ -264,7 +264,9 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
 
     /// The ids of the approvals of `service` ([`ApprovalRecord::service`])
     /// that wait to be run — approved, or running with a lease that ran
-    /// out before `now_ms` — at most `limit`. Another service's are never
+    /// out before `now_ms` — at most `limit`, the oldest first
+    /// ([`ApprovalRecord::created_ms`]): a yes waits behind no newer one.
+    /// Another service's are never
     /// listed: a tool of the same name there may do something else.
     fn approvals_to_run<'a>(
         &'a self,

@@ -120,27 +120,30 @@ impl Store for MemoryStore {
     ) -> StoreFuture<'a, Vec<TaskRecord>> {
         let mut state = self.lock();
         let State { tasks, running, .. } = &mut *state;
-        let mut claimed = Vec::new();
-        for id in running.iter() {
-            if claimed.len() == limit as usize {
-                break;
-            }
-            let Some(task) = tasks.get_mut(id) else {
-                continue;
-            };
-            let ours = tools.is_none_or(|tools| tools.contains(&task.tool.as_str()))
-                || task.ttl_ms <= now_ms.saturating_sub(task.created_ms);
-            if task.service == service
-                && ours
-                && !task.state.is_finished()
-                && task.lease_until_ms < now_ms
-            {
+        let mut abandoned: Vec<_> = (running.iter())
+            .filter_map(|id| tasks.get(id))
+            .filter(|task| {
+                let ours = tools.is_none_or(|tools| tools.contains(&task.tool.as_str()))
+                    || task.ttl_ms <= now_ms.saturating_sub(task.created_ms);
+                task.service == service
+                    && ours
+                    && !task.state.is_finished()
+                    && task.lease_until_ms < now_ms
+            })
+            .map(|task| (task.lease_until_ms, task.id.clone()))
+            .collect();
+        // The longest abandoned first, as the SQL stores claim them.
+        abandoned.sort_unstable();
+        abandoned.truncate(limit as usize);
+        let claimed = (abandoned.into_iter())
+            .filter_map(|(_, id)| {
+                let task = tasks.get_mut(&id)?;
                 task.holder = Some(holder.to_owned());
                 task.lease_until_ms = lease_until_ms;
                 task.runs += 1;
-                claimed.push(task.clone());
-            }
-        }
+                Some(task.clone())
+            })
+            .collect();
         ready(claimed)
     }
 
@@ -290,17 +293,19 @@ impl Store for MemoryStore {
         limit: u32,
     ) -> StoreFuture<'a, Vec<String>> {
         let state = self.lock();
-        let ids = (state.approvals.values())
+        let mut waiting: Vec<_> = (state.approvals.values())
             .filter(|approval| {
                 approval.service == service
                     && (approval.state == ApprovalState::Approved
                         || (approval.state == ApprovalState::Running
                             && approval.lease_until_ms < now_ms))
             })
-            .take(limit as usize)
-            .map(|approval| approval.id.clone())
+            .map(|approval| (approval.created_ms, &approval.id))
             .collect();
-        ready(ids)
+        // The oldest first, as the SQL stores list them.
+        waiting.sort_unstable();
+        let ids = waiting.into_iter().take(limit as usize);
+        ready(ids.map(|(_, id)| id.clone()).collect())
     }
 
     fn finish_approval<'a>(
