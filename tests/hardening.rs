@@ -293,6 +293,49 @@ fn a_direct_calls_failure_masks_the_secrets_inside_its_arguments() {
     );
 }
 
+/// A chain of secrets, each inside the one before.
+#[derive(serde::Serialize)]
+struct Link {
+    next: Option<Secret<Box<Link>>>,
+}
+
+/// Walks a chain.
+#[tool(local)]
+fn walk(link: &Link) -> Result<(), ErrorEnvelope> {
+    Err(ErrorEnvelope::transient(format!(
+        "walked {}",
+        link.next.is_some()
+    )))
+}
+
+/// Secrets inside each other, 20,000 deep: each noted its value with a
+/// serialization of its own, each with a fresh bound on depth, and the
+/// capture ran off a thread's stack (the process aborted). A secret inside
+/// one being noted is written into that one's value: one serialization,
+/// one bound.
+#[test]
+fn a_deep_chain_of_secrets_inside_each_other_is_captured_within_bounds() {
+    let big = std::thread::Builder::new().stack_size(256 << 20);
+    let walked = big.spawn(|| {
+        let mut link = Link { next: None };
+        for _ in 0..20_000 {
+            link = Link {
+                next: Some(Secret::new(Box::new(link))),
+            };
+        }
+        let small = std::thread::Builder::new().stack_size(1 << 20);
+        let failed = std::thread::scope(|scope| {
+            let call = small.spawn_scoped(scope, || walk(&link).unwrap_err());
+            call.unwrap().join().unwrap()
+        });
+        // Dropped here, on the big stack.
+        drop(link);
+        failed.attempted_query().cloned()
+    });
+    let query = walked.unwrap().join().unwrap();
+    assert_eq!(query, Some(json!({"link": {"next": "[redacted]"}})));
+}
+
 /// An upstream's refusal that quotes the session it refused, in its text
 /// and in its fields.
 #[derive(Debug, thiserror::Error, ToolError)]

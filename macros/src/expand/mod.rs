@@ -149,12 +149,11 @@ fn capture(attr: &ToolAttr, tool: &ToolFn, locals: &Locals) -> TokenStream {
                 let ty = param.ty;
                 quote_spanned! {param.ty.span()=>
                     #writer.arg::<#ty>(#key, &#ident);
-                    (&::tool_envelope::__private::SecretProbe(&#ident)).note_secret(#writer);
                 }
             }
+            // A `Secret` in it notes its value as it is serialized.
             Role::Captured => quote_spanned! {param.ty.span()=>
                 #writer.arg(#key, &#ident);
-                (&::tool_envelope::__private::SecretProbe(&#ident)).note_secret(#writer);
             },
             // The value is never written, but noted when it can be: a
             // failure that quotes it is masked.

@@ -1,7 +1,7 @@
 //! Secrets: values that are redacted wherever they are captured.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
@@ -79,9 +79,24 @@ impl<T> fmt::Display for Secret<T> {
 /// decoded from a client's arguments is noted.
 impl<T: Serialize> Serialize for Secret<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        if NOTED.with(|noted| noted.borrow().is_some()) {
-            // Not borrowed meanwhile: a `Secret` inside this one notes itself.
-            if let Ok(value) = crate::json::strict::to_value(&self.0) {
+        // Inside a secret being noted: its value is part of that one, in
+        // the same serialization (and the same bound on depth).
+        if EXPOSING.try_with(Cell::get).unwrap_or(false) {
+            return self.0.serialize(serializer);
+        }
+        if NOTED.try_with(|noted| noted.borrow().is_some()) == Ok(true) {
+            /// Ends the exposing however the serialization ends.
+            struct Exposing;
+            impl Drop for Exposing {
+                fn drop(&mut self) {
+                    let _ = EXPOSING.try_with(|exposing| exposing.set(false));
+                }
+            }
+            EXPOSING.set(true);
+            let exposing = Exposing;
+            let value = crate::json::strict::to_value(&self.0);
+            drop(exposing);
+            if let Ok(value) = value {
                 NOTED.with(|noted| {
                     if let Some(noted) = noted.borrow_mut().as_mut() {
                         noted.push(value);
@@ -102,7 +117,7 @@ impl<T: Serialize> Serialize for Secret<T> {
 /// `Secret` takes its `writeOnly` mark away, not its masking.
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Secret<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        if !NOTED.with(|noted| noted.borrow().is_some()) {
+        if NOTED.try_with(|noted| noted.borrow().is_some()) != Ok(true) {
             return T::deserialize(deserializer).map(Secret);
         }
         let sent = serde_json::Value::deserialize(deserializer)?;
@@ -121,6 +136,8 @@ thread_local! {
     /// The values every `Secret` decoded on this thread was sent as, or
     /// serialized on it holds, while [`noting`] runs.
     static NOTED: RefCell<Option<Vec<serde_json::Value>>> = const { RefCell::new(None) };
+    /// Whether a `Secret`'s value is being serialized to be noted.
+    static EXPOSING: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Runs `decode` — the decoding of arguments from JSON, or their capture —
@@ -129,14 +146,20 @@ thread_local! {
 /// A panic in `decode` ends the noting too.
 pub(crate) fn noting<R>(decode: impl FnOnce() -> R) -> (R, Vec<serde_json::Value>) {
     /// Puts back what was noted before, however `decode` ends.
-    struct Scope(Option<Vec<serde_json::Value>>);
+    struct Scope(Option<Vec<serde_json::Value>>, bool);
     impl Drop for Scope {
         fn drop(&mut self) {
             let outer = self.0.take();
             NOTED.with(|noted| *noted.borrow_mut() = outer);
+            EXPOSING.set(self.1);
         }
     }
-    let scope = Scope(NOTED.with(|noted| noted.borrow_mut().replace(Vec::new())));
+    // A `#[tool]` called from within a secret's serialization captures its
+    // own arguments with their secrets redacted.
+    let scope = Scope(
+        NOTED.with(|noted| noted.borrow_mut().replace(Vec::new())),
+        EXPOSING.replace(false),
+    );
     let result = decode();
     let noted = NOTED.with(|noted| noted.borrow_mut().take());
     drop(scope);
