@@ -293,6 +293,45 @@ fn a_direct_calls_failure_masks_the_secrets_inside_its_arguments() {
     );
 }
 
+/// A quote request: a ratio, a big count and the key to price it with.
+#[derive(serde::Serialize)]
+struct Quote {
+    ratio: f64,
+    count: u128,
+    key: Secret<String>,
+}
+
+/// Prices a quote; the upstream's refusal quotes the key.
+#[tool(local)]
+fn price(quote: Quote) -> Result<(), ErrorEnvelope> {
+    Err(ErrorEnvelope::permission(format!(
+        "key {} refused",
+        quote.key.expose()
+    )))
+}
+
+/// A `Secret` after a number JSON cannot carry (NaN, an integer past 64
+/// bits) was never reached — the capture stopped at the number — so never
+/// noted, and the failure quoted it. The number is refused, and the rest
+/// still serialized for its secrets.
+#[test]
+fn a_secret_after_a_number_json_cannot_carry_is_masked() {
+    for (ratio, count) in [(f64::NAN, 1), (0.5, u128::MAX), (f64::INFINITY, u128::MAX)] {
+        let failed = price(Quote {
+            ratio,
+            count,
+            key: Secret::new("sk-live-4471".into()),
+        })
+        .unwrap_err();
+        let shown = format!(
+            "{} {failed} {failed:?}",
+            serde_json::to_string(&failed).unwrap()
+        );
+        assert!(!shown.contains("sk-live-4471"), "{shown}");
+        assert_eq!(failed.message(), "key [redacted] refused");
+    }
+}
+
 /// A chain of secrets, each inside the one before.
 #[derive(serde::Serialize)]
 struct Link {

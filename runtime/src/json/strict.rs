@@ -99,7 +99,9 @@ fn run(serialize: &mut dyn FnMut(State<'_>) -> Result<(), String>) -> Result<(),
         problem: &problem,
     };
     match catch_unwind(AssertUnwindSafe(|| serialize(state))) {
-        Ok(Ok(())) => Ok(()),
+        // A number JSON cannot carry was written `null`, and the rest
+        // serialized: a `Secret` after it notes itself all the same.
+        Ok(Ok(())) => problem.take().map_or(Ok(()), Err),
         Ok(Err(error)) => Err(problem.take().unwrap_or(Problem::Failed(error))),
         Err(panic) => Err(Problem::Panicked(panic_message(panic.as_ref()).to_owned())),
     }
@@ -122,6 +124,16 @@ impl State<'_> {
         let error = E::custom(&problem);
         self.problem.set(Some(problem));
         error
+    }
+
+    /// Records `problem`, unless one was, and goes on: the value is refused
+    /// once the serialization ends, every part of it serialized.
+    fn flag(self, problem: Problem) {
+        if let Some(first) = self.problem.take() {
+            self.problem.set(Some(first));
+        } else {
+            self.problem.set(Some(problem));
+        }
     }
 
     /// One level further in; `container` when it is a JSON array or object.
@@ -201,27 +213,35 @@ impl<'p, S: Serializer> Serializer for Strict<'p, S> {
         }
         match u64::try_from(value) {
             Ok(value) => self.inner.serialize_u64(value),
-            Err(_) => Err(self.state.fail(Problem::OutOfRange)),
+            Err(_) => {
+                self.state.flag(Problem::OutOfRange);
+                self.inner.serialize_unit()
+            }
         }
     }
 
     fn serialize_u128(self, value: u128) -> Result<S::Ok, S::Error> {
         match u64::try_from(value) {
             Ok(value) => self.inner.serialize_u64(value),
-            Err(_) => Err(self.state.fail(Problem::OutOfRange)),
+            Err(_) => {
+                self.state.flag(Problem::OutOfRange);
+                self.inner.serialize_unit()
+            }
         }
     }
 
     fn serialize_f32(self, value: f32) -> Result<S::Ok, S::Error> {
         if !value.is_finite() {
-            return Err(self.state.fail(Problem::NonFinite));
+            self.state.flag(Problem::NonFinite);
+            return self.inner.serialize_unit();
         }
         self.inner.serialize_f32(value)
     }
 
     fn serialize_f64(self, value: f64) -> Result<S::Ok, S::Error> {
         if !value.is_finite() {
-            return Err(self.state.fail(Problem::NonFinite));
+            self.state.flag(Problem::NonFinite);
+            return self.inner.serialize_unit();
         }
         self.inner.serialize_f64(value)
     }
