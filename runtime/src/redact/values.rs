@@ -322,9 +322,8 @@ pub(crate) struct Masker {
     first_end: usize,
     /// The secrets and their stretches, for `codes`.
     secrets: Vec<String>,
-    /// The secrets as a code made of them reads ([`codes::as_code`]),
-    /// built the first time a code is looked at: most calls never read a
-    /// server's reason.
+    /// The secrets as a code reads them ([`codes::as_code`]), built when
+    /// first needed: most calls never read a server's reason.
     codes: std::sync::OnceLock<Option<AhoCorasick>>,
 }
 
