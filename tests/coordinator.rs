@@ -202,6 +202,50 @@ async fn branches_run_concurrently() {
     );
 }
 
+/// An escalation kept for people is read in every inbox that shares the
+/// store: a credential its error quoted (a database URL's password, a
+/// bearer token) was kept word for word. It is masked as a tool set masks
+/// an internal error's; the caller's own escalation keeps its words.
+#[tokio::test]
+async fn an_escalation_kept_for_people_shows_no_credential_it_quoted() {
+    use std::sync::Arc;
+    use tool_envelope::retry::RetryPolicy;
+    use tool_envelope::store::{EscalationState, MemoryStore, Store};
+
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let outcome = RetryPolicy::never()
+        .keep_escalations(Arc::clone(&store))
+        .retry(|| async {
+            Err::<(), _>(std::io::Error::other(
+                "connect postgres://app:hunter2@db/orders: Authorization: Bearer tok-5531aa",
+            ))
+        })
+        .await;
+    let escalation = outcome.result.unwrap_err();
+    assert!(escalation.envelope.message().contains("hunter2"));
+    let report = Coordinator::new()
+        .branch("orders", async {
+            Err::<u32, _>(ErrorEnvelope::transient(
+                "GET https://ops:s3cr3t-pw@api.example/v1 timed out",
+            ))
+        })
+        .keep_escalations(Arc::clone(&store))
+        .run()
+        .await;
+    assert_eq!(report.gaps.len(), 1);
+    let open = store
+        .escalations("", None, EscalationState::Open, 10)
+        .await
+        .unwrap();
+    assert_eq!(open.len(), 2, "{open:?}");
+    let kept = serde_json::to_string(&open.iter().map(|r| &r.envelope).collect::<Vec<_>>());
+    let kept = kept.unwrap();
+    for secret in ["hunter2", "tok-5531aa", "s3cr3t-pw"] {
+        assert!(!kept.contains(secret), "{secret} in {kept}");
+    }
+    assert!(kept.contains("connect postgres://"), "{kept}");
+}
+
 /// A gap's escalation is kept as the branch ends: a branch that never
 /// ends (or a run an outer timeout drops) loses none that ended before.
 #[tokio::test(start_paused = true)]

@@ -4,6 +4,7 @@
 //! with its whole envelope, once.
 
 use crate::escalation::Escalation;
+use crate::redact::text::scrub;
 use crate::store::{EscalationRecord, Store};
 
 /// Keeps `escalation`, made for `caller`, in `store`, unless it was kept
@@ -16,7 +17,7 @@ pub(crate) async fn keep(store: &dyn Store, escalation: &mut Escalation, caller:
     if escalation.kept {
         return;
     }
-    let envelope = serde_json::to_value(&*escalation).unwrap_or_default();
+    let envelope = serde_json::to_value(&shown(escalation)).unwrap_or_default();
     let mut record = EscalationRecord::new(envelope, caller.map(str::to_owned));
     match &escalation.kept_as {
         Some(id) => record.id.clone_from(id),
@@ -29,4 +30,22 @@ pub(crate) async fn keep(store: &dyn Store, escalation: &mut Escalation, caller:
             tracing::warn!(error = %_error, "keeping an escalation: the store failed");
         }
     }
+}
+
+/// `escalation` as people read it, in every inbox that shares the store:
+/// what is recognisably a credential in its texts — a URL's user and
+/// password, `password=…`, a bearer token — masked, as a tool set masks an
+/// internal error's ([`scrub`]). A call's own secrets are masked already.
+fn shown(escalation: &Escalation) -> Escalation {
+    let mut shown = escalation.clone();
+    let mut scrubbed = |text: &mut String| {
+        if let std::borrow::Cow::Owned(clean) = scrub(text) {
+            *text = clean;
+        }
+    };
+    if let Some(detail) = &mut shown.detail {
+        scrubbed(detail);
+    }
+    shown.envelope.visit_texts(&mut scrubbed);
+    shown
 }
