@@ -136,6 +136,41 @@ fn sqlite_url(name: &str) -> (tempfile::TempDir, String) {
     (folder, url)
 }
 
+/// Refunds need `refunds:write`.
+fn writers_only(call: &ToolCall) -> Result<(), Blocked> {
+    call.require_scope("refunds:write")
+}
+
+/// Two clients of one person: one token may refund, the other only read.
+/// The approval of the first's refund, found by subject and arguments,
+/// once gave the second its result before any guard asked for its scope.
+#[tokio::test]
+async fn a_token_without_the_scope_never_reads_an_approved_calls_result() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let tools = ToolSet::new()
+        .tool::<refund>()
+        .guards(Guards::new().for_all(writers_only).for_all(cap))
+        .store(store)
+        .approvals_in_background(false);
+    let args = refund_args("T-SCOPE", 620);
+    let (_, reply) = call_as(&tools, &alice(), "refund", args.clone()).await;
+    let ticket = ticket_of(&reply);
+    let read_only = Caller::new("alice", ["orders:read"]);
+    let (failed, pending) = call_as(&tools, &read_only, "refund", args.clone()).await;
+    assert!(failed);
+    assert_eq!(pending["reason"], "INSUFFICIENT_SCOPE", "{pending}");
+    tools.decide(&ticket, &approver(), true, "").await.unwrap();
+    tools.run_approved().await.unwrap();
+    assert_eq!(times("refund T-SCOPE 620"), 1);
+    let (failed, done) = call_as(&tools, &read_only, "refund", args.clone()).await;
+    assert!(failed, "{done}");
+    assert_eq!(done["reason"], "INSUFFICIENT_SCOPE", "{done}");
+    // The token that asked reads its result.
+    let (failed, result) = call_as(&tools, &alice(), "refund", args).await;
+    assert!(!failed, "{result}");
+    assert_eq!(times("refund T-SCOPE 620"), 1);
+}
+
 #[tokio::test]
 async fn a_refund_over_the_cap_waits_for_an_approver_and_runs_once() {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());

@@ -319,9 +319,15 @@ pub(crate) async fn made_again(
 ) -> Result<Option<(Ticketed, ErrorEnvelope)>, StoreError> {
     let (service, tool, arguments) = call;
     let now = now_ms();
-    let live = store
+    let mut live = store
         .call_approvals(&digest(service, tool, arguments, caller), now)
         .await?;
+    // Another token of the same subject (another client of the same
+    // person) that lacks a scope the asking one had meets the guards, not
+    // the approval of a call they allowed.
+    if let Some(caller) = caller {
+        live.retain(|approval| approval.caller_scopes.iter().all(|s| caller.has_scope(s)));
+    }
     let Some(newest) = live.first() else {
         return Ok(None);
     };
