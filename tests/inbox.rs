@@ -838,6 +838,40 @@ async fn escalations_of_another_scope_never_hide_a_persons_own() {
     assert!(!inbox.contains("HR-1"), "{inbox}");
 }
 
+/// A page lists up to a thousand escalations, each of which may hold
+/// megabytes (arguments, partial results, next moves), each character of
+/// them written four to six times over as HTML escapes it: a caller whose
+/// calls fail could make the inbox a page of hundreds of megabytes. Each
+/// is shown cut, saying how much was not.
+#[tokio::test]
+async fn a_crowd_of_huge_escalations_makes_a_page_of_bounded_size() {
+    let server = server("huge-escalations").await;
+    let now = store::now_ms();
+    let lt = "<".repeat(8_000);
+    let records: Vec<_> = (0..100)
+        .map(|n| {
+            let envelope = json!({
+                "message": format!("HUGE-{n} {}", "<".repeat(10_000)),
+                "attempted_query": {"q": lt},
+                "partial_results": ["<".repeat(40_000)],
+                "alternatives": vec!["<".repeat(1_000); 64],
+            });
+            let mut record =
+                EscalationRecord::new(envelope, Some("agent".into())).for_service("refunds");
+            record.created_ms = now + n;
+            record
+        })
+        .collect();
+    server.keep(&records).await;
+    let carol = server.sign_in("carol-token").await;
+    let (status, inbox) = server.get("/inbox", &carol).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(inbox.contains("HUGE-99") && inbox.contains("HUGE-0"));
+    assert!(inbox.contains("bytes in all]"));
+    // Shown whole, it was 50 MB.
+    assert!(inbox.len() < 8 << 20, "{} bytes", inbox.len());
+}
+
 /// An approval another service sharing the store opened is theirs: not
 /// listed here, its page unknown, a yes posted to it refused, and nothing
 /// run — its scope may mean something else there. So are their

@@ -47,18 +47,19 @@ struct Argument {
 /// JSON it was sent as — a text quoted, so that `"620"` is not taken for
 /// `620` — with every character that does not show itself written out
 /// ([`visible`]).
-fn arguments_of(envelope: &Value) -> Vec<Argument> {
+/// Each shown to `most` bytes.
+fn arguments_of(envelope: &Value, most: usize) -> Vec<Argument> {
     let mut arguments: Vec<Argument> = match envelope.get(keys::ATTEMPTED_QUERY) {
         Some(Value::Object(fields)) => fields
             .iter()
             .map(|(name, value)| Argument {
-                name: visible(name),
-                value: visible(&value.to_string()),
+                name: cut(name, most, visible),
+                value: cut(&value.to_string(), most, visible),
             })
             .collect(),
         Some(Value::String(query)) => vec![Argument {
             name: "query".into(),
-            value: visible(&Value::from(query.as_str()).to_string()),
+            value: cut(&Value::from(query.as_str()).to_string(), most, visible),
         }],
         _ => Vec::new(),
     };
@@ -67,16 +68,41 @@ fn arguments_of(envelope: &Value) -> Vec<Argument> {
     arguments
 }
 
+/// The first [`MOVES`] texts of a list, each a [`LINE`] at most.
 fn strings(value: Option<&Value>) -> Vec<String> {
     value
         .and_then(Value::as_array)
         .map(|items| {
             items
                 .iter()
-                .filter_map(|item| item.as_str().map(visible))
+                .filter_map(|item| item.as_str().map(|text| cut(text, LINE, visible)))
+                .take(MOVES)
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The most bytes shown of a line of a list (an outcome, a next move, an
+/// escalation's argument), and of a block (a result, partial results): a
+/// page lists up to a thousand records, each of which may hold megabytes.
+/// An approval's arguments are shown whole: a person decides on them (and
+/// a call too long to show whole never waits for one: `TOO_LONG_TO_APPROVE`).
+const LINE: usize = 512;
+const BLOCK: usize = 4 * 1024;
+/// The most next moves shown of one record.
+const MOVES: usize = 8;
+/// The most bytes shown of an approved call's result, on its own page.
+const RESULT: usize = 64 * 1024;
+
+/// `text` as `show` shows it ([`visible`], [`visible_lines`]), cut to
+/// `most` bytes with a word saying so: only what may be shown is read.
+fn cut(text: &str, most: usize, show: fn(&str) -> String) -> String {
+    let mut shown = show(&text[..text.floor_char_boundary(most)]);
+    if shown.len() > most || text.len() > most {
+        shown.truncate(shown.floor_char_boundary(most));
+        shown.push_str(&format!(" … [cut: {} bytes in all]", text.len()));
+    }
+    shown
 }
 
 /// A text of the records, every character shown ([`visible`]).
@@ -121,7 +147,7 @@ pub(super) fn view(approval: &ApprovalRecord, who: &Caller) -> ApprovalView {
         tool: visible(&approval.tool),
         caller: visible(approval.caller.as_deref().unwrap_or("(anonymous)")),
         approvers: visible(&approval.approvers),
-        arguments: arguments_of(shown),
+        arguments: arguments_of(shown, usize::MAX),
         alternatives: strings(shown.get(keys::ALTERNATIVES)),
         created: utc(approval.created_ms),
         expires: utc(approval.expires_ms),
@@ -142,10 +168,11 @@ pub(super) fn view(approval: &ApprovalRecord, who: &Caller) -> ApprovalView {
             .filter(|note| !note.is_empty())
             .map(visible),
         result: structured.map(|content| {
-            visible_lines(&serde_json::to_string_pretty(content).unwrap_or_default())
+            let pretty = serde_json::to_string_pretty(content).unwrap_or_default();
+            cut(&pretty, RESULT, visible_lines)
         }),
         result_kind: if failed { "failure" } else { "success" },
-        outcome: visible(&outcome),
+        outcome: cut(&outcome, LINE, visible),
         can_decide: pending && holds && !own,
         why_not,
     }
@@ -179,7 +206,14 @@ pub(super) fn escalation_view(escalation: &EscalationRecord, who: &Caller) -> Es
     EscalationView {
         own: escalation.caller.as_deref() == Some(who.subject()),
         id: escalation.id.clone(),
-        message: text(envelope.get(keys::MESSAGE)),
+        message: cut(
+            envelope
+                .get(keys::MESSAGE)
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+            BLOCK,
+            visible,
+        ),
         category: text(envelope.get(keys::ERROR_CATEGORY)),
         code: text(envelope.get(keys::REASON)),
         why: text(info.and_then(|info| info.get(keys::escalation::REASON))),
@@ -195,12 +229,13 @@ pub(super) fn escalation_view(escalation: &EscalationRecord, who: &Caller) -> Es
                 .and_then(Value::as_i64)
                 .unwrap_or(0),
         ),
-        arguments: arguments_of(envelope),
+        arguments: arguments_of(envelope, LINE),
         partial: envelope
             .get(keys::PARTIAL_RESULTS)
             .filter(|partial| !partial.is_null())
             .map(|partial| {
-                visible_lines(&serde_json::to_string_pretty(partial).unwrap_or_default())
+                let pretty = serde_json::to_string_pretty(partial).unwrap_or_default();
+                cut(&pretty, BLOCK, visible_lines)
             }),
         alternatives: strings(envelope.get(keys::ALTERNATIVES)),
     }
