@@ -50,6 +50,12 @@ pub struct Webhook {
 
 impl Webhook {
     /// Notices posted to `url`.
+    ///
+    /// # Panics
+    ///
+    /// When the TLS backend cannot start, as `reqwest::Client::new` does
+    /// (no other client, one that follows redirects or waits without end,
+    /// is made in its place).
     pub fn new(url: impl Into<String>) -> Self {
         Webhook {
             url: url.into(),
@@ -60,7 +66,8 @@ impl Webhook {
                 .timeout(Duration::from_secs(10))
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
-                .unwrap_or_else(|_| reqwest::Client::new()),
+                // Never a client without those rules in its place.
+                .expect("the HTTP client's TLS backend starts"),
             policy: RetryPolicy::default()
                 .max_attempts(4)
                 .exponential(Duration::from_millis(200), Duration::from_secs(2)),
