@@ -17,7 +17,7 @@ pub(crate) async fn keep(store: &dyn Store, escalation: &mut Escalation, caller:
     if escalation.kept {
         return;
     }
-    let envelope = serde_json::to_value(&shown(escalation)).unwrap_or_default();
+    let envelope = serde_json::to_value(shown(escalation)).unwrap_or_default();
     let mut record = EscalationRecord::new(envelope, caller.map(str::to_owned));
     match &escalation.kept_as {
         Some(id) => record.id.clone_from(id),
