@@ -62,4 +62,20 @@ async fn a_server_on_this_machine_is_reached_past_the_environments_proxy() {
         0,
         "the proxy was offered a connection"
     );
+
+    // Credentials in clear to a private network the user trusts
+    // (`insecure_credentials`) go there directly too: a plain-HTTP request
+    // through the environment's proxy is read whole by it. (192.0.2.10 is
+    // no one's: the call fails, having offered the proxy nothing.)
+    let in_clear = McpClient::connect("http://192.0.2.10/mcp")
+        .bearer("t0ken-in-clear")
+        .insecure_credentials()
+        .timeout(std::time::Duration::from_secs(2))
+        .await;
+    assert!(in_clear.is_err());
+    assert_eq!(
+        offered.load(Ordering::SeqCst),
+        0,
+        "the proxy was offered credentials in clear"
+    );
 }

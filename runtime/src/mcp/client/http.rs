@@ -129,10 +129,17 @@ impl Http {
         // authorization server included (one client: rmcp's OAuth asks the
         // MCP server's own metadata with it).
         let tls = options.tls.config()?;
-        let loopback = is_loopback(url);
+        // So are credentials sent in clear (`insecure_credentials`: a
+        // network the user trusts, which the environment's proxy may not
+        // be on): a proxy reads a plain-HTTP request whole.
+        let in_clear = shows_credentials
+            && url
+                .parse::<reqwest::Url>()
+                .is_ok_and(|url| url.scheme() == "http");
+        let direct = in_clear || is_loopback(url);
         let builder = || {
             let client = reqwest::Client::builder();
-            let client = match loopback {
+            let client = match direct {
                 true => client.no_proxy(),
                 false => client,
             };
