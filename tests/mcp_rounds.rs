@@ -172,7 +172,22 @@ fn tools() -> ToolSet {
         .tool::<chatty>()
         .tool::<purge>()
         .tool::<draw>()
+        .tool::<purge_rows>()
         .request_state_key([7u8; 32], Duration::from_secs(60))
+}
+
+/// How many rows `purge_rows` would purge: its question says so.
+static ROWS: AtomicU32 = AtomicU32::new(3);
+
+/// Purges the stale rows once the user confirms their number.
+#[tool(destructive)]
+async fn purge_rows(context: ToolContext) -> Result<u32, ErrorEnvelope> {
+    let rows = ROWS.load(Ordering::SeqCst);
+    let asked = format!("Purge {rows} rows? Type your name");
+    match context.elicit::<Name>("confirm", asked).await? {
+        Elicitation::Accepted(_) => Ok(rows),
+        Elicitation::Declined | Elicitation::Cancelled => Ok(0),
+    }
 }
 
 /// Draws the next ticket once the user gives a name: read-only, but not
@@ -462,6 +477,39 @@ async fn on_2026_07_28_the_call_answers_with_its_question_and_a_sealed_state() {
         Some(ErrorCode::INVALID_PARAMS),
         "{refused}"
     );
+}
+
+/// A yes is to the question asked: the key asked again in other words
+/// (3,000 rows where it said 3, the rows having grown between the rounds)
+/// once took the answer given to the first — now it is asked afresh, and
+/// the answer to the question as it reads now runs the tool.
+#[tokio::test]
+async fn a_yes_to_one_question_does_not_answer_another_under_its_key() {
+    let client = connect(Revision::Rounds, Answers::default()).await;
+    let state = first_round(&client, "purge_rows").await;
+    ROWS.store(3000, Ordering::SeqCst);
+    let answer = json!({"action": "accept", "content": {"name": "Ada"}});
+    let round = CallToolRequestParams::new("purge_rows")
+        .with_input_responses([("confirm".to_owned(), answer.clone())].into())
+        .with_request_state(state);
+    let reply = client.call_tool_once(round).await.unwrap();
+    let CallToolResponse::InputRequired(asked) = reply else {
+        panic!("the question changed: it is asked again, got {reply:?}");
+    };
+    let again = asked.input_requests.as_ref().unwrap();
+    assert!(
+        serde_json::to_string(&again["confirm"])
+            .unwrap()
+            .contains("3000 rows")
+    );
+    let round = CallToolRequestParams::new("purge_rows")
+        .with_input_responses([("confirm".to_owned(), answer)].into())
+        .with_request_state(asked.request_state.unwrap());
+    let done = client.call_tool_once(round).await.unwrap();
+    let CallToolResponse::Complete(done) = done else {
+        panic!("answered as asked, it runs: {done:?}");
+    };
+    assert_eq!(done.structured_content, Some(json!({"result": 3000})));
 }
 
 /// The sealed state of `name`'s first round, which asks.

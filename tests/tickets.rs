@@ -141,34 +141,64 @@ fn writers_only(call: &ToolCall) -> Result<(), Blocked> {
     call.require_scope("refunds:write")
 }
 
-/// Two clients of one person: one token may refund, the other only read.
-/// The approval of the first's refund, found by subject and arguments,
-/// once gave the second its result before any guard asked for its scope.
+/// Whether `lifting_cap_of_scopes` lets every refund through.
+static SCOPE_CAP_LIFTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// [`cap`], until it is lifted.
+fn lifting_cap_of_scopes(call: &ToolCall) -> Result<(), Blocked> {
+    match SCOPE_CAP_LIFTED.load(std::sync::atomic::Ordering::SeqCst) {
+        true => Ok(()),
+        false => cap(call),
+    }
+}
+
+/// Two clients of one person: one token may refund and read orders, the
+/// other only refund, or only read. The approval of the first's refund,
+/// found by subject and arguments, once gave the others its result before
+/// any guard asked for their scopes; and a token the guards let through
+/// must not run the call beside its pending approval (it would run twice
+/// on the yes). Such a token is refused, and reads nothing.
 #[tokio::test]
 async fn a_token_without_the_scope_never_reads_an_approved_calls_result() {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let tools = ToolSet::new()
         .tool::<refund>()
-        .guards(Guards::new().for_all(writers_only).for_all(cap))
+        .guards(
+            Guards::new()
+                .for_all(writers_only)
+                .for_all(lifting_cap_of_scopes),
+        )
         .store(store)
         .approvals_in_background(false);
     let args = refund_args("T-SCOPE", 620);
-    let (_, reply) = call_as(&tools, &alice(), "refund", args.clone()).await;
+    let full = Caller::new("alice", ["refunds:write", "orders:read"]);
+    let (_, reply) = call_as(&tools, &full, "refund", args.clone()).await;
     let ticket = ticket_of(&reply);
+    let lean = Caller::new("alice", ["refunds:write"]);
     let read_only = Caller::new("alice", ["orders:read"]);
-    let (failed, pending) = call_as(&tools, &read_only, "refund", args.clone()).await;
-    assert!(failed);
-    assert_eq!(pending["reason"], "INSUFFICIENT_SCOPE", "{pending}");
+    // The cap lifted: the lean token's guards pass, yet it does not run.
+    SCOPE_CAP_LIFTED.store(true, std::sync::atomic::Ordering::SeqCst);
+    for token in [&lean, &read_only] {
+        let (failed, pending) = call_as(&tools, token, "refund", args.clone()).await;
+        assert!(failed);
+        assert_eq!(pending["reason"], "INSUFFICIENT_SCOPE", "{pending}");
+        assert!(!pending.to_string().contains(&ticket), "{pending}");
+    }
+    assert_eq!(times("refund T-SCOPE 620"), 0);
     tools.decide(&ticket, &approver(), true, "").await.unwrap();
     tools.run_approved().await.unwrap();
     assert_eq!(times("refund T-SCOPE 620"), 1);
-    let (failed, done) = call_as(&tools, &read_only, "refund", args.clone()).await;
-    assert!(failed, "{done}");
-    assert_eq!(done["reason"], "INSUFFICIENT_SCOPE", "{done}");
+    for token in [&lean, &read_only] {
+        let (failed, done) = call_as(&tools, token, "refund", args.clone()).await;
+        assert!(failed, "{done}");
+        assert_eq!(done["reason"], "INSUFFICIENT_SCOPE", "{done}");
+        assert!(!done.to_string().contains("Refunded"), "{done}");
+    }
     // The token that asked reads its result.
-    let (failed, result) = call_as(&tools, &alice(), "refund", args).await;
+    let (failed, result) = call_as(&tools, &full, "refund", args).await;
     assert!(!failed, "{result}");
     assert_eq!(times("refund T-SCOPE 620"), 1);
+    SCOPE_CAP_LIFTED.store(false, std::sync::atomic::Ordering::SeqCst);
 }
 
 #[tokio::test]

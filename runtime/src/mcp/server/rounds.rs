@@ -29,7 +29,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::client::ClientSide;
-use super::sealed::{Seal, State, approves, refused_state};
+use super::sealed::{Seal, State, approves, asked_as, refused_state};
 use crate::envelope::ErrorEnvelope;
 use crate::mcp::ask::{self, Kind, Question};
 
@@ -62,6 +62,9 @@ pub(crate) struct Asking {
     /// What the request says of its client.
     client: ClientSide,
     answers: HashMap<String, Value>,
+    /// The question each of `answers` answered, by its digest
+    /// ([`asked_as`]): an answer is taken only by the question it answered.
+    answered_as: HashMap<String, String>,
     /// Until when the approvals among `answers` count (ms since the
     /// epoch; 0: it holds none): sealed into the next round's state.
     approved_until_ms: i64,
@@ -109,11 +112,13 @@ impl Asking {
         let (responses, state) = round;
         let rounds = has_rounds(context);
         let mut answers = HashMap::new();
+        let mut answered_as = HashMap::new();
         let mut approved_until_ms = 0;
         if rounds && let Some(sealed) = state {
             let mut state = seal.open(&sealed, (service, tool), arguments, caller)?;
             (answers, approved_until_ms) =
                 state.take_answers(responses.unwrap_or_default(), crate::store::now_ms());
+            answered_as = state.take_answered_as();
             let approving = approves(&answers);
             if (approving || !repeatable) && !seal.spend(&state, caller, approving).await {
                 tracing::debug!(tool, "requestState refused: it was used already");
@@ -127,6 +132,7 @@ impl Asking {
             },
             client: ClientSide::default(),
             answers,
+            answered_as,
             approved_until_ms,
             stop: Mutex::new(None),
             stopped: Notify::new(),
@@ -141,6 +147,7 @@ impl Asking {
             mode: Mode::Task(task, Mutex::new(HashMap::new()), ends),
             client,
             answers: HashMap::new(),
+            answered_as: HashMap::new(),
             approved_until_ms: 0,
             stop: Mutex::new(None),
             stopped: Notify::new(),
@@ -227,7 +234,13 @@ impl Asking {
         let mut answers = Vec::with_capacity(questions.len());
         let mut unanswered = InputRequests::new();
         for question in questions {
-            match self.answers.get(question.key()) {
+            // An answer to this key's question as it was asked: the key
+            // asked in other words since is asked afresh.
+            let answered = |key: &str| {
+                (self.answered_as.get(key))
+                    .is_none_or(|asked| *asked == asked_as(question.request()))
+            };
+            match (self.answers.get(question.key())).filter(|_| answered(question.key())) {
                 Some(answer) => match question.answer_of(answer.clone()) {
                     Ok(answer) => answers.push(answer),
                     Err(error) => {
@@ -288,11 +301,16 @@ impl Asking {
         match stop {
             Some(Stop::Input(asked)) => {
                 let answers = self.answers.clone().into_iter().collect();
+                let questions = (asked.iter())
+                    .map(|(key, request)| (key.clone(), asked_as(request)))
+                    .collect();
+                let answered_as = self.answered_as.clone().into_iter().collect();
                 let state = State::new(
                     asked.keys().cloned().collect(),
                     answers,
                     self.approved_until_ms,
-                );
+                )
+                .with_questions(questions, answered_as);
                 let sealed = seal.seal(state, (service, tool), arguments, caller)?;
                 Ok(InputRequiredResult::new(Some(asked), Some(sealed)))
             }

@@ -12,6 +12,7 @@ use rmcp::ErrorData;
 use rmcp::model::{RequestStateCodec, SealOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sha2::Digest as _;
 
 use super::held;
 use super::redeemed::{Redeemed, Redemptions, nonce};
@@ -90,6 +91,26 @@ pub(super) struct State {
     /// store): the round that brings a yes opens only there.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     ledger: String,
+    /// What each key asked, by a digest of its question ([`asked_as`]):
+    /// an answer given under a key answers that question only — the key
+    /// asked again in other words ("Purge 3,000 rows?" where it said 3)
+    /// is asked afresh.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    asked_as: BTreeMap<String, String>,
+    /// The question each answer carried answered, by the same digest.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    answered_as: BTreeMap<String, String>,
+}
+
+/// The digest a question is known by in a sealed state: of its request,
+/// words and form, as sent.
+pub(super) fn asked_as(request: &impl Serialize) -> String {
+    let bytes = serde_json::to_vec(request).unwrap_or_default();
+    let hash = sha2::Sha256::digest(&bytes);
+    hash[..16]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 impl State {
@@ -107,7 +128,28 @@ impl State {
             expires_ms: 0,
             approved_until_ms,
             ledger: String::new(),
+            asked_as: BTreeMap::new(),
+            answered_as: BTreeMap::new(),
         }
+    }
+
+    /// The same state, knowing the question each key asked (`asked_as`)
+    /// and each answer it carries answered (`answered_as`).
+    pub(super) fn with_questions(
+        mut self,
+        asked_as: BTreeMap<String, String>,
+        answered_as: BTreeMap<String, String>,
+    ) -> Self {
+        self.asked_as = asked_as;
+        self.answered_as = answered_as;
+        self
+    }
+
+    /// The question each answer [`take_answers`](Self::take_answers) gave
+    /// answered, by its digest ([`asked_as`]); none for an answer carried
+    /// in a state sealed before questions were known.
+    pub(super) fn take_answered_as(&mut self) -> HashMap<String, String> {
+        std::mem::take(&mut self.answered_as).into_iter().collect()
     }
 
     /// Until when the approvals among its answers count: 0 when it
@@ -146,8 +188,13 @@ impl State {
             if let Some(answer) = responses.remove(key) {
                 given_now |= approves_one(key, &answer);
                 answers.insert(key.clone(), answer);
+                match self.asked_as.get(key) {
+                    Some(question) => self.answered_as.insert(key.clone(), question.clone()),
+                    None => self.answered_as.remove(key),
+                };
             }
         }
+        self.answered_as.retain(|key, _| answers.contains_key(key));
         let until = match (carried, given_now) {
             (0, false) => 0,
             (0, true) => self.expires_ms.max(1),

@@ -319,18 +319,26 @@ pub(crate) async fn made_again(
 ) -> Result<Option<(Ticketed, ErrorEnvelope)>, StoreError> {
     let (service, tool, arguments) = call;
     let now = now_ms();
-    let mut live = store
+    let live = store
         .call_approvals(&digest(service, tool, arguments, caller), now)
         .await?;
-    // Another token of the same subject (another client of the same
-    // person) that lacks a scope the asking one had meets the guards, not
-    // the approval of a call they allowed.
-    if let Some(caller) = caller {
-        live.retain(|approval| approval.caller_scopes.iter().all(|s| caller.has_scope(s)));
-    }
     let Some(newest) = live.first() else {
         return Ok(None);
     };
+    // Another token of the same subject (another client of the same
+    // person) that lacks a scope the asking one had neither runs the call
+    // beside its approval (it would run twice on the yes) nor reads it.
+    if let Some(caller) = caller
+        && !(live.iter().flat_map(|approval| &approval.caller_scopes)).all(|s| caller.has_scope(s))
+    {
+        let refused = ErrorEnvelope::permission(format!(
+            "`{tool}` with these arguments waits for, or ran on, an approval asked with a token that grants more than this one: it is not run beside it, nor is its outcome shown"
+        ))
+        .with_reason(reasons::INSUFFICIENT_SCOPE)
+        .with_alternative("Call with the token that asked for the approval")
+        .with_not_applied(true);
+        return Ok(Some((Ticketed::Ended(refused.clone()), refused)));
+    }
     let blocked = serde_json::from_value::<ErrorEnvelope>(newest.shown.clone())
         .unwrap_or_else(|_| ErrorEnvelope::business(format!("`{tool}` waits for an approval")));
     let approval = onward(newest, &live);
