@@ -868,6 +868,7 @@ async fn a_crowd_of_huge_escalations_makes_a_page_of_bounded_size() {
     assert_eq!(status, StatusCode::OK);
     assert!(inbox.contains("HUGE-99") && inbox.contains("HUGE-0"));
     assert!(inbox.contains("bytes in all]"));
+    assert!(inbox.contains("… and 56 more, not shown"));
     // Shown whole, it was 50 MB.
     assert!(inbox.len() < 8 << 20, "{} bytes", inbox.len());
 }

@@ -68,18 +68,20 @@ fn arguments_of(envelope: &Value, most: usize) -> Vec<Argument> {
     arguments
 }
 
-/// The first [`MOVES`] texts of a list, each a [`LINE`] at most.
+/// The first [`MOVES`] texts of a list, each a [`LINE`] at most, and a
+/// last one saying how many more there are.
 fn strings(value: Option<&Value>) -> Vec<String> {
-    value
+    let texts = value
         .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|item| item.as_str().map(|text| cut(text, LINE, visible)))
-                .take(MOVES)
-                .collect()
-        })
-        .unwrap_or_default()
+        .map_or(&[][..], Vec::as_slice);
+    let texts: Vec<&str> = texts.iter().filter_map(Value::as_str).collect();
+    let mut shown: Vec<String> = (texts.iter().take(MOVES))
+        .map(|text| cut(text, LINE, visible))
+        .collect();
+    if texts.len() > MOVES {
+        shown.push(format!("… and {} more, not shown", texts.len() - MOVES));
+    }
+    shown
 }
 
 /// The most bytes shown of a line of a list (an outcome, a next move, an
