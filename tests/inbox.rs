@@ -72,6 +72,15 @@ async fn validate(token: String) -> Option<Caller> {
         "harriet-token" => Some(Caller::new("harriet", ["refunds:approve", "hr:approve"])),
         // The agent's own subject, with the approver scope too.
         "agent-approver-token" => Some(Caller::new("agent", ["refunds:write", "refunds:approve"])),
+        // A token good for a minute more, and one past its time.
+        "brief-token" => Some(
+            Caller::new("carol", ["refunds:approve"])
+                .until(std::time::SystemTime::now() + std::time::Duration::from_secs(60)),
+        ),
+        "stale-token" => Some(
+            Caller::new("carol", ["refunds:approve"])
+                .until(std::time::SystemTime::now() - std::time::Duration::from_secs(1)),
+        ),
         _ => None,
     }
 }
@@ -836,6 +845,28 @@ async fn escalations_of_another_scope_never_hide_a_persons_own() {
     assert!(inbox.contains("CAROLS-REFUND"), "{inbox}");
     assert!(inbox.contains("ANYONES-OUTAGE"), "{inbox}");
     assert!(!inbox.contains("HR-1"), "{inbox}");
+}
+
+/// A session outlived the token it was opened with: an approver's token of
+/// five minutes (a step-up sign-in's) made a cookie of eight hours that
+/// could approve refunds. A session ends when its token does, if the
+/// validator says when ([`Caller::until`]); one already past opens none.
+#[tokio::test]
+async fn a_session_ends_when_its_token_does() {
+    let server = server("brief-token").await;
+    let response = server.try_sign_in("brief-token").await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let (_, header) = set_cookie(&response, "tool_envelope_inbox").expect("a session");
+    let max_age: i64 = header
+        .split("Max-Age=")
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .and_then(|age| age.trim().parse().ok())
+        .expect("a Max-Age");
+    assert!((1..=60).contains(&max_age), "{header}");
+    let stale = server.try_sign_in("stale-token").await;
+    assert_eq!(stale.status(), StatusCode::FORBIDDEN);
+    assert!(set_cookie(&stale, "tool_envelope_inbox").is_none());
 }
 
 /// A page lists up to a thousand escalations, each of which may hold

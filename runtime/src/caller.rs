@@ -2,6 +2,7 @@
 //! found in the request's bearer token, for guards and tools to decide on.
 
 use std::collections::BTreeSet;
+use std::time::SystemTime;
 
 /// Who called a served tool: the subject and the scopes of the bearer token
 /// the server's validator accepted
@@ -20,6 +21,7 @@ use std::collections::BTreeSet;
 pub struct Caller {
     subject: String,
     scopes: BTreeSet<String>,
+    until: Option<SystemTime>,
 }
 
 impl Caller {
@@ -32,7 +34,32 @@ impl Caller {
         Caller {
             subject: subject.into(),
             scopes: scopes.into_iter().map(Into::into).collect(),
+            until: None,
         }
+    }
+
+    /// The same caller, whose token is good until `at` (its `exp`): a
+    /// session the inbox opens with the token ends then, if not before.
+    /// A validator that knows when its tokens expire should say so.
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use tool_envelope::guard::Caller;
+    ///
+    /// let at = SystemTime::now() + Duration::from_secs(300);
+    /// let caller = Caller::new("carol", ["refunds:approve"]).until(at);
+    /// assert_eq!(caller.expires(), Some(at));
+    /// ```
+    #[must_use]
+    pub fn until(mut self, at: SystemTime) -> Self {
+        self.until = Some(at);
+        self
+    }
+
+    /// When its token expires, if the validator said
+    /// ([`until`](Self::until)).
+    pub fn expires(&self) -> Option<SystemTime> {
+        self.until
     }
 
     /// Who it is, as the validator named it.

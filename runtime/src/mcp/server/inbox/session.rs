@@ -135,13 +135,14 @@ impl Keys {
         self.mac(purpose, value).verify_slice(&signature).is_ok()
     }
 
-    /// The cookie value of a session of `caller`, from now, in the
+    /// The cookie value of a session of `caller`, from now until
+    /// [`session_until`], in the
     /// `epoch` of their sessions.
     pub(super) fn session_of(&self, caller: &Caller, epoch: u64) -> String {
         let claims = Claims {
             sub: caller.subject().to_owned(),
             scopes: caller.scopes().map(str::to_owned).collect(),
-            exp: now_ms().saturating_add(SESSION_MS),
+            exp: session_until(caller),
             sid: crate::store::new_id(),
             epoch,
         };
@@ -307,4 +308,17 @@ mod tests {
             "the same value twice is one"
         );
     }
+}
+
+/// When a session of `caller` opened now ends: [`SESSION_MS`] from now, or
+/// when its token expires ([`Caller::until`]) if that is sooner.
+pub(super) fn session_until(caller: &Caller) -> i64 {
+    let most = now_ms().saturating_add(SESSION_MS);
+    let token = (caller.expires())
+        .map(|at| match at.duration_since(std::time::UNIX_EPOCH) {
+            Ok(since) => i64::try_from(since.as_millis()).unwrap_or(i64::MAX),
+            Err(_) => 0,
+        })
+        .unwrap_or(i64::MAX);
+    most.min(token)
 }

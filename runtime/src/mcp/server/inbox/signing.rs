@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::respond::{State, cookie, render, see_other, server_name, set_cookie};
 use super::session::{self, SESSION, SESSION_MS, SIGN_IN, Session};
-use crate::store::{AuditEntry, Store, StoreError};
+use crate::store::{AuditEntry, Store, StoreError, now_ms};
 
 /// The request's session, and its cookie: one this inbox's key signed,
 /// not past its end, not signed out of on any replica sharing the store,
@@ -202,7 +202,13 @@ pub(super) async fn sign_in(
     // what the later answer says.
     let again = state.auth.caller_of(token).await;
     let Some(caller) =
-        again.filter(|again| again.subject() == caller.subject() && again.has_scope(&state.scope))
+    // A token past its expiry opens no session (its validator should
+    // have refused it).
+        again.filter(|again| {
+            again.subject() == caller.subject()
+                && again.has_scope(&state.scope)
+                && session::session_until(again) > now_ms()
+        })
     else {
         return sign_in_form_refused(
             &state,
@@ -217,13 +223,8 @@ pub(super) async fn sign_in(
     }
     let mut response = see_other(return_to(&form.next));
     let value = state.keys.session_of(&caller, epoch);
-    set_cookie(
-        &state,
-        &mut response,
-        &headers,
-        (SESSION, &value),
-        SESSION_MS / 1000,
-    );
+    let lasts = session::session_until(&caller).saturating_sub(now_ms()) / 1000;
+    set_cookie(&state, &mut response, &headers, (SESSION, &value), lasts);
     response
 }
 
