@@ -215,6 +215,19 @@ pub(super) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> 
     values.all(|value| value == first).then_some(first)
 }
 
+/// When a session of `caller` opened now ends: [`SESSION_MS`] from now, or
+/// when its token expires ([`Caller::until`]) if that is sooner.
+pub(super) fn session_until(caller: &Caller) -> i64 {
+    let most = now_ms().saturating_add(SESSION_MS);
+    let token = (caller.expires())
+        .map(|at| match at.duration_since(std::time::UNIX_EPOCH) {
+            Ok(since) => i64::try_from(since.as_millis()).unwrap_or(i64::MAX),
+            Err(_) => 0,
+        })
+        .unwrap_or(i64::MAX);
+    most.min(token)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,17 +321,4 @@ mod tests {
             "the same value twice is one"
         );
     }
-}
-
-/// When a session of `caller` opened now ends: [`SESSION_MS`] from now, or
-/// when its token expires ([`Caller::until`]) if that is sooner.
-pub(super) fn session_until(caller: &Caller) -> i64 {
-    let most = now_ms().saturating_add(SESSION_MS);
-    let token = (caller.expires())
-        .map(|at| match at.duration_since(std::time::UNIX_EPOCH) {
-            Ok(since) => i64::try_from(since.as_millis()).unwrap_or(i64::MAX),
-            Err(_) => 0,
-        })
-        .unwrap_or(i64::MAX);
-    most.min(token)
 }

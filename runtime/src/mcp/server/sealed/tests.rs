@@ -1,0 +1,157 @@
+//! Tests of the module above.
+
+use serde_json::json;
+
+use super::*;
+
+const ARGUMENTS: &str = r#"{"order":"T-620","amount":620}"#;
+
+fn seal() -> Seal {
+    Seal::new(&[7u8; 32], Duration::from_secs(15 * 60)).expect("a 32-byte key")
+}
+
+fn approval_key() -> String {
+    format!("{APPROVAL_KEY_PREFIX}cap@0")
+}
+
+fn yes() -> Value {
+    json!({"action": "accept", "content": {}})
+}
+
+/// `state` sealed for Alice's refund, then opened again.
+fn round_trip(seal: &Seal, state: State) -> State {
+    let arguments: Value = serde_json::from_str(ARGUMENTS).unwrap();
+    let sealed = seal
+        .seal(state, ("shop", "refund"), &arguments, Some("alice"))
+        .unwrap();
+    assert!(
+        (seal.open(&sealed, ("hr", "refund"), &arguments, Some("alice"))).is_err(),
+        "another service's"
+    );
+    seal.open(&sealed, ("shop", "refund"), &arguments, Some("alice"))
+        .expect("it opens for the same call and caller")
+}
+
+#[test]
+fn a_yes_lasts_as_long_as_the_state_it_was_given_in() {
+    let seal = seal();
+    let mut asking = round_trip(&seal, State::new(vec![approval_key()], BTreeMap::new(), 0));
+    let now = now_ms();
+    let (answers, until) = asking.take_answers(BTreeMap::from([(approval_key(), yes())]), now);
+    assert!(approves(&answers));
+    assert_eq!(until, asking.expires_ms);
+    // A no is not an approval, and has no end.
+    let mut again = round_trip(&seal, State::new(vec![approval_key()], BTreeMap::new(), 0));
+    let no = json!({"action": "decline"});
+    let (answers, until) = again.take_answers(BTreeMap::from([(approval_key(), no)]), now);
+    assert!(!approves(&answers));
+    assert_eq!(until, 0);
+}
+
+#[test]
+fn rounds_that_ask_again_do_not_make_a_yes_last_longer() {
+    let seal = seal();
+    // A yes given in a round whose state ends a minute from now; the
+    // tool then asks a form, round after round, never answered.
+    let ends = now_ms() + 60_000;
+    let mut answers = BTreeMap::from([(approval_key(), yes())]);
+    let mut until = ends;
+    for _ in 0..5 {
+        let state = State::new(vec!["form".to_owned()], answers, until);
+        let mut opened = round_trip(&seal, state);
+        // Each state opens for the seal's 15 minutes (a slow person
+        // filling the form is not refused), and its yes keeps its end.
+        assert!(opened.expires_ms > ends + 13 * 60_000);
+        let (taken, next) = opened.take_answers(BTreeMap::new(), now_ms());
+        assert!(approves(&taken));
+        assert_eq!(next, ends);
+        (answers, until) = (taken.into_iter().collect(), next);
+    }
+    // Past its end, the round that opens the state leaves the yes out,
+    // and keeps the other answers: the guard asks again. A yes to
+    // another approval, given in that round, counts until that round's
+    // state ends.
+    let form = json!({"action": "accept", "content": {"reason": "duplicate"}});
+    answers.insert("form".to_owned(), form);
+    let other = format!("{APPROVAL_KEY_PREFIX}finance@1");
+    let asked = vec!["next".to_owned(), other.clone()];
+    let mut late = round_trip(&seal, State::new(asked, answers, until));
+    let (taken, next) = late.take_answers(BTreeMap::from([(other.clone(), yes())]), ends + 1);
+    assert!(!taken.contains_key(&approval_key()), "{taken:?}");
+    assert!(taken.contains_key("form") && taken.contains_key(&other));
+    assert_eq!(next, late.expires_ms);
+}
+
+#[test]
+fn a_yes_whose_time_is_up_is_not_sealed_again() {
+    let seal = seal();
+    let form = json!({"action": "accept", "content": {"reason": "duplicate"}});
+    let answers = BTreeMap::from([(approval_key(), yes()), ("form".to_owned(), form)]);
+    let state = State::new(vec!["next".to_owned()], answers, now_ms() - 1);
+    let mut opened = round_trip(&seal, state);
+    assert!(!opened.answers.contains_key(&approval_key()));
+    let (taken, until) = opened.take_answers(BTreeMap::new(), now_ms());
+    assert!(!approves(&taken), "{taken:?}");
+    assert!(taken.contains_key("form"), "the other answers stay");
+    assert_eq!(until, 0);
+}
+
+/// A round that brings no yes is spent once; where the record is full
+/// of the caller's other states it is let through unrecorded, which a
+/// round that brings a yes never is.
+#[tokio::test]
+async fn a_plain_round_opens_once_and_a_full_record_stops_only_approvals() {
+    let fresh = seal();
+    let state = round_trip(
+        &fresh,
+        State::new(vec!["confirm".into()], BTreeMap::new(), 0),
+    );
+    assert!(
+        fresh.spend(&state, Some("alice"), false).await,
+        "its first use"
+    );
+    assert!(
+        !fresh.spend(&state, Some("alice"), false).await,
+        "used already"
+    );
+
+    // Plain rounds fill a record of their own: past it they are let
+    // through, and an approving round is still taken.
+    let full = seal();
+    let fill = |approving: bool| {
+        let full = &full;
+        async move {
+            for n in 0.. {
+                let redeemed = (full.redeemed)
+                    .redeem(&format!("other-{n}"), full.ttl, 0, Some("alice"), approving)
+                    .await;
+                if redeemed == Redeemed::Full {
+                    break;
+                }
+            }
+        }
+    };
+    fill(false).await;
+    let plain = round_trip(
+        &full,
+        State::new(vec!["confirm".into()], BTreeMap::new(), 0),
+    );
+    assert!(
+        full.spend(&plain, Some("alice"), false).await,
+        "let through"
+    );
+    let approving =
+        |seal: &Seal| round_trip(seal, State::new(vec![approval_key()], BTreeMap::new(), 0));
+    let first = approving(&full);
+    assert!(
+        full.spend(&first, Some("alice"), true).await,
+        "a yes is taken"
+    );
+    // Approving rounds past their own record are refused.
+    fill(true).await;
+    let second = approving(&full);
+    assert!(
+        !full.spend(&second, Some("alice"), true).await,
+        "a yes past the record"
+    );
+}
