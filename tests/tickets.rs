@@ -201,6 +201,53 @@ async fn a_token_without_the_scope_never_reads_an_approved_calls_result() {
     SCOPE_CAP_LIFTED.store(false, std::sync::atomic::Ordering::SeqCst);
 }
 
+/// The lean token's call, held in its guard until the test lets it go:
+/// (told when it is there, told to go on).
+type Gate = (std::sync::mpsc::Sender<()>, std::sync::mpsc::Receiver<()>);
+static GATE: Mutex<Option<Gate>> = Mutex::new(None);
+
+/// [`cap`]; a call without `orders:read` first waits at [`GATE`].
+fn gated_cap(call: &ToolCall) -> Result<(), Blocked> {
+    let lean = call.caller().is_some_and(|c| !c.has_scope("orders:read"));
+    if lean && let Some((reached, go_on)) = GATE.lock().unwrap().take() {
+        reached.send(()).unwrap();
+        go_on.recv().unwrap();
+    }
+    cap(call)
+}
+
+/// The same call made at once by two tokens of one person: the lean one
+/// past its look for a live approval, in its guards, while the full one
+/// opens the approval. The lean one, blocked by the same guard, once met
+/// that approval and took its ticket (and, as a task, its outcome).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_without_the_scope_does_not_take_an_approval_opened_meanwhile() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let tools = ToolSet::new()
+        .tool::<refund>()
+        .guards(Guards::new().for_all(gated_cap))
+        .store(store)
+        .approvals_in_background(false);
+    let (reached, at_gate) = std::sync::mpsc::channel();
+    let (go_on, gate) = std::sync::mpsc::channel();
+    *GATE.lock().unwrap() = Some((reached, gate));
+    let args = refund_args("T-RACE", 620);
+    let lean = Caller::new("alice", ["refunds:write"]);
+    let full = Caller::new("alice", ["refunds:write", "orders:read"]);
+    let leaning = tokio::spawn({
+        let (tools, args) = (tools.clone(), args.clone());
+        async move { call_as(&tools, &lean, "refund", args).await }
+    });
+    at_gate.recv().unwrap();
+    let (_, reply) = call_as(&tools, &full, "refund", args).await;
+    let ticket = ticket_of(&reply);
+    go_on.send(()).unwrap();
+    let (failed, leaned) = leaning.await.unwrap();
+    assert!(failed);
+    assert_eq!(leaned["reason"], "INSUFFICIENT_SCOPE", "{leaned}");
+    assert!(!leaned.to_string().contains(&ticket), "{leaned}");
+}
+
 #[tokio::test]
 async fn a_refund_over_the_cap_waits_for_an_approver_and_runs_once() {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());

@@ -40,7 +40,9 @@ impl Caller {
 
     /// The same caller, whose token is good until `at` (its `exp`): a
     /// session the inbox opens with the token ends then, if not before.
-    /// A validator that knows when its tokens expire should say so.
+    /// A validator that knows when its tokens expire should say so. Nothing
+    /// else reads it: a request with an expired token is the validator's
+    /// to refuse.
     ///
     /// ```
     /// use std::time::{Duration, SystemTime};

@@ -21,7 +21,9 @@
 //!
 //! Each question has a key, chosen by the tool: the answer comes back under
 //! it, so it names one question of the call. Ask the same question under the
-//! same key on every round. Keys that start with `tool-envelope/` are kept
+//! same key on every round: an answer answers the question as it was asked,
+//! its words and form, and a key asked in other words on a later round (a
+//! count that changed, a clock in the text) is asked afresh. Keys that start with `tool-envelope/` are kept
 //! for this crate's own questions (a guard's approval): a question under one
 //! fails with an `other` envelope, reason `RESERVED_QUESTION_KEY`.
 //!

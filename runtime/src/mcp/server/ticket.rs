@@ -135,6 +135,11 @@ pub(crate) async fn wait(
         opening = Some(call.opening.take(call.caller.map(Caller::subject)).await);
         live = store.call_approvals(&digest, now).await?;
     }
+    // Opened meanwhile by a token with more scopes (the same call made
+    // at once): neither its ticket nor its outcome is this one's.
+    if let Some(refused) = lacking_scope(&live, call.caller, call.tool) {
+        return Ok((Ticketed::Ended(refused), None));
+    }
     let mut opened = None;
     let approval = match live.iter().find(|approval| approval.block == call.block) {
         Some(approval) => onward(approval, &live),
@@ -325,24 +330,35 @@ pub(crate) async fn made_again(
     let Some(newest) = live.first() else {
         return Ok(None);
     };
-    // Another token of the same subject (another client of the same
-    // person) that lacks a scope the asking one had neither runs the call
-    // beside its approval (it would run twice on the yes) nor reads it.
-    if let Some(caller) = caller
-        && !(live.iter().flat_map(|approval| &approval.caller_scopes)).all(|s| caller.has_scope(s))
-    {
-        let refused = ErrorEnvelope::permission(format!(
-            "`{tool}` with these arguments waits for, or ran on, an approval asked with a token that grants more than this one: it is not run beside it, nor is its outcome shown"
-        ))
-        .with_reason(reasons::INSUFFICIENT_SCOPE)
-        .with_alternative("Call with the token that asked for the approval")
-        .with_not_applied(true);
+    if let Some(refused) = lacking_scope(&live, caller, tool) {
         return Ok(Some((Ticketed::Ended(refused.clone()), refused)));
     }
     let blocked = serde_json::from_value::<ErrorEnvelope>(newest.shown.clone())
         .unwrap_or_else(|_| ErrorEnvelope::business(format!("`{tool}` waits for an approval")));
     let approval = onward(newest, &live);
     Ok(Some((standing(&approval, &blocked, now), blocked)))
+}
+
+/// The refusal of `caller`'s call when one of its `live` approvals was
+/// asked with a token that granted a scope `caller`'s lacks (another client
+/// of the same person, the subject being the same): such a token neither
+/// runs the call beside the approval (it would run twice on the yes) nor
+/// reads its ticket or outcome.
+fn lacking_scope(
+    live: &[ApprovalRecord],
+    caller: Option<&Caller>,
+    tool: &str,
+) -> Option<ErrorEnvelope> {
+    let caller = caller?;
+    let scopes = live.iter().flat_map(|approval| &approval.caller_scopes);
+    (!scopes.into_iter().all(|scope| caller.has_scope(scope))).then(|| {
+        ErrorEnvelope::permission(format!(
+            "`{tool}` with these arguments waits for, or ran on, an approval asked with a token that grants more than this one: it is not run beside it, nor is its outcome shown"
+        ))
+        .with_reason(reasons::INSUFFICIENT_SCOPE)
+        .with_alternative("Call with the token that asked for the approval")
+        .with_not_applied(true)
+    })
 }
 
 /// Where the call of `approval` stands, `blocked` being its guard's block.

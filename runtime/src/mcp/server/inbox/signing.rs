@@ -202,12 +202,12 @@ pub(super) async fn sign_in(
     // what the later answer says.
     let again = state.auth.caller_of(token).await;
     let Some(caller) =
-    // A token past its expiry opens no session (its validator should
-    // have refused it).
+    // A token past its expiry, or within a second of it, opens no session
+    // (its validator should have refused it).
         again.filter(|again| {
             again.subject() == caller.subject()
                 && again.has_scope(&state.scope)
-                && session::session_until(again) > now_ms()
+                && session::session_until(again) > now_ms().saturating_add(1_000)
         })
     else {
         return sign_in_form_refused(
@@ -223,7 +223,7 @@ pub(super) async fn sign_in(
     }
     let mut response = see_other(return_to(&form.next));
     let value = state.keys.session_of(&caller, epoch);
-    let lasts = session::session_until(&caller).saturating_sub(now_ms()) / 1000;
+    let lasts = (session::session_until(&caller).saturating_sub(now_ms()) / 1000).max(1);
     set_cookie(&state, &mut response, &headers, (SESSION, &value), lasts);
     response
 }
