@@ -200,6 +200,16 @@ impl Serialize for Escalation {
 }
 
 impl Escalation {
+    /// With what is recognisably a credential in its texts — its detail
+    /// and its envelope's texts — masked ([`scrub`](crate::redact::text::scrub)).
+    pub(crate) fn scrub_credentials(&mut self) {
+        use crate::redact::text::scrub_in_place;
+        if let Some(detail) = &mut self.detail {
+            scrub_in_place(detail);
+        }
+        self.envelope.visit_texts(&mut scrub_in_place);
+    }
+
     /// The escalation as sent under `limits`, as JSON.
     pub fn to_wire(&self, limits: &EnvelopeLimits) -> Value {
         self.wire(limits, serde_json::value::Serializer)

@@ -57,6 +57,13 @@ pub(crate) fn scrub(text: &str) -> Cow<'_, str> {
     current
 }
 
+/// [`scrub`] in place: `text` rewritten only when it held a credential.
+pub(crate) fn scrub_in_place(text: &mut String) {
+    if let Cow::Owned(clean) = scrub(text) {
+        *text = clean;
+    }
+}
+
 /// `scheme://user:password@host` → `scheme://[redacted]@host`.
 fn scrub_userinfo(text: &str) -> Cow<'_, str> {
     let mut out = String::new();

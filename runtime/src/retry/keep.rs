@@ -4,7 +4,6 @@
 //! with its whole envelope, once.
 
 use crate::escalation::Escalation;
-use crate::redact::text::scrub;
 use crate::store::{EscalationRecord, Store};
 
 /// Keeps `escalation`, made for `caller`, in `store`, unless it was kept
@@ -35,17 +34,9 @@ pub(crate) async fn keep(store: &dyn Store, escalation: &mut Escalation, caller:
 /// `escalation` as people read it, in every inbox that shares the store:
 /// what is recognisably a credential in its texts — a URL's user and
 /// password, `password=…`, a bearer token — masked, as a tool set masks an
-/// internal error's ([`scrub`]). A call's own secrets are masked already.
+/// internal error's ([`Escalation::scrub_credentials`]). A call's own secrets are masked already.
 fn shown(escalation: &Escalation) -> Escalation {
     let mut shown = escalation.clone();
-    let mut scrubbed = |text: &mut String| {
-        if let std::borrow::Cow::Owned(clean) = scrub(text) {
-            *text = clean;
-        }
-    };
-    if let Some(detail) = &mut shown.detail {
-        scrubbed(detail);
-    }
-    shown.envelope.visit_texts(&mut scrubbed);
+    shown.scrub_credentials();
     shown
 }

@@ -3,7 +3,6 @@
 
 use super::ToolSet;
 use super::entry::Entry;
-use std::borrow::Cow;
 
 use serde_json::Value;
 
@@ -12,7 +11,7 @@ use crate::envelope::{ErrorEnvelope, Parts};
 use crate::escalation::Escalation;
 use crate::limits::{EnvelopeLimits, LONGEST_ESCAPE, escaped_len};
 use crate::mcp::reply::ToolReply;
-use crate::redact::text::scrub;
+use crate::redact::text::scrub_in_place;
 
 impl ToolSet {
     /// The failed result: masked if the set says so, and sent within the
@@ -125,27 +124,13 @@ impl Failure {
         }
     }
 
-    fn envelope_mut(&mut self) -> &mut ErrorEnvelope {
-        match self {
-            Failure::Envelope(envelope) => envelope,
-            Failure::Escalated(escalation) => &mut escalation.envelope,
-        }
-    }
-
     /// With what an internal error may say masked; see
     /// [`ToolSet::mask_internal_errors`].
     fn masked(mut self, tool: &str, text: &str) -> Self {
-        let mut scrubbed = |text: &mut String| {
-            if let Cow::Owned(clean) = scrub(text) {
-                *text = clean;
-            }
-        };
-        if let Failure::Escalated(escalation) = &mut self
-            && let Some(detail) = &mut escalation.detail
-        {
-            scrubbed(detail);
+        match &mut self {
+            Failure::Escalated(escalation) => escalation.scrub_credentials(),
+            Failure::Envelope(envelope) => envelope.visit_texts(&mut scrub_in_place),
         }
-        self.envelope_mut().visit_texts(&mut scrubbed);
         self.remade(|parts| {
             if parts.category == ErrorCategory::Other || parts.foreign {
                 #[cfg(feature = "tracing")]
