@@ -9,6 +9,12 @@
 //!    against a hand-written `serde_json::json!` of the same envelope.
 //!
 //! `cargo bench --bench tool_call`
+//!
+//! Counted in instructions instead: `TOOL_ENVELOPE_BENCH_CALLS=<path>:<n>`
+//! (`path` one of `success`, `success-hand`, `error`, `error-hand`) makes the
+//! binary call that variant `n` times and exit, for `valgrind
+//! --tool=callgrind`: the difference between two counts, `n` and `0`, divided
+//! by `n`, is the variant's instructions a call.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
@@ -231,7 +237,42 @@ fn error_path(c: &mut Criterion) {
 
 criterion_group!(benches, success_path, error_path);
 
+/// Calls one variant `n` times, for an instruction count under callgrind.
+fn count(spec: &str) {
+    let (path, n) = spec
+        .split_once(':')
+        .expect("TOOL_ENVELOPE_BENCH_CALLS=<path>:<n>");
+    let n: u64 = n.parse().expect("a number of calls");
+    for _ in 0..n {
+        match path {
+            "success" => {
+                black_box(tooled(black_box(NAME.to_owned()), black_box(7), Mode::Fast)).ok();
+            }
+            "success-hand" => {
+                black_box(hand_written(
+                    black_box(NAME.to_owned()),
+                    black_box(7),
+                    Mode::Fast,
+                ))
+                .ok();
+            }
+            "error" => {
+                let envelope = tooled(black_box(NAME.to_owned()), black_box(0), Mode::Safe);
+                black_box(serde_json::to_string(&envelope.unwrap_err()).unwrap());
+            }
+            "error-hand" => {
+                let envelope = hand_written(black_box(NAME.to_owned()), black_box(0), Mode::Safe);
+                black_box(serde_json::to_string(&envelope.unwrap_err()).unwrap());
+            }
+            other => panic!("no variant {other:?}: success, success-hand, error, error-hand"),
+        }
+    }
+}
+
 fn main() {
+    if let Ok(spec) = std::env::var("TOOL_ENVELOPE_BENCH_CALLS") {
+        return count(&spec);
+    }
     report_allocations();
     // The shape of the envelopes compared in the error path.
     let ours: Value =

@@ -271,7 +271,9 @@ pub fn capture(write: &mut dyn FnMut(&mut CaptureWriter<'_>)) -> Capture {
         // A `Secret` inside an argument (a field, an item) serializes as
         // `"[redacted]"` and notes the value it holds.
         let ((), noted) = noting(|| write(&mut writer));
-        writer.secrets.extend(noted);
+        if !noted.is_empty() {
+            writer.secrets.extend(noted);
+        }
         let unrepresentable = std::mem::take(&mut writer.unrepresentable);
         let secrets = std::mem::take(&mut writer.secrets);
         buf.push(b'}');

@@ -81,27 +81,32 @@ impl<T: Serialize> Serialize for Secret<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         // Inside a secret being noted: its value is part of that one, in
         // the same serialization (and the same bound on depth).
-        if EXPOSING.try_with(Cell::get).unwrap_or(false) {
+        let state = STATE.try_with(Cell::get).unwrap_or_default();
+        if state.exposing {
             return self.0.serialize(serializer);
         }
-        if NOTED.try_with(|noted| noted.borrow().is_some()) == Ok(true) {
+        if state.noting {
             /// Ends the exposing however the serialization ends.
             struct Exposing;
             impl Drop for Exposing {
                 fn drop(&mut self) {
-                    let _ = EXPOSING.try_with(|exposing| exposing.set(false));
+                    let _ = STATE.try_with(|state| {
+                        state.set(Noting {
+                            exposing: false,
+                            ..state.get()
+                        });
+                    });
                 }
             }
-            EXPOSING.set(true);
+            STATE.set(Noting {
+                exposing: true,
+                ..state
+            });
             let exposing = Exposing;
             let value = crate::json::strict::to_value(&self.0);
             drop(exposing);
             if let Ok(value) = value {
-                NOTED.with(|noted| {
-                    if let Some(noted) = noted.borrow_mut().as_mut() {
-                        noted.push(value);
-                    }
-                });
+                note(value);
             }
         }
         serializer.serialize_str(REDACTED)
@@ -117,53 +122,93 @@ impl<T: Serialize> Serialize for Secret<T> {
 /// `Secret` takes its `writeOnly` mark away, not its masking.
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Secret<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        if NOTED.try_with(|noted| noted.borrow().is_some()) != Ok(true) {
+        if !STATE.try_with(Cell::get).unwrap_or_default().noting {
             return T::deserialize(deserializer).map(Secret);
         }
         let sent = serde_json::Value::deserialize(deserializer)?;
-        NOTED.with(|noted| {
-            if let Some(noted) = noted.borrow_mut().as_mut() {
-                noted.push(sent.clone());
-            }
-        });
+        note(sent.clone());
         T::deserialize(sent)
             .map(Secret)
             .map_err(serde::de::Error::custom)
     }
 }
 
+/// Where this thread's noting stands: plain flags in a `Cell`, so that a
+/// call that notes nothing — most of them — reads and writes a word and
+/// never touches the list of values.
+#[derive(Clone, Copy, Default)]
+struct Noting {
+    /// Whether [`noting`] runs.
+    noting: bool,
+    /// Whether a `Secret`'s value is being serialized to be noted.
+    exposing: bool,
+    /// How many values [`NOTED`] holds: those of the runs of [`noting`]
+    /// this one is inside, then its own.
+    noted: usize,
+}
+
 thread_local! {
+    static STATE: Cell<Noting> = const {
+        Cell::new(Noting {
+            noting: false,
+            exposing: false,
+            noted: 0,
+        })
+    };
     /// The values every `Secret` decoded on this thread was sent as, or
     /// serialized on it holds, while [`noting`] runs.
-    static NOTED: RefCell<Option<Vec<serde_json::Value>>> = const { RefCell::new(None) };
-    /// Whether a `Secret`'s value is being serialized to be noted.
-    static EXPOSING: Cell<bool> = const { Cell::new(false) };
+    static NOTED: RefCell<Vec<serde_json::Value>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Notes `value`, while [`noting`] runs.
+fn note(value: serde_json::Value) {
+    let pushed = NOTED.try_with(|noted| noted.borrow_mut().push(value));
+    if pushed.is_ok() {
+        STATE.with(|state| {
+            let now = state.get();
+            state.set(Noting {
+                noted: now.noted + 1,
+                ..now
+            });
+        });
+    }
 }
 
 /// Runs `decode` — the decoding of arguments from JSON, or their capture —
 /// and returns, with its result, the value each `Secret` it decoded was
 /// sent as, or it serialized holds.
 /// A panic in `decode` ends the noting too.
+#[inline]
 pub(crate) fn noting<R>(decode: impl FnOnce() -> R) -> (R, Vec<serde_json::Value>) {
-    /// Puts back what was noted before, however `decode` ends.
-    struct Scope(Option<Vec<serde_json::Value>>, bool);
+    /// Puts back the noting this one is inside, however `decode` ends: the
+    /// values noted since are taken off the list.
+    struct Scope(Noting);
     impl Drop for Scope {
+        #[inline]
         fn drop(&mut self) {
-            let outer = self.0.take();
-            NOTED.with(|noted| *noted.borrow_mut() = outer);
-            EXPOSING.set(self.1);
+            let outer = self.0;
+            if STATE.get().noted > outer.noted {
+                NOTED.with(|noted| noted.borrow_mut().truncate(outer.noted));
+            }
+            STATE.set(outer);
         }
     }
     // A `#[tool]` called from within a secret's serialization captures its
     // own arguments with their secrets redacted.
-    let scope = Scope(
-        NOTED.with(|noted| noted.borrow_mut().replace(Vec::new())),
-        EXPOSING.replace(false),
-    );
+    let outer = STATE.get();
+    STATE.set(Noting {
+        noting: true,
+        exposing: false,
+        noted: outer.noted,
+    });
+    let scope = Scope(outer);
     let result = decode();
-    let noted = NOTED.with(|noted| noted.borrow_mut().take());
+    let noted = match STATE.get().noted > outer.noted {
+        true => NOTED.with(|noted| noted.borrow_mut().split_off(outer.noted)),
+        false => Vec::new(),
+    };
     drop(scope);
-    (result, noted.unwrap_or_default())
+    (result, noted)
 }
 
 /// The schema of the plain value, marked `writeOnly`.
