@@ -6,7 +6,8 @@
 //! the calls after it open a new connection and succeed. A request sent on
 //! a kept connection that then breaks (a proxy drops it) is sent again only
 //! when the one retry decision allows it: a read-only tool's, never a
-//! destructive one's.
+//! destructive one's. A connection that never opens (a TLS handshake never
+//! answered) fails the call as not sent, before the call's own timeout.
 #![cfg(all(feature = "rmcp", feature = "client"))]
 
 use std::net::SocketAddr;
@@ -244,4 +245,27 @@ async fn a_call_sent_on_a_connection_that_then_breaks_is_sent_again_only_when_sa
         .await;
     assert_eq!(outcome.result.unwrap(), json!({"result": "again"}));
     assert_eq!(outcome.stats.attempts, 2, "sent again once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_that_never_opens_fails_as_not_sent() {
+    // A server that takes the TCP connection and never answers the TLS
+    // handshake: the connection never opens, nothing is written on it.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let (held, mut accepted) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            let _ = held.send(socket);
+        }
+    });
+    let failed = McpClient::connect(format!("https://{address}/mcp"))
+        .timeout(std::time::Duration::from_secs(2))
+        .await
+        .expect_err("the handshake is never answered");
+    assert!(accepted.recv().await.is_some(), "the client reached the port");
+    // Not the call's own timeout (`TIMEOUT`, which cannot tell a request
+    // never written from one unanswered): the connection's, before it.
+    assert_eq!(failed.reason(), Some("NOT_APPLIED"), "{failed:?}");
+    assert!(failed.is_retryable(), "{failed:?}");
 }

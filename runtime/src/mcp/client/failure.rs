@@ -66,7 +66,9 @@ pub(crate) fn classify_error(error: &ServiceError, before_sending: bool) -> Erro
 /// still speak a revision with a handshake: it said it supports one, or it
 /// refused the probe as a 2025-11-25 server does (an unknown method, an
 /// HTTP 400, a closed stream). Not when it refused the client's
-/// credentials or certificate, which the handshake would meet the same.
+/// credentials or certificate, which the handshake would meet the same, nor
+/// when the probe never reached it (`NOT_APPLIED`: a connection refused or
+/// that never opened) — a server that heard nothing refused nothing.
 pub(crate) fn may_speak_an_older_revision(
     error: &ClientInitializeError,
     envelope: &ErrorEnvelope,
@@ -93,7 +95,10 @@ pub(crate) fn may_speak_an_older_revision(
                 _ => false,
             }
         }
-        _ => envelope.category() != ErrorCategory::Permission,
+        _ => {
+            envelope.category() != ErrorCategory::Permission
+                && envelope.reason() != Some(reasons::NOT_APPLIED)
+        }
     }
 }
 

@@ -137,7 +137,8 @@ impl Http {
                 .parse::<reqwest::Url>()
                 .is_ok_and(|url| url.scheme() == "http");
         let direct = in_clear || is_loopback(url);
-        let builder = || {
+        let opening = connect_timeout(options.timeout);
+        let builder = move || {
             let client = reqwest::Client::builder();
             let client = match direct {
                 true => client.no_proxy(),
@@ -146,6 +147,7 @@ impl Http {
             client
                 .pool_max_idle_per_host(MAX_IDLE_CONNECTIONS)
                 .pool_idle_timeout(IDLE_TIMEOUT)
+                .connect_timeout(opening)
                 .tcp_nodelay(true)
                 .redirect(reqwest::redirect::Policy::none())
                 .tls_backend_preconfigured(tls.clone())
@@ -171,6 +173,16 @@ impl Http {
             headers,
         })
     }
+}
+
+/// How long a new connection may take to open — TCP, then TLS — for a
+/// client whose calls take at most `timeout`: 10 s, or half the call's
+/// time when that is less. A connection that does not open in time fails
+/// the call as not sent (`NOT_APPLIED`, safe to send again), where the
+/// call's own timeout, reached first, could not tell a request never
+/// written from one unanswered (`MAY_HAVE_TAKEN_EFFECT`).
+fn connect_timeout(timeout: std::time::Duration) -> std::time::Duration {
+    (timeout / 2).min(std::time::Duration::from_secs(10))
 }
 
 /// The most idle connections kept to one server.
