@@ -260,10 +260,13 @@ async fn a_connection_that_never_opens_fails_as_not_sent() {
         }
     });
     let failed = McpClient::connect(format!("https://{address}/mcp"))
-        .timeout(std::time::Duration::from_secs(2))
+        .timeout(std::time::Duration::from_secs(7))
         .await
         .expect_err("the handshake is never answered");
-    assert!(accepted.recv().await.is_some(), "the client reached the port");
+    assert!(
+        accepted.recv().await.is_some(),
+        "the client reached the port"
+    );
     // Not the call's own timeout (`TIMEOUT`, which cannot tell a request
     // never written from one unanswered): the connection's, before it.
     assert_eq!(failed.reason(), Some("NOT_APPLIED"), "{failed:?}");

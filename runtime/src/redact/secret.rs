@@ -161,17 +161,20 @@ thread_local! {
 }
 
 /// Notes `value`, while [`noting`] runs.
+///
+/// # Panics
+///
+/// On a thread whose list is gone (its thread-locals being destroyed): a
+/// secret not noted would be shown.
 fn note(value: serde_json::Value) {
-    let pushed = NOTED.try_with(|noted| noted.borrow_mut().push(value));
-    if pushed.is_ok() {
-        STATE.with(|state| {
-            let now = state.get();
-            state.set(Noting {
-                noted: now.noted + 1,
-                ..now
-            });
+    NOTED.with(|noted| noted.borrow_mut().push(value));
+    STATE.with(|state| {
+        let now = state.get();
+        state.set(Noting {
+            noted: now.noted + 1,
+            ..now
         });
-    }
+    });
 }
 
 /// Runs `decode` — the decoding of arguments from JSON, or their capture —
@@ -204,6 +207,8 @@ pub(crate) fn noting<R>(decode: impl FnOnce() -> R) -> (R, Vec<serde_json::Value
     let scope = Scope(outer);
     let result = decode();
     let noted = match STATE.get().noted > outer.noted {
+        // The outermost takes the list whole: nothing is kept on the thread.
+        true if outer.noted == 0 => NOTED.with(|noted| std::mem::take(&mut *noted.borrow_mut())),
         true => NOTED.with(|noted| noted.borrow_mut().split_off(outer.noted)),
         false => Vec::new(),
     };

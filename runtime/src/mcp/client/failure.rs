@@ -67,8 +67,8 @@ pub(crate) fn classify_error(error: &ServiceError, before_sending: bool) -> Erro
 /// refused the probe as a 2025-11-25 server does (an unknown method, an
 /// HTTP 400, a closed stream). Not when it refused the client's
 /// credentials or certificate, which the handshake would meet the same, nor
-/// when the probe never reached it (`NOT_APPLIED`: a connection refused or
-/// that never opened) — a server that heard nothing refused nothing.
+/// when the probe never reached it (a connection refused, or that never
+/// opened) — a server that heard nothing refused nothing.
 pub(crate) fn may_speak_an_older_revision(
     error: &ClientInitializeError,
     envelope: &ErrorEnvelope,
@@ -95,11 +95,19 @@ pub(crate) fn may_speak_an_older_revision(
                 _ => false,
             }
         }
-        _ => {
-            envelope.category() != ErrorCategory::Permission
-                && envelope.reason() != Some(reasons::NOT_APPLIED)
-        }
+        ClientInitializeError::TransportError { error, .. } if never_reached(error) => false,
+        _ => envelope.category() != ErrorCategory::Permission,
     }
+}
+
+/// Whether `error` is an HTTP connection that never opened: refused, or
+/// not open in its time. (A connection that opened and closed, a reply
+/// that could not be read, may be a 2025-11-25 server's refusal.)
+fn never_reached(error: &DynamicTransportError) -> bool {
+    matches!(
+        error.error.downcast_ref::<StreamableHttpError<reqwest::Error>>(),
+        Some(StreamableHttpError::Client(client)) if client.is_connect()
+    )
 }
 
 /// The envelope of a handshake that failed. Nothing was called, so what a

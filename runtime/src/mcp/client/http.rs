@@ -147,14 +147,18 @@ impl Http {
             client
                 .pool_max_idle_per_host(MAX_IDLE_CONNECTIONS)
                 .pool_idle_timeout(IDLE_TIMEOUT)
-                .connect_timeout(opening)
                 .tcp_nodelay(true)
                 .redirect(reqwest::redirect::Policy::none())
                 .tls_backend_preconfigured(tls.clone())
         };
-        let client = builder().build().map_err(|error| {
-            misconfigured(format!("the HTTP client could not be built: {error}"))
-        })?;
+        // The calls' client only: an OAuth login's requests have their own
+        // time (`oauth::transport`).
+        let client = builder()
+            .connect_timeout(opening)
+            .build()
+            .map_err(|error| {
+                misconfigured(format!("the HTTP client could not be built: {error}"))
+            })?;
         Ok(Http {
             client: Authorized::new(
                 client,
@@ -176,13 +180,17 @@ impl Http {
 }
 
 /// How long a new connection may take to open — TCP, then TLS — for a
-/// client whose calls take at most `timeout`: 10 s, or half the call's
-/// time when that is less. A connection that does not open in time fails
+/// client whose calls take at most `timeout`: half of it, at least 3 s
+/// (a proxy, a slow handshake) and at most 10 s, and never more than the
+/// call's time. A connection that does not open in time fails
 /// the call as not sent (`NOT_APPLIED`, safe to send again), where the
 /// call's own timeout, reached first, could not tell a request never
 /// written from one unanswered (`MAY_HAVE_TAKEN_EFFECT`).
 fn connect_timeout(timeout: std::time::Duration) -> std::time::Duration {
-    (timeout / 2).min(std::time::Duration::from_secs(10))
+    use std::time::Duration;
+    (timeout / 2)
+        .clamp(Duration::from_secs(3), Duration::from_secs(10))
+        .min(timeout)
 }
 
 /// The most idle connections kept to one server.

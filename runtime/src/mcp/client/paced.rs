@@ -6,15 +6,19 @@
 //! server that ends every stream at once, with `retry: 0`, makes a client
 //! resume as fast as the network allows until the call times out — measured:
 //! 2,700 requests in 5 s. This client spaces resumptions at least
-//! [`MIN_INTERVAL`] apart and refuses the next one after [`MAX_QUIET`] in a
-//! row that brought no message, so the call fails instead of spinning.
+//! [`MIN_INTERVAL`] apart and refuses the next one of a stream after
+//! [`MAX_QUIET`] in a row that brought it no message, so the call fails
+//! instead of spinning. A stream is known by the id of the last event it
+//! got, which its resumption names (`Last-Event-ID`): streams of calls made
+//! at once are counted apart, so that many calls whose streams a proxy
+//! ended at the same time are each resumed.
 //!
 //! On MCP 2026-07-28 a broken stream is not resumed at all: the call ends
 //! as a lost connection, and the one retry decision says whether it is
 //! sent again.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -34,9 +38,13 @@ use crate::mcp::client::credentials::Authorized;
 /// The fewest time between two resumptions of event streams.
 pub(crate) const MIN_INTERVAL: Duration = Duration::from_millis(100);
 
-/// How many resumptions in a row may bring no message before the next is
-/// refused.
+/// How many resumptions of a stream in a row may bring no message before
+/// the next is refused.
 pub(crate) const MAX_QUIET: u32 = 10;
+
+/// How many streams' counts of quiet resumptions are kept: the oldest is
+/// let go first (a stream resumed since is the newest again).
+const STREAMS_COUNTED: usize = 256;
 
 /// rmcp's reqwest client, with the client's credentials, resuming event
 /// streams with care. Clones share their count.
@@ -48,8 +56,10 @@ pub(crate) struct PacedClient {
 
 #[derive(Default)]
 struct State {
-    /// Resumptions since a stream last delivered a message.
-    quiet: AtomicU32,
+    /// Resumptions in a row that brought no message, by the id of the last
+    /// event of the stream resumed: a stream that delivers a message, or
+    /// was never resumed, is not here (none).
+    quiet: Mutex<VecDeque<(Box<str>, u32)>>,
     /// When the next resumption may go out.
     next: Mutex<Option<Instant>>,
     /// The connection speaks 2026-07-28: no stream is resumed.
@@ -61,9 +71,30 @@ struct State {
 }
 
 impl State {
-    /// A stream delivered something: the resumptions before it were useful.
-    fn heard(&self) {
-        self.quiet.store(0, Ordering::Relaxed);
+    /// The resumptions in a row that brought no message to the stream
+    /// whose last event was `id`.
+    fn quiet_after(&self, id: &str) -> u32 {
+        let quiet = self.quiet.lock().unwrap_or_else(PoisonError::into_inner);
+        quiet
+            .iter()
+            .rev()
+            .find(|(last, _)| &**last == id)
+            .map_or(0, |(_, count)| *count)
+    }
+
+    /// The stream whose last event is now `id` was resumed `count` times in
+    /// a row with no message (none: it delivered one).
+    fn note(&self, id: &str, count: u32) {
+        let mut quiet = self.quiet.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(at) = quiet.iter().position(|(last, _)| &**last == id) {
+            quiet.remove(at);
+        }
+        if count > 0 {
+            if quiet.len() == STREAMS_COUNTED {
+                quiet.pop_front();
+            }
+            quiet.push_back((id.into(), count));
+        }
     }
 }
 
@@ -90,16 +121,29 @@ impl PacedClient {
     }
 }
 
-/// `stream`, noting each event that carries a message.
+/// `stream`, resumed `quiet` times in a row with no message so far: the
+/// count follows the id of its last event, and a message ends it.
 fn watched(
     stream: BoxStream<'static, Result<Sse, SseError>>,
     state: Arc<State>,
+    mut quiet: u32,
 ) -> BoxStream<'static, Result<Sse, SseError>> {
     stream
         .inspect(move |event| {
-            let message = event.as_ref().ok().and_then(|sse| sse.data.as_deref());
-            if message.is_some_and(|data| !data.trim().is_empty()) {
-                state.heard();
+            let Ok(sse) = event else {
+                return;
+            };
+            let message = sse.data.as_deref();
+            let heard = message.is_some_and(|data| !data.trim().is_empty());
+            if heard {
+                quiet = 0;
+            }
+            // Noted even when it is none: an id seen before (a server that
+            // numbers each stream's events from 1) starts afresh.
+            if let Some(id) = sse.id.as_deref()
+                && (quiet > 0 || heard)
+            {
+                state.note(id, quiet);
             }
         })
         .boxed()
@@ -175,13 +219,10 @@ impl StreamableHttpClient for PacedClient {
             )
             .await?;
         Ok(match response {
-            StreamableHttpPostResponse::Json(message, session) => {
-                self.state.heard();
-                StreamableHttpPostResponse::Json(message, session)
-            }
-            StreamableHttpPostResponse::Sse(stream, session) => {
-                StreamableHttpPostResponse::Sse(watched(stream, Arc::clone(&self.state)), session)
-            }
+            StreamableHttpPostResponse::Sse(stream, session) => StreamableHttpPostResponse::Sse(
+                watched(stream, Arc::clone(&self.state), 0),
+                session,
+            ),
             other => other,
         })
     }
@@ -233,9 +274,11 @@ impl StreamableHttpClient for PacedClient {
                     .into(),
             ));
         }
-        if last_event_id.is_some() {
-            // A resumption: refused after too many quiet ones, paced otherwise.
-            let quiet = self.state.quiet.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut quiet = 0;
+        if let Some(last) = last_event_id.as_deref() {
+            // A resumption: refused after too many quiet ones of this
+            // stream, paced otherwise.
+            quiet = self.state.quiet_after(last).saturating_add(1);
             if quiet > MAX_QUIET {
                 return Err(StreamableHttpError::UnexpectedServerResponse(
                     format!(
@@ -255,6 +298,9 @@ impl StreamableHttpClient for PacedClient {
                 *next = Some(at + MIN_INTERVAL);
                 at - now
             };
+            // Counted now: a resumption that ends with no event at all
+            // names the same last event next time.
+            self.state.note(last, quiet);
             tokio::time::sleep(wait).await;
         }
         let stream = self
@@ -268,6 +314,6 @@ impl StreamableHttpClient for PacedClient {
                 max_sse_event_size,
             )
             .await?;
-        Ok(watched(stream, Arc::clone(&self.state)))
+        Ok(watched(stream, Arc::clone(&self.state), quiet))
     }
 }

@@ -1,0 +1,166 @@
+//! Event streams of calls made at once are resumed each on its own count.
+//!
+//! A proxy in front of a 2025-11-25 server ends every event stream open
+//! through it at the same moment (a restart, an idle cut), while the tools
+//! still run: each call's stream is resumed (`GET` with `Last-Event-ID`),
+//! and its answer comes on the resumed stream once the tool is done. The
+//! client bounds a stream's quiet resumptions (10 in a row with no
+//! message) so that a server that keeps ending one cannot make it spin:
+//! the bound is a stream's, not the client's — twelve calls whose streams
+//! were cut at once are each resumed, and each answered. A stream ended
+//! again and again, under a new id each time, is still bounded.
+#![cfg(all(feature = "rmcp", feature = "client"))]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::IntoResponse;
+use serde_json::{Value, json};
+use tool_envelope::mcp::client::{McpClient, Revision};
+
+/// The calls made at once.
+const CALLS: usize = 12;
+
+/// A 2025-11-25 server whose every call's event stream ends before the
+/// answer, and whose resumptions answer once all [`CALLS`] were resumed
+/// (the tools finish together): none answers unless every stream was
+/// resumed.
+async fn cut_streams() -> String {
+    let all_resumed = Arc::new(tokio::sync::Barrier::new(CALLS));
+    let post = |body: axum::Json<Value>| async move {
+        let Some(id) = body.get("id").cloned() else {
+            return StatusCode::ACCEPTED.into_response();
+        };
+        let result = match body["method"].as_str().unwrap_or_default() {
+            "initialize" => json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "cut", "version": "0"}
+            }),
+            "tools/list" => json!({"tools": [{
+                "name": "report",
+                "inputSchema": {"type": "object"},
+                "annotations": {"readOnlyHint": true}
+            }]}),
+            "tools/call" => {
+                // The stream ends before the answer: an event with an id
+                // and no message, then the end.
+                return (
+                    [(header::CONTENT_TYPE, "text/event-stream")],
+                    format!("id: call-{id}\nretry: 0\ndata: \n\n"),
+                )
+                    .into_response();
+            }
+            _ => json!({}),
+        };
+        axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
+    };
+    let get = move |headers: HeaderMap| {
+        let all_resumed = Arc::clone(&all_resumed);
+        async move {
+            let Some(call) = headers
+                .get("last-event-id")
+                .and_then(|last| last.to_str().ok())
+                .and_then(|last| last.strip_prefix("call-"))
+                .map(str::to_owned)
+            else {
+                return StatusCode::METHOD_NOT_ALLOWED.into_response();
+            };
+            all_resumed.wait().await;
+            let id: Value = serde_json::from_str(&call).unwrap();
+            let answer = json!({"jsonrpc": "2.0", "id": id, "result": {
+                "content": [{"type": "text", "text": format!("report {call}")}]}});
+            (
+                [(header::CONTENT_TYPE, "text/event-stream")],
+                format!("id: done-{call}\ndata: {answer}\n\n"),
+            )
+                .into_response()
+        }
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let app = axum::Router::new().route("/mcp", axum::routing::post(post).get(get));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_cut_at_once_are_each_resumed_and_answered() {
+    let client = McpClient::connect(cut_streams().await)
+        .revision(Revision::V2025_11_25)
+        .timeout(Duration::from_secs(30))
+        .await
+        .unwrap();
+    let calls = (0..CALLS).map(|_| client.call("report", json!({})));
+    let answers = futures_util::future::join_all(calls).await;
+    for answer in answers {
+        let answer = answer.expect("every stream resumed, every call answered");
+        assert!(
+            answer.to_string().contains("report "),
+            "the answer of the resumed stream: {answer}"
+        );
+    }
+}
+
+/// A server that ends every stream at once, each time with an event of a
+/// new id and no message: [`RESUMED`] counts its resumptions.
+static RESUMED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+async fn ever_new_ids() -> String {
+    let post = |body: axum::Json<Value>| async move {
+        let Some(id) = body.get("id").cloned() else {
+            return StatusCode::ACCEPTED.into_response();
+        };
+        let result = match body["method"].as_str().unwrap_or_default() {
+            "initialize" => json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "spinning", "version": "0"}
+            }),
+            "tools/list" => json!({"tools": [{
+                "name": "report",
+                "inputSchema": {"type": "object"},
+                "annotations": {"readOnlyHint": true}
+            }]}),
+            "tools/call" => {
+                return (
+                    [(header::CONTENT_TYPE, "text/event-stream")],
+                    "id: first\nretry: 0\ndata: \n\n",
+                )
+                    .into_response();
+            }
+            _ => json!({}),
+        };
+        axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
+    };
+    let get = || async {
+        let n = RESUMED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        (
+            [(header::CONTENT_TYPE, "text/event-stream")],
+            format!("id: new-{n}\nretry: 0\ndata: \n\n"),
+        )
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let app = axum::Router::new().route("/mcp", axum::routing::post(post).get(get));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_ended_again_and_again_under_new_ids_is_still_bounded() {
+    let client = McpClient::connect(ever_new_ids().await)
+        .revision(Revision::V2025_11_25)
+        .timeout(Duration::from_secs(30))
+        .await
+        .unwrap();
+    let ended = client.call("report", json!({})).await.unwrap_err();
+    assert_eq!(
+        ended.reason(),
+        Some(tool_envelope::reasons::CONNECTION_LOST),
+        "{ended:?}"
+    );
+    // Each resumption counted against the stream, whatever id it got.
+    assert_eq!(RESUMED.load(std::sync::atomic::Ordering::SeqCst), 10);
+}
