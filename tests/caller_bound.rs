@@ -62,6 +62,8 @@ async fn validate(token: String) -> Option<Caller> {
     match token.as_str() {
         "alice-token" => Some(Caller::new("alice", ["refunds:write"])),
         "bob-token" => Some(Caller::new("bob", ["refunds:write"])),
+        // Another client of Alice's, granted less.
+        "alice-reader-token" => Some(Caller::new("alice", ["refunds:read"])),
         _ => None,
     }
 }
@@ -210,6 +212,42 @@ async fn another_callers_kept_task_is_unknown_to_them_on_every_replica() {
     let read = hers.get_task(GetTaskParams::new(id.clone())).await.unwrap();
     assert_eq!(serde_json::to_value(&read).unwrap()["status"], "working");
     hers.cancel_task(CancelTaskParams::new(id)).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_task_is_unknown_to_a_token_of_its_caller_that_grants_less() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let one = serve_with(true, tools().store(Arc::clone(&store))).await;
+    let two = serve_with(true, tools().store(Arc::clone(&store))).await;
+    let alice = client(&one, "alice-token").await;
+    let created = alice.call_tool_once(call("long_job", json!({}))).await;
+    let CallToolResponse::Task(created) = created.unwrap() else {
+        panic!("expected a task");
+    };
+    let id = created.task.task_id;
+    let unknown = (
+        ErrorCode::INVALID_PARAMS,
+        "Failed to retrieve task: Task not found".to_owned(),
+    );
+    // The same person, with a token without `refunds:write`: on the
+    // replica that runs the task, and on one that reads it in the store.
+    for url in [&one, &two] {
+        let reader = client(url, "alice-reader-token").await;
+        let read = reader.get_task(GetTaskParams::new(id.clone())).await;
+        assert_eq!(protocol_error(&read.unwrap_err()), unknown, "{url}");
+        let answer = UpdateTaskParams::new(id.clone(), [("x".to_owned(), json!({}))].into());
+        let answered = reader.update_task(answer).await;
+        assert_eq!(protocol_error(&answered.unwrap_err()), unknown, "{url}");
+        let cancelled = reader.cancel_task(CancelTaskParams::new(id.clone())).await;
+        assert_eq!(protocol_error(&cancelled.unwrap_err()), unknown, "{url}");
+    }
+    // The token that made it reaches it, on either replica.
+    for url in [&one, &two] {
+        let hers = client(url, "alice-token").await;
+        let read = hers.get_task(GetTaskParams::new(id.clone())).await.unwrap();
+        assert_eq!(serde_json::to_value(&read).unwrap()["status"], "working");
+    }
+    alice.cancel_task(CancelTaskParams::new(id)).await.unwrap();
 }
 
 #[tokio::test]

@@ -148,8 +148,9 @@ impl ServerHandler for ToolSet {
     ) -> Result<GetTaskResult, ErrorData> {
         let tasks = self.task_runner().ok_or_else(no_tasks)?;
         let caller = crate::mcp::server::live::caller(&context);
-        let subject = caller.as_deref().map(Caller::subject);
-        let task = tasks.get(&request.task_id, subject, self.kept_in()).await?;
+        let task = tasks
+            .get(&request.task_id, caller.as_deref(), self.kept_in())
+            .await?;
         Ok(GetTaskResult::new(task))
     }
 
@@ -162,10 +163,14 @@ impl ServerHandler for ToolSet {
     ) -> Result<(), ErrorData> {
         let tasks = self.task_runner().ok_or_else(no_tasks)?;
         let caller = crate::mcp::server::live::caller(&context);
-        let subject = caller.as_deref().map(Caller::subject);
         let store = self.kept_in();
         tasks
-            .update(&request.task_id, subject, request.input_responses, store)
+            .update(
+                &request.task_id,
+                caller.as_deref(),
+                request.input_responses,
+                store,
+            )
             .await
     }
 
@@ -178,9 +183,8 @@ impl ServerHandler for ToolSet {
     ) -> Result<(), ErrorData> {
         let tasks = self.task_runner().ok_or_else(no_tasks)?;
         let caller = crate::mcp::server::live::caller(&context);
-        let subject = caller.as_deref().map(Caller::subject);
         tasks
-            .cancel(&request.task_id, subject, self.kept_in())
+            .cancel(&request.task_id, caller.as_deref(), self.kept_in())
             .await
     }
 
@@ -359,7 +363,7 @@ impl ToolSet {
         let client = crate::mcp::server::client::ClientSide::read_now(context);
         let peer = (context.peer.clone(), caller.clone());
         let by = subject.map(str::to_owned);
-        let spawned = tasks.spawn(subject, kept, move |task| {
+        let spawned = tasks.spawn(caller.as_deref(), kept, move |task| {
             let name = task_name;
             // Taken as rmcp makes the task and starts counting its time to live.
             let ends = tokio::time::Instant::now() + TASK_TTL;

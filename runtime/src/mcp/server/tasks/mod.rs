@@ -5,8 +5,10 @@
 //! result.
 //!
 //! A task is its caller's: on a protected server every task request is
-//! checked against the subject that made the task, and another caller's
-//! task is answered as an unknown one. Running tasks are bounded, per
+//! checked against the subject that made the task, and the scopes its
+//! token granted — another caller's task, or the task of a token with a
+//! scope this one lacks (another client of the same person), is answered
+//! as an unknown one. Running tasks are bounded, per
 //! server and per caller. With a store, a task is kept there too
 //! ([`held`](crate::mcp::server::held)), and a task this process does not
 //! run is read, answered and cancelled through the store.
@@ -23,6 +25,7 @@ use rmcp::model::{DetailedTask, Task, TaskPayload};
 use rmcp::task_manager::{DEFAULT_TASK_TTL_MS, TaskContext, TaskFuture, TaskManager, TaskOptions};
 use serde_json::Value;
 
+use crate::caller::Caller;
 use crate::mcp::definition::ToolDefinition;
 use crate::mcp::server::held;
 use crate::mcp::server::turns::Turns;
@@ -59,6 +62,8 @@ type Picks = Arc<dyn Fn(&ToolDefinition) -> TaskSupport + Send + Sync>;
 /// asked that are kept in the store already.
 struct Owner {
     subject: Option<Arc<str>>,
+    /// The scopes the token that made the task granted.
+    scopes: Vec<String>,
     finished: Arc<OnceLock<Instant>>,
     kept: std::collections::BTreeSet<String>,
     /// Set when another replica took the task over: what this process's
@@ -155,7 +160,7 @@ impl Tasks {
     /// Which bound the task would cross; nothing was started.
     pub(crate) async fn spawn(
         &self,
-        subject: Option<&str>,
+        caller: Option<&Caller>,
         kept: Option<Kept>,
         work: impl FnOnce(TaskContext) -> TaskFuture,
     ) -> Result<Task, Full> {
@@ -166,6 +171,7 @@ impl Tasks {
         // moment do not pass it together (a task refused then never
         // runs). One start of theirs at a time here spares the store the
         // caller's own crowd. The server's bound is this replica's own.
+        let subject = caller.map(Caller::subject);
         let _turn = match &kept {
             Some(_) => Some(self.starting.take(subject).await),
             None => None,
@@ -194,7 +200,7 @@ impl Tasks {
             made,
             lost: Arc::default(),
         });
-        let task = self.start(subject, mirror, work)?;
+        let task = self.start(caller, mirror, work)?;
         if let Some(mut kept) = kept {
             kept.record.id.clone_from(&task.task_id);
             // Stamped as it is kept, after the caller's turn and the count,
@@ -230,7 +236,7 @@ impl Tasks {
     /// `mirror` says, unless too many run.
     fn start(
         &self,
-        subject: Option<&str>,
+        caller: Option<&Caller>,
         mirror: Option<Mirror>,
         work: impl FnOnce(TaskContext) -> TaskFuture,
     ) -> Result<Task, Full> {
@@ -240,6 +246,7 @@ impl Tasks {
         owners.retain(|_, owner| {
             (owner.finished.get()).is_none_or(|at| now.duration_since(*at) < REMEMBERED)
         });
+        let subject = caller.map(Caller::subject);
         room(&owners, subject, (self.max, self.max_per_caller), now)?;
         let finished = Arc::new(OnceLock::new());
         let slot = Slot(Arc::clone(&finished));
@@ -270,6 +277,9 @@ impl Tasks {
             task.task_id.clone(),
             Owner {
                 subject: subject.map(Arc::from),
+                scopes: caller.map_or_else(Vec::new, |caller| {
+                    caller.scopes().map(str::to_owned).collect()
+                }),
                 finished,
                 kept: std::collections::BTreeSet::new(),
                 lost,
@@ -290,10 +300,10 @@ impl Tasks {
     pub(crate) async fn get(
         &self,
         id: &str,
-        subject: Option<&str>,
+        caller: Option<&Caller>,
         store: Option<(&Arc<dyn Store>, &str)>,
     ) -> Result<DetailedTask, ErrorData> {
-        if self.check(id, subject).is_ok()
+        if self.check(id, caller).is_ok()
             && let Ok(task) = self.manager.get_task(id)
         {
             if let (TaskPayload::InputRequired { input_requests }, Some((store, _))) =
@@ -311,7 +321,7 @@ impl Tasks {
             }
             return Ok(task);
         }
-        let record = kept(id, subject, store).await?;
+        let record = kept(id, caller, store).await?;
         Ok(held::detailed(&record))
     }
 
@@ -324,17 +334,17 @@ impl Tasks {
     pub(crate) async fn update(
         &self,
         id: &str,
-        subject: Option<&str>,
+        caller: Option<&Caller>,
         responses: impl IntoIterator<Item = (String, Value)>,
         store: Option<(&Arc<dyn Store>, &str)>,
     ) -> Result<(), ErrorData> {
-        if self.check(id, subject).is_ok() && self.manager.get_task(id).is_ok() {
+        if self.check(id, caller).is_ok() && self.manager.get_task(id).is_ok() {
             return self
                 .manager
                 .update_task(id, responses)
                 .map_err(|_| unknown_task());
         }
-        kept(id, subject, store).await?;
+        kept(id, caller, store).await?;
         let responses = Value::Object(responses.into_iter().collect());
         let (store, _) = store.ok_or_else(unknown_task)?;
         store
@@ -353,10 +363,10 @@ impl Tasks {
     pub(crate) async fn cancel(
         &self,
         id: &str,
-        subject: Option<&str>,
+        caller: Option<&Caller>,
         store: Option<(&Arc<dyn Store>, &str)>,
     ) -> Result<(), ErrorData> {
-        if self.check(id, subject).is_ok()
+        if self.check(id, caller).is_ok()
             && let Ok(task) = self.manager.get_task(id)
         {
             // Kept in the store first, while the task runs: should this
@@ -374,13 +384,12 @@ impl Tasks {
             }
             return self.manager.cancel_task(id).map_err(|_| unknown_task());
         }
-        kept(id, subject, store).await?;
+        kept(id, caller, store).await?;
         let (store, _) = store.ok_or_else(unknown_task)?;
         store.cancel_task(id).await.map_err(|_| unknown_task())?;
         Ok(())
     }
 
-    /// `Ok` when `id` is a task of `subject`'s.
     /// Whether every one of `questions` of the task `id` was seen kept in
     /// the store already: its polls read the store no more.
     fn known_kept(&self, id: &str, questions: &rmcp::model::InputRequests) -> bool {
@@ -390,14 +399,15 @@ impl Tasks {
             .is_some_and(|owner| questions.keys().all(|key| owner.kept.contains(key)))
     }
 
-    fn check(&self, id: &str, subject: Option<&str>) -> Result<(), ErrorData> {
+    /// `Ok` when `id` is a task `caller` may reach.
+    fn check(&self, id: &str, caller: Option<&Caller>) -> Result<(), ErrorData> {
         let owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
         match owners.get(id) {
             // Taken over by another replica: the store says where it is.
             Some(owner) if owner.lost.load(std::sync::atomic::Ordering::Acquire) => {
                 Err(unknown_task())
             }
-            Some(owner) if owner.subject.as_deref() == subject => Ok(()),
+            Some(owner) if reaches(caller, owner.subject.as_deref(), &owner.scopes) => Ok(()),
             _ => Err(unknown_task()),
         }
     }
@@ -411,12 +421,23 @@ fn asks_all(record: &TaskRecord, questions: &rmcp::model::InputRequests) -> bool
     }
 }
 
+/// Whether `caller` may reach a task made by `subject` with a token that
+/// granted `scopes`: the same subject, and every one of those scopes.
+fn reaches(caller: Option<&Caller>, subject: Option<&str>, scopes: &[String]) -> bool {
+    match caller {
+        Some(caller) => {
+            subject == Some(caller.subject()) && scopes.iter().all(|scope| caller.has_scope(scope))
+        }
+        None => subject.is_none() && scopes.is_empty(),
+    }
+}
+
 /// A task kept in the store (with the service asking: `store`) for
-/// `subject`, whatever replica runs it: another service's is as unknown as
+/// `caller`, whatever replica runs it: another service's is as unknown as
 /// another caller's, and one past its time to live as one swept.
 async fn kept(
     id: &str,
-    subject: Option<&str>,
+    caller: Option<&Caller>,
     store: Option<(&Arc<dyn Store>, &str)>,
 ) -> Result<TaskRecord, ErrorData> {
     let Some((store, service)) = store else {
@@ -424,7 +445,7 @@ async fn kept(
     };
     match store.task(id).await {
         Ok(Some(record))
-            if record.caller.as_deref() == subject
+            if reaches(caller, record.caller.as_deref(), &record.caller_scopes)
                 && record.service == service
                 && !record.lapsed_at(crate::store::now_ms()) =>
         {

@@ -8,7 +8,7 @@ async fn a_task_dropped_unfinished_gives_its_slot_back() {
     let tasks = Tasks::new(|_| TaskSupport::Optional).bounded(1, 1);
     let (alive, dropped) = tokio::sync::oneshot::channel::<()>();
     tasks
-        .start(Some("alice"), None, move |_| {
+        .start(Some(&Caller::new("alice", [""; 0])), None, move |_| {
             Box::pin(async move {
                 let _alive = alive;
                 std::future::pending().await
@@ -17,7 +17,9 @@ async fn a_task_dropped_unfinished_gives_its_slot_back() {
         .expect("the first task starts");
     let never = |_| -> TaskFuture { Box::pin(std::future::pending()) };
     assert_eq!(
-        tasks.start(Some("alice"), None, never).err(),
+        tasks
+            .start(Some(&Caller::new("alice", [""; 0])), None, never)
+            .err(),
         Some(Full::Server(1))
     );
     // rmcp aborts a task past its time to live the way it aborts every
@@ -25,7 +27,9 @@ async fn a_task_dropped_unfinished_gives_its_slot_back() {
     tasks.manager.shutdown();
     let _ = dropped.await;
     assert!(
-        tasks.start(Some("alice"), None, never).is_ok(),
+        tasks
+            .start(Some(&Caller::new("alice", [""; 0])), None, never)
+            .is_ok(),
         "the aborted task's slot is free again"
     );
 }
@@ -88,7 +92,11 @@ async fn a_callers_kept_starts_are_counted_one_at_a_time_and_others_are_not_held
         let tasks = tasks.clone();
         async move {
             tasks
-                .spawn(Some(who), Some(Kept { store, record }), never)
+                .spawn(
+                    Some(&Caller::new(who, [""; 0])),
+                    Some(Kept { store, record }),
+                    never,
+                )
                 .await
         }
     };
@@ -144,8 +152,12 @@ async fn a_start_the_store_refuses_never_runs() {
         };
         let on = on.clone();
         async move {
-            on.spawn(Some("alice"), Some(Kept { store, record }), work)
-                .await
+            on.spawn(
+                Some(&Caller::new("alice", [""; 0])),
+                Some(Kept { store, record }),
+                work,
+            )
+            .await
         }
     };
     let mut one = std::pin::pin!(start(&replicas[0]));
@@ -195,7 +207,7 @@ async fn finished_tasks_are_kept_within_a_bound_of_the_callers_and_the_servers()
         owners[id].finished.get().is_some()
     };
     let start = async |subject: &str| {
-        let task = tasks.start(Some(subject), None, quick)?;
+        let task = tasks.start(Some(&Caller::new(subject, [""; 0])), None, quick)?;
         while !ended(&task.task_id) {
             tokio::task::yield_now().await;
         }
