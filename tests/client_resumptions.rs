@@ -164,3 +164,152 @@ async fn a_stream_ended_again_and_again_under_new_ids_is_still_bounded() {
     // Each resumption counted against the stream, whatever id it got.
     assert_eq!(RESUMED.load(std::sync::atomic::Ordering::SeqCst), 10);
 }
+
+/// A server that ends a call's stream again and again, each time after a
+/// message with no id (a log line: the tool still works), and answers on
+/// the 13th resumption: the `GET`s it got, in [`KEPT_UP`].
+static KEPT_UP: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+async fn still_working() -> String {
+    let post = |body: axum::Json<Value>| async move {
+        let Some(id) = body.get("id").cloned() else {
+            return StatusCode::ACCEPTED.into_response();
+        };
+        let result = match body["method"].as_str().unwrap_or_default() {
+            "initialize" => json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "working", "version": "0"}
+            }),
+            "tools/list" => json!({"tools": [{
+                "name": "report",
+                "inputSchema": {"type": "object"},
+                "annotations": {"readOnlyHint": true}
+            }]}),
+            "tools/call" => {
+                // Its only id, on the priming event (SEP-1699).
+                return (
+                    [(header::CONTENT_TYPE, "text/event-stream")],
+                    format!("id: call-{id}\nretry: 0\ndata: \n\n"),
+                )
+                    .into_response();
+            }
+            _ => json!({}),
+        };
+        axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
+    };
+    let get = |headers: HeaderMap| async move {
+        let Some(call) = headers
+            .get("last-event-id")
+            .and_then(|last| last.to_str().ok())
+            .and_then(|last| last.strip_prefix("call-"))
+            .map(str::to_owned)
+        else {
+            return StatusCode::METHOD_NOT_ALLOWED.into_response();
+        };
+        let resumed = KEPT_UP.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        let body = match resumed {
+            ..=12 => {
+                let log = json!({"jsonrpc": "2.0", "method": "notifications/message",
+                    "params": {"level": "info", "data": format!("still working ({resumed})")}});
+                format!("retry: 0\ndata: {log}\n\n")
+            }
+            _ => {
+                let id: Value = serde_json::from_str(&call).unwrap();
+                let answer = json!({"jsonrpc": "2.0", "id": id, "result": {
+                    "content": [{"type": "text", "text": "done"}]}});
+                format!("data: {answer}\n\n")
+            }
+        };
+        ([(header::CONTENT_TYPE, "text/event-stream")], body).into_response()
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let app = axum::Router::new().route("/mcp", axum::routing::post(post).get(get));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_that_brings_messages_without_ids_is_resumed_while_it_does() {
+    let client = McpClient::connect(still_working().await)
+        .revision(Revision::V2025_11_25)
+        .timeout(Duration::from_secs(30))
+        .await
+        .unwrap();
+    let answer = client
+        .call("report", json!({}))
+        .await
+        .expect("each resumption brought a message: none was quiet");
+    assert!(answer.to_string().contains("done"), "{answer}");
+    assert_eq!(KEPT_UP.load(std::sync::atomic::Ordering::SeqCst), 13);
+}
+
+/// A 2025-11-25 server with sessions whose standalone stream (the `GET`
+/// with no `Last-Event-ID` that rmcp opens beside a session) ends at once,
+/// with `retry: 0`, every time: each opening is sent to `opened`.
+async fn ending_standalone(opened: tokio::sync::mpsc::UnboundedSender<()>) -> String {
+    let post = |body: axum::Json<Value>| async move {
+        let session = [(
+            header::HeaderName::from_static("mcp-session-id"),
+            "session-1",
+        )];
+        let Some(id) = body.get("id").cloned() else {
+            return (StatusCode::ACCEPTED, session).into_response();
+        };
+        let result = match body["method"].as_str().unwrap_or_default() {
+            "initialize" => json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "standalone", "version": "0"}
+            }),
+            "tools/list" => json!({"tools": []}),
+            _ => json!({}),
+        };
+        let reply = json!({"jsonrpc": "2.0", "id": id, "result": result});
+        (session, axum::Json(reply)).into_response()
+    };
+    let get = move |headers: HeaderMap| {
+        let opened = opened.clone();
+        async move {
+            if headers.get("last-event-id").is_none() {
+                let _ = opened.send(());
+            }
+            (
+                [(header::CONTENT_TYPE, "text/event-stream")],
+                "retry: 0\n\n",
+            )
+                .into_response()
+        }
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let app = axum::Router::new().route("/mcp", axum::routing::post(post).get(get));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standalone_stream_that_keeps_ending_is_opened_again_ever_slower() {
+    let (opened, mut openings) = tokio::sync::mpsc::unbounded_channel();
+    let _client = McpClient::connect(ending_standalone(opened).await)
+        .revision(Revision::V2025_11_25)
+        .await
+        .unwrap();
+    // The first opening, then four more: 100, 200, 400 and 800 ms after
+    // the one before, at the least (unpaced, rmcp reopened it as fast as
+    // the network allowed, for the session's whole life).
+    openings
+        .recv()
+        .await
+        .expect("the standalone stream is opened");
+    let first = std::time::Instant::now();
+    for _ in 0..4 {
+        openings.recv().await.expect("opened again");
+    }
+    let took = first.elapsed();
+    assert!(
+        took >= Duration::from_millis(1_500),
+        "four reopenings in {took:?}"
+    );
+}

@@ -180,17 +180,17 @@ impl Http {
 }
 
 /// How long a new connection may take to open — TCP, then TLS — for a
-/// client whose calls take at most `timeout`: half of it, at least 3 s
-/// (a proxy, a slow handshake) and at most 10 s, and never more than the
-/// call's time. A connection that does not open in time fails
+/// client whose calls take at most `timeout`: half of it, at most 10 s and
+/// at least 3 s (a proxy, a slow handshake) — or three quarters of it, for
+/// a timeout under 4 s, so that the call's own timer, started first, does
+/// not end it before. A connection that does not open in time fails
 /// the call as not sent (`NOT_APPLIED`, safe to send again), where the
 /// call's own timeout, reached first, could not tell a request never
 /// written from one unanswered (`MAY_HAVE_TAKEN_EFFECT`).
 fn connect_timeout(timeout: std::time::Duration) -> std::time::Duration {
     use std::time::Duration;
-    (timeout / 2)
-        .clamp(Duration::from_secs(3), Duration::from_secs(10))
-        .min(timeout)
+    let at_least = Duration::from_secs(3).min(timeout.saturating_mul(3) / 4);
+    (timeout / 2).max(at_least).min(Duration::from_secs(10))
 }
 
 /// The most idle connections kept to one server.

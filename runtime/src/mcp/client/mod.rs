@@ -81,7 +81,7 @@ use connection::{Endpoint, Link};
 /// | any other JSON-RPC error, an unreadable reply | `other` |
 /// | no answer in time | `transient`, reason `TIMEOUT` |
 /// | the connection closed, refused or reset | `transient`, reason `CONNECTION_LOST` (or `NOT_APPLIED` when nothing was sent) |
-/// | a new connection not open in half the timeout (3 s at least, 10 s at most) | `transient`, reason `NOT_APPLIED` |
+/// | a new connection not open in half the timeout (at most 10 s; at least 3 s, or ¾ of a timeout under 4 s) | `transient`, reason `NOT_APPLIED` |
 /// | HTTP 5xx, HTTP 429 | `transient`, reason `HTTP_503`…, `retryAfterMs` from `Retry-After` |
 /// | HTTP 401, 403 | `permission` (a token provider is asked once for a fresh token first) |
 /// | HTTP 403 with `insufficient_scope` | `permission`, reason `INSUFFICIENT_SCOPE`, naming the scope |

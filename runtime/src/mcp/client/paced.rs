@@ -11,7 +11,14 @@
 //! instead of spinning. A stream is known by the id of the last event it
 //! got, which its resumption names (`Last-Event-ID`): streams of calls made
 //! at once are counted apart, so that many calls whose streams a proxy
-//! ended at the same time are each resumed.
+//! ended at the same time are each resumed. A message is one rmcp reads: an
+//! event of the default kind whose data is JSON.
+//!
+//! The server's standalone stream (the `GET` rmcp opens beside a session,
+//! for the server's own messages), which no call waits on, is never
+//! refused: opened again after it ended with no message, it waits twice as
+//! long as the time before, from [`MIN_INTERVAL`] to
+//! [`MAX_STANDALONE_WAIT`].
 //!
 //! On MCP 2026-07-28 a broken stream is not resumed at all: the call ends
 //! as a lost connection, and the one retry decision says whether it is
@@ -46,6 +53,12 @@ pub(crate) const MAX_QUIET: u32 = 10;
 /// let go first (a stream resumed since is the newest again).
 const STREAMS_COUNTED: usize = 256;
 
+/// The longest wait before the server's standalone stream (the `GET` rmcp
+/// opens beside a session, for the server's own messages) is opened again
+/// after it ended with no message: it doubles from [`MIN_INTERVAL`] with
+/// each quiet end, and a message starts it over.
+const MAX_STANDALONE_WAIT: Duration = Duration::from_secs(30);
+
 /// rmcp's reqwest client, with the client's credentials, resuming event
 /// streams with care. Clones share their count.
 #[derive(Clone)]
@@ -54,12 +67,24 @@ pub(crate) struct PacedClient {
     state: Arc<State>,
 }
 
+/// Where a stream stands: how many times in a row it was resumed with no
+/// message since, and whether it is the server's standalone stream — one
+/// no call waits on, opened again however often it ends, at a pace that
+/// slows while it brings nothing.
+#[derive(Clone, Copy, Default)]
+struct Chain {
+    quiet: u32,
+    standalone: bool,
+}
+
 #[derive(Default)]
 struct State {
-    /// Resumptions in a row that brought no message, by the id of the last
-    /// event of the stream resumed: a stream that delivers a message, or
-    /// was never resumed, is not here (none).
-    quiet: Mutex<VecDeque<(Box<str>, u32)>>,
+    /// The streams resumed, by a digest of the id of the last event each
+    /// got (ids are the server's, of any length): a call's stream that
+    /// delivered a message, or was never resumed, is not here.
+    chains: Mutex<VecDeque<(u64, Chain)>>,
+    /// The digest of event ids, keyed afresh for each client.
+    ids: std::hash::RandomState,
     /// When the next resumption may go out.
     next: Mutex<Option<Instant>>,
     /// The connection speaks 2026-07-28: no stream is resumed.
@@ -71,30 +96,43 @@ struct State {
 }
 
 impl State {
-    /// The resumptions in a row that brought no message to the stream
-    /// whose last event was `id`.
-    fn quiet_after(&self, id: &str) -> u32 {
-        let quiet = self.quiet.lock().unwrap_or_else(PoisonError::into_inner);
-        quiet
-            .iter()
-            .rev()
-            .find(|(last, _)| &**last == id)
-            .map_or(0, |(_, count)| *count)
+    /// Where the stream whose last event was `id` stands, if it was seen;
+    /// the standalone stream that had no event with an id, under `None`.
+    fn chain(&self, id: Option<&str>) -> Option<Chain> {
+        let key = self.key(id);
+        let chains = self.chains.lock().unwrap_or_else(PoisonError::into_inner);
+        let found = chains.iter().rev().find(|(last, _)| *last == key);
+        found.map(|(_, chain)| *chain)
     }
 
-    /// The stream whose last event is now `id` was resumed `count` times in
-    /// a row with no message (none: it delivered one).
-    fn note(&self, id: &str, count: u32) {
-        let mut quiet = self.quiet.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(at) = quiet.iter().position(|(last, _)| &**last == id) {
-            quiet.remove(at);
+    /// The stream whose last event is now `id` stands at `chain`.
+    fn note(&self, id: Option<&str>, chain: Chain) {
+        let key = self.key(id);
+        let mut chains = self.chains.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(at) = chains.iter().position(|(last, _)| *last == key) {
+            chains.remove(at);
         }
-        if count > 0 {
-            if quiet.len() == STREAMS_COUNTED {
-                quiet.pop_front();
+        if chain.quiet > 0 || chain.standalone {
+            if chains.len() == STREAMS_COUNTED {
+                chains.pop_front();
             }
-            quiet.push_back((id.into(), count));
+            chains.push_back((key, chain));
         }
+    }
+
+    fn key(&self, id: Option<&str>) -> u64 {
+        use std::hash::BuildHasher;
+        self.ids.hash_one(id)
+    }
+
+    /// How long to wait before the next resumption may go out: at least
+    /// [`MIN_INTERVAL`] after the one before, and `at_least` from now.
+    fn turn(&self, at_least: Duration) -> Duration {
+        let mut next = self.next.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        let at = next.map_or(now, |next| next.max(now)).max(now + at_least);
+        *next = Some(at + MIN_INTERVAL);
+        at - now
     }
 }
 
@@ -121,32 +159,53 @@ impl PacedClient {
     }
 }
 
-/// `stream`, resumed `quiet` times in a row with no message so far: the
-/// count follows the id of its last event, and a message ends it.
+/// `stream`, the one whose last event was `last`, standing at `chain`:
+/// the count follows the id of each event it gets, and a message (a
+/// JSON-RPC one, as rmcp reads them) ends it.
 fn watched(
     stream: BoxStream<'static, Result<Sse, SseError>>,
     state: Arc<State>,
-    mut quiet: u32,
+    mut last: Option<Box<str>>,
+    mut chain: Chain,
 ) -> BoxStream<'static, Result<Sse, SseError>> {
     stream
         .inspect(move |event| {
             let Ok(sse) = event else {
                 return;
             };
-            let message = sse.data.as_deref();
-            let heard = message.is_some_and(|data| !data.trim().is_empty());
+            // Read only where there is a count to end: a reply's own
+            // stream is not parsed twice.
+            let quiet_before = chain.quiet;
+            let heard = quiet_before > 0 && is_message(sse);
             if heard {
-                quiet = 0;
+                chain.quiet = 0;
             }
-            // Noted even when it is none: an id seen before (a server that
-            // numbers each stream's events from 1) starts afresh.
-            if let Some(id) = sse.id.as_deref()
-                && (quiet > 0 || heard)
-            {
-                state.note(id, quiet);
+            match sse.id.as_deref() {
+                // Noted under its new id, even with none to count: an id
+                // seen before (a server that numbers each stream's events
+                // from 1) starts afresh.
+                Some(id) => {
+                    state.note(Some(id), chain);
+                    last = Some(id.into());
+                }
+                // A message with no id: resumed, the stream names the id
+                // before it, which now counts none.
+                None if heard && quiet_before > 0 => state.note(last.as_deref(), chain),
+                None => {}
             }
         })
         .boxed()
+}
+
+/// Whether `sse` carries a message, as rmcp reads them: an event of the
+/// default kind whose data is a JSON object (rmcp drops anything else).
+fn is_message(sse: &Sse) -> bool {
+    let kind = sse.event.as_deref().unwrap_or("message");
+    (kind.is_empty() || kind == "message")
+        && sse.data.as_deref().is_some_and(|data| {
+            data.trim_start().starts_with('{')
+                && serde_json::from_str::<serde::de::IgnoredAny>(data).is_ok()
+        })
 }
 
 impl StreamableHttpClient for PacedClient {
@@ -220,7 +279,7 @@ impl StreamableHttpClient for PacedClient {
             .await?;
         Ok(match response {
             StreamableHttpPostResponse::Sse(stream, session) => StreamableHttpPostResponse::Sse(
-                watched(stream, Arc::clone(&self.state), 0),
+                watched(stream, Arc::clone(&self.state), None, Chain::default()),
                 session,
             ),
             other => other,
@@ -274,12 +333,36 @@ impl StreamableHttpClient for PacedClient {
                     .into(),
             ));
         }
-        let mut quiet = 0;
-        if let Some(last) = last_event_id.as_deref() {
-            // A resumption: refused after too many quiet ones of this
-            // stream, paced otherwise.
-            quiet = self.state.quiet_after(last).saturating_add(1);
-            if quiet > MAX_QUIET {
+        // A resumption of a call's stream: refused after too many quiet
+        // ones in a row, paced otherwise. The server's standalone stream
+        // (opened with no id, and every stream that follows from it): never
+        // refused, opened again at a pace that slows while it brings
+        // nothing.
+        let last = last_event_id.as_deref();
+        // Seen before, or a resumption (`Last-Event-ID`): opened again.
+        let chain = match self.state.chain(last) {
+            Some(before) => Chain {
+                quiet: before.quiet.saturating_add(1),
+                ..before
+            },
+            None => Chain {
+                quiet: u32::from(last.is_some()),
+                standalone: last.is_none(),
+            },
+        };
+        if chain.standalone {
+            let slower = match chain.quiet {
+                0 => Duration::ZERO,
+                quiet => MIN_INTERVAL.saturating_mul(1 << (quiet - 1).min(10)),
+            };
+            let wait = match chain.quiet {
+                0 => Duration::ZERO,
+                _ => self.state.turn(slower.min(MAX_STANDALONE_WAIT)),
+            };
+            self.state.note(last, chain);
+            tokio::time::sleep(wait).await;
+        } else if let Some(last) = last {
+            if chain.quiet > MAX_QUIET {
                 return Err(StreamableHttpError::UnexpectedServerResponse(
                     format!(
                         "the server ended its event stream {MAX_QUIET} times in a row without a message"
@@ -287,22 +370,13 @@ impl StreamableHttpClient for PacedClient {
                     .into(),
                 ));
             }
-            let wait = {
-                let mut next = self
-                    .state
-                    .next
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner);
-                let now = Instant::now();
-                let at = next.map_or(now, |next| next.max(now));
-                *next = Some(at + MIN_INTERVAL);
-                at - now
-            };
+            let wait = self.state.turn(Duration::ZERO);
             // Counted now: a resumption that ends with no event at all
             // names the same last event next time.
-            self.state.note(last, quiet);
+            self.state.note(Some(last), chain);
             tokio::time::sleep(wait).await;
         }
+        let resumed_from = last_event_id.as_deref().map(Box::from);
         let stream = self
             .inner
             .get_stream_with_max_sse_event_size(
@@ -314,6 +388,11 @@ impl StreamableHttpClient for PacedClient {
                 max_sse_event_size,
             )
             .await?;
-        Ok(watched(stream, Arc::clone(&self.state), quiet))
+        Ok(watched(
+            stream,
+            Arc::clone(&self.state),
+            resumed_from,
+            chain,
+        ))
     }
 }
