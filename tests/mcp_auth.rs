@@ -138,6 +138,32 @@ async fn a_protected_tool_set_answers_401_with_a_challenge_that_points_at_its_me
         "{challenge}"
     );
 
+    // Nor is a header that is not one token's shape (RFC 6750 §2.1): a
+    // list, a quote, a space inside — the validator never reads it.
+    for sent in [
+        "Bearer reader, Bearer forged",
+        "Bearer \"reader\"",
+        "Bearer read er",
+    ] {
+        let shaped = reqwest::Client::new()
+            .post(&url)
+            .header("accept", "application/json, text/event-stream")
+            .header("authorization", sent)
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(shaped.status(), 400, "{sent}");
+        let challenge = shaped.headers()["www-authenticate"].to_str().unwrap();
+        assert!(
+            challenge.ends_with("error=\"invalid_request\""),
+            "{sent}: {challenge}"
+        );
+    }
+    // Padding is a token's own.
+    let (status, _) = post(&url, Some("reader==")).await;
+    assert_eq!(status, 401, "a token's shape, refused by the validator");
+
     let document: Value = reqwest::get(&metadata).await.unwrap().json().await.unwrap();
     assert_eq!(document["resource"], url);
     assert_eq!(

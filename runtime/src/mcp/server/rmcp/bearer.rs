@@ -232,7 +232,7 @@ impl BearerAuth {
     /// every request needs: a person signing in to the inbox with it.
     #[cfg(feature = "inbox")]
     pub(crate) async fn caller_of(&self, token: &str) -> Option<Caller> {
-        if token.is_empty() {
+        if !is_token(token) {
             return None;
         }
         let caller = self.validated(token).await?;
@@ -269,6 +269,11 @@ impl BearerAuth {
         let Some(token) = token else {
             return Err(self.refusal(StatusCode::UNAUTHORIZED, None));
         };
+        // Not a token's shape (`Bearer a, Bearer b`, a space, a quote):
+        // refused before the validator reads it.
+        if !is_token(token) {
+            return Err(self.refusal(StatusCode::BAD_REQUEST, Some("invalid_request")));
+        }
         let Some(caller) = self.validated(token).await else {
             return Err(self.refusal(StatusCode::UNAUTHORIZED, Some("invalid_token")));
         };
@@ -347,6 +352,16 @@ fn scope_tokens(scopes: impl IntoIterator<Item = impl Into<String>>, what: &str)
         );
     }
     scopes
+}
+
+/// Whether `token` has a bearer token's shape (RFC 6750 §2.1, `b64token`):
+/// letters, digits, `-._~+/`, then `=` padding only.
+fn is_token(token: &str) -> bool {
+    let body = token.trim_end_matches('=');
+    !body.is_empty()
+        && body
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || b"-._~+/".contains(&byte))
 }
 
 #[cfg(test)]
