@@ -107,11 +107,16 @@ impl State {
 
     /// The stream whose last event is now `id` stands at `chain`.
     fn note(&self, id: Option<&str>, chain: Chain) {
+        self.moved(None, id, chain);
+    }
+
+    /// The stream whose last event was `before` (if it had one) and is now
+    /// `id` stands at `chain`: one entry a stream, however many ids it got.
+    fn moved(&self, before: Option<Option<&str>>, id: Option<&str>, chain: Chain) {
         let key = self.key(id);
+        let before = before.map(|before| self.key(before));
         let mut chains = self.chains.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(at) = chains.iter().position(|(last, _)| *last == key) {
-            chains.remove(at);
-        }
+        chains.retain(|(last, _)| *last != key && Some(*last) != before);
         if chain.quiet > 0 || chain.standalone {
             if chains.len() == STREAMS_COUNTED {
                 chains.pop_front();
@@ -185,7 +190,11 @@ fn watched(
                 // seen before (a server that numbers each stream's events
                 // from 1) starts afresh.
                 Some(id) => {
-                    state.note(Some(id), chain);
+                    // The entry under the id before is this stream's, but
+                    // for a call's first stream (`None` is the standalone
+                    // stream's).
+                    let before = (last.is_some() || chain.standalone).then_some(last.as_deref());
+                    state.moved(before, Some(id), chain);
                     last = Some(id.into());
                 }
                 // A message with no id: resumed, the stream names the id
@@ -198,7 +207,9 @@ fn watched(
 }
 
 /// Whether `sse` carries a message, as rmcp reads them: an event of the
-/// default kind whose data is a JSON object (rmcp drops anything else).
+/// default kind whose data is a JSON object (rmcp drops anything else; an
+/// object that is no JSON-RPC message counts here, as a real notification
+/// would).
 fn is_message(sse: &Sse) -> bool {
     let kind = sse.event.as_deref().unwrap_or("message");
     (kind.is_empty() || kind == "message")
@@ -357,7 +368,12 @@ impl StreamableHttpClient for PacedClient {
             };
             let wait = match chain.quiet {
                 0 => Duration::ZERO,
-                _ => self.state.turn(slower.min(MAX_STANDALONE_WAIT)),
+                // Its own slower pace, on top of the turn it takes among
+                // resumptions: it holds up no call's.
+                _ => self
+                    .state
+                    .turn(Duration::ZERO)
+                    .max(slower.min(MAX_STANDALONE_WAIT)),
             };
             self.state.note(last, chain);
             tokio::time::sleep(wait).await;
