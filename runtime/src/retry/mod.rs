@@ -261,7 +261,7 @@ impl RetryPolicy {
         if let (Keep::InStore, Some(store)) = (keep, &self.store) {
             // Boxed: a store's write stays out of the loop's future, which
             // every call that never escalates carries as well.
-            Box::pin(keep::keep_within(sleeper, store.as_ref(), &mut escalation)).await;
+            Box::pin(keep::keep(store.as_ref(), &mut escalation, None)).await;
         }
         Outcome {
             result: Err(escalation),

@@ -183,8 +183,7 @@ impl RetryPolicy {
     /// agent's escalations — an [`McpClient`](crate::mcp::client::McpClient)
     /// call under this policy, a [`Coordinator`](crate::coordinator::Coordinator)'s
     /// branch — land where a served tool set's do. Each is kept once on
-    /// its way up; a store that does not answer in 5 s does not hold the
-    /// escalation back from its caller. [`retry_blocking`](Self::retry_blocking), which runs no
+    /// its way up. [`retry_blocking`](Self::retry_blocking), which runs no
     /// async code, keeps none.
     #[must_use]
     pub fn keep_escalations(mut self, store: std::sync::Arc<dyn crate::store::Store>) -> Self {

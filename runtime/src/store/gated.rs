@@ -24,8 +24,6 @@ pub(crate) struct Gated {
     gate: Semaphore,
     keeping: Semaphore,
     entered: AtomicUsize,
-    /// Escalations are never kept: the store does not answer.
-    holding_escalations: std::sync::atomic::AtomicBool,
 }
 
 impl Gated {
@@ -36,7 +34,6 @@ impl Gated {
             gate: Semaphore::new(0),
             keeping: Semaphore::new(0),
             entered: AtomicUsize::new(0),
-            holding_escalations: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -50,12 +47,6 @@ impl Gated {
     pub(crate) fn open(&self) {
         self.gate.close();
         self.keeping.close();
-    }
-
-    /// Answers no [`record_escalation`](Store::record_escalation) from now
-    /// on: a store that hangs.
-    pub(crate) fn hold_escalations(&self) {
-        self.holding_escalations.store(true, Ordering::SeqCst);
     }
 
     /// Opens the gate of the counts for good; tasks kept still wait.
@@ -94,19 +85,6 @@ impl Store for Gated {
         })
     }
 
-    fn record_escalation<'a>(
-        &'a self,
-        escalation: &'a EscalationRecord,
-        most_open: u64,
-    ) -> StoreFuture<'a, bool> {
-        Box::pin(async move {
-            if self.holding_escalations.load(Ordering::SeqCst) {
-                std::future::pending::<()>().await;
-            }
-            self.inner.record_escalation(escalation, most_open).await
-        })
-    }
-
     passed_on! {
         task(id: &'a str) -> Option<TaskRecord>;
         update_task(id: &'a str, holder: &'a str, update: &'a TaskUpdate) -> bool;
@@ -126,6 +104,7 @@ impl Store for Gated {
         expire_approvals(service: &'a str, now_ms: i64, escalate: &'a Escalate<'a>) -> Vec<ApprovalRecord>;
         redeem(nonce: &'a str, until_ms: i64) -> bool;
         redeemed(nonce: &'a str) -> bool;
+        record_escalation(escalation: &'a EscalationRecord, most_open: u64) -> bool;
         escalations(service: &'a str, approvers: Option<&'a [&'a str]>, state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
         escalation(id: &'a str) -> Option<EscalationRecord>;
         open_escalations(service: Option<&'a str>, caller: Option<&'a str>) -> u64;
