@@ -8,6 +8,7 @@
 
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};
+use syn::ext::IdentExt;
 use syn::{Attribute, Meta};
 
 use crate::ctxt::Ctxt;
@@ -21,6 +22,32 @@ fn is_tool_attr(attr: &Attribute) -> bool {
         .segments
         .last()
         .is_some_and(|segment| segment.ident == "tool")
+}
+
+/// The name `#[tool(args)]` on `method` serves it under: its `name = "…"`,
+/// or the method's own name. `None` when the arguments do not parse (the
+/// method's `#[tool]` says why).
+fn served_name(attr: &Attribute, method: &syn::Ident) -> Option<String> {
+    let args = match &attr.meta {
+        Meta::List(list) => list
+            .parse_args_with(
+                syn::punctuated::Punctuated::<Meta, syn::Token![,]>::parse_terminated,
+            )
+            .ok()?,
+        _ => syn::punctuated::Punctuated::new(),
+    };
+    let named = args.iter().find_map(|meta| match meta {
+        Meta::NameValue(pair) if pair.path.is_ident(crate::symbol::NAME) => Some(&pair.value),
+        _ => None,
+    });
+    match named {
+        Some(syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(name),
+            ..
+        })) => Some(name.value()),
+        Some(_) => None,
+        None => Some(method.unraw().to_string()),
+    }
 }
 
 /// `#[tool(args)]` as `#[tool(__tools, args)]`, under the path as written.
@@ -56,6 +83,9 @@ pub fn expand(args: TokenStream, mut block: ImplBlock) -> TokenStream {
 
     let list = syn::Ident::new("__tool_envelope_tools", proc_macro2::Span::mixed_site());
     let mut listed = Vec::new();
+    // The names served so far, by the methods always compiled: one set
+    // serves one tool a name (methods under `#[cfg]` may be alternatives).
+    let mut names = std::collections::BTreeSet::new();
     for entry in &mut block.entries {
         let ImplEntry::Fn(method) = entry else {
             continue;
@@ -63,12 +93,23 @@ pub fn expand(args: TokenStream, mut block: ImplBlock) -> TokenStream {
         let Some(attr) = method.attrs.iter_mut().find(|attr| is_tool_attr(attr)) else {
             continue;
         };
+        let name = served_name(attr, &method.sig.ident);
         *attr = served(attr);
         let cfgs: Vec<&Attribute> = method
             .attrs
             .iter()
             .filter(|attr| attr.path().is_ident("cfg"))
             .collect();
+        if let Some(name) = name.filter(|_| cfgs.is_empty())
+            && !names.insert(name.clone())
+        {
+            cx.error_spanned_by(
+                &method.sig.ident,
+                format!(
+                    "another `#[tool]` method of this block is served as `{name}`: a tool set serves one tool a name; give one of them `#[tool(name = \"…\")]`"
+                ),
+            );
+        }
         let name = method_tool_name(&method.sig.ident);
         listed.push(quote!(#(#cfgs)* #list.push(Self::#name());));
     }
