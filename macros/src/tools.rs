@@ -30,9 +30,7 @@ fn is_tool_attr(attr: &Attribute) -> bool {
 fn served_name(attr: &Attribute, method: &syn::Ident) -> Option<String> {
     let args = match &attr.meta {
         Meta::List(list) => list
-            .parse_args_with(
-                syn::punctuated::Punctuated::<Meta, syn::Token![,]>::parse_terminated,
-            )
+            .parse_args_with(syn::punctuated::Punctuated::<Meta, syn::Token![,]>::parse_terminated)
             .ok()?,
         _ => syn::punctuated::Punctuated::new(),
     };

@@ -33,17 +33,25 @@ use crate::store::ApprovalRecord;
 /// drop repeats by. A notice never holds the call up: it is sent in the
 /// background.
 ///
+/// With a [signing secret](Self::signing_secret), each post is signed as
+/// [Standard Webhooks](https://www.standardwebhooks.com) says, so that the
+/// receiver can tell a notice of this set from one anyone who learned its
+/// address could post.
+///
 /// ```
 /// use tool_envelope::mcp::Webhook;
 ///
 /// let webhook = Webhook::new("https://hooks.example.com/approvals")
-///     .inbox_url("https://tools.example.com/inbox");
+///     .inbox_url("https://tools.example.com/inbox")
+///     .signing_secret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
 /// # let _ = webhook;
 /// ```
 #[derive(Clone)]
 pub struct Webhook {
     url: String,
     inbox: Option<String>,
+    /// The key each post is signed with, if any.
+    signing: Option<std::sync::Arc<[u8]>>,
     client: reqwest::Client,
     policy: RetryPolicy,
 }
@@ -60,6 +68,7 @@ impl Webhook {
         Webhook {
             url: url.into(),
             inbox: None,
+            signing: None,
             // A redirect is not followed: a receiver's answer does not send
             // the notice (the caller, the block) somewhere else.
             client: reqwest::Client::builder()
@@ -79,6 +88,36 @@ impl Webhook {
     #[must_use]
     pub fn inbox_url(mut self, url: impl Into<String>) -> Self {
         self.inbox = Some(url.into().trim_end_matches('/').to_owned());
+        self
+    }
+
+    /// Signs every post with `secret`, as [Standard
+    /// Webhooks](https://www.standardwebhooks.com) says: the headers
+    /// `webhook-id` (the ticket, the same on every post of one notice, as
+    /// `Idempotency-Key`), `webhook-timestamp` (Unix seconds, at each post)
+    /// and `webhook-signature` (`v1,` and the Base64 of the HMAC-SHA256, with
+    /// the secret's bytes, of `{id}.{timestamp}.{body}`). The receiver
+    /// checks it with the same secret — the Standard Webhooks libraries do,
+    /// in most languages — and drops a post whose timestamp is too old.
+    ///
+    /// # Panics
+    ///
+    /// When `secret` is not `whsec_` and the Base64 of at least 24 bytes
+    /// (the form those libraries make and read; 32 random bytes are
+    /// usual): a misconfigured server should not start.
+    #[must_use]
+    pub fn signing_secret(mut self, secret: &str) -> Self {
+        use base64::Engine;
+        let key = secret
+            .strip_prefix("whsec_")
+            .and_then(|encoded| {
+                base64::engine::general_purpose::STANDARD
+                    .decode(encoded)
+                    .ok()
+            })
+            .filter(|key| key.len() >= 24)
+            .expect("a webhook signing secret is `whsec_` and the Base64 of 24 bytes or more");
+        self.signing = Some(key.into());
         self
     }
 
@@ -125,14 +164,33 @@ impl Webhook {
     /// Posts the notice of `approval`, retried while the receiver is down
     /// or busy: whether it was delivered.
     pub(crate) async fn notify(&self, approval: &ApprovalRecord) -> bool {
-        let notice = self.notice(approval);
+        // The bytes signed are the bytes sent.
+        let body = serde_json::to_vec(&self.notice(approval)).unwrap_or_default();
         let outcome = self
             .policy
             .retry(|| async {
                 // Posted again after a timeout or a 5xx it may have taken:
                 // the ticket as the key a receiver drops a repeat by.
-                let post = self.client.post(&self.url).json(&notice);
-                let sent = post.header("Idempotency-Key", &approval.id).send().await;
+                let post = self
+                    .client
+                    .post(&self.url)
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .header("Idempotency-Key", &approval.id);
+                let post = match &self.signing {
+                    Some(key) => {
+                        let timestamp = std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(0, |since| since.as_secs());
+                        post.header("webhook-id", &approval.id)
+                            .header("webhook-timestamp", timestamp)
+                            .header(
+                                "webhook-signature",
+                                signature(key, &approval.id, timestamp, &body),
+                            )
+                    }
+                    None => post,
+                };
+                let sent = post.body(body.clone()).send().await;
                 match sent {
                     Ok(response) if response.status().is_success() => Ok(()),
                     Ok(response) => {
@@ -160,6 +218,22 @@ impl Webhook {
             }
         }
     }
+}
+
+/// Standard Webhooks' signature of `body`, the post `id` at `timestamp`,
+/// with `key`: `v1,` and the Base64 of its HMAC-SHA256.
+fn signature(key: &[u8], id: &str, timestamp: u64, body: &[u8]) -> String {
+    use base64::Engine;
+    use hmac::{Hmac, KeyInit, Mac};
+    let mut mac = <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(key)
+        .expect("HMAC takes a key of any length");
+    mac.update(format!("{id}.{timestamp}.").as_bytes());
+    mac.update(body);
+    let signed = mac.finalize().into_bytes();
+    format!(
+        "v1,{}",
+        base64::engine::general_purpose::STANDARD.encode(signed)
+    )
 }
 
 /// `text` as a code span: `&`, `<` and `>` escaped, as Slack's message
@@ -278,6 +352,83 @@ mod tests {
             "refunds:approve",
             0,
         )
+    }
+
+    /// The example of the Standard Webhooks specification.
+    #[test]
+    fn a_signature_is_the_one_standard_webhooks_gives() {
+        let webhook = Webhook::new("https://hooks.example.com/x")
+            .signing_secret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
+        let key = webhook.signing.expect("signed");
+        assert_eq!(
+            signature(
+                &key,
+                "msg_p5jXN8AQM9LWM0D4loKWxJek",
+                1_614_265_330,
+                br#"{"test": 2432232314}"#
+            ),
+            "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+        );
+    }
+
+    #[test]
+    fn a_secret_not_of_the_standard_form_is_refused() {
+        for secret in [
+            "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+            "whsec_not base64",
+            "whsec_c2hvcnQ=",
+        ] {
+            let made = std::panic::catch_unwind(|| {
+                Webhook::new("https://h.example/x").signing_secret(secret)
+            });
+            assert!(made.is_err(), "{secret}");
+        }
+    }
+
+    /// A receiver that checks each post's signature as Standard Webhooks
+    /// says: the notice is delivered, signed, its id the ticket.
+    #[tokio::test]
+    async fn a_signed_notice_carries_a_signature_of_the_bytes_it_sends() {
+        use axum::http::{HeaderMap, StatusCode};
+        use axum::routing::post;
+        let (got, mut received) = tokio::sync::mpsc::unbounded_channel();
+        let app = axum::Router::new().route(
+            "/hook",
+            post(move |headers: HeaderMap, body: axum::body::Bytes| {
+                let _ = got.send((headers, body));
+                async { StatusCode::NO_CONTENT }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+        let approval = approval_saying("Refund of $640 exceeds the $500 cap", "agent");
+        assert!(
+            Webhook::new(url)
+                .signing_secret(secret)
+                .notify(&approval)
+                .await
+        );
+        let (headers, body) = received.recv().await.expect("posted");
+        let header = |name: &str| headers[name].to_str().unwrap().to_owned();
+        assert_eq!(header("webhook-id"), approval.id);
+        let timestamp: u64 = header("webhook-timestamp").parse().unwrap();
+        // Checked as a receiver does, from the spec: the key is the secret's
+        // Base64 after `whsec_`; the message `{id}.{timestamp}.{body}`.
+        use base64::Engine;
+        use hmac::{Hmac, KeyInit, Mac};
+        let key = base64::engine::general_purpose::STANDARD
+            .decode(secret.trim_start_matches("whsec_"))
+            .unwrap();
+        let mut mac = <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(&key).unwrap();
+        mac.update(format!("{}.{timestamp}.", approval.id).as_bytes());
+        mac.update(&body);
+        let expected =
+            base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
+        assert_eq!(header("webhook-signature"), format!("v1,{expected}"));
+        let notice: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(notice["ticket"], approval.id);
     }
 
     #[test]
