@@ -5,7 +5,10 @@
 # Serves examples/mcp_server with `--require-token` (its store a SQLite file
 # here, its inbox at /inbox), then:
 #   1. the agent (examples/agent, with `refunds-token` and `--approve`) asks
-#      for a $620 refund: it cannot approve it, and gets a ticket;
+#      for a $620 refund: it cannot approve it, and gets a ticket; the
+#      approval's notice, signed as Standard Webhooks says, reaches a
+#      receiver that checks it with the `standardwebhooks` library from PyPI
+#      (scripts/webhook_receiver.py);
 #   2. in Chromium, a token without `refunds:approve` is refused at sign-in;
 #      `approver-token` signs in, sees the $620 refund with its reason and
 #      context, approves it with a note, and sees the result — the page
@@ -37,6 +40,7 @@
 set -euo pipefail
 
 PLAYWRIGHT_VERSION=1.65.1
+STANDARD_WEBHOOKS_VERSION=1.3.0
 
 server="${1:?usage: test-inbox.sh MCP_SERVER AGENT}"
 agent="${2:?usage: test-inbox.sh MCP_SERVER AGENT}"
@@ -69,8 +73,24 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$server" --http 127.0.0.1:0 --require-token --tasks --store "sqlite:$work/store.db" 2>"$work/server.log" &
+# The receiver of the approvals' notices, checking their signatures.
+# shellcheck source=scripts/python-env.sh
+source "$root/scripts/python-env.sh"
+"$venv_python" -m pip install --quiet "standardwebhooks==$STANDARD_WEBHOOKS_VERSION"
+webhook_secret="whsec_$(head -c 32 /dev/urandom | base64 -w0)"
+"$venv_python" "$root/scripts/webhook_receiver.py" "$webhook_secret" "$work/webhook.port" "$work/notices" &
 pids+=("$!")
+for _ in $(seq 1 200); do
+    [[ -s "$work/webhook.port" ]] && break
+    sleep 0.05
+done
+[[ -s "$work/webhook.port" ]] || { echo "the webhook receiver did not start" >&2; exit 1; }
+webhook="http://127.0.0.1:$(cat "$work/webhook.port")/hook"
+
+TOOL_ENVELOPE_WEBHOOK_SECRET="$webhook_secret" \
+    "$server" --http 127.0.0.1:0 --require-token --tasks --store "sqlite:$work/store.db" \
+    --webhook "$webhook" 2>"$work/server.log" &
+pids=("$!" "${pids[@]}")
 address=""
 for _ in $(seq 1 200); do
     address="$(grep -o 'http://127.0.0.1:[0-9]*/mcp' "$work/server.log" | head -1 || true)"
@@ -93,6 +113,15 @@ ticket="$(grep -o 'ticket [A-Za-z0-9_-]* waits' <<<"$line" | head -1 | cut -d' '
 [[ -n "$ticket" ]] || fail "no ticket in: $line"
 grep -q "the server asks" <<<"$first" && fail "the agent was asked to approve: $first"
 echo "PASS  the agent's --approve cannot approve a refund over the cap: ticket $ticket"
+# Sent in the background, once: read as soon as it is there.
+for _ in $(seq 1 200); do
+    grep -q "$ticket" "$work/notices" 2>/dev/null && break
+    sleep 0.05
+done
+grep -q '^refused' "$work/notices" 2>/dev/null && fail "a notice's signature was refused: $(cat "$work/notices")"
+grep "$ticket" "$work/notices" 2>/dev/null | grep -q '"ticket"' ||
+    fail "no notice of ticket $ticket reached the receiver: $(cat "$work/notices" 2>/dev/null)"
+echo "PASS  the approval's notice, signed, is accepted by the Standard Webhooks library"
 
 # 2-3. The browser.
 shots="${TOOL_ENVELOPE_SCREENSHOTS:-$work}"
@@ -106,8 +135,6 @@ grep 'a \$620 refund' <<<"$again" | grep -q "→ answered" ||
 echo "PASS  the agent, calling again, reads the refund's result"
 
 # 5. Clients nobody here wrote.
-# shellcheck source=scripts/python-env.sh
-source "$root/scripts/python-env.sh"
 "$venv_python" -O "$root/scripts/mcp_python_tickets.py" "$base"
 "$venv_python" -O "$root/scripts/mcp_python_task_approval.py" "$base"
 # shellcheck source=scripts/ts-v2-env.sh

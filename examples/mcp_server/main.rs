@@ -41,7 +41,8 @@
 //! file, `mcp_server.db` in the working directory, unless `--store` says
 //! otherwise (with the `sqlite` feature; in memory without it), and the
 //! inbox is served with the `inbox` feature (`--webhook URL` posts a notice
-//! of each new approval there, Slack-compatible). Replicas share sessions of the
+//! of each new approval there, Slack-compatible, signed as Standard Webhooks
+//! says when `TOOL_ENVELOPE_WEBHOOK_SECRET` holds a `whsec_…` secret). Replicas share sessions of the
 //! inbox when `TOOL_ENVELOPE_INBOX_KEY` (32 bytes or more) is the same. A
 //! deployment validates the tokens of its authorization server instead (a
 //! JWT's signature, issuer, audience and expiry). `--resource URL` is the
@@ -198,8 +199,12 @@ async fn main() -> std::io::Result<()> {
         {
             if let Some(url) = webhook.take() {
                 // A notice of each new approval, linking to the inbox.
-                let notices = tool_envelope::mcp::Webhook::new(url)
+                let mut notices = tool_envelope::mcp::Webhook::new(url)
                     .inbox_url(format!("http://{local}/inbox"));
+                // Signed, as Standard Webhooks says, with a `whsec_…` secret.
+                if let Ok(secret) = std::env::var("TOOL_ENVELOPE_WEBHOOK_SECRET") {
+                    notices = notices.signing_secret(&secret);
+                }
                 tools = tools.approval_webhook(notices);
             }
             let mut inbox = tool_envelope::mcp::Inbox::new(&tools, auth.clone(), "refunds:approve");

@@ -81,9 +81,9 @@ pub fn expand(args: TokenStream, mut block: ImplBlock) -> TokenStream {
 
     let list = syn::Ident::new("__tool_envelope_tools", proc_macro2::Span::mixed_site());
     let mut listed = Vec::new();
-    // The names served so far, by the methods always compiled: one set
-    // serves one tool a name (methods under `#[cfg]` may be alternatives).
-    let mut names = std::collections::BTreeSet::new();
+    // The name each method is served as, whether it is always compiled,
+    // and the method.
+    let mut served_as = Vec::new();
     for entry in &mut block.entries {
         let ImplEntry::Fn(method) = entry else {
             continue;
@@ -98,18 +98,30 @@ pub fn expand(args: TokenStream, mut block: ImplBlock) -> TokenStream {
             .iter()
             .filter(|attr| attr.path().is_ident("cfg"))
             .collect();
-        if let Some(name) = name.filter(|_| cfgs.is_empty())
-            && !names.insert(name.clone())
-        {
+        if let Some(name) = name {
+            served_as.push((name, cfgs.is_empty(), method.sig.ident.clone()));
+        }
+        let name = method_tool_name(&method.sig.ident);
+        listed.push(quote!(#(#cfgs)* #list.push(Self::#name());));
+    }
+    // One set serves one tool a name: two methods always compiled may not
+    // share one, nor a method under `#[cfg]` take one of theirs (two under
+    // `#[cfg]` may be alternatives).
+    for (at, (name, always, method)) in served_as.iter().enumerate() {
+        let taken = |(other, compiled, _): &(String, bool, syn::Ident)| *compiled && other == name;
+        let clash = match always {
+            // The second of two always compiled, not the first.
+            true => served_as[..at].iter().any(taken),
+            false => served_as.iter().any(taken),
+        };
+        if clash {
             cx.error_spanned_by(
-                &method.sig.ident,
+                method,
                 format!(
                     "another `#[tool]` method of this block is served as `{name}`: a tool set serves one tool a name; give one of them `#[tool(name = \"…\")]`"
                 ),
             );
         }
-        let name = method_tool_name(&method.sig.ident);
-        listed.push(quote!(#(#cfgs)* #list.push(Self::#name());));
     }
     if listed.is_empty() {
         cx.error_spanned_by(

@@ -38,13 +38,17 @@ use crate::store::ApprovalRecord;
 /// receiver can tell a notice of this set from one anyone who learned its
 /// address could post.
 ///
-/// ```
+/// ```no_run
 /// use tool_envelope::mcp::Webhook;
 ///
+/// # fn main() -> Result<(), std::env::VarError> {
 /// let webhook = Webhook::new("https://hooks.example.com/approvals")
 ///     .inbox_url("https://tools.example.com/inbox")
-///     .signing_secret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
+///     // The secret the receiver was given, `whsec_…`: never in the code.
+///     .signing_secret(&std::env::var("APPROVALS_WEBHOOK_SECRET")?);
 /// # let _ = webhook;
+/// # Ok(())
+/// # }
 /// ```
 #[derive(Clone)]
 pub struct Webhook {
@@ -102,21 +106,27 @@ impl Webhook {
     ///
     /// # Panics
     ///
-    /// When `secret` is not `whsec_` and the Base64 of at least 24 bytes
-    /// (the form those libraries make and read; 32 random bytes are
-    /// usual): a misconfigured server should not start.
+    /// When `secret` is not the Base64 of at least 24 bytes, after `whsec_`
+    /// (the form those libraries make and read, of 24 to 64 random bytes):
+    /// a misconfigured server should not start.
     #[must_use]
     pub fn signing_secret(mut self, secret: &str) -> Self {
         use base64::Engine;
-        let key = secret
-            .strip_prefix("whsec_")
-            .and_then(|encoded| {
-                base64::engine::general_purpose::STANDARD
-                    .decode(encoded)
-                    .ok()
-            })
+        // With its padding or without, as the Standard Webhooks libraries
+        // read it.
+        const WHSEC: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+            &base64::alphabet::STANDARD,
+            base64::engine::GeneralPurposeConfig::new()
+                .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+        );
+        // Read as those libraries read it: `whsec_` or not, padded or not
+        // (and a line's end, from a file, left out).
+        let secret = secret.trim();
+        let key = WHSEC
+            .decode(secret.strip_prefix("whsec_").unwrap_or(secret))
+            .ok()
             .filter(|key| key.len() >= 24)
-            .expect("a webhook signing secret is `whsec_` and the Base64 of 24 bytes or more");
+            .expect("a webhook signing secret is the Base64 of 24 bytes or more, after `whsec_`");
         self.signing = Some(key.into());
         self
     }
@@ -373,11 +383,13 @@ mod tests {
 
     #[test]
     fn a_secret_not_of_the_standard_form_is_refused() {
-        for secret in [
-            "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
-            "whsec_not base64",
-            "whsec_c2hvcnQ=",
-        ] {
+        // Unpadded, as padded: read.
+        let _ = Webhook::new("https://h.example/x")
+            .signing_secret("whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8");
+        // Without its prefix, with a line's end: read.
+        let _ = Webhook::new("https://h.example/x")
+            .signing_secret("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n");
+        for secret in ["whsec_not base64", "whsec_c2hvcnQ=", "whsec_", ""] {
             let made = std::panic::catch_unwind(|| {
                 Webhook::new("https://h.example/x").signing_secret(secret)
             });
