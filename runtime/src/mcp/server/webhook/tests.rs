@@ -1,0 +1,220 @@
+//! The webhook's notices: their text, their signature, where they go.
+
+use super::*;
+
+#[tokio::test]
+async fn an_unreachable_webhook_is_reported_without_its_address() {
+    // Nothing listens on port 1 of this machine.
+    let secret = "http://127.0.0.1:1/services/T0/B0/SECRET-TOKEN";
+    let error = reqwest::Client::new()
+        .post(secret)
+        .send()
+        .await
+        .expect_err("nothing listens there");
+    assert!(
+        error.to_string().contains("SECRET-TOKEN"),
+        "reqwest shows it"
+    );
+    let envelope = unreachable(error);
+    assert!(
+        !envelope.message().contains("SECRET-TOKEN"),
+        "{}",
+        envelope.message()
+    );
+    assert!(envelope.not_applied());
+}
+
+/// A receiver that answers with a redirect: the notice is not sent
+/// where the redirect points (plain HTTP, an internal host), and is not
+/// delivered.
+#[tokio::test]
+async fn a_redirect_is_not_followed() {
+    use axum::http::{StatusCode, header::LOCATION};
+    use axum::routing::post;
+    let (moved, mut elsewhere) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let app = axum::Router::new()
+        .route(
+            "/hook",
+            post(|| async { (StatusCode::TEMPORARY_REDIRECT, [(LOCATION, "/elsewhere")]) }),
+        )
+        .route(
+            "/elsewhere",
+            post(move || {
+                let _ = moved.send(());
+                async { StatusCode::OK }
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let approval = ApprovalRecord::new(
+        "digest",
+        "cap@0",
+        "refund",
+        json!({}),
+        json!({"message": "Refund of $640 exceeds the $500 cap"}),
+        Some("agent".to_owned()),
+        "refunds:approve",
+        0,
+    );
+    assert!(!Webhook::new(url).notify(&approval).await, "delivered");
+    assert!(
+        elsewhere.try_recv().is_err(),
+        "sent where the redirect pointed"
+    );
+}
+
+/// An approval of `refund` by `caller`, its block saying `message`.
+fn approval_saying(message: &str, caller: &str) -> ApprovalRecord {
+    let shown = json!({"message": message, "reason": "OVER_CAP"});
+    let caller = Some(caller.to_owned());
+    ApprovalRecord::new(
+        "digest",
+        "cap@0",
+        "refund",
+        json!({}),
+        shown,
+        caller,
+        "refunds:approve",
+        0,
+    )
+}
+
+/// The example of the Standard Webhooks specification.
+#[test]
+fn a_signature_is_the_one_standard_webhooks_gives() {
+    let webhook = Webhook::new("https://hooks.example.com/x")
+        .signing_secret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
+    let key = webhook.signing.expect("signed");
+    assert_eq!(
+        signature(
+            &key,
+            "msg_p5jXN8AQM9LWM0D4loKWxJek",
+            1_614_265_330,
+            br#"{"test": 2432232314}"#
+        ),
+        "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+    );
+}
+
+#[test]
+fn a_secret_not_of_the_standard_form_is_refused() {
+    // Unpadded, as padded: read.
+    let _ = Webhook::new("https://h.example/x")
+        .signing_secret("whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8");
+    // Without its prefix, with a line's end: read.
+    let _ =
+        Webhook::new("https://h.example/x").signing_secret("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n");
+    for secret in ["whsec_not base64", "whsec_c2hvcnQ=", "whsec_", ""] {
+        let made =
+            std::panic::catch_unwind(|| Webhook::new("https://h.example/x").signing_secret(secret));
+        assert!(made.is_err(), "{secret}");
+    }
+}
+
+/// A receiver that checks each post's signature as Standard Webhooks
+/// says: the notice is delivered, signed, its id the ticket.
+#[tokio::test]
+async fn a_signed_notice_carries_a_signature_of_the_bytes_it_sends() {
+    use axum::http::{HeaderMap, StatusCode};
+    use axum::routing::post;
+    let (got, mut received) = tokio::sync::mpsc::unbounded_channel();
+    let app = axum::Router::new().route(
+        "/hook",
+        post(move |headers: HeaderMap, body: axum::body::Bytes| {
+            let _ = got.send((headers, body));
+            async { StatusCode::NO_CONTENT }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    let approval = approval_saying("Refund of $640 exceeds the $500 cap", "agent");
+    assert!(
+        Webhook::new(url)
+            .signing_secret(secret)
+            .notify(&approval)
+            .await
+    );
+    let (headers, body) = received.recv().await.expect("posted");
+    let header = |name: &str| headers[name].to_str().unwrap().to_owned();
+    assert_eq!(header("webhook-id"), approval.id);
+    let timestamp: u64 = header("webhook-timestamp").parse().unwrap();
+    // Checked as a receiver does, from the spec: the key is the secret's
+    // Base64 after `whsec_`; the message `{id}.{timestamp}.{body}`.
+    use base64::Engine;
+    use hmac::{Hmac, KeyInit, Mac};
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(secret.trim_start_matches("whsec_"))
+        .unwrap();
+    let mut mac = <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(&key).unwrap();
+    mac.update(format!("{}.{timestamp}.", approval.id).as_bytes());
+    mac.update(&body);
+    let expected = base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
+    assert_eq!(header("webhook-signature"), format!("v1,{expected}"));
+    let notice: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(notice["ticket"], approval.id);
+}
+
+#[test]
+fn what_the_caller_chose_cannot_make_links_or_mentions() {
+    let approval = approval_saying(
+        "Refund of <https://evil.example/inbox|Decide: https://tools.example.com/inbox> & more",
+        "<!channel>",
+    );
+    let notice = Webhook::new("https://hooks.example.com/x")
+        .inbox_url("https://tools.example.com/inbox")
+        .notice(&approval);
+    let text = notice["text"].as_str().unwrap();
+    assert!(
+        !text.contains("<!channel>") && !text.contains("<https://evil"),
+        "{text}"
+    );
+    assert!(text.contains("&lt;!channel&gt;"), "{text}");
+    assert!(text.contains("&amp; more"), "{text}");
+    // The link to the real inbox is the notice's own.
+    assert!(
+        text.ends_with(&format!(
+            "Decide: https://tools.example.com/inbox/approvals/{}",
+            approval.id
+        )),
+        "{text}"
+    );
+    // The raw fields beside it are as they are.
+    assert_eq!(notice["caller"], "<!channel>");
+}
+
+#[test]
+fn what_the_caller_chose_cannot_turn_the_rest_of_the_line() {
+    let approval = approval_saying(
+        "Refund of order IN-\u{202e}0621 exceeds the cap",
+        "agent\u{200b}",
+    );
+    let notice = Webhook::new("https://hooks.example.com/x").notice(&approval);
+    let text = notice["text"].as_str().unwrap();
+    assert!(
+        !text.contains('\u{202e}') && !text.contains('\u{200b}'),
+        "{text}"
+    );
+    assert!(
+        text.contains("IN-\\u{202e}0621") && text.contains("agent\\u{200b}"),
+        "{text}"
+    );
+}
+
+#[test]
+fn what_the_caller_chose_is_read_as_text_in_a_markdown_chat_too() {
+    let approval = approval_saying(
+        "Refund [Decide](https://evil.example/inbox) @channel `x`",
+        "@all",
+    );
+    let notice = Webhook::new("https://hooks.example.com/x").notice(&approval);
+    let text = notice["text"].as_str().unwrap();
+    assert!(
+        text.starts_with(
+            "`Refund [Decide](https://evil.example/inbox) @channel \\u{0060}x\\u{0060}` — `refund` by `@all` waits"
+        ),
+        "{text}"
+    );
+}
