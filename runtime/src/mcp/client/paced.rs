@@ -131,11 +131,11 @@ impl State {
     }
 
     /// How long to wait before the next resumption may go out: at least
-    /// [`MIN_INTERVAL`] after the one before, and `at_least` from now.
-    fn turn(&self, at_least: Duration) -> Duration {
+    /// [`MIN_INTERVAL`] after the one before.
+    fn turn(&self) -> Duration {
         let mut next = self.next.lock().unwrap_or_else(PoisonError::into_inner);
         let now = Instant::now();
-        let at = next.map_or(now, |next| next.max(now)).max(now + at_least);
+        let at = next.map_or(now, |next| next.max(now));
         *next = Some(at + MIN_INTERVAL);
         at - now
     }
@@ -362,18 +362,14 @@ impl StreamableHttpClient for PacedClient {
             },
         };
         if chain.standalone {
-            let slower = match chain.quiet {
-                0 => Duration::ZERO,
-                quiet => MIN_INTERVAL.saturating_mul(1 << (quiet - 1).min(10)),
-            };
             let wait = match chain.quiet {
                 0 => Duration::ZERO,
                 // Its own slower pace, on top of the turn it takes among
                 // resumptions: it holds up no call's.
-                _ => self
-                    .state
-                    .turn(Duration::ZERO)
-                    .max(slower.min(MAX_STANDALONE_WAIT)),
+                quiet => {
+                    let slower = MIN_INTERVAL.saturating_mul(1 << (quiet - 1).min(10));
+                    self.state.turn().max(slower.min(MAX_STANDALONE_WAIT))
+                }
             };
             self.state.note(last, chain);
             tokio::time::sleep(wait).await;
@@ -386,7 +382,7 @@ impl StreamableHttpClient for PacedClient {
                     .into(),
                 ));
             }
-            let wait = self.state.turn(Duration::ZERO);
+            let wait = self.state.turn();
             // Counted now: a resumption that ends with no event at all
             // names the same last event next time.
             self.state.note(Some(last), chain);
