@@ -3,8 +3,9 @@
 # throwaway cluster (installing the `postgresql` package if it is missing),
 # points TOOL_ENVELOPE_TEST_POSTGRES at it, and runs tests/store.rs's
 # Postgres contract (two stores on one database racing to decide, claim and
-# redeem) and tests/tickets.rs's (two replicas racing to run 100 approved
-# calls: each runs once). The cluster is removed when the script ends.
+# redeem), tests/tickets.rs's (two replicas racing to run 100 approved
+# calls: each runs once) and tests/mixed_approvals.rs's (what a client's
+# user approved, kept for the approved run). The cluster is removed when the script ends.
 set -euo pipefail
 script_dir="$(cd "$(dirname "$0")" && pwd)"
 cd "$script_dir/.."
@@ -21,7 +22,7 @@ start_postgres "$dir"
 
 export TOOL_ENVELOPE_TEST_POSTGRES="$postgres_url"
 # The store's contract, then approved calls run once by two replicas.
-for suite in "store 3" "tickets 1"; do
+for suite in "store 3" "tickets 1" "mixed_approvals 1"; do
     read -r suite count <<<"$suite"
     out="$(cargo test --all-features --test "$suite" -- --nocapture postgres 2>&1)" || { echo "$out"; exit 1; }
     echo "$out" | grep -E "^test |test result"

@@ -3,6 +3,7 @@
 //! guards may read besides the arguments. A call served by a tool set has
 //! all three; a `#[tool]` called from Rust, none but its own capture.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use crate::caller::Caller;
@@ -35,24 +36,76 @@ impl<'a> Scope<'a> {
 /// checkpoint, its place among the approvable blocks met, and a digest of
 /// what it says. An approval waives that one block, never another that
 /// shares its reason or its message.
+///
+/// While a tool set looks ahead ([`look_ahead`](Self::look_ahead)) — before
+/// a call waits for approvers, to ask its client now for any block the
+/// client may approve after theirs — the blocks approvers decide pass as
+/// if approved, and the call stops where its body would run: a look ahead
+/// never runs a tool.
 #[derive(Default, Debug)]
 pub(crate) struct Approved {
-    keys: Mutex<Vec<String>>,
+    keys: Mutex<Keys>,
+    /// Looking ahead: blocks for approvers pass, bodies do not run.
+    looking: AtomicBool,
+    /// A look ahead reached a body: every guard passed.
+    reached: AtomicBool,
+}
+
+/// The keys approved, and which of them the client's user approved.
+#[derive(Default, Debug)]
+struct Keys {
+    all: Vec<String>,
+    by_client: Vec<String>,
 }
 
 impl Approved {
-    /// Approves the block whose key is `key`.
+    /// Approves the block whose key is `key`; `by_client` when the
+    /// client's user did (as opposed to approvers at the server).
     #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
-    pub(crate) fn approve(&self, key: &str) {
-        self.lock().push(key.to_owned());
+    pub(crate) fn approve(&self, key: &str, by_client: bool) {
+        let mut keys = self.lock();
+        keys.all.push(key.to_owned());
+        if by_client {
+            keys.by_client.push(key.to_owned());
+        }
     }
 
     /// Whether the block whose key is `key` was approved.
     pub(crate) fn contains(&self, key: &str) -> bool {
-        self.lock().iter().any(|approved| approved == key)
+        self.lock().all.iter().any(|approved| approved == key)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
+    /// The keys of the blocks the client's user approved for the call: an
+    /// approval that waits for approvers carries them to the call's run.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+    pub(crate) fn by_client(&self) -> Vec<String> {
+        self.lock().by_client.clone()
+    }
+
+    /// Starts (`true`) or ends a look ahead; ending it says whether it
+    /// reached the tool's body, every guard passed.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+    pub(crate) fn look_ahead(&self, looking: bool) -> bool {
+        self.looking.store(looking, Ordering::SeqCst);
+        self.reached.swap(false, Ordering::SeqCst)
+    }
+
+    /// Whether the call is looked ahead of: a block for approvers passes.
+    pub(crate) fn looking(&self) -> bool {
+        self.looking.load(Ordering::SeqCst)
+    }
+
+    /// Whether the body of the call about to run must not: the call is
+    /// looked ahead of, and has just passed every guard (noted).
+    pub(crate) fn stops_body(&self) -> bool {
+        let looking = self.looking();
+        if looking {
+            self.reached.store(true, Ordering::SeqCst);
+        }
+        looking
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Keys> {
         self.keys.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

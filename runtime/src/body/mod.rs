@@ -291,8 +291,30 @@ where
     E: ToolError,
     P: PartialSource,
 {
+    if looked_ahead(&query) {
+        return Err(not_run());
+    }
     let outcome = catch_unwind(AssertUnwindSafe(body)).map(into_result);
     finish(tool, outcome, query, &partial)
+}
+
+/// Whether the call is only looked ahead of
+/// ([`Approved`](crate::scope::Approved)): it passed every guard, and its
+/// body must not run. Asked where every body would run, sync or async.
+fn looked_ahead(query: &Query<'_>) -> bool {
+    match query {
+        Query::Arguments(_, scope) => scope
+            .approved
+            .is_some_and(crate::scope::Approved::stops_body),
+        Query::Captured(_) | Query::Described(_) => false,
+    }
+}
+
+/// The failure of a look ahead that reached a body, never sent: the tool
+/// set reads that it got there.
+#[cold]
+fn not_run() -> ErrorEnvelope {
+    ErrorEnvelope::other("looked ahead of: every guard passed, and the tool was not run")
 }
 
 /// Runs an asynchronous tool body and turns its failure or panic into an
@@ -318,6 +340,7 @@ where
     P: PartialSource,
 {
     let (rest, blocked) = match query.into().0 {
+        Ok(query) if looked_ahead(&query) => (None, Some(not_run())),
         Ok(query) => (Some((tool, query, partial)), None),
         Err(envelope) => (None, Some(envelope)),
     };

@@ -93,6 +93,14 @@ impl Blocked {
     /// calling again with the same arguments reads its result. Without a
     /// store, the block stands as it is.
     ///
+    /// A call that other guards block for the client's user
+    /// ([`unless_approved`](Self::unless_approved)), before this block or
+    /// after it: that user is asked first, while the call is theirs —
+    /// the tool set looks past the approvers' blocks (the tool does not
+    /// run) for every block the user may approve. Declined, or with nobody
+    /// to ask, the call ends there and never waits; approved, it waits,
+    /// and its approved run passes the blocks both approved.
+    ///
     /// A [`permission`](Self::permission) block is never approvable.
     ///
     /// ```

@@ -48,6 +48,7 @@ impl fmt::Debug for ApprovalRecord {
             .field("service", &self.service)
             .field("digest", &self.digest)
             .field("block", &self.block)
+            .field("waived", &self.waived)
             .field("tool", &self.tool)
             .field("arguments", &REDACTED)
             .field("shown", &self.shown)

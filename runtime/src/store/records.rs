@@ -313,6 +313,11 @@ pub struct ApprovalRecord {
     pub digest: String,
     /// The block's key among the approvable blocks of the call.
     pub block: String,
+    /// The keys of the blocks of the call that its client's user approved
+    /// before it waited here (a guard before or after this one whose block
+    /// the client may approve): its approved run passes them too, as it
+    /// passes this block. Empty for most.
+    pub waived: Vec<String>,
     /// The tool called.
     pub tool: String,
     /// The arguments, as the client sent them: what the call runs with
@@ -400,6 +405,7 @@ impl ApprovalRecord {
             service: String::new(),
             digest: digest.into(),
             block: block.into(),
+            waived: Vec::new(),
             tool: tool.into(),
             arguments,
             shown,

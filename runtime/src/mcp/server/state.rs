@@ -67,11 +67,21 @@ impl CallState {
         }
     }
 
-    /// The call, approved before it began: `blocks` passed, and run for
-    /// an approver's yes to `ticket` (the runner's).
-    pub(crate) fn approved_before(mut self, blocks: &[String], ticket: Option<&str>) -> Self {
+    /// The call, approved before it began: `blocks` passed, those
+    /// approvers decided and those its client's user approved (`waived`)
+    /// before it waited for them, and run for an approver's yes to
+    /// `ticket` (the runner's).
+    pub(crate) fn approved_before(
+        mut self,
+        blocks: &[String],
+        waived: &[String],
+        ticket: Option<&str>,
+    ) -> Self {
         for key in blocks {
-            self.approved.approve(key);
+            self.approved.approve(key, false);
+        }
+        for key in waived {
+            self.approved.approve(key, true);
         }
         self.for_approval = ticket.filter(|_| !blocks.is_empty()).map(Box::from);
         self

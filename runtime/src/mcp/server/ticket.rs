@@ -45,6 +45,9 @@ pub(crate) struct Waiting<'a> {
     pub(crate) caller: Option<&'a Caller>,
     /// The block's key among the approvable blocks of the call.
     pub(crate) block: &'a str,
+    /// The keys of the blocks its client's user approved before it waits:
+    /// its approved run passes them too.
+    pub(crate) waived: Vec<String>,
     /// The scope an approver's token must grant.
     pub(crate) approvers: &'a str,
     /// Whether the tool may run again from the start (read-only, idempotent).
@@ -189,6 +192,7 @@ pub(crate) async fn wait(
                 .map(|caller| caller.scopes().map(str::to_owned).collect())
                 .unwrap_or_default();
             approval.safe_to_repeat = call.safe_to_repeat;
+            approval.waived.clone_from(&call.waived);
             // Refused by the store's own count: as many as may wait, wait.
             let Some(kept) = store.open_approval(&approval, most).await? else {
                 return Ok((Ticketed::Ended(approval::too_many(blocked, most)), None));

@@ -17,7 +17,7 @@ use crate::limits::json_len;
 use crate::mcp::context::ToolContext;
 use crate::mcp::reply::{ProtocolError, ToolReply};
 #[cfg(feature = "rmcp")]
-use crate::mcp::server::approval::{self, APPROVAL_META_KEY, Approval, MAX_APPROVALS};
+use crate::mcp::server::approval::APPROVAL_META_KEY;
 use crate::mcp::server::arguments::{Success, invalid_arguments};
 use crate::mcp::server::state::CallState;
 use crate::mcp::violations::not_an_object;
@@ -48,6 +48,7 @@ pub(super) enum Outcome {
 struct Past<'a> {
     ticket: Option<&'a str>,
     approved: &'a [String],
+    waived: &'a [String],
     kept_for: Option<&'a str>,
 }
 
@@ -101,19 +102,21 @@ impl ToolSet {
 
     /// [`call_with`](Self::call_with), past the blocks whose keys are
     /// `approved`, which people with the scope `approvers` approved for
-    /// this very call: the run of `ticket`. An escalation it ends with is
-    /// kept for them alone, as the approval was.
+    /// this very call, and those `waived`, which its client's user
+    /// approved before it waited for them: the run of `ticket`. An
+    /// escalation it ends with is kept for them alone, as the approval was.
     #[cfg(feature = "rmcp")]
     pub(super) async fn call_approved(
         &self,
         name: &str,
         arguments: Value,
         context: ToolContext,
-        (ticket, approved, approvers): (&str, &[String], &str),
+        (ticket, approved, waived, approvers): (&str, &[String], &[String], &str),
     ) -> Result<ToolReply, ProtocolError> {
         let past = Past {
             ticket: Some(ticket),
             approved,
+            waived,
             kept_for: Some(approvers),
         };
         self.call_past(name, arguments, context, past).await
@@ -130,6 +133,7 @@ impl ToolSet {
         Past {
             ticket,
             approved,
+            waived,
             kept_for,
         }: Past<'_>,
     ) -> Result<ToolReply, ProtocolError> {
@@ -156,7 +160,7 @@ impl ToolSet {
             }
         };
         let state = CallState::new(&definition.checks, &self.inner.guards, context);
-        let state = state.approved_before(approved, ticket);
+        let state = state.approved_before(approved, waived, ticket);
         // Whatever panics — the decoding, a `Serialize`, the set itself —
         // answers with an envelope that keeps what the call knows: a request
         // is never left without a reply.
@@ -260,77 +264,6 @@ impl ToolSet {
         self.failure(entry, failure)
     }
 
-    /// The call's attempts; when a guard blocked it and a person may
-    /// approve it, the person is asked — the client's user, and the call
-    /// runs again if they approve — or the call waits in the store for an
-    /// approver the caller cannot stand in for.
-    async fn decided(
-        &self,
-        entry: &Entry,
-        arguments: &Map<String, Value>,
-        state: &CallState,
-    ) -> Outcome {
-        // The same call made again meets its approval while one lives.
-        #[cfg(feature = "rmcp")]
-        if let Some(outcome) = Box::pin(self.made_again(entry, arguments, state)).await {
-            return outcome;
-        }
-        let outcome = self.attempts(entry, arguments, state).await;
-        #[cfg(feature = "rmcp")]
-        let outcome = {
-            let mut outcome = outcome;
-            let mut records = Vec::new();
-            for _ in 0..MAX_APPROVALS {
-                let (blocked, key) = match &outcome {
-                    Err(failure) => match failure.envelope().approval_key() {
-                        Some(key) => (failure.envelope(), key.to_owned()),
-                        None => break,
-                    },
-                    Ok(_) => break,
-                };
-                // A person sees the call whole but for its secrets, or is
-                // not asked.
-                if state.mask().hides_beyond_secrets(arguments) {
-                    let envelope = settle_here(approval::hidden(blocked), entry, arguments, state);
-                    outcome = Err(Failure::Envelope(envelope));
-                    break;
-                }
-                if let Some(scope) = blocked.approvers().map(str::to_owned) {
-                    let Err(failure) = outcome else {
-                        unreachable!("a block is a failure")
-                    };
-                    state.keep_audit(records);
-                    // Boxed, as the question below: the rare ways keep
-                    // every call's future small.
-                    return Box::pin(self.ticketed(entry, arguments, state, failure, &key, &scope))
-                        .await;
-                }
-                match Box::pin(approval::ask(
-                    state.context_ref(),
-                    &key,
-                    blocked,
-                    &mut records,
-                ))
-                .await
-                {
-                    Approval::Approved => {
-                        state.approved().approve(&key);
-                        outcome = self.attempts(entry, arguments, state).await;
-                    }
-                    Approval::Declined(envelope) => {
-                        let envelope = settle_here(envelope, entry, arguments, state);
-                        outcome = Err(Failure::Envelope(envelope));
-                        break;
-                    }
-                    Approval::NotAsked => break,
-                }
-            }
-            state.keep_audit(records);
-            outcome
-        };
-        Outcome::Ran(outcome)
-    }
-
     /// A success: the value as `structuredContent` and its JSON as text, or
     /// the content blocks as they are; when that is over
     /// `max_result_bytes`, the envelope that says so.
@@ -364,7 +297,7 @@ impl ToolSet {
     }
 
     #[cfg(feature = "tokio")]
-    async fn attempts(
+    pub(super) async fn attempts(
         &self,
         entry: &Entry,
         arguments: &Map<String, Value>,
@@ -400,7 +333,7 @@ impl ToolSet {
     }
 
     #[cfg(not(feature = "tokio"))]
-    async fn attempts(
+    pub(super) async fn attempts(
         &self,
         entry: &Entry,
         arguments: &Map<String, Value>,
@@ -410,7 +343,7 @@ impl ToolSet {
     }
 
     /// One attempt, its failure as an envelope.
-    async fn attempt(
+    pub(super) async fn attempt(
         &self,
         entry: &Entry,
         arguments: &Map<String, Value>,

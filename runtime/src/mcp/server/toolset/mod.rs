@@ -3,6 +3,8 @@
 //! - `mod.rs`: the set, how it is built, and what it lists;
 //! - `entry`: what it holds for each tool;
 //! - `dispatch`: a call, from its JSON arguments to its reply;
+//! - `asked`: a call's attempts, and the people asked about its blocks —
+//!   the client's user first, then approvers at the server;
 //! - `failure`: how a failed call is shaped to be sent;
 //! - `kept` (with `tokio`): the escalations it keeps for a person;
 //! - `protocol` (with `rmcp`): how the set speaks MCP — its sealed rounds,
@@ -16,6 +18,7 @@
 //! - `recover` (with `rmcp`): the tasks of a stopped replica, taken over;
 //! - `unrun` (with `rmcp`): what the runner ends without running it.
 
+mod asked;
 #[cfg(feature = "rmcp")]
 mod decide;
 mod dispatch;

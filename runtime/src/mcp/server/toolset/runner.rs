@@ -327,8 +327,9 @@ impl ToolSet {
     }
 
     /// The call of `approval`, run past `blocks` (its own, and those of
-    /// the approvals that handed on to it: `ticket::chain_blocks`), as its
-    /// caller, with its ticket as the idempotency key.
+    /// the approvals that handed on to it: `ticket::chain_blocks`) and
+    /// those its client's user approved before it waited (`waived`), as
+    /// its caller, with its ticket as the idempotency key.
     async fn run_claimed(
         &self,
         approval: &ApprovalRecord,
@@ -356,7 +357,7 @@ impl ToolSet {
                 &approval.tool,
                 arguments,
                 context,
-                (&approval.id, blocks, &approval.approvers),
+                (&approval.id, blocks, &approval.waived, &approval.approvers),
             )
             .await
         {

@@ -184,6 +184,7 @@ impl ToolSet {
             arguments,
             caller: state.context_ref().caller(),
             block: key,
+            waived: state.approved().by_client(),
             approvers: scope,
             safe_to_repeat: entry.facts.safe_to_repeat,
             // An approver's yes that meets the next block opens its

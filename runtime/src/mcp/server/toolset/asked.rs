@@ -1,0 +1,154 @@
+//! A call's attempts, and the people asked about its blocks: the client's
+//! user, and the call run again if they approve; approvers at the server,
+//! the call kept in the store to wait for them — their user asked first,
+//! while the call is still theirs, for every block they may approve
+//! (looked ahead of, past the approvers' blocks: no tool runs).
+
+use serde_json::{Map, Value};
+
+use super::ToolSet;
+use super::dispatch::Outcome;
+#[cfg(feature = "rmcp")]
+use super::dispatch::settle_here;
+use super::entry::Entry;
+#[cfg(feature = "rmcp")]
+use super::failure::Failure;
+#[cfg(feature = "rmcp")]
+use crate::mcp::server::approval::{self, Approval, MAX_APPROVALS};
+#[cfg(feature = "rmcp")]
+use crate::mcp::server::arguments::Success;
+use crate::mcp::server::state::CallState;
+
+impl ToolSet {
+    /// The call's attempts; when a guard blocked it and a person may
+    /// approve it, the person is asked — the client's user, and the call
+    /// runs again if they approve — or the call waits in the store for an
+    /// approver the caller cannot stand in for.
+    pub(super) async fn decided(
+        &self,
+        entry: &Entry,
+        arguments: &Map<String, Value>,
+        state: &CallState,
+    ) -> Outcome {
+        // The same call made again meets its approval while one lives.
+        #[cfg(feature = "rmcp")]
+        if let Some(outcome) = Box::pin(self.made_again(entry, arguments, state)).await {
+            return outcome;
+        }
+        let outcome = self.attempts(entry, arguments, state).await;
+        #[cfg(feature = "rmcp")]
+        let outcome = {
+            let mut outcome = outcome;
+            let mut records = Vec::new();
+            for _ in 0..MAX_APPROVALS {
+                let (blocked, key) = match &outcome {
+                    Err(failure) => match failure.envelope().approval_key() {
+                        Some(key) => (failure.envelope(), key.to_owned()),
+                        None => break,
+                    },
+                    Ok(_) => break,
+                };
+                // A person sees the call whole but for its secrets, or is
+                // not asked.
+                if state.mask().hides_beyond_secrets(arguments) {
+                    let envelope = settle_here(approval::hidden(blocked), entry, arguments, state);
+                    outcome = Err(Failure::Envelope(envelope));
+                    break;
+                }
+                if let Some(scope) = blocked.approvers().map(str::to_owned) {
+                    // The client's user is asked now for what they may
+                    // approve past the approvers' block: once the call
+                    // waits, nobody could ask them.
+                    let ahead = self.ahead(entry, arguments, state, &mut records);
+                    if let Some(instead) = Box::pin(ahead).await {
+                        outcome = instead;
+                        break;
+                    }
+                    let Err(failure) = outcome else {
+                        unreachable!("a block is a failure")
+                    };
+                    state.keep_audit(records);
+                    // Boxed, as the question below: the rare ways keep
+                    // every call's future small.
+                    return Box::pin(self.ticketed(entry, arguments, state, failure, &key, &scope))
+                        .await;
+                }
+                match Box::pin(approval::ask(
+                    state.context_ref(),
+                    &key,
+                    blocked,
+                    &mut records,
+                ))
+                .await
+                {
+                    Approval::Approved => {
+                        state.approved().approve(&key, true);
+                        outcome = self.attempts(entry, arguments, state).await;
+                    }
+                    Approval::Declined(envelope) => {
+                        let envelope = settle_here(envelope, entry, arguments, state);
+                        outcome = Err(Failure::Envelope(envelope));
+                        break;
+                    }
+                    Approval::NotAsked => break,
+                }
+            }
+            state.keep_audit(records);
+            outcome
+        };
+        Outcome::Ran(outcome)
+    }
+
+    /// Looks ahead of a call about to wait for approvers — the blocks they
+    /// decide pass as if they said yes, and the tool does not run — and
+    /// puts each block after theirs that the client's user may approve to
+    /// that user now: once the call waits, nobody could ask them, and its
+    /// approved run would stop there. `None`: the call may wait, every
+    /// such block approved (or none met); otherwise what it ends with
+    /// instead — a person declined, or nobody could be asked (as many
+    /// questions asked as one call may) and the block stands, as it would
+    /// for any call. Without a store the approvers' block stands as it
+    /// is, and nobody is asked for a call that cannot wait.
+    #[cfg(feature = "rmcp")]
+    async fn ahead(
+        &self,
+        entry: &Entry,
+        arguments: &Map<String, Value>,
+        state: &CallState,
+        records: &mut Vec<Value>,
+    ) -> Option<Result<Success, Failure>> {
+        self.store_ref()?;
+        // Bounded: each turn asks a question (one record more) or ends.
+        loop {
+            state.approved().look_ahead(true);
+            let looked = self.attempt(entry, arguments, state).await;
+            let reached = state.approved().look_ahead(false);
+            let failure = match looked {
+                Err(_) if reached => return None,
+                Err(failure) => failure,
+                // A body ran looked ahead of (none `#[tool]` generates
+                // does): its outcome is the call's, never run again.
+                Ok(success) => return Some(Ok(success)),
+            };
+            let blocked = failure.envelope();
+            // Another failure than a block the client's user may approve
+            // (one approvers decide passes here): the approved run meets
+            // it, as any call would.
+            let key = match blocked.approval_key() {
+                Some(key) if blocked.approvers().is_none() => key.to_owned(),
+                _ => return None,
+            };
+            if records.len() >= MAX_APPROVALS {
+                return Some(Err(failure));
+            }
+            match approval::ask(state.context_ref(), &key, blocked, records).await {
+                Approval::Approved => state.approved().approve(&key, true),
+                Approval::Declined(envelope) => {
+                    let envelope = settle_here(envelope, entry, arguments, state);
+                    return Some(Err(Failure::Envelope(envelope)));
+                }
+                Approval::NotAsked => return Some(Err(failure)),
+            }
+        }
+    }
+}

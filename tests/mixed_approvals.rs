@@ -1,0 +1,348 @@
+//! A call that two kinds of people must approve: its client's user
+//! (`Blocked::unless_approved`) and approvers at the server
+//! (`unless_approved_by(Approvers::scope(..))`), in either order. The
+//! client's user is asked while the call is still theirs — before it waits
+//! for the approvers, also for a block that only follows the approvers' —
+//! and the approved run passes the blocks both said yes to, once. Served
+//! over MCP to an rmcp client that can be asked, kept in a SQLite file.
+#![cfg(all(feature = "rmcp", feature = "sqlite"))]
+
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
+    ElicitationAction, Implementation,
+};
+use rmcp::service::{RequestContext, RoleClient, RunningService};
+use rmcp::{ClientHandler, ErrorData, ServiceExt};
+use serde_json::{Value, json};
+use tool_envelope::guard::{Approvers, Blocked, Caller, Guards, ToolCall};
+use tool_envelope::mcp::ToolSet;
+use tool_envelope::store::{self, ApprovalState};
+use tool_envelope::{ErrorEnvelope, tool};
+
+/// What the tools ran, by a label of each test's own.
+static DONE: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn times(label: &str) -> usize {
+    DONE.lock().unwrap().iter().filter(|l| *l == label).count()
+}
+
+/// Over $500, an approver with `payments:approve` decides.
+fn cap(call: &ToolCall) -> Result<(), Blocked> {
+    let amount: u64 = call.require("amount")?;
+    match amount > 500 {
+        true => Err(
+            Blocked::new(format!("A transfer of ${amount} exceeds the $500 cap"))
+                .with_reason("OVER_CAP")
+                .unless_approved_by(Approvers::scope("payments:approve")),
+        ),
+        false => Ok(()),
+    }
+}
+
+/// Money that leaves the bank: the client's user confirms.
+fn external(call: &ToolCall) -> Result<(), Blocked> {
+    let account: String = call.require("account")?;
+    match account.starts_with("EXT-") {
+        true => Err(Blocked::new(format!("{account} is outside the bank"))
+            .with_reason("EXTERNAL_ACCOUNT")
+            .unless_approved()),
+        false => Ok(()),
+    }
+}
+
+/// Transfer money, async, guarded by the tool set.
+#[tool(destructive)]
+async fn transfer(account: String, amount: u64) -> Result<String, ErrorEnvelope> {
+    DONE.lock()
+        .unwrap()
+        .push(format!("transfer {account} {amount}"));
+    Ok(format!("Transferred ${amount} to {account}"))
+}
+
+/// Wire money, sync, its own guard the client's: met after the tool set's.
+#[tool(destructive, guard = external)]
+fn wire(account: String, amount: u64) -> Result<String, ErrorEnvelope> {
+    DONE.lock()
+        .unwrap()
+        .push(format!("wire {account} {amount}"));
+    Ok(format!("Wired ${amount} to {account}"))
+}
+
+/// The tools, their guards in `order`, kept in a SQLite file.
+async fn tools(url: &str, guards: Guards) -> ToolSet {
+    ToolSet::new()
+        .tool::<transfer>()
+        .tool::<wire>()
+        .guards(guards)
+        .store(store::open(url).await.unwrap())
+        .approvals_in_background(false)
+}
+
+fn client_first() -> Guards {
+    Guards::new().for_tool("transfer", external).for_all(cap)
+}
+
+fn approvers_first() -> Guards {
+    Guards::new().for_all(cap).for_tool("transfer", external)
+}
+
+/// A client whose user answers each question `answer`, and counts them.
+#[derive(Clone)]
+struct User {
+    answer: Option<ElicitationAction>,
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl User {
+    fn answering(answer: Option<ElicitationAction>) -> Self {
+        User {
+            answer,
+            asked: Arc::default(),
+        }
+    }
+
+    fn asked(&self) -> Vec<String> {
+        self.asked.lock().unwrap().clone()
+    }
+}
+
+impl ClientHandler for User {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = match self.answer {
+            Some(_) => ClientCapabilities::builder().enable_elicitation().build(),
+            None => ClientCapabilities::default(),
+        };
+        ClientConfig::new(capabilities, Implementation::new("agent", "1.0.0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let message = serde_json::to_value(&request).unwrap()["message"].to_string();
+        self.asked.lock().unwrap().push(message);
+        let action = self.answer.clone().expect("asked only when it can be");
+        Ok(match action {
+            ElicitationAction::Accept => {
+                ElicitResult::new(action).with_content(json!({"approver": "dana", "note": "mine"}))
+            }
+            other => ElicitResult::new(other),
+        })
+    }
+}
+
+/// `tools` served over MCP to a client whose user is `user`.
+async fn connect(tools: &ToolSet, user: &User) -> RunningService<RoleClient, User> {
+    let (client_io, server_io) = tokio::io::duplex(1 << 16);
+    let served = tools.clone();
+    tokio::spawn(async move {
+        let running = served.serve(server_io).await.expect("the server starts");
+        let _ = running.waiting().await;
+    });
+    user.clone()
+        .serve(client_io)
+        .await
+        .expect("the client connects")
+}
+
+async fn call(client: &RunningService<RoleClient, User>, tool: &str, arguments: Value) -> Value {
+    let result = client
+        .call_tool(
+            CallToolRequestParams::new(tool.to_owned())
+                .with_arguments(arguments.as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    let content = result.structured_content.unwrap_or_default();
+    assert_eq!(
+        result.is_error,
+        Some(content.get("errorCategory").is_some()),
+        "{content}"
+    );
+    content
+}
+
+fn ticket_of(reply: &Value) -> String {
+    assert_eq!(reply["reason"], "AWAITING_APPROVAL", "{reply}");
+    reply["escalation"]["ticket"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn carol() -> Caller {
+    Caller::new("carol", ["payments:approve"])
+}
+
+fn sqlite_url(name: &str) -> (tempfile::TempDir, String) {
+    let folder = tempfile::tempdir().unwrap();
+    let url = format!(
+        "sqlite:{}",
+        folder.path().join(format!("{name}.db")).display()
+    );
+    (folder, url)
+}
+
+/// The whole way: the call waits, its user was asked once and nothing ran;
+/// an approver says yes, the run passes both blocks once; the call made
+/// again reads the result, and nobody is asked again.
+async fn both_say_yes(guards: Guards, tool: &str, account: &str, url: &str) {
+    let tools = tools(url, guards).await;
+    let user = User::answering(Some(ElicitationAction::Accept));
+    let client = connect(&tools, &user).await;
+    let arguments = json!({"account": account, "amount": 900});
+    let label = format!("{tool} {account} 900");
+
+    let ticket = ticket_of(&call(&client, tool, arguments.clone()).await);
+    let asked = user.asked();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(asked[0].contains("outside the bank"), "{asked:?}");
+    assert_eq!(times(&label), 0, "looking ahead ran nothing");
+
+    tools.decide(&ticket, &carol(), true, "fine").await.unwrap();
+    assert_eq!(tools.run_approved().await.unwrap(), 1);
+    assert_eq!(tools.run_approved().await.unwrap(), 0);
+    assert_eq!(times(&label), 1, "approved by both, run once");
+
+    let done = call(&client, tool, arguments).await;
+    assert!(done["result"].as_str().unwrap().contains("$900"), "{done}");
+    assert_eq!(user.asked().len(), 1, "nobody is asked again");
+    assert_eq!(times(&label), 1);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_call_its_user_confirms_then_approvers_approve_runs_once() {
+    let (_folder, url) = sqlite_url("client-first");
+    both_say_yes(client_first(), "transfer", "EXT-1", &url).await;
+}
+
+#[tokio::test]
+async fn a_call_approvers_approve_then_its_user_confirms_is_asked_before_it_waits() {
+    let (_folder, url) = sqlite_url("approvers-first");
+    both_say_yes(approvers_first(), "transfer", "EXT-2", &url).await;
+}
+
+#[tokio::test]
+async fn a_sync_tools_own_guard_after_the_sets_is_asked_before_it_waits() {
+    let (_folder, url) = sqlite_url("own-guard");
+    both_say_yes(Guards::new().for_all(cap), "wire", "EXT-3", &url).await;
+}
+
+/// Postgres, when `TOOL_ENVELOPE_TEST_POSTGRES` names one
+/// (`scripts/test-postgres.sh`): both orders, kept where replicas share.
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn postgres_keeps_what_the_user_approved_for_the_approved_run() {
+    let Ok(url) = std::env::var("TOOL_ENVELOPE_TEST_POSTGRES") else {
+        eprintln!("TOOL_ENVELOPE_TEST_POSTGRES is not set: scripts/test-postgres.sh runs this");
+        return;
+    };
+    let at = store::now_ms();
+    both_say_yes(client_first(), "transfer", &format!("EXT-P{at}"), &url).await;
+    both_say_yes(approvers_first(), "wire", &format!("EXT-Q{at}"), &url).await;
+}
+
+/// Declined by its user when only the approvers' block was met so far: no
+/// approval is opened, nothing runs; a client nobody can ask gets the
+/// block as it stands, and no approval either.
+#[tokio::test]
+async fn a_call_its_user_declines_or_cannot_be_asked_about_never_waits() {
+    let (_folder, url) = sqlite_url("declined");
+    let tools = tools(&url, approvers_first()).await;
+    let store = store::open(&url).await.unwrap();
+
+    let user = User::answering(Some(ElicitationAction::Decline));
+    let client = connect(&tools, &user).await;
+    let declined = call(
+        &client,
+        "transfer",
+        json!({"account": "EXT-4", "amount": 900}),
+    )
+    .await;
+    assert_eq!(declined["reason"], "HUMAN_DECLINED", "{declined}");
+    assert_eq!(user.asked().len(), 1);
+    client.cancel().await.unwrap();
+
+    let mute = User::answering(None);
+    let client = connect(&tools, &mute).await;
+    let stands = call(&client, "wire", json!({"account": "EXT-5", "amount": 900})).await;
+    assert_eq!(stands["reason"], "EXTERNAL_ACCOUNT", "{stands}");
+    client.cancel().await.unwrap();
+
+    let pending = store
+        .approvals("", None, &[ApprovalState::Pending], 10)
+        .await
+        .unwrap();
+    assert!(pending.is_empty(), "{pending:?}");
+    assert_eq!(tools.run_approved().await.unwrap(), 0);
+    assert_eq!(times("transfer EXT-4 900") + times("wire EXT-5 900"), 0);
+
+    // Within the bank, the approvers' block alone: it waits, nobody asked.
+    let client = connect(&tools, &user).await;
+    let within = call(
+        &client,
+        "transfer",
+        json!({"account": "ACC-6", "amount": 900}),
+    )
+    .await;
+    ticket_of(&within);
+    assert_eq!(
+        user.asked().len(),
+        1,
+        "no question for the approvers' block"
+    );
+    client.cancel().await.unwrap();
+}
+
+/// A call that could not wait is not asked about ahead: without a store
+/// the approvers' block stands and nobody is asked; past as many questions
+/// as one call may ask, the block left stands, and no approval opens to
+/// stop at it.
+#[tokio::test]
+async fn a_call_that_could_not_wait_asks_nobody_ahead_and_opens_nothing() {
+    let storeless = ToolSet::new().tool::<transfer>().guards(approvers_first());
+    let user = User::answering(Some(ElicitationAction::Accept));
+    let client = connect(&storeless, &user).await;
+    let stands = call(
+        &client,
+        "transfer",
+        json!({"account": "EXT-7", "amount": 900}),
+    )
+    .await;
+    assert_eq!(stands["reason"], "OVER_CAP", "{stands}");
+    assert!(user.asked().is_empty(), "{:?}", user.asked());
+    client.cancel().await.unwrap();
+
+    let (_folder, url) = sqlite_url("five-checks");
+    let mut guards = Guards::new().for_all(cap);
+    for n in 1..=5 {
+        guards = guards.for_tool("transfer", move |_: &ToolCall| {
+            Err(Blocked::new(format!("check {n}"))
+                .with_reason(format!("CHECK_{n}"))
+                .unless_approved())
+        });
+    }
+    let tools = tools(&url, guards).await;
+    let client = connect(&tools, &user).await;
+    let stands = call(
+        &client,
+        "transfer",
+        json!({"account": "ACC-8", "amount": 900}),
+    )
+    .await;
+    assert_eq!(stands["reason"], "CHECK_5", "{stands}");
+    assert_eq!(user.asked().len(), 4, "{:?}", user.asked());
+    client.cancel().await.unwrap();
+    let pending = store::open(&url)
+        .await
+        .unwrap()
+        .approvals("", None, &[ApprovalState::Pending], 10)
+        .await
+        .unwrap();
+    assert!(pending.is_empty(), "{pending:?}");
+    assert_eq!(times("transfer EXT-7 900") + times("transfer ACC-8 900"), 0);
+}
