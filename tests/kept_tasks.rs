@@ -2169,3 +2169,88 @@ async fn an_escalation_whose_store_lost_the_answer_is_kept_once() {
     assert_eq!(open.len(), 1, "{open:?}");
     assert_eq!(open[0].envelope["message"], "Access denied to payroll");
 }
+
+/// Money that leaves the bank: the client's user confirms.
+fn external(call: &tool_envelope::guard::ToolCall) -> Result<(), tool_envelope::guard::Blocked> {
+    let account: String = call.require("account")?;
+    match account.starts_with("EXT-") {
+        true => Err(
+            tool_envelope::guard::Blocked::new(format!("{account} is outside the bank"))
+                .unless_approved(),
+        ),
+        false => Ok(()),
+    }
+}
+
+/// A transfer its own guard puts to the client's user, after the set's
+/// cap that approvers decide.
+#[tool(destructive, guard = external)]
+fn wire_out(account: String, amount: u64) -> Result<String, ErrorEnvelope> {
+    DONE.lock().unwrap().push(account.clone());
+    Ok(format!("wired ${amount} to {account}"))
+}
+
+/// A task blocked for approvers first and for its user after: the user is
+/// asked through the task before it waits (the look ahead runs nothing),
+/// then the approver's yes runs it once, past both, and the task ends
+/// with the result.
+#[tokio::test(start_paused = true)]
+async fn a_task_asks_its_user_ahead_then_waits_for_its_approver_and_ends_with_the_result() {
+    let tools = ToolSet::new()
+        .tool::<wire_out>()
+        .guards(tool_envelope::guard::Guards::new().for_all(cap))
+        .tasks(|_| TaskSupport::Optional)
+        .store(Arc::new(MemoryStore::new()))
+        .approvals_in_background(false);
+    let client = connect(tools.clone()).await;
+    let arguments = json!({"account": "EXT-910", "amount": 910});
+    let task = task_of(&client, "wire_out", arguments).await;
+
+    let asking = past(&client, &task, "working").await;
+    assert_eq!(asking["status"], "input_required", "{asking}");
+    let requests = asking["inputRequests"].as_object().unwrap();
+    assert_eq!(requests.len(), 1, "{asking}");
+    let (key, request) = requests.iter().next().unwrap();
+    assert!(
+        request.to_string().contains("EXT-910 is outside the bank"),
+        "{request}"
+    );
+    assert_eq!(times("EXT-910"), 0, "looking ahead ran nothing");
+    let yes = json!({"action": "accept", "content": {"approver": "dana"}});
+    client
+        .update_task(UpdateTaskParams::new(&task, [(key.clone(), yes)].into()))
+        .await
+        .expect("tasks/update");
+
+    let mut waiting = get(&client, &task).await;
+    for _ in 0..100 {
+        if waiting["statusMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("ticket "))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        waiting = get(&client, &task).await;
+    }
+    assert_eq!(waiting["status"], "working", "{waiting}");
+    let message = waiting["statusMessage"].as_str().unwrap().to_owned();
+    let ticket = message
+        .split("ticket ")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(')')
+        .to_owned();
+    assert_eq!(times("EXT-910"), 0, "nothing ran before the approver's yes");
+
+    let approver = tool_envelope::guard::Caller::new("carol", ["refunds:approve"]);
+    tools.decide(&ticket, &approver, true, "ok").await.unwrap();
+    assert_eq!(tools.run_approved().await.unwrap(), 1);
+    let done = past(&client, &task, "working").await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"],
+        json!({"result": "wired $910 to EXT-910"})
+    );
+    assert_eq!(times("EXT-910"), 1, "run once, past both blocks");
+}

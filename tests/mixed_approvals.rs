@@ -9,11 +9,14 @@
 
 use std::sync::{Arc, Mutex};
 
+use rmcp::model::ProtocolVersion;
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
     ElicitationAction, Implementation,
 };
-use rmcp::service::{RequestContext, RoleClient, RunningService};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, RequestContext, RoleClient, RunningService,
+};
 use rmcp::{ClientHandler, ErrorData, ServiceExt};
 use serde_json::{Value, json};
 use tool_envelope::guard::{Approvers, Blocked, Caller, Guards, ToolCall};
@@ -134,18 +137,37 @@ impl ClientHandler for User {
     }
 }
 
-/// `tools` served over MCP to a client whose user is `user`.
+/// `tools` served over MCP to a client whose user is `user`, on
+/// 2025-11-25 (a session, questions sent as requests).
 async fn connect(tools: &ToolSet, user: &User) -> RunningService<RoleClient, User> {
+    connect_on(tools, user, false).await
+}
+
+/// [`connect`], on 2026-07-28 when `rounds`: no session, each question a
+/// round of `input_required` that rmcp's client answers and calls again.
+async fn connect_on(
+    tools: &ToolSet,
+    user: &User,
+    rounds: bool,
+) -> RunningService<RoleClient, User> {
     let (client_io, server_io) = tokio::io::duplex(1 << 16);
     let served = tools.clone();
     tokio::spawn(async move {
         let running = served.serve(server_io).await.expect("the server starts");
         let _ = running.waiting().await;
     });
-    user.clone()
-        .serve(client_io)
-        .await
-        .expect("the client connects")
+    let client = match rounds {
+        false => user.clone().serve(client_io).await,
+        true => {
+            let lifecycle = ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            };
+            user.clone()
+                .serve_with_lifecycle(client_io, lifecycle)
+                .await
+        }
+    };
+    client.expect("the client connects")
 }
 
 async fn call(client: &RunningService<RoleClient, User>, tool: &str, arguments: Value) -> Value {
@@ -190,9 +212,13 @@ fn sqlite_url(name: &str) -> (tempfile::TempDir, String) {
 /// an approver says yes, the run passes both blocks once; the call made
 /// again reads the result, and nobody is asked again.
 async fn both_say_yes(guards: Guards, tool: &str, account: &str, url: &str) {
+    both_say_yes_on(guards, tool, account, url, false).await;
+}
+
+async fn both_say_yes_on(guards: Guards, tool: &str, account: &str, url: &str, rounds: bool) {
     let tools = tools(url, guards).await;
     let user = User::answering(Some(ElicitationAction::Accept));
-    let client = connect(&tools, &user).await;
+    let client = connect_on(&tools, &user, rounds).await;
     let arguments = json!({"account": account, "amount": 900});
     let label = format!("{tool} {account} 900");
 
@@ -230,6 +256,18 @@ async fn a_call_approvers_approve_then_its_user_confirms_is_asked_before_it_wait
 async fn a_sync_tools_own_guard_after_the_sets_is_asked_before_it_waits() {
     let (_folder, url) = sqlite_url("own-guard");
     both_say_yes(Guards::new().for_all(cap), "wire", "EXT-3", &url).await;
+}
+
+/// On 2026-07-28 the question is a round: the call is made again with the
+/// answer, looks ahead again, and then waits; the same once approved.
+#[tokio::test]
+async fn on_2026_07_28_the_question_ahead_is_a_round_and_the_call_completes() {
+    let (_folder, url) = sqlite_url("rounds-approvers-first");
+    both_say_yes_on(approvers_first(), "transfer", "EXT-R1", &url, true).await;
+    let (_folder, url) = sqlite_url("rounds-client-first");
+    both_say_yes_on(client_first(), "transfer", "EXT-R2", &url, true).await;
+    let (_folder, url) = sqlite_url("rounds-own-guard");
+    both_say_yes_on(Guards::new().for_all(cap), "wire", "EXT-R3", &url, true).await;
 }
 
 /// Postgres, when `TOOL_ENVELOPE_TEST_POSTGRES` names one

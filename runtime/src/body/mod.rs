@@ -301,6 +301,7 @@ where
 /// Whether the call is only looked ahead of
 /// ([`Approved`](crate::scope::Approved)): it passed every guard, and its
 /// body must not run. Asked where every body would run, sync or async.
+#[inline]
 fn looked_ahead(query: &Query<'_>) -> bool {
     match query {
         Query::Arguments(_, scope) => scope

@@ -145,7 +145,10 @@ pub(crate) async fn wait(
     }
     let mut opened = None;
     let approval = match live.iter().find(|approval| approval.block == call.block) {
-        Some(approval) => onward(approval, &live),
+        Some(approval) => {
+            joined(approval, call);
+            onward(approval, &live)
+        }
         None => {
             // Its caller took the call back while this approved run of it
             // went on: the next approval is not asked for.
@@ -214,12 +217,30 @@ pub(crate) async fn wait(
             }
             if kept.id == approval.id {
                 opened = Some(kept.clone());
+            } else {
+                joined(&kept, call);
             }
             kept
         }
     };
     drop(opening);
     Ok((standing(&approval, blocked, now), opened))
+}
+
+/// Notes a call that joined the live approval `approval` of the same
+/// call, opened by another making of it, when the blocks its client's user
+/// approved differ from those the approval keeps: the approval's are the
+/// ones its run passes (an approval of an earlier release keeps none, and
+/// its run stops at the client's block).
+fn joined(approval: &ApprovalRecord, call: &Waiting<'_>) {
+    if approval.waived != call.waived {
+        tracing::warn!(
+            ticket = %approval.id,
+            kept = ?approval.waived,
+            approved = ?call.waived,
+            "a call joined the live approval of the same call, whose client-approved blocks differ: its run passes the approval's"
+        );
+    }
 }
 
 /// The most approvals one call waits for in turn, one a guard: past it, a
