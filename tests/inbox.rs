@@ -586,6 +586,46 @@ async fn an_approver_sees_every_character_of_the_call_and_texts_apart_from_numbe
     );
 }
 
+/// What the caller's client said its user approved of the same call before
+/// it waited is on the card, every character shown, named as the client
+/// named it.
+#[tokio::test]
+async fn an_approver_sees_what_the_callers_user_approved_at_the_client() {
+    let server = serve(Arc::new(MemoryStore::new()), None, None).await;
+    let mut approval = waiting(
+        "confirmed-1",
+        "Refund CONFIRMED-1 exceeds the cap",
+        "refunds:approve",
+        store::now_ms() + 3_600_000,
+    );
+    approval.waived = vec!["s1-0123456789ab".to_owned()];
+    approval.client_answers = vec![
+        json!({
+            "question": "EXT-1 is outside the bank\n\nApprove `refund` with {\"order\":\"confirmed-1\"}?",
+            "action": "accept",
+            "approver": "dana\u{202e}",
+            "client": "agent 1.0.0",
+            "answeredAtMs": 1_800_000_000_000_u64,
+        }),
+        json!({"question": "NOPE-9 is not approved\n\nApprove `refund`?", "action": "decline"}),
+    ];
+    server.open(&approval).await;
+    let carol = server.sign_in("carol-token").await;
+    let (status, page) = server.get("/inbox", &carol).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("Approved at the client"), "{page}");
+    assert!(
+        page.contains("“EXT-1 is outside the bank” — approved at the client; name typed there: “dana\\u{202e}”; client: “agent 1.0.0”; caller: none"),
+        "{page}"
+    );
+    assert!(!page.contains('\u{202e}'), "{page}");
+    assert!(
+        !page.contains("Approve `refund`"),
+        "the block, not the question"
+    );
+    assert!(!page.contains("NOPE-9"), "a yes only: {page}");
+}
+
 /// An approval of the service `refunds`, waiting for `scope`, of the call
 /// `digest` (whose envelope says `message`), made by `agent` and expiring
 /// at `expires_ms`: as a tool set would open it.

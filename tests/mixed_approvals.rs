@@ -20,7 +20,7 @@ use rmcp::service::{
 use rmcp::{ClientHandler, ErrorData, ServiceExt};
 use serde_json::{Value, json};
 use tool_envelope::guard::{Approvers, Blocked, Caller, Guards, ToolCall};
-use tool_envelope::mcp::ToolSet;
+use tool_envelope::mcp::{APPROVAL_META_KEY, ToolSet};
 use tool_envelope::store::{self, ApprovalState};
 use tool_envelope::{ErrorEnvelope, tool};
 
@@ -171,6 +171,15 @@ async fn connect_on(
 }
 
 async fn call(client: &RunningService<RoleClient, User>, tool: &str, arguments: Value) -> Value {
+    call_meta(client, tool, arguments).await.0
+}
+
+/// [`call`], and the reply's `_meta`.
+async fn call_meta(
+    client: &RunningService<RoleClient, User>,
+    tool: &str,
+    arguments: Value,
+) -> (Value, Value) {
     let result = client
         .call_tool(
             CallToolRequestParams::new(tool.to_owned())
@@ -184,7 +193,8 @@ async fn call(client: &RunningService<RoleClient, User>, tool: &str, arguments: 
         Some(content.get("errorCategory").is_some()),
         "{content}"
     );
-    content
+    let meta = serde_json::to_value(result.meta).unwrap();
+    (content, meta)
 }
 
 fn ticket_of(reply: &Value) -> String {
@@ -233,8 +243,16 @@ async fn both_say_yes_on(guards: Guards, tool: &str, account: &str, url: &str, r
     assert_eq!(tools.run_approved().await.unwrap(), 0);
     assert_eq!(times(&label), 1, "approved by both, run once");
 
-    let done = call(&client, tool, arguments).await;
+    let (done, meta) = call_meta(&client, tool, arguments).await;
     assert!(done["result"].as_str().unwrap().contains("$900"), "{done}");
+    // The approved run's reply says who said yes at the client, as a call
+    // approved at once does.
+    let answers = &meta[APPROVAL_META_KEY];
+    assert_eq!(answers.as_array().map(Vec::len), Some(1), "{meta}");
+    assert_eq!(answers[0]["action"], "accept", "{meta}");
+    assert_eq!(answers[0]["approver"], "dana", "{meta}");
+    let question = answers[0]["question"].as_str().unwrap();
+    assert!(question.contains("outside the bank"), "{meta}");
     assert_eq!(user.asked().len(), 1, "nobody is asked again");
     assert_eq!(times(&label), 1);
     client.cancel().await.unwrap();
@@ -383,4 +401,61 @@ async fn a_call_that_could_not_wait_asks_nobody_ahead_and_opens_nothing() {
         .unwrap();
     assert!(pending.is_empty(), "{pending:?}");
     assert_eq!(times("transfer EXT-7 900") + times("transfer ACC-8 900"), 0);
+}
+
+/// Over $800 the treasury decides too: a second approvers' block, after
+/// the client's.
+fn treasury(call: &ToolCall) -> Result<(), Blocked> {
+    let amount: u64 = call.require("amount")?;
+    match amount > 800 {
+        true => Err(Blocked::new(format!("${amount} needs the treasury"))
+            .with_reason("TREASURY")
+            .unless_approved_by(Approvers::scope("treasury:approve"))),
+        false => Ok(()),
+    }
+}
+
+/// Approvers, the user, approvers again: the user is asked once, ahead;
+/// the first approval's run meets the treasury's block and hands on to its
+/// approval, which carries the user's yes and answers once; the last run
+/// passes all three blocks, once, its reply holding the one answer.
+#[tokio::test]
+async fn a_chain_of_approvals_carries_what_the_user_approved_to_its_last_run() {
+    let (_folder, url) = sqlite_url("chain");
+    let guards = Guards::new()
+        .for_all(cap)
+        .for_tool("transfer", external)
+        .for_all(treasury);
+    let tools = tools(&url, guards).await;
+    let user = User::answering(Some(ElicitationAction::Accept));
+    let client = connect(&tools, &user).await;
+    let arguments = json!({"account": "EXT-C1", "amount": 900});
+
+    let first = ticket_of(&call(&client, "transfer", arguments.clone()).await);
+    assert_eq!(user.asked().len(), 1, "{:?}", user.asked());
+    tools.decide(&first, &carol(), true, "").await.unwrap();
+    assert_eq!(tools.run_approved().await.unwrap(), 1);
+    assert_eq!(times("transfer EXT-C1 900"), 0, "the treasury decides next");
+
+    let second = ticket_of(&call(&client, "transfer", arguments.clone()).await);
+    assert_ne!(second, first);
+    let store = store::open(&url).await.unwrap();
+    let opened = store.approval(&second).await.unwrap().unwrap();
+    assert_eq!(opened.approvers, "treasury:approve");
+    assert_eq!(opened.waived.len(), 1, "{opened:?}");
+    assert_eq!(opened.client_answers.len(), 1, "{opened:?}");
+
+    let tess = Caller::new("tess", ["treasury:approve"]);
+    tools.decide(&second, &tess, true, "").await.unwrap();
+    assert_eq!(tools.run_approved().await.unwrap(), 1);
+    assert_eq!(times("transfer EXT-C1 900"), 1, "run once, past all three");
+    let (done, meta) = call_meta(&client, "transfer", arguments).await;
+    assert!(done["result"].as_str().unwrap().contains("$900"), "{done}");
+    assert_eq!(
+        meta[APPROVAL_META_KEY].as_array().map(Vec::len),
+        Some(1),
+        "{meta}"
+    );
+    assert_eq!(user.asked().len(), 1, "asked once in all");
+    client.cancel().await.unwrap();
 }

@@ -49,6 +49,7 @@ impl fmt::Debug for ApprovalRecord {
             .field("digest", &self.digest)
             .field("block", &self.block)
             .field("waived", &self.waived)
+            .field("client_answers", &self.client_answers)
             .field("tool", &self.tool)
             .field("arguments", &REDACTED)
             .field("shown", &self.shown)

@@ -318,6 +318,11 @@ pub struct ApprovalRecord {
     /// the client may approve): its approved run passes them too, as it
     /// passes this block. Empty for most.
     pub waived: Vec<String>,
+    /// The records of the answers its client's user gave to those blocks'
+    /// questions — as the result's `_meta` keeps them
+    /// ([`APPROVAL_META_KEY`](crate::mcp::APPROVAL_META_KEY)): the reply of
+    /// its approved run carries them, as a call approved at once does.
+    pub client_answers: Vec<Value>,
     /// The tool called.
     pub tool: String,
     /// The arguments, as the client sent them: what the call runs with
@@ -406,6 +411,7 @@ impl ApprovalRecord {
             digest: digest.into(),
             block: block.into(),
             waived: Vec::new(),
+            client_answers: Vec::new(),
             tool: tool.into(),
             arguments,
             shown,

@@ -212,7 +212,7 @@ const TRIES: usize = 16;
 
 const TASK_COLUMNS: &str = "id, tool, arguments, caller, state, status_message, created_ms, updated_ms, ttl_ms, holder, lease_until_ms, safe_to_repeat, runs, input_requests, input_responses, cancel_requested, result, error, version, caller_scopes, service";
 
-const APPROVAL_COLUMNS: &str = "id, digest, block, tool, arguments, shown, caller, caller_scopes, approvers, state, created_ms, expires_ms, decided_by, decided_ms, note, holder, lease_until_ms, safe_to_repeat, result, service, waived";
+const APPROVAL_COLUMNS: &str = "id, digest, block, tool, arguments, shown, caller, caller_scopes, approvers, state, created_ms, expires_ms, decided_by, decided_ms, note, holder, lease_until_ms, safe_to_repeat, result, service, waived, client_answers";
 
 const ESCALATION_COLUMNS: &str = "id, tool, caller, envelope, state, created_ms, resolved_by, resolved_ms, note, approvers, service";
 
@@ -400,6 +400,11 @@ macro_rules! sql_store {
                     digest: row.try_get("digest").map_err($column)?,
                     block: row.try_get("block").map_err($column)?,
                     waived: json(Some(row.try_get("waived").map_err($column)?))?
+                        .map(serde_json::from_value)
+                        .transpose()
+                        .map_err(unreadable)?
+                        .unwrap_or_default(),
+                    client_answers: json(Some(row.try_get("client_answers").map_err($column)?))?
                         .map(serde_json::from_value)
                         .transpose()
                         .map_err(unreadable)?
@@ -1016,12 +1021,12 @@ macro_rules! sql_store {
                     let sql = bounded_insert(
                         "te_approvals",
                         APPROVAL_COLUMNS,
-                        "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, NULL, NULL, NULL, 0, $13, NULL, $14, $15",
+                        "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, NULL, NULL, NULL, 0, $13, NULL, $14, $15, $16",
                         &format!(
                             "{} AND service = $14 AND state IN ('pending', 'withdrawn') AND expires_ms > $11",
                             of_caller("$7", caller)
                         ),
-                        "$16",
+                        "$17",
                         most_waiting,
                     ) + " ON CONFLICT DO NOTHING";
                     let query = sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -1039,7 +1044,8 @@ macro_rules! sql_store {
                         .bind(approval.expires_ms)
                         .bind(approval.safe_to_repeat)
                         .bind(&approval.service)
-                        .bind(text(&serde_json::json!(approval.waived)));
+                        .bind(text(&serde_json::json!(approval.waived)))
+                        .bind(text(&Value::Array(approval.client_answers.clone())));
                     let query = bind_bound(query, most_waiting);
                     let done = if most_waiting == u64::MAX {
                         // Nothing counted: no transaction, no lock to wait for.

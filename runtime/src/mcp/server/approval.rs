@@ -71,7 +71,10 @@ pub(crate) async fn ask(
     let mut record = Map::new();
     record.insert("question".into(), Value::String(question));
     record.insert("action".into(), Value::String(answer.action().into()));
+    // As the client named itself, cut as the fields it types are: the
+    // record is kept with an approval that waits, and shown to approvers.
     if let Some(client) = context.client_name() {
+        let client = crate::limits::text_for_wire(&client, 256).into_owned();
         record.insert("client".into(), Value::String(client));
     }
     if let Some(caller) = context.caller() {

@@ -176,6 +176,12 @@ impl CallState {
         (self.audit.lock().unwrap_or_else(PoisonError::into_inner)).extend(records);
     }
 
+    /// The records of the approvals asked so far, kept where they are.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+    pub(crate) fn audit(&self) -> Vec<Value> {
+        (self.audit.lock().unwrap_or_else(PoisonError::into_inner)).clone()
+    }
+
     /// The records of the approvals asked, taken.
     #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
     pub(crate) fn take_audit(&self) -> Vec<Value> {

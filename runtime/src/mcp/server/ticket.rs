@@ -48,6 +48,9 @@ pub(crate) struct Waiting<'a> {
     /// The keys of the blocks its client's user approved before it waits:
     /// its approved run passes them too.
     pub(crate) waived: Vec<String>,
+    /// The records of the answers its client's user gave to the
+    /// questions of those blocks, for its approved run's reply.
+    pub(crate) client_answers: Vec<Value>,
     /// The scope an approver's token must grant.
     pub(crate) approvers: &'a str,
     /// Whether the tool may run again from the start (read-only, idempotent).
@@ -196,6 +199,7 @@ pub(crate) async fn wait(
                 .unwrap_or_default();
             approval.safe_to_repeat = call.safe_to_repeat;
             approval.waived.clone_from(&call.waived);
+            approval.client_answers.clone_from(&call.client_answers);
             // Refused by the store's own count: as many as may wait, wait.
             let Some(kept) = store.open_approval(&approval, most).await? else {
                 return Ok((Ticketed::Ended(approval::too_many(blocked, most)), None));

@@ -21,6 +21,9 @@ pub(super) struct ApprovalView {
     approvers: String,
     arguments: Vec<Argument>,
     alternatives: Vec<String>,
+    /// What the caller's client said its user approved of the same call
+    /// before it waited here: the names as the client sent them.
+    client_approved: Vec<String>,
     created: String,
     expires: String,
     state: &'static str,
@@ -151,6 +154,11 @@ pub(super) fn view(approval: &ApprovalRecord, who: &Caller) -> ApprovalView {
         approvers: visible(&approval.approvers),
         arguments: arguments_of(shown, usize::MAX),
         alternatives: strings(shown.get(keys::ALTERNATIVES)),
+        client_approved: approval
+            .client_answers
+            .iter()
+            .filter_map(client_said)
+            .collect(),
         created: utc(approval.created_ms),
         expires: utc(approval.expires_ms),
         state: state.as_str(),
@@ -178,6 +186,29 @@ pub(super) fn view(approval: &ApprovalRecord, who: &Caller) -> ApprovalView {
         can_decide: pending && holds && !own,
         why_not,
     }
+}
+
+/// One yes of the client's user ([`ApprovalRecord::client_answers`]), in
+/// a line: the block they approved, then what the client typed and called
+/// itself, each labelled and quoted — text nobody vouches for, never taken
+/// for the page's own words — and the caller the server authenticated.
+/// `None` for a record that is not a yes.
+fn client_said(record: &Value) -> Option<String> {
+    let said =
+        |field: &str| (record.get(field).and_then(Value::as_str)).filter(|said| !said.is_empty());
+    if said("action") != Some("accept") {
+        return None;
+    }
+    let question = said("question").unwrap_or_default();
+    let block = (question.rsplit_once("\n\nApprove `")).map_or(question, |(block, _)| block);
+    let quoted = |field: &str| said(field).map_or("none".to_owned(), |text| format!("“{text}”"));
+    let line = format!(
+        "“{block}” — approved at the client; name typed there: {}; client: {}; caller: {}",
+        quoted("approver"),
+        quoted("client"),
+        said("caller").unwrap_or("none"),
+    );
+    Some(cut(&line, LINE, visible))
 }
 
 /// An escalation as the page shows it.

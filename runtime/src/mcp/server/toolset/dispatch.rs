@@ -49,6 +49,7 @@ struct Past<'a> {
     ticket: Option<&'a str>,
     approved: &'a [String],
     waived: &'a [String],
+    answers: &'a [Value],
     kept_for: Option<&'a str>,
 }
 
@@ -100,26 +101,29 @@ impl ToolSet {
             .await
     }
 
-    /// [`call_with`](Self::call_with), past the blocks whose keys are
-    /// `approved`, which people with the scope `approvers` approved for
-    /// this very call, and those `waived`, which its client's user
-    /// approved before it waited for them: the run of `ticket`. An
-    /// escalation it ends with is kept for them alone, as the approval was.
+    /// [`call_with`](Self::call_with) for the run of `approval`: past the
+    /// blocks whose keys are `approved`, which people with the approval's
+    /// scope approved for this very call, and those its client's user
+    /// approved before it waited for them (`waived`, their answers in the
+    /// reply's `_meta`). An escalation it ends with is kept for the
+    /// approvers alone, as the approval was.
     #[cfg(feature = "rmcp")]
     pub(super) async fn call_approved(
         &self,
-        name: &str,
         arguments: Value,
         context: ToolContext,
-        (ticket, approved, waived, approvers): (&str, &[String], &[String], &str),
+        approval: &crate::store::ApprovalRecord,
+        approved: &[String],
     ) -> Result<ToolReply, ProtocolError> {
         let past = Past {
-            ticket: Some(ticket),
+            ticket: Some(&approval.id),
             approved,
-            waived,
-            kept_for: Some(approvers),
+            waived: &approval.waived,
+            answers: &approval.client_answers,
+            kept_for: Some(&approval.approvers),
         };
-        self.call_past(name, arguments, context, past).await
+        self.call_past(&approval.tool, arguments, context, past)
+            .await
     }
 
     /// A call past the blocks `approved` for the run of `ticket`, its
@@ -134,6 +138,7 @@ impl ToolSet {
             ticket,
             approved,
             waived,
+            answers,
             kept_for,
         }: Past<'_>,
     ) -> Result<ToolReply, ProtocolError> {
@@ -161,6 +166,9 @@ impl ToolSet {
         };
         let state = CallState::new(&definition.checks, &self.inner.guards, context);
         let state = state.approved_before(approved, waived, ticket);
+        if !answers.is_empty() {
+            state.keep_audit(answers.to_vec());
+        }
         // Whatever panics — the decoding, a `Serialize`, the set itself —
         // answers with an envelope that keeps what the call knows: a request
         // is never left without a reply.

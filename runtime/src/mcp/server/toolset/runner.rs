@@ -353,12 +353,7 @@ impl ToolSet {
         }
         let arguments = approval.arguments.clone();
         match self
-            .call_approved(
-                &approval.tool,
-                arguments,
-                context,
-                (&approval.id, blocks, &approval.waived, &approval.approvers),
-            )
+            .call_approved(arguments, context, approval, blocks)
             .await
         {
             Ok(reply) => reply,

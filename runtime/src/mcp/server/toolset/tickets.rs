@@ -185,6 +185,7 @@ impl ToolSet {
             caller: state.context_ref().caller(),
             block: key,
             waived: state.approved().by_client(),
+            client_answers: state.audit(),
             approvers: scope,
             safe_to_repeat: entry.facts.safe_to_repeat,
             // An approver's yes that meets the next block opens its
