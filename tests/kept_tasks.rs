@@ -168,6 +168,26 @@ async fn unknown_to(client: &RunningService<RoleClient, Client>, task: &str) {
     assert!(answered.is_err(), "{answered:?}");
 }
 
+/// Polls the task (on the paused clock) until its status message names
+/// the ticket it waits for: the message, and the ticket.
+async fn waiting_ticket(
+    client: &RunningService<RoleClient, Client>,
+    task: &str,
+) -> (String, String) {
+    for _ in 0..100 {
+        let waiting = get(client, task).await;
+        if let Some(message) = waiting["statusMessage"].as_str()
+            && let Some((_, ticket)) = message.split_once("ticket ")
+        {
+            assert_eq!(waiting["status"], "working", "{waiting}");
+            let ticket = ticket.trim_end_matches(')').to_owned();
+            return (message.to_owned(), ticket);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("the task never said what it waits for");
+}
+
 /// Polls the task (on the paused clock) until its status is not `status`.
 async fn past(client: &RunningService<RoleClient, Client>, task: &str, status: &str) -> Value {
     for _ in 0..1_000 {
@@ -913,23 +933,8 @@ async fn a_task_waits_for_its_approver_says_whom_and_ends_with_the_result() {
     .await;
 
     // The task waits, and says for whom: here and on the other replica.
-    let mut waiting = get(&one, &task).await;
-    for _ in 0..100 {
-        if waiting["statusMessage"].is_string() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        waiting = get(&one, &task).await;
-    }
-    assert_eq!(waiting["status"], "working", "{waiting}");
-    let message = waiting["statusMessage"].as_str().unwrap().to_owned();
+    let (message, ticket) = waiting_ticket(&one, &task).await;
     assert!(message.contains("refunds:approve"), "{message}");
-    let ticket = message
-        .split("ticket ")
-        .nth(1)
-        .unwrap()
-        .trim_end_matches(')')
-        .to_owned();
     tokio::time::sleep(Duration::from_secs(2)).await;
     let there = get(&other, &task).await;
     assert_eq!(there["statusMessage"], message, "{there}");
@@ -1110,16 +1115,7 @@ async fn an_approved_run_whose_next_approval_cannot_be_opened_keeps_its_block() 
 
 /// The ticket the task `task` waits for, once its status message names it.
 async fn ticket_awaited(client: &RunningService<RoleClient, Client>, task: &str) -> String {
-    for _ in 0..100 {
-        let waiting = get(client, task).await;
-        if let Some(message) = waiting["statusMessage"].as_str() {
-            assert_eq!(waiting["status"], "working", "{waiting}");
-            let ticket = message.split("ticket ").nth(1).expect("its ticket");
-            return ticket.trim_end_matches(')').to_owned();
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    panic!("the task never said what it waits for");
+    waiting_ticket(client, task).await.1
 }
 
 #[tokio::test(start_paused = true)]
@@ -2222,25 +2218,7 @@ async fn a_task_asks_its_user_ahead_then_waits_for_its_approver_and_ends_with_th
         .await
         .expect("tasks/update");
 
-    let mut waiting = get(&client, &task).await;
-    for _ in 0..100 {
-        if waiting["statusMessage"]
-            .as_str()
-            .is_some_and(|m| m.contains("ticket "))
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        waiting = get(&client, &task).await;
-    }
-    assert_eq!(waiting["status"], "working", "{waiting}");
-    let message = waiting["statusMessage"].as_str().unwrap().to_owned();
-    let ticket = message
-        .split("ticket ")
-        .nth(1)
-        .unwrap()
-        .trim_end_matches(')')
-        .to_owned();
+    let ticket = ticket_awaited(&client, &task).await;
     assert_eq!(times("EXT-910"), 0, "nothing ran before the approver's yes");
 
     let approver = tool_envelope::guard::Caller::new("carol", ["refunds:approve"]);
