@@ -116,6 +116,12 @@ impl Blocked {
         self
     }
 
+    /// The scope of the approvers at the server who may approve it; `None`
+    /// when nobody may, or when the client's user may.
+    pub(super) fn approver_scope(&self) -> Option<&str> {
+        self.approvers.as_ref().and_then(Approvers::required_scope)
+    }
+
     /// Adds a next move, such as routing to a human.
     #[must_use]
     pub fn with_alternative(mut self, alternative: impl Into<String>) -> Self {

@@ -105,8 +105,7 @@ impl<'a> ToolCall<'a> {
         let key = waivers.key_of(blocked);
         // Looked ahead of, a block approvers decide passes as if they said
         // yes: what follows it is what the client may be asked now.
-        let for_approvers =
-            (blocked.approvers.as_ref()).is_some_and(|a| a.required_scope().is_some());
+        let for_approvers = blocked.approver_scope().is_some();
         let waived =
             waivers.approved.contains(&key) || (for_approvers && waivers.approved.looking());
         blocked.approval = Some(key.into_boxed_str());

@@ -46,7 +46,7 @@ impl<'a> Waivers<'a> {
         // Who may approve it, when not the client's user: a client's yes to
         // a block of the same words never waives one that approvers at the
         // server decide (the guard's answer may change between the two).
-        if let Some(scope) = (blocked.approvers.as_ref()).and_then(|a| a.required_scope()) {
+        if let Some(scope) = blocked.approver_scope() {
             digest.update([1]);
             digest.update(scope.as_bytes());
             digest.update([0]);

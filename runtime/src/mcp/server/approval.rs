@@ -21,6 +21,19 @@ use crate::store::ApprovalRecord;
 /// only `caller` is vouched for by the server.
 pub const APPROVAL_META_KEY: &str = "tool-envelope/approvals";
 
+/// Where a question put to the client's user turns from the block to what
+/// it asks: a blank line, then "Approve", the tool and its query.
+const APPROVE: &str = "\n\nApprove `";
+
+/// The block a question of [`ask`] put to the client's user, as its
+/// record keeps the question: what they approved.
+#[cfg_attr(not(feature = "inbox"), allow(dead_code))]
+pub(crate) fn block_asked(question: &str) -> &str {
+    question
+        .rsplit_once(APPROVE)
+        .map_or(question, |(block, _)| block)
+}
+
 /// The most approvals one call asks for: one per block a person may approve.
 pub(crate) const MAX_APPROVALS: usize = 4;
 
@@ -53,10 +66,7 @@ pub(crate) async fn ask(
     let query = blocked
         .attempted_query()
         .map_or_else(String::new, |query| format!(" with {query}"));
-    let question = format!(
-        "{}\n\nApprove `{tool}`{query}?",
-        blocked.message().trim_end()
-    );
+    let question = format!("{}{APPROVE}{tool}`{query}?", blocked.message().trim_end());
     let form = json!({
         "type": "object",
         "properties": {

@@ -200,7 +200,7 @@ fn client_said(record: &Value) -> Option<String> {
         return None;
     }
     let question = said("question").unwrap_or_default();
-    let block = (question.rsplit_once("\n\nApprove `")).map_or(question, |(block, _)| block);
+    let block = crate::mcp::server::approval::block_asked(question);
     let quoted = |field: &str| said(field).map_or("none".to_owned(), |text| format!("“{text}”"));
     let line = format!(
         "“{block}” — approved at the client; name typed there: {}; client: {}; caller: {}",
