@@ -842,3 +842,48 @@ async fn a_clients_yes_never_waives_a_block_for_approvers_at_the_server() {
         );
     }
 }
+
+/// A block whose text quotes what an upstream said, credentials and all.
+fn upstream_said(call: &ToolCall) -> Result<(), Blocked> {
+    let order: String = call.require("order")?;
+    Err(Blocked::new(format!(
+        "Billing at https://ops:hunter2@billing.internal held {order}: password=hunter2"
+    ))
+    .with_reason("HELD")
+    .unless_approved())
+}
+
+/// A set that masks credentials in every failure it sends masks them in
+/// the question it puts to the client's user, and in the record of it the
+/// reply carries; one that does not, sends the block's text as it is.
+#[tokio::test]
+async fn a_set_that_masks_credentials_masks_them_in_its_questions_too() {
+    for (masked, revision) in [
+        (true, Revision::Sessions),
+        (true, Revision::Rounds),
+        (false, Revision::Sessions),
+    ] {
+        let mut tools = ToolSet::new()
+            .tool::<refund>()
+            .guards(Guards::new().for_tool("refund", upstream_said))
+            .request_state_key([9u8; 32], Duration::from_secs(60));
+        if masked {
+            tools = tools.mask_internal_errors("internal error");
+        }
+        let person = Person::new(json!(1));
+        let client = connect_to(tools, revision, person.clone()).await;
+        let result = client.call_tool(refund_of("O-HELD", 20)).await.unwrap();
+        assert_ne!(result.is_error, Some(true), "{revision:?}: {result:?}");
+        let asked = person.asked();
+        assert_eq!(asked.len(), 1, "{asked:?}");
+        let record = &result.meta.unwrap().0[tool_envelope::mcp::APPROVAL_META_KEY][0];
+        let kept = record["question"].as_str().unwrap();
+        assert_eq!(kept, asked[0]);
+        assert!(asked[0].starts_with("Billing at https://"), "{asked:?}");
+        assert_eq!(
+            asked[0].contains("hunter2"),
+            !masked,
+            "{revision:?}, masked: {masked}: {asked:?}"
+        );
+    }
+}

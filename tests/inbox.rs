@@ -81,6 +81,8 @@ async fn validate(token: String) -> Option<Caller> {
             Caller::new("carol", ["refunds:approve"])
                 .until(std::time::SystemTime::now() - std::time::Duration::from_secs(1)),
         ),
+        // An authorization server that does not answer.
+        "stuck-token" => std::future::pending().await,
         _ => None,
     }
 }
@@ -149,7 +151,10 @@ where
 {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let auth = BearerAuth::new(format!("{url}/mcp"), validator);
+    // A validator that does not answer is given up on soon (these answer
+    // at once, but for `stuck-token`).
+    let auth = BearerAuth::new(format!("{url}/mcp"), validator)
+        .validator_timeout(std::time::Duration::from_millis(500));
     let tools = ToolSet::new()
         .server_info(service.to_owned(), "1.0.0")
         .tool::<refund>()
@@ -974,6 +979,21 @@ async fn an_expired_sign_in_form_is_answered_with_one_that_works() {
         .unwrap();
     assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
     assert!(set_cookie(&signed_in, "tool_envelope_inbox").is_some());
+}
+
+/// A token whose validator does not answer in time signs nobody in, and
+/// the page says to try again — not that the token was refused.
+#[tokio::test]
+async fn a_token_its_validator_does_not_answer_for_signs_nobody_in_and_the_page_says_try_again() {
+    let server = server("stuck-validator").await;
+    let response = server.try_sign_in("stuck-token").await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(set_cookie(&response, "tool_envelope_inbox").is_none());
+    let page = response.text().await.unwrap();
+    assert!(page.contains("could not be checked in time"), "{page}");
+    assert!(!page.contains("not accepted"), "{page}");
+    // A token it answers for signs in as before.
+    server.sign_in("carol-token").await;
 }
 
 /// Two services' inboxes sharing a store and a cookie key: a session

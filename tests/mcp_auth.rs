@@ -46,18 +46,49 @@ async fn validate(token: String) -> Option<Caller> {
         "newline" => Some(Caller::new("agent\n-7", ["orders:read"])),
         "long" => Some(Caller::new("a".repeat(1025), ["orders:read"])),
         "longest" => Some(Caller::new("a".repeat(1024), ["orders:read"])),
+        // An authorization server that never answers: the validator's
+        // future is dropped when the server stops waiting for it.
+        "stuck" => {
+            let _waiting = Waiting::new();
+            std::future::pending::<Option<Caller>>().await
+        }
         _ => None,
+    }
+}
+
+/// How many validations of `stuck` are waiting: each one counts itself
+/// while it lives.
+static STUCK: AtomicU32 = AtomicU32::new(0);
+
+struct Waiting;
+
+impl Waiting {
+    fn new() -> Self {
+        STUCK.fetch_add(1, Ordering::SeqCst);
+        Waiting
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        STUCK.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
 /// A protected tool set on a loopback port, stateless; its URL.
 async fn protected(required: &[&str]) -> String {
+    protected_with(required, |auth| auth).await
+}
+
+/// [`protected`], its `BearerAuth` set further by `set`.
+async fn protected_with(required: &[&str], set: impl FnOnce(BearerAuth) -> BearerAuth) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let auth = BearerAuth::new(format!("http://{address}/mcp"), validate)
         .authorization_server("https://auth.example.com")
         .scopes_supported(["orders:read", "refunds:write"])
         .required_scopes(required.iter().copied());
+    let auth = set(auth);
     let tools = ToolSet::new().tool::<refund>().tool::<whoami>().guards(
         Guards::new().for_tool("refund", |call: &ToolCall| -> Result<(), Blocked> {
             call.require_scope("refunds:write")
@@ -197,6 +228,47 @@ async fn a_token_without_a_required_scope_gets_403_and_the_client_names_the_scop
         refused.message()
     );
     assert!(!refused.is_retryable());
+}
+
+#[tokio::test]
+async fn a_validator_that_does_not_answer_in_time_gets_503_not_a_refusal_of_the_token() {
+    let url = protected_with(&[], |auth| {
+        auth.validator_timeout(std::time::Duration::from_millis(300))
+    })
+    .await;
+    let response = reqwest::Client::new()
+        .post(&url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .bearer_auth("stuck")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 503);
+    assert_eq!(response.headers()["retry-after"], "1");
+    // Nothing says the token is bad: a client keeps it and tries again.
+    assert!(response.headers().get("www-authenticate").is_none());
+    // The validation was given up, not left waiting.
+    assert_eq!(STUCK.load(Ordering::SeqCst), 0);
+
+    let failed = McpClient::connect(&url).bearer("stuck").await.unwrap_err();
+    assert_eq!(failed.category(), ErrorCategory::Transient, "{failed}");
+    assert_eq!(failed.reason(), Some("HTTP_503"));
+    assert!(failed.is_retryable());
+    assert_eq!(
+        failed.retry_after(),
+        Some(std::time::Duration::from_secs(1))
+    );
+    assert!(!failed.to_string().contains("stuck"), "{failed}");
+    assert_eq!(STUCK.load(Ordering::SeqCst), 0);
+
+    // A token the validator answers for is served as before.
+    let reader = McpClient::connect(&url).bearer("reader").await.unwrap();
+    assert_eq!(
+        reader.call("whoami", json!({})).await.unwrap()["subject"],
+        "agent-7"
+    );
 }
 
 #[tokio::test]

@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use super::respond::{State, cookie, render, see_other, server_name, set_cookie};
 use super::session::{self, SESSION, SESSION_MS, SIGN_IN, Session};
+use crate::mcp::server::rmcp::bearer::Validated;
 use crate::store::{AuditEntry, Store, StoreError, now_ms};
 
 /// The request's session, and its cookie: one this inbox's key signed,
@@ -166,13 +167,17 @@ pub(super) async fn sign_in(
         );
     }
     let token = form.token.trim();
-    let Some(caller) = state.auth.caller_of(token).await else {
-        return sign_in_form_refused(
-            &state,
-            &headers,
-            "That token is not accepted here.",
-            &form.next,
-        );
+    let caller = match state.auth.caller_of(token).await {
+        Validated::Caller(caller) => caller,
+        Validated::Refused => {
+            return sign_in_form_refused(
+                &state,
+                &headers,
+                "That token is not accepted here.",
+                &form.next,
+            );
+        }
+        Validated::Unanswered => return not_checked(&state, &headers, &form.next),
     };
     if !caller.has_scope(&state.scope) {
         let problem = format!("Signing in here needs the scope `{}`.", state.scope);
@@ -200,7 +205,11 @@ pub(super) async fn sign_in(
     // `Inbox::end_sessions_of` asks) between the first answer and the read
     // would otherwise sign in to an epoch nobody ends. The session keeps
     // what the later answer says.
-    let again = state.auth.caller_of(token).await;
+    let again = match state.auth.caller_of(token).await {
+        Validated::Caller(again) => Some(again),
+        Validated::Refused => None,
+        Validated::Unanswered => return not_checked(&state, &headers, &form.next),
+    };
     let Some(caller) =
     // A token past its expiry, or within a second of it, opens no session
     // (its validator should have refused it).
@@ -239,6 +248,18 @@ pub(super) fn refused(
     let mut response = sign_in_form(state, headers, Some(problem), next);
     *response.status_mut() = status;
     response
+}
+
+/// [`refused`], `503 Service Unavailable`: the token's validator did not
+/// answer in time, so nothing is said of the token.
+fn not_checked(state: &State, headers: &HeaderMap, next: &str) -> Response {
+    let problem = "The token could not be checked in time: sign in again in a moment.";
+    refused(
+        state,
+        headers,
+        (StatusCode::SERVICE_UNAVAILABLE, problem),
+        next,
+    )
 }
 
 /// [`refused`], `403 Forbidden`.

@@ -7,6 +7,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::http::{HeaderMap, HeaderValue, Response, StatusCode, Uri, header};
 use serde_json::{Value, json};
@@ -16,6 +17,22 @@ use crate::caller::Caller;
 /// The longest subject a token may name (`OpenID Connect`'s `sub` is 255
 /// ASCII characters at most).
 const MAX_SUBJECT_BYTES: usize = 1024;
+
+/// How long a validator may take by default: longer than a JWKS fetch or an
+/// introspection call on a slow day, short enough that a dead authorization
+/// server costs each request a bounded wait.
+const VALIDATOR_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What became of a token put to the validator.
+pub(crate) enum Validated {
+    /// Accepted: who called.
+    Caller(Caller),
+    /// Refused: unknown, expired, for another audience, or naming nobody.
+    Refused,
+    /// No answer within [`BearerAuth::validator_timeout`]: neither
+    /// accepted nor refused.
+    Unanswered,
+}
 
 /// What a validator answers: the caller, or `None` for a token it does not
 /// accept (unknown, expired, for another audience).
@@ -33,6 +50,12 @@ type Validation = Pin<Box<dyn Future<Output = Option<Caller>> + Send>>;
 /// - A token without the [`required_scopes`](Self::required_scopes) gets
 ///   403 with `error="insufficient_scope"` and the scopes, so that the
 ///   client can ask for them (step-up).
+/// - A token the validator does not judge within
+///   [`validator_timeout`](Self::validator_timeout) (10 seconds unless
+///   set: an authorization server down, a JWKS fetch hanging) gets 503
+///   with `Retry-After: 1` and no challenge — nothing says the token is
+///   bad, so a client does not throw it away or log in again; it retries
+///   (`McpClient` reads it as `transient`).
 /// - An accepted one's [`Caller`] reaches the tools
 ///   ([`ToolContext::caller`](crate::mcp::ToolContext::caller)) and the
 ///   guards ([`ToolCall::require_scope`](crate::guard::ToolCall::require_scope)).
@@ -70,7 +93,9 @@ type Validation = Pin<Box<dyn Future<Output = Option<Caller>> + Send>>;
 ///
 /// let auth = BearerAuth::new("https://tools.example.com/mcp", |token: String| async move {
 ///     // Validate for real: a JWT's signature, issuer, audience and expiry.
-///     (token == "let-me-in").then(|| Caller::new("ops", ["refunds:read", "refunds:write"]))
+///     // A fixed token is compared in constant time, never with `==`.
+///     let known = subtle::ConstantTimeEq::ct_eq(token.as_bytes(), b"let-me-in");
+///     bool::from(known).then(|| Caller::new("ops", ["refunds:read", "refunds:write"]))
 /// })
 /// .authorization_server("https://auth.example.com")
 /// .scopes_supported(["refunds:read", "refunds:write"]);
@@ -93,6 +118,7 @@ struct Inner {
     authorization_servers: Vec<String>,
     scopes_supported: Vec<String>,
     required_scopes: Vec<String>,
+    validator_timeout: Duration,
     validator: Box<dyn Fn(String) -> Validation + Send + Sync>,
 }
 
@@ -147,14 +173,20 @@ impl BearerAuth {
         let metadata_path = format!("/.well-known/oauth-protected-resource{path}");
         let authority = uri.authority().map_or("", |authority| authority.as_str());
         let scheme = uri.scheme_str().unwrap_or("https");
+        // The resource's query stays after the path (RFC 9728 §3.1): a
+        // resource told apart by it has a document of its own.
+        let query = uri
+            .query()
+            .map_or_else(String::new, |query| format!("?{query}"));
         BearerAuth {
             inner: Arc::new(Inner {
-                metadata_url: format!("{scheme}://{authority}{metadata_path}"),
+                metadata_url: format!("{scheme}://{authority}{metadata_path}{query}"),
                 metadata_path,
                 resource,
                 authorization_servers: Vec::new(),
                 scopes_supported: Vec::new(),
                 required_scopes: Vec::new(),
+                validator_timeout: VALIDATOR_TIMEOUT,
                 validator: Box::new(move |token| Box::pin(validator(token))),
             }),
         }
@@ -193,15 +225,33 @@ impl BearerAuth {
         self.change(|inner| inner.required_scopes = scopes)
     }
 
+    /// How long the validator may take over one token: past it, the
+    /// request is answered 503 with `Retry-After: 1` (a sign-in to the
+    /// inbox, its page saying to try again), and the validator's future is
+    /// dropped. 10 seconds unless set.
+    ///
+    /// # Panics
+    ///
+    /// If `timeout` is zero: no token could be accepted.
+    #[must_use]
+    pub fn validator_timeout(self, timeout: Duration) -> Self {
+        assert!(
+            !timeout.is_zero(),
+            "BearerAuth::validator_timeout: a zero timeout accepts no token"
+        );
+        self.change(|inner| inner.validator_timeout = timeout)
+    }
+
     /// Where the protected resource metadata document is served: the
     /// resource's origin, `/.well-known/oauth-protected-resource`, then the
-    /// resource's path (RFC 9728).
+    /// resource's path and query (RFC 9728 §3.1).
     pub fn metadata_url(&self) -> &str {
         &self.inner.metadata_url
     }
 
     /// The path of [`metadata_url`](Self::metadata_url), to route it on a
-    /// server of your own.
+    /// server of your own (without the resource's query, which routing
+    /// does not read).
     pub fn metadata_path(&self) -> &str {
         &self.inner.metadata_path
     }
@@ -231,16 +281,20 @@ impl BearerAuth {
     /// Who `token` is of, as the validator says, if it grants the scopes
     /// every request needs: a person signing in to the inbox with it.
     #[cfg(feature = "inbox")]
-    pub(crate) async fn caller_of(&self, token: &str) -> Option<Caller> {
+    pub(crate) async fn caller_of(&self, token: &str) -> Validated {
         if !is_token(token) {
-            return None;
+            return Validated::Refused;
         }
-        let caller = self.validated(token).await?;
-        let required = &self.inner.required_scopes;
-        required
-            .iter()
-            .all(|scope| caller.has_scope(scope))
-            .then_some(caller)
+        match self.validated(token).await {
+            Validated::Caller(caller) => {
+                let required = &self.inner.required_scopes;
+                match required.iter().all(|scope| caller.has_scope(scope)) {
+                    true => Validated::Caller(caller),
+                    false => Validated::Refused,
+                }
+            }
+            other => other,
+        }
     }
 
     /// Who sent a request with `headers`, or the response that refuses it.
@@ -274,8 +328,12 @@ impl BearerAuth {
         if !is_token(token) {
             return Err(self.refusal(StatusCode::BAD_REQUEST, Some("invalid_request")));
         }
-        let Some(caller) = self.validated(token).await else {
-            return Err(self.refusal(StatusCode::UNAUTHORIZED, Some("invalid_token")));
+        let caller = match self.validated(token).await {
+            Validated::Caller(caller) => caller,
+            Validated::Refused => {
+                return Err(self.refusal(StatusCode::UNAUTHORIZED, Some("invalid_token")));
+            }
+            Validated::Unanswered => return Err(unanswered()),
         };
         if !self
             .inner
@@ -296,8 +354,21 @@ impl BearerAuth {
     /// character or is over [`MAX_SUBJECT_BYTES`]: a store cannot keep or
     /// index it as it is (Postgres refuses a NUL, and index entries past
     /// ~2.7 KB), and the caller's bounds would then be counted by none.
-    async fn validated(&self, token: &str) -> Option<Caller> {
-        let caller = (self.inner.validator)(token.to_owned()).await?;
+    /// A validator that does not answer within its timeout is
+    /// [`Validated::Unanswered`].
+    async fn validated(&self, token: &str) -> Validated {
+        let validation = (self.inner.validator)(token.to_owned());
+        let caller = match tokio::time::timeout(self.inner.validator_timeout, validation).await {
+            Ok(Some(caller)) => caller,
+            Ok(None) => return Validated::Refused,
+            Err(_) => {
+                tracing::warn!(
+                    timeout_ms = self.inner.validator_timeout.as_millis(),
+                    "the bearer token validator did not answer in time: the request gets 503"
+                );
+                return Validated::Unanswered;
+            }
+        };
         let subject = caller.subject();
         let kept = !subject.is_empty()
             && subject.len() <= MAX_SUBJECT_BYTES
@@ -308,7 +379,10 @@ impl BearerAuth {
                 "a token's subject was refused: over 1 KiB, or a control character in it"
             );
         }
-        kept.then_some(caller)
+        match kept {
+            true => Validated::Caller(caller),
+            false => Validated::Refused,
+        }
     }
 
     /// A refusal with `status`, its challenge naming the metadata document,
@@ -331,6 +405,18 @@ impl BearerAuth {
         }
         response
     }
+}
+
+/// The answer to a request whose token the validator did not judge in
+/// time: 503, try again in a second — no challenge, for nothing says the
+/// token is bad.
+fn unanswered<B: Default>() -> Response<B> {
+    let mut response = Response::new(B::default());
+    *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
 }
 
 /// `scopes`, each a scope token (RFC 6749 §3.3: `!`, `#`–`[`, `]`–`~`):
@@ -365,43 +451,4 @@ fn is_token(token: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::BearerAuth;
-
-    fn auth(resource: &str) -> BearerAuth {
-        BearerAuth::new(resource, |_| async { None })
-    }
-
-    #[test]
-    fn scopes_are_scope_tokens() {
-        let auth = auth("https://tools.example.com/mcp")
-            .scopes_supported(["orders:read", "a!#[]~"])
-            .required_scopes(["orders:read"]);
-        assert_eq!(auth.metadata()["scopes_supported"][1], "a!#[]~");
-        for bad in ["", "two words", "say\"hi", "back\\slash", "ctl\u{7}"] {
-            let refused = std::panic::catch_unwind(|| {
-                auth_for_scopes(bad);
-            });
-            assert!(refused.is_err(), "{bad:?} taken");
-        }
-    }
-
-    fn auth_for_scopes(scope: &str) -> BearerAuth {
-        auth("https://tools.example.com/mcp").required_scopes([scope])
-    }
-
-    #[test]
-    fn a_resource_a_challenge_cannot_name_is_refused() {
-        for bad in [
-            "https://tools.example.com/mcp#part",
-            "https://tools.example.com/m\"cp",
-            "ftp://tools.example.com/mcp",
-            "/mcp",
-        ] {
-            assert!(
-                std::panic::catch_unwind(|| auth(bad)).is_err(),
-                "{bad} taken"
-            );
-        }
-    }
-}
+mod tests;

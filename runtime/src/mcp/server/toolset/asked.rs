@@ -76,7 +76,7 @@ impl ToolSet {
                 match Box::pin(approval::ask(
                     state.context_ref(),
                     &key,
-                    blocked,
+                    &self.as_asked(blocked),
                     &mut records,
                 ))
                 .await
@@ -141,7 +141,8 @@ impl ToolSet {
             if records.len() >= MAX_APPROVALS {
                 return Some(Err(failure));
             }
-            match approval::ask(state.context_ref(), &key, blocked, records).await {
+            let asked = self.as_asked(blocked);
+            match approval::ask(state.context_ref(), &key, &asked, records).await {
                 Approval::Approved => state.approved().approve(&key, true),
                 Approval::Declined(envelope) => {
                     let envelope = settle_here(envelope, entry, arguments, state);

@@ -20,6 +20,26 @@ impl ToolSet {
         self.shaped(&entry.definition.name, failure)
     }
 
+    /// A block as its question puts it to the client's user: with the
+    /// credentials in its texts masked when the set masks them in every
+    /// failure it sends ([`ToolSet::mask_internal_errors`]) — the
+    /// question, kept with its answer, reaches the reply's `_meta` and the
+    /// approvers' inbox.
+    #[cfg(feature = "rmcp")]
+    pub(super) fn as_asked<'a>(
+        &self,
+        blocked: &'a ErrorEnvelope,
+    ) -> std::borrow::Cow<'a, ErrorEnvelope> {
+        match self.inner.mask_internal {
+            Some(_) => {
+                let mut shown = blocked.clone();
+                shown.visit_texts(&mut scrub_in_place);
+                std::borrow::Cow::Owned(shown)
+            }
+            None => std::borrow::Cow::Borrowed(blocked),
+        }
+    }
+
     /// [`failure`](Self::failure), of the tool called `tool`, which the set
     /// may no longer have (an approved call of a tool a release removed).
     pub(super) fn shaped(&self, tool: &str, failure: Failure) -> ToolReply {
