@@ -459,3 +459,53 @@ async fn a_chain_of_approvals_carries_what_the_user_approved_to_its_last_run() {
     assert_eq!(user.asked().len(), 1, "asked once in all");
     client.cancel().await.unwrap();
 }
+
+/// A call the store would not keep waiting is not asked about ahead: its
+/// arguments too long for approvers to see whole, or its caller with as
+/// many approvals waiting as may, it ends with that refusal, its user
+/// asked nothing, no approval opened, nothing run.
+#[tokio::test]
+async fn a_call_the_store_would_not_keep_waiting_asks_its_user_nothing() {
+    let (_folder, url) = sqlite_url("would-not-wait");
+    let tools = tools(&url, approvers_first())
+        .await
+        .max_waiting_approvals(1);
+    let user = User::answering(Some(ElicitationAction::Accept));
+    let client = connect(&tools, &user).await;
+
+    let long = format!("EXT-{}", "9".repeat(20_000));
+    for tool in ["transfer", "wire"] {
+        let refused = call(&client, tool, json!({"account": long, "amount": 900})).await;
+        assert_eq!(
+            refused["reason"], "TOO_LONG_TO_APPROVE",
+            "{tool}: {refused}"
+        );
+        assert_eq!(user.asked().len(), 0, "{tool}: its user was asked");
+    }
+
+    // One call waits (the approvers' block alone): the caller's bound.
+    ticket_of(
+        &call(
+            &client,
+            "transfer",
+            json!({"account": "ACC-9", "amount": 900}),
+        )
+        .await,
+    );
+    for tool in ["transfer", "wire"] {
+        let refused = call(&client, tool, json!({"account": "EXT-9", "amount": 900})).await;
+        assert_eq!(refused["reason"], "TOO_MANY_APPROVALS", "{tool}: {refused}");
+        assert_eq!(user.asked().len(), 0, "{tool}: its user was asked");
+    }
+    client.cancel().await.unwrap();
+
+    let pending = store::open(&url)
+        .await
+        .unwrap()
+        .approvals("", None, &[ApprovalState::Pending], 10)
+        .await
+        .unwrap();
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(tools.run_approved().await.unwrap(), 0);
+    assert_eq!(times("transfer EXT-9 900") + times("wire EXT-9 900"), 0);
+}

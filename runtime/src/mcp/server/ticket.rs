@@ -10,14 +10,17 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::caller::Caller;
-use crate::envelope::{ErrorEnvelope, Refusal, Ticket};
-use crate::escalation::{Escalation, EscalationReason};
+use crate::envelope::ErrorEnvelope;
+use crate::escalation::Escalation;
 use crate::mcp::reply::ToolReply;
 use crate::mcp::server::approval;
 use crate::mcp::server::digest::digest;
 use crate::mcp::server::turns::Turns;
 use crate::store::{ApprovalRecord, ApprovalState, Decision, Store, StoreError, now_ms};
 use crate::{keys, reasons};
+
+mod standing;
+use standing::standing;
 
 /// How long an approval waits for a decision by default, and how long its
 /// outcome is then given to the same call made again.
@@ -153,35 +156,14 @@ pub(crate) async fn wait(
             onward(approval, &live)
         }
         None => {
-            // Its caller took the call back while this approved run of it
-            // went on: the next approval is not asked for.
-            if withdrawn_during(store, call.handing_on).await? {
-                return Ok((
-                    Ticketed::Ended(approval::withdrawn_meanwhile(blocked)),
-                    None,
-                ));
-            }
-            // Refused at once when plainly past the bound, with a read
-            // alone: no write, no view made for approvers. The store
-            // counts again as it opens one.
-            let caller = call.caller.map(Caller::subject);
-            let most = u64::try_from(call.most_waiting).unwrap_or(u64::MAX);
-            let waiting = store.waiting_approvals(call.service, caller, now).await?;
-            if waiting >= most {
-                return Ok((Ticketed::Ended(approval::too_many(blocked, waiting)), None));
-            }
+            let shown = match not_opened(store, call, blocked, now, shown).await? {
+                Ok(shown) => shown,
+                Err(refused) => return Ok((Ticketed::Ended(refused), None)),
+            };
             // Bounded, so that an expiry moved after a late decision and a
             // late run stays far inside every store's integers.
             let ttl_ms = i64::try_from(ttl.min(MAX_APPROVAL_TTL).as_millis()).unwrap_or(i64::MAX);
-            // An approver sees the arguments whole, or is not asked: a part
-            // cut from what they see could be the part that matters.
-            let shown = shown();
-            if shown
-                .get(keys::ATTEMPTED_QUERY)
-                .is_some_and(Value::is_string)
-            {
-                return Ok((Ticketed::Ended(approval::too_long(blocked)), None));
-            }
+            let most = u64::try_from(call.most_waiting).unwrap_or(u64::MAX);
             let mut approval = ApprovalRecord::new(
                 digest,
                 call.block,
@@ -229,6 +211,74 @@ pub(crate) async fn wait(
     };
     drop(opening);
     Ok((standing(&approval, blocked, now), opened))
+}
+
+/// What `call`, blocked with `blocked`, would end with instead of waiting
+/// if it were ticketed now, read from `store` without writing to it: the
+/// refusals of [`wait`] — a token that grants less than the live
+/// approval's, the caller's run withdrawn, as many approvals of theirs
+/// waiting as may, arguments too long to show whole. `None`: it would wait
+/// (or join the live approval of its block). Asked before the client's user
+/// is, so that nobody is asked about a call that will not wait; the store
+/// may change before the call is ticketed, and [`wait`] asks again.
+///
+/// # Errors
+///
+/// When the store cannot be read.
+pub(crate) async fn would_end(
+    store: &dyn Store,
+    call: &Waiting<'_>,
+    blocked: &ErrorEnvelope,
+    shown: impl FnOnce() -> Value,
+) -> Result<Option<ErrorEnvelope>, StoreError> {
+    let now = now_ms();
+    let digest = digest(call.service, call.tool, call.arguments, call.caller);
+    let live = store.call_approvals(&digest, now).await?;
+    if let Some(refused) = lacking_scope(&live, call.caller, call.tool) {
+        return Ok(Some(refused));
+    }
+    if live.iter().any(|approval| approval.block == call.block) {
+        return Ok(None);
+    }
+    Ok(not_opened(store, call, blocked, now, shown).await?.err())
+}
+
+/// Whether `call` may open the approval of its block, none living: the
+/// view approvers get of it (made by `shown`, only when the rest allows),
+/// or the refusal it ends with — its caller took back the approved run
+/// that met the block, as many approvals of theirs wait as may (a read
+/// alone: the store counts again as it opens one), or approvers would not
+/// see its arguments whole.
+async fn not_opened(
+    store: &dyn Store,
+    call: &Waiting<'_>,
+    blocked: &ErrorEnvelope,
+    now: i64,
+    shown: impl FnOnce() -> Value,
+) -> Result<Result<Value, ErrorEnvelope>, StoreError> {
+    // Its caller took the call back while this approved run of it went
+    // on: the next approval is not asked for.
+    if withdrawn_during(store, call.handing_on).await? {
+        return Ok(Err(approval::withdrawn_meanwhile(blocked)));
+    }
+    // Refused at once when plainly past the bound, with a read alone: no
+    // write, no view made for approvers.
+    let caller = call.caller.map(Caller::subject);
+    let most = u64::try_from(call.most_waiting).unwrap_or(u64::MAX);
+    let waiting = store.waiting_approvals(call.service, caller, now).await?;
+    if waiting >= most {
+        return Ok(Err(approval::too_many(blocked, waiting)));
+    }
+    // An approver sees the arguments whole, or is not asked: a part cut
+    // from what they see could be the part that matters.
+    let shown = shown();
+    if shown
+        .get(keys::ATTEMPTED_QUERY)
+        .is_some_and(Value::is_string)
+    {
+        return Ok(Err(approval::too_long(blocked)));
+    }
+    Ok(Ok(shown))
 }
 
 /// Notes a call that joined the live approval `approval` of the same
@@ -388,90 +438,6 @@ fn lacking_scope(
         .with_alternative("Call with the token that asked for the approval")
         .with_not_applied(true)
     })
-}
-
-/// Where the call of `approval` stands, `blocked` being its guard's block.
-fn standing(approval: &ApprovalRecord, blocked: &ErrorEnvelope, now: i64) -> Ticketed {
-    // As the store has it: one truth, whatever each replica's clock says.
-    match approval.state {
-        ApprovalState::Done => match approval
-            .result
-            .clone()
-            .and_then(|result| serde_json::from_value::<ToolReply>(result).ok())
-        {
-            Some(reply) => Ticketed::Ran(reply),
-            None => Ticketed::Ended(
-                ErrorEnvelope::other("the approved call ran, but its result could not be read")
-                    .with_reason(reasons::MAY_HAVE_TAKEN_EFFECT),
-            ),
-        },
-        ApprovalState::Declined | ApprovalState::Withdrawn => {
-            Ticketed::Ended(declined(blocked, approval))
-        }
-        ApprovalState::Expired => Ticketed::Ended(approval::expired(blocked, approval)),
-        ApprovalState::Pending | ApprovalState::Approved | ApprovalState::Running => {
-            Ticketed::Awaiting(awaiting(blocked, approval, now))
-        }
-    }
-}
-
-/// The escalation of a call that waits for `approval`.
-fn awaiting(blocked: &ErrorEnvelope, approval: &ApprovalRecord, now: i64) -> Escalation {
-    let read = format!(
-        "Call `{}` again with the same arguments: until the ticket expires, it answers with this ticket while it waits, then with the call's result once it ran",
-        approval.tool
-    );
-    let ticket = Ticket::new(
-        approval.id.clone(),
-        approval.state.as_str(),
-        approval.approvers.clone(),
-        u64::try_from(approval.expires_ms).unwrap_or(0),
-        read,
-    );
-    // Where it stands, in words: an agent relays this message, and
-    // "waiting for an approver" would be false once one said yes.
-    let by = approval.decided_by.as_deref().unwrap_or("an approver");
-    let (stands, next) = match approval.state {
-        ApprovalState::Approved => (
-            format!("approved by {by}; the call runs shortly"),
-            "Wait for the approved call to run, then call again with the same arguments to read its result",
-        ),
-        ApprovalState::Running => (
-            format!("approved by {by}; the call is running now"),
-            "Wait for the approved call to finish, then call again with the same arguments to read its result",
-        ),
-        _ => (
-            format!("waiting for an approver with `{}`", approval.approvers),
-            "Wait for the approver's decision, then call again with the same arguments to read the outcome",
-        ),
-    };
-    let message = format!(
-        "{} — {stands} (ticket {})",
-        blocked.message().trim_end(),
-        approval.id
-    );
-    let envelope = ErrorEnvelope::business(message)
-        .with_reason(reasons::AWAITING_APPROVAL)
-        .with_alternatives(blocked.alternatives().iter().cloned())
-        .with_alternative(next)
-        .remade(|parts| parts.refused = Some(Refusal::Blocked));
-    let elapsed = Duration::from_millis(u64::try_from(now - approval.created_ms).unwrap_or(0));
-    Escalation::new(EscalationReason::AwaitingApproval, envelope, 0, elapsed)
-        .with_detail(format!(
-            "Kept as approval {}, which only a person whose token grants `{}` can decide, never the caller",
-            approval.id, approval.approvers
-        ))
-        .with_ticket(ticket)
-}
-
-/// The envelope of a call an approver declined, or its caller withdrew:
-/// who, and their note.
-fn declined(blocked: &ErrorEnvelope, approval: &ApprovalRecord) -> ErrorEnvelope {
-    let by = approval.decided_by.as_deref().unwrap_or("an approver");
-    let note = approval.note.as_deref().filter(|note| !note.is_empty());
-    let who = note.map_or_else(|| by.to_owned(), |note| format!("{by} ({note})"));
-    let withdrawn = approval.state == ApprovalState::Withdrawn;
-    approval::declined(blocked, &who, withdrawn)
 }
 
 #[cfg(test)]

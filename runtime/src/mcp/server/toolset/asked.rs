@@ -14,6 +14,8 @@ use super::entry::Entry;
 #[cfg(feature = "rmcp")]
 use super::failure::Failure;
 #[cfg(feature = "rmcp")]
+use crate::envelope::ErrorEnvelope;
+#[cfg(feature = "rmcp")]
 use crate::mcp::server::approval::{self, Approval, MAX_APPROVALS};
 #[cfg(feature = "rmcp")]
 use crate::mcp::server::arguments::Success;
@@ -59,7 +61,8 @@ impl ToolSet {
                     // The client's user is asked now for what they may
                     // approve past the approvers' block: once the call
                     // waits, nobody could ask them.
-                    let ahead = self.ahead(entry, arguments, state, &mut records);
+                    let waits = (blocked, key.as_str(), scope.as_str());
+                    let ahead = self.ahead(entry, arguments, state, waits, &mut records);
                     if let Some(instead) = Box::pin(ahead).await {
                         outcome = instead;
                         break;
@@ -108,16 +111,21 @@ impl ToolSet {
     /// instead — a person declined, or nobody could be asked (as many
     /// questions asked as one call may) and the block stands, as it would
     /// for any call. Without a store the approvers' block stands as it
-    /// is, and nobody is asked for a call that cannot wait.
+    /// is, and nobody is asked for a call that cannot wait — nor for one
+    /// the store would refuse to keep waiting (`waits`: the approvers'
+    /// block, its key and their scope): before the first question, the
+    /// refusal it would meet is read, and the call ends with it.
     #[cfg(feature = "rmcp")]
     async fn ahead(
         &self,
         entry: &Entry,
         arguments: &Map<String, Value>,
         state: &CallState,
+        waits: (&ErrorEnvelope, &str, &str),
         records: &mut Vec<Value>,
     ) -> Option<Result<Success, Failure>> {
         self.store_ref()?;
+        let mut read = false;
         // Bounded: each turn asks a question (one record more) or ends.
         loop {
             state.approved().look_ahead(true);
@@ -140,6 +148,15 @@ impl ToolSet {
             };
             if records.len() >= MAX_APPROVALS {
                 return Some(Err(failure));
+            }
+            if !read {
+                read = true;
+                let (blocked, key, scope) = waits;
+                let call = (entry, arguments, state);
+                if let Some(refused) = Box::pin(self.would_end(call, blocked, key, scope)).await {
+                    let envelope = settle_here(refused, entry, arguments, state);
+                    return Some(Err(Failure::Envelope(envelope)));
+                }
             }
             let asked = self.as_asked(blocked);
             match approval::ask(state.context_ref(), &key, &asked, records).await {

@@ -170,34 +170,10 @@ impl ToolSet {
             return Outcome::Ran(Err(failure));
         };
         self.start_runner();
-        // The block as approvers see it (masked, sized as sent), made only
-        // when an approval may be opened (none lives, the caller is below
-        // the bound).
-        let shown = || {
-            self.failure(entry, Failure::Envelope(failure.envelope().clone()))
-                .structured_content
-                .unwrap_or_default()
-        };
-        let waiting = Waiting {
-            service: self.service(),
-            tool: &entry.definition.name,
-            arguments,
-            caller: state.context_ref().caller(),
-            block: key,
-            waived: state.approved().by_client(),
-            client_answers: state.audit(),
-            approvers: scope,
-            safe_to_repeat: entry.facts.safe_to_repeat,
-            // An approver's yes that meets the next block opens its
-            // approval whatever the caller has waiting: approvers, not
-            // the caller, made it.
-            most_waiting: match state.is_for_approval() {
-                true => usize::MAX,
-                false => self.inner.protocol.approving.most_waiting,
-            },
-            opening: &self.inner.protocol.approving.opening,
-            handing_on: state.run_of(),
-        };
+        // The block as approvers see it, made only when an approval may be
+        // opened (none lives, the caller is below the bound).
+        let shown = || self.shown(entry, failure.envelope());
+        let waiting = self.waiting((entry, arguments, state), key, scope);
         let ttl = self.inner.protocol.approving.ttl;
         // A task's cancellation waits while the approval is opened.
         let in_tasks = &self.inner.protocol.approving.in_tasks;
@@ -220,6 +196,67 @@ impl ToolSet {
             });
         let call = (entry, arguments, state);
         self.stand(store.as_ref(), call, failure, standing).await
+    }
+
+    /// What a call blocked for the approvers of `scope` (`blocked`, its
+    /// block's key `key`) would end with instead of waiting, were it
+    /// ticketed now ([`ticket::would_end`]): asked before its client's
+    /// user is asked about it. `None` when it would wait, the set has no
+    /// store, or the store cannot be read now (ticketing the call says so).
+    pub(super) async fn would_end(
+        &self,
+        call: (&Entry, &Map<String, Value>, &CallState),
+        blocked: &ErrorEnvelope,
+        key: &str,
+        scope: &str,
+    ) -> Option<ErrorEnvelope> {
+        let store = self.store_ref()?;
+        let waiting = self.waiting(call, key, scope);
+        let shown = || self.shown(call.0, blocked);
+        match ticket::would_end(store.as_ref(), &waiting, blocked, shown).await {
+            Ok(refused) => refused,
+            Err(error) => {
+                tracing::warn!(%error, tool = %call.0.facts.tool, "reading whether a call may wait for approvers: the store failed");
+                None
+            }
+        }
+    }
+
+    /// A blocked call as it would wait for the approvers of `scope` at
+    /// its block `key`.
+    fn waiting<'a>(
+        &'a self,
+        (entry, arguments, state): (&'a Entry, &'a Map<String, Value>, &'a CallState),
+        key: &'a str,
+        scope: &'a str,
+    ) -> Waiting<'a> {
+        Waiting {
+            service: self.service(),
+            tool: &entry.definition.name,
+            arguments,
+            caller: state.context_ref().caller(),
+            block: key,
+            waived: state.approved().by_client(),
+            client_answers: state.audit(),
+            approvers: scope,
+            safe_to_repeat: entry.facts.safe_to_repeat,
+            // An approver's yes that meets the next block opens its
+            // approval whatever the caller has waiting: approvers, not
+            // the caller, made it.
+            most_waiting: match state.is_for_approval() {
+                true => usize::MAX,
+                false => self.inner.protocol.approving.most_waiting,
+            },
+            opening: &self.inner.protocol.approving.opening,
+            handing_on: state.run_of(),
+        }
+    }
+
+    /// A block as approvers see it: masked, sized as sent.
+    fn shown(&self, entry: &Entry, blocked: &ErrorEnvelope) -> Value {
+        self.failure(entry, Failure::Envelope(blocked.clone()))
+            .structured_content
+            .unwrap_or_default()
     }
 
     /// The same call made again while an approval of it lives (not an
