@@ -151,10 +151,11 @@ where
 {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    // A validator that does not answer is given up on soon (these answer
-    // at once, but for `stuck-token`).
+    // A validator that does not answer is given up on sooner than by
+    // default (these answer at once, but for `stuck-token`; some write to
+    // the store first).
     let auth = BearerAuth::new(format!("{url}/mcp"), validator)
-        .validator_timeout(std::time::Duration::from_millis(500));
+        .validator_timeout(std::time::Duration::from_secs(2));
     let tools = ToolSet::new()
         .server_info(service.to_owned(), "1.0.0")
         .tool::<refund>()
@@ -988,6 +989,7 @@ async fn a_token_its_validator_does_not_answer_for_signs_nobody_in_and_the_page_
     let server = server("stuck-validator").await;
     let response = server.try_sign_in("stuck-token").await;
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(response.headers()["retry-after"], "1");
     assert!(set_cookie(&response, "tool_envelope_inbox").is_none());
     let page = response.text().await.unwrap();
     assert!(page.contains("could not be checked in time"), "{page}");

@@ -483,6 +483,14 @@ async fn a_call_the_store_would_not_keep_waiting_asks_its_user_nothing() {
         assert_eq!(user.asked().len(), 0, "{tool}: its user was asked");
     }
 
+    // A client that cannot be asked meets the block nobody could answer,
+    // as any call does: the store is not read for it.
+    let mute = User::answering(None);
+    let muted = connect(&tools, &mute).await;
+    let stands = call(&muted, "transfer", json!({"account": long, "amount": 900})).await;
+    assert_eq!(stands["reason"], "EXTERNAL_ACCOUNT", "{stands}");
+    muted.cancel().await.unwrap();
+
     // One call waits (the approvers' block alone): the caller's bound.
     ticket_of(
         &call(
@@ -508,4 +516,52 @@ async fn a_call_the_store_would_not_keep_waiting_asks_its_user_nothing() {
     assert_eq!(pending.len(), 1, "{pending:?}");
     assert_eq!(tools.run_approved().await.unwrap(), 0);
     assert_eq!(times("transfer EXT-9 900") + times("wire EXT-9 900"), 0);
+}
+
+/// Under `mask_internal_errors`, a question asked ahead is masked as the
+/// reply is, and so is its record the approval keeps for approvers.
+#[tokio::test]
+async fn a_question_asked_ahead_is_masked_as_the_reply_is() {
+    let (_folder, url) = sqlite_url("masked-ahead");
+    let held = |call: &ToolCall| -> Result<(), Blocked> {
+        let account: String = call.require("account")?;
+        Err(Blocked::new(format!(
+            "Billing at https://ops:hunter2@billing.internal held {account}: password=hunter2"
+        ))
+        .with_reason("HELD")
+        .unless_approved())
+    };
+    let guards = Guards::new().for_all(cap).for_tool("transfer", held);
+    let tools = tools(&url, guards)
+        .await
+        .mask_internal_errors("internal error");
+    let user = User::answering(Some(ElicitationAction::Accept));
+    let client = connect(&tools, &user).await;
+    let ticket = ticket_of(
+        &call(
+            &client,
+            "transfer",
+            json!({"account": "ACC-M", "amount": 900}),
+        )
+        .await,
+    );
+    let asked = user.asked();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(asked[0].contains("Billing at https://"), "{asked:?}");
+    assert!(!asked[0].contains("hunter2"), "{asked:?}");
+    client.cancel().await.unwrap();
+
+    let pending = store::open(&url)
+        .await
+        .unwrap()
+        .approvals("", None, &[ApprovalState::Pending], 10)
+        .await
+        .unwrap();
+    let approval = pending
+        .iter()
+        .find(|approval| approval.id == ticket)
+        .unwrap();
+    let kept = serde_json::to_string(&approval.client_answers).unwrap();
+    assert!(kept.contains("Billing at https://"), "{kept}");
+    assert!(!kept.contains("hunter2"), "{kept}");
 }

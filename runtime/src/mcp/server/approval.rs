@@ -47,6 +47,14 @@ pub(crate) enum Approval {
     NotAsked,
 }
 
+/// Whether the client of `context` said it can put a question to its
+/// user (elicitation): otherwise [`ask`] asks nobody.
+pub(crate) fn can_ask(context: &ToolContext) -> bool {
+    context
+        .client_capabilities()
+        .is_some_and(|capabilities| capabilities.elicitation.is_some())
+}
+
 /// Asks the client's user to approve the call `blocked` refused — the
 /// block whose key is `key`; the answer's record goes to `audit`.
 pub(crate) async fn ask(
@@ -55,10 +63,7 @@ pub(crate) async fn ask(
     blocked: &ErrorEnvelope,
     audit: &mut Vec<Value>,
 ) -> Approval {
-    let can_ask = context
-        .client_capabilities()
-        .is_some_and(|capabilities| capabilities.elicitation.is_some());
-    if !can_ask {
+    if !can_ask(context) {
         return Approval::NotAsked;
     }
     let key = format!("{APPROVAL_KEY_PREFIX}{key}");

@@ -217,8 +217,9 @@ pub(crate) async fn wait(
 /// if it were ticketed now, read from `store` without writing to it: the
 /// refusals of [`wait`] — a token that grants less than the live
 /// approval's, the caller's run withdrawn, as many approvals of theirs
-/// waiting as may, arguments too long to show whole. `None`: it would wait
-/// (or join the live approval of its block). Asked before the client's user
+/// waiting as may, arguments too long to show whole. `None`: it would open
+/// the approval of its block, or join the live one (which may have been
+/// decided since: then it ends as that approval did). Asked before the client's user
 /// is, so that nobody is asked about a call that will not wait; the store
 /// may change before the call is ticketed, and [`wait`] asks again.
 ///

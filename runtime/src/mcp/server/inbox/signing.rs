@@ -250,16 +250,22 @@ pub(super) fn refused(
     response
 }
 
-/// [`refused`], `503 Service Unavailable`: the token's validator did not
-/// answer in time, so nothing is said of the token.
+/// [`refused`], `503 Service Unavailable` with `Retry-After: 1`: the
+/// token's validator did not answer in time, so nothing is said of the
+/// token.
 fn not_checked(state: &State, headers: &HeaderMap, next: &str) -> Response {
     let problem = "The token could not be checked in time: sign in again in a moment.";
-    refused(
+    let mut response = refused(
         state,
         headers,
         (StatusCode::SERVICE_UNAVAILABLE, problem),
         next,
-    )
+    );
+    let again = axum::http::HeaderValue::from_static("1");
+    response
+        .headers_mut()
+        .insert(axum::http::header::RETRY_AFTER, again);
+    response
 }
 
 /// [`refused`], `403 Forbidden`.

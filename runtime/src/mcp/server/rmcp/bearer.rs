@@ -227,17 +227,21 @@ impl BearerAuth {
 
     /// How long the validator may take over one token: past it, the
     /// request is answered 503 with `Retry-After: 1` (a sign-in to the
-    /// inbox, its page saying to try again), and the validator's future is
-    /// dropped. 10 seconds unless set.
+    /// inbox, its page saying to try again; a sign-in asks the validator
+    /// twice, so it may wait twice as long), and the validator's future is
+    /// dropped. A future that blocks its thread, or work the validator does
+    /// before it returns its future, is not cut short: keep both
+    /// asynchronous. 10 seconds unless set.
     ///
     /// # Panics
     ///
-    /// If `timeout` is zero: no token could be accepted.
+    /// If `timeout` is zero: a validator that waits on anything would
+    /// never be given the time to answer.
     #[must_use]
     pub fn validator_timeout(self, timeout: Duration) -> Self {
         assert!(
             !timeout.is_zero(),
-            "BearerAuth::validator_timeout: a zero timeout accepts no token"
+            "BearerAuth::validator_timeout: zero leaves a validator no time to answer"
         );
         self.change(|inner| inner.validator_timeout = timeout)
     }

@@ -136,7 +136,9 @@ impl HttpOptions {
     /// Serves only requests with a bearer token `auth`'s validator accepts
     /// ([`BearerAuth`]): the others get 401 or 403, with a challenge that
     /// points at the protected resource metadata, which
-    /// [`router`](Self::router) and [`serve`](Self::serve) serve.
+    /// [`router`](Self::router) and [`serve`](Self::serve) serve — or 503,
+    /// with no challenge, when the validator does not answer in time
+    /// ([`BearerAuth::validator_timeout`]).
     #[must_use]
     pub fn require_bearer(mut self, auth: BearerAuth) -> Self {
         self.bearer = Some(auth);

@@ -113,8 +113,11 @@ impl ToolSet {
     /// for any call. Without a store the approvers' block stands as it
     /// is, and nobody is asked for a call that cannot wait — nor for one
     /// the store would refuse to keep waiting (`waits`: the approvers'
-    /// block, its key and their scope): before the first question, the
-    /// refusal it would meet is read, and the call ends with it.
+    /// block, its key and their scope): before the first question to a
+    /// client that can be asked, the refusal it would meet is read, and
+    /// the call ends with it (a store that cannot be read then tells
+    /// nothing: the user is asked, and ticketing the call says what the
+    /// store does).
     #[cfg(feature = "rmcp")]
     async fn ahead(
         &self,
@@ -149,7 +152,7 @@ impl ToolSet {
             if records.len() >= MAX_APPROVALS {
                 return Some(Err(failure));
             }
-            if !read {
+            if !read && approval::can_ask(state.context_ref()) {
                 read = true;
                 let (blocked, key, scope) = waits;
                 let call = (entry, arguments, state);

@@ -173,7 +173,9 @@ impl ToolSet {
         // The block as approvers see it, made only when an approval may be
         // opened (none lives, the caller is below the bound).
         let shown = || self.shown(entry, failure.envelope());
-        let waiting = self.waiting((entry, arguments, state), key, scope);
+        let mut waiting = self.waiting((entry, arguments, state), key, scope);
+        waiting.waived = state.approved().by_client();
+        waiting.client_answers = state.audit();
         let ttl = self.inner.protocol.approving.ttl;
         // A task's cancellation waits while the approval is opened.
         let in_tasks = &self.inner.protocol.approving.in_tasks;
@@ -223,7 +225,8 @@ impl ToolSet {
     }
 
     /// A blocked call as it would wait for the approvers of `scope` at
-    /// its block `key`.
+    /// its block `key` — without what its client's user approved, which
+    /// only an approval it opens keeps.
     fn waiting<'a>(
         &'a self,
         (entry, arguments, state): (&'a Entry, &'a Map<String, Value>, &'a CallState),
@@ -236,8 +239,8 @@ impl ToolSet {
             arguments,
             caller: state.context_ref().caller(),
             block: key,
-            waived: state.approved().by_client(),
-            client_answers: state.audit(),
+            waived: Vec::new(),
+            client_answers: Vec::new(),
             approvers: scope,
             safe_to_repeat: entry.facts.safe_to_repeat,
             // An approver's yes that meets the next block opens its
