@@ -8,7 +8,8 @@
 #      for a $620 refund: it cannot approve it, and gets a ticket; the
 #      approval's notice, signed as Standard Webhooks says, reaches a
 #      receiver that checks it with the `standardwebhooks` library from PyPI
-#      (scripts/webhook_receiver.py);
+#      (scripts/webhook_receiver.py) — signed mid-rotation, with a secret
+#      the receiver no longer holds and the one it does;
 #   2. in Chromium, a token without `refunds:approve` is refused at sign-in;
 #      `approver-token` signs in, sees the $620 refund with its reason and
 #      context, approves it with a note, and sees the result — the page
@@ -78,6 +79,9 @@ trap cleanup EXIT
 source "$root/scripts/python-env.sh"
 "$venv_python" -m pip install --quiet "standardwebhooks==$STANDARD_WEBHOOKS_VERSION"
 webhook_secret="whsec_$(head -c 32 /dev/urandom | base64 -w0)"
+# Mid-rotation: the server signs with the old secret too, which the
+# receiver no longer holds.
+old_secret="whsec_$(head -c 32 /dev/urandom | base64 -w0)"
 "$venv_python" "$root/scripts/webhook_receiver.py" "$webhook_secret" "$work/webhook.port" "$work/notices" &
 pids+=("$!")
 for _ in $(seq 1 200); do
@@ -87,7 +91,7 @@ done
 [[ -s "$work/webhook.port" ]] || { echo "the webhook receiver did not start" >&2; exit 1; }
 webhook="http://127.0.0.1:$(cat "$work/webhook.port")/hook"
 
-TOOL_ENVELOPE_WEBHOOK_SECRET="$webhook_secret" \
+TOOL_ENVELOPE_WEBHOOK_SECRET="$old_secret $webhook_secret" \
     "$server" --http 127.0.0.1:0 --require-token --tasks --store "sqlite:$work/store.db" \
     --webhook "$webhook" 2>"$work/server.log" &
 pids=("$!" "${pids[@]}")
@@ -121,7 +125,7 @@ done
 grep -q '^refused' "$work/notices" 2>/dev/null && fail "a notice's signature was refused: $(cat "$work/notices")"
 grep "$ticket" "$work/notices" 2>/dev/null | grep -q '"ticket"' ||
     fail "no notice of ticket $ticket reached the receiver: $(cat "$work/notices" 2>/dev/null)"
-echo "PASS  the approval's notice, signed, is accepted by the Standard Webhooks library"
+echo "PASS  the approval's notice, signed mid-rotation, is accepted by the Standard Webhooks library"
 
 # 2-3. The browser.
 shots="${TOOL_ENVELOPE_SCREENSHOTS:-$work}"

@@ -201,9 +201,13 @@ async fn main() -> std::io::Result<()> {
                 // A notice of each new approval, linking to the inbox.
                 let mut notices = tool_envelope::mcp::Webhook::new(url)
                     .inbox_url(format!("http://{local}/inbox"));
-                // Signed, as Standard Webhooks says, with a `whsec_…` secret.
-                if let Ok(secret) = std::env::var("TOOL_ENVELOPE_WEBHOOK_SECRET") {
-                    notices = notices.signing_secret(&secret);
+                // Signed, as Standard Webhooks says, with a `whsec_…` secret
+                // — or with each of several, space-separated, while one is
+                // rotated.
+                if let Ok(secrets) = std::env::var("TOOL_ENVELOPE_WEBHOOK_SECRET") {
+                    for secret in secrets.split_whitespace() {
+                        notices = notices.signing_secret(secret);
+                    }
                 }
                 tools = tools.approval_webhook(notices);
             }

@@ -36,7 +36,7 @@ use crate::store::ApprovalRecord;
 /// With a [signing secret](Self::signing_secret), each post is signed as
 /// [Standard Webhooks](https://www.standardwebhooks.com) says, so that the
 /// receiver can tell a notice of this set from one anyone who learned its
-/// address could post.
+/// address could post; with two, during a rotation, by each.
 ///
 /// ```no_run
 /// use tool_envelope::mcp::Webhook;
@@ -54,8 +54,9 @@ use crate::store::ApprovalRecord;
 pub struct Webhook {
     url: String,
     inbox: Option<String>,
-    /// The key each post is signed with, if any.
-    signing: Option<std::sync::Arc<[u8]>>,
+    /// The keys each post is signed with, if any: more than one while a
+    /// secret is rotated.
+    signing: Vec<std::sync::Arc<[u8]>>,
     client: reqwest::Client,
     policy: RetryPolicy,
 }
@@ -72,7 +73,7 @@ impl Webhook {
         Webhook {
             url: url.into(),
             inbox: None,
-            signing: None,
+            signing: Vec::new(),
             // A redirect is not followed: a receiver's answer does not send
             // the notice (the caller, the block) somewhere else.
             client: reqwest::Client::builder()
@@ -104,6 +105,12 @@ impl Webhook {
     /// checks it with the same secret — the Standard Webhooks libraries do,
     /// in most languages — and drops a post whose timestamp is too old.
     ///
+    /// Called again, adds a secret: each post is then signed with each, the
+    /// signatures side by side in `webhook-signature` (space-separated, as
+    /// the specification has it for a rotation), and a receiver that holds
+    /// any one of the secrets accepts it. Rotate by adding the new secret,
+    /// giving it to the receiver, then dropping the old one.
+    ///
     /// # Panics
     ///
     /// When `secret` is not the Base64 of at least 24 bytes, after `whsec_`
@@ -127,7 +134,7 @@ impl Webhook {
             .ok()
             .filter(|key| key.len() >= 24)
             .expect("a webhook signing secret is the Base64 of 24 bytes or more, after `whsec_`");
-        self.signing = Some(key.into());
+        self.signing.push(key.into());
         self
     }
 
@@ -186,19 +193,20 @@ impl Webhook {
                     .post(&self.url)
                     .header(reqwest::header::CONTENT_TYPE, "application/json")
                     .header("Idempotency-Key", &approval.id);
-                let post = match &self.signing {
-                    Some(key) => {
+                let post = match self.signing.is_empty() {
+                    false => {
                         let timestamp = std::time::SystemTime::now()
                             .duration_since(std::time::UNIX_EPOCH)
                             .map_or(0, |since| since.as_secs());
+                        let signatures = (self.signing.iter())
+                            .map(|key| signature(key, &approval.id, timestamp, &body))
+                            .collect::<Vec<_>>()
+                            .join(" ");
                         post.header("webhook-id", &approval.id)
                             .header("webhook-timestamp", timestamp)
-                            .header(
-                                "webhook-signature",
-                                signature(key, &approval.id, timestamp, &body),
-                            )
+                            .header("webhook-signature", signatures)
                     }
-                    None => post,
+                    true => post,
                 };
                 let sent = post.body(body.clone()).send().await;
                 match sent {

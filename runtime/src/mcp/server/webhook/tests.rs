@@ -85,10 +85,10 @@ fn approval_saying(message: &str, caller: &str) -> ApprovalRecord {
 fn a_signature_is_the_one_standard_webhooks_gives() {
     let webhook = Webhook::new("https://hooks.example.com/x")
         .signing_secret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
-    let key = webhook.signing.expect("signed");
+    let key = webhook.signing.first().expect("signed");
     assert_eq!(
         signature(
-            &key,
+            key,
             "msg_p5jXN8AQM9LWM0D4loKWxJek",
             1_614_265_330,
             br#"{"test": 2432232314}"#
@@ -132,7 +132,7 @@ async fn a_signed_notice_carries_a_signature_of_the_bytes_it_sends() {
     let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
     let approval = approval_saying("Refund of $640 exceeds the $500 cap", "agent");
     assert!(
-        Webhook::new(url)
+        Webhook::new(&url)
             .signing_secret(secret)
             .notify(&approval)
             .await
@@ -141,20 +141,51 @@ async fn a_signed_notice_carries_a_signature_of_the_bytes_it_sends() {
     let header = |name: &str| headers[name].to_str().unwrap().to_owned();
     assert_eq!(header("webhook-id"), approval.id);
     let timestamp: u64 = header("webhook-timestamp").parse().unwrap();
-    // Checked as a receiver does, from the spec: the key is the secret's
-    // Base64 after `whsec_`; the message `{id}.{timestamp}.{body}`.
+    let expected = expected_signature(secret, &approval.id, timestamp, &body);
+    assert_eq!(header("webhook-signature"), expected);
+    let notice: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(notice["ticket"], approval.id);
+
+    // During a rotation, signed with the old secret and the new: each
+    // signature, side by side, holds for its own secret.
+    let new = "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+    assert!(
+        Webhook::new(&url)
+            .signing_secret(secret)
+            .signing_secret(new)
+            .notify(&approval)
+            .await
+    );
+    let (headers, body) = received.recv().await.expect("posted");
+    let header = |name: &str| headers[name].to_str().unwrap().to_owned();
+    let timestamp: u64 = header("webhook-timestamp").parse().unwrap();
+    let signatures = header("webhook-signature");
+    let both: Vec<&str> = signatures.split(' ').collect();
+    assert_eq!(
+        both,
+        [
+            expected_signature(secret, &approval.id, timestamp, &body),
+            expected_signature(new, &approval.id, timestamp, &body),
+        ]
+    );
+}
+
+/// The signature a receiver expects, from the specification: the key is
+/// the secret's Base64 after `whsec_`; the message `{id}.{timestamp}.{body}`.
+fn expected_signature(secret: &str, id: &str, timestamp: u64, body: &[u8]) -> String {
     use base64::Engine;
     use hmac::{Hmac, KeyInit, Mac};
     let key = base64::engine::general_purpose::STANDARD
         .decode(secret.trim_start_matches("whsec_"))
         .unwrap();
     let mut mac = <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(&key).unwrap();
-    mac.update(format!("{}.{timestamp}.", approval.id).as_bytes());
-    mac.update(&body);
-    let expected = base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
-    assert_eq!(header("webhook-signature"), format!("v1,{expected}"));
-    let notice: Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(notice["ticket"], approval.id);
+    mac.update(format!("{id}.{timestamp}.").as_bytes());
+    mac.update(body);
+    let signed = mac.finalize().into_bytes();
+    format!(
+        "v1,{}",
+        base64::engine::general_purpose::STANDARD.encode(signed)
+    )
 }
 
 #[test]
