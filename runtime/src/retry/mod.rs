@@ -100,6 +100,12 @@ use attempts::{Attempts, Next};
 use sleep::{BlockingSleeper, ThreadSleeper};
 use within::Within;
 
+/// The least time a loop with a deadline gives its store to keep the
+/// escalation, when the deadline is spent or nearly (the escalation of a
+/// deadline is the one most worth keeping): a store answers in
+/// milliseconds, and one that hangs holds the caller this much past it.
+const KEEP_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Who keeps what a retry loop gives up on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Keep {
@@ -259,9 +265,20 @@ impl RetryPolicy {
             attempts.slept(delay);
         };
         if let (Keep::InStore, Some(store)) = (keep, &self.store) {
+            // Within the deadline, or a moment past it when it is (nearly)
+            // spent: a store that hangs does not hold the caller past it.
+            let bound = (self.deadline)
+                .map(|deadline| (deadline.saturating_sub(escalation.elapsed)).max(KEEP_GRACE));
+            let keeping = keep::keep(store.as_ref(), &mut escalation, None);
+            let timer = bound.map(|bound| sleeper.sleep(bound));
             // Boxed: a store's write stays out of the loop's future, which
             // every call that never escalates carries as well.
-            Box::pin(keep::keep(store.as_ref(), &mut escalation, None)).await;
+            if Box::pin(Within::new(keeping, timer)).await.is_none() {
+                #[cfg(feature = "tracing")]
+                tracing::warn!(
+                    "keeping an escalation: the store did not answer by the deadline; it is returned unkept"
+                );
+            }
         }
         Outcome {
             result: Err(escalation),
@@ -375,6 +392,49 @@ mod tests {
         fn sleep(&self, duration: Duration) {
             self.slept.set(self.slept.get() + duration * self.late);
         }
+    }
+
+    /// A store that never keeps the escalation holds no caller past the
+    /// deadline: given what is left of it, or a second when it is spent,
+    /// then left behind, the escalation returned unkept. Without a
+    /// deadline, the store is waited for.
+    #[cfg(feature = "tokio")]
+    #[tokio::test(start_paused = true)]
+    async fn a_store_that_hangs_holds_no_caller_past_the_deadline() {
+        let store = crate::store::gated::Gated::new();
+        store.hang_escalations();
+        let kept = || std::sync::Arc::clone(&store) as std::sync::Arc<dyn crate::store::Store>;
+        let refused = || async { Err::<(), _>(ErrorEnvelope::permission("Access denied")) };
+        let transient = || async { Err::<(), _>(ErrorEnvelope::transient("Upstream busy")) };
+
+        // Escalated at once, 5 s left: the store is given them.
+        let policy = RetryPolicy::default()
+            .deadline(Duration::from_secs(5))
+            .keep_escalations(kept());
+        let started = tokio::time::Instant::now();
+        let escalation = policy.retry(refused).await.result.unwrap_err();
+        assert!(!escalation.kept);
+        assert_eq!(started.elapsed(), Duration::from_secs(5));
+
+        // The deadline spent retrying: a second more.
+        let policy = RetryPolicy::default()
+            .constant(Duration::from_millis(10))
+            .max_attempts(100)
+            .deadline(Duration::from_millis(50))
+            .keep_escalations(kept());
+        let started = tokio::time::Instant::now();
+        let escalation = policy.retry(transient).await.result.unwrap_err();
+        assert!(!escalation.kept);
+        let past = started.elapsed();
+        assert!(
+            past >= Duration::from_secs(1) && past <= Duration::from_millis(1_060),
+            "{past:?}"
+        );
+
+        // No deadline: the store is waited for, however long.
+        let policy = RetryPolicy::default().keep_escalations(kept());
+        let waited = tokio::time::timeout(Duration::from_secs(3_600), policy.retry(refused)).await;
+        assert!(waited.is_err(), "returned while the store hung");
     }
 
     /// A thread woken late (twice as late as asked, on a loaded machine)

@@ -185,6 +185,14 @@ impl RetryPolicy {
     /// branch — land where a served tool set's do. Each is kept once on
     /// its way up. [`retry_blocking`](Self::retry_blocking), which runs no
     /// async code, keeps none.
+    ///
+    /// Under a [`deadline`](Self::deadline), the store is given what is
+    /// left of it, or a second when less is left: one that has not kept the
+    /// escalation by then (a database out of reach, a lock held) is left
+    /// behind, and the escalation is returned unkept, as when the store
+    /// fails — nothing returned is lost, and the caller is not held past
+    /// the deadline. Without a deadline, the store takes as long as it
+    /// takes.
     #[must_use]
     pub fn keep_escalations(mut self, store: std::sync::Arc<dyn crate::store::Store>) -> Self {
         self.store = Some(store);

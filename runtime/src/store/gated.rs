@@ -1,10 +1,10 @@
 //! A store for tests that holds every count of running tasks at a gate,
 //! and every task kept at another, until the test opens them: two starts
 //! can then be seen at the same moment deterministically, with no timing
-//! at all.
+//! at all; and a store that never keeps an escalation, when told to hang.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use serde_json::Value;
 use tokio::sync::Semaphore;
@@ -24,6 +24,8 @@ pub(crate) struct Gated {
     gate: Semaphore,
     keeping: Semaphore,
     entered: AtomicUsize,
+    /// Whether keeping an escalation never ends.
+    hanging: AtomicBool,
 }
 
 impl Gated {
@@ -34,22 +36,32 @@ impl Gated {
             gate: Semaphore::new(0),
             keeping: Semaphore::new(0),
             entered: AtomicUsize::new(0),
+            hanging: AtomicBool::new(false),
         })
     }
 
+    /// From now on, keeping an escalation never ends: a database out of
+    /// reach.
+    pub(crate) fn hang_escalations(&self) {
+        self.hanging.store(true, Ordering::SeqCst);
+    }
+
     /// How many counts of running tasks reached the gate so far.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
     pub(crate) fn entered(&self) -> usize {
         self.entered.load(Ordering::SeqCst)
     }
 
     /// Opens both gates for good: every count and every task kept that
     /// waits passes, and every later one does not stop.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
     pub(crate) fn open(&self) {
         self.gate.close();
         self.keeping.close();
     }
 
     /// Opens the gate of the counts for good; tasks kept still wait.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
     pub(crate) fn open_counts(&self) {
         self.gate.close();
     }
@@ -85,6 +97,19 @@ impl Store for Gated {
         })
     }
 
+    fn record_escalation<'a>(
+        &'a self,
+        escalation: &'a EscalationRecord,
+        most_open: u64,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            if self.hanging.load(Ordering::SeqCst) {
+                std::future::pending::<()>().await;
+            }
+            self.inner.record_escalation(escalation, most_open).await
+        })
+    }
+
     passed_on! {
         task(id: &'a str) -> Option<TaskRecord>;
         update_task(id: &'a str, holder: &'a str, update: &'a TaskUpdate) -> bool;
@@ -104,7 +129,6 @@ impl Store for Gated {
         expire_approvals(service: &'a str, now_ms: i64, escalate: &'a Escalate<'a>) -> Vec<ApprovalRecord>;
         redeem(nonce: &'a str, until_ms: i64) -> bool;
         redeemed(nonce: &'a str) -> bool;
-        record_escalation(escalation: &'a EscalationRecord, most_open: u64) -> bool;
         escalations(service: &'a str, approvers: Option<&'a [&'a str]>, state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
         escalation(id: &'a str) -> Option<EscalationRecord>;
         open_escalations(service: Option<&'a str>, caller: Option<&'a str>) -> u64;

@@ -25,7 +25,7 @@ mod audit;
 mod debug;
 mod error;
 mod escalations;
-#[cfg(all(test, feature = "rmcp"))]
+#[cfg(all(test, feature = "tokio"))]
 pub(crate) mod gated;
 mod memory;
 mod records;
