@@ -143,6 +143,8 @@ pub(crate) mod context;
 pub(crate) mod definition;
 pub(crate) mod log;
 pub(crate) mod reply;
+#[cfg(any(feature = "client", feature = "inbox"))]
+pub(crate) mod retry_after;
 pub(crate) mod server;
 pub(crate) mod violations;
 

@@ -4,7 +4,7 @@
 //! a token provider that failed, a client that cannot be made.
 
 use std::error::Error as StdError;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use rmcp::model::ErrorData;
 use rmcp::service::{ClientInitializeError, ServiceError};
@@ -17,6 +17,7 @@ use crate::envelope::ErrorEnvelope;
 use crate::limits::text_for_wire;
 use crate::mcp::client::causes::{causes, never_written, unexpected_status};
 use crate::mcp::client::credentials::TokenFailure;
+use crate::mcp::retry_after::delay as retry_after_delay;
 use crate::reasons;
 
 /// The most bytes of a server's text kept in an envelope's message.
@@ -362,19 +363,6 @@ fn insufficient_scope(scope: Option<&str>) -> ErrorEnvelope {
             Some(scope) => format!("Ask for a token with the scope `{scope}`, then call again"),
             None => "Ask for a token with the scope the server names, then call again".to_owned(),
         })
-}
-
-/// A `Retry-After` header's delay (RFC 9110 §10.2.3): seconds, or an
-/// HTTP date — as long as there is until then. None for a date passed:
-/// the server's clock, or a cache, may be behind, and the policy's own
-/// backoff is better than none.
-fn retry_after_delay(value: &str, now: SystemTime) -> Option<Duration> {
-    let value = value.trim();
-    if let Ok(seconds) = value.parse::<u64>() {
-        return Some(Duration::from_secs(seconds));
-    }
-    let date = httpdate::parse_http_date(value).ok()?;
-    date.duration_since(now).ok()
 }
 
 /// The envelope of an HTTP status: 5xx and 429 `transient` (with the server's

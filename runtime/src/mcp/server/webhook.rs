@@ -26,7 +26,8 @@ use crate::store::ApprovalRecord;
 /// the approval's fields beside it (`ticket`, `tool`, `caller`,
 /// `approvers`, `reason`, `expiresAtMs`, and `url` when the inbox's address
 /// is given). A receiver that answers 5xx or 429, or cannot be reached, is
-/// tried again, 4 times in all over about 3 seconds; any other answer ends
+/// tried again, 4 times in all over about 3 seconds — or after the wait its
+/// `Retry-After` asks (a rate limit's), up to 30 seconds; any other answer ends
 /// it, and the failure is logged without the webhook's address. A retry
 /// may repeat a notice the receiver took (a timeout, a 5xx after it): every
 /// post of one notice carries the header `Idempotency-Key`, its ticket, to
@@ -215,7 +216,15 @@ impl Webhook {
                         let status = response.status();
                         let refused = format!("the webhook answered {status}");
                         Err(match status.is_server_error() || status.as_u16() == 429 {
-                            true => ErrorEnvelope::transient(refused),
+                            // Tried again when the receiver says, if it
+                            // does (a rate limit's `Retry-After`), up to
+                            // the policy's ceiling.
+                            true => match retry_after(&response) {
+                                Some(delay) => {
+                                    ErrorEnvelope::transient(refused).with_retry_after(delay)
+                                }
+                                None => ErrorEnvelope::transient(refused),
+                            },
                             false => ErrorEnvelope::validation(refused),
                         })
                     }
@@ -236,6 +245,13 @@ impl Webhook {
             }
         }
     }
+}
+
+/// The delay a receiver's `Retry-After` asks for, if it asks one.
+fn retry_after(response: &reqwest::Response) -> Option<Duration> {
+    let value = response.headers().get(reqwest::header::RETRY_AFTER)?;
+    let value = value.to_str().ok()?;
+    crate::mcp::retry_after::delay(value, std::time::SystemTime::now())
 }
 
 /// Standard Webhooks' signature of `body`, the post `id` at `timestamp`,

@@ -249,3 +249,39 @@ fn what_the_caller_chose_is_read_as_text_in_a_markdown_chat_too() {
         "{text}"
     );
 }
+
+/// A receiver that is rate-limited says when to come back (`Retry-After`,
+/// as Slack's 429 does): the notice is posted again no sooner.
+#[tokio::test]
+async fn a_receivers_retry_after_is_waited_for() {
+    use axum::http::{HeaderMap, StatusCode, header::RETRY_AFTER};
+    use axum::routing::post;
+    use std::sync::{Arc, Mutex};
+    let posts: Arc<Mutex<Vec<std::time::Instant>>> = Arc::default();
+    let seen = Arc::clone(&posts);
+    let app = axum::Router::new().route(
+        "/hook",
+        post(move || {
+            let mut posts = seen.lock().unwrap();
+            posts.push(std::time::Instant::now());
+            let mut headers = HeaderMap::new();
+            let status = match posts.len() {
+                1 => {
+                    headers.insert(RETRY_AFTER, "1".parse().unwrap());
+                    StatusCode::TOO_MANY_REQUESTS
+                }
+                _ => StatusCode::NO_CONTENT,
+            };
+            async move { (status, headers) }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let approval = approval_saying("Refund of $640 exceeds the $500 cap", "agent");
+    assert!(Webhook::new(url).notify(&approval).await);
+    let posts = posts.lock().unwrap();
+    assert_eq!(posts.len(), 2);
+    let waited = posts[1] - posts[0];
+    assert!(waited >= Duration::from_secs(1), "{waited:?}");
+}
