@@ -91,7 +91,7 @@ done
 [[ -s "$work/webhook.port" ]] || { echo "the webhook receiver did not start" >&2; exit 1; }
 webhook="http://127.0.0.1:$(cat "$work/webhook.port")/hook"
 
-TOOL_ENVELOPE_WEBHOOK_SECRET="$old_secret $webhook_secret" \
+TOOL_ENVELOPE_WEBHOOK_SECRET="$webhook_secret $old_secret" \
     "$server" --http 127.0.0.1:0 --require-token --tasks --store "sqlite:$work/store.db" \
     --webhook "$webhook" 2>"$work/server.log" &
 pids=("$!" "${pids[@]}")

@@ -42,7 +42,8 @@
 //! otherwise (with the `sqlite` feature; in memory without it), and the
 //! inbox is served with the `inbox` feature (`--webhook URL` posts a notice
 //! of each new approval there, Slack-compatible, signed as Standard Webhooks
-//! says when `TOOL_ENVELOPE_WEBHOOK_SECRET` holds a `whsec_…` secret). Replicas share sessions of the
+//! says when `TOOL_ENVELOPE_WEBHOOK_SECRET` holds a `whsec_…` secret, or
+//! several, space-separated, while one is rotated). Replicas share sessions of the
 //! inbox when `TOOL_ENVELOPE_INBOX_KEY` (32 bytes or more) is the same. A
 //! deployment validates the tokens of its authorization server instead (a
 //! JWT's signature, issuer, audience and expiry). `--resource URL` is the
@@ -205,6 +206,11 @@ async fn main() -> std::io::Result<()> {
                 // — or with each of several, space-separated, while one is
                 // rotated.
                 if let Ok(secrets) = std::env::var("TOOL_ENVELOPE_WEBHOOK_SECRET") {
+                    // Set but empty is a mistake, not "unsigned".
+                    assert!(
+                        !secrets.trim().is_empty(),
+                        "TOOL_ENVELOPE_WEBHOOK_SECRET is set but holds no secret"
+                    );
                     for secret in secrets.split_whitespace() {
                         notices = notices.signing_secret(secret);
                     }

@@ -167,7 +167,9 @@ impl<'a, T: Send + 'a> Coordinator<'a, T> {
     /// Keeps the escalation of every gap in `store`, for a person to see
     /// and resolve, once: one that a branch's own retry loop kept already
     /// ([`RetryPolicy::keep_escalations`](crate::retry::RetryPolicy::keep_escalations))
-    /// is not kept twice.
+    /// is not kept twice. The coordinator waits for its store as long as it
+    /// takes: a store that hangs holds [`run`](Self::run) (a branch's loop
+    /// under a deadline left its escalation unkept, and it is tried here).
     #[must_use]
     pub fn keep_escalations(mut self, store: Arc<dyn Store>) -> Self {
         self.store = Some(store);

@@ -449,6 +449,18 @@ impl<'p> Attempts<'p> {
         Ok(delay)
     }
 
+    /// The loop ends; the stats so far, taken (the loop reads only the
+    /// time left after it).
+    pub(crate) fn take_stats(&mut self) -> RetryStats {
+        let stats = (self.failures.take())
+            .map(|failures| failures.stats)
+            .unwrap_or_default();
+        RetryStats {
+            attempts: self.attempts,
+            ..stats
+        }
+    }
+
     /// The loop ends; the stats so far.
     pub(crate) fn into_stats(self) -> RetryStats {
         let stats = self

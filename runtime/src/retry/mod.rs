@@ -247,7 +247,7 @@ impl RetryPolicy {
             // Decided before anything is awaited: only the notice is kept.
             let notice = match attempts.failed(caught_envelope(error), || sleeper.now()) {
                 Next::Retry(notice) => notice,
-                Next::Stop(escalation) => break (*escalation, attempts.into_stats()),
+                Next::Stop(escalation) => break (*escalation, attempts.take_stats()),
             };
             let delay = notice.delay;
             observe(notice).await;
@@ -267,8 +267,8 @@ impl RetryPolicy {
         if let (Keep::InStore, Some(store)) = (keep, &self.store) {
             // Within the deadline, or a moment past it when it is (nearly)
             // spent: a store that hangs does not hold the caller past it.
-            let bound = (self.deadline)
-                .map(|deadline| (deadline.saturating_sub(escalation.elapsed)).max(KEEP_GRACE));
+            // What is left now, the hook's time included.
+            let bound = (attempts.remaining(|| sleeper.now())).map(|left| left.max(KEEP_GRACE));
             let keeping = keep::keep(store.as_ref(), &mut escalation, None);
             let timer = bound.map(|bound| sleeper.sleep(bound));
             // Boxed: a store's write stays out of the loop's future, which
@@ -276,7 +276,7 @@ impl RetryPolicy {
             if Box::pin(Within::new(keeping, timer)).await.is_none() {
                 #[cfg(feature = "tracing")]
                 tracing::warn!(
-                    "keeping an escalation: the store did not answer by the deadline; it is returned unkept"
+                    "keeping an escalation: the store did not answer within the deadline (or a second past it); it is returned unkept"
                 );
             }
         }

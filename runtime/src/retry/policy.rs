@@ -187,12 +187,15 @@ impl RetryPolicy {
     /// async code, keeps none.
     ///
     /// Under a [`deadline`](Self::deadline), the store is given what is
-    /// left of it, or a second when less is left: one that has not kept the
-    /// escalation by then (a database out of reach, a lock held) is left
-    /// behind, and the escalation is returned unkept, as when the store
-    /// fails — nothing returned is lost, and the caller is not held past
-    /// the deadline. Without a deadline, the store takes as long as it
-    /// takes.
+    /// left of it (the [`on_event`](Self::on_event) hook's time counted), or
+    /// a second when less is left: one that has not kept the escalation by
+    /// then (a database out of reach, a lock held) is left behind, and the
+    /// escalation is returned unkept, as when the store fails — nothing
+    /// returned is lost, and `retry` returns at most a second past the
+    /// deadline. Without a deadline, the store takes as long as it takes;
+    /// so does a [`Coordinator`](crate::coordinator::Coordinator)'s keeping
+    /// of a gap the loop left unkept, and a served tool set's keeping, which
+    /// have no deadline of their own.
     #[must_use]
     pub fn keep_escalations(mut self, store: std::sync::Arc<dyn crate::store::Store>) -> Self {
         self.store = Some(store);

@@ -42,9 +42,25 @@ async fn a_store_that_hangs_holds_no_caller_past_the_deadline() {
         .deadline(Duration::from_secs(5))
         .keep_escalations(kept());
     let started = tokio::time::Instant::now();
-    let escalation = policy.retry(refused).await.result.unwrap_err();
+    let escalation = within_an_hour(policy.retry(refused)).await;
     assert!(!escalation.kept);
     assert_eq!(started.elapsed(), Duration::from_secs(5));
+
+    // A hook that took 3 s of the 5 (on a clock the hook moves): the
+    // store is given the 2 left.
+    let moved = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let hook = std::sync::Arc::clone(&moved);
+    let policy = RetryPolicy::default()
+        .deadline(Duration::from_secs(5))
+        .keep_escalations(kept())
+        .on_event(move |_| {
+            hook.fetch_add(3_000, std::sync::atomic::Ordering::SeqCst);
+        });
+    let clock = Moved(moved);
+    let started = tokio::time::Instant::now();
+    let escalation = within_an_hour(policy.retry_with(&clock, refused)).await;
+    assert!(!escalation.kept);
+    assert_eq!(started.elapsed(), Duration::from_secs(2));
 
     // The deadline spent retrying: a second more.
     let policy = RetryPolicy::default()
@@ -53,7 +69,7 @@ async fn a_store_that_hangs_holds_no_caller_past_the_deadline() {
         .deadline(Duration::from_millis(50))
         .keep_escalations(kept());
     let started = tokio::time::Instant::now();
-    let escalation = policy.retry(transient).await.result.unwrap_err();
+    let escalation = within_an_hour(policy.retry(transient)).await;
     assert!(!escalation.kept);
     let past = started.elapsed();
     assert!(
@@ -65,6 +81,33 @@ async fn a_store_that_hangs_holds_no_caller_past_the_deadline() {
     let policy = RetryPolicy::default().keep_escalations(kept());
     let waited = tokio::time::timeout(Duration::from_secs(3_600), policy.retry(refused)).await;
     assert!(waited.is_err(), "returned while the store hung");
+}
+
+/// The escalation `retry` ends with, if it ends within an hour of the
+/// paused clock; a loop that hangs fails the test.
+#[cfg(feature = "tokio")]
+async fn within_an_hour(
+    retry: impl std::future::Future<Output = super::Outcome<()>>,
+) -> crate::escalation::Escalation {
+    let outcome = tokio::time::timeout(Duration::from_secs(3_600), retry).await;
+    outcome.expect("ended within the hour").result.unwrap_err()
+}
+
+/// tokio's paused clock, moved on by as many milliseconds as the shared
+/// count says besides: what a slow hook would take.
+#[cfg(feature = "tokio")]
+struct Moved(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+#[cfg(feature = "tokio")]
+impl super::Sleeper for Moved {
+    fn now(&self) -> Instant {
+        let moved = self.0.load(std::sync::atomic::Ordering::SeqCst);
+        tokio::time::Instant::now().into_std() + Duration::from_millis(moved)
+    }
+
+    fn sleep(&self, duration: Duration) -> impl std::future::Future<Output = ()> + Send {
+        tokio::time::sleep(duration)
+    }
 }
 
 /// A thread woken late (twice as late as asked, on a loaded machine)

@@ -26,8 +26,10 @@ use crate::store::ApprovalRecord;
 /// the approval's fields beside it (`ticket`, `tool`, `caller`,
 /// `approvers`, `reason`, `expiresAtMs`, and `url` when the inbox's address
 /// is given). A receiver that answers 5xx or 429, or cannot be reached, is
-/// tried again, 4 times in all over about 3 seconds — or after the wait its
-/// `Retry-After` asks (a rate limit's), up to 30 seconds; any other answer ends
+/// tried again, 4 times in all within about 2 seconds — or, when it says
+/// when (`Retry-After`, a rate limit's), after that wait, if it is a minute
+/// or less (a receiver that asks more is not posted to again: the notice is
+/// logged as not delivered); any other answer ends
 /// it, and the failure is logged without the webhook's address. A retry
 /// may repeat a notice the receiver took (a timeout, a 5xx after it): every
 /// post of one notice carries the header `Idempotency-Key`, its ticket, to
@@ -85,7 +87,8 @@ impl Webhook {
                 .expect("the HTTP client's TLS backend starts"),
             policy: RetryPolicy::default()
                 .max_attempts(4)
-                .exponential(Duration::from_millis(200), Duration::from_secs(2)),
+                .exponential(Duration::from_millis(200), Duration::from_secs(2))
+                .max_retry_after(MOST_RETRY_AFTER),
         }
     }
 
@@ -220,6 +223,12 @@ impl Webhook {
                             // does (a rate limit's `Retry-After`), up to
                             // the policy's ceiling.
                             true => match retry_after(&response) {
+                                Some(delay) if delay > MOST_RETRY_AFTER => {
+                                    let secs = delay.as_secs();
+                                    ErrorEnvelope::validation(format!(
+                                        "{refused}, asking to wait {secs} s: longer than a notice waits"
+                                    ))
+                                }
                                 Some(delay) => {
                                     ErrorEnvelope::transient(refused).with_retry_after(delay)
                                 }
@@ -247,11 +256,17 @@ impl Webhook {
     }
 }
 
-/// The delay a receiver's `Retry-After` asks for, if it asks one.
+/// The longest wait a receiver's `Retry-After` may ask before the notice
+/// is posted again.
+const MOST_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// The delay a receiver's `Retry-After` asks for, if it asks one: none for
+/// `0` (the backoff's own delay then, not a post at once).
 fn retry_after(response: &reqwest::Response) -> Option<Duration> {
     let value = response.headers().get(reqwest::header::RETRY_AFTER)?;
     let value = value.to_str().ok()?;
     crate::mcp::retry_after::delay(value, std::time::SystemTime::now())
+        .filter(|delay| !delay.is_zero())
 }
 
 /// Standard Webhooks' signature of `body`, the post `id` at `timestamp`,

@@ -285,3 +285,30 @@ async fn a_receivers_retry_after_is_waited_for() {
     let waited = posts[1] - posts[0];
     assert!(waited >= Duration::from_secs(1), "{waited:?}");
 }
+
+/// A receiver that asks for a longer wait than a notice waits (a minute)
+/// is not posted to again: the notice is not delivered, at once.
+#[tokio::test]
+async fn a_receiver_that_asks_too_long_a_wait_is_not_posted_to_again() {
+    use axum::http::{StatusCode, header::RETRY_AFTER};
+    use axum::routing::post;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let posts = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&posts);
+    let app = axum::Router::new().route(
+        "/hook",
+        post(move || {
+            seen.fetch_add(1, Ordering::SeqCst);
+            async { (StatusCode::TOO_MANY_REQUESTS, [(RETRY_AFTER, "120")]) }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let approval = approval_saying("Refund of $640 exceeds the $500 cap", "agent");
+    let webhook = Webhook::new(url);
+    let sent = tokio::time::timeout(Duration::from_secs(30), webhook.notify(&approval)).await;
+    assert!(!sent.expect("given up at once"), "delivered");
+    assert_eq!(posts.load(Ordering::SeqCst), 1);
+}
