@@ -209,6 +209,15 @@ fn carol() -> Caller {
     Caller::new("carol", ["payments:approve"])
 }
 
+/// The approvals pending in the store at `url`, as any replica reads them.
+async fn pending(url: &str) -> Vec<store::ApprovalRecord> {
+    let store = store::open(url).await.unwrap();
+    store
+        .approvals("", None, &[ApprovalState::Pending], 10)
+        .await
+        .unwrap()
+}
+
 fn sqlite_url(name: &str) -> (tempfile::TempDir, String) {
     let folder = tempfile::tempdir().unwrap();
     let url = format!(
@@ -309,7 +318,6 @@ async fn postgres_keeps_what_the_user_approved_for_the_approved_run() {
 async fn a_call_its_user_declines_or_cannot_be_asked_about_never_waits() {
     let (_folder, url) = sqlite_url("declined");
     let tools = tools(&url, approvers_first()).await;
-    let store = store::open(&url).await.unwrap();
 
     let user = User::answering(Some(ElicitationAction::Decline));
     let client = connect(&tools, &user).await;
@@ -329,10 +337,7 @@ async fn a_call_its_user_declines_or_cannot_be_asked_about_never_waits() {
     assert_eq!(stands["reason"], "EXTERNAL_ACCOUNT", "{stands}");
     client.cancel().await.unwrap();
 
-    let pending = store
-        .approvals("", None, &[ApprovalState::Pending], 10)
-        .await
-        .unwrap();
+    let pending = pending(&url).await;
     assert!(pending.is_empty(), "{pending:?}");
     assert_eq!(tools.run_approved().await.unwrap(), 0);
     assert_eq!(times("transfer EXT-4 900") + times("wire EXT-5 900"), 0);
@@ -393,12 +398,7 @@ async fn a_call_that_could_not_wait_asks_nobody_ahead_and_opens_nothing() {
     assert_eq!(stands["reason"], "CHECK_5", "{stands}");
     assert_eq!(user.asked().len(), 4, "{:?}", user.asked());
     client.cancel().await.unwrap();
-    let pending = store::open(&url)
-        .await
-        .unwrap()
-        .approvals("", None, &[ApprovalState::Pending], 10)
-        .await
-        .unwrap();
+    let pending = pending(&url).await;
     assert!(pending.is_empty(), "{pending:?}");
     assert_eq!(times("transfer EXT-7 900") + times("transfer ACC-8 900"), 0);
 }
@@ -507,12 +507,7 @@ async fn a_call_the_store_would_not_keep_waiting_asks_its_user_nothing() {
     }
     client.cancel().await.unwrap();
 
-    let pending = store::open(&url)
-        .await
-        .unwrap()
-        .approvals("", None, &[ApprovalState::Pending], 10)
-        .await
-        .unwrap();
+    let pending = pending(&url).await;
     assert_eq!(pending.len(), 1, "{pending:?}");
     assert_eq!(tools.run_approved().await.unwrap(), 0);
     assert_eq!(times("transfer EXT-9 900") + times("wire EXT-9 900"), 0);
@@ -551,12 +546,7 @@ async fn a_question_asked_ahead_is_masked_as_the_reply_is() {
     assert!(!asked[0].contains("hunter2"), "{asked:?}");
     client.cancel().await.unwrap();
 
-    let pending = store::open(&url)
-        .await
-        .unwrap()
-        .approvals("", None, &[ApprovalState::Pending], 10)
-        .await
-        .unwrap();
+    let pending = pending(&url).await;
     let approval = pending
         .iter()
         .find(|approval| approval.id == ticket)
