@@ -154,9 +154,11 @@ impl ToolSet {
             }
             if !read && approval::can_ask(state.context_ref()) {
                 read = true;
-                let (blocked, key, scope) = waits;
+                // The approvers' block, not the client's met here.
+                let (theirs, their_key, scope) = waits;
                 let call = (entry, arguments, state);
-                if let Some(refused) = Box::pin(self.would_end(call, blocked, key, scope)).await {
+                let ends = self.would_end(call, theirs, their_key, scope);
+                if let Some(refused) = Box::pin(ends).await {
                     let envelope = settle_here(refused, entry, arguments, state);
                     return Some(Err(Failure::Envelope(envelope)));
                 }
