@@ -1455,6 +1455,8 @@ struct Slow {
     /// Keeps each escalation and answers with an error, as a database
     /// whose connection was lost after the commit.
     escalations_unanswered: std::sync::atomic::AtomicBool,
+    /// Whether keeping an escalation never ends: a database out of reach.
+    escalations_hang: std::sync::atomic::AtomicBool,
     /// Whether counting a caller's tasks is slow: the wall clock moves on
     /// by a few milliseconds while it counts.
     slow_count: std::sync::atomic::AtomicBool,
@@ -1533,6 +1535,7 @@ impl Slow {
             tasks_aged_ms: std::sync::atomic::AtomicI64::new(0),
             expires_nothing: std::sync::atomic::AtomicBool::new(false),
             escalations_unanswered: std::sync::atomic::AtomicBool::new(false),
+            escalations_hang: std::sync::atomic::AtomicBool::new(false),
             slow_count: std::sync::atomic::AtomicBool::new(false),
             counted_at_ms: std::sync::atomic::AtomicI64::new(0),
             kept_tasks: std::sync::Mutex::default(),
@@ -1622,6 +1625,9 @@ impl Store for Slow {
         most_open: u64,
     ) -> StoreFuture<'a, bool> {
         Box::pin(async move {
+            if self.escalations_hang.load(Ordering::SeqCst) {
+                std::future::pending::<()>().await;
+            }
             let kept = self.inner.record_escalation(escalation, most_open).await?;
             if self.escalations_unanswered.load(Ordering::SeqCst) {
                 return Err(StoreError::new("the connection was lost after the commit"));
@@ -2164,6 +2170,42 @@ async fn an_escalation_whose_store_lost_the_answer_is_kept_once() {
         .unwrap();
     assert_eq!(open.len(), 1, "{open:?}");
     assert_eq!(open[0].envelope["message"], "Access denied to payroll");
+}
+
+/// A served call's escalation kept in a store that never answers: the
+/// reply goes out, the escalation unkept, 10 seconds later at most — and
+/// the caller's next call is not held behind the first.
+#[tokio::test(start_paused = true)]
+async fn a_store_that_hangs_holds_a_failing_calls_reply_ten_seconds_at_most() {
+    let slow = Slow::new();
+    slow.escalations_hang.store(true, Ordering::SeqCst);
+    let store: Arc<dyn Store> = slow.clone();
+    let tools = ToolSet::new()
+        .tool::<refund>()
+        .guards(tool_envelope::guard::Guards::new().for_all(
+            |_: &tool_envelope::guard::ToolCall| {
+                Err(
+                    tool_envelope::guard::Blocked::new("Refunds are closed today")
+                        .with_reason("CLOSED"),
+                )
+            },
+        ))
+        .store(store);
+    for order in ["A-1", "A-2"] {
+        let started = tokio::time::Instant::now();
+        let call = tools.call("refund", json!({"order": order}));
+        let reply = tokio::time::timeout(std::time::Duration::from_secs(60), call).await;
+        let reply = reply.expect("replied within a minute").unwrap();
+        assert!(reply.is_error);
+        let content = reply.structured_content.unwrap();
+        assert_eq!(content["reason"], "CLOSED", "{content}");
+        assert_eq!(started.elapsed(), std::time::Duration::from_secs(10));
+    }
+    let open = (slow.inner)
+        .escalations("", None, EscalationState::Open, 50)
+        .await
+        .unwrap();
+    assert!(open.is_empty(), "{open:?}");
 }
 
 /// Money that leaves the bank: the client's user confirms.

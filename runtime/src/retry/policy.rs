@@ -194,8 +194,9 @@ impl RetryPolicy {
     /// returned is lost, and `retry` returns at most a second past the
     /// deadline. Without a deadline, the store takes as long as it takes;
     /// so does a [`Coordinator`](crate::coordinator::Coordinator)'s keeping
-    /// of a gap the loop left unkept, and a served tool set's keeping, which
-    /// have no deadline of their own.
+    /// of a gap the loop left unkept, which has no deadline of its own. (A
+    /// served tool set keeps its calls' escalations itself, and waits 10
+    /// seconds at most.)
     #[must_use]
     pub fn keep_escalations(mut self, store: std::sync::Arc<dyn crate::store::Store>) -> Self {
         self.store = Some(store);

@@ -5,6 +5,7 @@
 //! fill the store and bury the inbox.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -17,6 +18,11 @@ use crate::store::{EscalationRecord, Store};
 /// How many open escalations of one caller a tool set keeps by default
 /// ([`ToolSet::max_open_escalations`]).
 pub const DEFAULT_MAX_OPEN_ESCALATIONS: usize = 100;
+
+/// How long a call's reply waits for the store to keep its escalation: a
+/// store answers in milliseconds; one out of reach does not hold every
+/// failing call's reply (or the caller's next ones, kept in turn) longer.
+const KEEP_BOUND: Duration = Duration::from_secs(10);
 
 impl ToolSet {
     /// How many open escalations of one caller (a bearer token's subject;
@@ -41,8 +47,8 @@ impl ToolSet {
 
     /// Keeps the escalation `reply` carries, if it carries one the set
     /// keeps (see [`escalation_to_keep`](Self::escalation_to_keep)) and
-    /// its caller has room; a store that fails is logged, and the reply
-    /// goes out as it is.
+    /// its caller has room; a store that fails, or has not kept it within
+    /// [`KEEP_BOUND`], is logged, and the reply goes out as it is.
     pub(super) async fn keep_escalation(
         &self,
         reply: &ToolReply,
@@ -58,8 +64,18 @@ impl ToolSet {
         // Kept one at a time for the caller here (the store counts and
         // keeps in one step across the replicas; this spares it the
         // caller's own crowd).
-        let _turn = self.inner.keeping.take(record.caller.as_deref()).await;
-        match store.record_escalation(&record, most).await {
+        let keeping = async {
+            let _turn = self.inner.keeping.take(record.caller.as_deref()).await;
+            store.record_escalation(&record, most).await
+        };
+        let Ok(kept) = tokio::time::timeout(KEEP_BOUND, keeping).await else {
+            #[cfg(feature = "tracing")]
+            tracing::warn!(
+                "keeping an escalation: the store did not answer in 10 s; the reply goes out, the escalation unkept"
+            );
+            return;
+        };
+        match kept {
             Ok(true) => {}
             Ok(false) => {
                 #[cfg(feature = "tracing")]
