@@ -205,12 +205,13 @@ async fn main() -> std::io::Result<()> {
                 // Signed, as Standard Webhooks says, with a `whsec_…` secret
                 // — or with each of several, space-separated, while one is
                 // rotated.
-                if let Ok(secrets) = std::env::var("TOOL_ENVELOPE_WEBHOOK_SECRET") {
-                    // Set but empty is a mistake, not "unsigned".
-                    assert!(
-                        !secrets.trim().is_empty(),
-                        "TOOL_ENVELOPE_WEBHOOK_SECRET is set but holds no secret"
-                    );
+                if let Some(secrets) = std::env::var_os("TOOL_ENVELOPE_WEBHOOK_SECRET") {
+                    // Set but empty (or not text) is a mistake, not "unsigned".
+                    let secrets = secrets
+                        .into_string()
+                        .ok()
+                        .filter(|secrets| !secrets.trim().is_empty())
+                        .expect("TOOL_ENVELOPE_WEBHOOK_SECRET is set but holds no secret");
                     for secret in secrets.split_whitespace() {
                         notices = notices.signing_secret(secret);
                     }

@@ -191,8 +191,8 @@ impl RetryPolicy {
     /// a second when less is left: one that has not kept the escalation by
     /// then (a database out of reach, a lock held) is left behind, and the
     /// escalation is returned unkept, as when the store fails — nothing
-    /// returned is lost, and `retry` returns at most a second past the
-    /// deadline. Without a deadline, the store takes as long as it takes;
+    /// returned is lost, and the store holds the caller at most a second
+    /// past the deadline. Without a deadline, the store takes as long as it takes;
     /// so does a [`Coordinator`](crate::coordinator::Coordinator)'s keeping
     /// of a gap the loop left unkept, which has no deadline of its own. (A
     /// served tool set keeps its calls' escalations itself, and waits 10

@@ -19,9 +19,12 @@ use crate::store::{EscalationRecord, Store};
 /// ([`ToolSet::max_open_escalations`]).
 pub const DEFAULT_MAX_OPEN_ESCALATIONS: usize = 100;
 
-/// How long a call's reply waits for the store to keep its escalation: a
-/// store answers in milliseconds; one out of reach does not hold every
-/// failing call's reply (or the caller's next ones, kept in turn) longer.
+/// How long a call's reply waits for the store to keep its escalation,
+/// its turn behind the caller's other escalations included: a store
+/// answers in milliseconds; one out of reach does not hold every failing
+/// call's reply (or the caller's next ones, kept in turn) longer. A burst
+/// of one caller's failures against a slow store may leave the last of
+/// them unkept (logged).
 const KEEP_BOUND: Duration = Duration::from_secs(10);
 
 impl ToolSet {
@@ -68,7 +71,13 @@ impl ToolSet {
             let _turn = self.inner.keeping.take(record.caller.as_deref()).await;
             store.record_escalation(&record, most).await
         };
-        let Ok(kept) = tokio::time::timeout(KEEP_BOUND, keeping).await else {
+        // `ToolSet::call` may be driven without a tokio runtime (its timer
+        // is not there): the store is waited for whole then.
+        let bounded = match tokio::runtime::Handle::try_current() {
+            Ok(_) => tokio::time::timeout(KEEP_BOUND, keeping).await,
+            Err(_) => Ok(keeping.await),
+        };
+        let Ok(kept) = bounded else {
             #[cfg(feature = "tracing")]
             tracing::warn!(
                 "keeping an escalation: the store did not answer in 10 s; the reply goes out, the escalation unkept"
