@@ -17,10 +17,12 @@ use rmcp::model::{
 use rmcp::service::{
     ClientLifecycleMode, ClientServiceExt, RequestContext, RoleClient, RunningService,
 };
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ErrorData, ServiceExt};
 use serde_json::{Value, json};
 use tool_envelope::guard::{Approvers, Blocked, Caller, Guards, ToolCall};
-use tool_envelope::mcp::{APPROVAL_META_KEY, ToolSet};
+use tool_envelope::mcp::{APPROVAL_META_KEY, BearerAuth, HttpOptions, ToolSet};
 use tool_envelope::store::{self, ApprovalState};
 use tool_envelope::{ErrorEnvelope, tool};
 
@@ -96,6 +98,8 @@ fn approvers_first() -> Guards {
 struct User {
     answer: Option<ElicitationAction>,
     asked: Arc<Mutex<Vec<String>>>,
+    /// A call made at the server while the first question is answered.
+    meanwhile: Arc<Mutex<Option<(ToolSet, Value)>>>,
 }
 
 impl User {
@@ -103,7 +107,15 @@ impl User {
         User {
             answer,
             asked: Arc::default(),
+            meanwhile: Arc::default(),
         }
+    }
+
+    /// [`answering`](Self::answering), `tools` called with `arguments`
+    /// (a transfer) while the first question is answered.
+    fn meanwhile(self, tools: &ToolSet, arguments: Value) -> Self {
+        *self.meanwhile.lock().unwrap() = Some((tools.clone(), arguments));
+        self
     }
 
     fn asked(&self) -> Vec<String> {
@@ -127,6 +139,10 @@ impl ClientHandler for User {
     ) -> Result<ElicitResult, ErrorData> {
         let message = serde_json::to_value(&request).unwrap()["message"].to_string();
         self.asked.lock().unwrap().push(message);
+        let meanwhile = self.meanwhile.lock().unwrap().take();
+        if let Some((tools, arguments)) = meanwhile {
+            tools.call("transfer", arguments).await.unwrap();
+        }
         let action = self.answer.clone().expect("asked only when it can be");
         Ok(match action {
             ElicitationAction::Accept => {
@@ -554,4 +570,185 @@ async fn a_question_asked_ahead_is_masked_as_the_reply_is() {
     let kept = serde_json::to_string(&approval.client_answers).unwrap();
     assert!(kept.contains("Billing at https://"), "{kept}");
     assert!(!kept.contains("hunter2"), "{kept}");
+}
+
+/// The same, the client's block met first: their user is not asked about
+/// a call their yes would send to wait where the store would refuse it.
+#[tokio::test]
+async fn a_call_its_users_yes_would_send_where_the_store_refuses_asks_them_nothing() {
+    let (_folder, url) = sqlite_url("would-not-wait-behind");
+    let tools = tools(&url, client_first()).await.max_waiting_approvals(1);
+    let user = User::answering(Some(ElicitationAction::Accept));
+    let client = connect(&tools, &user).await;
+
+    let long = format!("EXT-{}", "8".repeat(20_000));
+    let refused = call(&client, "transfer", json!({"account": long, "amount": 900})).await;
+    assert_eq!(refused["reason"], "TOO_LONG_TO_APPROVE", "{refused}");
+    assert_eq!(user.asked().len(), 0, "its user was asked");
+
+    // Under the cap, the approvers' block is not met: their user is asked.
+    let done = call(
+        &client,
+        "transfer",
+        json!({"account": "EXT-8", "amount": 80}),
+    )
+    .await;
+    assert_eq!(done["result"], "Transferred $80 to EXT-8", "{done}");
+    assert_eq!(user.asked().len(), 1);
+    ticket_of(
+        &call(
+            &client,
+            "transfer",
+            json!({"account": "ACC-8", "amount": 900}),
+        )
+        .await,
+    );
+    let refused = call(
+        &client,
+        "transfer",
+        json!({"account": "EXT-8", "amount": 900}),
+    )
+    .await;
+    assert_eq!(refused["reason"], "TOO_MANY_APPROVALS", "{refused}");
+    assert_eq!(user.asked().len(), 1, "its user was asked again");
+    client.cancel().await.unwrap();
+
+    assert_eq!(pending(&url).await.len(), 1);
+    assert_eq!(times("transfer EXT-8 80"), 1);
+    assert_eq!(times("transfer EXT-8 900"), 0);
+}
+
+/// Over $800, the client's user confirms too.
+fn large(call: &ToolCall) -> Result<(), Blocked> {
+    let amount: u64 = call.require("amount")?;
+    match amount > 800 {
+        true => Err(Blocked::new(format!("${amount} is a large sum"))
+            .with_reason("LARGE")
+            .unless_approved()),
+        false => Ok(()),
+    }
+}
+
+/// Two blocks of the client's user before the approvers': looked behind
+/// both, their user is asked about neither when the store would refuse.
+#[tokio::test]
+async fn a_call_looked_behind_two_blocks_of_its_users_asks_them_nothing() {
+    let (_folder, url) = sqlite_url("behind-two");
+    let guards = Guards::new()
+        .for_tool("transfer", external)
+        .for_all(large)
+        .for_all(cap);
+    let tools = tools(&url, guards).await.max_waiting_approvals(1);
+    let user = User::answering(Some(ElicitationAction::Accept));
+    let client = connect(&tools, &user).await;
+    // Waits, nobody asked: the approvers' block alone.
+    let waits = json!({"account": "ACC-7", "amount": 600});
+    ticket_of(&call(&client, "transfer", waits).await);
+    assert_eq!(user.asked().len(), 0);
+
+    let refused = call(
+        &client,
+        "transfer",
+        json!({"account": "EXT-7", "amount": 900}),
+    )
+    .await;
+    assert_eq!(refused["reason"], "TOO_MANY_APPROVALS", "{refused}");
+    assert_eq!(
+        user.asked().len(),
+        0,
+        "its user was asked: {:?}",
+        user.asked()
+    );
+    client.cancel().await.unwrap();
+    assert_eq!(pending(&url).await.len(), 1);
+    assert_eq!(times("transfer EXT-7 900"), 0);
+}
+
+/// On 2026-07-28 the round that carries the user's answer does not read
+/// the store again before it takes that answer, looked ahead of or behind:
+/// here an approval of the caller's opens while they decline, and the
+/// call ends with their no (not the store's bound), its reply keeping the
+/// record of it.
+#[tokio::test]
+async fn a_round_that_carries_the_users_answer_takes_it_whatever_the_store_says_now() {
+    for (order, guards) in [("behind", client_first()), ("ahead", approvers_first())] {
+        let (_folder, url) = sqlite_url(&format!("rounds-{order}"));
+        let tools = tools(&url, guards).await.max_waiting_approvals(1);
+        let user = User::answering(Some(ElicitationAction::Decline))
+            .meanwhile(&tools, json!({"account": "ACC-R", "amount": 900}));
+        let client = connect_on(&tools, &user, true).await;
+        let arguments = json!({"account": "EXT-R", "amount": 900});
+        let (declined, meta) = call_meta(&client, "transfer", arguments).await;
+        assert_eq!(declined["reason"], "HUMAN_DECLINED", "{order}: {declined}");
+        assert_eq!(user.asked().len(), 1, "{order}");
+        assert_eq!(
+            meta[APPROVAL_META_KEY][0]["action"], "decline",
+            "{order}: {meta}"
+        );
+        client.cancel().await.unwrap();
+        assert_eq!(
+            pending(&url).await.len(),
+            1,
+            "{order}: the one opened meanwhile"
+        );
+    }
+}
+
+/// Two clients of one person on a protected server: one token may pay and
+/// read orders, the other only pay. The first's call waits for approvers
+/// after its user said yes; the same call by the leaner token is refused
+/// beside that approval (it grants less than the token that asked) before
+/// any guard is met, so its user is asked nothing, and nothing more is
+/// opened — the approvers' block met first or the client's.
+#[tokio::test]
+async fn a_token_that_grants_less_than_the_waiting_approvals_asks_its_user_nothing() {
+    async fn validate(token: String) -> Option<Caller> {
+        match token.as_str() {
+            "alice-full" => Some(Caller::new("alice", ["payments:write", "orders:read"])),
+            "alice-lean" => Some(Caller::new("alice", ["payments:write"])),
+            _ => None,
+        }
+    }
+    async fn client_of(url: &str, token: &str, user: &User) -> RunningService<RoleClient, User> {
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+        config.auth_header = Some(token.to_owned());
+        let transport = StreamableHttpClientTransport::from_config(config);
+        user.clone()
+            .serve(transport)
+            .await
+            .expect("the client connects")
+    }
+
+    for (order, guards) in [("ahead", approvers_first()), ("behind", client_first())] {
+        let (_folder, store_url) = sqlite_url(&format!("lean-token-{order}"));
+        let tools = tools(&store_url, guards).await;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let options = HttpOptions::new().require_bearer(BearerAuth::new(url.clone(), validate));
+        tokio::spawn(async move { options.serve(listener, tools).await });
+
+        let account = format!("EXT-LEAN-{order}");
+        let arguments = json!({"account": account, "amount": 900});
+        let full = User::answering(Some(ElicitationAction::Accept));
+        let client = client_of(&url, "alice-full", &full).await;
+        let ticket = ticket_of(&call(&client, "transfer", arguments.clone()).await);
+        assert_eq!(full.asked().len(), 1, "{order}: {:?}", full.asked());
+        client.cancel().await.unwrap();
+
+        let lean = User::answering(Some(ElicitationAction::Accept));
+        let client = client_of(&url, "alice-lean", &lean).await;
+        let refused = call(&client, "transfer", arguments).await;
+        assert_eq!(
+            refused["reason"], "INSUFFICIENT_SCOPE",
+            "{order}: {refused}"
+        );
+        assert!(!refused.to_string().contains(&ticket), "{order}: {refused}");
+        assert_eq!(lean.asked().len(), 0, "{order}: its user was asked");
+        client.cancel().await.unwrap();
+
+        let pending = pending(&store_url).await;
+        assert_eq!(pending.len(), 1, "{order}: {pending:?}");
+        assert_eq!(pending[0].id, ticket);
+        assert_eq!(times(&format!("transfer {account} 900")), 0);
+    }
 }

@@ -41,13 +41,19 @@ impl<'a> Scope<'a> {
 /// a call waits for approvers, to ask its client now for any block the
 /// client may approve after theirs — the blocks approvers decide pass as
 /// if approved, and the call stops where its body would run: a look ahead
-/// never runs a tool.
+/// never runs a tool. While it looks behind the blocks about to be put to
+/// the client's user ([`probe_past`](Self::probe_past)), to read the block
+/// for approvers their yes would meet next, those blocks alone pass, and
+/// the call stops where its body would run too.
 #[derive(Default, Debug)]
 pub(crate) struct Approved {
     keys: Mutex<Keys>,
     /// Looking ahead: blocks for approvers pass, bodies do not run.
     looking: AtomicBool,
-    /// A look ahead reached a body: every guard passed.
+    /// Looking behind a block about to be put to the client's user: every
+    /// other block stands, bodies do not run.
+    probing: AtomicBool,
+    /// A look ahead, or behind, reached a body: every guard passed.
     reached: AtomicBool,
 }
 
@@ -90,19 +96,43 @@ impl Approved {
         self.reached.swap(false, Ordering::SeqCst)
     }
 
+    /// Starts (`true`) or ends a look behind the blocks whose keys are
+    /// `passing`, about to be put to the client's user: those blocks pass
+    /// as if they said yes, every other stands as it would, and the call
+    /// stops where its body would run — to read which block their yes
+    /// would meet next. Ending it takes those passes back, and says whether
+    /// it reached the tool's body, every guard passed.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+    pub(crate) fn probe_past(&self, passing: &[String], probing: bool) -> bool {
+        let mut keys = self.lock();
+        for key in passing {
+            match probing {
+                true => keys.all.push(key.clone()),
+                false => {
+                    if let Some(at) = keys.all.iter().rposition(|approved| approved == key) {
+                        keys.all.remove(at);
+                    }
+                }
+            }
+        }
+        drop(keys);
+        self.probing.store(probing, Ordering::SeqCst);
+        self.reached.swap(false, Ordering::SeqCst)
+    }
+
     /// Whether the call is looked ahead of: a block for approvers passes.
     pub(crate) fn looking(&self) -> bool {
         self.looking.load(Ordering::SeqCst)
     }
 
     /// Whether the body of the call about to run must not: the call is
-    /// looked ahead of, and has just passed every guard (noted).
+    /// looked ahead of, or behind, and has just passed every guard (noted).
     pub(crate) fn stops_body(&self) -> bool {
-        let looking = self.looking();
-        if looking {
+        let stops = self.looking() || self.probing.load(Ordering::SeqCst);
+        if stops {
             self.reached.store(true, Ordering::SeqCst);
         }
-        looking
+        stops
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Keys> {

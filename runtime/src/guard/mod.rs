@@ -55,6 +55,13 @@ pub(crate) use verdict::{Waivers, verdict};
 
 /// A deterministic policy check run before a tool.
 ///
+/// A served call may be checked more than once: again after each block a
+/// person approves, and, where a block may be put to a person, looked ahead
+/// of or behind without running the tool (to ask now what would be asked
+/// later, or not ask about a call that could not go on). A guard answers
+/// from the call alone: one that counts or spends something as it checks
+/// would count those checks too.
+///
 /// Closures and functions taking a [`ToolCall`] and returning
 /// `Result<(), Blocked>` are guards:
 ///

@@ -55,6 +55,13 @@ pub(crate) fn can_ask(context: &ToolContext) -> bool {
         .is_some_and(|capabilities| capabilities.elicitation.is_some())
 }
 
+/// Whether the client's user would be asked about the block whose key is
+/// `key` now: they can be ([`can_ask`]), and have not answered it in an
+/// earlier round of the call (2026-07-28), whose answer [`ask`] takes.
+pub(crate) fn would_ask(context: &ToolContext, key: &str) -> bool {
+    can_ask(context) && !context.answered(&format!("{APPROVAL_KEY_PREFIX}{key}"))
+}
+
 /// Asks the client's user to approve the call `blocked` refused — the
 /// block whose key is `key`; the answer's record goes to `audit`.
 pub(crate) async fn ask(

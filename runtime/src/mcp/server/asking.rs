@@ -176,6 +176,12 @@ impl ToolContext {
         self.request()?.asking.task_context()
     }
 
+    /// Whether the answer to the question asked under `key` is in hand
+    /// already: on 2026-07-28, carried by this round from an earlier one.
+    pub(crate) fn answered(&self, key: &str) -> bool {
+        self.request().is_some_and(|live| live.asking.answered(key))
+    }
+
     /// The request, as rmcp's side holds it.
     fn request(&self) -> Option<&LiveRequest> {
         self.live_side()?.as_any().downcast_ref::<LiveRequest>()

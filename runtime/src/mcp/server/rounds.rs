@@ -162,6 +162,11 @@ impl Asking {
         }
     }
 
+    /// Whether an earlier round carried an answer under `key`.
+    pub(crate) fn answered(&self, key: &str) -> bool {
+        self.answers.contains_key(key)
+    }
+
     /// Whether a question can stop the call: on 2026-07-28.
     pub(crate) fn stops(&self) -> bool {
         matches!(self.mode, Mode::Rounds)

@@ -2,7 +2,9 @@
 //! user, and the call run again if they approve; approvers at the server,
 //! the call kept in the store to wait for them — their user asked first,
 //! while the call is still theirs, for every block they may approve
-//! (looked ahead of, past the approvers' blocks: no tool runs).
+//! (looked ahead of, past the approvers' blocks: no tool runs) — and not
+//! asked about one their yes would send to wait where the store would
+//! refuse it (looked behind).
 
 use serde_json::{Map, Value};
 
@@ -42,6 +44,7 @@ impl ToolSet {
         let outcome = {
             let mut outcome = outcome;
             let mut records = Vec::new();
+            let mut read = false;
             for _ in 0..MAX_APPROVALS {
                 let (blocked, key) = match &outcome {
                     Err(failure) => match failure.envelope().approval_key() {
@@ -76,6 +79,17 @@ impl ToolSet {
                     return Box::pin(self.ticketed(entry, arguments, state, failure, &key, &scope))
                         .await;
                 }
+                // Nor is the client's user asked about a call their yes
+                // would send to wait for approvers, where the store would
+                // refuse it.
+                if !read && approval::would_ask(state.context_ref(), &key) {
+                    let asked = records.len();
+                    let behind = self.behind(entry, arguments, state, &key, asked, &mut read);
+                    if let Some(instead) = Box::pin(behind).await {
+                        outcome = instead;
+                        break;
+                    }
+                }
                 match Box::pin(approval::ask(
                     state.context_ref(),
                     &key,
@@ -100,6 +114,64 @@ impl ToolSet {
             outcome
         };
         Outcome::Ran(outcome)
+    }
+
+    /// Looks behind the block whose key is `key`, about to be put to the
+    /// client's user: were they to say yes — to it and to each block of
+    /// theirs after it, as many as one call may ask (`asked` asked
+    /// already) — would the call next meet a block approvers decide, and
+    /// the store refuse to keep it waiting ([`would_end`](Self::would_end))?
+    /// Then it ends with that refusal now, its user asked nothing (`Some`);
+    /// `None` when their yes would not end so — every guard passed, another
+    /// failure met, an approval it would open or join, or no store. `read`
+    /// says the store was read for the call: once is enough.
+    #[cfg(feature = "rmcp")]
+    async fn behind(
+        &self,
+        entry: &Entry,
+        arguments: &Map<String, Value>,
+        state: &CallState,
+        key: &str,
+        asked: usize,
+        read: &mut bool,
+    ) -> Option<Result<Success, Failure>> {
+        self.store_ref()?;
+        let approved = state.approved();
+        let mut passing = vec![key.to_owned()];
+        // Bounded: each turn passes one block more, or ends.
+        loop {
+            approved.probe_past(&passing, true);
+            let looked = self.attempt(entry, arguments, state).await;
+            let reached = approved.probe_past(&passing, false);
+            let failure = match looked {
+                Err(_) if reached => return None,
+                Err(failure) => failure,
+                // A body ran looked behind (none `#[tool]` generates does),
+                // past a block its user has not approved: it cannot be
+                // undone, nor run again; its outcome is the call's.
+                Ok(success) => {
+                    tracing::error!(tool = %entry.facts.tool, "a tool ran while its call was looked behind, past a block its client's user had not approved: its body does not stop where a `#[tool]`'s does");
+                    return Some(Ok(success));
+                }
+            };
+            let blocked = failure.envelope();
+            // Another failure than a block a person may approve: it
+            // stands as it would, whatever the user said.
+            let next = blocked.approval_key()?;
+            let Some(scope) = blocked.approvers() else {
+                // Another block of the client's user: looked past too.
+                if asked + passing.len() >= MAX_APPROVALS || passing.iter().any(|k| k == next) {
+                    return None;
+                }
+                passing.push(next.to_owned());
+                continue;
+            };
+            *read = true;
+            let call = (entry, arguments, state);
+            let refused = Box::pin(self.would_end(call, blocked, next, scope)).await?;
+            let envelope = settle_here(refused, entry, arguments, state);
+            return Some(Err(Failure::Envelope(envelope)));
+        }
     }
 
     /// Looks ahead of a call about to wait for approvers — the blocks they
@@ -152,7 +224,7 @@ impl ToolSet {
             if records.len() >= MAX_APPROVALS {
                 return Some(Err(failure));
             }
-            if !read && approval::can_ask(state.context_ref()) {
+            if !read && approval::would_ask(state.context_ref(), &key) {
                 read = true;
                 // The approvers' block, not the client's met here.
                 let (theirs, their_key, scope) = waits;
