@@ -664,6 +664,41 @@ async fn a_call_looked_behind_two_blocks_of_its_users_asks_them_nothing() {
     assert_eq!(times("transfer EXT-7 900"), 0);
 }
 
+/// An approvers' block met past as many questions as one call may ask
+/// is looked behind no further: it would stand unopened whatever the store
+/// says, so the store is not read for it, and the call goes as any would —
+/// its user asked four times, the approvers' block standing.
+#[tokio::test]
+async fn an_approvers_block_past_four_questions_is_not_read_for() {
+    let (_folder, url) = sqlite_url("behind-four");
+    let mut guards = Guards::new();
+    for n in 1..=4 {
+        guards = guards.for_tool("transfer", move |_: &ToolCall| {
+            Err(Blocked::new(format!("check {n}"))
+                .with_reason(format!("CHECK_{n}"))
+                .unless_approved())
+        });
+    }
+    let tools = tools(&url, guards.for_all(cap))
+        .await
+        .max_waiting_approvals(1);
+    let user = User::answering(Some(ElicitationAction::Accept));
+    let client = connect(&tools, &user).await;
+    // One waits (through another tool), as many as may.
+    ticket_of(&call(&client, "wire", json!({"account": "ACC-4", "amount": 900})).await);
+    let stands = call(
+        &client,
+        "transfer",
+        json!({"account": "ACC-4", "amount": 900}),
+    )
+    .await;
+    assert_eq!(stands["reason"], "OVER_CAP", "{stands}");
+    assert_eq!(user.asked().len(), 4, "{:?}", user.asked());
+    client.cancel().await.unwrap();
+    assert_eq!(pending(&url).await.len(), 1);
+    assert_eq!(times("transfer ACC-4 900"), 0);
+}
+
 /// On 2026-07-28 the round that carries the user's answer does not read
 /// the store again before it takes that answer, looked ahead of or behind:
 /// here an approval of the caller's opens while they decline, and the

@@ -57,7 +57,10 @@ pub(crate) fn can_ask(context: &ToolContext) -> bool {
 
 /// Whether the client's user would be asked about the block whose key is
 /// `key` now: they can be ([`can_ask`]), and have not answered it in an
-/// earlier round of the call (2026-07-28), whose answer [`ask`] takes.
+/// earlier round of the call (2026-07-28), whose answer [`ask`] takes. An
+/// answer to the key's question in other words (the server changed
+/// between the rounds) counts as one here, though [`ask`] asks afresh:
+/// the store is read again when the call is ticketed.
 pub(crate) fn would_ask(context: &ToolContext, key: &str) -> bool {
     can_ask(context) && !context.answered(&format!("{APPROVAL_KEY_PREFIX}{key}"))
 }

@@ -166,6 +166,11 @@ impl ToolSet {
                 passing.push(next.to_owned());
                 continue;
             };
+            // Met past as many questions as one call may ask, the
+            // approvers' block stands unopened: the store has no say.
+            if asked + passing.len() >= MAX_APPROVALS {
+                return None;
+            }
             *read = true;
             let call = (entry, arguments, state);
             let refused = Box::pin(self.would_end(call, blocked, next, scope)).await?;
@@ -186,7 +191,9 @@ impl ToolSet {
     /// is, and nobody is asked for a call that cannot wait — nor for one
     /// the store would refuse to keep waiting (`waits`: the approvers'
     /// block, its key and their scope): before the first question to a
-    /// client that can be asked, the refusal it would meet is read, and
+    /// client that can be asked, not answered yet (a round of 2026-07-28
+    /// carries the answers of earlier ones), the refusal it would meet is
+    /// read, and
     /// the call ends with it (a store that cannot be read then tells
     /// nothing: the user is asked, and ticketing the call says what the
     /// store does).
