@@ -140,6 +140,8 @@ fn protocol_error(error: &rmcp::ServiceError) -> (ErrorCode, String) {
     }
 }
 
+/// Alice's `requestState` opens for her token alone: not for Bob's, nor
+/// for another token of hers that grants less.
 #[tokio::test]
 async fn another_callers_state_does_not_open_and_the_audit_names_the_caller() {
     let url = serve(true).await;
@@ -165,6 +167,12 @@ async fn another_callers_state_does_not_open_and_the_audit_names_the_caller() {
             "requestState was refused; call the tool again without it".to_owned()
         )
     );
+
+    // Nor does another client of Alice's, whose token grants less: the
+    // yes her first client's user gave does not carry to it.
+    let reader = client(&url, "alice-reader-token").await;
+    let refused = reader.call_tool_once(round.clone()).await.unwrap_err();
+    assert_eq!(protocol_error(&refused).0, ErrorCode::INVALID_PARAMS);
 
     // Alice's own round runs it, and the audit says who the server knows her as.
     let done = alice.call_tool_once(round).await.unwrap();

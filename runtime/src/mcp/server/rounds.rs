@@ -30,6 +30,7 @@ use tokio::time::Instant;
 
 use super::client::ClientSide;
 use super::sealed::{Seal, State, approves, asked_as, refused_state};
+use crate::caller::Caller;
 use crate::envelope::ErrorEnvelope;
 use crate::mcp::ask::{self, Kind, Question};
 
@@ -95,7 +96,8 @@ impl Asking {
     /// # Errors
     ///
     /// `-32602`, one text whatever the reason, for a `requestState` this
-    /// server did not seal for this call and caller, whose time is up, or
+    /// server did not seal for this call and caller (a token of theirs
+    /// that grants less than the one it was sealed for), whose time is up, or
     /// that was used already (an approval's, or a state of a tool not safe
     /// to repeat).
     #[allow(clippy::too_many_arguments)]
@@ -104,7 +106,7 @@ impl Asking {
         context: &RequestContext<RoleServer>,
         (service, tool): (&str, &str),
         arguments: &Value,
-        caller: Option<&str>,
+        caller: Option<&Caller>,
         round: (Option<InputResponses>, Option<String>),
         ask_timeout: Duration,
         repeatable: bool,
@@ -120,7 +122,8 @@ impl Asking {
                 state.take_answers(responses.unwrap_or_default(), crate::store::now_ms());
             answered_as = state.take_answered_as();
             let approving = approves(&answers);
-            if (approving || !repeatable) && !seal.spend(&state, caller, approving).await {
+            let subject = caller.map(Caller::subject);
+            if (approving || !repeatable) && !seal.spend(&state, subject, approving).await {
                 tracing::debug!(tool, "requestState refused: it was used already");
                 return Err(refused_state());
             }
@@ -296,7 +299,7 @@ impl Asking {
         seal: &Seal,
         (service, tool): (&str, &str),
         arguments: &Value,
-        caller: Option<&str>,
+        caller: Option<&Caller>,
     ) -> Result<InputRequiredResult, ErrorData> {
         let stop = self
             .stop

@@ -16,6 +16,7 @@ use sha2::Digest as _;
 
 use super::held;
 use super::redeemed::{Redeemed, Redemptions, nonce};
+use crate::caller::Caller;
 use crate::mcp::ask::APPROVAL_KEY_PREFIX;
 use crate::store::{Store, now_ms};
 
@@ -100,6 +101,11 @@ pub(super) struct State {
     /// The question each answer carried answered, by the same digest.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     answered_as: BTreeMap<String, String>,
+    /// The scopes the token it was sealed for granted: it opens only for a
+    /// token of the same subject that grants each of them (another client
+    /// of the same person, granted less, does not carry its answers on).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    scopes: Vec<String>,
 }
 
 /// The digest a question is known by in a sealed state: of its request,
@@ -130,6 +136,7 @@ impl State {
             ledger: String::new(),
             asked_as: BTreeMap::new(),
             answered_as: BTreeMap::new(),
+            scopes: Vec::new(),
         }
     }
 
@@ -212,24 +219,37 @@ impl Seal {
     /// # Errors
     ///
     /// [`refused_state`], whatever the reason: not this server's, not this
-    /// call's or caller's, expired, or an approving state used already.
+    /// call's or caller's (a token of the same subject that grants less
+    /// than the one it was sealed for counts as another), expired, or an
+    /// approving state used already.
     pub(super) fn open(
         &self,
         sealed: &str,
         (service, tool): (&str, &str),
         arguments: &Value,
-        caller: Option<&str>,
+        caller: Option<&Caller>,
     ) -> Result<State, ErrorData> {
-        self.codec
-            .open_json_with(sealed, &bound_to(service, tool, arguments, caller))
+        // The tool's name as sent, not yet known to be one.
+        let named = || {
+            tool.get(..tool.floor_char_boundary(128))
+                .unwrap_or_default()
+        };
+        let subject = caller.map(Caller::subject);
+        let state: State = (self.codec)
+            .open_json_with(sealed, &bound_to(service, tool, arguments, subject))
             .map_err(|error| {
-                // The tool's name as sent, not yet known to be one.
-                let tool = tool
-                    .get(..tool.floor_char_boundary(128))
-                    .unwrap_or_default();
-                tracing::debug!(tool, %error, "requestState refused");
+                tracing::debug!(tool = named(), %error, "requestState refused");
                 refused_state()
-            })
+            })?;
+        let granted = |scope: &String| caller.is_some_and(|caller| caller.has_scope(scope));
+        if !state.scopes.iter().all(granted) {
+            tracing::debug!(
+                tool = named(),
+                "requestState refused: sealed for a token that granted more"
+            );
+            return Err(refused_state());
+        }
+        Ok(state)
     }
 
     /// Spends `state` for `caller`: whether it had not been spent (then
@@ -279,8 +299,12 @@ impl Seal {
         mut state: State,
         (service, tool): (&str, &str),
         arguments: &Value,
-        caller: Option<&str>,
+        caller: Option<&Caller>,
     ) -> Result<String, ErrorData> {
+        state.scopes = caller
+            .map(|caller| caller.scopes().map(str::to_owned).collect())
+            .unwrap_or_default();
+        let caller = caller.map(Caller::subject);
         let now = now_ms();
         let approved_until = state.approved_until_ms();
         if approved_until > 0 && approved_until <= now {

@@ -296,13 +296,12 @@ impl ToolSet {
         }
         let seal = self.seal();
         let caller = crate::mcp::server::live::caller(&context);
-        let subject = caller.as_deref().map(crate::caller::Caller::subject);
         let asking = Asking::open(
             seal,
             &context,
             (self.service(), name),
             &arguments,
-            subject,
+            caller.as_deref(),
             (round.responses, round.state),
             self.ask_timeout_of(),
             // Safe to repeat, as the retry decision reads it (`Facts`): a
@@ -327,7 +326,10 @@ impl ToolSet {
             Either::Right(((), _)) => {
                 let arguments = bound.unwrap_or(Value::Null);
                 let call = (self.service(), name);
-                Ok(live.asking.answer(seal, call, &arguments, subject)?.into())
+                Ok(live
+                    .asking
+                    .answer(seal, call, &arguments, caller.as_deref())?
+                    .into())
             }
         }
     }

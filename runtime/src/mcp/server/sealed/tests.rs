@@ -18,17 +18,44 @@ fn yes() -> Value {
     json!({"action": "accept", "content": {}})
 }
 
+fn alice() -> Caller {
+    Caller::new("alice", ["refunds:write", "orders:read"])
+}
+
+/// A state sealed for one token opens for a token of the same subject that
+/// grants as much or more, not for one that grants less, nor for a call
+/// without a token.
+#[test]
+fn a_state_opens_only_for_a_token_that_grants_what_its_own_did() {
+    let seal = seal();
+    let arguments: Value = serde_json::from_str(ARGUMENTS).unwrap();
+    let call = ("shop", "refund");
+    let state = State::new(vec![approval_key()], BTreeMap::new(), 0);
+    let sealed = seal.seal(state, call, &arguments, Some(&alice())).unwrap();
+    let more = Caller::new("alice", ["refunds:write", "orders:read", "admin"]);
+    let less = Caller::new("alice", ["refunds:write"]);
+    assert!(seal.open(&sealed, call, &arguments, Some(&alice())).is_ok());
+    assert!(seal.open(&sealed, call, &arguments, Some(&more)).is_ok());
+    assert!(seal.open(&sealed, call, &arguments, Some(&less)).is_err());
+    assert!(seal.open(&sealed, call, &arguments, None).is_err());
+    // Sealed without a token, it opens for no token only.
+    let state = State::new(vec![approval_key()], BTreeMap::new(), 0);
+    let open = seal.seal(state, call, &arguments, None).unwrap();
+    assert!(seal.open(&open, call, &arguments, None).is_ok());
+    assert!(seal.open(&open, call, &arguments, Some(&alice())).is_err());
+}
+
 /// `state` sealed for Alice's refund, then opened again.
 fn round_trip(seal: &Seal, state: State) -> State {
     let arguments: Value = serde_json::from_str(ARGUMENTS).unwrap();
     let sealed = seal
-        .seal(state, ("shop", "refund"), &arguments, Some("alice"))
+        .seal(state, ("shop", "refund"), &arguments, Some(&alice()))
         .unwrap();
     assert!(
-        (seal.open(&sealed, ("hr", "refund"), &arguments, Some("alice"))).is_err(),
+        (seal.open(&sealed, ("hr", "refund"), &arguments, Some(&alice()))).is_err(),
         "another service's"
     );
-    seal.open(&sealed, ("shop", "refund"), &arguments, Some("alice"))
+    seal.open(&sealed, ("shop", "refund"), &arguments, Some(&alice()))
         .expect("it opens for the same call and caller")
 }
 
