@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+use hmac::{Hmac, KeyInit, Mac};
 use rmcp::ErrorData;
 use rmcp::model::{RequestStateCodec, SealOptions};
 use serde::{Deserialize, Serialize};
@@ -28,6 +29,9 @@ pub const DEFAULT_REQUEST_STATE_TTL: Duration = Duration::from_secs(15 * 60);
 /// approving rounds already used.
 pub(crate) struct Seal {
     codec: RequestStateCodec,
+    /// The key a state's scopes are digested with ([`scope_digest`]),
+    /// derived from the seal's.
+    scope_key: [u8; 32],
     ttl: Duration,
     redeemed: Redemptions,
 }
@@ -36,8 +40,12 @@ impl Seal {
     /// A seal with `key` (32 bytes or more).
     pub(crate) fn new(key: &[u8], ttl: Duration) -> Result<Self, String> {
         let codec = RequestStateCodec::try_new(key.to_vec()).map_err(|error| error.to_string())?;
+        let mut derive = <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(key)
+            .expect("HMAC takes a key of any length");
+        derive.update(b"tool-envelope/requestState/scopes");
         Ok(Seal {
             codec,
+            scope_key: derive.finalize().into_bytes().into(),
             ttl,
             redeemed: Redemptions::default(),
         })
@@ -49,6 +57,7 @@ impl Seal {
     pub(crate) fn sharing(&self, store: Arc<dyn Store>) -> Self {
         Seal {
             codec: self.codec.clone(),
+            scope_key: self.scope_key,
             ttl: self.ttl,
             redeemed: Redemptions::shared(store),
         }
@@ -101,9 +110,12 @@ pub(super) struct State {
     /// The question each answer carried answered, by the same digest.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     answered_as: BTreeMap<String, String>,
-    /// The scopes the token it was sealed for granted: it opens only for a
-    /// token of the same subject that grants each of them (another client
-    /// of the same person, granted less, does not carry its answers on).
+    /// The scopes the token it was sealed for granted, each as its keyed
+    /// digest ([`scope_digest`]: the state is signed, not encrypted, and a
+    /// validator's scopes may name what the client should not read): it
+    /// opens only for a token of the same subject that grants each of them
+    /// (another client of the same person, granted less, does not carry
+    /// its answers on).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     scopes: Vec<String>,
 }
@@ -235,19 +247,39 @@ impl Seal {
                 .unwrap_or_default()
         };
         let subject = caller.map(Caller::subject);
-        let state: State = (self.codec)
-            .open_json_with(sealed, &bound_to(service, tool, arguments, subject))
-            .map_err(|error| {
-                tracing::debug!(tool = named(), %error, "requestState refused");
-                refused_state()
-            })?;
-        let granted = |scope: &String| caller.is_some_and(|caller| caller.has_scope(scope));
-        if !state.scopes.iter().all(granted) {
-            tracing::debug!(
-                tool = named(),
-                "requestState refused: sealed for a token that granted more"
-            );
-            return Err(refused_state());
+        let call = (service, tool, arguments, subject);
+        // Sealed with scopes, it is bound so: a replica of an earlier
+        // release, which would not read them, does not open it.
+        let state = match self
+            .codec
+            .open_json_with::<State>(sealed, &bound_to(call, true))
+        {
+            Ok(state) => state,
+            Err(_) => {
+                let state: State = (self.codec)
+                    .open_json_with(sealed, &bound_to(call, false))
+                    .map_err(|error| {
+                        tracing::debug!(tool = named(), %error, "requestState refused");
+                        refused_state()
+                    })?;
+                if !state.scopes.is_empty() {
+                    return Err(refused_state());
+                }
+                state
+            }
+        };
+        if !state.scopes.is_empty() {
+            let granted: std::collections::HashSet<String> = (caller.into_iter())
+                .flat_map(Caller::scopes)
+                .map(|scope| scope_digest(&self.scope_key, scope))
+                .collect();
+            if !state.scopes.iter().all(|scope| granted.contains(scope)) {
+                tracing::debug!(
+                    tool = named(),
+                    "requestState refused: sealed for a token that granted more"
+                );
+                return Err(refused_state());
+            }
         }
         Ok(state)
     }
@@ -301,9 +333,11 @@ impl Seal {
         arguments: &Value,
         caller: Option<&Caller>,
     ) -> Result<String, ErrorData> {
-        state.scopes = caller
-            .map(|caller| caller.scopes().map(str::to_owned).collect())
-            .unwrap_or_default();
+        state.scopes = (caller.into_iter())
+            .flat_map(Caller::scopes)
+            .map(|scope| scope_digest(&self.scope_key, scope))
+            .collect();
+        let scoped = !state.scopes.is_empty();
         let caller = caller.map(Caller::subject);
         let now = now_ms();
         let approved_until = state.approved_until_ms();
@@ -318,7 +352,7 @@ impl Seal {
         state.nonce = nonce();
         state.ledger = self.redeemed.local_id().unwrap_or_default().to_owned();
         state.expires_ms = now.saturating_add(held::ms(self.ttl));
-        let bound = bound_to(service, tool, arguments, caller);
+        let bound = bound_to((service, tool, arguments, caller), scoped);
         let options = SealOptions::new().associated_data(&bound).ttl(self.ttl);
         self.codec
             .seal_json_with(&state, &options)
@@ -362,9 +396,17 @@ pub(super) fn approves_one(key: &str, answer: &Value) -> bool {
 /// The bytes a state is bound to: the method, the service, the tool, its
 /// arguments and the authenticated caller, so that a state cannot be
 /// replayed on another call, at another service (which may share the key,
-/// or be a clone of the set under another name), nor by another caller.
-fn bound_to(service: &str, tool: &str, arguments: &Value, caller: Option<&str>) -> Vec<u8> {
-    let mut bytes = b"tools/call\0".to_vec();
+/// or be a clone of the set under another name), nor by another caller —
+/// and whether it carries its token's scopes (`scoped`), so that a replica
+/// that would not check them does not open it.
+fn bound_to(
+    (service, tool, arguments, caller): (&str, &str, &Value, Option<&str>),
+    scoped: bool,
+) -> Vec<u8> {
+    let mut bytes = match scoped {
+        true => b"tools/call+scopes\0".to_vec(),
+        false => b"tools/call\0".to_vec(),
+    };
     // The service as JSON, which holds no NUL: it ends where it ends.
     bytes.extend_from_slice(&serde_json::to_vec(service).unwrap_or_default());
     bytes.push(0);
@@ -380,6 +422,19 @@ fn bound_to(service: &str, tool: &str, arguments: &Value, caller: Option<&str>) 
         None => bytes.push(0),
     }
     bytes
+}
+
+/// A token's scope as a sealed state keeps it: the first 12 bytes of its
+/// HMAC-SHA256 under `key`, in hex — the same scope always the same
+/// digest, which tells the client nothing of the scope.
+fn scope_digest(key: &[u8; 32], scope: &str) -> String {
+    let mut mac = <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(key)
+        .expect("HMAC takes a key of any length");
+    mac.update(scope.as_bytes());
+    mac.finalize().into_bytes()[..12]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 #[cfg(test)]

@@ -81,7 +81,7 @@ type Validation = Pin<Box<dyn Future<Output = Option<Caller>> + Send>>;
 ///    issuer's keys (its JWKS, cached; the `jsonwebtoken` crate), `iss`,
 ///    `exp`, and `aud` equal to `resource` — a token for another audience
 ///    must not pass — then answer
-///    `Caller::new(claims.sub, claims.scope.split(' '))`. A server that
+///    `Caller::new(claims.sub, claims.scope.split_whitespace())`. A server that
 ///    issues opaque tokens is asked instead (token introspection, RFC 7662).
 /// 4. Serve behind TLS (a proxy that terminates it, as in
 ///    `scripts/test-tls.sh`), with [`HttpOptions::allowed_hosts`](crate::mcp::HttpOptions::allowed_hosts)

@@ -38,6 +38,35 @@ fn a_state_opens_only_for_a_token_that_grants_what_its_own_did() {
     assert!(seal.open(&sealed, call, &arguments, Some(&more)).is_ok());
     assert!(seal.open(&sealed, call, &arguments, Some(&less)).is_err());
     assert!(seal.open(&sealed, call, &arguments, None).is_err());
+    // The client reads the state (it is signed, not encrypted): the scopes
+    // are in it as keyed digests, never by name.
+    let payload: Value = (seal.codec)
+        .open_json_with(
+            &sealed,
+            &bound_to((call.0, call.1, &arguments, Some("alice")), true),
+        )
+        .unwrap();
+    assert_eq!(
+        payload["scopes"].as_array().map(Vec::len),
+        Some(2),
+        "{payload}"
+    );
+    assert!(!payload.to_string().contains("orders"), "{payload}");
+    // A replica of an earlier release, which would not check them, binds
+    // a state without the mark: it does not open this one.
+    let earlier = bound_to((call.0, call.1, &arguments, Some("alice")), false);
+    assert!(
+        seal.codec
+            .open_json_with::<Value>(&sealed, &earlier)
+            .is_err()
+    );
+    // Nor does a state that carries scopes bound without the mark open.
+    let options = SealOptions::new().associated_data(&earlier).ttl(seal.ttl);
+    let unmarked = seal.codec.seal_json_with(&payload, &options).unwrap();
+    assert!(
+        seal.open(&unmarked, call, &arguments, Some(&alice()))
+            .is_err()
+    );
     // Sealed without a token, it opens for no token only.
     let state = State::new(vec![approval_key()], BTreeMap::new(), 0);
     let open = seal.seal(state, call, &arguments, None).unwrap();

@@ -97,7 +97,8 @@ impl ToolSet {
     /// can resume its calls: two tool sets built apart, even in one
     /// process, refuse each other's states. The state is signed, not
     /// encrypted: it carries the client's answers, which the client knows
-    /// already. It is bound to the tool, its arguments and the caller the
+    /// already, and its token's scopes as keyed digests, which tell it
+    /// nothing. It is bound to the tool, its arguments and the caller the
     /// bearer token check found; a state that carries a person's approval
     /// opens once in the tool set that sealed it. Without a
     /// [`store`](Self::store), a round that brings a yes opens only there —
