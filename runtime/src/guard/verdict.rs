@@ -52,10 +52,7 @@ impl<'a> Waivers<'a> {
             digest.update([0]);
         }
         let digest = digest.finalize();
-        let short: String = digest[..6]
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect();
+        let short = hex::encode(&digest[..6]);
         format!("{}{place}-{short}", self.checkpoint)
     }
 }

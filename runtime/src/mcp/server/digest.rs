@@ -40,10 +40,7 @@ pub(crate) fn digest(
         Some("") => hash.update([0xff]),
         Some(subject) => hash.update(subject.as_bytes()),
     }
-    hash.finalize()
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    hex::encode(hash.finalize())
 }
 
 /// `value` as JSON with the keys of every object sorted.

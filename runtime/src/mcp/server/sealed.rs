@@ -125,10 +125,7 @@ pub(super) struct State {
 pub(super) fn asked_as(request: &impl Serialize) -> String {
     let bytes = serde_json::to_vec(request).unwrap_or_default();
     let hash = sha2::Sha256::digest(&bytes);
-    hash[..16]
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    hex::encode(&hash[..16])
 }
 
 impl State {
@@ -431,10 +428,7 @@ fn scope_digest(key: &[u8; 32], scope: &str) -> String {
     let mut mac = <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(key)
         .expect("HMAC takes a key of any length");
     mac.update(scope.as_bytes());
-    mac.finalize().into_bytes()[..12]
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    hex::encode(&mac.finalize().into_bytes()[..12])
 }
 
 #[cfg(test)]
