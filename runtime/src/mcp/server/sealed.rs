@@ -246,13 +246,16 @@ impl Seal {
         let subject = caller.map(Caller::subject);
         let call = (service, tool, arguments, subject);
         // Sealed with scopes, it is bound so: a replica of an earlier
-        // release, which would not read them, does not open it.
-        let state = match self
-            .codec
-            .open_json_with::<State>(sealed, &bound_to(call, true))
-        {
-            Ok(state) => state,
-            Err(_) => {
+        // release, which would not read them, does not open it. A caller
+        // without scopes could not open such a state anyway: tried for
+        // one with scopes alone (one check a round for the others).
+        let scoped = caller.is_some_and(|caller| caller.scopes().next().is_some());
+        let marked = scoped
+            .then(|| (self.codec).open_json_with::<State>(sealed, &bound_to(call, true)))
+            .and_then(Result::ok);
+        let state = match marked {
+            Some(state) => state,
+            None => {
                 let state: State = (self.codec)
                     .open_json_with(sealed, &bound_to(call, false))
                     .map_err(|error| {
