@@ -4,24 +4,19 @@
 //! ([`crate::classify`]).
 
 use std::any::Any;
-use std::future::{Future, poll_fn};
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::pin::pin;
-use std::task::Poll;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+
+use futures_util::FutureExt;
+use futures_util::future::CatchUnwind;
 
 /// Runs `future` to completion, turning a panic while polling it into `Err`.
-pub(crate) async fn catch_unwind_future<F: Future>(
-    future: F,
-) -> Result<F::Output, Box<dyn Any + Send>> {
-    let mut future = pin!(future);
-    poll_fn(
-        |cx| match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
-            Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
-            Err(panic) => Poll::Ready(Err(panic)),
-        },
-    )
-    .await
+///
+/// futures' own `CatchUnwind`: the future is held once, in place (an
+/// `async fn` here would hold it twice, as its argument and pinned, and
+/// every served call's future would carry both).
+pub(crate) fn catch_unwind_future<F: Future>(future: F) -> CatchUnwind<AssertUnwindSafe<F>> {
+    AssertUnwindSafe(future).catch_unwind()
 }
 
 /// The text of a panic's payload.

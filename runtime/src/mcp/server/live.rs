@@ -7,6 +7,7 @@
 //! to its user.
 #![allow(deprecated)]
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use rmcp::model::{
@@ -59,8 +60,9 @@ pub(crate) struct LiveRequest {
     pub(crate) cancel: CancellationToken,
     pub(crate) peer: Peer<RoleServer>,
     pub(crate) progress_token: Option<ProgressToken>,
-    /// The logger name of the request's messages: the tool's name.
-    logger: String,
+    /// The logger name of the request's messages: the tool's name, as the
+    /// request gave it.
+    logger: Cow<'static, str>,
     threshold: Arc<LogThreshold>,
     /// On 2026-07-28, the level the request's `_meta` asked for: nothing is
     /// logged without one.
@@ -89,7 +91,7 @@ impl LiveRequest {
     /// request says of its client is read from it when first asked for.
     pub(crate) fn new(
         context: RequestContext<RoleServer>,
-        tool: &str,
+        tool: Cow<'static, str>,
         threshold: &Arc<LogThreshold>,
         mut asking: Asking,
     ) -> Self {
@@ -104,7 +106,7 @@ impl LiveRequest {
             cancel,
             peer,
             progress_token,
-            logger: tool.to_owned(),
+            logger: tool,
             threshold: Arc::clone(threshold),
             request_level,
             asking,
@@ -129,7 +131,7 @@ impl LiveRequest {
             cancel: CancellationToken::new(),
             peer,
             progress_token: None,
-            logger: tool.to_owned(),
+            logger: Cow::Owned(tool.to_owned()),
             threshold: Arc::clone(threshold),
             request_level: Some(None),
             asking,
@@ -137,6 +139,11 @@ impl LiveRequest {
             caller,
             task: Some(task),
         }
+    }
+
+    /// The name of the tool called.
+    pub(crate) fn tool(&self) -> &str {
+        &self.logger
     }
 
     /// The least severe level sent: on 2026-07-28 the request's own, and
@@ -214,7 +221,7 @@ impl LiveRequest {
             return false;
         }
         let param =
-            LoggingMessageNotificationParam::new(level.into(), data).with_logger(&self.logger);
+            LoggingMessageNotificationParam::new(level.into(), data).with_logger(self.tool());
         // Logging is deprecated in MCP's newest revision, and what most
         // clients still show; sent where the client negotiated it.
         #[allow(deprecated)]

@@ -1,6 +1,7 @@
 //! A tool set as an rmcp server: the `ServerHandler`, a tool set's tools as
 //! an rmcp router, and serving over stdio.
 
+use std::borrow::Cow;
 use std::io;
 use std::pin::pin;
 use std::sync::Arc;
@@ -82,18 +83,19 @@ impl ServerHandler for ToolSet {
             .cloned()
     }
 
-    async fn call_tool(
+    // Not an `async fn`: the call's own future is the one rmcp spawns
+    // for the request, not held inside a second one (figure 3).
+    fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
+    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + Send + '_ {
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
         let round = Round {
             responses: request.input_responses,
             state: request.request_state,
         };
-        self.call_in_request(&request.name, arguments, context, round)
-            .await
+        self.call_in_request(request.name, arguments, context, round)
     }
 
     /// `logging/setLevel`: the session's level, on 2025-11-25. A request
@@ -270,66 +272,74 @@ impl ToolSet {
     ///
     /// On 2026-07-28, a question of the tool's without an answer yet stops
     /// the call, which answers with the questions and a sealed state.
-    async fn call_in_request(
+    /// Not an `async fn`, whose future would hold each argument twice: this
+    /// is the future of every served call.
+    #[allow(clippy::manual_async_fn, reason = "see above")]
+    fn call_in_request(
         &self,
-        name: &str,
+        name: Cow<'static, str>,
         arguments: Value,
         context: RequestContext<RoleServer>,
         round: Round,
-    ) -> Result<CallToolResponse, ErrorData> {
-        if let Some(tasks) = self.task_runner()
-            && let Some(definition) = self.get(name)
-        {
-            let declared = (context.client_capabilities()).is_some_and(|c| c.supports_tasks());
-            match (tasks.support(definition), declared) {
-                (TaskSupport::Never, _) | (TaskSupport::Optional, false) => {}
-                (TaskSupport::Optional | TaskSupport::Required, true) => {
-                    // Boxed: a rare way, kept out of every call's future.
-                    let task = Box::pin(self.spawn_task(tasks, name, arguments, &context));
-                    return Ok(task.await);
-                }
-                (TaskSupport::Required, false) => {
-                    let tasks = ClientCapabilities::builder().enable_tasks().build();
-                    return Err(ErrorData::missing_required_client_capability(tasks));
+    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + Send + '_ {
+        async move {
+            if let Some(tasks) = self.task_runner()
+                && let Some(definition) = self.get(&name)
+            {
+                let declared = (context.client_capabilities()).is_some_and(|c| c.supports_tasks());
+                match (tasks.support(definition), declared) {
+                    (TaskSupport::Never, _) | (TaskSupport::Optional, false) => {}
+                    (TaskSupport::Optional | TaskSupport::Required, true) => {
+                        // Boxed: a rare way, kept out of every call's future.
+                        let task = Box::pin(self.spawn_task(tasks, &name, arguments, &context));
+                        return Ok(task.await);
+                    }
+                    (TaskSupport::Required, false) => {
+                        let tasks = ClientCapabilities::builder().enable_tasks().build();
+                        return Err(ErrorData::missing_required_client_capability(tasks));
+                    }
                 }
             }
-        }
-        let seal = self.seal();
-        let caller = crate::mcp::server::live::caller(&context);
-        let asking = Asking::open(
-            seal,
-            &context,
-            (self.service(), name),
-            &arguments,
-            caller.as_deref(),
-            (round.responses, round.state),
-            self.ask_timeout_of(),
-            // Safe to repeat, as the retry decision reads it (`Facts`): a
-            // read-only tool is idempotent unless it says otherwise.
-            self.get(name)
-                .is_some_and(|tool| tool.annotations.idempotent_hint),
-        )
-        .await?;
-        let live = Arc::new(LiveRequest::new(
-            context,
-            name,
-            self.log_threshold(),
-            asking,
-        ));
-        let context = ToolContext::live(Arc::clone(&live));
-        // The arguments are kept to bind the next round's state to them.
-        let bound = live.asking.stops().then(|| arguments.clone());
-        let call = self.call_with(name, arguments, context);
-        match select(pin!(call), pin!(live.asking.stopped())).await {
-            Either::Left((Ok(result), _)) => Ok(to_rmcp_result(result).into()),
-            Either::Left((Err(error), _)) => Err(to_error_data(error)),
-            Either::Right(((), _)) => {
-                let arguments = bound.unwrap_or(Value::Null);
-                let call = (self.service(), name);
-                Ok(live
-                    .asking
-                    .answer(seal, call, &arguments, caller.as_deref())?
-                    .into())
+            let seal = self.seal();
+            let caller = crate::mcp::server::live::caller(&context);
+            let repeatable = round.state.is_some()
+                && (self.get(&name)).is_some_and(|tool| tool.annotations.idempotent_hint);
+            let asking = Asking::open(
+                seal,
+                &context,
+                (self.service(), &name),
+                &arguments,
+                caller.as_deref(),
+                (round.responses, round.state),
+                self.ask_timeout_of(),
+                // Safe to repeat, as the retry decision reads it (`Facts`): a
+                // read-only tool is idempotent unless it says otherwise. Read
+                // only for a round that carries a state, the one it is for.
+                repeatable,
+            )
+            .await?;
+            let live = Arc::new(LiveRequest::new(
+                context,
+                name,
+                self.log_threshold(),
+                asking,
+            ));
+            let name = live.tool();
+            let context = ToolContext::live(Arc::clone(&live));
+            // The arguments are kept to bind the next round's state to them.
+            let bound = live.asking.stops().then(|| arguments.clone());
+            let call = self.served(name, arguments, context);
+            match select(pin!(call), pin!(live.asking.stopped())).await {
+                Either::Left((Ok(result), _)) => Ok(to_rmcp_result(result).into()),
+                Either::Left((Err(error), _)) => Err(to_error_data(error)),
+                Either::Right(((), _)) => {
+                    let arguments = bound.unwrap_or(Value::Null);
+                    let call = (self.service(), name);
+                    Ok(live
+                        .asking
+                        .answer(seal, call, &arguments, caller.as_deref())?
+                        .into())
+                }
             }
         }
     }
@@ -462,7 +472,7 @@ impl ToolSet {
                         state: call.request_state,
                     };
                     tools
-                        .call_in_request(&call.name, arguments, call.request_context, round)
+                        .call_in_request(call.name, arguments, call.request_context, round)
                         .await
                 }) as crate::mcp::server::state::BoxFuture<'_, _>
             });

@@ -36,7 +36,9 @@ impl ToolSet {
     ) -> Outcome {
         // The same call made again meets its approval while one lives.
         #[cfg(feature = "rmcp")]
-        if let Some(outcome) = Box::pin(self.made_again(entry, arguments, state)).await {
+        if self.may_be_made_again(entry, state).is_some()
+            && let Some(outcome) = Box::pin(self.made_again(entry, arguments, state)).await
+        {
             return outcome;
         }
         let outcome = self.attempts(entry, arguments, state).await;

@@ -101,6 +101,18 @@ impl ToolSet {
             .await
     }
 
+    /// [`call_with`](Self::call_with)'s future itself, for a served
+    /// request: not held inside a second one.
+    #[cfg(feature = "rmcp")]
+    pub(crate) fn served<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: Value,
+        context: ToolContext,
+    ) -> impl Future<Output = Result<ToolReply, ProtocolError>> + Send + 'a {
+        self.call_past(name, arguments, context, Past::default())
+    }
+
     /// [`call_with`](Self::call_with) for the run of `approval`: past the
     /// blocks whose keys are `approved`, which people with the approval's
     /// scope approved for this very call, and those its client's user
@@ -129,9 +141,12 @@ impl ToolSet {
     /// A call past the blocks `approved` for the run of `ticket`, its
     /// escalation kept for the people with the scope `kept_for` when it
     /// names one.
-    async fn call_past(
-        &self,
-        name: &str,
+    ///
+    /// Not an `async fn`, whose future would hold each argument twice:
+    /// this one is inside every served call's (figure 3).
+    fn call_past<'a>(
+        &'a self,
+        name: &'a str,
         arguments: Value,
         context: ToolContext,
         Past {
@@ -140,20 +155,94 @@ impl ToolSet {
             waived,
             answers,
             kept_for,
-        }: Past<'_>,
-    ) -> Result<ToolReply, ProtocolError> {
+        }: Past<'a>,
+    ) -> impl Future<Output = Result<ToolReply, ProtocolError>> + Send + 'a {
+        // What needs no `.await` is done before the future is made: it
+        // holds what the call goes on with, not what it began with.
+        let (entry, arguments, state) = match self.begin(name, arguments, context) {
+            Ok(begun) => begun,
+            Err(replied) => return Either::Left(std::future::ready(replied)),
+        };
+        let state = state.approved_before(approved, waived, ticket);
+        if !answers.is_empty() {
+            state.keep_audit(answers.to_vec());
+        }
+        Either::Right(async move {
+            // A block, so that nothing of it is held past it, where the
+            // escalation may be kept.
+            #[cfg_attr(not(feature = "rmcp"), allow(unused_mut))]
+            let mut reply = {
+                // Whatever panics — the decoding, a `Serialize`, the set
+                // itself — answers with an envelope that keeps what the
+                // call knows: a request is never left without a reply.
+                let work = catch_unwind_future(self.decided(entry, &arguments, &state));
+                let finished = match state.context_ref().is_detached() {
+                    true => work.await,
+                    false => {
+                        let cancelled = state.context_ref().stopped();
+                        match select(pin!(work), pin!(cancelled)).await {
+                            Either::Left((finished, _)) => finished,
+                            Either::Right(((), _)) => return Err(ProtocolError::cancelled(name)),
+                        }
+                    }
+                };
+                let outcome = match finished {
+                    Ok(outcome) => outcome,
+                    Err(panic) => {
+                        let what = format!("tool `{}`", entry.facts.tool);
+                        let envelope = panicked(&what, panic.as_ref());
+                        let envelope = settle_here(envelope, entry, &arguments, &state);
+                        Outcome::Ran(Err(Failure::Envelope(envelope)))
+                    }
+                };
+                match outcome {
+                    Outcome::Ran(Ok(success)) => self.success(entry, success, &arguments, &state),
+                    Outcome::Ran(Err(failure)) => self.failure(entry, failure),
+                    #[cfg(feature = "rmcp")]
+                    Outcome::Stored(reply) => return Ok(reply),
+                }
+            };
+            #[cfg(feature = "tokio")]
+            if let Some(kept) = self.escalation_to_keep(&reply, &state) {
+                // Boxed: a rare way (a failure, and a store to keep it in),
+                // its record kept out of every call's future.
+                Box::pin(self.keep_escalation(kept, kept_for)).await;
+            }
+            #[cfg(not(feature = "tokio"))]
+            let _ = kept_for;
+            #[cfg(feature = "rmcp")]
+            {
+                let records = state.take_audit();
+                if !records.is_empty() {
+                    let meta = reply.meta.get_or_insert_with(Map::new);
+                    meta.insert(APPROVAL_META_KEY.to_owned(), Value::Array(records));
+                }
+            }
+            Ok(reply)
+        })
+    }
+
+    /// A call's beginning, up to its first `.await`: the tool found, its
+    /// arguments an object no deeper than [`MAX_DEPTH`], and the call's
+    /// state — or the reply that ends it there.
+    #[allow(clippy::type_complexity)]
+    fn begin(
+        &self,
+        name: &str,
+        arguments: Value,
+        context: ToolContext,
+    ) -> Result<(&Entry, Map<String, Value>, CallState), Result<ToolReply, ProtocolError>> {
         let Some(&index) = self.inner.index.get(name) else {
             dismantle(arguments);
-            return Err(ProtocolError::unknown_tool(
+            return Err(Err(ProtocolError::unknown_tool(
                 name,
                 self.inner.definitions.iter().map(|d| d.name.clone()),
-            ));
+            )));
         };
         let entry = &self.inner.entries[index];
-        let definition = &entry.definition;
         if deeper_than(&arguments, MAX_DEPTH) {
             let envelope = too_deep(entry, arguments);
-            return Ok(self.failure(entry, Failure::Envelope(envelope)));
+            return Err(Ok(self.failure(entry, Failure::Envelope(envelope))));
         }
         let arguments = match arguments {
             Value::Object(arguments) => arguments,
@@ -161,60 +250,11 @@ impl ToolSet {
             other => {
                 let (envelope, shown) = not_an_object(&entry.facts.tool, &other);
                 let envelope = settle(envelope, &entry.facts, Query::Described(shown), &|| None);
-                return Ok(self.failure(entry, Failure::Envelope(envelope)));
+                return Err(Ok(self.failure(entry, Failure::Envelope(envelope))));
             }
         };
-        let state = CallState::new(&definition.checks, &self.inner.guards, context);
-        let state = state.approved_before(approved, waived, ticket);
-        if !answers.is_empty() {
-            state.keep_audit(answers.to_vec());
-        }
-        // Whatever panics — the decoding, a `Serialize`, the set itself —
-        // answers with an envelope that keeps what the call knows: a request
-        // is never left without a reply.
-        let work = catch_unwind_future(self.decided(entry, &arguments, &state));
-        let finished = match state.context_ref().is_detached() {
-            true => work.await,
-            false => {
-                let cancelled = state.context_ref().stopped();
-                match select(pin!(work), pin!(cancelled)).await {
-                    Either::Left((finished, _)) => finished,
-                    Either::Right(((), _)) => return Err(ProtocolError::cancelled(name)),
-                }
-            }
-        };
-        let outcome = match finished {
-            Ok(outcome) => outcome,
-            Err(panic) => {
-                let envelope = panicked(&format!("tool `{}`", entry.facts.tool), panic.as_ref());
-                Outcome::Ran(Err(Failure::Envelope(settle_here(
-                    envelope, entry, &arguments, &state,
-                ))))
-            }
-        };
-        #[cfg_attr(not(feature = "rmcp"), allow(unused_mut))]
-        let mut reply = match outcome {
-            Outcome::Ran(Ok(success)) => self.success(entry, success, &arguments, &state),
-            Outcome::Ran(Err(failure)) => self.failure(entry, failure),
-            #[cfg(feature = "rmcp")]
-            Outcome::Stored(reply) => return Ok(reply),
-        };
-        #[cfg(feature = "tokio")]
-        if reply.is_error {
-            // Boxed: a rare way, its record kept out of every call's future.
-            Box::pin(self.keep_escalation(&reply, &state, kept_for)).await;
-        }
-        #[cfg(not(feature = "tokio"))]
-        let _ = kept_for;
-        #[cfg(feature = "rmcp")]
-        {
-            let records = state.take_audit();
-            if !records.is_empty() {
-                let meta = reply.meta.get_or_insert_with(Map::new);
-                meta.insert(APPROVAL_META_KEY.to_owned(), Value::Array(records));
-            }
-        }
-        Ok(reply)
+        let state = CallState::new(&entry.definition.checks, &self.inner.guards, context);
+        Ok((entry, arguments, state))
     }
 
     /// The reply of a call of `name` with `arguments`, refused before it

@@ -48,19 +48,14 @@ impl ToolSet {
         self
     }
 
-    /// Keeps the escalation `reply` carries, if it carries one the set
-    /// keeps (see [`escalation_to_keep`](Self::escalation_to_keep)) and
-    /// its caller has room; a store that fails, or has not kept it within
-    /// [`KEEP_BOUND`], is logged, and the reply goes out as it is.
+    /// Keeps an escalation [`escalation_to_keep`](Self::escalation_to_keep)
+    /// found, if its caller has room; a store that fails, or has not kept
+    /// it within [`KEEP_BOUND`], is logged, and the reply goes out as it is.
     pub(super) async fn keep_escalation(
         &self,
-        reply: &ToolReply,
-        state: &CallState,
+        (store, mut record): (&Arc<dyn Store>, EscalationRecord),
         kept_for: Option<&str>,
     ) {
-        let Some((store, mut record)) = self.escalation_to_keep(reply, state) else {
-            return;
-        };
         // The run of an approval: what it ends with is its approvers'.
         record.approvers = kept_for.map(str::to_owned);
         let most = u64::try_from(self.inner.most_open_escalations).unwrap_or(u64::MAX);
@@ -112,7 +107,7 @@ impl ToolSet {
     /// their note, for the caller, not for everyone in the inbox) or whose
     /// approval expired (`APPROVAL_EXPIRED`: the expiry is kept as an
     /// escalation once, for the approval's approvers, by the runner).
-    fn escalation_to_keep(
+    pub(super) fn escalation_to_keep(
         &self,
         reply: &ToolReply,
         state: &CallState,

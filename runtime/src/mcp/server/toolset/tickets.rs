@@ -262,6 +262,21 @@ impl ToolSet {
             .unwrap_or_default()
     }
 
+    /// The store [`made_again`](Self::made_again) reads, where a call may
+    /// be one made again: only a guarded tool was ever blocked for
+    /// approvers, and an approved run is not made again. The others' calls
+    /// never read the store (nor make its future).
+    pub(super) fn may_be_made_again(
+        &self,
+        entry: &Entry,
+        state: &CallState,
+    ) -> Option<&Arc<dyn Store>> {
+        let store = self.store_ref()?;
+        let guarded =
+            entry.definition.guarded || self.inner.guards.apply_to(&entry.definition.name);
+        (guarded && !state.is_for_approval()).then_some(store)
+    }
+
     /// The same call made again while an approval of it lives (not an
     /// approved run of it): where that approval stands, whatever the guards
     /// say of the call now; `None` when none lives, or the set has no store.
@@ -273,11 +288,8 @@ impl ToolSet {
         arguments: &Map<String, Value>,
         state: &CallState,
     ) -> Option<Outcome> {
-        // Only a guarded tool was ever blocked for approvers: the others'
-        // calls never read the store.
+        let store = self.may_be_made_again(entry, state)?;
         let name = entry.definition.name.as_str();
-        let guarded = self.guarded(name);
-        let store = (self.store_ref()).filter(|_| guarded && !state.is_for_approval())?;
         let call = (self.service(), name, arguments);
         let caller = state.context_ref().caller();
         let (standing, blocked) = match ticket::made_again(store.as_ref(), call, caller).await {
