@@ -75,6 +75,7 @@ use rmcp::model::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::kept::Kept;
 use crate::envelope::ErrorEnvelope;
 use crate::reasons;
 
@@ -291,6 +292,14 @@ impl Question {
     pub(crate) fn request(&self) -> &InputRequest {
         &self.request
     }
+
+    /// The SHA-256 of its form's `requestedSchema` as JSON: made once for
+    /// a form kept for its type, as its validator is.
+    pub(crate) fn form_digest(&self) -> Option<[u8; 32]> {
+        let form = self.form.as_deref()?;
+        let digest = || <sha2::Sha256 as sha2::Digest>::digest(form.schema.to_string()).into();
+        Some(*form.digest.get_or_init(digest))
+    }
 }
 
 impl fmt::Debug for Question {
@@ -305,11 +314,12 @@ impl fmt::Debug for Question {
 /// A form and its `requestedSchema` as JSON, to check answers with.
 type Form = (ElicitationSchema, Option<std::sync::Arc<FormCheck>>);
 
-/// A form's `requestedSchema` as JSON, and the validator of its answers,
-/// compiled when the first answer comes.
+/// A form's `requestedSchema` as JSON, the validator of its answers,
+/// compiled when the first answer comes, and its digest, when asked for.
 struct FormCheck {
     schema: Value,
     validator: std::sync::OnceLock<std::sync::Arc<jsonschema::Validator>>,
+    digest: std::sync::OnceLock<[u8; 32]>,
 }
 
 impl FormCheck {
@@ -317,6 +327,7 @@ impl FormCheck {
         std::sync::Arc::new(FormCheck {
             schema,
             validator: std::sync::OnceLock::new(),
+            digest: std::sync::OnceLock::new(),
         })
     }
 
@@ -359,39 +370,6 @@ fn validator_of(form: &Value) -> Result<std::sync::Arc<jsonschema::Validator>, S
             .map(std::sync::Arc::new)
             .map_err(|error| format!("the form could not be read: {error}"))
     })
-}
-
-/// What a process makes once and keeps for its questions, up to
-/// [`Kept::MOST`] entries; past it, it starts over.
-struct Kept<K, V>(std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<K, V>>>);
-
-impl<K: Eq + std::hash::Hash, V: Clone> Kept<K, V> {
-    const MOST: usize = 256;
-
-    const fn new() -> Self {
-        Kept(std::sync::OnceLock::new())
-    }
-
-    /// The value kept for `key`, or the one `make` makes, then kept.
-    fn get_or_make<E>(&self, key: K, make: impl FnOnce() -> Result<V, E>) -> Result<V, E> {
-        use std::sync::PoisonError;
-        let kept = self.0.get_or_init(Default::default);
-        let found = kept
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&key)
-            .cloned();
-        if let Some(value) = found {
-            return Ok(value);
-        }
-        let value = make()?;
-        let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
-        if kept.len() >= Self::MOST {
-            kept.clear();
-        }
-        kept.insert(key, value.clone());
-        Ok(value)
-    }
 }
 
 /// The prefix of the question keys this crate keeps for its own questions

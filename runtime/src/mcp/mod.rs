@@ -141,6 +141,8 @@ pub(crate) mod checks;
 pub mod client;
 pub(crate) mod context;
 pub(crate) mod definition;
+#[cfg(feature = "rmcp")]
+mod kept;
 pub(crate) mod log;
 pub(crate) mod reply;
 #[cfg(any(feature = "client", feature = "inbox"))]

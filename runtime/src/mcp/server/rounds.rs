@@ -12,7 +12,7 @@
 // server meets today still define them, and the clients in use answer them.
 #![allow(deprecated)]
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -29,15 +29,16 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::client::ClientSide;
-use super::sealed::{Seal, State, approves, asked_as, refused_state};
+use super::sealed::{Seal, State, approves, asked_as, is_asked_as, refused_state};
 use crate::caller::Caller;
 use crate::envelope::ErrorEnvelope;
 use crate::mcp::ask::{self, Kind, Question};
 
 /// Why a call stopped before its tool finished.
 enum Stop {
-    /// Questions without answers yet: the next round's.
-    Input(InputRequests),
+    /// Questions without answers yet: the next round's, and the digest
+    /// of each ([`asked_as`]).
+    Input(InputRequests, BTreeMap<String, String>),
     /// Questions the client did not declare it can answer.
     Missing(Vec<Kind>),
     /// An answer that is not one of the kind asked.
@@ -241,12 +242,12 @@ impl Asking {
         }
         let mut answers = Vec::with_capacity(questions.len());
         let mut unanswered = InputRequests::new();
+        let mut digests = BTreeMap::new();
         for question in questions {
             // An answer to this key's question as it was asked: the key
             // asked in other words since is asked afresh.
             let answered = |key: &str| {
-                (self.answered_as.get(key))
-                    .is_none_or(|asked| *asked == asked_as(question.request()))
+                (self.answered_as.get(key)).is_none_or(|asked| is_asked_as(question, asked))
             };
             match (self.answers.get(question.key())).filter(|_| answered(question.key())) {
                 Some(answer) => match question.answer_of(answer.clone()) {
@@ -263,11 +264,12 @@ impl Asking {
                 },
                 None => {
                     unanswered.insert(question.key().to_owned(), question.request().clone());
+                    digests.insert(question.key().to_owned(), asked_as(question));
                 }
             }
         }
         if !unanswered.is_empty() {
-            return self.stop(Stop::Input(unanswered)).await;
+            return self.stop(Stop::Input(unanswered, digests)).await;
         }
         Ok(answers)
     }
@@ -278,7 +280,10 @@ impl Asking {
         {
             let mut slot = self.stop.lock().unwrap_or_else(PoisonError::into_inner);
             match (&mut *slot, stop) {
-                (Some(Stop::Input(asked)), Stop::Input(more)) => asked.extend(more),
+                (Some(Stop::Input(asked, digests)), Stop::Input(more, theirs)) => {
+                    asked.extend(more);
+                    digests.extend(theirs);
+                }
                 (Some(_), _) => {}
                 (None, stop) => *slot = Some(stop),
             }
@@ -307,11 +312,8 @@ impl Asking {
             .unwrap_or_else(PoisonError::into_inner)
             .take();
         match stop {
-            Some(Stop::Input(asked)) => {
+            Some(Stop::Input(asked, questions)) => {
                 let answers = self.answers.clone().into_iter().collect();
-                let questions = (asked.iter())
-                    .map(|(key, request)| (key.clone(), asked_as(request)))
-                    .collect();
                 let answered_as = self.answered_as.clone().into_iter().collect();
                 let state = State::new(
                     asked.keys().cloned().collect(),

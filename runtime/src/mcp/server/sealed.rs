@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use hmac::{Hmac, KeyInit, Mac};
 use rmcp::ErrorData;
-use rmcp::model::{RequestStateCodec, SealOptions};
+use rmcp::model::{ElicitRequestParams, InputRequest, RequestStateCodec, SealOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::Digest as _;
@@ -18,7 +18,7 @@ use sha2::Digest as _;
 use super::held;
 use super::redeemed::{Redeemed, Redemptions, nonce};
 use crate::caller::Caller;
-use crate::mcp::ask::APPROVAL_KEY_PREFIX;
+use crate::mcp::ask::{APPROVAL_KEY_PREFIX, Question};
 use crate::store::{Store, now_ms};
 
 /// How long a `requestState` stays valid by default: time for a person to
@@ -120,12 +120,52 @@ pub(super) struct State {
     scopes: Vec<String>,
 }
 
-/// The digest a question is known by in a sealed state: of its request,
-/// words and form, as sent.
-pub(super) fn asked_as(request: &impl Serialize) -> String {
+/// What begins the digest of a form made of its form's digest
+/// ([`asked_as`]). A digest without it is of the whole request as sent, as
+/// an earlier release made every one: a state it sealed still opens here,
+/// and one sealed here asks afresh on it.
+const OF_FORM: &str = "form:";
+
+/// The digest a question is known by in a sealed state: of all it shows —
+/// its kind, its words and its form. A form's is made of its words and
+/// its form's digest, which a form kept for its type keeps: writing its
+/// request out again cost as much as a call. Any other question's is of
+/// its request as sent.
+pub(super) fn asked_as(question: &Question) -> String {
+    if let (InputRequest::Elicitation(request), Some(form)) =
+        (question.request(), question.form_digest())
+        && let ElicitRequestParams::FormElicitationParams { meta, message, .. } = &request.params
+    {
+        let mut hash = sha2::Sha256::new();
+        hash.update(b"tool-envelope question\0elicitation/create\0form\0");
+        hash.update(form);
+        hash.update(
+            u64::try_from(message.len())
+                .unwrap_or(u64::MAX)
+                .to_be_bytes(),
+        );
+        hash.update(message.as_bytes());
+        if let Some(meta) = meta {
+            hash.update(serde_json::to_vec(meta).unwrap_or_default());
+        }
+        return format!("{OF_FORM}{}", hex::encode(&hash.finalize()[..16]));
+    }
+    as_sent(question.request())
+}
+
+/// Whether `digest`, kept in a state for the key of `question`, is the
+/// digest of `question`: the same question, asked in the same words.
+pub(super) fn is_asked_as(question: &Question, digest: &str) -> bool {
+    match digest.starts_with(OF_FORM) {
+        true => digest == asked_as(question),
+        false => digest == as_sent(question.request()),
+    }
+}
+
+/// The digest of a question's request, as sent.
+fn as_sent(request: &InputRequest) -> String {
     let bytes = serde_json::to_vec(request).unwrap_or_default();
-    let hash = sha2::Sha256::digest(&bytes);
-    hex::encode(&hash[..16])
+    hex::encode(&sha2::Sha256::digest(&bytes)[..16])
 }
 
 impl State {

@@ -211,3 +211,60 @@ async fn a_plain_round_opens_once_and_a_full_record_stops_only_approvals() {
         "a yes past the record"
     );
 }
+
+/// A question's digest is of all it shows: the same form in the same words
+/// is the same question, made anew or kept for its type; other words, or
+/// one more choice in the form, are another. A digest sealed by the release
+/// before (of the whole request) is still read as it was made, and a
+/// sampling request's is still of the whole request.
+#[test]
+fn a_question_is_known_by_its_words_and_its_form() {
+    let form = |choices: &[&str]| {
+        json!({"type": "object", "properties": {
+            "rows": {"type": "string", "title": "Rows", "enum": choices}}})
+    };
+    let ask = |message: &str, choices: &[&str]| {
+        Question::form("confirm", message, form(choices)).expect("a form MCP allows")
+    };
+    let asked = ask("Delete 3 rows?", &["all", "none"]);
+    let digest = asked_as(&asked);
+    assert!(digest.starts_with(OF_FORM), "{digest}");
+    assert_eq!(digest, asked_as(&ask("Delete 3 rows?", &["all", "none"])));
+    assert!(is_asked_as(&asked, &digest));
+    for other in [
+        ask("Delete 3000 rows?", &["all", "none"]),
+        ask("Delete 4 rows?", &["all", "none"]),
+        ask("Delete 3 rows?", &["all", "none", "some"]),
+        ask("Delete 3 rows?", &["all", "nine"]),
+        ask("Delete 3 rows", &["all", "none"]),
+    ] {
+        assert_ne!(asked_as(&other), digest);
+        assert!(!is_asked_as(&other, &digest));
+    }
+
+    // Sealed by the release before: the digest of the request as sent.
+    let before = as_sent(asked.request());
+    assert!(!before.starts_with(OF_FORM));
+    assert!(is_asked_as(&asked, &before));
+    assert!(!is_asked_as(
+        &ask("Delete 3000 rows?", &["all", "none"]),
+        &before
+    ));
+    assert!(!is_asked_as(&asked, &format!("{OF_FORM}{before}")));
+
+    // A form kept for its type: the same digest, round after round.
+    #[derive(schemars::JsonSchema, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Name {
+        name: String,
+    }
+    let kept = || Question::elicit::<Name>("name", "Your name?").expect("a form");
+    assert!(asked_as(&kept()).starts_with(OF_FORM));
+    assert_eq!(asked_as(&kept()), asked_as(&kept()));
+    assert_ne!(asked_as(&kept()), digest);
+
+    // Not a form: the request as sent, as before.
+    let roots = Question::roots("roots");
+    assert_eq!(asked_as(&roots), as_sent(roots.request()));
+    assert!(is_asked_as(&roots, &as_sent(roots.request())));
+}
