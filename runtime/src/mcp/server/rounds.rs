@@ -36,9 +36,9 @@ use crate::mcp::ask::{self, Kind, Question};
 
 /// Why a call stopped before its tool finished.
 enum Stop {
-    /// Questions without answers yet: the next round's, and the digest
-    /// of each ([`asked_as`]).
-    Input(InputRequests, BTreeMap<String, String>),
+    /// Questions without answers yet, the next round's: each key's
+    /// request, and its digest ([`asked_as`]), one never without the other.
+    Input(BTreeMap<String, (InputRequest, String)>),
     /// Questions the client did not declare it can answer.
     Missing(Vec<Kind>),
     /// An answer that is not one of the kind asked.
@@ -241,8 +241,7 @@ impl Asking {
             return self.stop(Stop::Missing(missing)).await;
         }
         let mut answers = Vec::with_capacity(questions.len());
-        let mut unanswered = InputRequests::new();
-        let mut digests = BTreeMap::new();
+        let mut unanswered = BTreeMap::new();
         for question in questions {
             // An answer to this key's question as it was asked: the key
             // asked in other words since is asked afresh.
@@ -263,13 +262,13 @@ impl Asking {
                     }
                 },
                 None => {
-                    unanswered.insert(question.key().to_owned(), question.request().clone());
-                    digests.insert(question.key().to_owned(), asked_as(question));
+                    let asked = (question.request().clone(), asked_as(question));
+                    unanswered.insert(question.key().to_owned(), asked);
                 }
             }
         }
         if !unanswered.is_empty() {
-            return self.stop(Stop::Input(unanswered, digests)).await;
+            return self.stop(Stop::Input(unanswered)).await;
         }
         Ok(answers)
     }
@@ -280,10 +279,7 @@ impl Asking {
         {
             let mut slot = self.stop.lock().unwrap_or_else(PoisonError::into_inner);
             match (&mut *slot, stop) {
-                (Some(Stop::Input(asked, digests)), Stop::Input(more, theirs)) => {
-                    asked.extend(more);
-                    digests.extend(theirs);
-                }
+                (Some(Stop::Input(asked)), Stop::Input(more)) => asked.extend(more),
                 (Some(_), _) => {}
                 (None, stop) => *slot = Some(stop),
             }
@@ -312,7 +308,10 @@ impl Asking {
             .unwrap_or_else(PoisonError::into_inner)
             .take();
         match stop {
-            Some(Stop::Input(asked, questions)) => {
+            Some(Stop::Input(asked)) => {
+                let (asked, questions): (InputRequests, BTreeMap<_, _>) = (asked.into_iter())
+                    .map(|(key, (request, digest))| ((key.clone(), request), (key, digest)))
+                    .unzip();
                 let answers = self.answers.clone().into_iter().collect();
                 let answered_as = self.answered_as.clone().into_iter().collect();
                 let state = State::new(

@@ -123,8 +123,13 @@ pub(super) struct State {
 /// What begins the digest of a form made of its form's digest
 /// ([`asked_as`]). A digest without it is of the whole request as sent, as
 /// an earlier release made every one: a state it sealed still opens here,
-/// and one sealed here asks afresh on it.
+/// and one sealed here asks a form afresh on it.
 const OF_FORM: &str = "form:";
+
+/// The digest of a question that could not be written out: it matches no
+/// question, so an answer to it is never taken (the question is asked
+/// afresh).
+const UNREADABLE: &str = "unreadable";
 
 /// The digest a question is known by in a sealed state: of all it shows —
 /// its kind, its words and its form. A form's is made of its words and
@@ -134,7 +139,14 @@ const OF_FORM: &str = "form:";
 pub(super) fn asked_as(question: &Question) -> String {
     if let (InputRequest::Elicitation(request), Some(form)) =
         (question.request(), question.form_digest())
-        && let ElicitRequestParams::FormElicitationParams { meta, message, .. } = &request.params
+        && request.extensions.is_empty()
+        // Every field named: one rmcp adds, which a person may be shown,
+        // stops the build here rather than be left out of the digest.
+        && let ElicitRequestParams::FormElicitationParams {
+            meta,
+            message,
+            requested_schema: _,
+        } = &request.params
     {
         let mut hash = sha2::Sha256::new();
         hash.update(b"tool-envelope question\0elicitation/create\0form\0");
@@ -146,11 +158,14 @@ pub(super) fn asked_as(question: &Question) -> String {
         );
         hash.update(message.as_bytes());
         if let Some(meta) = meta {
-            hash.update(serde_json::to_vec(meta).unwrap_or_default());
+            let Ok(meta) = serde_json::to_vec(meta) else {
+                return UNREADABLE.to_owned();
+            };
+            hash.update(meta);
         }
         return format!("{OF_FORM}{}", hex::encode(&hash.finalize()[..16]));
     }
-    as_sent(question.request())
+    as_sent(question.request()).unwrap_or_else(|| UNREADABLE.to_owned())
 }
 
 /// Whether `digest`, kept in a state for the key of `question`, is the
@@ -158,14 +173,15 @@ pub(super) fn asked_as(question: &Question) -> String {
 pub(super) fn is_asked_as(question: &Question, digest: &str) -> bool {
     match digest.starts_with(OF_FORM) {
         true => digest == asked_as(question),
-        false => digest == as_sent(question.request()),
+        false => as_sent(question.request()).is_some_and(|sent| sent == digest),
     }
 }
 
-/// The digest of a question's request, as sent.
-fn as_sent(request: &InputRequest) -> String {
-    let bytes = serde_json::to_vec(request).unwrap_or_default();
-    hex::encode(&sha2::Sha256::digest(&bytes)[..16])
+/// The digest of a question's request, as sent; `None` if it cannot be
+/// written out.
+fn as_sent(request: &InputRequest) -> Option<String> {
+    let bytes = serde_json::to_vec(request).ok()?;
+    Some(hex::encode(&sha2::Sha256::digest(&bytes)[..16]))
 }
 
 impl State {

@@ -242,8 +242,12 @@ fn a_question_is_known_by_its_words_and_its_form() {
         assert!(!is_asked_as(&other, &digest));
     }
 
+    // The encoding, pinned: a change to it is a change of what states in
+    // flight hold, to be made on purpose (with a mark of its own).
+    assert_eq!(digest, PINNED_FORM_DIGEST);
+
     // Sealed by the release before: the digest of the request as sent.
-    let before = as_sent(asked.request());
+    let before = as_sent(asked.request()).expect("a request writes out");
     assert!(!before.starts_with(OF_FORM));
     assert!(is_asked_as(&asked, &before));
     assert!(!is_asked_as(
@@ -258,13 +262,25 @@ fn a_question_is_known_by_its_words_and_its_form() {
     struct Name {
         name: String,
     }
-    let kept = || Question::elicit::<Name>("name", "Your name?").expect("a form");
-    assert!(asked_as(&kept()).starts_with(OF_FORM));
-    assert_eq!(asked_as(&kept()), asked_as(&kept()));
-    assert_ne!(asked_as(&kept()), digest);
+    let kept = Question::elicit::<Name>("name", "Your name?").expect("a form");
+    assert!(asked_as(&kept).starts_with(OF_FORM));
+    assert_ne!(asked_as(&kept), digest);
+    // The digest its kept form keeps is the one a form made anew from the
+    // same schema gets.
+    let schema = rmcp::model::ElicitationSchema::from_type::<Name>().expect("a form");
+    let schema = serde_json::to_value(schema).expect("a schema writes out");
+    let anew = Question::form("name", "Your name?", schema).expect("a form");
+    assert_eq!(asked_as(&kept), asked_as(&anew));
 
-    // Not a form: the request as sent, as before.
-    let roots = Question::roots("roots");
-    assert_eq!(asked_as(&roots), as_sent(roots.request()));
-    assert!(is_asked_as(&roots, &as_sent(roots.request())));
+    // Not a form: the request as sent, as before; and a form's digest is
+    // not another kind's under the same key.
+    let roots = Question::roots("confirm");
+    let sent = as_sent(roots.request()).expect("a request writes out");
+    assert_eq!(asked_as(&roots), sent);
+    assert!(is_asked_as(&roots, &sent));
+    assert!(!is_asked_as(&roots, &digest) && !is_asked_as(&asked, &sent));
+    assert!(!is_asked_as(&asked, UNREADABLE) && !is_asked_as(&roots, UNREADABLE));
 }
+
+/// `a_question_is_known_by_its_words_and_its_form`'s first question's digest.
+const PINNED_FORM_DIGEST: &str = "form:3986768900dcab0fc081d0e3c15a9cd1";
