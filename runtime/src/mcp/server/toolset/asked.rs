@@ -36,8 +36,8 @@ impl ToolSet {
     ) -> Outcome {
         // The same call made again meets its approval while one lives.
         #[cfg(feature = "rmcp")]
-        if self.may_be_made_again(entry, state).is_some()
-            && let Some(outcome) = Box::pin(self.made_again(entry, arguments, state)).await
+        if let Some(store) = self.may_be_made_again(entry, state)
+            && let Some(outcome) = Box::pin(self.made_again((entry, arguments, state), store)).await
         {
             return outcome;
         }

@@ -42,6 +42,9 @@ pub(super) enum Outcome {
     Stored(ToolReply),
 }
 
+/// A call begun: its tool, its arguments (an object) and its state.
+type Begun<'a> = (&'a Entry, Map<String, Value>, CallState);
+
 /// What a call is let past: the blocks approved before it began, for the
 /// run of which ticket, and whose scope its escalation is kept for.
 #[derive(Default)]
@@ -225,13 +228,12 @@ impl ToolSet {
     /// A call's beginning, up to its first `.await`: the tool found, its
     /// arguments an object no deeper than [`MAX_DEPTH`], and the call's
     /// state — or the reply that ends it there.
-    #[allow(clippy::type_complexity)]
     fn begin(
         &self,
         name: &str,
         arguments: Value,
         context: ToolContext,
-    ) -> Result<(&Entry, Map<String, Value>, CallState), Result<ToolReply, ProtocolError>> {
+    ) -> Result<Begun<'_>, Result<ToolReply, ProtocolError>> {
         let Some(&index) = self.inner.index.get(name) else {
             dismantle(arguments);
             return Err(Err(ProtocolError::unknown_tool(

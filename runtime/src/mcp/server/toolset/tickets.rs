@@ -279,16 +279,15 @@ impl ToolSet {
 
     /// The same call made again while an approval of it lives (not an
     /// approved run of it): where that approval stands, whatever the guards
-    /// say of the call now; `None` when none lives, or the set has no store.
-    /// A store that cannot be read runs nothing, but a tool safe to run
-    /// twice (read-only, idempotent).
+    /// say of the call now; `None` when none lives in `store`, the one
+    /// [`may_be_made_again`](Self::may_be_made_again) found. A store that
+    /// cannot be read runs nothing, but a tool safe to run twice
+    /// (read-only, idempotent).
     pub(super) async fn made_again(
         &self,
-        entry: &Entry,
-        arguments: &Map<String, Value>,
-        state: &CallState,
+        (entry, arguments, state): (&Entry, &Map<String, Value>, &CallState),
+        store: &Arc<dyn Store>,
     ) -> Option<Outcome> {
-        let store = self.may_be_made_again(entry, state)?;
         let name = entry.definition.name.as_str();
         let call = (self.service(), name, arguments);
         let caller = state.context_ref().caller();
