@@ -29,9 +29,9 @@ pub(crate) use problem::Problem;
 
 /// Writes `value` as compact JSON to `out`. On a problem, `out` holds
 /// whatever was written before it; truncate it.
-pub(crate) fn to_writer<T: Serialize + ?Sized>(
+pub(crate) fn to_writer<T: Serialize + ?Sized, W: std::io::Write>(
     value: &T,
-    out: &mut Vec<u8>,
+    out: &mut W,
 ) -> Result<(), Problem> {
     run(&mut |state| {
         value

@@ -1,12 +1,12 @@
 //! Capturing a call's arguments — the `attempted_query` — before the body runs.
 //!
-//! The arguments are serialized once, as compact JSON text, into a reused
-//! per-thread buffer, and copied out: into the capture itself when they are
-//! short — the common case, no allocation at all — or into one allocation of
-//! the exact size. Nothing is parsed unless the call fails: a successful call
-//! pays for one serialization, and a `serde_json::Value` tree only for the
-//! value of each redacted or `Secret` argument, noted to be masked wherever
-//! a failure quotes it.
+//! The arguments are serialized once, as compact JSON text, straight into
+//! the capture when they are short — the common case, no allocation, no
+//! thread-local, nothing copied afterwards — or onto the heap past that.
+//! Nothing is parsed unless the call fails: a successful call pays for one
+//! serialization, and a `serde_json::Value` tree only for the value of each
+//! redacted or `Secret` argument, noted to be masked wherever a failure
+//! quotes it.
 //!
 //! An argument JSON cannot carry — a NaN or an infinity, a value nested too
 //! deep, a `Serialize` that fails or panics — is captured as a marker that
@@ -16,7 +16,6 @@
 // `# Errors` of these functions are the generated code's concern.
 #![allow(clippy::missing_errors_doc)]
 
-use std::cell::RefCell;
 use std::fmt;
 
 use serde::Serialize;
@@ -24,7 +23,7 @@ use serde_json::Value;
 
 use crate::envelope::Violation;
 use crate::json::strict::{self, Problem};
-use crate::json::text::JsonText;
+use crate::json::text::{JsonText, TextBuf};
 use crate::redact::REDACTED;
 use crate::redact::secret::{Secret, noting};
 
@@ -48,13 +47,6 @@ struct Rare {
 }
 
 impl Capture {
-    fn new(json: &[u8]) -> Self {
-        Capture {
-            text: JsonText::of_utf8(json),
-            rare: None,
-        }
-    }
-
     /// The arguments JSON could not carry as they are, each with why: they
     /// are captured as markers, so a guard would read something else than
     /// what the tool gets.
@@ -98,19 +90,25 @@ impl fmt::Debug for Capture {
 
 /// Writes the fields of the arguments object, one call per captured parameter.
 pub struct CaptureWriter<'a> {
-    buf: &'a mut Vec<u8>,
+    buf: TextBuf,
     empty: bool,
-    unrepresentable: Vec<Violation>,
-    secrets: Vec<Value>,
+    /// Made at the first argument that needs it.
+    rare: Option<Box<Rare>>,
+    /// The writer is lent to the macro's closure, never kept.
+    lent: std::marker::PhantomData<&'a mut ()>,
 }
 
 /// Prints what it wrote so far, never the secret values it noted.
 impl fmt::Debug for CaptureWriter<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let rare = self.rare.as_deref();
         f.debug_struct("CaptureWriter")
-            .field("written", &String::from_utf8_lossy(self.buf))
-            .field("unrepresentable", &self.unrepresentable)
-            .field("secrets", &self.secrets.len())
+            .field("written", &self.buf)
+            .field(
+                "unrepresentable",
+                &rare.map_or(&[][..], |rare| &rare.unrepresentable),
+            )
+            .field("secrets", &rare.map_or(0, |rare| rare.secrets.len()))
             .finish()
     }
 }
@@ -124,7 +122,7 @@ impl fmt::Debug for CaptureWriter<'_> {
 pub trait Capturable {
     /// Serializes the argument as the value of its key, refusing what JSON
     /// cannot carry.
-    fn capture_into(&self, writer: &mut Vec<u8>) -> Result<(), CaptureProblem>;
+    fn capture_into(&self, writer: &mut TextBuf) -> Result<(), CaptureProblem>;
 }
 
 /// Why an argument could not be captured as it is.
@@ -133,20 +131,25 @@ pub struct CaptureProblem(Problem);
 
 #[diagnostic::do_not_recommend]
 impl<T: Serialize + ?Sized> Capturable for T {
-    fn capture_into(&self, writer: &mut Vec<u8>) -> Result<(), CaptureProblem> {
+    fn capture_into(&self, writer: &mut TextBuf) -> Result<(), CaptureProblem> {
         strict::to_writer(self, writer).map_err(CaptureProblem)
     }
 }
 
 impl CaptureWriter<'_> {
     fn key(&mut self, name: &str) {
-        if !std::mem::take(&mut self.empty) {
-            self.buf.push(b',');
-        }
+        let open: &[u8] = match std::mem::take(&mut self.empty) {
+            true => b"\"",
+            false => b",\"",
+        };
         // Parameter names are Rust identifiers: nothing to escape.
-        self.buf.push(b'"');
-        self.buf.extend_from_slice(name.as_bytes());
-        self.buf.extend_from_slice(b"\":");
+        self.buf.extend(open);
+        self.buf.extend(name.as_bytes());
+        self.buf.extend(b"\":");
+    }
+
+    fn rare(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_default()
     }
 
     /// Captures `value` under `name`. A value JSON cannot carry as it is is
@@ -155,11 +158,11 @@ impl CaptureWriter<'_> {
     pub fn arg<T: Capturable + ?Sized>(&mut self, name: &str, value: &T) {
         self.key(name);
         let start = self.buf.len();
-        if let Err(CaptureProblem(problem)) = value.capture_into(self.buf) {
+        if let Err(CaptureProblem(problem)) = value.capture_into(&mut self.buf) {
             self.buf.truncate(start);
             let note = format!("[not representable in JSON: {problem}]");
-            serde_json::to_writer(&mut *self.buf, &note).expect("a string always serializes");
-            self.unrepresentable.push(Violation::new(
+            serde_json::to_writer(&mut self.buf, &note).expect("a string always serializes");
+            self.rare().unrepresentable.push(Violation::new(
                 name,
                 format!("cannot be represented in JSON: {problem}"),
             ));
@@ -170,16 +173,16 @@ impl CaptureWriter<'_> {
     /// is never written into the capture.
     pub fn redacted(&mut self, name: &str) {
         self.key(name);
-        self.buf.push(b'"');
-        self.buf.extend_from_slice(REDACTED.as_bytes());
-        self.buf.push(b'"');
+        self.buf.extend(b"\"");
+        self.buf.extend(REDACTED.as_bytes());
+        self.buf.extend(b"\"");
     }
 
     /// Notes `value`, a secret, so that a failure of the call that quotes
     /// it is masked. A value that cannot be serialized is not noted.
     fn secret_value<T: Serialize + ?Sized>(&mut self, value: &T) {
         if let Ok(value) = strict::to_value(value) {
-            self.secrets.push(value);
+            self.rare().secrets.push(value);
         }
     }
 }
@@ -250,48 +253,31 @@ pub trait ViaNoSecretValue {
 
 impl<T: ?Sized> ViaNoSecretValue for &SecretProbe<'_, T> {}
 
-thread_local! {
-    static BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
-
 /// Captures the arguments written by `write` as one JSON object.
 ///
-/// `write` is a trait object so that this function, and the thread-local
-/// buffer behind it, are compiled once rather than once per tool.
+/// `write` is a trait object so that this function is compiled once rather
+/// than once per tool.
 pub fn capture(write: &mut dyn FnMut(&mut CaptureWriter<'_>)) -> Capture {
-    fn run(buf: &mut Vec<u8>, write: &mut dyn FnMut(&mut CaptureWriter<'_>)) -> Capture {
-        buf.clear();
-        buf.push(b'{');
-        let mut writer = CaptureWriter {
-            buf,
-            empty: true,
-            unrepresentable: Vec::new(),
-            secrets: Vec::new(),
-        };
-        // A `Secret` inside an argument (a field, an item) serializes as
-        // `"[redacted]"` and notes the value it holds.
-        let ((), noted) = noting(|| write(&mut writer));
-        if !noted.is_empty() {
-            writer.secrets.extend(noted);
-        }
-        let unrepresentable = std::mem::take(&mut writer.unrepresentable);
-        let secrets = std::mem::take(&mut writer.secrets);
-        buf.push(b'}');
-        let mut capture = Capture::new(buf);
-        if !unrepresentable.is_empty() || !secrets.is_empty() {
-            capture.rare = Some(Box::new(Rare {
-                unrepresentable,
-                secrets,
-            }));
-        }
-        capture
+    let mut writer = CaptureWriter {
+        buf: TextBuf::starting_with(b"{"),
+        empty: true,
+        rare: None,
+        lent: std::marker::PhantomData,
+    };
+    // A `Secret` inside an argument (a field, an item) serializes as
+    // `"[redacted]"` and notes the value it holds.
+    let ((), noted) = noting(|| write(&mut writer));
+    let CaptureWriter {
+        mut buf, mut rare, ..
+    } = writer;
+    if !noted.is_empty() {
+        rare.get_or_insert_default().secrets.extend(noted);
     }
-
-    BUFFER.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut buf) => run(&mut buf, write),
-        // An argument's `Serialize` captured another tool call: use a fresh buffer.
-        Err(_) => run(&mut Vec::new(), write),
-    })
+    buf.extend(b"}");
+    Capture {
+        text: buf.into_text(),
+        rare,
+    }
 }
 
 #[cfg(test)]

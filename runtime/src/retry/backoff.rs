@@ -323,6 +323,34 @@ mod tests {
     }
 
     #[test]
+    fn whole_and_fractional_factors_grow_as_multiplied() {
+        let delays = |factor: f64, max: Duration| -> Vec<Duration> {
+            Backoff::exponential(Duration::from_millis(10), max)
+                .factor(factor)
+                .jitter(Jitter::None)
+                .delays()
+                .take(4)
+                .collect()
+        };
+        let ms = |list: [u64; 4]| list.map(Duration::from_millis);
+        let cap = Duration::from_secs(60);
+        assert_eq!(delays(3.0, cap), ms([10, 30, 90, 270]));
+        assert_eq!(delays(1.0, cap), ms([10, 10, 10, 10]));
+        assert_eq!(
+            delays(1.5, cap),
+            [10_000, 15_000, 22_500, 33_750].map(Duration::from_micros)
+        );
+        // Past what a `u32` multiplies by, and past what a `Duration` holds.
+        let huge = [10, 60_000, 60_000, 60_000];
+        assert_eq!(delays(1e12, cap), ms(huge));
+        assert_eq!(
+            delays(4e9, Duration::MAX)[..2],
+            ms([10, 40_000_000_000, 0, 0])[..2]
+        );
+        assert_eq!(delays(4e9, Duration::MAX)[3], Duration::MAX);
+    }
+
+    #[test]
     fn huge_factors_saturate_at_the_cap() {
         let backoff = Backoff::exponential(Duration::from_secs(1), Duration::from_secs(60))
             .factor(1e9)

@@ -200,13 +200,17 @@ impl RetryPolicy {
     /// retry's sleep: a tool set reports each retry to the client that way,
     /// in order, before the call's reply; it keeps its escalations itself
     /// ([`Keep::ByCaller`]).
-    pub(crate) async fn retry_observed<S, T, E, F, Fut, O, OFut>(
+    // Not an `async fn`: one holds each argument twice, as it was passed
+    // and as moved into the body; the block holds it once, in a future
+    // every retried call carries.
+    #[allow(clippy::manual_async_fn, reason = "see above")]
+    pub(crate) fn retry_observed<S, T, E, F, Fut, O, OFut>(
         &self,
         sleeper: &S,
         mut op: F,
         mut observe: O,
         keep: Keep,
-    ) -> Outcome<T>
+    ) -> impl Future<Output = Outcome<T>>
     where
         S: Sleeper,
         F: FnMut() -> Fut,
@@ -215,74 +219,76 @@ impl RetryPolicy {
         O: FnMut(RetryNotice) -> OFut,
         OFut: Future<Output = ()>,
     {
-        let mut attempts = Attempts::new(self, sleeper.now());
-        // The deadline's timer, made again for each attempt with the time
-        // left (a sleeper's may count from its first poll), in one box:
-        // the loop's future holds a pointer where there is no deadline.
-        let mut deadline = None;
-        let (mut escalation, stats) = loop {
-            let left = attempts.remaining(|| sleeper.now());
-            // A retry whose wait ran past the deadline is not started.
-            if left.is_some_and(|left| left.is_zero()) && attempts.made() > 0 {
-                break attempts.out_of_time(sleeper.now());
-            }
-            attempts.begin();
-            if let Some(left) = left {
-                let timer = sleeper.sleep(left);
-                match &mut deadline {
-                    None => deadline = Some(Box::pin(timer)),
-                    Some(boxed) => boxed.as_mut().set(timer),
+        async move {
+            let mut attempts = Attempts::new(self, sleeper.now());
+            // The deadline's timer, made again for each attempt with the time
+            // left (a sleeper's may count from its first poll), in one box:
+            // the loop's future holds a pointer where there is no deadline.
+            let mut deadline = None;
+            let (mut escalation, stats) = loop {
+                let left = attempts.remaining(|| sleeper.now());
+                // A retry whose wait ran past the deadline is not started.
+                if left.is_some_and(|left| left.is_zero()) && attempts.made() > 0 {
+                    break attempts.out_of_time(sleeper.now());
+                }
+                attempts.begin();
+                if let Some(left) = left {
+                    let timer = sleeper.sleep(left);
+                    match &mut deadline {
+                        None => deadline = Some(Box::pin(timer)),
+                        Some(boxed) => boxed.as_mut().set(timer),
+                    }
+                }
+                let error = match Within::new(op(), deadline.as_mut()).await {
+                    Some(Ok(value)) => {
+                        return Outcome {
+                            result: Ok(value),
+                            stats: attempts.succeeded(sleeper.now()),
+                        };
+                    }
+                    Some(Err(error)) => error,
+                    None => break attempts.cut_off(sleeper.now()),
+                };
+                // Decided before anything is awaited: only the notice is kept.
+                let notice = match attempts.failed(caught_envelope(error), || sleeper.now()) {
+                    Next::Retry(notice) => notice,
+                    Next::Stop(escalation) => break (*escalation, attempts.take_stats()),
+                };
+                let delay = notice.delay;
+                observe(notice).await;
+                // The hook and the notice may have taken long (a slow sink, a
+                // slow client): a delay that now crosses the deadline is not
+                // slept.
+                if attempts
+                    .remaining(|| sleeper.now())
+                    .is_some_and(|left| left <= delay)
+                {
+                    attempts.not_slept();
+                    break attempts.out_of_time(sleeper.now());
+                }
+                sleeper.sleep(delay).await;
+                attempts.slept(delay);
+            };
+            if let (Keep::InStore, Some(store)) = (keep, &self.store) {
+                // Within the deadline, or a moment past it when it is (nearly)
+                // spent: a store that hangs does not hold the caller past it.
+                // What is left now, the hook's time included.
+                let bound = (attempts.remaining(|| sleeper.now())).map(|left| left.max(KEEP_GRACE));
+                let keeping = keep::keep(store.as_ref(), &mut escalation, None);
+                let timer = bound.map(|bound| sleeper.sleep(bound));
+                // Boxed: a store's write stays out of the loop's future, which
+                // every call that never escalates carries as well.
+                if Box::pin(Within::new(keeping, timer)).await.is_none() {
+                    #[cfg(feature = "tracing")]
+                    tracing::warn!(
+                        "keeping an escalation: the store did not answer within the deadline (or a second past it); it is returned unkept"
+                    );
                 }
             }
-            let error = match Within::new(op(), deadline.as_mut()).await {
-                Some(Ok(value)) => {
-                    return Outcome {
-                        result: Ok(value),
-                        stats: attempts.succeeded(sleeper.now()),
-                    };
-                }
-                Some(Err(error)) => error,
-                None => break attempts.cut_off(sleeper.now()),
-            };
-            // Decided before anything is awaited: only the notice is kept.
-            let notice = match attempts.failed(caught_envelope(error), || sleeper.now()) {
-                Next::Retry(notice) => notice,
-                Next::Stop(escalation) => break (*escalation, attempts.take_stats()),
-            };
-            let delay = notice.delay;
-            observe(notice).await;
-            // The hook and the notice may have taken long (a slow sink, a
-            // slow client): a delay that now crosses the deadline is not
-            // slept.
-            if attempts
-                .remaining(|| sleeper.now())
-                .is_some_and(|left| left <= delay)
-            {
-                attempts.not_slept();
-                break attempts.out_of_time(sleeper.now());
+            Outcome {
+                result: Err(escalation),
+                stats,
             }
-            sleeper.sleep(delay).await;
-            attempts.slept(delay);
-        };
-        if let (Keep::InStore, Some(store)) = (keep, &self.store) {
-            // Within the deadline, or a moment past it when it is (nearly)
-            // spent: a store that hangs does not hold the caller past it.
-            // What is left now, the hook's time included.
-            let bound = (attempts.remaining(|| sleeper.now())).map(|left| left.max(KEEP_GRACE));
-            let keeping = keep::keep(store.as_ref(), &mut escalation, None);
-            let timer = bound.map(|bound| sleeper.sleep(bound));
-            // Boxed: a store's write stays out of the loop's future, which
-            // every call that never escalates carries as well.
-            if Box::pin(Within::new(keeping, timer)).await.is_none() {
-                #[cfg(feature = "tracing")]
-                tracing::warn!(
-                    "keeping an escalation: the store did not answer within the deadline (or a second past it); it is returned unkept"
-                );
-            }
-        }
-        Outcome {
-            result: Err(escalation),
-            stats,
         }
     }
 
