@@ -207,6 +207,48 @@ proptest! {
     }
 }
 
+/// Fails, quoting what it was called with.
+#[tool_envelope::tool(local)]
+fn refuses(text: String, ratio: f64, value: Value) -> Result<(), ErrorEnvelope> {
+    let _ = (text, ratio, value);
+    Err(ErrorEnvelope::business("Refused"))
+}
+
+proptest! {
+    /// Short and long (written in place, or past 118 bytes on the heap),
+    /// and a number JSON cannot carry in the middle, replaced by its
+    /// marker after whatever was written before it.
+    #[test]
+    fn a_capture_is_the_json_of_its_arguments_in_their_order(
+        text in ".{0,160}",
+        ratio in prop_oneof![Just(f64::NAN), Just(f64::INFINITY), -1e9f64..1e9],
+        value in any_json(),
+    ) {
+        let envelope = refuses(text.clone(), ratio, value.clone()).unwrap_err();
+        let wire = serde_json::to_string(&envelope).unwrap();
+        let head = format!(r#""attempted_query":{{"text":{},"ratio":"#, json(&text));
+        let tail = format!(r#","value":{}}}"#, json(&value));
+        let start = wire.find(&head).map(|at| at + head.len());
+        prop_assert!(start.is_some(), "{head} not in {wire}");
+        let rest = &wire[start.unwrap()..];
+        let end = rest.find(&tail);
+        prop_assert!(end.is_some(), "{tail} not in {rest}");
+        let written = &rest[..end.unwrap()];
+        match ratio.is_finite() {
+            true => prop_assert_eq!(written.to_owned(), json(&ratio)),
+            false => prop_assert!(written.starts_with(r#""[not representable in JSON"#), "{written}"),
+        }
+        let query = envelope.attempted_query().unwrap();
+        prop_assert_eq!(&query["text"], &Value::String(text));
+        prop_assert_eq!(&query["value"], &value);
+    }
+}
+
+/// The compact JSON text of `value`, as `serde_json` writes it.
+fn json<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string(value).unwrap()
+}
+
 /// Any envelope at all: whatever a tool could build.
 fn any_fields() -> impl Strategy<Value = ErrorEnvelope> {
     (
