@@ -90,7 +90,7 @@ pub(crate) fn settle(
     gathered: &dyn Fn() -> Option<Value>,
 ) -> ErrorEnvelope {
     let passed_on = facts.source == Source::Local && envelope.is_settled();
-    let masker = query.secret_values().masker();
+    let masker = query.masker();
     let mut parts = envelope.into_parts();
     if !passed_on {
         parts.tool = Some(facts.tool.clone());
@@ -153,7 +153,7 @@ pub(crate) fn with_gathered(
     let Some(mut gathered) = gathered.map(bounded) else {
         return envelope;
     };
-    if let Some(masker) = query.secret_values().masker() {
+    if let Some(masker) = query.masker() {
         masker.value(&mut gathered);
     }
     // Bounded again once merged: an object beside a list is nested in one.

@@ -56,8 +56,8 @@ impl JsonText {
 /// common case, no allocation, nothing copied at the end but the bytes
 /// themselves — and on the heap past that.
 ///
-/// Every byte past what was written is zero, so that two texts alike
-/// compare equal however they were written.
+/// While it is inline, every byte past what was written is zero, so that
+/// two texts alike compare equal however they were written.
 pub struct TextBuf {
     len: u8,
     inline: [u8; INLINE],
@@ -66,11 +66,15 @@ pub struct TextBuf {
     heap: Vec<u8>,
 }
 
+/// What was written so far, quoted.
 impl fmt::Debug for TextBuf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&String::from_utf8_lossy(self.as_bytes()))
+        fmt::Debug::fmt(&String::from_utf8_lossy(self.as_bytes()), f)
     }
 }
+
+// A `TextBuf`'s length, while inline, is kept in a `u8`.
+const _: () = assert!(INLINE <= u8::MAX as usize);
 
 impl TextBuf {
     /// A text that starts with `start`, which fits inline.

@@ -2,7 +2,8 @@
 //!
 //! The arguments are serialized once, as compact JSON text, straight into
 //! the capture when they are short — the common case, no allocation, no
-//! thread-local, nothing copied afterwards — or onto the heap past that.
+//! per-thread buffer, nothing copied afterwards — or onto the heap past
+//! that.
 //! Nothing is parsed unless the call fails: a successful call pays for one
 //! serialization, and a `serde_json::Value` tree only for the value of each
 //! redacted or `Secret` argument, noted to be masked wherever a failure
@@ -92,7 +93,8 @@ impl fmt::Debug for Capture {
 pub struct CaptureWriter<'a> {
     buf: TextBuf,
     empty: bool,
-    /// Made at the first argument that needs it.
+    /// Made at the first argument that needs it, or after the arguments,
+    /// for a `Secret` noted inside one.
     rare: Option<Box<Rare>>,
     /// The writer is lent to the macro's closure, never kept.
     lent: std::marker::PhantomData<&'a mut ()>,

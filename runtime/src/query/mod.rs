@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use crate::envelope::Attempted;
 use crate::json::depth::bounded;
 use crate::query::capture::Capture;
-use crate::redact::values::SecretValues;
+use crate::redact::values::{Masker, SecretValues};
 use crate::scope::Scope;
 
 /// Where a call's `attempted_query` comes from.
@@ -82,9 +82,20 @@ impl Query<'_> {
         }
     }
 
+    /// What masks the secret values these arguments were sent with
+    /// wherever a failure quotes them; `None` when there are none — at
+    /// once for a capture that noted none, the common case.
+    pub(crate) fn masker(&self) -> Option<Masker> {
+        match self {
+            Query::Captured(capture) if capture.secrets().is_empty() => None,
+            Query::Described(_) => None,
+            _ => self.secret_values().masker(),
+        }
+    }
+
     /// The secret values these arguments were sent with: for a capture,
     /// the values of its redacted arguments and its `Secret`s.
-    pub(crate) fn secret_values(&self) -> SecretValues {
+    fn secret_values(&self) -> SecretValues {
         match self {
             Query::Captured(capture) => {
                 let mut values = SecretValues::default();
