@@ -113,7 +113,7 @@ impl ToolInfo {
 
 /// The query of a direct call: the typed arguments `write` captures.
 pub fn captured(
-    write: &mut dyn FnMut(&mut crate::query::capture::CaptureWriter<'_>),
+    write: &mut dyn FnMut(&mut crate::query::capture::CaptureWriter),
 ) -> Query<'static> {
     Query::Captured(crate::query::capture::capture(write))
 }

@@ -90,18 +90,16 @@ impl fmt::Debug for Capture {
 }
 
 /// Writes the fields of the arguments object, one call per captured parameter.
-pub struct CaptureWriter<'a> {
+pub struct CaptureWriter {
     buf: TextBuf,
     empty: bool,
     /// Made at the first argument that needs it, or after the arguments,
     /// for a `Secret` noted inside one.
     rare: Option<Box<Rare>>,
-    /// The writer is lent to the macro's closure, never kept.
-    lent: std::marker::PhantomData<&'a mut ()>,
 }
 
 /// Prints what it wrote so far, never the secret values it noted.
-impl fmt::Debug for CaptureWriter<'_> {
+impl fmt::Debug for CaptureWriter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let rare = self.rare.as_deref();
         f.debug_struct("CaptureWriter")
@@ -138,7 +136,7 @@ impl<T: Serialize + ?Sized> Capturable for T {
     }
 }
 
-impl CaptureWriter<'_> {
+impl CaptureWriter {
     fn key(&mut self, name: &str) {
         let open: &[u8] = match std::mem::take(&mut self.empty) {
             true => b"\"",
@@ -204,11 +202,11 @@ impl<T: ?Sized> fmt::Debug for SecretProbe<'_, T> {
 /// Chosen when a redacted argument can be serialized.
 pub trait ViaRedactedValue {
     /// Notes the argument's value as a secret.
-    fn note_redacted(&self, writer: &mut CaptureWriter<'_>);
+    fn note_redacted(&self, writer: &mut CaptureWriter);
 }
 
 impl<T: Serialize + ?Sized> ViaRedactedValue for SecretProbe<'_, T> {
-    fn note_redacted(&self, writer: &mut CaptureWriter<'_>) {
+    fn note_redacted(&self, writer: &mut CaptureWriter) {
         writer.secret_value(self.0);
     }
 }
@@ -216,7 +214,7 @@ impl<T: Serialize + ?Sized> ViaRedactedValue for SecretProbe<'_, T> {
 /// Chosen otherwise: nothing to note.
 pub trait ViaNoRedactedValue {
     /// Nothing.
-    fn note_redacted(&self, _: &mut CaptureWriter<'_>) {}
+    fn note_redacted(&self, _: &mut CaptureWriter) {}
 }
 
 impl<T: ?Sized> ViaNoRedactedValue for &SecretProbe<'_, T> {}
@@ -224,23 +222,23 @@ impl<T: ?Sized> ViaNoRedactedValue for &SecretProbe<'_, T> {}
 /// Chosen when an argument is a `Secret` of a value that can be serialized.
 pub trait ViaSecretValue {
     /// Notes the value the `Secret` holds.
-    fn note_secret(&self, writer: &mut CaptureWriter<'_>);
+    fn note_secret(&self, writer: &mut CaptureWriter);
 }
 
 impl<T: Serialize> ViaSecretValue for SecretProbe<'_, Secret<T>> {
-    fn note_secret(&self, writer: &mut CaptureWriter<'_>) {
+    fn note_secret(&self, writer: &mut CaptureWriter) {
         writer.secret_value(self.0.expose());
     }
 }
 
 impl<T: Serialize> ViaSecretValue for SecretProbe<'_, &Secret<T>> {
-    fn note_secret(&self, writer: &mut CaptureWriter<'_>) {
+    fn note_secret(&self, writer: &mut CaptureWriter) {
         writer.secret_value(self.0.expose());
     }
 }
 
 impl<T: Serialize> ViaSecretValue for SecretProbe<'_, Option<Secret<T>>> {
-    fn note_secret(&self, writer: &mut CaptureWriter<'_>) {
+    fn note_secret(&self, writer: &mut CaptureWriter) {
         if let Some(secret) = self.0 {
             writer.secret_value(secret.expose());
         }
@@ -250,7 +248,7 @@ impl<T: Serialize> ViaSecretValue for SecretProbe<'_, Option<Secret<T>>> {
 /// Chosen otherwise: nothing to note.
 pub trait ViaNoSecretValue {
     /// Nothing.
-    fn note_secret(&self, _: &mut CaptureWriter<'_>) {}
+    fn note_secret(&self, _: &mut CaptureWriter) {}
 }
 
 impl<T: ?Sized> ViaNoSecretValue for &SecretProbe<'_, T> {}
@@ -259,12 +257,11 @@ impl<T: ?Sized> ViaNoSecretValue for &SecretProbe<'_, T> {}
 ///
 /// `write` is a trait object so that this function is compiled once rather
 /// than once per tool.
-pub fn capture(write: &mut dyn FnMut(&mut CaptureWriter<'_>)) -> Capture {
+pub fn capture(write: &mut dyn FnMut(&mut CaptureWriter)) -> Capture {
     let mut writer = CaptureWriter {
         buf: TextBuf::starting_with(b"{"),
         empty: true,
         rare: None,
-        lent: std::marker::PhantomData,
     };
     // A `Secret` inside an argument (a field, an item) serializes as
     // `"[redacted]"` and notes the value it holds.
