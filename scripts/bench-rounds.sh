@@ -16,8 +16,10 @@
 #
 # A question costs one round trip of each of the last two, against one
 # `call-2026`. Every answer must be a 200, and each kind is checked by hand
-# before it is measured. With SERVER=rmcp_macros_server, the same two calls
-# against rmcp's own macros (no `ask` there): what the revision costs rmcp.
+# before it is measured. With SERVER=rmcp_macros_server, the same four
+# against rmcp's own macros, its `ask` written with rmcp alone (a form from
+# the type, a state sealed with rmcp's `RequestStateCodec`): what the
+# revision and a question cost rmcp itself.
 #
 # PROFILE=callgrind counts instructions instead, which do not depend on the
 # machine's load: the server runs under valgrind's callgrind, and each kind
@@ -79,13 +81,10 @@ call_2025='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"
 call_2026='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"C-4821"},'"$meta"'}}'
 round_1='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{},'"$meta"'}}'
 
-asks=false
-[[ "$server" == tool_envelope_server ]] && asks=true
-
 # The first round by hand: its question and the state to send back.
 state=""
-$asks && curl -s "${accept[@]}" "${new_ask[@]}" -d "$round_1" "$url" >"$work/round-1"
-$asks && state=$(python3 - "$work/round-1" <<'PY'
+curl -s "${accept[@]}" "${new_ask[@]}" -d "$round_1" "$url" >"$work/round-1"
+state=$(python3 - "$work/round-1" <<'PY'
 import json, sys
 text = open(sys.argv[1]).read()
 # A JSON body, or one SSE event carrying it.
@@ -109,10 +108,8 @@ check() {
 }
 check call-2025 '"text":"C-4821"' "${old[@]}" -d "$call_2025"
 check call-2026 '"text":"C-4821"' "${new_echo[@]}" -d "$call_2026"
-if $asks; then
-    check ask-round-1 '"input_required"' "${new_ask[@]}" -d "$round_1"
-    check ask-round-2 '"text":"Ada"' "${new_ask[@]}" -d "$round_2"
-fi
+check ask-round-1 '"input_required"' "${new_ask[@]}" -d "$round_1"
+check ask-round-2 '"text":"Ada"' "${new_ask[@]}" -d "$round_2"
 
 measure() {
     local kind=$1 round=$2
@@ -162,17 +159,14 @@ PY
 if [[ "$profile" == callgrind ]]; then
     count call-2025 "${old[@]}" -d "$call_2025"
     count call-2026 "${new_echo[@]}" -d "$call_2026"
-    if $asks; then
-        count ask-round-1 "${new_ask[@]}" -d "$round_1"
-        count ask-round-2 "${new_ask[@]}" -d "$round_2"
-    fi
+    count ask-round-1 "${new_ask[@]}" -d "$round_1"
+    count ask-round-2 "${new_ask[@]}" -d "$round_2"
     exit 0
 fi
 
 for round in $(seq 1 "$rounds"); do
     measure call-2025 "$round" "${old[@]}" -d "$call_2025"
     measure call-2026 "$round" "${new_echo[@]}" -d "$call_2026"
-    $asks || continue
     measure ask-round-1 "$round" "${new_ask[@]}" -d "$round_1"
     measure ask-round-2 "$round" "${new_ask[@]}" -d "$round_2"
 done
