@@ -453,6 +453,54 @@ async fn without_a_store_a_yes_is_taken_only_where_it_was_asked() {
     assert!(matches!(done, CallToolResponse::Complete(_)), "{done:?}");
 }
 
+/// With a store, a yes is taken only where that store's record of spent
+/// states is: a process restarted with the same key and a new in-memory
+/// store (or a replica with a database of its own), whose record never saw
+/// the state spent, refuses the approving round rather than refund once
+/// more — as a tool set with no store does (above).
+#[tokio::test]
+async fn with_a_store_a_yes_is_taken_only_where_that_store_is() {
+    let replica = |store: Arc<dyn Store>| {
+        tools()
+            .store(store)
+            .request_state_key([7u8; 32], Duration::from_secs(600))
+    };
+    let before = connect_to(
+        replica(Arc::new(MemoryStore::new())),
+        Revision::Rounds,
+        Person::new(json!(1)),
+    )
+    .await;
+    let first = before
+        .call_tool_once(refund_of("O-OWN-STORE", 550))
+        .await
+        .unwrap();
+    let CallToolResponse::InputRequired(asked) = first else {
+        panic!("expected the approval to be asked, got {first:?}");
+    };
+    let key = asked.input_requests.unwrap().keys().next().unwrap().clone();
+    let yes = json!({"action": "accept", "content": {"approver": "Grace"}});
+    let approving = refund_of("O-OWN-STORE", 550)
+        .with_input_responses([(key, yes)].into())
+        .with_request_state(asked.request_state.expect("a state"));
+    let done = before.call_tool_once(approving.clone()).await.unwrap();
+    assert!(matches!(done, CallToolResponse::Complete(_)), "{done:?}");
+    assert_eq!(times("refund O-OWN-STORE 550"), 1);
+
+    // Restarted: the same tools, the same key, a new store.
+    let after = connect_to(
+        replica(Arc::new(MemoryStore::new())),
+        Revision::Rounds,
+        Person::new(json!(1)),
+    )
+    .await;
+    let refused = after.call_tool_once(approving).await.unwrap_err();
+    let (code, _, data) = code_and_message(&refused);
+    assert_eq!(code, ErrorCode::INVALID_PARAMS);
+    assert_eq!(data.unwrap()["reason"], "REQUEST_STATE_REFUSED");
+    assert_eq!(times("refund O-OWN-STORE 550"), 1, "one yes, one refund");
+}
+
 /// Replicas that share a store and a key but not a time to live (in the
 /// middle of a rolling change): a state one seals for 10 minutes, approved
 /// on one whose own states live a second, is remembered as used for the

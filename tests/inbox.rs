@@ -1923,6 +1923,10 @@ impl Store for Faltering {
         audit_log(limit: u32) -> Vec<AuditEntry>;
     }
 
+    fn ledger(&self) -> &str {
+        self.inner.ledger()
+    }
+
     fn sweep<'a>(&'a self, now_ms: i64) -> StoreFuture<'a, ()> {
         if self.sweeping_fails.load(Ordering::SeqCst) {
             return Box::pin(async { Err(StoreError::new("the database went away")) });

@@ -1577,6 +1577,10 @@ impl Store for Slow {
         redeemed(nonce: &'a str) -> bool;
     }
 
+    fn ledger(&self) -> &str {
+        self.inner.ledger()
+    }
+
     fn running_tasks<'a>(
         &'a self,
         service: &'a str,

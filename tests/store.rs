@@ -1795,6 +1795,15 @@ async fn the_memory_store_keeps_the_contract() {
     races(vec![store]).await;
 }
 
+/// Each in-memory store is a record of spent states of its own: a new one
+/// (a restart) is not named as the one before, whose record it has not.
+#[test]
+fn each_memory_store_names_its_own_ledger() {
+    let (one, two) = (MemoryStore::new(), MemoryStore::new());
+    assert!(!one.ledger().is_empty());
+    assert_ne!(one.ledger(), two.ledger());
+}
+
 /// A store a later release migrated further (rolling upgrades, a
 /// rollback) is opened by this one all the same: the migrations it does
 /// not know of only added.
@@ -2008,7 +2017,17 @@ async fn a_sqlite_file_keeps_the_contract_across_two_replicas_and_a_restart() {
     let first = store::open(&url).await.unwrap();
     contract(Arc::clone(&first)).await;
     let second = store::open(&url).await.unwrap();
+    // One file, one record of spent states, named alike for both.
+    assert_eq!(first.ledger(), second.ledger());
     races(vec![Arc::clone(&first), second]).await;
+    let elsewhere = format!("sqlite:{}", folder.path().join("other.db").display());
+    let other = store::open(&elsewhere).await.unwrap();
+    assert_ne!(
+        other.ledger(),
+        first.ledger(),
+        "another file, another record"
+    );
+    let ledger = first.ledger().to_owned();
 
     // What was kept is there after a restart, migrations run again.
     let now = store::now_ms();
@@ -2021,6 +2040,11 @@ async fn a_sqlite_file_keeps_the_contract_across_two_replicas_and_a_restart() {
     let reopened = store::open(&url).await.unwrap();
     let read = reopened.approval(&kept.id).await.unwrap().unwrap();
     assert_eq!(read, kept);
+    assert_eq!(
+        reopened.ledger(),
+        ledger,
+        "the same record, named as before"
+    );
     drop(reopened);
 }
 
@@ -2124,6 +2148,7 @@ async fn postgres_keeps_the_contract_across_two_replicas() {
     let first = store::open(&url).await.unwrap();
     contract(Arc::clone(&first)).await;
     let second = store::open(&url).await.unwrap();
+    assert_eq!(first.ledger(), second.ledger(), "one database, one record");
     races(vec![Arc::clone(&first), second]).await;
 
     // Last, alone on the database: the audit made to fail for a moment.

@@ -138,4 +138,8 @@ impl Store for Gated {
         audit_log(limit: u32) -> Vec<AuditEntry>;
         sweep(now_ms: i64) -> ();
     }
+
+    fn ledger(&self) -> &str {
+        self.inner.ledger()
+    }
 }

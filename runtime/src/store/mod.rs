@@ -326,6 +326,16 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// swept since, as every replica sees it once `redeem` returned: the
     /// inbox reads a session it ended this way.
     fn redeemed<'a>(&'a self, nonce: &'a str) -> StoreFuture<'a, bool>;
+    /// The name of this store's record of used nonces
+    /// ([`redeem`](Self::redeem)): the same for every handle on the same
+    /// data — every replica sharing the database, the same file after a
+    /// restart — and another for any other (each new [`MemoryStore`],
+    /// another database). A `requestState` that carries a person's yes is
+    /// sealed with it and spent only where it is the same: a store that
+    /// never saw the state spent must not be the one to take it as
+    /// unspent (a restarted in-memory store, a replica with a database of
+    /// its own).
+    fn ledger(&self) -> &str;
 
     // ---- escalations ----
 

@@ -93,6 +93,13 @@ fn migrator() -> Migrator {
             sqlx::SqlStr::from_static(include_str!("migrations/0009_approvals_waived.sql")),
             false,
         ),
+        Migration::new(
+            10,
+            Cow::Borrowed("tool-envelope the ledger's name"),
+            MigrationType::Simple,
+            sqlx::SqlStr::from_static(include_str!("migrations/0010_ledger.sql")),
+            false,
+        ),
     ]);
     migrator.set_ignore_missing(true);
     migrator
@@ -288,10 +295,13 @@ macro_rules! sql_store {
         #[derive(Debug, Clone)]
         pub struct $name {
             pool: $pool,
+            /// Its [`Store::ledger`]: the database's.
+            ledger: String,
         }
 
         impl $name {
-            /// The store over `pool`, its schema migrated.
+            /// The store over `pool`, its schema migrated and its record of
+            /// spent states named ([`Store::ledger`]).
             ///
             /// # Errors
             ///
@@ -332,7 +342,23 @@ macro_rules! sql_store {
                     }
                     pause().await;
                 }
-                Ok($name { pool })
+                let ledger = Self::ledger_of(&pool).await?;
+                Ok($name { pool, ledger })
+            }
+
+            /// The database's [ledger](Store::ledger) name: made by the
+            /// first replica to open it, read by every one after (the
+            /// others' made at the same moment are not kept).
+            async fn ledger_of(pool: &$pool) -> Result<String, StoreError> {
+                sqlx::query("INSERT INTO te_ledger (one, id) VALUES (1, $1) ON CONFLICT (one) DO NOTHING")
+                    .bind(super::new_id())
+                    .execute(pool)
+                    .await
+                    .map_err(failed)?;
+                sqlx::query_scalar::<$db, String>("SELECT id FROM te_ledger WHERE one = 1")
+                    .fetch_one(pool)
+                    .await
+                    .map_err(failed)
             }
 
             /// A transaction in which the count of `caller`'s in `service`
@@ -1357,6 +1383,10 @@ macro_rules! sql_store {
                         .map_err(failed)?;
                     Ok(found > 0)
                 })
+            }
+
+            fn ledger(&self) -> &str {
+                &self.ledger
             }
 
             fn record_escalation<'a>(

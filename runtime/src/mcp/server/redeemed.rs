@@ -167,10 +167,13 @@ impl Redemptions {
     }
 
     /// The name states are sealed with for this ledger to spend them:
-    /// `None` when the ledger is a store's, which every replica sharing it
-    /// shares.
-    pub(super) fn local_id(&self) -> Option<&str> {
-        self.shared.is_none().then_some(self.id.as_str())
+    /// its own, random, or its store's ([`Store::ledger`]), which every
+    /// replica sharing the store shares — and no other store has.
+    pub(super) fn ledger(&self) -> &str {
+        match &self.shared {
+            Some(store) => store.ledger(),
+            None => &self.id,
+        }
     }
 
     /// Records the state `nonce`, `caller`'s, sealed to open until

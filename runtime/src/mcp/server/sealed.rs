@@ -97,8 +97,10 @@ pub(super) struct State {
     /// none (or was sealed before this was kept: then its own end).
     #[serde(default)]
     approved_until_ms: i64,
-    /// The ledger that may spend it, when the seal keeps its own (no
-    /// store): the round that brings a yes opens only there.
+    /// The ledger that may spend it: the seal's own (no store), or its
+    /// store's ([`Store::ledger`](crate::store::Store::ledger)): the round that brings a yes opens only
+    /// there. Empty in a state sealed with a store by a release before
+    /// stores were named: no ledger takes its yes.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     ledger: String,
     /// What each key asked, by a digest of its question ([`asked_as`]):
@@ -350,13 +352,15 @@ impl Seal {
     /// is worth refusing them for).
     pub(super) async fn spend(&self, state: &State, caller: Option<&str>, approving: bool) -> bool {
         // Only the ledger that sealed the state knows whether it was spent:
-        // without a store, its own; with one, the store's (named ""). A
+        // without a store, its own; with one, the store's, named by the
+        // store (the same for every replica sharing its database). A
         // restart, another replica, a tool set built apart with the same
-        // key — or, on a fleet adding a store, a replica with one — would
-        // open it once more.
-        if approving && state.ledger != self.redeemed.local_id().unwrap_or_default() {
+        // key, a store of another database or a new in-memory one — or,
+        // on a fleet adding a store, a replica with one — would open it
+        // once more.
+        if approving && state.ledger != self.redeemed.ledger() {
             tracing::warn!(
-                "an approving round reached a tool set whose record of spent states did not seal it (a restart, another replica, a set built apart, or a fleet adding a store) and was refused: a yes is taken only where it was asked, or by the store it was asked with (`ToolSet::store`)"
+                "an approving round reached a tool set whose record of spent states did not seal it (a restart, another replica, a set built apart, another store, or a fleet adding a store) and was refused: a yes is taken only where it was asked, or by the store it was asked with (`ToolSet::store`)"
             );
             return false;
         }
@@ -406,7 +410,7 @@ impl Seal {
             state.approved_until_ms = approved_until;
         }
         state.nonce = nonce();
-        state.ledger = self.redeemed.local_id().unwrap_or_default().to_owned();
+        state.ledger = self.redeemed.ledger().to_owned();
         state.expires_ms = now.saturating_add(held::ms(self.ttl));
         let bound = bound_to((service, tool, arguments, caller), scoped);
         let options = SealOptions::new().associated_data(&bound).ttl(self.ttl);

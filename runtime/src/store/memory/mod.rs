@@ -13,13 +13,24 @@ use super::{
 };
 
 /// The store in the process ([`Store`]): nothing outlives it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MemoryStore {
     state: Mutex<State>,
+    /// Its [`Store::ledger`]: its own, random.
+    ledger: String,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore {
+            state: Mutex::default(),
+            ledger: super::new_id(),
+        }
+    }
 }
 
 impl MemoryStore {
-    /// An empty store.
+    /// An empty store, its [ledger](Store::ledger) its own.
     pub fn new() -> Self {
         MemoryStore::default()
     }
@@ -364,6 +375,10 @@ impl Store for MemoryStore {
 
     fn redeemed<'a>(&'a self, nonce: &'a str) -> StoreFuture<'a, bool> {
         ready(self.lock().redeemed.contains_key(nonce))
+    }
+
+    fn ledger(&self) -> &str {
+        &self.ledger
     }
 
     fn record_escalation<'a>(
