@@ -846,6 +846,36 @@ async fn another_callers_session_is_unknown_to_them() {
         (404, "Not Found: Session not found")
     );
 
+    // Another client of Alice's, its token granting less, does not take
+    // the session either: not its requests, not its streams to resume,
+    // not its end.
+    let (status, _, body) = post(&url, "alice-reader-token", Some(&session), list.clone()).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (404, "Not Found: Session not found")
+    );
+    let http = reqwest::Client::new();
+    let resume = http
+        .get(&url)
+        .bearer_auth("alice-reader-token")
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("last-event-id", "0/0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resume.status().as_u16(), 404);
+    let end = http
+        .delete(&url)
+        .bearer_auth("alice-reader-token")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(end.status().as_u16(), 404);
+
     let (status, _, body) = post(&url, "alice-token", Some(&session), list).await;
     assert_eq!(status, 200);
     assert!(body.contains("long_job"), "{body}");

@@ -482,6 +482,10 @@ pub fn now_ms() -> i64 {
 /// withdraw what it waited for ([`Store::sweep`]): a week.
 pub(crate) const KEEP_CANCELLED_TASK_MS: i64 = 7 * 24 * 60 * 60 * 1000;
 
+/// How long a decided approval is kept past its expiry, for the audit's
+/// readers (7 days).
+pub(crate) const KEEP_DECIDED_MS: i64 = 7 * 24 * 60 * 60 * 1000;
+
 /// A fresh, unguessable id: 128 bits from the operating system's random
 /// source, base64url.
 pub(crate) fn new_id() -> String {

@@ -1572,7 +1572,7 @@ macro_rules! sql_store {
                     let sql = "DELETE FROM te_approvals WHERE state IN ('done', 'declined', 'withdrawn', 'expired') \
                                AND expires_ms <= $2 - $1";
                     let approvals = sqlx::query(sql)
-                        .bind(super::memory::KEEP_DECIDED_MS)
+                        .bind(super::KEEP_DECIDED_MS)
                         .bind(now_ms)
                         .execute(&self.pool)
                         .await;

@@ -6,27 +6,17 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde_json::Value;
 
-use self::state::{Scopes, State, is_live, newest};
+use self::state::{Ledger, Scopes, State, is_live, newest};
 use super::{
     ApprovalRecord, ApprovalState, AuditEntry, Decision, Escalate, EscalationRecord,
     EscalationState, Store, StoreFuture, TaskRecord, TaskUpdate,
 };
 
 /// The store in the process ([`Store`]): nothing outlives it.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct MemoryStore {
     state: Mutex<State>,
-    /// Its [`Store::ledger`]: its own, random.
-    ledger: String,
-}
-
-impl Default for MemoryStore {
-    fn default() -> Self {
-        MemoryStore {
-            state: Mutex::default(),
-            ledger: super::new_id(),
-        }
-    }
+    ledger: Ledger,
 }
 
 impl MemoryStore {
@@ -378,7 +368,7 @@ impl Store for MemoryStore {
     }
 
     fn ledger(&self) -> &str {
-        &self.ledger
+        &self.ledger.0
     }
 
     fn record_escalation<'a>(
@@ -482,33 +472,10 @@ impl Store for MemoryStore {
     }
 
     fn sweep<'a>(&'a self, now_ms: i64) -> StoreFuture<'a, ()> {
-        let mut state = self.lock();
-        let State { tasks, running, .. } = &mut *state;
-        tasks.retain(|id, task| {
-            // One cancelled and unfinished waits a week for its service.
-            let waits = task.cancel_requested && !task.state.is_finished();
-            let until = task.updated_ms.saturating_add(task.ttl_ms);
-            let kept = until > now_ms
-                || (waits && until.saturating_add(super::KEEP_CANCELLED_TASK_MS) > now_ms);
-            if !kept {
-                running.remove(id);
-            }
-            kept
-        });
-        state.redeemed.retain(|_, until| *until > now_ms);
-        state.approvals.retain(|_, approval| {
-            matches!(
-                approval.state,
-                ApprovalState::Pending | ApprovalState::Approved | ApprovalState::Running
-            ) || approval.expires_ms.saturating_add(KEEP_DECIDED_MS) > now_ms
-        });
+        self.lock().sweep(now_ms);
         ready(())
     }
 }
-
-/// How long a decided approval is kept past its expiry, for the audit's
-/// readers (7 days).
-pub(super) const KEEP_DECIDED_MS: i64 = 7 * 24 * 60 * 60 * 1000;
 
 mod state;
 #[cfg(test)]

@@ -8,6 +8,18 @@ use crate::store::{
     ApprovalRecord, ApprovalState, AuditEntry, EscalationRecord, EscalationState, TaskRecord,
 };
 
+/// The name of a memory store's record of used nonces
+/// ([`Store::ledger`](crate::store::Store::ledger)): its own, random — a new
+/// store (a restart) never shares the record of the one before.
+#[derive(Debug)]
+pub(super) struct Ledger(pub(super) String);
+
+impl Default for Ledger {
+    fn default() -> Self {
+        Ledger(crate::store::new_id())
+    }
+}
+
 /// Everything the store keeps.
 #[derive(Debug, Default)]
 pub(super) struct State {
@@ -23,6 +35,32 @@ pub(super) struct State {
 }
 
 impl State {
+    /// Forgets what is past its time at `now_ms` ([`Store::sweep`](crate::store::Store::sweep)).
+    pub(super) fn sweep(&mut self, now_ms: i64) {
+        let State { tasks, running, .. } = self;
+        tasks.retain(|id, task| {
+            // One cancelled and unfinished waits a week for its service.
+            let waits = task.cancel_requested && !task.state.is_finished();
+            let until = task.updated_ms.saturating_add(task.ttl_ms);
+            let kept = until > now_ms
+                || (waits && until.saturating_add(crate::store::KEEP_CANCELLED_TASK_MS) > now_ms);
+            if !kept {
+                running.remove(id);
+            }
+            kept
+        });
+        self.redeemed.retain(|_, until| *until > now_ms);
+        self.approvals.retain(|_, approval| {
+            matches!(
+                approval.state,
+                ApprovalState::Pending | ApprovalState::Approved | ApprovalState::Running
+            ) || approval
+                .expires_ms
+                .saturating_add(crate::store::KEEP_DECIDED_MS)
+                > now_ms
+        });
+    }
+
     /// Keeps `task`, and notes whether it runs.
     pub(super) fn keep_task(&mut self, task: TaskRecord) {
         if task.state.is_finished() {

@@ -341,11 +341,11 @@ where
             let session = (request.headers().get(SESSION_ID))
                 .map(|id| String::from_utf8_lossy(id.as_bytes()).into_owned());
             if let (Some(owners), Some(id)) = (&owners, &session)
-                && !owners.is_owned_by(id, caller.subject())
+                && !owners.admits(id, &caller)
             {
                 return Ok(unknown_session());
             }
-            let subject = caller.subject().to_owned();
+            let opener = Arc::clone(&caller);
             request.extensions_mut().insert(caller);
             let (Some(owners), None) = (owners, &session) else {
                 return tower_service::Service::call(&mut inner, request).await;
@@ -357,13 +357,13 @@ where
             // `_meta` carries its revision without a session, whatever its
             // version header names.
             if !opens_a_session(&request) {
-                return counted(inner, request, owners, subject).await;
+                return counted(inner, request, owners, opener).await;
             }
             let (request, initialize) = match read_method(request, max_body).await {
                 Ok(read) => read,
                 Err(refused) => return Ok(refused),
             };
-            let counted = counted(inner, request, owners, subject);
+            let counted = counted(inner, request, owners, opener);
             if !initialize {
                 return counted.await;
             }

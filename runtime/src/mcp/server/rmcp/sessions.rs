@@ -11,6 +11,8 @@ use axum::http::{Request, Response};
 use http_body_util::combinators::BoxBody;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
+use crate::caller::Caller;
+
 /// The session header of MCP's Streamable HTTP.
 pub(super) const SESSION_ID: &str = "mcp-session-id";
 
@@ -24,7 +26,7 @@ pub(super) type McpResponse = Response<BoxBody<Bytes, Infallible>>;
 /// rmcp's 5-minute keep-alive after its last request).
 pub const DEFAULT_SESSIONS_PER_CALLER: usize = 64;
 
-/// The subject that opened each session of a protected service.
+/// The caller that opened each session of a protected service.
 pub(super) struct SessionOwners {
     sessions: Arc<LocalSessionManager>,
     owners: std::sync::Mutex<Owners>,
@@ -36,13 +38,38 @@ pub(super) struct SessionOwners {
 /// which the ended ones are forgotten.
 #[derive(Default)]
 struct Owners {
-    /// Each session's subject, and its place in the order recorded.
-    by_id: HashMap<Box<str>, (Box<str>, u64)>,
+    /// Each session's opener, and its place in the order recorded.
+    by_id: HashMap<Box<str>, (Owner, u64)>,
     /// Each subject's sessions.
     by_subject: HashMap<Box<str>, HashSet<Box<str>>>,
     /// The place of the next session recorded.
     next: u64,
     prune_at: usize,
+}
+
+/// The caller that opened a session: its subject, and the scopes its token
+/// granted.
+struct Owner {
+    subject: Box<str>,
+    scopes: Box<[Box<str>]>,
+}
+
+impl Owner {
+    fn of(caller: &Caller) -> Self {
+        Owner {
+            subject: caller.subject().into(),
+            scopes: caller.scopes().map(Box::from).collect(),
+        }
+    }
+
+    /// Whether `caller` may use the session: the same subject, with a
+    /// token that grants each scope the opener's did — another client of
+    /// the same person, granted less, does not take its streams, its
+    /// questions or its end (as for a task, or a `requestState`).
+    fn admits(&self, caller: &Caller) -> bool {
+        *self.subject == *caller.subject()
+            && self.scopes.iter().all(|scope| caller.has_scope(scope))
+    }
 }
 
 impl SessionOwners {
@@ -63,22 +90,25 @@ impl SessionOwners {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Whether the session `id` is `subject`'s: `false` for another's, and
-    /// for one this service did not open for anybody.
-    pub(super) fn is_owned_by(&self, id: &str, subject: &str) -> bool {
+    /// Whether `caller` may use the session `id` ([`Owner::admits`]):
+    /// `false` for another's, for one of its subject opened with a token
+    /// that granted more, and for one this service did not open for
+    /// anybody.
+    pub(super) fn admits(&self, id: &str, caller: &Caller) -> bool {
         self.lock()
             .by_id
             .get(id)
-            .is_some_and(|(owner, _)| **owner == *subject)
+            .is_some_and(|(owner, _)| owner.admits(caller))
     }
 
-    /// Records the session `id` as `subject`'s, forgetting the sessions
+    /// Records the session `id` as `caller`'s, forgetting the sessions
     /// rmcp closed once there are many: whether it may stay. One that
-    /// takes `subject` past their bound is closed, and forgotten.
-    pub(super) async fn opened(&self, id: &str, subject: &str) -> bool {
+    /// takes its subject past their bound is closed, and forgotten.
+    pub(super) async fn opened(&self, id: &str, caller: &Caller) -> bool {
+        let subject = caller.subject();
         let (place, prune, over) = {
             let mut owners = self.lock();
-            let place = owners.insert(id, subject);
+            let place = owners.insert(id, Owner::of(caller));
             let prune = owners.by_id.len() > owners.prune_at;
             (place, prune, owners.held_by(subject) > self.most_per_caller)
         };
@@ -148,25 +178,25 @@ impl SessionOwners {
 }
 
 impl Owners {
-    /// Records the session `id` as `subject`'s: its place in the order.
-    fn insert(&mut self, id: &str, subject: &str) -> u64 {
+    /// Records the session `id` as `owner`'s: its place in the order.
+    fn insert(&mut self, id: &str, owner: Owner) -> u64 {
         let place = self.next;
         self.next += 1;
         self.remove(id);
-        self.by_id.insert(id.into(), (subject.into(), place));
-        (self.by_subject.entry(subject.into()).or_default()).insert(id.into());
+        (self.by_subject.entry(owner.subject.clone()).or_default()).insert(id.into());
+        self.by_id.insert(id.into(), (owner, place));
         place
     }
 
     /// Forgets the session `id`.
     fn remove(&mut self, id: &str) {
-        let Some((subject, _)) = self.by_id.remove(id) else {
+        let Some((owner, _)) = self.by_id.remove(id) else {
             return;
         };
-        if let Some(theirs) = self.by_subject.get_mut(&subject) {
+        if let Some(theirs) = self.by_subject.get_mut(&owner.subject) {
             theirs.remove(id);
             if theirs.is_empty() {
-                self.by_subject.remove(&subject);
+                self.by_subject.remove(&owner.subject);
             }
         }
     }
@@ -305,12 +335,13 @@ where
 }
 
 /// `request` served by `inner`, and the session its answer opens counted
-/// as `subject`'s among `owners`: past their bound, it is refused.
+/// as `caller`'s among `owners`: past their subject's bound, it is
+/// refused.
 pub(super) async fn counted<S, B>(
     mut inner: rmcp::transport::StreamableHttpService<S, LocalSessionManager>,
     request: Request<B>,
     owners: Arc<SessionOwners>,
-    subject: String,
+    caller: Arc<Caller>,
 ) -> Result<McpResponse, Infallible>
 where
     B: http_body::Body + Send + 'static,
@@ -321,7 +352,7 @@ where
     let response = tower_service::Service::call(&mut inner, request).await?;
     if let Some(opened) = response.headers().get(SESSION_ID)
         && let Ok(opened) = opened.to_str()
-        && !owners.opened(opened, &subject).await
+        && !owners.opened(opened, &caller).await
     {
         return Ok(too_many_sessions());
     }
