@@ -64,6 +64,8 @@ async fn validate(token: String) -> Option<Caller> {
         "bob-token" => Some(Caller::new("bob", ["refunds:write"])),
         // Another client of Alice's, granted less.
         "alice-reader-token" => Some(Caller::new("alice", ["refunds:read"])),
+        // And one granted more.
+        "alice-admin-token" => Some(Caller::new("alice", ["refunds:read", "refunds:write"])),
         _ => None,
     }
 }
@@ -876,6 +878,10 @@ async fn another_callers_session_is_unknown_to_them() {
         .unwrap();
     assert_eq!(end.status().as_u16(), 404);
 
+    // One granted as much and more takes it.
+    let (status, _, body) = post(&url, "alice-admin-token", Some(&session), list.clone()).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("long_job"), "{body}");
     let (status, _, body) = post(&url, "alice-token", Some(&session), list).await;
     assert_eq!(status, 200);
     assert!(body.contains("long_job"), "{body}");

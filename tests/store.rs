@@ -2495,8 +2495,8 @@ async fn a_migration_the_file_refuses_says_which_and_the_code_once() {
     assert_eq!(text.matches("code").count(), 1, "{text}");
 }
 
-/// Replicas started at once on a fresh file race to migrate it: every one
-/// opens.
+/// Replicas started at once on a fresh file race to migrate it, and to
+/// name its ledger: every one opens, and every one reads the same name.
 #[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_started_at_once_all_open_the_same_new_file() {
@@ -2505,8 +2505,10 @@ async fn replicas_started_at_once_all_open_the_same_new_file() {
         let path = folder.path().join(format!("race-{round}.db"));
         let url = format!("sqlite:{}", path.display());
         let opened = futures_util::future::join_all((0..4).map(|_| store::open(&url))).await;
-        for store in opened {
-            store.unwrap();
-        }
+        let names: std::collections::HashSet<String> = opened
+            .into_iter()
+            .map(|store| store.unwrap().ledger().to_owned())
+            .collect();
+        assert_eq!(names.len(), 1, "one file, one name: {names:?}");
     }
 }

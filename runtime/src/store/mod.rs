@@ -328,13 +328,14 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     fn redeemed<'a>(&'a self, nonce: &'a str) -> StoreFuture<'a, bool>;
     /// The name of this store's record of used nonces
     /// ([`redeem`](Self::redeem)): the same for every handle on the same
-    /// data — every replica sharing the database, the same file after a
-    /// restart — and another for any other (each new [`MemoryStore`],
-    /// another database). A `requestState` that carries a person's yes is
-    /// sealed with it and spent only where it is the same: a store that
-    /// never saw the state spent must not be the one to take it as
-    /// unspent (a restarted in-memory store, a replica with a database of
-    /// its own).
+    /// data (every replica sharing the database, the same file after a
+    /// restart), another for any other (each new [`MemoryStore`], another
+    /// database). A `requestState` carrying a person's yes is sealed with
+    /// it and spent only where it is the same: a store that never saw the
+    /// state spent does not take it as unspent. The SQL stores keep it in
+    /// the database (`te_ledger`): a copy that goes on apart (a staging
+    /// clone, a SQLite file copied to each replica) must have that row
+    /// deleted before it is first opened, to be named anew.
     fn ledger(&self) -> &str;
 
     // ---- escalations ----

@@ -348,14 +348,41 @@ macro_rules! sql_store {
 
             /// The database's [ledger](Store::ledger) name: made by the
             /// first replica to open it, read by every one after (the
-            /// others' made at the same moment are not kept).
+            /// others' made at the same moment are not kept). Tried again
+            /// as the migrations are: replicas that start together on a
+            /// new database may both write, and on a pool of your own at
+            /// a stricter isolation, or with a short busy timeout, the
+            /// one that loses fails where it would find the name written.
             async fn ledger_of(pool: &$pool) -> Result<String, StoreError> {
+                let mut tries = 0;
+                loop {
+                    match Self::named_ledger(pool).await {
+                        Ok(name) => return Ok(name),
+                        Err(error) if tries + 1 >= MIGRATION_TRIES => return Err(error),
+                        Err(_) => {
+                            tries += 1;
+                            pause().await;
+                        }
+                    }
+                }
+            }
+
+            /// The ledger's name, read, or written first when there is none.
+            async fn named_ledger(pool: &$pool) -> Result<String, StoreError> {
+                let read = "SELECT id FROM te_ledger WHERE one = 1";
+                let named = sqlx::query_scalar::<$db, String>(read)
+                    .fetch_optional(pool)
+                    .await
+                    .map_err(failed)?;
+                if let Some(name) = named {
+                    return Ok(name);
+                }
                 sqlx::query("INSERT INTO te_ledger (one, id) VALUES (1, $1) ON CONFLICT (one) DO NOTHING")
                     .bind(super::new_id())
                     .execute(pool)
                     .await
                     .map_err(failed)?;
-                sqlx::query_scalar::<$db, String>("SELECT id FROM te_ledger WHERE one = 1")
+                sqlx::query_scalar::<$db, String>(read)
                     .fetch_one(pool)
                     .await
                     .map_err(failed)

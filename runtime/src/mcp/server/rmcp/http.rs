@@ -276,8 +276,9 @@ impl HttpOptions {
 /// there is one. A tower service, to mount in any router.
 ///
 /// With a bearer token check, a session is its caller's: a request that
-/// names another subject's `Mcp-Session-Id` is answered as for an unknown
-/// session (404), and never reaches it.
+/// names another subject's `Mcp-Session-Id`, or one its subject opened
+/// with a token that granted a scope this one lacks, is answered as for an
+/// unknown session (404), and never reaches it.
 pub struct McpService<S> {
     inner: StreamableHttpService<S, LocalSessionManager>,
     bearer: Option<BearerAuth>,
