@@ -1541,6 +1541,43 @@ async fn a_session_signed_out_of_is_refused_on_every_replica() {
     assert_eq!(approval.state, ApprovalState::Approved);
 }
 
+/// A session signed out of stays ended when its server restarts on a new
+/// in-memory store with the same cookie key: that store never saw the
+/// sign-out, and the inbox signs for its store's record
+/// ([`Store::ledger`]), so no cookie of before holds there. On a SQLite
+/// file, which keeps the record, a session signed in before a restart is
+/// one after it.
+#[tokio::test]
+async fn a_restart_on_a_new_memory_store_takes_back_no_session() {
+    let key = [4u8; 32];
+    let before = serve(Arc::new(MemoryStore::new()), None, Some(&key)).await;
+    let copied = before.sign_in("carol-token").await;
+    assert!(signed_in(&before, &copied).await);
+    let (_, page) = before.get("/inbox", &copied).await;
+    assert_eq!(
+        before
+            .post("/inbox/sign-out", &copied, &[("csrf", &csrf(&page))])
+            .await,
+        StatusCode::SEE_OTHER
+    );
+    assert!(!signed_in(&before, &copied).await);
+    let after = serve(Arc::new(MemoryStore::new()), None, Some(&key)).await;
+    assert!(
+        !signed_in(&after, &copied).await,
+        "signed out before the restart"
+    );
+
+    let folder = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", folder.path().join("kept.db").display());
+    let before = serve(store::open(&url).await.unwrap(), None, Some(&key)).await;
+    let kept = before.sign_in("carol-token").await;
+    let after = serve(store::open(&url).await.unwrap(), None, Some(&key)).await;
+    assert!(
+        signed_in(&after, &kept).await,
+        "the same record after a restart"
+    );
+}
+
 /// Whether `session` is signed in on `replica`: its page, or the sign-in form.
 async fn signed_in(replica: &Server, session: &str) -> bool {
     let (status, page) = replica.get("/inbox", session).await;

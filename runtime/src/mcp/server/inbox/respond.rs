@@ -54,7 +54,7 @@ impl State {
                 .add_template(name, source)
                 .unwrap_or_else(|error| panic!("the inbox's template {name}: {error}"));
         }
-        let keys = keys.for_inbox(tools.service(), &scope);
+        let keys = keys.for_inbox(tools.service(), &scope, store.ledger());
         State {
             tools,
             store,

@@ -34,9 +34,10 @@ pub(super) const ENDED_MARGIN_MS: i64 = 10 * 60 * 1000;
 #[derive(Clone)]
 pub(super) struct Keys {
     key: Vec<u8>,
-    /// The service and the scope of the inbox, in every signature: a
-    /// session or a form of one inbox is nothing to another that shares
-    /// the key.
+    /// The service and the scope of the inbox, and its store's ledger, in
+    /// every signature: a session or a form of one inbox is nothing to
+    /// another that shares the key, nor to one whose store never saw it
+    /// signed out of.
     audience: Vec<u8>,
 }
 
@@ -98,10 +99,17 @@ impl Keys {
     }
 
     /// The same key, signing for the inbox of `service` entered with
-    /// `scope`: a cookie or form of another service's inbox, or of an
-    /// inbox entered with another scope, does not hold here.
-    pub(super) fn for_inbox(mut self, service: &str, scope: &str) -> Self {
-        self.audience = serde_json::json!([service, scope]).to_string().into_bytes();
+    /// `scope`, on the store whose ledger is `ledger`
+    /// ([`Store::ledger`](crate::store::Store::ledger)): a cookie or form
+    /// of another service's inbox, or of an inbox entered with another
+    /// scope, does not hold here — nor one signed on another store, whose
+    /// record of ended sessions this store has not (a process restarted on
+    /// a new in-memory store would otherwise take back a cookie signed out
+    /// of before).
+    pub(super) fn for_inbox(mut self, service: &str, scope: &str, ledger: &str) -> Self {
+        self.audience = serde_json::json!([service, scope, ledger])
+            .to_string()
+            .into_bytes();
         self
     }
 
@@ -260,7 +268,8 @@ mod tests {
     #[test]
     fn a_session_and_its_forms_hold_only_at_the_inbox_they_were_signed_for() {
         let key = vec![3u8; 32];
-        let inbox = |service: &str, scope: &str| Keys::new(key.clone()).for_inbox(service, scope);
+        let inbox =
+            |service: &str, scope: &str| Keys::new(key.clone()).for_inbox(service, scope, "ledger");
         let carol = Caller::new("carol", ["refunds:approve"]);
         let cookie = inbox("refunds", "refunds:approve").session_of(&carol, 0);
         let token = inbox("refunds", "refunds:approve").csrf_of(&cookie);
@@ -274,6 +283,10 @@ mod tests {
             assert_eq!(elsewhere.session(&cookie), None, "{service} {scope}");
             assert!(!elsewhere.csrf_holds(&cookie, &token), "{service} {scope}");
         }
+        // Nor on another store's record of ended sessions.
+        let restarted = Keys::new(key.clone()).for_inbox("refunds", "refunds:approve", "another");
+        assert_eq!(restarted.session(&cookie), None);
+        assert!(!restarted.csrf_holds(&cookie, &token));
         // No two audiences sign alike, however the names are cut.
         let one = inbox("a\",\"b", "c").session_of(&carol, 0);
         assert_eq!(inbox("a", "b\",\"c").session(&one), None);
