@@ -266,6 +266,24 @@ fn refund_of(order: &str, amount: u64) -> CallToolRequestParams {
     )
 }
 
+/// The refund of `order` for $550 asked of `client`, over the cap: the
+/// round that brings Grace's yes to its approval, with the state it was
+/// asked with.
+async fn approving_round(
+    client: &RunningService<RoleClient, Person>,
+    order: &str,
+) -> CallToolRequestParams {
+    let first = client.call_tool_once(refund_of(order, 550)).await.unwrap();
+    let CallToolResponse::InputRequired(asked) = first else {
+        panic!("expected the approval to be asked, got {first:?}");
+    };
+    let key = asked.input_requests.unwrap().keys().next().unwrap().clone();
+    let yes = json!({"action": "accept", "content": {"approver": "Grace"}});
+    refund_of(order, 550)
+        .with_input_responses([(key, yes)].into())
+        .with_request_state(asked.request_state.expect("a state"))
+}
+
 /// The envelope of a failed call, or the value of a successful one.
 async fn outcome(
     client: &RunningService<RoleClient, Person>,
@@ -407,18 +425,7 @@ async fn a_yes_asked_without_a_store_opens_once_on_a_fleet_that_adds_one() {
 #[tokio::test]
 async fn without_a_store_a_yes_is_taken_only_where_it_was_asked() {
     let before = connect(Revision::Rounds, Person::new(json!(1))).await;
-    let first = before
-        .call_tool_once(refund_of("O-RESTART", 550))
-        .await
-        .unwrap();
-    let CallToolResponse::InputRequired(asked) = first else {
-        panic!("expected the approval to be asked, got {first:?}");
-    };
-    let key = asked.input_requests.unwrap().keys().next().unwrap().clone();
-    let yes = json!({"action": "accept", "content": {"approver": "Grace"}});
-    let approving = refund_of("O-RESTART", 550)
-        .with_input_responses([(key, yes)].into())
-        .with_request_state(asked.request_state.expect("a state"));
+    let approving = approving_round(&before, "O-RESTART").await;
     let done = before.call_tool_once(approving.clone()).await.unwrap();
     assert!(matches!(done, CallToolResponse::Complete(_)), "{done:?}");
     assert_eq!(times("refund O-RESTART 550"), 1);
@@ -471,18 +478,7 @@ async fn with_a_store_a_yes_is_taken_only_where_that_store_is() {
         Person::new(json!(1)),
     )
     .await;
-    let first = before
-        .call_tool_once(refund_of("O-OWN-STORE", 550))
-        .await
-        .unwrap();
-    let CallToolResponse::InputRequired(asked) = first else {
-        panic!("expected the approval to be asked, got {first:?}");
-    };
-    let key = asked.input_requests.unwrap().keys().next().unwrap().clone();
-    let yes = json!({"action": "accept", "content": {"approver": "Grace"}});
-    let approving = refund_of("O-OWN-STORE", 550)
-        .with_input_responses([(key, yes)].into())
-        .with_request_state(asked.request_state.expect("a state"));
+    let approving = approving_round(&before, "O-OWN-STORE").await;
     let done = before.call_tool_once(approving.clone()).await.unwrap();
     assert!(matches!(done, CallToolResponse::Complete(_)), "{done:?}");
     assert_eq!(times("refund O-OWN-STORE 550"), 1);
@@ -515,15 +511,7 @@ async fn an_approving_state_opens_once_across_replicas_whose_times_to_live_diffe
     };
     let long = connect_to(replica(600), Revision::Rounds, Person::new(json!(1))).await;
     let short = connect_to(replica(1), Revision::Rounds, Person::new(json!(1))).await;
-    let first = long.call_tool_once(refund_of("O-TTL", 550)).await.unwrap();
-    let CallToolResponse::InputRequired(asked) = first else {
-        panic!("expected the approval to be asked, got {first:?}");
-    };
-    let key = asked.input_requests.unwrap().keys().next().unwrap().clone();
-    let yes = json!({"action": "accept", "content": {"approver": "Grace"}});
-    let approving = refund_of("O-TTL", 550)
-        .with_input_responses([(key, yes)].into())
-        .with_request_state(asked.request_state.expect("a state"));
+    let approving = approving_round(&long, "O-TTL").await;
     let done = short.call_tool_once(approving.clone()).await.unwrap();
     assert!(matches!(done, CallToolResponse::Complete(_)), "{done:?}");
     assert_eq!(times("refund O-TTL 550"), 1);

@@ -78,4 +78,16 @@ impl Caller {
     pub fn has_scope(&self, scope: &str) -> bool {
         self.scopes.contains(scope)
     }
+
+    /// Whether it may take up what `subject` started with a token that
+    /// granted `scopes` (a session, a task): the same subject, granted each
+    /// of them — another client of the same person, granted less, may not.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+    pub(crate) fn stands_for<'a>(
+        &self,
+        subject: &str,
+        mut scopes: impl Iterator<Item = &'a str>,
+    ) -> bool {
+        self.subject == subject && scopes.all(|scope| self.has_scope(scope))
+    }
 }

@@ -67,8 +67,7 @@ impl Owner {
     /// the same person, granted less, does not take its streams, its
     /// questions or its end (as for a task, or a `requestState`).
     fn admits(&self, caller: &Caller) -> bool {
-        *self.subject == *caller.subject()
-            && self.scopes.iter().all(|scope| caller.has_scope(scope))
+        caller.stands_for(&self.subject, self.scopes.iter().map(|scope| &**scope))
     }
 }
 

@@ -425,9 +425,8 @@ fn asks_all(record: &TaskRecord, questions: &rmcp::model::InputRequests) -> bool
 /// granted `scopes`: the same subject, and every one of those scopes.
 fn reaches(caller: Option<&Caller>, subject: Option<&str>, scopes: &[String]) -> bool {
     match caller {
-        Some(caller) => {
-            subject == Some(caller.subject()) && scopes.iter().all(|scope| caller.has_scope(scope))
-        }
+        Some(caller) => subject
+            .is_some_and(|subject| caller.stands_for(subject, scopes.iter().map(String::as_str))),
         None => subject.is_none() && scopes.is_empty(),
     }
 }
