@@ -204,8 +204,9 @@ async fn branches_run_concurrently() {
 
 /// An escalation kept for people is read in every inbox that shares the
 /// store: a credential its error quoted (a database URL's password, a
-/// bearer token) was kept word for word. It is masked as a tool set masks
-/// an internal error's; the caller's own escalation keeps its words.
+/// bearer token) was kept word for word, and so was one in the query it
+/// tried or the partial results it gathered. It is masked as a tool set
+/// masks an internal error's; the caller's own escalation keeps its words.
 #[tokio::test]
 async fn an_escalation_kept_for_people_shows_no_credential_it_quoted() {
     use std::sync::Arc;
@@ -229,21 +230,50 @@ async fn an_escalation_kept_for_people_shows_no_credential_it_quoted() {
                 "GET https://ops:s3cr3t-pw@api.example/v1 timed out",
             ))
         })
+        // What the branch wrote besides its message: the query it tried
+        // and what it had gathered, credentials in both.
+        .branch("invoices", async {
+            Err::<u32, _>(
+                ErrorEnvelope::transient("the invoices API timed out")
+                    .with_attempted_query("GET https://svc:qu3ry-pw@invoices.example/v2?page=3")
+                    .with_partial_results(serde_json::json!({
+                        "pages": [{"page": 1, "next": "https://invoices.example/v2?page=2&token=pag3-t0k"}],
+                        "connection": {"dsn": "mysql://app:d5n-pw@db/inv", "api_key": "k3y-9931", "pin": 7291},
+                        "customer": "ACME",
+                    })),
+            )
+        })
         .keep_escalations(Arc::clone(&store))
         .run()
         .await;
-    assert_eq!(report.gaps.len(), 1);
+    assert_eq!(report.gaps.len(), 2);
     let open = store
         .escalations("", None, EscalationState::Open, 10)
         .await
         .unwrap();
-    assert_eq!(open.len(), 2, "{open:?}");
+    assert_eq!(open.len(), 3, "{open:?}");
     let kept = serde_json::to_string(&open.iter().map(|r| &r.envelope).collect::<Vec<_>>());
     let kept = kept.unwrap();
-    for secret in ["hunter2", "tok-5531aa", "s3cr3t-pw"] {
+    for secret in [
+        "hunter2",
+        "tok-5531aa",
+        "s3cr3t-pw",
+        "qu3ry-pw",
+        "pag3-t0k",
+        "d5n-pw",
+        "k3y-9931",
+    ] {
         assert!(!kept.contains(secret), "{secret} in {kept}");
     }
-    assert!(kept.contains("connect postgres://"), "{kept}");
+    // The rest still says what was tried and gathered.
+    for shown in [
+        "connect postgres://",
+        "invoices.example/v2?page=3",
+        "ACME",
+        "7291",
+    ] {
+        assert!(kept.contains(shown), "{shown} not in {kept}");
+    }
 }
 
 /// A gap's escalation is kept as the branch ends: a branch that never

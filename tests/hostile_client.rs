@@ -115,6 +115,31 @@ fn envelope(reply: &Value) -> &Value {
     &reply["result"]["structuredContent"]
 }
 
+/// A request naming a protocol version the server does not serve is
+/// refused by rmcp before any handler sees it, quoting the version asked
+/// for: a megabyte of it comes back cut, and the server keeps serving.
+#[test]
+fn a_huge_protocol_version_is_refused_briefly() {
+    let mut session = Session::start();
+    let version = "9".repeat(1024 * 1024);
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {
+        "_meta": {"io.modelcontextprotocol/protocolVersion": version}
+    }});
+    session.send(request.to_string().as_bytes());
+    let reply = session.reply().expect("a reply");
+    let size = reply.to_string().len();
+    assert!(size < 2048, "a refusal of {size} bytes");
+    assert_eq!(reply["id"], 1, "{reply}");
+    assert_eq!(reply["error"]["code"], -32022, "{reply}");
+    assert!(
+        reply["error"]["data"]["requested"]
+            .as_str()
+            .unwrap()
+            .starts_with("999")
+    );
+    session.assert_still_serving(2);
+}
+
 #[test]
 fn a_ten_megabyte_string_gets_an_envelope_with_a_trimmed_query() {
     let mut session = Session::start();

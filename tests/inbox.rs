@@ -592,6 +592,31 @@ async fn an_approver_sees_every_character_of_the_call_and_texts_apart_from_numbe
     );
 }
 
+/// The inbox and the protected resource metadata are served beside
+/// `/mcp`, and answer to the names it answers to: reached by another
+/// (DNS rebinding: a name of an attacker's pointed at this machine), they
+/// get 403, as `/mcp` does.
+#[tokio::test]
+async fn the_inbox_answers_only_to_the_names_the_service_does() {
+    let server = serve(Arc::new(MemoryStore::new()), None, None).await;
+    for path in ["/inbox", "/.well-known/oauth-protected-resource/mcp"] {
+        let url = format!("{}{path}", server.url);
+        let rebound = server.http.get(&url).header("Host", "attacker.example");
+        let rebound = rebound.send().await.unwrap();
+        assert_eq!(rebound.status(), StatusCode::FORBIDDEN, "{path}");
+        let local = server.http.get(&url).send().await.unwrap();
+        assert_ne!(local.status(), StatusCode::FORBIDDEN, "{path}");
+    }
+    let rebound = server.http.post(format!("{}/inbox/sign-in", server.url));
+    let rebound = rebound
+        .header("Host", "attacker.example")
+        .form(&[("token", "carol-token")]);
+    assert_eq!(
+        rebound.send().await.unwrap().status(),
+        StatusCode::FORBIDDEN
+    );
+}
+
 /// What the caller's client said its user approved of the same call before
 /// it waited is on the card, every character shown, named as the client
 /// named it.

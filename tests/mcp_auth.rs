@@ -657,6 +657,75 @@ async fn a_login_is_never_sent_to_an_internal_address_the_metadata_names() {
     }
 }
 
+/// A machine's token is asked for the MCP server, named without its
+/// query: an API key in the endpoint's URL is the MCP server's to read,
+/// and the token request goes to the authorization server, another
+/// origin.
+#[cfg(feature = "oauth")]
+#[tokio::test]
+async fn a_machines_token_is_asked_for_the_server_not_its_query() {
+    use tool_envelope::mcp::client::OAuth;
+    const KEY: &str = "k3y-secret-0001";
+    type Form = std::collections::HashMap<String, String>;
+    let asked = Arc::new(std::sync::Mutex::new(Vec::<Form>::new()));
+    let kept = Arc::clone(&asked);
+    let token = axum::routing::post(move |axum::Form(form): axum::Form<Form>| {
+        kept.lock().unwrap().push(form);
+        let refusal = json!({"error": "invalid_client"});
+        std::future::ready((axum::http::StatusCode::BAD_REQUEST, axum::Json(refusal)))
+    });
+    let base = machine_authorization_server(|_| {}, Some(token)).await;
+    let failed = McpClient::connect(format!("{base}/mcp?api_key={KEY}#part"))
+        .oauth(OAuth::client_credentials("machine", "mach-s3cret"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        failed.reason(),
+        Some(reasons::AUTHORIZATION_FAILED),
+        "{}",
+        shown(&failed)
+    );
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    let form = &asked[0];
+    assert_eq!(
+        form.get("resource"),
+        Some(&format!("{base}/mcp")),
+        "{form:?}"
+    );
+    assert!(!form.values().any(|value| value.contains(KEY)), "{form:?}");
+}
+
+/// The MCP server's documents name the authorization server and its
+/// endpoints: one on another machine over plain HTTP, where anyone on
+/// the way reads the client's secret, is refused before anything is sent
+/// — as a bearer token is kept off plain HTTP to another machine.
+#[cfg(feature = "oauth")]
+#[tokio::test]
+async fn a_login_never_sends_over_plain_http_to_another_machine() {
+    use tool_envelope::mcp::client::OAuth;
+    let edit = |metadata: &mut Value| {
+        metadata["token_endpoint"] = json!("http://auth.example.com/token");
+    };
+    let base = machine_authorization_server(edit, None).await;
+    let failed = McpClient::connect(format!("{base}/mcp"))
+        .oauth(OAuth::client_credentials("machine", "mach-s3cret-plain"))
+        .timeout(std::time::Duration::from_secs(60))
+        .await
+        .unwrap_err();
+    let shown = shown(&failed);
+    assert_eq!(
+        failed.reason(),
+        Some(reasons::AUTHORIZATION_FAILED),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("over plain HTTP"),
+        "refused before a connection was tried: {shown}"
+    );
+    assert!(shown.contains("auth.example.com"), "{shown}");
+}
+
 #[tokio::test]
 async fn headers_the_transport_owns_or_http_refuses_fail_the_client_when_it_is_made() {
     for (name, value) in [

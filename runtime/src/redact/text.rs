@@ -16,6 +16,8 @@
 
 use std::borrow::Cow;
 
+use serde_json::Value;
+
 use crate::redact::REDACTED;
 
 /// Key names that mark the value after them as a secret, in lower case with
@@ -61,6 +63,34 @@ pub(crate) fn scrub(text: &str) -> Cow<'_, str> {
 pub(crate) fn scrub_in_place(text: &mut String) {
     if let Cow::Owned(clean) = scrub(text) {
         *text = clean;
+    }
+}
+
+/// [`scrub`] through a JSON value, at any depth: each string scrubbed, and
+/// the string or number under a key that names a secret (`"password": …`,
+/// `"api_key": …`) replaced whole, as `password=…` is in a text. What an
+/// escalation carries besides its texts — the attempted query a branch
+/// wrote, the partial results it gathered — is masked so before a person
+/// reads it.
+pub(crate) fn scrub_value(value: &mut Value) {
+    // A loop, not recursion: a value built by hand has no depth bound.
+    let mut pending = vec![value];
+    while let Some(value) = pending.pop() {
+        match value {
+            Value::String(text) => scrub_in_place(text),
+            Value::Array(items) => pending.extend(items.iter_mut()),
+            Value::Object(fields) => {
+                for (key, field) in fields.iter_mut() {
+                    match field {
+                        Value::String(_) | Value::Number(_) if is_secret_key(key) => {
+                            *field = Value::String(REDACTED.to_owned());
+                        }
+                        _ => pending.push(field),
+                    }
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 //! with its whole envelope, once.
 
 use crate::escalation::Escalation;
+use crate::redact::text::scrub_value;
 use crate::store::{EscalationRecord, Store};
 
 /// Keeps `escalation`, made for `caller`, in `store`, unless it was kept
@@ -34,9 +35,12 @@ pub(crate) async fn keep(store: &dyn Store, escalation: &mut Escalation, caller:
 /// `escalation` as people read it, in every inbox that shares the store:
 /// what is recognisably a credential in its texts — a URL's user and
 /// password, `password=…`, a bearer token — masked, as a tool set masks an
-/// internal error's ([`Escalation::scrub_credentials`]). A call's own secrets are masked already.
+/// internal error's ([`Escalation::scrub_credentials`]), and so in its
+/// attempted query and partial results, where a secret's key masks its
+/// value too ([`scrub_value`]). A call's own secrets are masked already.
 fn shown(escalation: &Escalation) -> Escalation {
     let mut shown = escalation.clone();
     shown.scrub_credentials();
+    shown.envelope.visit_values(&mut scrub_value);
     shown
 }

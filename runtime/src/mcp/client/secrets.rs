@@ -19,7 +19,11 @@ use crate::redact::values::{Masker, SecretValues};
 
 /// The most tokens remembered: a provider's, or an OAuth login's, last.
 /// Header values are kept apart, for good: new tokens never push them out.
-const MAX_CREDENTIALS: usize = 16;
+/// A server that refuses each token it gets (every refusal makes a
+/// minting provider hand out a new one) pushes the oldest out after this
+/// many, and may then quote it: a bound on memory, documented
+/// (SECURITY.md), set well above the tokens a client lives through.
+const MAX_CREDENTIALS: usize = 64;
 
 /// What a client sent that no text it returns may quote.
 #[derive(Default)]
@@ -107,7 +111,7 @@ impl Sent {
         }
     }
 
-    /// Remembers `credential` as sent: a token (the 16 sent last are
+    /// Remembers `credential` as sent: a token (the 64 sent last are
     /// kept). One sent again is the newest again: a refresh token kept
     /// through many access tokens is not forgotten while it is used.
     pub(crate) fn credential(&self, credential: &Arc<str>) {
@@ -267,14 +271,17 @@ mod tests {
     fn new_tokens_never_push_a_headers_value_out() {
         let sent = Sent::default();
         sent.fixed_credential(&Arc::from("key-v4lue-77e1"));
-        for n in 0..40 {
+        for n in 0..100 {
             sent.credential(&Arc::from(format!("token-{n}").as_str()));
         }
         let credentials = sent.credentials();
         assert!(credentials.contains(&Value::from("key-v4lue-77e1")));
-        assert!(credentials.contains(&Value::from("token-39")));
+        for n in 36..100 {
+            let token = Value::from(format!("token-{n}"));
+            assert!(credentials.contains(&token), "the last 64 stay: {n}");
+        }
         assert!(
-            !credentials.contains(&Value::from("token-0")),
+            !credentials.contains(&Value::from("token-35")),
             "the oldest tokens go"
         );
     }

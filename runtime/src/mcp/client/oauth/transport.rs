@@ -23,12 +23,19 @@ pub(super) struct Guarded {
     pub(super) policy: Arc<Policy>,
     /// The last refusal's text: rmcp's errors say only "Request failed".
     pub(super) refused: Arc<Mutex<Option<String>>>,
+    /// Whether the client was let send credentials over plain HTTP to
+    /// another machine ([`insecure_credentials`](crate::mcp::client::Connect::insecure_credentials)):
+    /// a login's then too. Otherwise plain HTTP reaches this machine only.
+    pub(super) insecure: bool,
 }
 
 /// Why a login's request was not sent, or its reply not read.
 #[derive(Debug)]
 enum Refused {
     Address(String),
+    /// Plain HTTP to another machine: what the login sends there — a
+    /// client secret, a code, a refresh token — anyone on the way reads.
+    Plain(String),
     TooLarge,
 }
 
@@ -39,6 +46,11 @@ impl std::fmt::Display for Refused {
                 f,
                 "an OAuth login may not connect to `{host}`: not a public address (a private one only \
                  with `OAuth::private_addresses`, this machine only when the MCP server is on it)"
+            ),
+            Refused::Plain(host) => write!(
+                f,
+                "an OAuth login may not send to `{host}` over plain HTTP: https only (http to this \
+                 machine, or anywhere with `insecure_credentials`)"
             ),
             Refused::TooLarge => write!(f, "an OAuth reply was over {MOST_REPLY} bytes"),
         }
@@ -75,9 +87,16 @@ impl Guarded {
         mut request: reqwest::Request,
         timeout: Duration,
     ) -> Result<oauth2::HttpResponse, rmcp::transport::auth::OAuthHttpClientError> {
+        let host = || request.url().host_str().unwrap_or_default().to_owned();
         if !self.policy.allows_url(request.url()) {
-            let host = request.url().host_str().unwrap_or_default().to_owned();
-            return Err(self.refuse(Refused::Address(host)));
+            return Err(self.refuse(Refused::Address(host())));
+        }
+        // The MCP server's documents name the authorization server and its
+        // endpoints: an https server may name a plain-HTTP one.
+        let plain = (self.insecure && request.url().scheme() == "http")
+            || crate::mcp::client::http::is_private_to_this_machine(request.url().as_str());
+        if !plain {
+            return Err(self.refuse(Refused::Plain(host())));
         }
         *request.timeout_mut() = Some(timeout);
         let mut response = match self.http.execute(request).await {
@@ -137,6 +156,7 @@ mod tests {
                 .unwrap(),
             policy,
             refused: Arc::default(),
+            insecure: false,
         };
         for url in ["http://localhost:9/token", "http://169.254.169.254/token"] {
             let request = reqwest::Request::new(reqwest::Method::POST, url.parse().unwrap());

@@ -489,7 +489,7 @@ impl ToolSet {
     /// If the client does not initialize, or the transport fails.
     pub async fn serve_stdio(self) -> io::Result<()> {
         let running = self
-            .serve(rmcp::transport::stdio())
+            .serve(super::stdio::stdio())
             .await
             .map_err(io::Error::other)?;
         running.waiting().await.map_err(io::Error::other)?;

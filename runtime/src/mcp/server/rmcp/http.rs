@@ -15,6 +15,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
 use crate::mcp::server::rmcp::bearer::BearerAuth;
+use crate::mcp::server::rmcp::hosts::{AllowedHosts, admit_host};
 use crate::mcp::server::rmcp::refusals::cut_refusal;
 use crate::mcp::server::rmcp::sessions::{
     DEFAULT_SESSIONS_PER_CALLER, McpResponse, SESSION_ID, SessionOwners, counted, opens_a_session,
@@ -207,31 +208,32 @@ impl HttpOptions {
     /// An axum router with the [`service`](Self::service) of `servers` at
     /// `/mcp` and, with [`require_bearer`](Self::require_bearer), the
     /// protected resource metadata document at its well-known path; with
-    /// an inbox, its pages under `/inbox`.
+    /// an inbox, its pages under `/inbox`. Every route checks the `Host`
+    /// header against [`allowed_hosts`](Self::allowed_hosts), as `/mcp`'s
+    /// does (403 for another).
     pub fn router<N: NewServer>(self, servers: N) -> axum::Router {
-        let bearer = self.bearer.clone();
+        let hosts = AllowedHosts::new(&self.config.allowed_hosts);
+        let mut beside = axum::Router::new();
+        let mut routes = 0;
         #[cfg(feature = "inbox")]
-        let inbox = self
-            .inbox
-            .as_ref()
-            .map(crate::mcp::server::inbox::Inbox::router);
+        if let Some(inbox) = &self.inbox {
+            beside = beside.merge(inbox.router());
+            routes += 1;
+        }
+        if let Some(auth) = &self.bearer {
+            let document = auth.metadata().to_string();
+            let json = [(axum::http::header::CONTENT_TYPE, "application/json")];
+            beside = beside.route(
+                auth.metadata_path(),
+                axum::routing::get(move || std::future::ready((json, document.clone()))),
+            );
+            routes += 1;
+        }
         let router = axum::Router::new().nest_service("/mcp", self.service(servers));
-        #[cfg(feature = "inbox")]
-        let router = match inbox {
-            Some(inbox) => router.merge(inbox),
-            None => router,
-        };
-        match bearer {
-            Some(auth) => {
-                let path = auth.metadata_path().to_owned();
-                let document = auth.metadata().to_string();
-                let json = [(axum::http::header::CONTENT_TYPE, "application/json")];
-                router.route(
-                    &path,
-                    axum::routing::get(move || std::future::ready((json, document.clone()))),
-                )
-            }
-            None => router,
+        match routes {
+            0 => router,
+            _ => router
+                .merge(beside.route_layer(axum::middleware::from_fn_with_state(hosts, admit_host))),
         }
     }
 

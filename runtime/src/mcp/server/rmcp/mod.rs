@@ -13,10 +13,12 @@ mod accept;
 pub(crate) mod bearer;
 mod convert;
 mod handler;
+mod hosts;
 mod http;
 mod own_tools;
 mod refusals;
 mod sessions;
+mod stdio;
 
 pub use bearer::BearerAuth;
 pub use http::{HttpOptions, McpService, NewServer};

@@ -47,6 +47,24 @@ struct Session {
     last_login: Option<tokio::time::Instant>,
 }
 
+/// The resource a machine's token is asked for (RFC 8707): the MCP
+/// server's URL without its query or fragment, as rmcp's own login names
+/// it. The query is the server's to read: an API key in it
+/// (`/mcp?api_key=…`) would go to the authorization server, another
+/// origin, in the token request.
+fn resource(url: &str) -> String {
+    let Ok(mut resource) = url::Url::parse(url) else {
+        return url.to_owned();
+    };
+    resource.set_query(None);
+    resource.set_fragment(None);
+    // Never in the URL given (it goes as Basic authentication), but a
+    // user and password are not the authorization server's either.
+    let _ = resource.set_username("");
+    let _ = resource.set_password(None);
+    resource.into()
+}
+
 /// How long a login's token must have served before the next login starts
 /// the count again: a server that refuses every token refuses it at once.
 const GOOD_LOGIN: std::time::Duration = std::time::Duration::from_secs(60);
@@ -202,6 +220,7 @@ impl OAuthProvider {
             http: self.http.http.clone(),
             policy: Arc::clone(&self.http.policy),
             refused: Arc::clone(&self.http.refused),
+            insecure: self.insecure,
         };
         let mut manager =
             AuthorizationManager::new_with_oauth_http_client(self.url.as_ref(), Arc::new(guarded))
@@ -234,7 +253,7 @@ impl OAuthProvider {
                     client_id: client_id.clone(),
                     client_secret: client_secret.clone(),
                     scopes: self.oauth.scopes.clone(),
-                    resource: Some(self.url.to_string()),
+                    resource: Some(resource(&self.url)),
                 };
                 manager
                     .validate_client_credentials_metadata(&config)
