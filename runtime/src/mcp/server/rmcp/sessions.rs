@@ -266,8 +266,8 @@ pub(super) fn opens_a_session<B>(request: &Request<B>) -> bool {
 }
 
 /// `request`'s body, read whole as rmcp reads it (at most `max` bytes),
-/// put back in the request, and whether it is an `initialize` — the one
-/// request that opens a session.
+/// put back in the request, and whether it may be an `initialize` — the
+/// one request that opens a session (a body not read here may be).
 ///
 /// # Errors
 ///
@@ -325,8 +325,11 @@ where
         #[serde(borrow)]
         method: Option<std::borrow::Cow<'a, str>>,
     }
-    let initialize = serde_json::from_slice::<Method<'_>>(&body)
-        .is_ok_and(|message| message.method.as_deref() == Some("initialize"));
+    // A body read otherwise here than rmcp reads it (a key twice, say) may
+    // still open a session there: it runs apart, as an `initialize` does.
+    let initialize = serde_json::from_slice::<Method<'_>>(&body).map_or(true, |message| {
+        message.method.as_deref() == Some("initialize")
+    });
     Ok((
         Request::from_parts(parts, http_body_util::Full::new(body)),
         initialize,
