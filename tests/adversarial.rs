@@ -757,6 +757,47 @@ async fn a_map_key_shaped_like_a_path_does_not_unmask_a_secret_value() {
     }
 }
 
+/// Sends headers on.
+#[tool(read_only, redact(headers))]
+fn forward(headers: std::collections::HashMap<String, u32>) -> Result<usize, ErrorEnvelope> {
+    Ok(headers.len())
+}
+
+/// Counts a tenant's seats.
+#[tool(read_only)]
+fn seats(tenants: Secret<std::collections::HashMap<String, u32>>) -> Result<usize, ErrorEnvelope> {
+    Ok(tenants.expose().len())
+}
+
+/// A map inside a secret is the secret: its keys as much as its values. A
+/// wrong value under a key was named by its path, the key in it — in the
+/// violation's field and in the message that names the first one — where
+/// the key may be the very secret (a token sent as a key). The path now
+/// stops at the secret's place.
+#[tokio::test]
+async fn a_key_inside_a_secret_map_is_never_named() {
+    const KEY: &str = "sk_live_AbCdEf123456";
+    let tools = ToolSet::new().tool::<forward>().tool::<seats>();
+    for (tool, param) in [("forward", "headers"), ("seats", "tenants")] {
+        let arguments = json!({(param): {(KEY): "not a number", "other": "nor this"}});
+        let result = tools.call(tool, arguments).await.unwrap();
+        let envelope = result.envelope().unwrap();
+        assert_eq!(envelope.category(), ErrorCategory::Validation, "{tool}");
+        let text = serde_json::to_string(&envelope).unwrap();
+        assert!(!text.contains("sk_live"), "{tool}: {text}");
+        assert!(!text.contains("other"), "{tool}: {text}");
+        let fields: Vec<&str> = envelope
+            .violations()
+            .iter()
+            .map(|v| v.field.as_str())
+            .collect();
+        assert!(
+            fields.iter().all(|field| *field == param),
+            "{tool}: {fields:?}"
+        );
+    }
+}
+
 /// A linked list: each node's `next` an `Option<Box<Node>>`, which schemars
 /// writes as an `anyOf` of the node and `null` at every level.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]

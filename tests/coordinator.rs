@@ -239,6 +239,8 @@ async fn an_escalation_kept_for_people_shows_no_credential_it_quoted() {
                     .with_partial_results(serde_json::json!({
                         "pages": [{"page": 1, "next": "https://invoices.example/v2?page=2&token=pag3-t0k"}],
                         "connection": {"dsn": "mysql://app:d5n-pw@db/inv", "api_key": "k3y-9931", "pin": 7291},
+                        "credentials": {"github": "ghp-n3st3d"},
+                        "token": ["t0k-in-a-list"],
                         "customer": "ACME",
                     })),
             )
@@ -262,6 +264,8 @@ async fn an_escalation_kept_for_people_shows_no_credential_it_quoted() {
         "pag3-t0k",
         "d5n-pw",
         "k3y-9931",
+        "ghp-n3st3d",
+        "t0k-in-a-list",
     ] {
         assert!(!kept.contains(secret), "{secret} in {kept}");
     }

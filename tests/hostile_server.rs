@@ -1133,6 +1133,68 @@ async fn a_question_shows_the_handler_no_secret_the_call_sent() {
     }
 }
 
+/// A server may quote one call's secret in another call's question: on
+/// 2025-11-25 a question is masked by the secrets of every call in
+/// flight; a 2026-07-28 round's once was by its own call's only. Both are
+/// masked alike now.
+#[tokio::test]
+async fn a_question_shows_the_handler_no_secret_another_call_sent() {
+    const OTHER: &str = "hunter2-of-another-call";
+    let logging_in = Arc::new(tokio::sync::Notify::new());
+    let reached = Arc::clone(&logging_in);
+    let quoting = Fake::start(move |method, params| match method {
+        "tools/list" => {
+            let mut tools = login_tool();
+            let ask = json!({"name": "ask", "inputSchema": {"type": "object"}});
+            tools["tools"].as_array_mut().unwrap().push(ask);
+            Reply::Result(tools)
+        }
+        // The login waits, its password in flight, while the other is asked.
+        "tools/call" if params["name"] == "login" => {
+            reached.notify_one();
+            Reply::Hang
+        }
+        "tools/call" if params.get("inputResponses").is_none() => Reply::Result(json!({
+            "resultType": "input_required",
+            "inputRequests": {"form": {"method": "elicitation/create", "params": {
+                "mode": "form", "message": format!("Confirm the password {OTHER}"),
+                "requestedSchema": {"type": "object", "properties": {}}
+            }}},
+            "requestState": "s"
+        })),
+        "tools/call" => Reply::Result(json!({"content": [], "structuredContent": {"ok": true}})),
+        _ => Reply::Result(Value::Null),
+    })
+    .await;
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let elicited = Arc::clone(&seen);
+    let client = McpClient::connect(&quoting.url)
+        .on_elicitation(move |params| {
+            elicited
+                .lock()
+                .unwrap()
+                .push(serde_json::to_string(&params).unwrap());
+            std::future::ready(ElicitResult::new(ElicitationAction::Decline))
+        })
+        .await
+        .unwrap();
+    let login = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let arguments = json!({"user": "ops", "creds": {"password": OTHER}});
+            client.call("login", arguments).await
+        })
+    };
+    logging_in.notified().await;
+    let answer = client.call("ask", json!({})).await.unwrap();
+    assert_eq!(answer, json!({"ok": true}));
+    login.abort();
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(!seen[0].contains(OTHER), "{}", seen[0]);
+    assert!(seen[0].contains("[redacted]"), "{}", seen[0]);
+}
+
 /// A question that quotes a secret number where the question must hold a
 /// number (`maxTokens`: the PIN the call sent) cannot be shown masked: it
 /// is not shown to the handler at all, and the call fails saying why.

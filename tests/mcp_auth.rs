@@ -696,6 +696,60 @@ async fn a_machines_token_is_asked_for_the_server_not_its_query() {
     assert!(!form.values().any(|value| value.contains(KEY)), "{form:?}");
 }
 
+/// A person's login names the resource by the MCP server's URL too where
+/// the server publishes no resource metadata: without its query, which
+/// would go to the authorization server in the URL the person is sent to.
+#[cfg(feature = "oauth")]
+#[tokio::test]
+async fn a_persons_login_names_the_server_not_its_query() {
+    use tool_envelope::mcp::client::OAuth;
+    const KEY: &str = "k3y-secret-0002";
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let metadata = json!({
+        "issuer": base,
+        "authorization_endpoint": format!("{base}/authorize"),
+        "token_endpoint": format!("{base}/token"),
+        "response_types_supported": ["code"],
+        "grant_types_supported": ["authorization_code"],
+        "code_challenge_methods_supported": ["S256"],
+    });
+    let challenge = [(axum::http::header::WWW_AUTHENTICATE, "Bearer")];
+    let app = axum::Router::new()
+        .route(
+            "/mcp",
+            axum::routing::post(move || {
+                std::future::ready((axum::http::StatusCode::UNAUTHORIZED, challenge))
+            }),
+        )
+        .route(
+            "/.well-known/oauth-authorization-server",
+            axum::routing::get(move || std::future::ready(axum::Json(metadata))),
+        );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let sent_to = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let kept = Arc::clone(&sent_to);
+    let login = OAuth::authorization_code("http://127.0.0.1:9/callback", move |url| {
+        kept.lock().unwrap().push(url);
+        std::future::ready(Err(ErrorEnvelope::permission("nobody is here to log in")))
+    })
+    .preregistered("person-client", None);
+    let failed = McpClient::connect(format!("{base}/mcp?api_key={KEY}"))
+        .oauth(login)
+        .await
+        .unwrap_err();
+    let sent_to = sent_to.lock().unwrap().clone();
+    assert_eq!(sent_to.len(), 1, "{}", shown(&failed));
+    let url = reqwest::Url::parse(&sent_to[0]).unwrap();
+    let resource = url.query_pairs().find(|(key, _)| key == "resource");
+    assert_eq!(
+        resource.map(|(_, value)| value.into_owned()),
+        Some(format!("{base}/mcp")),
+        "{url}"
+    );
+    assert!(!sent_to[0].contains(KEY), "{url}");
+}
+
 /// The MCP server's documents name the authorization server and its
 /// endpoints: one on another machine over plain HTTP, where anyone on
 /// the way reads the client's secret, is refused before anything is sent

@@ -624,6 +624,43 @@ async fn a_call_refused_before_the_body_reports_no_run_whatever_refused_it() {
     }
 }
 
+static LATE_DEBITS: AtomicU32 = AtomicU32::new(0);
+
+/// Debits, then checks a cap of its own.
+#[tool(destructive)]
+fn debit_late(amount: u32) -> Result<u32, Blocked> {
+    LATE_DEBITS.fetch_add(amount, Ordering::SeqCst);
+    Err(Blocked::new("over today's cap, found after the debit"))
+}
+
+/// A `Blocked` the body returns is no guard's verdict: the body ran (here,
+/// it debited). Its type claims "refused before it ran" and "not applied",
+/// as a guard's block is; from a body, the reply said the tool never ran
+/// (an escalation after 0 attempts, the guard's reason) though it had.
+#[tokio::test(start_paused = true)]
+async fn a_block_the_body_returns_says_the_body_ran() {
+    let tools = ToolSet::new()
+        .tool::<debit_late>()
+        .retry(RetryPolicy::default().constant(Duration::from_millis(10)));
+    let result = tools
+        .call("debit_late", json!({"amount": 5}))
+        .await
+        .unwrap();
+    let structured = result.structured_content.unwrap();
+    assert_eq!(
+        LATE_DEBITS.load(Ordering::SeqCst),
+        5,
+        "run once: {structured}"
+    );
+    assert_eq!(structured["escalation"]["attempts"], 1, "{structured}");
+    assert_ne!(structured["reason"], "BLOCKED_BY_GUARD", "{structured}");
+    assert_ne!(
+        structured["escalation"]["reason"], "blocked_by_guard",
+        "{structured}"
+    );
+    assert_eq!(structured["isRetryable"], false, "{structured}");
+}
+
 /// Shared state: a connection pool, say.
 struct Inventory {
     stock: Vec<(String, u32)>,

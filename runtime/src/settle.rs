@@ -178,6 +178,27 @@ pub(crate) fn leaves_retryable(
         && (safe_to_repeat || reason == Some(reasons::NOT_APPLIED))
 }
 
+/// `parts` of a failure that came after the tool ran: whatever stopped
+/// another call before it ran (a tool this one called), or a refusal the
+/// body returned as its own error (a [`Blocked`](crate::guard::Blocked) of
+/// a check of its own), this one ran — and a person's yes to that one's
+/// block is not a yes to this call. Nor do its codes or its escalation
+/// say it never ran.
+pub(crate) fn ran(parts: &mut Parts) {
+    parts.set_not_applied(false);
+    parts.refused = None;
+    parts.approval = None;
+    parts.approvers = None;
+    let refusal =
+        |reason: &str| reasons::BLOCKED.contains(&reason) || reasons::UNUSABLE.contains(&reason);
+    if parts.reason.as_deref().is_some_and(refusal) {
+        parts.set_reason(None);
+    }
+    if let Some(escalated) = &mut parts.escalated {
+        escalated.attempts = escalated.attempts.max(1);
+    }
+}
+
 /// Records the call's facts on the envelope's `parts`, then applies
 /// [`leaves_retryable`]: a retryable failure it does not leave retryable is
 /// sent as not retryable, saying why.
@@ -185,23 +206,8 @@ fn decide(parts: &mut Parts, facts: &Facts, passed_on: bool) {
     // The call stays safe to repeat only if every tool on its path is.
     parts.idempotent = Some(parts.idempotent.unwrap_or(true) && facts.safe_to_repeat);
     if passed_on {
-        // This tool may have acted before the one it called failed: it ran,
-        // whatever stopped that one before it ran, and a person's yes to
-        // that one's block is not a yes to this call.
-        parts.set_not_applied(false);
-        parts.refused = None;
-        parts.approval = None;
-        parts.approvers = None;
-        // Nor do its codes or its escalation say it never ran.
-        let refusal = |reason: &str| {
-            reasons::BLOCKED.contains(&reason) || reasons::UNUSABLE.contains(&reason)
-        };
-        if parts.reason.as_deref().is_some_and(refusal) {
-            parts.set_reason(None);
-        }
-        if let Some(escalated) = &mut parts.escalated {
-            escalated.attempts = escalated.attempts.max(1);
-        }
+        // This tool may have acted before the one it called failed.
+        ran(parts);
     }
     if !facts.sent {
         parts.set_not_applied(true);

@@ -470,6 +470,19 @@ fn timed_out(tool: &str, limit: std::time::Duration) -> ErrorEnvelope {
 #[cfg(feature = "tokio")]
 pub const fn timeout_needs_the_tokio_feature() {}
 
+/// The body's own error: the body ran, so nothing of it says the call was
+/// refused before it ran, or not applied — a [`Blocked`](crate::guard::Blocked)
+/// the body returned from a check of its own included (its type claims
+/// both, as a guard's verdict), or a refusal of a remote call it passed
+/// on ([`crate::settle::ran`]). An envelope a call of this process
+/// settled is passed on as [`settle`] says.
+fn ran(envelope: ErrorEnvelope) -> ErrorEnvelope {
+    if !envelope.was_refused() || envelope.is_settled() {
+        return envelope;
+    }
+    envelope.remade(crate::settle::ran)
+}
+
 fn finish<T, E: ToolError>(
     tool: &ToolInfo,
     outcome: Result<Result<T, E>, Box<dyn Any + Send>>,
@@ -478,7 +491,7 @@ fn finish<T, E: ToolError>(
 ) -> ToolResult<T> {
     let envelope = match outcome {
         Ok(Ok(value)) => return Ok(value),
-        Ok(Err(error)) => caught_envelope(error),
+        Ok(Err(error)) => ran(caught_envelope(error)),
         Err(panic) => panicked(&format!("tool `{}`", tool.name), panic.as_ref()),
     };
     Err(settle(envelope, &tool.facts(), query, &|| {

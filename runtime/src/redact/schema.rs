@@ -321,6 +321,55 @@ impl SecretPaths {
         }
         here.iter().any(|&id| self.nodes[id].holds_secret)
     }
+
+    /// How many of `path`'s steps (into the parameter `param`) a text may
+    /// name: those up to a secret, or up to a key of a map whose values may
+    /// hold one (such a key is the client's, and may be the secret itself,
+    /// whatever it looks like: `[4111…]` reads as an index); every one
+    /// where no secret is. `None` for a parameter not declared, whose key
+    /// is named whole.
+    pub(crate) fn quotable(&self, param: &str, path: &[Step<'_>]) -> Option<usize> {
+        let Some(node) = self.param(param)? else {
+            return Some(path.len());
+        };
+        let mut here = vec![node];
+        for (at, step) in path.iter().enumerate() {
+            let mut next = Vec::new();
+            let mut seen = Vec::new();
+            while let Some(id) = here.pop() {
+                if seen.contains(&id) {
+                    continue;
+                }
+                seen.push(id);
+                let data = &self.nodes[id];
+                if !data.holds_secret {
+                    continue;
+                }
+                let a_key = match step {
+                    Step::Key(key) => !self.named(data, key),
+                    Step::Index(_) => true,
+                };
+                if data.secret
+                    || (a_key
+                        && data
+                            .additional
+                            .is_some_and(|id| self.nodes[id].holds_secret))
+                {
+                    return Some(at);
+                }
+                here.extend(&data.branches);
+                next.extend(match step {
+                    Step::Key(key) => self.member(data, key),
+                    Step::Index(index) => self.item(data, *index),
+                });
+            }
+            if next.is_empty() {
+                break;
+            }
+            here = next;
+        }
+        Some(path.len())
+    }
 }
 
 /// Marks every node from which a secret is reachable: from each secret,

@@ -67,8 +67,10 @@ pub(crate) fn scrub_in_place(text: &mut String) {
 }
 
 /// [`scrub`] through a JSON value, at any depth: each string scrubbed, and
-/// the string or number under a key that names a secret (`"password": …`,
-/// `"api_key": …`) replaced whole, as `password=…` is in a text. What an
+/// what is under a key that names a secret (`"password": …`,
+/// `"api_key": […]`, `"credentials": {…}`) replaced whole, as `password=…`
+/// is in a text — but `null` and `true`/`false`, which say only whether
+/// there is one. What an
 /// escalation carries besides its texts — the attempted query a branch
 /// wrote, the partial results it gathered — is masked so before a person
 /// reads it.
@@ -82,9 +84,8 @@ pub(crate) fn scrub_value(value: &mut Value) {
             Value::Object(fields) => {
                 for (key, field) in fields.iter_mut() {
                     match field {
-                        Value::String(_) | Value::Number(_) if is_secret_key(key) => {
-                            *field = Value::String(REDACTED.to_owned());
-                        }
+                        Value::Null | Value::Bool(_) => {}
+                        _ if is_secret_key(key) => *field = Value::String(REDACTED.to_owned()),
                         _ => pending.push(field),
                     }
                 }

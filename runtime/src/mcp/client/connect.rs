@@ -89,10 +89,12 @@ impl Connect {
     /// password or query values in the URL — go over plain
     /// `http://` to a host that is not loopback; and an OAuth login's
     /// client secret, code and tokens to an issuer pinned with a plain
-    /// `http://` URL ([`OAuth::issuer`](crate::mcp::client::OAuth::issuer)). Without it such a client
-    /// fails when it is made, as `other`, reason `CLIENT_MISCONFIGURED`:
-    /// anyone on the path would read the token. For a private network you
-    /// trust.
+    /// `http://` URL ([`OAuth::issuer`](crate::mcp::client::OAuth::issuer)), or to an
+    /// authorization server or endpoint the server's documents name with
+    /// one. Without it such a client fails when it is made, as `other`,
+    /// reason `CLIENT_MISCONFIGURED` (a login to a plain-HTTP endpoint,
+    /// when it reaches it: `AUTHORIZATION_FAILED`): anyone on the path
+    /// would read the token. For a private network you trust.
     pub fn insecure_credentials(mut self) -> Self {
         self.options.insecure_credentials = true;
         self

@@ -98,14 +98,17 @@ pub(crate) async fn call(
     if left.is_zero() {
         return Err(settle(timed_out(), &arguments, tool.as_deref(), false));
     }
-    // What a server's question may not quote: the credentials (as they
-    // are when it is asked), and the secret values of these arguments.
-    let secrets = || secret_values(&arguments, tool.as_deref(), &link.sent.credentials());
-    let secret_now = secrets();
+    // The secret values of these arguments, and the credentials sent.
+    let secret_now = secret_values(&arguments, tool.as_deref(), &link.sent.credentials());
     // A server's progress messages reach the caller quoting none of them.
     let on_progress =
         on_progress.map(|callback| masked_progress(callback, &secret_now, Arc::clone(&link.sent)));
     let running = link.sent.running(secret_now);
+    // What a question may not quote: the secret values of every call in
+    // flight (this one's among them, now that it runs) and the
+    // credentials, as 2025-11-25's questions are masked — a server may
+    // quote another call's secret in this call's question.
+    let in_flight = || link.sent.everything();
     let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.clone());
     let mut rounds = 0;
     // Whether the server asked a question: a round reached it.
@@ -154,7 +157,7 @@ pub(crate) async fn call(
                 }
                 let answered = tokio::time::timeout_at(
                     deadline,
-                    link.options.answers.answer_all(name, requests, &secrets()),
+                    link.options.answers.answer_all(name, requests, &in_flight()),
                 )
                 .await;
                 match answered {
@@ -174,7 +177,7 @@ pub(crate) async fn call(
             // Run as a task, for a client that declared the extension.
             Ok(ServerResult::CreateTaskResult(created)) if link.options.tasks => {
                 let id = created.task.task_id.clone();
-                let task = task::follow(link, &connection, name, created.task, deadline, &secrets);
+                let task = task::follow(link, &connection, name, created.task, deadline, &in_flight);
                 match select(pin!(task), pin!(running.call().flooded())).await {
                     Either::Left((outcome, _)) => outcome,
                     Either::Right(((), _)) => {

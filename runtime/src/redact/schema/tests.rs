@@ -63,6 +63,44 @@ fn a_secret_of_the_wrong_type_is_masked_too() {
     assert!(secrets.may_hold_secret("apiKey", &[]), "undeclared");
 }
 
+/// A path names declared places up to a secret, never what is past it.
+#[test]
+fn a_path_is_quoted_up_to_the_secret_it_leads_into() {
+    let secrets = SecretPaths::from_schema(&nested_config(), &[]);
+    let quotable = |param, path| secrets.quotable(param, &steps(path).unwrap());
+    assert_eq!(quotable("config", "upstream.auth.basic.user"), Some(4));
+    assert_eq!(quotable("config", "upstream.auth.basic.password"), Some(4));
+    assert_eq!(
+        quotable("config", "upstream.auth.basic.password.nested"),
+        Some(4)
+    );
+    assert_eq!(
+        quotable("config", "upstream.auth.basic.password[0].x"),
+        Some(4)
+    );
+    assert_eq!(quotable("dept", "a.b"), Some(2));
+    assert_eq!(quotable("apiKey", "a"), None, "undeclared");
+}
+
+/// A map whose values are secrets: its keys are the client's, and are
+/// never named, whatever they look like.
+#[test]
+fn a_key_of_a_map_of_secrets_is_never_quoted() {
+    let schema = json!({"type": "object", "properties": {"vault": {
+        "type": "object",
+        "additionalProperties": {"type": "string", "writeOnly": true}
+    }, "notes": {"type": "object", "additionalProperties": {"type": "string"}}}});
+    let secrets = SecretPaths::from_schema(schema.as_object().unwrap(), &[]);
+    let quotable = |param, path| secrets.quotable(param, &steps(path).unwrap());
+    assert_eq!(quotable("vault", "sk_live_1"), Some(0));
+    assert_eq!(
+        quotable("vault", "[4111111111111111]"),
+        Some(0),
+        "a key read as an index"
+    );
+    assert_eq!(quotable("notes", "anything"), Some(1));
+}
+
 #[test]
 fn undeclared_keys_are_never_shown() {
     let secrets = SecretPaths::from_schema(&nested_config(), &[]);

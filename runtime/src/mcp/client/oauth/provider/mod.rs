@@ -47,11 +47,10 @@ struct Session {
     last_login: Option<tokio::time::Instant>,
 }
 
-/// The resource a machine's token is asked for (RFC 8707): the MCP
-/// server's URL without its query or fragment, as rmcp's own login names
-/// it. The query is the server's to read: an API key in it
-/// (`/mcp?api_key=…`) would go to the authorization server, another
-/// origin, in the token request.
+/// The resource a login asks a token for (RFC 8707): the MCP server's URL
+/// without its query or fragment. The query is the server's to read: an
+/// API key in it (`/mcp?api_key=…`) would go to the authorization server,
+/// another origin, in the token request.
 fn resource(url: &str) -> String {
     let Ok(mut resource) = url::Url::parse(url) else {
         return url.to_owned();
@@ -222,8 +221,13 @@ impl OAuthProvider {
             refused: Arc::clone(&self.http.refused),
             insecure: self.insecure,
         };
+        // Named without its query: rmcp names the resource by this URL
+        // where the server's metadata does not (an API key in the query
+        // would go to the authorization server in every request of the
+        // login); discovery reads the server's origin and path only.
+        let resource = resource(&self.url);
         let mut manager =
-            AuthorizationManager::new_with_oauth_http_client(self.url.as_ref(), Arc::new(guarded))
+            AuthorizationManager::new_with_oauth_http_client(&resource, Arc::new(guarded))
                 .await
                 .map_err(|error| self.failed(&error))?;
         if let Some(store) = &self.oauth.store {
@@ -253,7 +257,7 @@ impl OAuthProvider {
                     client_id: client_id.clone(),
                     client_secret: client_secret.clone(),
                     scopes: self.oauth.scopes.clone(),
-                    resource: Some(resource(&self.url)),
+                    resource: Some(resource.clone()),
                 };
                 manager
                     .validate_client_credentials_metadata(&config)
