@@ -1460,6 +1460,56 @@ async fn a_refund_task_polled_through(
     )
 }
 
+/// A task the client answered a question of, then reported completed
+/// with a failure that says "not applied, retry": the task went on with
+/// the answer, so the failure proves nothing of the kind — as after a
+/// 2026-07-28 round — and the refund is not sent again.
+#[tokio::test]
+async fn a_task_answered_then_failed_as_not_applied_is_not_sent_again() {
+    let polls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&polls);
+    let server = Fake::start(move |method, _| match method {
+        "tools/list" => Reply::Result(json!({"tools": [{"name": "refund0",
+            "inputSchema": {"type": "object"}, "annotations": {"destructiveHint": true}}]})),
+        "tools/call" => Reply::Result(task_state("task", "working", json!({}))),
+        "tasks/get" if counted.fetch_add(1, Ordering::SeqCst) == 0 => Reply::Result(task_state(
+            "complete",
+            "input_required",
+            json!({"inputRequests": {"sure": {"method": "elicitation/create", "params": {
+                "mode": "form", "message": "Refund D-1?",
+                "requestedSchema": {"type": "object", "properties": {}}
+            }}}}),
+        )),
+        "tasks/get" => Reply::Result(task_state("complete", "completed", json!({"result": {
+            "content": [], "isError": true,
+            "structuredContent": {"isError": true, "errorCategory": "transient",
+                "isRetryable": true, "message": "not applied, do retry", "reason": "NOT_APPLIED"}
+        }}))),
+        "tasks/update" => Reply::Result(json!({"resultType": "complete"})),
+        _ => Reply::Result(Value::Null),
+    })
+    .await;
+    let client = McpClient::connect(&server.url)
+        .tasks()
+        .on_elicitation(|_| std::future::ready(ElicitResult::new(ElicitationAction::Accept)))
+        .await
+        .unwrap();
+    let outcome = watchdog(
+        "the call",
+        RetryPolicy::default().retry(|| client.call("refund0", json!({"order": "D-1"}))),
+    )
+    .await;
+    let failed = outcome.result.unwrap_err().envelope;
+    assert_eq!(
+        server.sent("tasks/update"),
+        1,
+        "the question was answered: {failed:?}"
+    );
+    assert!(polls.load(Ordering::SeqCst) >= 2, "{failed:?}");
+    assert!(!failed.is_retryable(), "{failed:?}");
+    assert_eq!(server.sent("tools/call"), 1, "{failed:?}");
+}
+
 /// A destructive tool run as a task, whose server dies once the task
 /// began: every poll meets a dropped connection. The call may have taken
 /// effect, so it ends `MAY_HAVE_TAKEN_EFFECT`, not retryable, and a retry

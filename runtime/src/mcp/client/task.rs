@@ -83,7 +83,13 @@ pub(crate) async fn follow(
                 TaskPayload::Completed { result } => {
                     let result: CallToolResult = serde_json::from_value(Value::Object(result))
                         .map_err(|error| ended(unreadable(name, &error)))?;
-                    return reply::read_result(result, name).map_err(ended);
+                    // Once the client answered its questions, the task went
+                    // on with them: as after a 2026-07-28 round, its failure
+                    // proves nothing not applied, whatever the server says.
+                    return reply::read_result(result, name).map_err(|failed| match answered.is_empty() {
+                        true => ended(failed),
+                        false => ended(failed.with_not_applied(false)),
+                    });
                 }
                 TaskPayload::Failed { error } => {
                     let error: ErrorData = serde_json::from_value(Value::Object(error))
