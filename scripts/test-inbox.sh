@@ -91,8 +91,10 @@ done
 [[ -s "$work/webhook.port" ]] || { echo "the webhook receiver did not start" >&2; exit 1; }
 webhook="http://127.0.0.1:$(cat "$work/webhook.port")/hook"
 
+# The browser also reaches the inbox as `inbox.test` (another host's name
+# over plain HTTP): listed, as every name the inbox answers to must be.
 TOOL_ENVELOPE_WEBHOOK_SECRET="$webhook_secret $old_secret" \
-    "$server" --http 127.0.0.1:0 --require-token --tasks --store "sqlite:$work/store.db" \
+    "$server" --http 127.0.0.1:0 --allowed-host inbox.test --require-token --tasks --store "sqlite:$work/store.db" \
     --webhook "$webhook" 2>"$work/server.log" &
 pids=("$!" "${pids[@]}")
 address=""

@@ -762,6 +762,53 @@ async fn argument_errors_of_the_common_sdks_are_validation() {
     }
 }
 
+/// A server's argument error that names a key the client sent inside a
+/// secret map — the key may be the secret — names the map, whichever
+/// SDK's wording it comes in.
+#[tokio::test]
+async fn a_servers_argument_error_names_no_key_inside_a_secret_map() {
+    const KEY: &str = "sk_live_AbCdEf123456";
+    for text in [
+        format!(
+            "Error executing tool seats: 1 validation error for seatsArguments\ntenants.{KEY}\n  Input should be a valid integer [type=int_parsing, input_value='x', input_type=str]"
+        ),
+        format!(
+            "Input validation error: Invalid arguments for tool seats: tenants.{KEY}: Invalid input: expected number, received string"
+        ),
+    ] {
+        let server = Fake::start(move |method, _| match method {
+            "tools/list" => Reply::Result(json!({"tools": [{"name": "seats", "inputSchema": {
+                "type": "object",
+                "properties": {"tenants": {"type": "object", "writeOnly": true,
+                    "additionalProperties": {"type": "integer"}}}
+            }}]})),
+            "tools/call" => text_result(&text),
+            _ => Reply::Result(Value::Null),
+        })
+        .await;
+        let client = McpClient::connect(&server.url).await.unwrap();
+        let failed = (client.call("seats", json!({"tenants": {(KEY): "x"}})))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            failed.reason(),
+            Some(reasons::INVALID_ARGUMENTS),
+            "{failed:?}"
+        );
+        let shown = format!(
+            "{} {failed:?} {failed}",
+            serde_json::to_string(&failed).unwrap()
+        );
+        assert!(!shown.contains("sk_live"), "{shown}");
+        let named: Vec<&str> = failed
+            .violations()
+            .iter()
+            .map(|v| v.field.as_str())
+            .collect();
+        assert_eq!(named, ["tenants"], "{shown}");
+    }
+}
+
 #[tokio::test]
 async fn a_server_that_asks_for_ever_is_answered_ten_rounds_at_most() {
     let asking = Fake::start(|method, params| match method {

@@ -370,6 +370,41 @@ impl SecretPaths {
         }
         Some(path.len())
     }
+
+    /// `field`, a path into the arguments (`card.holder`, `tenants.acme`),
+    /// cut to what it may name ([`quotable`](Self::quotable)): a path into
+    /// a secret, or through the keys of a map of secrets, names the place
+    /// and not the keys the client sent there — one may be the secret.
+    pub(crate) fn quotable_field(&self, field: String) -> String {
+        let at = field.find(['.', '[']).unwrap_or(field.len());
+        let (param, path) = field.split_at(at);
+        let path = path.strip_prefix('.').unwrap_or(path);
+        let Some(steps) = steps(path) else {
+            // Past a map whose keys do not read as a path: anywhere in it.
+            return match self.quotable(param, &[]).is_some() && self.may_hold_secret(param, &[]) {
+                true => param.to_owned(),
+                false => field,
+            };
+        };
+        let Some(quotable) = self.quotable(param, &steps) else {
+            // A key the tool does not declare, named whole.
+            return field;
+        };
+        if quotable == steps.len() {
+            return field;
+        }
+        let mut cut = param.to_owned();
+        for step in &steps[..quotable] {
+            match step {
+                Step::Key(key) => {
+                    cut.push('.');
+                    cut.push_str(key);
+                }
+                Step::Index(index) => cut.push_str(&format!("[{index}]")),
+            }
+        }
+        cut
+    }
 }
 
 /// Marks every node from which a secret is reachable: from each secret,

@@ -189,7 +189,9 @@ impl McpClient {
     }
 
     /// How many `tools/call` requests this client has sent, over every
-    /// connection it made.
+    /// connection it made — each round of a 2026-07-28 call once. A call
+    /// rmcp sends again by itself, on the new session it opens when the
+    /// server answers 404 (it forgot the session), is not counted again.
     pub fn sent(&self) -> u64 {
         self.link.sent_calls()
     }

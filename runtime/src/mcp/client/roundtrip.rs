@@ -310,5 +310,44 @@ pub(crate) fn finish(
         sent,
         source: Source::Remote,
     };
+    let envelope = match tool {
+        Some(tool) => within_secrets(envelope, tool.secrets()),
+        None => envelope,
+    };
     settle(envelope, &facts, query, &|| None)
+}
+
+/// `envelope` with each violation's field cut where the tool's schema
+/// puts a secret ([`SecretPaths::quotable_field`]), and the texts that
+/// quoted a field so cut (a message naming the first violation) saying it
+/// cut the same way: a server that names a key the client sent inside a
+/// secret map (`tenants.sk_live_…`) names a secret.
+fn within_secrets(envelope: ErrorEnvelope, secrets: &SecretPaths) -> ErrorEnvelope {
+    if envelope.violations().is_empty() {
+        return envelope;
+    }
+    let mut cut = Vec::new();
+    let envelope = envelope.remade(|parts| {
+        for violation in &mut parts.violations {
+            let field = secrets.quotable_field(violation.field.clone());
+            if field != violation.field {
+                cut.push((
+                    std::mem::replace(&mut violation.field, field.clone()),
+                    field,
+                ));
+            }
+        }
+    });
+    if cut.is_empty() {
+        return envelope;
+    }
+    let mut envelope = envelope;
+    envelope.visit_texts(&mut |text| {
+        for (was, now) in &cut {
+            if text.contains(was.as_str()) {
+                *text = text.replace(was.as_str(), now);
+            }
+        }
+    });
+    envelope
 }

@@ -17,7 +17,7 @@ use crate::guard::{ToolCall, Waivers, verdict};
 use crate::mcp::server::state::{BoxFuture, CallState};
 use crate::mcp::violations::{unusable_arguments, violations};
 use crate::query::Query;
-use crate::redact::schema::{SecretPaths, Step, steps};
+use crate::redact::schema::steps;
 use crate::redact::secret::noting;
 use crate::settle::{Facts, settle};
 
@@ -87,7 +87,7 @@ impl<'a> Decoder<'a> {
                     index if index.starts_with('[') => format!("{name}{index}"),
                     path => format!("{name}.{path}"),
                 };
-                let field = quotable_field(field, secrets);
+                let field = secrets.quotable_field(field);
                 self.violations.push(Violation::new(field, description));
                 None
             }
@@ -121,7 +121,7 @@ impl<'a> Decoder<'a> {
         if let Some(schema) = self.context.input_schema() {
             let secrets = self.context.mask().paths();
             for mut violation in violations(schema, self.arguments, MAX_VIOLATIONS) {
-                violation.field = quotable_field(violation.field, secrets);
+                violation.field = secrets.quotable_field(violation.field);
                 if !self
                     .violations
                     .iter()
@@ -137,41 +137,6 @@ impl<'a> Decoder<'a> {
             self.context.query(self.arguments),
         ))
     }
-}
-
-/// `field`, a path into the arguments (`card.holder`, `tenants.acme`),
-/// cut to what it may name ([`SecretPaths::quotable`]): a path into a
-/// secret, or through the keys of a map of secrets, names the place and
-/// not the keys the client sent there — one may be the secret.
-fn quotable_field(field: String, secrets: &SecretPaths) -> String {
-    let at = field.find(['.', '[']).unwrap_or(field.len());
-    let (param, path) = field.split_at(at);
-    let path = path.strip_prefix('.').unwrap_or(path);
-    let Some(steps) = steps(path) else {
-        // Past a map whose keys do not read as a path: anywhere in it.
-        return match secrets.quotable(param, &[]).is_some() && secrets.may_hold_secret(param, &[]) {
-            true => param.to_owned(),
-            false => field,
-        };
-    };
-    let Some(quotable) = secrets.quotable(param, &steps) else {
-        // A key the tool does not declare, named whole.
-        return field;
-    };
-    if quotable == steps.len() {
-        return field;
-    }
-    let mut cut = param.to_owned();
-    for step in &steps[..quotable] {
-        match step {
-            Step::Key(key) => {
-                cut.push('.');
-                cut.push_str(key);
-            }
-            Step::Index(index) => cut.push_str(&format!("[{index}]")),
-        }
-    }
-    cut
 }
 
 impl Decoder<'_> {
