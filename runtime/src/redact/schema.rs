@@ -280,46 +280,20 @@ impl SecretPaths {
             Some(None) => return false,
             Some(Some(node)) => node,
         };
-        let mut here = vec![node];
-        for (at, step) in path.iter().enumerate() {
-            let last = at + 1 == path.len();
-            let mut next = Vec::new();
-            let mut seen = Vec::new();
-            while let Some(id) = here.pop() {
-                if seen.contains(&id) {
-                    continue;
-                }
-                seen.push(id);
-                let data = &self.nodes[id];
-                if !data.holds_secret {
-                    continue;
-                }
-                if data.secret {
-                    return true;
-                }
-                // A map's keys are the client's, dots and brackets too: past
-                // one that may hold a secret, the rest of the path may be a
-                // key, unless it is one named member and nothing more.
-                if data
-                    .additional
-                    .is_some_and(|id| self.nodes[id].holds_secret)
-                    && !(last && matches!(step, Step::Key(key) if self.named(data, key)))
-                {
-                    return true;
-                }
-                here.extend(&data.branches);
-                let target = match step {
-                    Step::Key(key) => self.member(data, key),
-                    Step::Index(index) => self.item(data, *index),
-                };
-                next.extend(target);
-            }
-            if next.is_empty() {
-                return false;
-            }
-            here = next;
+        let last = path.len().saturating_sub(1);
+        // A map's keys are the client's, dots and brackets too: past one
+        // that may hold a secret, the rest of the path may be a key, unless
+        // it is one named member and nothing more.
+        let stops = |at: usize, step: &Step<'_>, data: &Node| {
+            data.secret
+                || (self.holds_secrets_as_values(data)
+                    && !(at == last && matches!(step, Step::Key(key) if self.named(data, key))))
+        };
+        match self.walk(node, path, stops) {
+            Walk::Stopped(_) => true,
+            Walk::Lost => false,
+            Walk::Reached(here) => here.iter().any(|&id| self.nodes[id].holds_secret),
         }
-        here.iter().any(|&id| self.nodes[id].holds_secret)
     }
 
     /// How many of `path`'s steps (into the parameter `param`) a text may
@@ -332,6 +306,35 @@ impl SecretPaths {
         let Some(node) = self.param(param)? else {
             return Some(path.len());
         };
+        let stops = |_: usize, step: &Step<'_>, data: &Node| {
+            let a_key = match step {
+                Step::Key(key) => !self.named(data, key),
+                Step::Index(_) => true,
+            };
+            data.secret || (a_key && self.holds_secrets_as_values(data))
+        };
+        match self.walk(node, path, stops) {
+            Walk::Stopped(at) => Some(at),
+            Walk::Lost | Walk::Reached(_) => Some(path.len()),
+        }
+    }
+
+    /// Whether `node` is a map whose values may hold a secret.
+    fn holds_secrets_as_values(&self, node: &Node) -> bool {
+        node.additional
+            .is_some_and(|id| self.nodes[id].holds_secret)
+    }
+
+    /// Walks `path` from `node` through the nodes that may hold a secret,
+    /// each branch once a step: [`Walk::Stopped`] at the first step where
+    /// `stops` says so of a node, [`Walk::Lost`] where no such node goes
+    /// on, else the nodes reached.
+    fn walk(
+        &self,
+        node: NodeId,
+        path: &[Step<'_>],
+        stops: impl Fn(usize, &Step<'_>, &Node) -> bool,
+    ) -> Walk {
         let mut here = vec![node];
         for (at, step) in path.iter().enumerate() {
             let mut next = Vec::new();
@@ -345,17 +348,8 @@ impl SecretPaths {
                 if !data.holds_secret {
                     continue;
                 }
-                let a_key = match step {
-                    Step::Key(key) => !self.named(data, key),
-                    Step::Index(_) => true,
-                };
-                if data.secret
-                    || (a_key
-                        && data
-                            .additional
-                            .is_some_and(|id| self.nodes[id].holds_secret))
-                {
-                    return Some(at);
+                if stops(at, step, data) {
+                    return Walk::Stopped(at);
                 }
                 here.extend(&data.branches);
                 next.extend(match step {
@@ -364,11 +358,11 @@ impl SecretPaths {
                 });
             }
             if next.is_empty() {
-                break;
+                return Walk::Lost;
             }
             here = next;
         }
-        Some(path.len())
+        Walk::Reached(here)
     }
 
     /// `field`, a path into the arguments (`card.holder`, `tenants.acme`),
@@ -405,6 +399,16 @@ impl SecretPaths {
         }
         cut
     }
+}
+
+/// Where a [`SecretPaths::walk`] along a path ended.
+enum Walk {
+    /// At this step, where it was told to stop.
+    Stopped(usize),
+    /// Where no node that may hold a secret went on.
+    Lost,
+    /// At the end of the path, on these nodes.
+    Reached(Vec<NodeId>),
 }
 
 /// Marks every node from which a secret is reachable: from each secret,
