@@ -9,8 +9,9 @@ use http_body_util::BodyExt;
 use super::sessions::McpResponse;
 use crate::limits::text_for_wire;
 
-/// How much of a refusal's message is kept.
-const MOST_QUOTED: usize = 256;
+/// How much of a refusal's message (or a text of its data, over stdio)
+/// is kept, as this crate's own errors quote.
+pub(super) const MOST_QUOTED: usize = 256;
 
 /// `response`, and if it is a refusal (400) whose JSON-RPC error message
 /// or text is longer than [`MOST_QUOTED`] bytes, with that message cut.

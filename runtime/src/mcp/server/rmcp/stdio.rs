@@ -12,10 +12,8 @@ use rmcp::model::{ClientJsonRpcMessage, ErrorData, JsonRpcMessage, ServerJsonRpc
 use rmcp::transport::Transport;
 use serde_json::Value;
 
+use super::refusals::MOST_QUOTED;
 use crate::limits::text_for_wire;
-
-/// How much of a quoted text a refusal keeps, as this crate's own errors.
-const MOST_QUOTED: usize = 256;
 
 /// rmcp's stdio transport, its refusals cut.
 pub(super) fn stdio() -> impl Transport<RoleServer, Error = std::io::Error> {
