@@ -618,6 +618,28 @@ async fn an_authorization_servers_refusal_quotes_no_refresh_token() {
     assert!(!shown.contains(REFRESH), "{shown}");
 }
 
+/// A machine's login to an authorization server whose metadata names
+/// `endpoint` as its token endpoint: refused (`AUTHORIZATION_FAILED`),
+/// everything the failure shows.
+#[cfg(feature = "oauth")]
+async fn refused_login_posting_to(endpoint: &'static str) -> String {
+    use tool_envelope::mcp::client::OAuth;
+    let edit = |metadata: &mut Value| metadata["token_endpoint"] = json!(endpoint);
+    let base = machine_authorization_server(edit, None).await;
+    let failed = McpClient::connect(format!("{base}/mcp"))
+        .oauth(OAuth::client_credentials("machine", "mach-s3cret"))
+        .timeout(std::time::Duration::from_secs(60))
+        .await
+        .unwrap_err();
+    let shown = shown(&failed);
+    assert_eq!(
+        failed.reason(),
+        Some(reasons::AUTHORIZATION_FAILED),
+        "{endpoint}: {shown}"
+    );
+    shown
+}
+
 /// An authorization server's metadata names where a login posts its
 /// secret: an address inside the client's network (the cloud's instance
 /// metadata, a private service) is refused before anything is sent there,
@@ -625,25 +647,12 @@ async fn an_authorization_servers_refusal_quotes_no_refresh_token() {
 #[cfg(feature = "oauth")]
 #[tokio::test]
 async fn a_login_is_never_sent_to_an_internal_address_the_metadata_names() {
-    use tool_envelope::mcp::client::OAuth;
     for (endpoint, allowed_by) in [
         ("http://169.254.169.254/latest/api/token", None),
         ("http://[::ffff:a9fe:a9fe]/token", None),
         ("http://10.255.255.1/token", Some("private_addresses")),
     ] {
-        let edit = |metadata: &mut Value| metadata["token_endpoint"] = json!(endpoint);
-        let base = machine_authorization_server(edit, None).await;
-        let failed = McpClient::connect(format!("{base}/mcp"))
-            .oauth(OAuth::client_credentials("machine", "mach-s3cret-ssrf"))
-            .timeout(std::time::Duration::from_secs(60))
-            .await
-            .unwrap_err();
-        let shown = shown(&failed);
-        assert_eq!(
-            failed.reason(),
-            Some(reasons::AUTHORIZATION_FAILED),
-            "{endpoint}: {shown}"
-        );
+        let shown = refused_login_posting_to(endpoint).await;
         assert!(
             shown.contains("may not connect"),
             "{endpoint}: refused before a connection was tried: {shown}"
@@ -757,22 +766,7 @@ async fn a_persons_login_names_the_server_not_its_query() {
 #[cfg(feature = "oauth")]
 #[tokio::test]
 async fn a_login_never_sends_over_plain_http_to_another_machine() {
-    use tool_envelope::mcp::client::OAuth;
-    let edit = |metadata: &mut Value| {
-        metadata["token_endpoint"] = json!("http://auth.example.com/token");
-    };
-    let base = machine_authorization_server(edit, None).await;
-    let failed = McpClient::connect(format!("{base}/mcp"))
-        .oauth(OAuth::client_credentials("machine", "mach-s3cret-plain"))
-        .timeout(std::time::Duration::from_secs(60))
-        .await
-        .unwrap_err();
-    let shown = shown(&failed);
-    assert_eq!(
-        failed.reason(),
-        Some(reasons::AUTHORIZATION_FAILED),
-        "{shown}"
-    );
+    let shown = refused_login_posting_to("http://auth.example.com/token").await;
     assert!(
         shown.contains("over plain HTTP"),
         "refused before a connection was tried: {shown}"

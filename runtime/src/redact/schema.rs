@@ -375,7 +375,7 @@ impl SecretPaths {
         let path = path.strip_prefix('.').unwrap_or(path);
         let Some(steps) = steps(path) else {
             // Past a map whose keys do not read as a path: anywhere in it.
-            return match self.quotable(param, &[]).is_some() && self.may_hold_secret(param, &[]) {
+            return match self.param(param).is_some() && self.may_hold_secret(param, &[]) {
                 true => param.to_owned(),
                 false => field,
             };
