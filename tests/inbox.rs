@@ -1493,6 +1493,146 @@ async fn each_new_approval_is_noticed_once_through_the_webhook_retried_when_it_i
     }
 }
 
+/// The replica that opened an approval could not reach its receiver; the
+/// notice outlives that: another replica sharing the store posts it once
+/// it is due again, and then it is not due.
+#[tokio::test]
+async fn a_notice_the_opener_could_not_post_is_posted_by_another_replica() {
+    use tool_envelope::mcp::Webhook;
+    // Nothing listens where the first replica's receiver was.
+    let gone = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/hook", listener.local_addr().unwrap())
+    };
+    let folder = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", folder.path().join("notices.db").display());
+    let replica = |store, webhook| {
+        ToolSet::new()
+            .tool::<refund>()
+            .guards(Guards::new().for_all(policy))
+            .store(store)
+            .approvals_in_background(false)
+            .approval_webhook(webhook)
+    };
+    // Its notices are due again at once when not delivered.
+    let first = replica(
+        store::open(&url).await.unwrap(),
+        Webhook::new(gone).resend_after(std::time::Duration::ZERO),
+    );
+    let agent = Caller::new("agent", ["refunds:write"]);
+    let arguments = json!({"order": "WH-9", "amount": 640, "card": "4111-1111-1111-1111"});
+    let blocked = first
+        .call_with(
+            "refund",
+            arguments,
+            ToolContext::detached().with_caller(agent),
+        )
+        .await
+        .unwrap()
+        .structured_content
+        .unwrap();
+    let ticket = blocked["escalation"]["ticket"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let (hook, bodies, mut notices) = receiver().await;
+    let shared = Arc::new(Faltering::new(store::open(&url).await.unwrap()));
+    let mut sent = shared.watch_notices();
+    let second = replica(
+        Arc::clone(&shared) as Arc<dyn Store>,
+        Webhook::new(hook).resend_after(std::time::Duration::from_secs(3600)),
+    );
+    second.run_approved().await.unwrap();
+    let wait = std::time::Duration::from_secs(20);
+    let notice = tokio::time::timeout(wait, notices.recv())
+        .await
+        .expect("posted by the second replica")
+        .unwrap();
+    assert_eq!(notice["ticket"], ticket.as_str());
+    assert_eq!(notice["idempotencyKey"], ticket.as_str());
+    let text = notice["text"].as_str().unwrap();
+    assert!(
+        text.contains("Refund of $640 exceeds the $500 cap"),
+        "{text}"
+    );
+    assert!(
+        !notice.to_string().contains("4111-1111"),
+        "secrets stay masked"
+    );
+    // Kept as sent, after two posts (the receiver refused the first, then
+    // took it): never due again, however late a replica looks.
+    let kept = tokio::time::timeout(wait, sent.recv()).await.unwrap();
+    assert_eq!(kept.as_deref(), Some(ticket.as_str()));
+    assert_eq!(bodies.lock().unwrap().len(), 2);
+    let approval = shared.approval(&ticket).await.unwrap().unwrap();
+    assert_eq!(approval.notice_due_ms, None);
+    let late = approval.expires_ms - 1;
+    let due = shared.claim_due_notices("", late, 0, 16).await.unwrap();
+    assert!(due.is_empty(), "due again: {due:?}");
+}
+
+/// After an outage, with forty notices due and a receiver that takes a
+/// post and never answers, a replica holds sixteen posts open, and claims
+/// no more than it posts: the others stay due, for a later pass or
+/// another replica.
+#[tokio::test]
+async fn a_backlog_of_notices_is_posted_sixteen_at_a_time() {
+    use tool_envelope::mcp::Webhook;
+    let (held, mut arrived) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move || {
+            let _ = held.send(());
+            std::future::pending::<()>()
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hook = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let now = store::now_ms();
+    for n in 0..40 {
+        let mut approval = ApprovalRecord::new(
+            format!("backlog-{n}"),
+            "cap@0",
+            "refund",
+            json!({"order": format!("B-{n}"), "amount": 700}),
+            json!({"message": "Refund of $700 exceeds the $500 cap"}),
+            Some("agent".to_owned()),
+            "refunds:approve",
+            now + 3_600_000,
+        );
+        approval.notice_due_ms = Some(now - 1);
+        store.open_approval(&approval, u64::MAX).await.unwrap();
+    }
+    let tools = ToolSet::new()
+        .tool::<refund>()
+        .store(Arc::clone(&store))
+        .approvals_in_background(false)
+        .approval_webhook(Webhook::new(hook));
+    for _ in 0..3 {
+        tools.run_approved().await.unwrap();
+    }
+    // Sixteen posts reach the receiver, and wait there.
+    for _ in 0..16 {
+        tokio::time::timeout(std::time::Duration::from_secs(20), arrived.recv())
+            .await
+            .expect("posted")
+            .unwrap();
+    }
+    let pending = store
+        .approvals("", None, &[ApprovalState::Pending], 100)
+        .await
+        .unwrap();
+    let claimed = (pending.iter())
+        .filter(|approval| approval.notice_due_ms.is_some_and(|due| due > now))
+        .count();
+    assert_eq!(pending.len(), 40);
+    assert_eq!(claimed, 16, "claimed beyond what is posted");
+}
+
 /// Two replicas sharing a SQLite store and a cookie key, and the ticket of
 /// the $700 refund of `order` the agent asked for, waiting on them.
 async fn replicas(name: &str, order: &str) -> (Server, Server, String) {
@@ -1927,6 +2067,8 @@ struct Faltering {
     /// An approval another replica claims, with a lease that has run out
     /// already (it died), as the next call's approvals are read.
     claimed_meanwhile: std::sync::Mutex<Option<String>>,
+    /// Told the ticket of each notice kept as sent.
+    notices_sent: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedSender<String>>>,
 }
 
 impl Faltering {
@@ -1941,7 +2083,15 @@ impl Faltering {
             reading_decided_fails: AtomicBool::new(false),
             approval_reads_fail: std::sync::atomic::AtomicU32::new(0),
             claimed_meanwhile: std::sync::Mutex::new(None),
+            notices_sent: std::sync::Mutex::new(None),
         }
+    }
+
+    /// The tickets of the notices kept as sent, from now on.
+    fn watch_notices(&self) -> tokio::sync::mpsc::UnboundedReceiver<String> {
+        let (told, sent) = tokio::sync::mpsc::unbounded_channel();
+        *self.notices_sent.lock().unwrap() = Some(told);
+        sent
     }
 
     fn fail_reading(&self, prefix: Option<&'static str>) {
@@ -1959,7 +2109,19 @@ macro_rules! passed_on {
 }
 
 impl Store for Faltering {
+    fn notice_sent<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
+        let told = self.notices_sent.lock().unwrap().clone();
+        Box::pin(async move {
+            self.inner.notice_sent(id).await?;
+            if let Some(told) = told {
+                let _ = told.send(id.to_owned());
+            }
+            Ok(())
+        })
+    }
+
     passed_on! {
+        claim_due_notices(service: &'a str, now_ms: i64, wait_ms: i64, limit: u32) -> Vec<ApprovalRecord>;
         create_task(task: &'a TaskRecord, most_running: u64) -> bool;
         task(id: &'a str) -> Option<TaskRecord>;
         update_task(id: &'a str, holder: &'a str, update: &'a TaskUpdate) -> bool;

@@ -97,6 +97,110 @@ async fn contract(store: Arc<dyn Store>) {
     a_yes_not_run_in_time_expires_unrun(&*store).await;
     listed_newest_or_oldest_first(&*store).await;
     an_escalation_is_kept_once_by_its_id(&*store).await;
+    notices(&*store).await;
+}
+
+/// A notice is claimed when it is due and its approval still waits, by
+/// one claimer until its claim runs out, and never again once sent: not
+/// before it is due, not another service's, not one decided or expired.
+async fn notices(store: &dyn Store) {
+    let now = store::now_ms();
+    let service = format!("notices-{now}");
+    let open = async |digest: &str, due: Option<i64>, expires: i64| {
+        let mut approval = approval(&format!("{digest}-{now}"), expires).for_service(&service);
+        approval.notice_due_ms = due;
+        store
+            .open_approval(&approval, u64::MAX)
+            .await
+            .unwrap()
+            .unwrap()
+    };
+    let due = open("due", Some(now - 10), now + 10 * MINUTE).await;
+    let older = open("older", Some(now - 20), now + 10 * MINUTE).await;
+    let later = open("later", Some(now + MINUTE / 2), now + 10 * MINUTE).await;
+    let none = open("none", None, now + 10 * MINUTE).await;
+    let lapsed = open("lapsed", Some(now - 30), now - 1).await;
+    let decided = open("decided", Some(now - 40), now + 10 * MINUTE).await;
+    let decision = Decision::new(false, "approver", "no");
+    assert!(store.decide(&decided.id, &decision).await.unwrap());
+    let mut elsewhere =
+        approval(&format!("elsewhere-{now}"), now + 10 * MINUTE).for_service("other");
+    elsewhere.notice_due_ms = Some(now - 50);
+    store.open_approval(&elsewhere, u64::MAX).await.unwrap();
+    assert_eq!(
+        store
+            .approval(&due.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .notice_due_ms,
+        Some(now - 10),
+        "kept as opened"
+    );
+
+    let ids = |claimed: Vec<ApprovalRecord>| claimed.into_iter().map(|a| a.id).collect::<Vec<_>>();
+    // Claimed for the wait asked: the approvals are younger than it.
+    let until = now + 5 * MINUTE;
+    let claimed = store
+        .claim_due_notices(&service, now, 5 * MINUTE, 1)
+        .await
+        .unwrap();
+    assert_eq!(
+        claimed[0].notice_due_ms,
+        Some(until),
+        "due again when the claim runs out"
+    );
+    assert_eq!(
+        ids(claimed),
+        std::slice::from_ref(&older.id),
+        "the oldest due first, as many as asked"
+    );
+    let claimed = store
+        .claim_due_notices(&service, now, 5 * MINUTE, 10)
+        .await
+        .unwrap();
+    assert_eq!(ids(claimed), std::slice::from_ref(&due.id));
+    let again = store
+        .claim_due_notices(&service, now, 5 * MINUTE, 10)
+        .await
+        .unwrap();
+    assert!(again.is_empty(), "claimed: {:?}", ids(again));
+
+    // Once the claims run out, the notices are due again, and the later
+    // one with them; a sent one is not. Older now than the wait asked,
+    // each is claimed for its age: the waits between posts double.
+    store.notice_sent(&older.id).await.unwrap();
+    let claimed = store
+        .claim_due_notices(&service, until, MINUTE, 10)
+        .await
+        .unwrap();
+    let again = claimed.iter().find(|approval| approval.id == due.id);
+    assert_eq!(
+        again.and_then(|approval| approval.notice_due_ms),
+        Some(until + (until - due.created_ms)),
+        "claimed for its age"
+    );
+    let mut claimed = ids(claimed);
+    claimed.sort();
+    let mut expected = vec![due.id.clone(), later.id.clone()];
+    expected.sort();
+    assert_eq!(
+        claimed,
+        expected,
+        "{:?}",
+        [&none.id, &lapsed.id, &decided.id]
+    );
+    let sent = store.approval(&older.id).await.unwrap().unwrap();
+    assert_eq!(sent.notice_due_ms, None);
+    let far = until + 100 * MINUTE;
+    assert!(
+        store
+            .claim_due_notices(&service, far, 0, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "past their expiry, none waits for a decision"
+    );
 }
 
 /// An escalation asked again under its id — its keeper lost the store's
@@ -1693,6 +1797,20 @@ async fn races(replicas: Vec<Arc<dyn Store>>) {
     }
     assert_eq!(decided, 1, "one approval decided {decided} times");
     assert_eq!(redeemed, 1, "one state redeemed {redeemed} times");
+
+    // A due notice is claimed by one replica, however many claim it at once.
+    let mut noticed = approval(&format!("race-notice-{now}"), now + MINUTE).for_service("race");
+    noticed.notice_due_ms = Some(now);
+    replicas[0].open_approval(&noticed, u64::MAX).await.unwrap();
+    let claims = crowd(&replicas, |store, _| async move {
+        let claimed = store
+            .claim_due_notices("race", now, MINUTE, 10)
+            .await
+            .unwrap();
+        !claimed.is_empty()
+    })
+    .await;
+    assert_eq!(claims, 1, "one notice claimed {claims} times");
 
     // Whichever decision won, an approved call is claimed by one replica:
     // a second approval, approved once, raced for by all of them.

@@ -66,6 +66,7 @@ impl fmt::Debug for ApprovalRecord {
             .field("lease_until_ms", &self.lease_until_ms)
             .field("safe_to_repeat", &self.safe_to_repeat)
             .field("result", &self.result)
+            .field("notice_due_ms", &self.notice_due_ms)
             .finish()
     }
 }

@@ -127,6 +127,8 @@ impl Store for Gated {
         approvals_to_run(service: &'a str, now_ms: i64, limit: u32) -> Vec<String>;
         finish_approval(id: &'a str, holder: &'a str, result: &'a Value, at_ms: i64) -> bool;
         expire_approvals(service: &'a str, now_ms: i64, escalate: &'a Escalate<'a>) -> Vec<ApprovalRecord>;
+        claim_due_notices(service: &'a str, now_ms: i64, wait_ms: i64, limit: u32) -> Vec<ApprovalRecord>;
+        notice_sent(id: &'a str) -> ();
         redeem(nonce: &'a str, until_ms: i64) -> bool;
         redeemed(nonce: &'a str) -> bool;
         escalations(service: &'a str, approvers: Option<&'a [&'a str]>, state: EscalationState, limit: u32) -> Vec<EscalationRecord>;

@@ -28,6 +28,7 @@ mod escalations;
 #[cfg(all(test, feature = "tokio"))]
 pub(crate) mod gated;
 mod memory;
+mod open;
 mod records;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod sql;
@@ -35,13 +36,13 @@ mod sql;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use audit::{AuditEntry, Decision};
 pub use error::StoreError;
 pub use escalations::{EscalationRecord, EscalationState};
 pub use memory::MemoryStore;
+pub use open::open;
 pub use records::{ApprovalRecord, ApprovalState, TaskRecord, TaskState, TaskUpdate};
 #[cfg(feature = "postgres")]
 #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "postgres")))]
@@ -311,6 +312,42 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
         escalate: &'a Escalate<'a>,
     ) -> StoreFuture<'a, Vec<ApprovalRecord>>;
 
+    /// Claims up to `limit` approvals of `service` whose notice is due by
+    /// `now_ms` ([`ApprovalRecord::notice_due_ms`]) and which still wait
+    /// for a decision (pending, not expired), the oldest due first: those
+    /// claimed, each now due again at `now_ms` plus `wait_ms` or its age
+    /// (`now_ms - created_ms`), whichever is longer — so that no other
+    /// replica posts it meanwhile, and the waits between its posts double
+    /// as it waits on (a notice a receiver never takes is not posted every
+    /// `wait_ms` for a day); if it is not [sent](Self::notice_sent) by
+    /// then, any replica posts it again. Each claim is one conditional
+    /// update. One the store cannot read back is no longer due (it cannot
+    /// be told), and not returned.
+    ///
+    /// The default claims none: a store of your own that does not
+    /// implement it leaves each notice to the one post of the replica that
+    /// opened its approval.
+    fn claim_due_notices<'a>(
+        &'a self,
+        service: &'a str,
+        now_ms: i64,
+        wait_ms: i64,
+        limit: u32,
+    ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
+        let _ = (service, now_ms, wait_ms, limit);
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
+    /// Keeps that the notice of the approval `id` was delivered: it is no
+    /// longer due ([`ApprovalRecord::notice_due_ms`] is `None`).
+    ///
+    /// The default keeps nothing (see
+    /// [`claim_due_notices`](Self::claim_due_notices)).
+    fn notice_sent<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
+        let _ = id;
+        Box::pin(std::future::ready(Ok(())))
+    }
+
     // ---- single use ----
 
     /// Records `nonce` as used until `until_ms`: whether it was not used
@@ -432,40 +469,6 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// `until_ms` is past (never one redeemed until `i64::MAX`), approvals
     /// done, declined or expired more than a week past their expiry.
     fn sweep<'a>(&'a self, now_ms: i64) -> StoreFuture<'a, ()>;
-}
-
-/// Opens the store at `url`: `memory:` (in the process), `sqlite:PATH`
-/// (feature `sqlite`; the file is made if missing), `postgres://…` or
-/// `postgresql://…` (feature `postgres`). The SQL backends run their
-/// migrations.
-///
-/// # Errors
-///
-/// A URL of no backend this build has, or a store that cannot be reached
-/// or migrated.
-pub async fn open(url: &str) -> Result<Arc<dyn Store>, StoreError> {
-    if url == "memory:" || url == "memory" {
-        return Ok(Arc::new(MemoryStore::new()));
-    }
-    if let Some(path) = url.strip_prefix("sqlite:") {
-        #[cfg(feature = "sqlite")]
-        return Ok(Arc::new(SqliteStore::open(path).await?));
-        #[cfg(not(feature = "sqlite"))]
-        return Err(StoreError::new(format!(
-            "`sqlite:{path}` needs the `sqlite` feature"
-        )));
-    }
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        #[cfg(feature = "postgres")]
-        return Ok(Arc::new(PostgresStore::open(url).await?));
-        #[cfg(not(feature = "postgres"))]
-        return Err(StoreError::new(
-            "a `postgres://` store needs the `postgres` feature",
-        ));
-    }
-    Err(StoreError::new(
-        "a store URL is `memory:`, `sqlite:PATH` or `postgres://…`",
-    ))
 }
 
 /// Now, in milliseconds since the Unix epoch: the clock every lease and

@@ -362,6 +362,13 @@ pub struct ApprovalRecord {
     pub safe_to_repeat: bool,
     /// The reply of its call, once it ran (a `CallToolResult`).
     pub result: Option<Value>,
+    /// When a notice of it is due
+    /// (`ToolSet::approval_webhook`, feature `inbox`):
+    /// posted then, by any replica with a webhook, unless it was
+    /// [delivered](super::Store::notice_sent) first, and for as long as it
+    /// waits for a decision; `None`, none is due (delivered, or no webhook
+    /// asked for one).
+    pub notice_due_ms: Option<i64>,
 }
 
 impl ApprovalRecord {
@@ -428,6 +435,7 @@ impl ApprovalRecord {
             lease_until_ms: 0,
             safe_to_repeat: false,
             result: None,
+            notice_due_ms: None,
         }
     }
 

@@ -100,6 +100,13 @@ fn migrator() -> Migrator {
             sqlx::SqlStr::from_static(include_str!("migrations/0010_ledger.sql")),
             false,
         ),
+        Migration::new(
+            11,
+            Cow::Borrowed("tool-envelope approval notices"),
+            MigrationType::Simple,
+            sqlx::SqlStr::from_static(include_str!("migrations/0011_approval_notices.sql")),
+            false,
+        ),
     ]);
     migrator.set_ignore_missing(true);
     migrator
@@ -219,7 +226,7 @@ const TRIES: usize = 16;
 
 const TASK_COLUMNS: &str = "id, tool, arguments, caller, state, status_message, created_ms, updated_ms, ttl_ms, holder, lease_until_ms, safe_to_repeat, runs, input_requests, input_responses, cancel_requested, result, error, version, caller_scopes, service";
 
-const APPROVAL_COLUMNS: &str = "id, digest, block, tool, arguments, shown, caller, caller_scopes, approvers, state, created_ms, expires_ms, decided_by, decided_ms, note, holder, lease_until_ms, safe_to_repeat, result, service, waived, client_answers";
+const APPROVAL_COLUMNS: &str = "id, digest, block, tool, arguments, shown, caller, caller_scopes, approvers, state, created_ms, expires_ms, decided_by, decided_ms, note, holder, lease_until_ms, safe_to_repeat, result, service, waived, client_answers, notice_due_ms";
 
 const ESCALATION_COLUMNS: &str = "id, tool, caller, envelope, state, created_ms, resolved_by, resolved_ms, note, approvers, service";
 
@@ -484,6 +491,7 @@ macro_rules! sql_store {
                     lease_until_ms: row.try_get("lease_until_ms").map_err($column)?,
                     safe_to_repeat: row.try_get("safe_to_repeat").map_err($column)?,
                     result: json(row.try_get("result").map_err($column)?)?,
+                    notice_due_ms: row.try_get("notice_due_ms").map_err($column)?,
                 })
             }
 
@@ -1074,12 +1082,12 @@ macro_rules! sql_store {
                     let sql = bounded_insert(
                         "te_approvals",
                         APPROVAL_COLUMNS,
-                        "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, NULL, NULL, NULL, 0, $13, NULL, $14, $15, $16",
+                        "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, NULL, NULL, NULL, 0, $13, NULL, $14, $15, $16, $17",
                         &format!(
                             "{} AND service = $14 AND state IN ('pending', 'withdrawn') AND expires_ms > $11",
                             of_caller("$7", caller)
                         ),
-                        "$17",
+                        "$18",
                         most_waiting,
                     ) + " ON CONFLICT DO NOTHING";
                     let query = sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -1098,7 +1106,8 @@ macro_rules! sql_store {
                         .bind(approval.safe_to_repeat)
                         .bind(&approval.service)
                         .bind(text(&serde_json::json!(approval.waived)))
-                        .bind(text(&Value::Array(approval.client_answers.clone())));
+                        .bind(text(&Value::Array(approval.client_answers.clone())))
+                        .bind(approval.notice_due_ms);
                     let query = bind_bound(query, most_waiting);
                     let done = if most_waiting == u64::MAX {
                         // Nothing counted: no transaction, no lock to wait for.
@@ -1383,6 +1392,68 @@ macro_rules! sql_store {
                         }
                     }
                     Ok(all)
+                })
+            }
+
+            fn claim_due_notices<'a>(
+                &'a self,
+                service: &'a str,
+                now_ms: i64,
+                wait_ms: i64,
+                limit: u32,
+            ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
+                Box::pin(async move {
+                    let sql = "SELECT id FROM te_approvals WHERE service = $1 \
+                               AND notice_due_ms IS NOT NULL AND notice_due_ms <= $2 \
+                               AND state = 'pending' AND expires_ms > $2 \
+                               ORDER BY notice_due_ms LIMIT $3";
+                    let due = sqlx::query(sql)
+                        .bind(service)
+                        .bind(now_ms)
+                        .bind(i64::from(limit))
+                        .fetch_all(&self.pool)
+                        .await
+                        .map_err(failed)?;
+                    let mut claimed = Vec::with_capacity(due.len());
+                    for row in &due {
+                        let id: String = row.try_get("id").map_err(failed)?;
+                        // Claimed only if no other replica claimed it since,
+                        // nor sent it, nor decided it; for `wait_ms` or its
+                        // age, whichever is longer.
+                        let sql = format!(
+                            "UPDATE te_approvals SET notice_due_ms = $3 + \
+                             CASE WHEN $3 - created_ms > $1 THEN $3 - created_ms ELSE $1 END \
+                             WHERE id = $2 AND notice_due_ms IS NOT NULL AND notice_due_ms <= $3 \
+                             AND state = 'pending' AND expires_ms > $3 RETURNING {APPROVAL_COLUMNS}"
+                        );
+                        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                            .bind(wait_ms)
+                            .bind(&id)
+                            .bind(now_ms)
+                            .fetch_optional(&self.pool)
+                            .await
+                            .map_err(failed)?;
+                        let Some(row) = row else { continue };
+                        match Self::approval_of(&row) {
+                            Ok(approval) => claimed.push(approval),
+                            // It cannot be told: no longer due, rather than
+                            // claimed again and again.
+                            Err(error) if error.is_unreadable() => self.notice_sent(&id).await?,
+                            Err(error) => return Err(error),
+                        }
+                    }
+                    Ok(claimed)
+                })
+            }
+
+            fn notice_sent<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
+                Box::pin(async move {
+                    sqlx::query("UPDATE te_approvals SET notice_due_ms = NULL WHERE id = $1")
+                        .bind(id)
+                        .execute(&self.pool)
+                        .await
+                        .map_err(failed)?;
+                    Ok(())
                 })
             }
 

@@ -66,6 +66,10 @@ pub(crate) struct Waiting<'a> {
     /// The ticket whose approved run met this block, and would hand on to
     /// its approval.
     pub(crate) handing_on: Option<&'a str>,
+    /// How long after its opening a new approval's notice is due again, if
+    /// it is not delivered by then (the set has a webhook); `None`, no notice
+    /// is posted.
+    pub(crate) notice_after_ms: Option<i64>,
 }
 
 /// The mark a call's caller leaves in the store when they withdraw it while
@@ -182,6 +186,8 @@ pub(crate) async fn wait(
             approval.safe_to_repeat = call.safe_to_repeat;
             approval.waived.clone_from(&call.waived);
             approval.client_answers.clone_from(&call.client_answers);
+            // Due again if the opener's post did not get through.
+            approval.notice_due_ms = call.notice_after_ms.map(|after| now.saturating_add(after));
             // Refused by the store's own count: as many as may wait, wait.
             let Some(kept) = store.open_approval(&approval, most).await? else {
                 return Ok((Ticketed::Ended(approval::too_many(blocked, most)), None));

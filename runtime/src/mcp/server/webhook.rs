@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::envelope::ErrorEnvelope;
 use crate::mcp::server::visible::visible;
 use crate::retry::RetryPolicy;
-use crate::store::ApprovalRecord;
+use crate::store::{ApprovalRecord, Store};
 
 /// Where notices of new approvals are posted
 /// ([`ToolSet::approval_webhook`](crate::mcp::ToolSet::approval_webhook)).
@@ -28,9 +28,12 @@ use crate::store::ApprovalRecord;
 /// is given). A receiver that answers 5xx or 429, or cannot be reached, is
 /// tried again, 4 times in all within about 2 seconds — or, when it says
 /// when (`Retry-After`, a rate limit's), after that wait, if it is a minute
-/// or less (a receiver that asks more is not posted to again: the notice is
-/// logged as not delivered); any other answer ends
-/// it, and the failure is logged without the webhook's address. A retry
+/// or less (a receiver that asks more is not posted to again now); any
+/// other answer ends it, and the failure is logged without the webhook's
+/// address. A notice not delivered stays due, kept with its approval in
+/// the store, and is posted again [later](Self::resend_after) by any
+/// replica that shares the store, until it is delivered or refused, or
+/// its approval no longer waits for a decision. A retry
 /// may repeat a notice the receiver took (a timeout, a 5xx after it): every
 /// post of one notice carries the header `Idempotency-Key`, its ticket, to
 /// drop repeats by. A notice never holds the call up: it is sent in the
@@ -62,6 +65,10 @@ pub struct Webhook {
     signing: Vec<std::sync::Arc<[u8]>>,
     client: reqwest::Client,
     policy: RetryPolicy,
+    /// How long a notice not delivered waits before it is posted again.
+    resend_after: Duration,
+    /// A permit for each notice this webhook may be posting at once.
+    posting: std::sync::Arc<tokio::sync::Semaphore>,
 }
 
 impl Webhook {
@@ -89,7 +96,79 @@ impl Webhook {
                 .max_attempts(4)
                 .exponential(Duration::from_millis(200), Duration::from_secs(2))
                 .max_retry_after(MOST_RETRY_AFTER),
+            resend_after: RESEND_AFTER,
+            posting: std::sync::Arc::new(tokio::sync::Semaphore::new(MOST_POSTING)),
         }
+    }
+
+    /// How long after its approval was opened a notice not delivered — the
+    /// receiver down, busy or out of reach after its tries, the replica
+    /// that opened the approval stopped, its store failed as it kept it —
+    /// is posted again, by the runner of any replica with a webhook that
+    /// shares the store (5 minutes by default). Then again, for as long as
+    /// the approval waits for a decision, after waits that double with its
+    /// age, never shorter than `wait` nor than 5 minutes (one replica's
+    /// claim on a notice, held while its tries may still go on: about 40
+    /// seconds with a receiver that never answers, 4 minutes with one that
+    /// asks to wait a minute each time). A notice the receiver refused (a
+    /// 4xx but 429, a redirect) is not posted again: it would be refused
+    /// again.
+    ///
+    /// A `wait` shorter than the opener's own tries lets a runner post the
+    /// notice beside them.
+    #[must_use]
+    pub fn resend_after(mut self, wait: Duration) -> Self {
+        self.resend_after = wait;
+        self
+    }
+
+    /// [`resend_after`](Self::resend_after), in milliseconds.
+    pub(crate) fn resend_after_ms(&self) -> i64 {
+        i64::try_from(self.resend_after.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// The shortest wait a runner's claim on a notice holds, in
+    /// milliseconds: `resend_after`, and never less than one notice's
+    /// tries may take.
+    pub(crate) fn claim_ms(&self) -> i64 {
+        let wait = self.resend_after.max(LONGEST_POSTING);
+        i64::try_from(wait.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// Room to post up to `most` more notices now, beside those posted
+    /// already: as many as are free, or `None` when none is.
+    pub(crate) fn room(&self, most: usize) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let free = self.posting.available_permits().min(most);
+        let free = u32::try_from(free).ok().filter(|free| *free > 0)?;
+        std::sync::Arc::clone(&self.posting)
+            .try_acquire_many_owned(free)
+            .ok()
+    }
+
+    /// Posts the notice of `approval` and keeps in `store` that it is no
+    /// longer due, once it was delivered or refused for good; left due (at
+    /// the end of its claim) when it may be delivered later.
+    pub(crate) async fn deliver(&self, store: &dyn Store, approval: &ApprovalRecord) -> Delivery {
+        // Never closed: a permit is always given, once one is free.
+        let posting = std::sync::Arc::clone(&self.posting).acquire_owned().await;
+        self.deliver_in(posting.ok(), store, approval).await
+    }
+
+    /// [`deliver`](Self::deliver), in the `room` made for it.
+    pub(crate) async fn deliver_in(
+        &self,
+        room: Option<tokio::sync::OwnedSemaphorePermit>,
+        store: &dyn Store,
+        approval: &ApprovalRecord,
+    ) -> Delivery {
+        let delivery = self.notify(approval).await;
+        drop(room);
+        if delivery != Delivery::NotYet
+            && let Err(error) = store.notice_sent(&approval.id).await
+        {
+            tracing::warn!(%error, ticket = %approval.id, "that the approval's notice was posted could not be kept: it is posted again");
+        }
+        delivery
     }
 
     /// The inbox's address as people reach it (`https://…/inbox`): each
@@ -183,8 +262,8 @@ impl Webhook {
     }
 
     /// Posts the notice of `approval`, retried while the receiver is down
-    /// or busy: whether it was delivered.
-    pub(crate) async fn notify(&self, approval: &ApprovalRecord) -> bool {
+    /// or busy: what became of it.
+    pub(crate) async fn notify(&self, approval: &ApprovalRecord) -> Delivery {
         // The bytes signed are the bytes sent.
         let body = serde_json::to_vec(&self.notice(approval)).unwrap_or_default();
         let outcome = self
@@ -223,11 +302,14 @@ impl Webhook {
                             // does (a rate limit's `Retry-After`), up to
                             // the policy's ceiling.
                             true => match retry_after(&response) {
+                                // Not posted again now: later, when the
+                                // notice is due again.
                                 Some(delay) if delay > MOST_RETRY_AFTER => {
                                     let secs = delay.as_secs();
-                                    ErrorEnvelope::validation(format!(
+                                    ErrorEnvelope::transient(format!(
                                         "{refused}, asking to wait {secs} s: longer than a notice waits"
                                     ))
+                                    .with_retryable(false)
                                 }
                                 Some(delay) => {
                                     ErrorEnvelope::transient(refused).with_retry_after(delay)
@@ -242,19 +324,50 @@ impl Webhook {
             })
             .await;
         match outcome.result {
-            Ok(()) => true,
+            Ok(()) => Delivery::Delivered,
             Err(escalation) => {
+                let delivery = match escalation.envelope.category() {
+                    crate::category::ErrorCategory::Transient => Delivery::NotYet,
+                    _ => Delivery::Refused,
+                };
                 tracing::warn!(
                     ticket = %approval.id,
                     attempts = escalation.attempts,
+                    again = delivery == Delivery::NotYet,
                     "the approval's notice was not delivered: {}",
                     escalation.envelope.message()
                 );
-                false
+                delivery
             }
         }
     }
 }
+
+/// What became of a notice's posts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    /// The receiver took it.
+    Delivered,
+    /// The receiver refused it (a 4xx but 429, a redirect): posted again,
+    /// it would be refused again.
+    Refused,
+    /// The receiver was down, busy or out of reach: posted again later.
+    NotYet,
+}
+
+/// How long a notice not delivered waits before it is posted again, by
+/// default ([`Webhook::resend_after`]).
+const RESEND_AFTER: Duration = Duration::from_secs(5 * 60);
+
+/// Longer than one notice's tries may take (4 posts of up to 10 seconds,
+/// and up to a minute's wait between two): the shortest claim a runner
+/// holds on a notice, so that no other posts it beside those tries.
+const LONGEST_POSTING: Duration = Duration::from_secs(5 * 60);
+
+/// How many notices one webhook posts at once: a receiver that hangs, or a
+/// backlog after an outage, holds no more connections than this, and a
+/// runner claims no more than are free.
+const MOST_POSTING: usize = 16;
 
 /// The longest wait a receiver's `Retry-After` may ask before the notice
 /// is posted again.

@@ -354,6 +354,23 @@ impl Store for MemoryStore {
         ready(expired)
     }
 
+    fn claim_due_notices<'a>(
+        &'a self,
+        service: &'a str,
+        now_ms: i64,
+        wait_ms: i64,
+        limit: u32,
+    ) -> StoreFuture<'a, Vec<ApprovalRecord>> {
+        ready((self.lock()).claim_due_notices(service, now_ms, wait_ms, limit))
+    }
+
+    fn notice_sent<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
+        if let Some(approval) = self.lock().approvals.get_mut(id) {
+            approval.notice_due_ms = None;
+        }
+        ready(())
+    }
+
     fn redeem<'a>(&'a self, nonce: &'a str, until_ms: i64) -> StoreFuture<'a, bool> {
         let mut state = self.lock();
         if state.redeemed.contains_key(nonce) {

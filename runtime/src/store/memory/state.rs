@@ -120,6 +120,41 @@ impl State {
             .count();
         u64::try_from(open).unwrap_or(u64::MAX)
     }
+
+    /// Claims up to `limit` approvals of `service` whose notice is due by
+    /// `now_ms` and which still wait for a decision, the oldest due first,
+    /// for `wait_ms` or their age, whichever is longer
+    /// ([`Store::claim_due_notices`](crate::store::Store::claim_due_notices)).
+    pub(super) fn claim_due_notices(
+        &mut self,
+        service: &str,
+        now_ms: i64,
+        wait_ms: i64,
+        limit: u32,
+    ) -> Vec<ApprovalRecord> {
+        let mut due: Vec<(i64, String)> = (self.approvals.values())
+            .filter(|approval| {
+                approval.service == service
+                    && approval.state == ApprovalState::Pending
+                    && approval.expires_ms > now_ms
+            })
+            .filter_map(|approval| {
+                let due = approval.notice_due_ms.filter(|due| *due <= now_ms)?;
+                Some((due, approval.id.clone()))
+            })
+            .collect();
+        due.sort_unstable();
+        due.truncate(limit as usize);
+        let mut claimed = Vec::with_capacity(due.len());
+        for (_, id) in due {
+            if let Some(approval) = self.approvals.get_mut(&id) {
+                let age = now_ms.saturating_sub(approval.created_ms);
+                approval.notice_due_ms = Some(now_ms.saturating_add(wait_ms.max(age)));
+                claimed.push(approval.clone());
+            }
+        }
+        claimed
+    }
 }
 
 /// The scopes a list asks for, looked up rather than walked (a person may

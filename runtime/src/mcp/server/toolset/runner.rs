@@ -65,7 +65,9 @@ impl ToolSet {
     /// the approvals nobody decided in time and the approved calls no
     /// runner took up within a time to live of the yes (this service's: each service
     /// escalates its own under its own bounds), takes over the tasks of a
-    /// replica that stopped (see below), and, once a minute, sweeps the
+    /// replica that stopped (see below), posts again the approvals'
+    /// notices that are due, with a webhook
+    /// (`Webhook::resend_after`), and, once a minute, sweeps the
     /// store of what no one can read any more
     /// ([`Store::sweep`](crate::store::Store::sweep)): what the background
     /// runner does every second on every replica (started when the set
@@ -136,6 +138,10 @@ impl ToolSet {
         }
         if let Err(error) = self.sweep(store.as_ref()).await {
             tracing::warn!(%error, "sweeping the store failed; approved calls run all the same");
+        }
+        #[cfg(feature = "inbox")]
+        if let Err(error) = self.resend_notices(store).await {
+            tracing::warn!(%error, "claiming the notices due failed; approved calls run all the same");
         }
         let mut ran = 0;
         // Batch after batch, until one is not full: what another replica

@@ -141,7 +141,9 @@ impl ToolSet {
     /// (Slack-compatible: its `text` says what waits, for whom, and where
     /// to decide), in the background, retried while the receiver is down.
     /// Of the replicas that share a store, the one that opened the approval
-    /// sends it, once.
+    /// posts it; if that post does not get through, the runner of any
+    /// replica with a webhook posts it again once it is due
+    /// ([`Webhook::resend_after`](crate::mcp::Webhook::resend_after)).
     #[cfg(feature = "inbox")]
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "inbox")))]
     #[must_use]
@@ -189,8 +191,8 @@ impl ToolSet {
             .map(|(standing, opened)| {
                 #[cfg(feature = "inbox")]
                 if let (Some(opened), Some(webhook)) = (opened, &self.inner.protocol.webhook) {
-                    let webhook = Arc::clone(webhook);
-                    tokio::spawn(async move { webhook.notify(&opened).await });
+                    let (webhook, store) = (Arc::clone(webhook), Arc::clone(store));
+                    tokio::spawn(async move { webhook.deliver(store.as_ref(), &opened).await });
                 }
                 #[cfg(not(feature = "inbox"))]
                 let _ = opened;
@@ -252,7 +254,40 @@ impl ToolSet {
             },
             opening: &self.inner.protocol.approving.opening,
             handing_on: state.run_of(),
+            #[cfg(feature = "inbox")]
+            notice_after_ms: (self.inner.protocol.webhook.as_ref())
+                .map(|hook| hook.resend_after_ms()),
+            #[cfg(not(feature = "inbox"))]
+            notice_after_ms: None,
         }
+    }
+
+    /// Posts again, in the background, the notices of this service's
+    /// approvals that are due ([`Webhook::resend_after`](crate::mcp::Webhook::resend_after)):
+    /// claimed in the store, so that one replica posts each.
+    #[cfg(feature = "inbox")]
+    pub(super) async fn resend_notices(&self, store: &Arc<dyn Store>) -> Result<(), StoreError> {
+        let Some(webhook) = &self.inner.protocol.webhook else {
+            return Ok(());
+        };
+        // Claimed only as many as may be posted now, their room taken
+        // first: the others wait in the store, due, for a later pass or
+        // another replica.
+        let Some(mut room) = webhook.room(super::runner::BATCH as usize) else {
+            return Ok(());
+        };
+        let most = u32::try_from(room.num_permits()).unwrap_or(super::runner::BATCH);
+        let now = crate::store::now_ms();
+        let due = store
+            .claim_due_notices(self.service(), now, webhook.claim_ms(), most)
+            .await?;
+        for approval in due {
+            let one = room.split(1);
+            let (webhook, store) = (Arc::clone(webhook), Arc::clone(store));
+            tokio::spawn(async move { webhook.deliver_in(one, store.as_ref(), &approval).await });
+        }
+        // The room not used is given back as it drops.
+        Ok(())
     }
 
     /// A block as approvers see it: masked, sized as sent.

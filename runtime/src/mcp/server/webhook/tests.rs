@@ -57,7 +57,7 @@ async fn a_redirect_is_not_followed() {
         "refunds:approve",
         0,
     );
-    assert!(!Webhook::new(url).notify(&approval).await, "delivered");
+    assert_eq!(Webhook::new(url).notify(&approval).await, Delivery::Refused);
     assert!(
         elsewhere.try_recv().is_err(),
         "sent where the redirect pointed"
@@ -131,11 +131,12 @@ async fn a_signed_notice_carries_a_signature_of_the_bytes_it_sends() {
     tokio::spawn(async move { axum::serve(listener, app).await });
     let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
     let approval = approval_saying("Refund of $640 exceeds the $500 cap", "agent");
-    assert!(
+    assert_eq!(
         Webhook::new(&url)
             .signing_secret(secret)
             .notify(&approval)
-            .await
+            .await,
+        Delivery::Delivered
     );
     let (headers, body) = received.recv().await.expect("posted");
     let header = |name: &str| headers[name].to_str().unwrap().to_owned();
@@ -149,12 +150,13 @@ async fn a_signed_notice_carries_a_signature_of_the_bytes_it_sends() {
     // During a rotation, signed with the old secret and the new: each
     // signature, side by side, holds for its own secret.
     let new = "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
-    assert!(
+    assert_eq!(
         Webhook::new(&url)
             .signing_secret(secret)
             .signing_secret(new)
             .notify(&approval)
-            .await
+            .await,
+        Delivery::Delivered
     );
     let (headers, body) = received.recv().await.expect("posted");
     let header = |name: &str| headers[name].to_str().unwrap().to_owned();
@@ -279,7 +281,10 @@ async fn a_receivers_retry_after_is_waited_for() {
     let url = format!("http://{}/hook", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
     let approval = approval_saying("Refund of $640 exceeds the $500 cap", "agent");
-    assert!(Webhook::new(url).notify(&approval).await);
+    assert_eq!(
+        Webhook::new(url).notify(&approval).await,
+        Delivery::Delivered
+    );
     let posts = posts.lock().unwrap();
     assert_eq!(posts.len(), 2);
     let waited = posts[1] - posts[0];
@@ -287,7 +292,8 @@ async fn a_receivers_retry_after_is_waited_for() {
 }
 
 /// A receiver that asks for a longer wait than a notice waits (a minute)
-/// is not posted to again: the notice is not delivered, at once.
+/// is not posted to again now: the notice is not delivered, at once, and
+/// is posted again when it is due again.
 #[tokio::test]
 async fn a_receiver_that_asks_too_long_a_wait_is_not_posted_to_again() {
     use axum::http::{StatusCode, header::RETRY_AFTER};
@@ -309,6 +315,50 @@ async fn a_receiver_that_asks_too_long_a_wait_is_not_posted_to_again() {
     let approval = approval_saying("Refund of $640 exceeds the $500 cap", "agent");
     let webhook = Webhook::new(url);
     let sent = tokio::time::timeout(Duration::from_secs(30), webhook.notify(&approval)).await;
-    assert!(!sent.expect("given up at once"), "delivered");
+    assert_eq!(sent.expect("given up at once"), Delivery::NotYet);
     assert_eq!(posts.load(Ordering::SeqCst), 1);
+}
+
+/// A notice delivered, or refused for good, is no longer due; one the
+/// receiver could not take yet stays due, to be posted again.
+#[tokio::test]
+async fn a_notice_stays_due_until_the_receiver_takes_or_refuses_it() {
+    use crate::store::MemoryStore;
+    use axum::http::StatusCode;
+    use axum::routing::post;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU16, Ordering};
+    let answer = Arc::new(AtomicU16::new(503));
+    let answering = Arc::clone(&answer);
+    let app = axum::Router::new().route(
+        "/hook",
+        post(move || {
+            let status = StatusCode::from_u16(answering.load(Ordering::SeqCst)).unwrap();
+            async move { status }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let store = MemoryStore::new();
+    let webhook = Webhook::new(url);
+    let due_after = |status: u16| {
+        answer.store(status, Ordering::SeqCst);
+        let (store, webhook) = (&store, &webhook);
+        async move {
+            let mut approval = approval_saying("Refund of $640 exceeds the $500 cap", "agent");
+            approval.digest = format!("answered-{status}");
+            approval.expires_ms = crate::store::now_ms() + 60_000;
+            approval.notice_due_ms = Some(approval.created_ms + 300_000);
+            store.open_approval(&approval, u64::MAX).await.unwrap();
+            let delivery = webhook.deliver(store, &approval).await;
+            let kept = store.approval(&approval.id).await.unwrap().unwrap();
+            (delivery, kept.notice_due_ms)
+        }
+    };
+    let (delivery, due) = due_after(503).await;
+    assert_eq!(delivery, Delivery::NotYet);
+    assert!(due.is_some(), "posted again when due");
+    assert_eq!(due_after(404).await, (Delivery::Refused, None));
+    assert_eq!(due_after(200).await, (Delivery::Delivered, None));
 }
