@@ -111,7 +111,7 @@ impl Authorized {
         url: &Arc<str>,
         sent: Arc<Sent>,
         insecure: bool,
-        builder: impl FnOnce() -> reqwest::ClientBuilder,
+        builder: impl Fn() -> reqwest::ClientBuilder,
     ) -> Result<Self, reqwest::Error> {
         let source = match credentials {
             Credentials::None => Source::None,
@@ -127,7 +127,7 @@ impl Authorized {
                 if let Some(secret) = oauth.client_secret().filter(|secret| !secret.is_empty()) {
                     sent.fixed_credential(&Arc::from(secret));
                 }
-                let http = crate::mcp::client::oauth::OAuthHttp::new(url, &oauth, builder())?;
+                let http = crate::mcp::client::oauth::OAuthHttp::new(url, &oauth, &builder)?;
                 Source::OAuth(Arc::new(crate::mcp::client::oauth::OAuthProvider::new(
                     Arc::clone(url),
                     http,

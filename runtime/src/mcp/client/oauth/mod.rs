@@ -34,23 +34,31 @@ pub(crate) use provider::OAuthProvider;
 /// resolved through the login's address [`Policy`](addresses::Policy).
 pub(crate) struct OAuthHttp {
     http: reqwest::Client,
+    /// The same, past any proxy the environment names: for what a login
+    /// sends over plain HTTP (`insecure_credentials`), which a proxy
+    /// would read whole.
+    in_clear: reqwest::Client,
     policy: Arc<addresses::Policy>,
     /// What the policy last refused, for the login's failure to say.
     refused: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl OAuthHttp {
-    /// The client `builder` makes for a login of `oauth` to the MCP server
-    /// at `url`, its names resolved through the login's address policy.
+    /// The clients `builder` makes for a login of `oauth` to the MCP server
+    /// at `url`, their names resolved through the login's address policy.
     pub(crate) fn new(
         url: &str,
         oauth: &OAuth,
-        builder: reqwest::ClientBuilder,
+        builder: impl Fn() -> reqwest::ClientBuilder,
     ) -> reqwest::Result<Self> {
         let policy = Arc::new(addresses::Policy::new(url, oauth.private_addresses));
-        let http = builder.dns_resolver(Arc::clone(&policy)).build()?;
+        let http = builder().dns_resolver(Arc::clone(&policy)).build()?;
+        let in_clear = (builder().no_proxy())
+            .dns_resolver(Arc::clone(&policy))
+            .build()?;
         Ok(OAuthHttp {
             http,
+            in_clear,
             policy,
             refused: Arc::default(),
         })

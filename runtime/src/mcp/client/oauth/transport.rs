@@ -20,6 +20,10 @@ pub(super) const LONGEST: Duration = Duration::from_secs(30);
 /// is checked here.
 pub(super) struct Guarded {
     pub(super) http: reqwest::Client,
+    /// `http` past any proxy the environment names: what goes over plain
+    /// HTTP goes through it, as the MCP client's own credentials in clear
+    /// do — a proxy reads a plain-HTTP request whole.
+    pub(super) in_clear: reqwest::Client,
     pub(super) policy: Arc<Policy>,
     /// The last refusal's text: rmcp's errors say only "Request failed".
     pub(super) refused: Arc<Mutex<Option<String>>>,
@@ -99,7 +103,11 @@ impl Guarded {
             return Err(self.refuse(Refused::Plain(host())));
         }
         *request.timeout_mut() = Some(timeout);
-        let mut response = match self.http.execute(request).await {
+        let http = match request.url().scheme() {
+            "http" => &self.in_clear,
+            _ => &self.http,
+        };
+        let mut response = match http.execute(request).await {
             Ok(response) => response,
             Err(error) => {
                 // A name the policy refused is the resolver's error.
@@ -148,12 +156,14 @@ mod tests {
     #[tokio::test]
     async fn a_name_refused_where_it_resolves_is_said() {
         let policy = Arc::new(Policy::new("https://mcp.example.com/mcp", false));
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .dns_resolver(Arc::clone(&policy))
+            .build()
+            .unwrap();
         let guarded = Guarded {
-            http: reqwest::Client::builder()
-                .no_proxy()
-                .dns_resolver(Arc::clone(&policy))
-                .build()
-                .unwrap(),
+            in_clear: http.clone(),
+            http,
             policy,
             refused: Arc::default(),
             insecure: false,
@@ -168,5 +178,68 @@ mod tests {
                 "{url}: {said:?}"
             );
         }
+    }
+
+    /// What a login sends over plain HTTP (`insecure_credentials`: a
+    /// client secret, a code, a refresh token) goes past any proxy, as
+    /// the client's own credentials in clear do: a proxy reads a
+    /// plain-HTTP request whole. Over https, the proxy is used.
+    #[cfg(feature = "rmcp")]
+    #[tokio::test]
+    async fn a_login_in_clear_goes_past_the_proxy() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        // The proxy counts the connections it is offered, and serves none.
+        let proxy = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let proxy_url = format!("http://{}", proxy.local_addr().unwrap());
+        let offered = Arc::new(AtomicUsize::new(0));
+        tokio::spawn({
+            let offered = Arc::clone(&offered);
+            async move {
+                while let Ok((connection, _)) = proxy.accept().await {
+                    offered.fetch_add(1, Ordering::SeqCst);
+                    drop(connection);
+                }
+            }
+        });
+        let app = axum::Router::new().route(
+            "/token",
+            axum::routing::post(|| async { r#"{"access_token":"t","token_type":"Bearer"}"# }),
+        );
+        let server = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", server.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(server, app).await });
+
+        let oauth = crate::mcp::client::OAuth::client_credentials("machine", "mach-s3cret");
+        let proxied = || reqwest::Client::builder().proxy(reqwest::Proxy::all(&proxy_url).unwrap());
+        let http = super::super::OAuthHttp::new(&format!("{base}/mcp"), &oauth, proxied).unwrap();
+        let guarded = Guarded {
+            http: http.http.clone(),
+            in_clear: http.in_clear.clone(),
+            policy: Arc::clone(&http.policy),
+            refused: Arc::default(),
+            insecure: true,
+        };
+        let token =
+            |url: String| reqwest::Request::new(reqwest::Method::POST, url.parse().unwrap());
+        let reply = guarded.send(token(format!("{base}/token")), LONGEST).await;
+        assert_eq!(reply.expect("sent").status(), 200);
+        assert_eq!(
+            offered.load(Ordering::SeqCst),
+            0,
+            "the proxy was offered a login in clear"
+        );
+
+        let https = base.replace("http:", "https:");
+        assert!(
+            guarded
+                .send(token(format!("{https}/token")), LONGEST)
+                .await
+                .is_err()
+        );
+        assert_eq!(
+            offered.load(Ordering::SeqCst),
+            1,
+            "https goes through the proxy"
+        );
     }
 }

@@ -217,6 +217,7 @@ impl OAuthProvider {
             .take();
         let guarded = Guarded {
             http: self.http.http.clone(),
+            in_clear: self.http.in_clear.clone(),
             policy: Arc::clone(&self.http.policy),
             refused: Arc::clone(&self.http.refused),
             insecure: self.insecure,
@@ -243,7 +244,13 @@ impl OAuthProvider {
         let metadata = match &self.oauth.issuer {
             Some(pinned) => {
                 let discovered = resolution.metadata.issuer.as_deref();
-                pinned::metadata(&self.http.http, pinned, discovered, self.insecure).await?
+                // Read as every plain-HTTP request of the login is: past
+                // the environment's proxy.
+                let http = match pinned.starts_with("http:") {
+                    true => &self.http.in_clear,
+                    false => &self.http.http,
+                };
+                pinned::metadata(http, pinned, discovered, self.insecure).await?
             }
             None => resolution.metadata,
         };

@@ -6,7 +6,7 @@ use super::*;
 fn machine() -> OAuthProvider {
     let url = "https://tools.example.com/mcp";
     let oauth = OAuth::client_credentials("machine", "secret");
-    let http = OAuthHttp::new(url, &oauth, reqwest::Client::builder()).unwrap();
+    let http = OAuthHttp::new(url, &oauth, reqwest::Client::builder).unwrap();
     OAuthProvider::new(url.into(), http, oauth, false, Arc::default())
 }
 
