@@ -1240,6 +1240,51 @@ async fn a_cancelled_task_whose_replica_stopped_has_its_approval_withdrawn_on_ta
     assert_eq!(times("T-670"), 0);
 }
 
+/// A token of the same person that grants less started the same call as
+/// a task, cancelled it, and its replica stopped: taken over, the task
+/// ends cancelled, and the approval a fuller token opened for that call
+/// stands — the leaner token neither reads nor takes it back.
+#[tokio::test]
+async fn a_leaner_tokens_cancelled_task_leaves_a_fuller_tokens_approval_standing() {
+    let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let tools = capped(Arc::clone(&shared));
+    let arguments = json!({"order": "T-690", "amount": 690});
+    let full = tool_envelope::guard::Caller::new("alice", ["refunds:write", "refunds:large"]);
+    let waiting = tools
+        .call_with(
+            "capped_refund",
+            arguments.clone(),
+            ToolContext::detached().with_caller(full),
+        )
+        .await
+        .unwrap();
+    let envelope = waiting.structured_content.unwrap();
+    assert_eq!(envelope["reason"], "AWAITING_APPROVAL", "{envelope}");
+    let ticket = envelope["escalation"]["ticket"]["id"].as_str().unwrap();
+    let mut task = TaskRecord::new(
+        "capped_refund",
+        arguments,
+        Some("alice".to_owned()),
+        600_000,
+    )
+    .held_by("stopped-replica", store::now_ms() - 1);
+    task.caller_scopes = vec!["refunds:write".to_owned()];
+    task.id = "task-lean-refund".to_owned();
+    assert!(shared.create_task(&task, u64::MAX).await.unwrap());
+    shared.cancel_task(&task.id).await.unwrap();
+
+    tools.run_approved().await.unwrap();
+    let ended = shared.task(&task.id).await.unwrap().unwrap();
+    assert_eq!(ended.state, store::TaskState::Cancelled);
+    let approver = tool_envelope::guard::Caller::new("carol", ["refunds:approve"]);
+    tools
+        .decide(ticket, &approver, true, "ok")
+        .await
+        .expect("still pending");
+    tools.run_approved().await.unwrap();
+    assert_eq!(times("T-690"), 1);
+}
+
 /// A destructive task that waited for an approver, its replica stopped:
 /// taken over, it ends with its ticket as it stands — not "may have taken
 /// effect", which would tell its caller nothing waits — and the approval

@@ -192,6 +192,23 @@ async fn notices(store: &dyn Store) {
     );
     let sent = store.approval(&older.id).await.unwrap().unwrap();
     assert_eq!(sent.notice_due_ms, None);
+    // A wait of forever claims until the largest time, and no further.
+    let mut forever = approval(&format!("forever-{now}"), now + 10 * MINUTE).for_service(&service);
+    forever.notice_due_ms = Some(until);
+    let forever = store
+        .open_approval(&forever, u64::MAX)
+        .await
+        .unwrap()
+        .unwrap();
+    let claimed = store
+        .claim_due_notices(&service, until, i64::MAX, 10)
+        .await
+        .unwrap();
+    let at = claimed.iter().find(|approval| approval.id == forever.id);
+    assert_eq!(
+        at.and_then(|approval| approval.notice_due_ms),
+        Some(i64::MAX)
+    );
     let far = until + 100 * MINUTE;
     assert!(
         store

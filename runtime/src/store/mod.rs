@@ -22,6 +22,7 @@
 
 mod answers;
 mod audit;
+mod clock;
 mod debug;
 mod error;
 mod escalations;
@@ -36,9 +37,10 @@ mod sql;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use audit::{AuditEntry, Decision};
+pub use clock::now_ms;
+pub(crate) use clock::{KEEP_CANCELLED_TASK_MS, KEEP_DECIDED_MS};
 pub use error::StoreError;
 pub use escalations::{EscalationRecord, EscalationState};
 pub use memory::MemoryStore;
@@ -326,7 +328,10 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     ///
     /// The default claims none: a store of your own that does not
     /// implement it leaves each notice to the one post of the replica that
-    /// opened its approval.
+    /// opened its approval. Implement both this and
+    /// [`notice_sent`](Self::notice_sent), or neither: a store that
+    /// claims notices but does not keep them sent posts each again, with
+    /// waits that double, until its approval is decided.
     fn claim_due_notices<'a>(
         &'a self,
         service: &'a str,
@@ -470,25 +475,6 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// done, declined or expired more than a week past their expiry.
     fn sweep<'a>(&'a self, now_ms: i64) -> StoreFuture<'a, ()>;
 }
-
-/// Now, in milliseconds since the Unix epoch: the clock every lease and
-/// expiry is read by.
-pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| {
-            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-        })
-}
-
-/// How long past its time to live a task its caller cancelled, and that
-/// never finished, is kept for its own service to take it over and
-/// withdraw what it waited for ([`Store::sweep`]): a week.
-pub(crate) const KEEP_CANCELLED_TASK_MS: i64 = 7 * 24 * 60 * 60 * 1000;
-
-/// How long a decided approval is kept past its expiry, for the audit's
-/// readers (7 days).
-pub(crate) const KEEP_DECIDED_MS: i64 = 7 * 24 * 60 * 60 * 1000;
 
 /// A fresh, unguessable id: 128 bits from the operating system's random
 /// source, base64url.

@@ -1414,6 +1414,9 @@ macro_rules! sql_store {
                         .fetch_all(&self.pool)
                         .await
                         .map_err(failed)?;
+                    // Never past the largest time: `now_ms` plus the wait
+                    // at most (an age is never that long).
+                    let wait = wait_ms.clamp(0, i64::MAX - now_ms.max(0));
                     let mut claimed = Vec::with_capacity(due.len());
                     for row in &due {
                         let id: String = row.try_get("id").map_err(failed)?;
@@ -1427,7 +1430,7 @@ macro_rules! sql_store {
                              AND state = 'pending' AND expires_ms > $3 RETURNING {APPROVAL_COLUMNS}"
                         );
                         let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-                            .bind(wait_ms)
+                            .bind(wait)
                             .bind(&id)
                             .bind(now_ms)
                             .fetch_optional(&self.pool)

@@ -145,19 +145,23 @@ impl Webhook {
             .ok()
     }
 
-    /// Posts the notice of `approval` and keeps in `store` that it is no
-    /// longer due, once it was delivered or refused for good; left due (at
-    /// the end of its claim) when it may be delivered later.
+    /// Posts the notice of `approval`, which its opener holds no claim on,
+    /// if there is room to post it now, and keeps in `store` that it is no
+    /// longer due, once it was delivered or refused for good; left due
+    /// when it may be delivered later. With no room (as many posts under
+    /// way as may be), it is not posted here: it stays due, and a runner
+    /// posts it under a claim — not late, here, beside the runner's.
     pub(crate) async fn deliver(&self, store: &dyn Store, approval: &ApprovalRecord) -> Delivery {
-        // Never closed: a permit is always given, once one is free.
-        let posting = std::sync::Arc::clone(&self.posting).acquire_owned().await;
-        self.deliver_in(posting.ok(), store, approval).await
+        match self.room(1) {
+            Some(room) => self.deliver_in(room, store, approval).await,
+            None => Delivery::NotYet,
+        }
     }
 
     /// [`deliver`](Self::deliver), in the `room` made for it.
     pub(crate) async fn deliver_in(
         &self,
-        room: Option<tokio::sync::OwnedSemaphorePermit>,
+        room: tokio::sync::OwnedSemaphorePermit,
         store: &dyn Store,
         approval: &ApprovalRecord,
     ) -> Delivery {

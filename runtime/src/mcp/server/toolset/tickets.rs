@@ -282,7 +282,8 @@ impl ToolSet {
             .claim_due_notices(self.service(), now, webhook.claim_ms(), most)
             .await?;
         for approval in due {
-            let one = room.split(1);
+            // As many claimed as there is room for: never short.
+            let Some(one) = room.split(1) else { break };
             let (webhook, store) = (Arc::clone(webhook), Arc::clone(store));
             tokio::spawn(async move { webhook.deliver_in(one, store.as_ref(), &approval).await });
         }

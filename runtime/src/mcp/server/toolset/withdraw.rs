@@ -14,7 +14,8 @@ use super::ToolSet;
 use crate::envelope::ErrorEnvelope;
 use crate::mcp::server::ticket::{self, ANONYMOUS, Ticketed};
 use crate::store::{
-    ApprovalState, Decision, Store, StoreError, TaskRecord, TaskState, TaskUpdate, now_ms,
+    ApprovalRecord, ApprovalState, Decision, Store, StoreError, TaskRecord, TaskState, TaskUpdate,
+    now_ms,
 };
 
 /// The calls run as tasks that open or wait for an approval, by task id:
@@ -132,7 +133,9 @@ impl ToolSet {
 
     /// Withdraws the pending approvals of the call the cancelled task
     /// `task` made, whose replica stopped before it could: the same call —
-    /// tool, arguments, caller — waits for them. The task's end: cancelled;
+    /// tool, arguments, caller — waits for them; not one opened by a token
+    /// of its caller that granted more than the task's (the task's caller
+    /// neither reads nor takes it, as a call made again does not). The task's end: cancelled;
     /// or, when the store fails, failed, saying the approval may stand (a
     /// store that keeps failing would otherwise keep the task for ever).
     pub(super) async fn withdraw_for_task(
@@ -146,7 +149,8 @@ impl ToolSet {
                 if matches!(
                     approval.state,
                     ApprovalState::Pending | ApprovalState::Approved | ApprovalState::Running
-                ) {
+                ) && reached_by(&approval, &task.caller_scopes)
+                {
                     withdraw(store, &approval.id, task.caller.as_deref()).await?;
                 }
             }
@@ -201,6 +205,11 @@ async fn withdraw(store: &dyn Store, id: &str, by: Option<&str>) -> Result<(), S
             for _ in 0..ticket::MOST_IN_TURN {
                 let mut more = false;
                 for next in store.call_approvals(&running.digest, now_ms()).await? {
+                    // Another token's of the same caller, granted more, is
+                    // not this one's to take back.
+                    if !reached_by(&next, &running.caller_scopes) {
+                        continue;
+                    }
                     let claimed = match next.state {
                         ApprovalState::Pending | ApprovalState::Approved
                             if next.id != running.id =>
@@ -238,6 +247,13 @@ async fn withdraw(store: &dyn Store, id: &str, by: Option<&str>) -> Result<(), S
         }
     }
     Ok(())
+}
+
+/// Whether a token that granted `scopes` reaches `approval`: it grants
+/// each scope of the token that opened it, as a call made again must
+/// (`ticket::lacking_scope`).
+fn reached_by(approval: &ApprovalRecord, scopes: &[String]) -> bool {
+    (approval.caller_scopes.iter()).all(|scope| scopes.contains(scope))
 }
 
 /// A task's call that opens or reads its approval, listed as opening

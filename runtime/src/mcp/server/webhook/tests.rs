@@ -362,3 +362,42 @@ async fn a_notice_stays_due_until_the_receiver_takes_or_refuses_it() {
     assert_eq!(due_after(404).await, (Delivery::Refused, None));
     assert_eq!(due_after(200).await, (Delivery::Delivered, None));
 }
+
+/// An opener that finds as many posts under way as may be does not wait
+/// to post its notice late, beside a runner's: it leaves it due.
+#[tokio::test]
+async fn an_opener_without_room_leaves_its_notice_due() {
+    use crate::store::MemoryStore;
+    use axum::routing::post;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let posts = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&posts);
+    let app = axum::Router::new().route(
+        "/hook",
+        post(move || {
+            seen.fetch_add(1, Ordering::SeqCst);
+            async { axum::http::StatusCode::OK }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let store = MemoryStore::new();
+    let mut approval = approval_saying("Refund of $640 exceeds the $500 cap", "agent");
+    approval.expires_ms = crate::store::now_ms() + 60_000;
+    approval.notice_due_ms = Some(approval.created_ms + 300_000);
+    store.open_approval(&approval, u64::MAX).await.unwrap();
+    let webhook = Webhook::new(url);
+    let busy = webhook.room(MOST_POSTING).expect("room for all");
+    assert!(webhook.room(1).is_none());
+    assert_eq!(webhook.deliver(&store, &approval).await, Delivery::NotYet);
+    let kept = store.approval(&approval.id).await.unwrap().unwrap();
+    assert_eq!(kept.notice_due_ms, approval.notice_due_ms, "still due");
+    drop(busy);
+    assert_eq!(
+        webhook.deliver(&store, &approval).await,
+        Delivery::Delivered
+    );
+    assert_eq!(posts.load(Ordering::SeqCst), 1);
+}

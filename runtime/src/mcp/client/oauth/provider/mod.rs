@@ -246,7 +246,8 @@ impl OAuthProvider {
                 let discovered = resolution.metadata.issuer.as_deref();
                 // Read as every plain-HTTP request of the login is: past
                 // the environment's proxy.
-                let http = match pinned.starts_with("http:") {
+                let plain = url::Url::parse(pinned).is_ok_and(|url| url.scheme() == "http");
+                let http = match plain {
                     true => &self.http.in_clear,
                     false => &self.http.http,
                 };
