@@ -149,10 +149,21 @@ impl Webhook {
     /// if there is room to post it now, and keeps in `store` that it is no
     /// longer due, once it was delivered or refused for good; left due
     /// when it may be delivered later. With no room (as many posts under
-    /// way as may be), it is not posted here: it stays due, and a runner
-    /// posts it under a claim — not late, here, beside the runner's.
+    /// way as may be) within a second — a runner's claim holds its room
+    /// for a moment — it is not posted here: it stays due, and a runner
+    /// posts it under a claim, not late, here, beside the runner's.
     pub(crate) async fn deliver(&self, store: &dyn Store, approval: &ApprovalRecord) -> Delivery {
-        match self.room(1) {
+        let room = match self.room(1) {
+            Some(room) => Some(room),
+            None => {
+                let waited = std::sync::Arc::clone(&self.posting).acquire_owned();
+                tokio::time::timeout(OPENER_WAITS, waited)
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+            }
+        };
+        match room {
             Some(room) => self.deliver_in(room, store, approval).await,
             None => Delivery::NotYet,
         }
@@ -367,6 +378,11 @@ const RESEND_AFTER: Duration = Duration::from_secs(5 * 60);
 /// and up to a minute's wait between two): the shortest claim a runner
 /// holds on a notice, so that no other posts it beside those tries.
 const LONGEST_POSTING: Duration = Duration::from_secs(5 * 60);
+
+/// How long the replica that opened an approval waits for room to post its
+/// notice, when as many are under way as may be (a runner holds the room
+/// of what it claims while the store answers).
+const OPENER_WAITS: Duration = Duration::from_secs(1);
 
 /// How many notices one webhook posts at once: a receiver that hangs, or a
 /// backlog after an outage, holds no more connections than this, and a

@@ -363,8 +363,9 @@ async fn a_notice_stays_due_until_the_receiver_takes_or_refuses_it() {
     assert_eq!(due_after(200).await, (Delivery::Delivered, None));
 }
 
-/// An opener that finds as many posts under way as may be does not wait
-/// to post its notice late, beside a runner's: it leaves it due.
+/// An opener that finds as many posts under way as may be, for a second,
+/// does not wait on to post its notice late, beside a runner's: it leaves
+/// it due.
 #[tokio::test]
 async fn an_opener_without_room_leaves_its_notice_due() {
     use crate::store::MemoryStore;
@@ -383,7 +384,7 @@ async fn an_opener_without_room_leaves_its_notice_due() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/hook", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
-    let store = MemoryStore::new();
+    let store = Arc::new(MemoryStore::new());
     let mut approval = approval_saying("Refund of $640 exceeds the $500 cap", "agent");
     approval.expires_ms = crate::store::now_ms() + 60_000;
     approval.notice_due_ms = Some(approval.created_ms + 300_000);
@@ -391,13 +392,19 @@ async fn an_opener_without_room_leaves_its_notice_due() {
     let webhook = Webhook::new(url);
     let busy = webhook.room(MOST_POSTING).expect("room for all");
     assert!(webhook.room(1).is_none());
-    assert_eq!(webhook.deliver(&store, &approval).await, Delivery::NotYet);
+    // Given up after a while, not waited on for good.
+    let given_up =
+        tokio::time::timeout(Duration::from_secs(30), webhook.deliver(&*store, &approval));
+    assert_eq!(given_up.await.expect("given up"), Delivery::NotYet);
     let kept = store.approval(&approval.id).await.unwrap().unwrap();
     assert_eq!(kept.notice_due_ms, approval.notice_due_ms, "still due");
+    assert_eq!(posts.load(Ordering::SeqCst), 0);
+
+    // Room made while it waits (a runner's claim answered): posted.
+    use futures_util::FutureExt;
+    let mut opener = std::pin::pin!(webhook.deliver(&*store, &approval));
+    assert!((&mut opener).now_or_never().is_none(), "waits for room");
     drop(busy);
-    assert_eq!(
-        webhook.deliver(&store, &approval).await,
-        Delivery::Delivered
-    );
+    assert_eq!(opener.await, Delivery::Delivered);
     assert_eq!(posts.load(Ordering::SeqCst), 1);
 }
