@@ -1285,6 +1285,72 @@ async fn a_leaner_tokens_cancelled_task_leaves_a_fuller_tokens_approval_standing
     assert_eq!(times("T-690"), 1);
 }
 
+/// The same, when the leaner token's approval of the call was approved and
+/// is running: the cancel marks that run, and takes back the next
+/// approvals of the call it finds — not the fuller token's.
+#[tokio::test]
+async fn a_leaner_tokens_cancelled_run_leaves_a_fuller_tokens_next_approval_standing() {
+    let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let tools = capped(Arc::clone(&shared));
+    let arguments = json!({"order": "T-695", "amount": 695});
+    let full = tool_envelope::guard::Caller::new("alice", ["refunds:write", "refunds:large"]);
+    let waiting = tools
+        .call_with(
+            "capped_refund",
+            arguments.clone(),
+            ToolContext::detached().with_caller(full),
+        )
+        .await
+        .unwrap();
+    let envelope = waiting.structured_content.unwrap();
+    let ticket = envelope["escalation"]["ticket"]["id"].as_str().unwrap();
+    let fuller = shared.approval(ticket).await.unwrap().unwrap();
+    // The leaner token's approval of the same call, at another block,
+    // approved and running elsewhere.
+    let mut lean = ApprovalRecord::new(
+        fuller.digest.clone(),
+        "other@1",
+        "capped_refund",
+        arguments.clone(),
+        json!({}),
+        Some("alice".to_owned()),
+        "refunds:approve",
+        store::now_ms() + 600_000,
+    );
+    lean.caller_scopes = vec!["refunds:write".to_owned()];
+    let lean = shared
+        .open_approval(&lean, u64::MAX)
+        .await
+        .unwrap()
+        .unwrap();
+    let yes = store::Decision::new(true, "carol", "ok");
+    assert!(shared.decide(&lean.id, &yes).await.unwrap());
+    let later = store::now_ms() + 600_000;
+    let claimed = shared.claim_approval(&lean.id, "elsewhere", store::now_ms(), later);
+    assert!(claimed.await.unwrap().is_some());
+
+    let mut task = TaskRecord::new(
+        "capped_refund",
+        arguments,
+        Some("alice".to_owned()),
+        600_000,
+    )
+    .held_by("stopped-replica", store::now_ms() - 1);
+    task.caller_scopes = vec!["refunds:write".to_owned()];
+    task.id = "task-lean-run".to_owned();
+    assert!(shared.create_task(&task, u64::MAX).await.unwrap());
+    shared.cancel_task(&task.id).await.unwrap();
+    tools.run_approved().await.unwrap();
+    let ended = shared.task(&task.id).await.unwrap().unwrap();
+    assert_eq!(ended.state, store::TaskState::Cancelled);
+    let standing = shared.approval(ticket).await.unwrap().unwrap();
+    assert_eq!(
+        standing.state,
+        store::ApprovalState::Pending,
+        "{standing:?}"
+    );
+}
+
 /// A destructive task that waited for an approver, its replica stopped:
 /// taken over, it ends with its ticket as it stands — not "may have taken
 /// effect", which would tell its caller nothing waits — and the approval
