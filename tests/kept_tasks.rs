@@ -1240,6 +1240,44 @@ async fn a_cancelled_task_whose_replica_stopped_has_its_approval_withdrawn_on_ta
     assert_eq!(times("T-670"), 0);
 }
 
+/// The ticket of the approval alice's fuller token (`refunds:write`,
+/// `refunds:large`) waits for, calling `capped_refund` with `arguments`.
+async fn fuller_tokens_ticket(tools: &ToolSet, arguments: &Value) -> String {
+    let full = tool_envelope::guard::Caller::new("alice", ["refunds:write", "refunds:large"]);
+    let context = ToolContext::detached().with_caller(full);
+    let waiting = tools
+        .call_with("capped_refund", arguments.clone(), context)
+        .await
+        .unwrap();
+    let envelope = waiting.structured_content.unwrap();
+    assert_eq!(envelope["reason"], "AWAITING_APPROVAL", "{envelope}");
+    envelope["escalation"]["ticket"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The task `id` of alice's leaner token (`refunds:write` only), calling
+/// `capped_refund` with `arguments`, cancelled after its replica stopped.
+async fn leaner_tokens_cancelled_task(
+    shared: &Arc<dyn Store>,
+    id: &str,
+    arguments: Value,
+) -> TaskRecord {
+    let mut task = TaskRecord::new(
+        "capped_refund",
+        arguments,
+        Some("alice".to_owned()),
+        600_000,
+    )
+    .held_by("stopped-replica", store::now_ms() - 1);
+    task.caller_scopes = vec!["refunds:write".to_owned()];
+    task.id = id.to_owned();
+    assert!(shared.create_task(&task, u64::MAX).await.unwrap());
+    shared.cancel_task(&task.id).await.unwrap();
+    task
+}
+
 /// A token of the same person that grants less started the same call as
 /// a task, cancelled it, and its replica stopped: taken over, the task
 /// ends cancelled, and the approval a fuller token opened for that call
@@ -1249,29 +1287,8 @@ async fn a_leaner_tokens_cancelled_task_leaves_a_fuller_tokens_approval_standing
     let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let tools = capped(Arc::clone(&shared));
     let arguments = json!({"order": "T-690", "amount": 690});
-    let full = tool_envelope::guard::Caller::new("alice", ["refunds:write", "refunds:large"]);
-    let waiting = tools
-        .call_with(
-            "capped_refund",
-            arguments.clone(),
-            ToolContext::detached().with_caller(full),
-        )
-        .await
-        .unwrap();
-    let envelope = waiting.structured_content.unwrap();
-    assert_eq!(envelope["reason"], "AWAITING_APPROVAL", "{envelope}");
-    let ticket = envelope["escalation"]["ticket"]["id"].as_str().unwrap();
-    let mut task = TaskRecord::new(
-        "capped_refund",
-        arguments,
-        Some("alice".to_owned()),
-        600_000,
-    )
-    .held_by("stopped-replica", store::now_ms() - 1);
-    task.caller_scopes = vec!["refunds:write".to_owned()];
-    task.id = "task-lean-refund".to_owned();
-    assert!(shared.create_task(&task, u64::MAX).await.unwrap());
-    shared.cancel_task(&task.id).await.unwrap();
+    let ticket = &fuller_tokens_ticket(&tools, &arguments).await;
+    let task = leaner_tokens_cancelled_task(&shared, "task-lean-refund", arguments).await;
 
     tools.run_approved().await.unwrap();
     let ended = shared.task(&task.id).await.unwrap().unwrap();
@@ -1293,17 +1310,7 @@ async fn a_leaner_tokens_cancelled_run_leaves_a_fuller_tokens_next_approval_stan
     let shared: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let tools = capped(Arc::clone(&shared));
     let arguments = json!({"order": "T-695", "amount": 695});
-    let full = tool_envelope::guard::Caller::new("alice", ["refunds:write", "refunds:large"]);
-    let waiting = tools
-        .call_with(
-            "capped_refund",
-            arguments.clone(),
-            ToolContext::detached().with_caller(full),
-        )
-        .await
-        .unwrap();
-    let envelope = waiting.structured_content.unwrap();
-    let ticket = envelope["escalation"]["ticket"]["id"].as_str().unwrap();
+    let ticket = &fuller_tokens_ticket(&tools, &arguments).await;
     let fuller = shared.approval(ticket).await.unwrap().unwrap();
     // The leaner token's approval of the same call, at another block,
     // approved and running elsewhere.
@@ -1329,17 +1336,7 @@ async fn a_leaner_tokens_cancelled_run_leaves_a_fuller_tokens_next_approval_stan
     let claimed = shared.claim_approval(&lean.id, "elsewhere", store::now_ms(), later);
     assert!(claimed.await.unwrap().is_some());
 
-    let mut task = TaskRecord::new(
-        "capped_refund",
-        arguments,
-        Some("alice".to_owned()),
-        600_000,
-    )
-    .held_by("stopped-replica", store::now_ms() - 1);
-    task.caller_scopes = vec!["refunds:write".to_owned()];
-    task.id = "task-lean-run".to_owned();
-    assert!(shared.create_task(&task, u64::MAX).await.unwrap());
-    shared.cancel_task(&task.id).await.unwrap();
+    let task = leaner_tokens_cancelled_task(&shared, "task-lean-run", arguments).await;
     tools.run_approved().await.unwrap();
     let ended = shared.task(&task.id).await.unwrap().unwrap();
     assert_eq!(ended.state, store::TaskState::Cancelled);
