@@ -303,7 +303,7 @@ fn field<T>(
 }
 
 /// The `escalation` object as it is written, for an [`Escalated`] record
-/// and an [`Escalation`](super::Escalation) alike.
+/// and an [`Escalation`](crate::Escalation) alike.
 pub(crate) struct Wire<'a> {
     pub(crate) reason: EscalationReason,
     pub(crate) attempts: u32,

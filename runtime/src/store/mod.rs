@@ -9,7 +9,7 @@
 //!   embedded default; replicas on one host may share the file;
 //! - `PostgresStore` (feature `postgres`): for N replicas.
 //!
-//! Open one from a URL with [`open`]: `memory:`, `sqlite:PATH`,
+//! Open one from a URL with [`open()`]: `memory:`, `sqlite:PATH`,
 //! `postgres://…`. The SQL backends run their migrations when opened.
 //!
 //! Every change that decides something is one conditional update: a

@@ -15,7 +15,7 @@
 //! - a `reason` is `UPPER_SNAKE_CASE` already: it was normalized where it was
 //!   set ([`crate::reasons`]); one longer than the text limit is cut;
 //! - an `attempted_query` or `partial_results` nested deeper than
-//!   [`MAX_DEPTH`](crate::json::depth::MAX_DEPTH) is sent as a marker saying so;
+//!   [`MAX_DEPTH`] is sent as a marker saying so;
 //! - everything that grows is trimmed to its limit with a marker.
 
 mod read;

@@ -55,7 +55,7 @@ impl From<LogLevel> for LoggingLevel {
     }
 }
 
-/// The live side of a [`ToolContext`]: one `tools/call` request.
+/// The live side of a [`ToolContext`](crate::mcp::ToolContext): one `tools/call` request.
 pub(crate) struct LiveRequest {
     pub(crate) cancel: CancellationToken,
     pub(crate) peer: Peer<RoleServer>,

@@ -98,7 +98,7 @@ pub(super) struct State {
     #[serde(default)]
     approved_until_ms: i64,
     /// The ledger that may spend it: the seal's own (no store), or its
-    /// store's ([`Store::ledger`](crate::store::Store::ledger)): the round that brings a yes opens only
+    /// store's ([`Store::ledger`]): the round that brings a yes opens only
     /// there. Empty in a state sealed with a store by a release before
     /// stores were named: no ledger takes its yes.
     #[serde(default, skip_serializing_if = "String::is_empty")]

@@ -69,7 +69,7 @@ impl ToolSet {
     /// notices that are due, with a webhook
     /// (`Webhook::resend_after`), and, once a minute, sweeps the
     /// store of what no one can read any more
-    /// ([`Store::sweep`](crate::store::Store::sweep)): what the background
+    /// ([`Store::sweep`]): what the background
     /// runner does every second on every replica (started when the set
     /// first serves), for a host that drives it itself; the sweep also
     /// forgets old resolved escalations when

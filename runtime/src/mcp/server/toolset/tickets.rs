@@ -70,7 +70,7 @@ impl ToolSet {
     /// a decision, and how long its outcome (declined, or the call's
     /// result) is then given to the same call made again, counted from the
     /// decision and again from the run:
-    /// [`DEFAULT_APPROVAL_TTL`](crate::mcp::DEFAULT_APPROVAL_TTL) (a day)
+    /// [`DEFAULT_APPROVAL_TTL`] (a day)
     /// unless set, a hundred years at most. Past it, a pending approval
     /// expires, which is kept as an escalation of its own
     /// (`approval_expired`); so does an approved call no runner claimed
@@ -86,7 +86,7 @@ impl ToolSet {
     /// How many approvals of one caller (a bearer token's subject; on a
     /// server that checks none, every client together) may wait for a
     /// decision at once:
-    /// [`DEFAULT_MAX_WAITING_APPROVALS`](crate::mcp::DEFAULT_MAX_WAITING_APPROVALS)
+    /// [`DEFAULT_MAX_WAITING_APPROVALS`]
     /// unless set, at least 1. Past it, a blocked call of theirs that would
     /// open another ends with a `business` envelope, reason
     /// `TOO_MANY_APPROVALS`, and nothing runs — so that one caller cannot
