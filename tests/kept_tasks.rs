@@ -1492,6 +1492,38 @@ async fn a_task_is_kept_as_its_services_and_unknown_to_another() {
     unknown_to(&elsewhere, &task).await;
 }
 
+/// A task held by another replica, asked of while the store fails: an
+/// internal error to ask again (`-32603`), not "not found" (`-32602`),
+/// which a client takes as the task gone for good; once the store
+/// answers, the task is read as it is.
+#[tokio::test(start_paused = true)]
+async fn a_task_asked_of_while_the_store_fails_is_not_said_to_be_gone() {
+    let slow = Slow::new();
+    let shared: Arc<dyn Store> = slow.clone();
+    let one = connect(replica(Arc::clone(&shared))).await;
+    let two = connect(replica(Arc::clone(&shared))).await;
+    let task = task_of(&one, "report", json!({"quarter": "Q-DOWN"})).await;
+    let done = past(&two, &task, "working").await;
+    assert_eq!(done["status"], "completed", "{done}");
+    slow.task_reads_fail.store(true, Ordering::SeqCst);
+    let code = |error: rmcp::ServiceError| match error {
+        rmcp::ServiceError::McpError(error) => (error.code.0, error.message.into_owned()),
+        other => panic!("expected the server's error, got {other:?}"),
+    };
+    let read = two.get_task(GetTaskParams::new(&task)).await.unwrap_err();
+    let cancelled = two
+        .cancel_task(CancelTaskParams::new(&task))
+        .await
+        .unwrap_err();
+    let answered = two.update_task(UpdateTaskParams::new(&task, Default::default()));
+    for (code, message) in [read, cancelled, answered.await.unwrap_err()].map(code) {
+        assert_eq!(code, -32603, "{message}");
+        assert!(message.contains("ask again"), "{message}");
+    }
+    slow.task_reads_fail.store(false, Ordering::SeqCst);
+    assert_eq!(get(&two, &task).await["status"], "completed");
+}
+
 /// A task past its time to live is its caller's no more, swept or not:
 /// not read, answered or cancelled on any replica.
 #[tokio::test(start_paused = true)]
@@ -1552,6 +1584,8 @@ struct Slow {
     task_updates: std::sync::Mutex<Vec<(String, Option<i64>)>>,
     /// How long reading a task takes, in milliseconds of the (paused) clock.
     task_read_ms: std::sync::atomic::AtomicU64,
+    /// Whether reading a task fails, as a database out of reach.
+    task_reads_fail: std::sync::atomic::AtomicBool,
     /// How far ahead of the wall clock approvals are opened and read, in
     /// milliseconds: the store as it would be that much later.
     ahead_ms: std::sync::atomic::AtomicI64,
@@ -1639,6 +1673,7 @@ impl Slow {
             at_decide: Gate::new(),
             task_updates: std::sync::Mutex::default(),
             task_read_ms: std::sync::atomic::AtomicU64::new(0),
+            task_reads_fail: std::sync::atomic::AtomicBool::new(false),
             ahead_ms: std::sync::atomic::AtomicI64::new(0),
             tasks_aged_ms: std::sync::atomic::AtomicI64::new(0),
             expires_nothing: std::sync::atomic::AtomicBool::new(false),
@@ -1721,6 +1756,9 @@ impl Store for Slow {
         Box::pin(async move {
             let slow = self.task_read_ms.load(Ordering::SeqCst);
             tokio::time::sleep(Duration::from_millis(slow)).await;
+            if self.task_reads_fail.load(Ordering::SeqCst) {
+                return Err(StoreError::new("no answer within 20 s"));
+            }
             let aged = self.tasks_aged_ms.load(Ordering::SeqCst);
             let mut read = self.inner.task(id).await?;
             if let Some(task) = &mut read {

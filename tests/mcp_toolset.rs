@@ -1278,3 +1278,41 @@ fn a_description_shows_the_model_what_rustdoc_shows_a_reader() {
         "a fence around an included example closes after it; the headings after it stay"
     );
 }
+
+/// Calls of `inventory`'s dependency, which is down.
+static INVENTORY_CALLS: AtomicU32 = AtomicU32::new(0);
+
+/// Reads stock through a loop of its own, which escalates: `?` returns its
+/// escalation.
+#[tool(read_only)]
+async fn stock(sku: String) -> Result<u32, ErrorEnvelope> {
+    let outcome = RetryPolicy::default()
+        .constant(Duration::from_millis(10))
+        .retry(|| {
+            INVENTORY_CALLS.fetch_add(1, Ordering::SeqCst);
+            async {
+                Err::<u32, _>(ErrorEnvelope::transient(format!(
+                    "inventory down for {sku}"
+                )))
+            }
+        })
+        .await;
+    Ok(outcome.into_result()?)
+}
+
+/// A tool whose own loop escalated sends that escalation: not retryable,
+/// with its reason and attempts — and the tool set's loop, under a retry
+/// policy of its own, does not run it again.
+#[tokio::test(start_paused = true)]
+async fn a_tools_own_escalation_is_sent_as_it_is_and_not_retried_around() {
+    let tools = ToolSet::new()
+        .tool::<stock>()
+        .retry(RetryPolicy::default().constant(Duration::from_millis(10)));
+    let result = tools.call("stock", json!({"sku": "SKU-1"})).await.unwrap();
+    assert!(result.is_error);
+    assert_eq!(INVENTORY_CALLS.load(Ordering::SeqCst), 3);
+    let structured = result.structured_content.unwrap();
+    assert_eq!(structured["isRetryable"], false, "{structured}");
+    assert_eq!(structured["escalation"]["reason"], "retries_exhausted");
+    assert_eq!(structured["tool"], "stock");
+}

@@ -1160,3 +1160,39 @@ async fn a_panicking_hook_or_error_description_loses_nothing_gathered() {
         "{escalation:?}"
     );
 }
+
+/// A loop that escalates ends the loop around it too, once its escalation
+/// is returned as an envelope (`?`, or `ErrorEnvelope::from`): the
+/// envelope carries the escalation, is not retryable, and the outer loop
+/// escalates with the inner one's reason — three calls to a dependency
+/// that is down, not three times three.
+#[tokio::test(start_paused = true)]
+async fn an_escalation_returned_as_an_envelope_is_not_run_again_by_the_loop_around_it() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let inner = |calls: Arc<AtomicU32>| async move {
+        let outcome = steady(10)
+            .retry(|| {
+                calls.fetch_add(1, Ordering::SeqCst);
+                async { Err::<(), _>(ErrorEnvelope::transient("inventory service down")) }
+            })
+            .await;
+        outcome.into_result()?;
+        Ok::<(), ErrorEnvelope>(())
+    };
+    let outer = steady(10).retry(|| inner(calls.clone())).await;
+    assert_eq!(calls.load(Ordering::SeqCst), 3, "the inner loop ran once");
+    let escalation = outer.result.unwrap_err();
+    assert_eq!(escalation.reason, EscalationReason::RetriesExhausted);
+    let wire = serde_json::to_value(&escalation).unwrap();
+    assert_eq!(wire["isRetryable"], false);
+    assert_eq!(wire["escalation"]["reason"], "retries_exhausted");
+    let carried = escalation
+        .envelope
+        .escalation()
+        .expect("the inner escalation");
+    assert_eq!(carried.attempts, 3);
+    assert_eq!(
+        escalation.attempts, 1,
+        "the outer loop ran its attempt once"
+    );
+}

@@ -19,7 +19,8 @@ use serde_json::{Value, json};
 use tool_envelope::guard::{Approvers, Blocked, Caller, Guards, ToolCall};
 use tool_envelope::mcp::{DecisionError, ToolContext, ToolSet};
 use tool_envelope::store::{
-    self, ApprovalState, EscalationRecord, EscalationState, MemoryStore, Store,
+    self, ApprovalRecord, ApprovalState, AuditEntry, Decision, Escalate, EscalationRecord,
+    EscalationState, MemoryStore, Store, StoreFuture, TaskRecord, TaskUpdate,
 };
 use tool_envelope::{ErrorEnvelope, Secret, tool};
 
@@ -199,6 +200,94 @@ async fn a_token_without_the_scope_never_reads_an_approved_calls_result() {
     assert!(!failed, "{result}");
     assert_eq!(times("refund T-SCOPE 620"), 1);
     SCOPE_CAP_LIFTED.store(false, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// A store that never answers: its database's host gone from the
+/// network, each query waiting for a reply that does not come.
+#[derive(Debug)]
+struct OutOfReach;
+
+/// Every operation of [`OutOfReach`]: never answered.
+macro_rules! never_answered {
+    ($($name:ident($($arg:ident: $ty:ty),*) -> $out:ty;)*) => {
+        $(fn $name<'a>(&'a self, $($arg: $ty),*) -> StoreFuture<'a, $out> {
+            let _ = ($($arg),*);
+            Box::pin(std::future::pending())
+        })*
+    };
+}
+
+impl Store for OutOfReach {
+    never_answered! {
+        create_task(task: &'a TaskRecord, most_running: u64) -> bool;
+        task(id: &'a str) -> Option<TaskRecord>;
+        update_task(id: &'a str, holder: &'a str, update: &'a TaskUpdate) -> bool;
+        answer_task(id: &'a str, responses: &'a Value) -> bool;
+        cancel_task(id: &'a str) -> bool;
+        running_tasks(service: &'a str, caller: Option<&'a str>) -> (u64, u64);
+        claim_abandoned_tasks(service: &'a str, tools: Option<&'a [&'a str]>, holder: &'a str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Vec<TaskRecord>;
+        open_approval(approval: &'a ApprovalRecord, most_waiting: u64) -> Option<ApprovalRecord>;
+        call_approvals(digest: &'a str, now_ms: i64) -> Vec<ApprovalRecord>;
+        waiting_approvals(service: &'a str, caller: Option<&'a str>, now_ms: i64) -> u64;
+        approval(id: &'a str) -> Option<ApprovalRecord>;
+        approvals(service: &'a str, approvers: Option<&'a [&'a str]>, states: &'a [ApprovalState], limit: u32) -> Vec<ApprovalRecord>;
+        decide(id: &'a str, decision: &'a Decision) -> bool;
+        claim_approval(id: &'a str, holder: &'a str, now_ms: i64, lease_until_ms: i64) -> Option<ApprovalRecord>;
+        renew_approval(id: &'a str, holder: &'a str, lease_until_ms: i64) -> bool;
+        approvals_to_run(service: &'a str, now_ms: i64, limit: u32) -> Vec<String>;
+        finish_approval(id: &'a str, holder: &'a str, result: &'a Value, at_ms: i64) -> bool;
+        expire_approvals(service: &'a str, now_ms: i64, escalate: &'a Escalate<'a>) -> Vec<ApprovalRecord>;
+        redeem(nonce: &'a str, until_ms: i64) -> bool;
+        redeemed(nonce: &'a str) -> bool;
+        record_escalation(escalation: &'a EscalationRecord, most_open: u64) -> bool;
+        escalations(service: &'a str, approvers: Option<&'a [&'a str]>, state: EscalationState, limit: u32) -> Vec<EscalationRecord>;
+        escalation(id: &'a str) -> Option<EscalationRecord>;
+        open_escalations(service: Option<&'a str>, caller: Option<&'a str>) -> u64;
+        resolve_escalation(id: &'a str, by: &'a str, note: &'a str, at_ms: i64) -> bool;
+        forget_resolved_escalations(service: &'a str, resolved_before_ms: i64) -> u64;
+        audit(entry: &'a AuditEntry) -> ();
+        audit_log(limit: u32) -> Vec<AuditEntry>;
+        sweep(now_ms: i64) -> ();
+    }
+
+    fn ledger(&self) -> &str {
+        "out-of-reach"
+    }
+}
+
+/// A store out of reach fails what needs it once its answer is 20 s late,
+/// as any failure of the store does, instead of holding a call, the
+/// approvals runner or a person's decision until TCP gives up (about a
+/// quarter of an hour; for a reply lost, never).
+#[tokio::test(start_paused = true)]
+async fn a_store_out_of_reach_fails_what_needs_it_instead_of_hanging() {
+    use std::time::Duration;
+    use tokio::time::{Instant, timeout};
+    const AN_HOUR: Duration = Duration::from_secs(3600);
+    let tools = tools(Arc::new(OutOfReach));
+    // Over the cap and under it: a call not safe to repeat whose approvals
+    // cannot be read is refused unrun, once the store has had its time.
+    for amount in [900, 100] {
+        let asked = Instant::now();
+        let alice = alice();
+        let call = call_as(&tools, &alice, "refund", refund_args("OUT-1", amount));
+        let (failed, reply) = timeout(AN_HOUR, call).await.expect("answered");
+        assert!(failed, "{reply}");
+        assert_eq!(reply["errorCategory"], "transient", "{reply}");
+        assert_eq!(reply["reason"], "NOT_APPLIED", "{reply}");
+        assert!(
+            asked.elapsed() >= Duration::from_secs(20),
+            "waited for the store"
+        );
+        assert_eq!(times(&format!("refund OUT-1 {amount}")), 0);
+    }
+    // The runner's pass ends with the store's failure; the next tries again.
+    let pass = timeout(AN_HOUR, tools.run_approved()).await.expect("ended");
+    let error = pass.unwrap_err().to_string();
+    assert!(error.contains("no answer within 20 s"), "{error}");
+    // A person's decision is refused, not left hanging.
+    let decided = timeout(AN_HOUR, tools.decide("a-ticket", &approver(), true, "")).await;
+    assert!(decided.expect("ended").is_err());
 }
 
 /// The lean token's call, held in its guard until the test lets it go:

@@ -176,6 +176,51 @@ impl Escalation {
     }
 }
 
+/// The escalation as an envelope that carries it
+/// ([`ErrorEnvelope::escalation`]): its reason, attempts, time, detail and
+/// ticket, and so never retryable, and sent on with its `escalation`
+/// object. How a tool, or a loop, returns what a loop inside it escalated:
+/// with `?` on [`Outcome::into_result`](crate::retry::Outcome::into_result)
+/// in a tool that returns an [`ErrorEnvelope`] — no loop above it, here or
+/// across the wire, runs the whole loop again. (The bare
+/// [`envelope`](Escalation::envelope) is the last attempt's failure as it
+/// was: still retryable, if it was.)
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_envelope::{ErrorEnvelope, Escalation, EscalationReason};
+///
+/// let failure = ErrorEnvelope::transient("orders DB down");
+/// let escalation = Escalation::new(EscalationReason::RetriesExhausted, failure, 3, Duration::from_millis(900));
+/// let envelope = ErrorEnvelope::from(escalation);
+/// assert!(!envelope.is_retryable());
+/// assert_eq!(envelope.escalation().unwrap().attempts, 3);
+/// let json = serde_json::to_value(&envelope).unwrap();
+/// assert_eq!(json["isRetryable"], false);
+/// assert_eq!(json["escalation"]["reason"], "retries_exhausted");
+/// ```
+impl From<Escalation> for ErrorEnvelope {
+    fn from(escalation: Escalation) -> Self {
+        let Escalation {
+            reason,
+            envelope,
+            attempts,
+            elapsed,
+            detail,
+            ticket,
+            ..
+        } = escalation;
+        let escalated = crate::envelope::Escalated {
+            reason,
+            attempts,
+            elapsed,
+            detail,
+            ticket: ticket.map(|ticket| *ticket),
+        };
+        envelope.remade(|parts| parts.escalated = Some(Box::new(escalated)))
+    }
+}
+
 impl fmt::Display for Escalation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} ({}", self.envelope.message(), self.reason)?;

@@ -1,7 +1,8 @@
 //! A store for tests that holds every count of running tasks at a gate,
 //! and every task kept at another, until the test opens them: two starts
 //! can then be seen at the same moment deterministically, with no timing
-//! at all; and a store that never keeps an escalation, when told to hang.
+//! at all; and a store that never keeps an escalation, or never reads a
+//! task back, when told to hang.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -26,6 +27,8 @@ pub(crate) struct Gated {
     entered: AtomicUsize,
     /// Whether keeping an escalation never ends.
     hanging: AtomicBool,
+    /// Whether reading a task never ends.
+    hanging_task_reads: AtomicBool,
 }
 
 impl Gated {
@@ -37,6 +40,7 @@ impl Gated {
             keeping: Semaphore::new(0),
             entered: AtomicUsize::new(0),
             hanging: AtomicBool::new(false),
+            hanging_task_reads: AtomicBool::new(false),
         })
     }
 
@@ -44,6 +48,12 @@ impl Gated {
     /// reach.
     pub(crate) fn hang_escalations(&self) {
         self.hanging.store(true, Ordering::SeqCst);
+    }
+
+    /// From now on, reading a task never ends: a database out of reach.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+    pub(crate) fn hang_task_reads(&self) {
+        self.hanging_task_reads.store(true, Ordering::SeqCst);
     }
 
     /// How many counts of running tasks reached the gate so far.
@@ -110,8 +120,16 @@ impl Store for Gated {
         })
     }
 
+    fn task<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {
+        Box::pin(async move {
+            if self.hanging_task_reads.load(Ordering::SeqCst) {
+                std::future::pending::<()>().await;
+            }
+            self.inner.task(id).await
+        })
+    }
+
     passed_on! {
-        task(id: &'a str) -> Option<TaskRecord>;
         update_task(id: &'a str, holder: &'a str, update: &'a TaskUpdate) -> bool;
         answer_task(id: &'a str, responses: &'a Value) -> bool;
         cancel_task(id: &'a str) -> bool;

@@ -42,9 +42,14 @@ pub(crate) async fn renewing<T, R: std::future::Future<Output = ()>>(
     let mut run = pin!(run);
     loop {
         let tick = pin!(tokio::time::sleep(every));
-        match select(run.as_mut(), tick).await {
-            Either::Left((done, _)) => return done,
-            Either::Right(((), _)) => renew().await,
+        if let Either::Left((done, _)) = select(run.as_mut(), tick).await {
+            return done;
+        }
+        // The run goes on while the lease is renewed: a store slow to
+        // answer does not hold it up.
+        let renewal = pin!(renew());
+        if let Either::Left((done, _)) = select(run.as_mut(), renewal).await {
+            return done;
         }
     }
 }
@@ -106,88 +111,29 @@ pub(crate) async fn held(
         Err(_) => return Err(TaskExit::Cancelled),
     }
     let mut future = pin!(future);
-    let mut answered = serde_json::Map::new();
-    let mut asked: Option<Value> = None;
-    let mut said: Option<String> = None;
-    let mut renewed = tokio::time::Instant::now();
+    let mut mirror = Mirrored {
+        answered: serde_json::Map::new(),
+        asked: None,
+        said: None,
+        renewed: tokio::time::Instant::now(),
+    };
     let outcome = loop {
-        let look = pin!(tokio::time::sleep(LOOK));
-        match select(future.as_mut(), look).await {
+        let tick = pin!(tokio::time::sleep(LOOK));
+        match select(future.as_mut(), tick).await {
             Either::Left((outcome, _)) => break outcome,
             Either::Right(((), _)) => {}
         }
-        if let Ok(Some(record)) = store.task(&id).await {
-            // Claimed since by a replica that took it for abandoned — this
-            // one too, when its store was away past the lease, under the
-            // same holder's name: run there, not here as well.
-            if record.runs > 0 {
-                tracing::warn!(task = %id, "a task was taken over while it ran here: stopped here");
-                lost.store(true, std::sync::atomic::Ordering::Release);
-                unfinished.store = None;
-                return Err(TaskExit::Cancelled);
-            }
-            if record.cancel_requested {
-                let _ = manager.cancel_task(&id);
-            }
-            if let Some(Value::Object(responses)) = &record.input_responses {
-                let new: Vec<(String, Value)> = responses
-                    .iter()
-                    .filter(|(key, _)| !answered.contains_key(*key))
-                    .map(|(key, value)| (key.clone(), value.clone()))
-                    .collect();
-                if !new.is_empty() {
-                    answered.extend(new.iter().cloned());
-                    let _ = manager.update_task(&id, new);
-                }
-            }
-        }
-        let mut update = TaskUpdate::now();
-        let current = manager.get_task(&id).ok();
-        let message = current
-            .as_ref()
-            .and_then(|task| task.task.status_message.clone());
-        let questions = current.and_then(|task| match task.payload {
-            TaskPayload::InputRequired { input_requests } => {
-                serde_json::to_value(input_requests).ok()
-            }
-            _ => None,
-        });
-        let changed = questions != asked || message != said;
-        if questions != asked {
-            update.state = Some(match questions {
-                Some(_) => TaskState::InputRequired,
-                None => TaskState::Working,
-            });
-            update.input_requests = Some(questions.clone());
-            asked = questions;
-        }
-        if message != said {
-            update.status_message = Some(message.clone());
-            said = message;
-        }
-        if !changed && renewed.elapsed() < RENEW_EVERY {
-            continue;
-        }
-        renewed = tokio::time::Instant::now();
-        update.lease_until_ms = Some(now_ms().saturating_add(ms(LEASE)));
-        match store.update_task(&id, &holder, &update).await {
-            Ok(true) => {}
-            // Another replica holds it now (this one could not renew in
-            // time): it ends it, or runs it again if that is safe. Stopped
-            // here, at the call's next `.await`, rather than run twice at
-            // once; its end is that replica's to keep. (A record the store
-            // never kept — it failed as the task started — holds nothing:
-            // the task runs on, as this replica's alone.)
-            Ok(false) if taken_over(store.as_ref(), &id, &holder).await => {
-                tracing::warn!(task = %id, "a task's lease was taken over by another replica: stopped here");
+        // The call goes on while the store is asked: a store slow to
+        // answer, or out of reach until its bound, does not hold it up.
+        let look = pin!(mirror.look(store.as_ref(), &id, &holder, &manager));
+        match select(future.as_mut(), look).await {
+            Either::Left((outcome, _)) => break outcome,
+            Either::Right((Held::Here, _)) => {}
+            Either::Right((Held::Elsewhere, _)) => {
                 // Read from the store from now on, not as this replica ended it.
                 lost.store(true, std::sync::atomic::Ordering::Release);
                 unfinished.store = None;
                 return Err(TaskExit::Cancelled);
-            }
-            Ok(false) => {}
-            Err(error) => {
-                tracing::warn!(%error, task = %id, "a task's lease could not be renewed");
             }
         }
     };
@@ -197,6 +143,110 @@ pub(crate) async fn held(
         tracing::warn!(%error, task = %id, "a task's outcome could not be kept");
     }
     outcome
+}
+
+/// Whether a task is still this replica's to run after a look.
+enum Held {
+    Here,
+    /// Another replica took it over: stopped here, its end that replica's.
+    Elsewhere,
+}
+
+/// What a held task's looks have passed on and kept so far.
+struct Mirrored {
+    /// The answers passed on to the task.
+    answered: serde_json::Map<String, Value>,
+    /// The questions kept as the record's.
+    asked: Option<Value>,
+    /// The status message kept as the record's.
+    said: Option<String>,
+    /// When the lease was last renewed.
+    renewed: tokio::time::Instant,
+}
+
+impl Mirrored {
+    /// One look at the task `id` held by `holder`: passes on the answers
+    /// and the cancellation other replicas kept, keeps the task's
+    /// questions and status message when they changed, and renews the
+    /// lease when they did or it is due.
+    async fn look(
+        &mut self,
+        store: &dyn Store,
+        id: &str,
+        holder: &str,
+        manager: &TaskManager,
+    ) -> Held {
+        if let Ok(Some(record)) = store.task(id).await {
+            // Claimed since by a replica that took it for abandoned — this
+            // one too, when its store was away past the lease, under the
+            // same holder's name: run there, not here as well.
+            if record.runs > 0 {
+                tracing::warn!(task = %id, "a task was taken over while it ran here: stopped here");
+                return Held::Elsewhere;
+            }
+            if record.cancel_requested {
+                let _ = manager.cancel_task(id);
+            }
+            if let Some(Value::Object(responses)) = &record.input_responses {
+                let new: Vec<(String, Value)> = responses
+                    .iter()
+                    .filter(|(key, _)| !self.answered.contains_key(*key))
+                    .map(|(key, value)| (key.clone(), value.clone()))
+                    .collect();
+                if !new.is_empty() {
+                    self.answered.extend(new.iter().cloned());
+                    let _ = manager.update_task(id, new);
+                }
+            }
+        }
+        let mut update = TaskUpdate::now();
+        let current = manager.get_task(id).ok();
+        let message = current
+            .as_ref()
+            .and_then(|task| task.task.status_message.clone());
+        let questions = current.and_then(|task| match task.payload {
+            TaskPayload::InputRequired { input_requests } => {
+                serde_json::to_value(input_requests).ok()
+            }
+            _ => None,
+        });
+        let changed = questions != self.asked || message != self.said;
+        if questions != self.asked {
+            update.state = Some(match questions {
+                Some(_) => TaskState::InputRequired,
+                None => TaskState::Working,
+            });
+            update.input_requests = Some(questions.clone());
+            self.asked = questions;
+        }
+        if message != self.said {
+            update.status_message = Some(message.clone());
+            self.said = message;
+        }
+        if !changed && self.renewed.elapsed() < RENEW_EVERY {
+            return Held::Here;
+        }
+        self.renewed = tokio::time::Instant::now();
+        update.lease_until_ms = Some(now_ms().saturating_add(ms(LEASE)));
+        match store.update_task(id, holder, &update).await {
+            Ok(true) => Held::Here,
+            // Another replica holds it now (this one could not renew in
+            // time): it ends it, or runs it again if that is safe. Stopped
+            // here, at the call's next `.await`, rather than run twice at
+            // once; its end is that replica's to keep. (A record the store
+            // never kept — it failed as the task started — holds nothing:
+            // the task runs on, as this replica's alone.)
+            Ok(false) if taken_over(store, id, holder).await => {
+                tracing::warn!(task = %id, "a task's lease was taken over by another replica: stopped here");
+                Held::Elsewhere
+            }
+            Ok(false) => Held::Here,
+            Err(error) => {
+                tracing::warn!(%error, task = %id, "a task's lease could not be renewed");
+                Held::Here
+            }
+        }
+    }
 }
 
 /// Whether the task `id`'s record says another replica than `holder`

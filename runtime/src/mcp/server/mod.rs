@@ -10,6 +10,8 @@ pub(crate) mod arguments;
 #[cfg(feature = "rmcp")]
 pub(crate) mod asking;
 #[cfg(feature = "rmcp")]
+pub(crate) mod bounded;
+#[cfg(feature = "rmcp")]
 mod client;
 #[cfg(feature = "rmcp")]
 pub(crate) mod digest;

@@ -10,7 +10,7 @@
 //! scope this one lacks (another client of the same person), is answered
 //! as an unknown one. Running tasks are bounded, per
 //! server and per caller. With a store, a task is kept there too
-//! ([`held`](crate::mcp::server::held)), and a task this process does not
+//! ([`held`]), and a task this process does not
 //! run is read, answered and cancelled through the store.
 
 use std::collections::HashMap;
@@ -350,7 +350,7 @@ impl Tasks {
         store
             .answer_task(id, &responses)
             .await
-            .map_err(|_| unknown_task())?;
+            .map_err(|error| store_failed(id, &error))?;
         Ok(())
     }
 
@@ -386,7 +386,7 @@ impl Tasks {
         }
         kept(id, caller, store).await?;
         let (store, _) = store.ok_or_else(unknown_task)?;
-        store.cancel_task(id).await.map_err(|_| unknown_task())?;
+        (store.cancel_task(id).await).map_err(|error| store_failed(id, &error))?;
         Ok(())
     }
 
@@ -413,47 +413,6 @@ impl Tasks {
     }
 }
 
-/// Whether `record` asks every one of `questions`: they are kept.
-fn asks_all(record: &TaskRecord, questions: &rmcp::model::InputRequests) -> bool {
-    match &record.input_requests {
-        Some(Value::Object(asked)) => questions.keys().all(|key| asked.contains_key(key)),
-        _ => questions.is_empty(),
-    }
-}
-
-/// Whether `caller` may reach a task made by `subject` with a token that
-/// granted `scopes`: the same subject, and every one of those scopes.
-fn reaches(caller: Option<&Caller>, subject: Option<&str>, scopes: &[String]) -> bool {
-    match caller {
-        Some(caller) => subject
-            .is_some_and(|subject| caller.stands_for(subject, scopes.iter().map(String::as_str))),
-        None => subject.is_none() && scopes.is_empty(),
-    }
-}
-
-/// A task kept in the store (with the service asking: `store`) for
-/// `caller`, whatever replica runs it: another service's is as unknown as
-/// another caller's, and one past its time to live as one swept.
-async fn kept(
-    id: &str,
-    caller: Option<&Caller>,
-    store: Option<(&Arc<dyn Store>, &str)>,
-) -> Result<TaskRecord, ErrorData> {
-    let Some((store, service)) = store else {
-        return Err(unknown_task());
-    };
-    match store.task(id).await {
-        Ok(Some(record))
-            if reaches(caller, record.caller.as_deref(), &record.caller_scopes)
-                && record.service == service
-                && !record.lapsed_at(crate::store::now_ms()) =>
-        {
-            Ok(record)
-        }
-        _ => Err(unknown_task()),
-    }
-}
-
 /// How a running task is kept in the store: where, by which holder, and
 /// the signal that its record is there (or, `false`, that it was not kept
 /// and must not run).
@@ -473,13 +432,6 @@ pub(crate) struct Kept {
     pub(crate) record: TaskRecord,
 }
 
-/// The error of a task request whose task this server does not have for
-/// the caller: unknown, gone, or another caller's — one text for all,
-/// which echoes nothing of the request (SEP-2663's `-32602`).
-pub(crate) fn unknown_task() -> ErrorData {
-    ErrorData::invalid_params("Failed to retrieve task: Task not found", None)
-}
-
 impl fmt::Debug for Tasks {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Tasks")
@@ -491,6 +443,10 @@ impl fmt::Debug for Tasks {
 }
 
 mod full;
+mod reach;
+
+pub(crate) use reach::unknown_task;
+use reach::{asks_all, kept, reaches, store_failed};
 
 #[cfg(test)]
 mod tests;

@@ -246,3 +246,53 @@ async fn finished_tasks_are_kept_within_a_bound_of_the_callers_and_the_servers()
     start("alice").await.expect("alice's first ones let go");
     start("carol").await.expect("and the server has room");
 }
+
+/// A held task's call goes on while its store does not answer the
+/// replica's looks (a database out of reach): it ends when its work does,
+/// not when the store answers.
+#[tokio::test(start_paused = true)]
+async fn a_held_task_runs_on_while_its_store_does_not_answer() {
+    use crate::store::gated::Gated;
+    use tokio::time::Instant;
+    let store = Gated::new();
+    store.open();
+    let tasks = Tasks::new(|_| TaskSupport::Optional);
+    let record = held::record("report", &serde_json::json!({}), None, "replica-a", true);
+    let shared: Arc<dyn Store> = store.clone();
+    let kept = Kept {
+        store: shared,
+        record,
+    };
+    let work = |_| -> TaskFuture {
+        Box::pin(async {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            Ok(rmcp::model::CallToolResult::success(Vec::new()))
+        })
+    };
+    let started = Instant::now();
+    let task = tasks.spawn(None, Some(kept), work).await.expect("started");
+    store.hang_task_reads();
+    // Its status as rmcp keeps it, read on the paused clock.
+    while !(tasks.manager.get_task(&task.task_id))
+        .expect("known")
+        .status()
+        .is_terminal()
+    {
+        assert!(started.elapsed() < Duration::from_secs(3600), "never ended");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(6), "ended after {took:?}");
+}
+
+/// An approved call, or a task taken over, runs on while its lease is
+/// renewed: a renewal that does not end holds it up no more than one
+/// that does.
+#[tokio::test(start_paused = true)]
+async fn a_run_goes_on_while_its_lease_is_renewed() {
+    let run = tokio::time::sleep(Duration::from_secs(120));
+    let never_renewed = || std::future::pending::<()>();
+    let renewing = held::renewing(run, Duration::from_secs(60), never_renewed);
+    let ended = tokio::time::timeout(Duration::from_secs(3600), renewing).await;
+    assert!(ended.is_ok(), "the run ended while a renewal hung");
+}

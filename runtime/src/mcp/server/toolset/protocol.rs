@@ -132,9 +132,18 @@ impl ToolSet {
     /// Without a store, each tool set keeps its own, and single use holds
     /// within it. Open one with [`store::open`](crate::store::open): a
     /// SQLite file for replicas on one host, Postgres for replicas anywhere.
+    ///
+    /// The set waits 20 seconds at most for any one answer of the store
+    /// (longer than the 10 seconds a store waits for another replica's
+    /// lock): a database out of reach — its host gone from the network,
+    /// where a query would wait for TCP to give up — fails the call that
+    /// needs it as any failure of the store does (a guarded call refused
+    /// unrun, `transient`), and the approvals runner, the tasks and the
+    /// inbox go on.
     #[cfg_attr(tool_envelope_docsrs, doc(cfg(feature = "rmcp")))]
     #[must_use]
     pub fn store(mut self, store: Arc<dyn Store>) -> Self {
+        let store = crate::mcp::server::bounded::bounded(store);
         let protocol = &mut self.inner_mut().protocol;
         protocol.seal = Arc::new(protocol.seal.sharing(Arc::clone(&store)));
         protocol.store = Some(store);
@@ -159,7 +168,7 @@ impl ToolSet {
     /// waits in the task's `inputRequests` for `tasks/update`; `tasks/cancel`
     /// stops it. A client that did not declare the extension is answered
     /// as before, in the request — or, for a tool whose support is
-    /// [`TaskSupport::Required`](crate::mcp::TaskSupport::Required), with
+    /// [`TaskSupport::Required`], with
     /// the protocol's error, `-32021`. `.tasks(|_| TaskSupport::Optional)`
     /// runs every tool so.
     ///
@@ -167,8 +176,8 @@ impl ToolSet {
     /// ([`HttpOptions::require_bearer`](crate::mcp::HttpOptions::require_bearer)),
     /// `tasks/get`, `tasks/update` and `tasks/cancel` from another subject
     /// are answered as for an unknown task. At most
-    /// [`DEFAULT_MAX_TASKS`](crate::mcp::DEFAULT_MAX_TASKS) run at once,
-    /// [`DEFAULT_MAX_TASKS_PER_CALLER`](crate::mcp::DEFAULT_MAX_TASKS_PER_CALLER)
+    /// [`DEFAULT_MAX_TASKS`] run at once,
+    /// [`DEFAULT_MAX_TASKS_PER_CALLER`]
     /// of them one caller's ([`max_tasks`](Self::max_tasks)); past that a
     /// call is answered with a `transient` envelope, reason
     /// `TOO_MANY_TASKS`, and nothing runs.
@@ -218,7 +227,7 @@ impl ToolSet {
     /// `per_caller` counts the caller's tasks on every replica of this
     /// service sharing it (another service's are its own to bound), in
     /// one step with keeping the next there
-    /// ([`Store::create_task`](crate::store::Store::create_task)), so that
+    /// ([`Store::create_task`]), so that
     /// replicas starting one at the same moment do not pass it together
     /// (a task refused then never runs). A store that fails as a task is
     /// kept does not stop it: it runs, counted by this replica alone, and
