@@ -1046,6 +1046,44 @@ async fn an_approval_kept_without_an_answer_is_found_by_the_call_made_again() {
     assert_eq!(times("T-lost"), 0);
 }
 
+/// A claim of an approved call the store kept and did not answer (its
+/// connection lost after the commit, or no answer in time): the runner
+/// reads the approval back, finds the claim its own, and runs the call
+/// now — not left for the lease to lapse, then ended unrun as "may have
+/// taken effect", the approver's yes spent on nothing.
+#[tokio::test]
+async fn an_approved_calls_claim_kept_without_an_answer_is_run_by_its_claimant() {
+    let slow = Slow::new();
+    slow.held.add_permits(1_000);
+    let shared: Arc<dyn Store> = slow.clone();
+    let tools = capped(Arc::clone(&shared));
+    let arguments = json!({"order": "T-claimed", "amount": 650});
+    let reply = (tools.call_with("capped_refund", arguments.clone(), ToolContext::detached()))
+        .await
+        .unwrap();
+    let waiting = reply.structured_content.unwrap();
+    let ticket = waiting["escalation"]["ticket"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let approver = tool_envelope::guard::Caller::new("carol", ["refunds:approve"]);
+    tools.decide(&ticket, &approver, true, "ok").await.unwrap();
+    slow.claims_unanswered.store(true, Ordering::SeqCst);
+    assert_eq!(
+        tools.run_approved().await.unwrap(),
+        1,
+        "run by its claimant"
+    );
+    slow.claims_unanswered.store(false, Ordering::SeqCst);
+    assert_eq!(times("T-claimed"), 1);
+    let reply = (tools.call_with("capped_refund", arguments, ToolContext::detached()))
+        .await
+        .unwrap();
+    let done = reply.structured_content.unwrap();
+    assert_eq!(done, json!({"result": "refunded $650 on T-claimed"}));
+    assert_eq!(times("T-claimed"), 1);
+}
+
 /// A task that waits for its approver and fails to read its ticket once
 /// waits on: it does not end with its block (which reads as final, while
 /// the approval lives), and ends with the call's result once approved.
@@ -1586,6 +1624,9 @@ struct Slow {
     task_read_ms: std::sync::atomic::AtomicU64,
     /// Whether reading a task fails, as a database out of reach.
     task_reads_fail: std::sync::atomic::AtomicBool,
+    /// Whether a claim of an approved call is kept and answered with an
+    /// error, as a database whose connection was lost after the commit.
+    claims_unanswered: std::sync::atomic::AtomicBool,
     /// How far ahead of the wall clock approvals are opened and read, in
     /// milliseconds: the store as it would be that much later.
     ahead_ms: std::sync::atomic::AtomicI64,
@@ -1674,6 +1715,7 @@ impl Slow {
             task_updates: std::sync::Mutex::default(),
             task_read_ms: std::sync::atomic::AtomicU64::new(0),
             task_reads_fail: std::sync::atomic::AtomicBool::new(false),
+            claims_unanswered: std::sync::atomic::AtomicBool::new(false),
             ahead_ms: std::sync::atomic::AtomicI64::new(0),
             tasks_aged_ms: std::sync::atomic::AtomicI64::new(0),
             expires_nothing: std::sync::atomic::AtomicBool::new(false),
@@ -1842,6 +1884,9 @@ impl Store for Slow {
             if claimed.is_some() && self.holding_runs.load(Ordering::SeqCst) {
                 self.claimed.add_permits(1);
                 let _ = self.runs.acquire().await;
+            }
+            if self.claims_unanswered.load(Ordering::SeqCst) {
+                return Err(StoreError::new("the connection was lost after the commit"));
             }
             Ok(claimed)
         })

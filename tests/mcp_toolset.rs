@@ -1301,10 +1301,10 @@ async fn stock(sku: String) -> Result<u32, ErrorEnvelope> {
 }
 
 /// A tool whose own loop escalated sends that escalation: not retryable,
-/// with its reason and attempts — and the tool set's loop, under a retry
-/// policy of its own, does not run it again.
+/// with its reason — and the tool set's loop, under a retry policy of its
+/// own, does not run it again.
 #[tokio::test(start_paused = true)]
-async fn a_tools_own_escalation_is_sent_as_it_is_and_not_retried_around() {
+async fn a_tools_own_escalation_is_sent_escalated_and_not_retried_around() {
     let tools = ToolSet::new()
         .tool::<stock>()
         .retry(RetryPolicy::default().constant(Duration::from_millis(10)));
@@ -1315,4 +1315,54 @@ async fn a_tools_own_escalation_is_sent_as_it_is_and_not_retried_around() {
     assert_eq!(structured["isRetryable"], false, "{structured}");
     assert_eq!(structured["escalation"]["reason"], "retries_exhausted");
     assert_eq!(structured["tool"], "stock");
+}
+
+/// The store `kept_stock`'s own loop keeps its escalations in: the tool
+/// set's.
+#[cfg(feature = "rmcp")]
+static KEPT_IN: std::sync::OnceLock<Arc<dyn tool_envelope::store::Store>> =
+    std::sync::OnceLock::new();
+
+/// As [`stock`], its loop keeping what it escalates.
+#[cfg(feature = "rmcp")]
+#[tool(read_only)]
+async fn kept_stock(sku: String) -> Result<u32, ErrorEnvelope> {
+    let store = Arc::clone(KEPT_IN.get().expect("set by the test"));
+    let outcome = RetryPolicy::default()
+        .constant(Duration::from_millis(10))
+        .keep_escalations(store)
+        .retry(|| async {
+            Err::<u32, _>(ErrorEnvelope::transient(format!(
+                "inventory down for {sku}"
+            )))
+        })
+        .await;
+    Ok(outcome.into_result()?)
+}
+
+/// An escalation a tool's own loop kept in the store is kept once: the
+/// tool set that sends it does not keep it again — one failure, one entry
+/// in the inbox, counted once against its caller's bound.
+#[cfg(feature = "rmcp")]
+#[tokio::test(start_paused = true)]
+async fn an_escalation_a_tools_own_loop_kept_is_not_kept_again() {
+    use tool_envelope::store::{EscalationState, MemoryStore, Store};
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    KEPT_IN.set(Arc::clone(&store)).unwrap();
+    let tools = ToolSet::new()
+        .tool::<kept_stock>()
+        .store(Arc::clone(&store));
+    let result = tools
+        .call("kept_stock", json!({"sku": "SKU-2"}))
+        .await
+        .unwrap();
+    assert!(result.is_error);
+    let structured = result.structured_content.unwrap();
+    assert_eq!(structured["escalation"]["reason"], "retries_exhausted");
+    let open = store
+        .escalations("", None, EscalationState::Open, 10)
+        .await
+        .unwrap();
+    assert_eq!(open.len(), 1, "{open:?}");
+    assert_eq!(open[0].envelope["escalation"]["attempts"], 3);
 }

@@ -120,6 +120,11 @@ pub struct Escalated {
     pub detail: Option<String>,
     /// The ticket of a call that waits for an approver.
     pub ticket: Option<Ticket>,
+    /// Whether the escalation was kept in a store already, on its way up
+    /// (a loop with [`keep_escalations`](crate::retry::RetryPolicy::keep_escalations)
+    /// inside a tool): a tool set that sends it keeps it no more. Never
+    /// read from the wire.
+    pub(crate) kept: bool,
 }
 
 /// The ticket of a call that waits for a person the caller cannot stand in
@@ -273,6 +278,7 @@ impl Escalated {
             elapsed: Duration::from_millis(elapsed.unwrap_or(0)),
             detail,
             ticket,
+            kept: false,
         })
     }
 }

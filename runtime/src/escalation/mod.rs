@@ -179,7 +179,8 @@ impl Escalation {
 /// The escalation as an envelope that carries it
 /// ([`ErrorEnvelope::escalation`]): its reason, attempts, time, detail and
 /// ticket, and so never retryable, and sent on with its `escalation`
-/// object. How a tool, or a loop, returns what a loop inside it escalated:
+/// object (one a loop kept in a store already is not kept again by the
+/// tool set that sends it). How a tool, or a loop, returns what a loop inside it escalated:
 /// with `?` on [`Outcome::into_result`](crate::retry::Outcome::into_result)
 /// in a tool that returns an [`ErrorEnvelope`] — no loop above it, here or
 /// across the wire, runs the whole loop again. (The bare
@@ -208,7 +209,8 @@ impl From<Escalation> for ErrorEnvelope {
             elapsed,
             detail,
             ticket,
-            ..
+            kept,
+            kept_as: _,
         } = escalation;
         let escalated = crate::envelope::Escalated {
             reason,
@@ -216,6 +218,7 @@ impl From<Escalation> for ErrorEnvelope {
             elapsed,
             detail,
             ticket: ticket.map(|ticket| *ticket),
+            kept,
         };
         envelope.remade(|parts| parts.escalated = Some(Box::new(escalated)))
     }
@@ -307,6 +310,7 @@ impl<'de> Deserialize<'de> for Escalation {
             elapsed,
             detail,
             ticket,
+            kept: _,
         } = Escalated::read_strict(info).map_err(D::Error::custom)?;
         let envelope = ErrorEnvelope::deserialize(value).map_err(D::Error::custom)?;
         // The object is this escalation's own, not one its envelope came with.

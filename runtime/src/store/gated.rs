@@ -27,8 +27,11 @@ pub(crate) struct Gated {
     entered: AtomicUsize,
     /// Whether keeping an escalation never ends.
     hanging: AtomicBool,
-    /// Whether reading a task never ends.
+    /// Whether reading a task waits at `task_reads`.
     hanging_task_reads: AtomicBool,
+    /// Where a task's reads wait, shut until
+    /// [`release_task_reads`](Gated::release_task_reads).
+    task_reads: Semaphore,
 }
 
 impl Gated {
@@ -41,6 +44,7 @@ impl Gated {
             entered: AtomicUsize::new(0),
             hanging: AtomicBool::new(false),
             hanging_task_reads: AtomicBool::new(false),
+            task_reads: Semaphore::new(0),
         })
     }
 
@@ -50,10 +54,23 @@ impl Gated {
         self.hanging.store(true, Ordering::SeqCst);
     }
 
-    /// From now on, reading a task never ends: a database out of reach.
+    /// From now on, reading a task does not end (a database out of
+    /// reach) until [`release_task_reads`](Self::release_task_reads).
     #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
     pub(crate) fn hang_task_reads(&self) {
         self.hanging_task_reads.store(true, Ordering::SeqCst);
+    }
+
+    /// Every read of a task that waits, and every later one, passes.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+    pub(crate) fn release_task_reads(&self) {
+        self.task_reads.close();
+    }
+
+    /// The store under the gates, which holds nothing.
+    #[cfg_attr(not(feature = "rmcp"), allow(dead_code))]
+    pub(crate) fn inner(&self) -> &MemoryStore {
+        &self.inner
     }
 
     /// How many counts of running tasks reached the gate so far.
@@ -123,7 +140,8 @@ impl Store for Gated {
     fn task<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {
         Box::pin(async move {
             if self.hanging_task_reads.load(Ordering::SeqCst) {
-                std::future::pending::<()>().await;
+                // Shut: never a permit; released: closed, so that it passes.
+                let _ = self.task_reads.acquire().await;
             }
             self.inner.task(id).await
         })

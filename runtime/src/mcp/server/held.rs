@@ -139,8 +139,18 @@ pub(crate) async fn held(
     };
     unfinished.store = None;
     let finish = finish(&outcome);
-    if let Err(error) = store.update_task(&id, &holder, &finish).await {
-        tracing::warn!(%error, task = %id, "a task's outcome could not be kept");
+    match store.update_task(&id, &holder, &finish).await {
+        Ok(true) => {}
+        // Another replica took the task over while its call ended here,
+        // in a look slow to answer: the task is that replica's, and so is
+        // its end; read from the store, not as it ended here.
+        Ok(false) if taken_over(store.as_ref(), &id, &holder).await => {
+            tracing::warn!(task = %id, "a task ended here after another replica took it over: its end is that replica's");
+            lost.store(true, std::sync::atomic::Ordering::Release);
+            return Err(TaskExit::Cancelled);
+        }
+        Ok(false) => {}
+        Err(error) => tracing::warn!(%error, task = %id, "a task's outcome could not be kept"),
     }
     outcome
 }

@@ -296,3 +296,62 @@ async fn a_run_goes_on_while_its_lease_is_renewed() {
     let ended = tokio::time::timeout(Duration::from_secs(3600), renewing).await;
     assert!(ended.is_ok(), "the run ended while a renewal hung");
 }
+
+/// A task another replica took over while its call ended here, in a look
+/// the store was slow to answer: its end is that replica's, and this one
+/// reads the task from the store, not as it ended here.
+#[tokio::test(start_paused = true)]
+async fn a_task_that_ends_here_after_another_replica_took_it_over_is_that_replicas() {
+    use crate::store::gated::Gated;
+    use crate::store::now_ms;
+    let store = Gated::new();
+    store.open();
+    let tasks = Tasks::new(|_| TaskSupport::Optional);
+    let record = held::record("report", &serde_json::json!({}), None, "replica-a", true);
+    let shared: Arc<dyn Store> = store.clone();
+    let kept = Kept {
+        store: Arc::clone(&shared),
+        record,
+    };
+    let (end, ended) = tokio::sync::oneshot::channel::<()>();
+    let work = move |_| -> TaskFuture {
+        Box::pin(async move {
+            let _ = ended.await;
+            Ok(rmcp::model::CallToolResult::success(Vec::new()))
+        })
+    };
+    let task = tasks.spawn(None, Some(kept), work).await.expect("started");
+    let id = task.task_id;
+    store.hang_task_reads();
+    // The first look, a second in, waits for the store.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    // Meanwhile another replica takes the task for abandoned.
+    let later = now_ms() + 10 * 60 * 1000;
+    let taken = (store.inner())
+        .claim_abandoned_tasks("", None, "replica-b", later, later + 30_000, 10)
+        .await
+        .unwrap();
+    assert_eq!(taken.len(), 1, "taken over");
+    // The call ends here while the look waits; then the store answers.
+    end.send(()).unwrap();
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+    }
+    store.release_task_reads();
+    while !tasks
+        .manager
+        .get_task(&id)
+        .expect("known")
+        .status()
+        .is_terminal()
+    {
+        tokio::task::yield_now().await;
+    }
+    let read = tasks.get(&id, None, Some((&shared, ""))).await.unwrap();
+    assert!(
+        !matches!(read.payload, TaskPayload::Completed { .. }),
+        "read as it ended here: {read:?}"
+    );
+    let kept = shared.task(&id).await.unwrap().unwrap();
+    assert_eq!(kept.holder.as_deref(), Some("replica-b"));
+}

@@ -174,7 +174,7 @@ impl ToolSet {
             // A block, so that nothing of it is held past it, where the
             // escalation may be kept.
             #[cfg_attr(not(feature = "rmcp"), allow(unused_mut))]
-            let mut reply = {
+            let (mut reply, kept_already) = {
                 // Whatever panics — the decoding, a `Serialize`, the set
                 // itself — answers with an envelope that keeps what the
                 // call knows: a request is never left without a reply.
@@ -199,20 +199,26 @@ impl ToolSet {
                     }
                 };
                 match outcome {
-                    Outcome::Ran(Ok(success)) => self.success(entry, success, &arguments, &state),
-                    Outcome::Ran(Err(failure)) => self.failure(entry, failure),
+                    Outcome::Ran(Ok(success)) => {
+                        (self.success(entry, success, &arguments, &state), false)
+                    }
+                    Outcome::Ran(Err(failure)) => {
+                        // An escalation a loop inside the tool kept already.
+                        let kept = (failure.envelope().escalation()).is_some_and(|e| e.kept);
+                        (self.failure(entry, failure), kept)
+                    }
                     #[cfg(feature = "rmcp")]
                     Outcome::Stored(reply) => return Ok(reply),
                 }
             };
             #[cfg(feature = "tokio")]
-            if let Some(kept) = self.escalation_to_keep(&reply, &state) {
+            if !kept_already && let Some(kept) = self.escalation_to_keep(&reply, &state) {
                 // Boxed: a rare way (a failure, and a store to keep it in),
                 // its record kept out of every call's future.
                 Box::pin(self.keep_escalation(kept, kept_for)).await;
             }
             #[cfg(not(feature = "tokio"))]
-            let _ = kept_for;
+            let _ = (kept_for, kept_already);
             #[cfg(feature = "rmcp")]
             {
                 let records = state.take_audit();
