@@ -1084,6 +1084,39 @@ async fn an_approved_calls_claim_kept_without_an_answer_is_run_by_its_claimant()
     assert_eq!(times("T-claimed"), 1);
 }
 
+/// Two passes of one tool set (one holder) claim the same approved call at
+/// once, and the store answers neither, though it kept the first: each
+/// reads the approval back, and only the claim the store kept is run —
+/// the other finds another lease than its own. The call runs once.
+#[tokio::test]
+async fn two_passes_whose_claims_go_unanswered_run_the_call_once() {
+    let slow = Slow::new();
+    slow.held.add_permits(1_000);
+    let shared: Arc<dyn Store> = slow.clone();
+    let tools = capped(Arc::clone(&shared));
+    let arguments = json!({"order": "T-twice", "amount": 655});
+    let reply = (tools.call_with("capped_refund", arguments, ToolContext::detached()))
+        .await
+        .unwrap();
+    let waiting = reply.structured_content.unwrap();
+    let ticket = waiting["escalation"]["ticket"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let approver = tool_envelope::guard::Caller::new("carol", ["refunds:approve"]);
+    tools.decide(&ticket, &approver, true, "ok").await.unwrap();
+    slow.claims_unanswered.store(true, Ordering::SeqCst);
+    slow.claims_meeting.store(true, Ordering::SeqCst);
+    // In step: both read the call approved, both claim it, and both read
+    // it back, running, before either runs it.
+    let (one, two) = tokio::join!(tools.run_approved(), tools.run_approved());
+    slow.claims_meeting.store(false, Ordering::SeqCst);
+    slow.claims_unanswered.store(false, Ordering::SeqCst);
+    let ran: usize = [one, two].into_iter().filter_map(Result::ok).sum();
+    assert_eq!(ran, 1);
+    assert_eq!(times("T-twice"), 1);
+}
+
 /// A task that waits for its approver and fails to read its ticket once
 /// waits on: it does not end with its block (which reads as final, while
 /// the approval lives), and ends with the call's result once approved.
@@ -1627,6 +1660,11 @@ struct Slow {
     /// Whether a claim of an approved call is kept and answered with an
     /// error, as a database whose connection was lost after the commit.
     claims_unanswered: std::sync::atomic::AtomicBool,
+    /// Whether each claim of an approved call (before it goes to the
+    /// store), and each read of an approval (once read), waits for another
+    /// at `claims_meet`: two passes in step.
+    claims_meeting: std::sync::atomic::AtomicBool,
+    claims_meet: tokio::sync::Barrier,
     /// How far ahead of the wall clock approvals are opened and read, in
     /// milliseconds: the store as it would be that much later.
     ahead_ms: std::sync::atomic::AtomicI64,
@@ -1716,6 +1754,8 @@ impl Slow {
             task_read_ms: std::sync::atomic::AtomicU64::new(0),
             task_reads_fail: std::sync::atomic::AtomicBool::new(false),
             claims_unanswered: std::sync::atomic::AtomicBool::new(false),
+            claims_meeting: std::sync::atomic::AtomicBool::new(false),
+            claims_meet: tokio::sync::Barrier::new(2),
             ahead_ms: std::sync::atomic::AtomicI64::new(0),
             tasks_aged_ms: std::sync::atomic::AtomicI64::new(0),
             expires_nothing: std::sync::atomic::AtomicBool::new(false),
@@ -1878,6 +1918,9 @@ impl Store for Slow {
         lease_until_ms: i64,
     ) -> StoreFuture<'a, Option<ApprovalRecord>> {
         Box::pin(async move {
+            if self.claims_meeting.load(Ordering::SeqCst) {
+                self.claims_meet.wait().await;
+            }
             let claimed = (self.inner)
                 .claim_approval(id, holder, now_ms, lease_until_ms)
                 .await?;
@@ -1923,7 +1966,13 @@ impl Store for Slow {
         if fails.is_ok() {
             return Box::pin(async { Err(StoreError::new("the database went away")) });
         }
-        self.inner.approval(id)
+        Box::pin(async move {
+            let read = self.inner.approval(id).await;
+            if self.claims_meeting.load(Ordering::SeqCst) {
+                self.claims_meet.wait().await;
+            }
+            read
+        })
     }
 
     fn call_approvals<'a>(

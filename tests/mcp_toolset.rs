@@ -1317,17 +1317,16 @@ async fn a_tools_own_escalation_is_sent_escalated_and_not_retried_around() {
     assert_eq!(structured["tool"], "stock");
 }
 
-/// The store `kept_stock`'s own loop keeps its escalations in: the tool
-/// set's.
+/// The store `kept_stock`'s own loop keeps its escalations in.
 #[cfg(feature = "rmcp")]
-static KEPT_IN: std::sync::OnceLock<Arc<dyn tool_envelope::store::Store>> =
-    std::sync::OnceLock::new();
+static KEPT_IN: std::sync::Mutex<Option<Arc<dyn tool_envelope::store::Store>>> =
+    std::sync::Mutex::new(None);
 
-/// As [`stock`], its loop keeping what it escalates.
+/// As [`stock`], its loop keeping what it escalates in [`KEPT_IN`].
 #[cfg(feature = "rmcp")]
 #[tool(read_only)]
 async fn kept_stock(sku: String) -> Result<u32, ErrorEnvelope> {
-    let store = Arc::clone(KEPT_IN.get().expect("set by the test"));
+    let store = KEPT_IN.lock().unwrap().clone().expect("set by the test");
     let outcome = RetryPolicy::default()
         .constant(Duration::from_millis(10))
         .keep_escalations(store)
@@ -1340,29 +1339,51 @@ async fn kept_stock(sku: String) -> Result<u32, ErrorEnvelope> {
     Ok(outcome.into_result()?)
 }
 
-/// An escalation a tool's own loop kept in the store is kept once: the
-/// tool set that sends it does not keep it again — one failure, one entry
-/// in the inbox, counted once against its caller's bound.
+/// An escalation a tool's own loop kept in the tool set's store is kept
+/// there once — one failure, one entry in the inbox; one it kept in
+/// another store is kept in the tool set's too, as the set's own, with
+/// its caller and service.
 #[cfg(feature = "rmcp")]
 #[tokio::test(start_paused = true)]
 async fn an_escalation_a_tools_own_loop_kept_is_not_kept_again() {
+    use tool_envelope::guard::Caller;
+    use tool_envelope::mcp::ToolContext;
     use tool_envelope::store::{EscalationState, MemoryStore, Store};
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    KEPT_IN.set(Arc::clone(&store)).unwrap();
-    let tools = ToolSet::new()
-        .tool::<kept_stock>()
+    let elsewhere: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let tools = (ToolSet::new().tool::<kept_stock>())
+        .server_info("shop", "1")
         .store(Arc::clone(&store));
-    let result = tools
-        .call("kept_stock", json!({"sku": "SKU-2"}))
-        .await
-        .unwrap();
-    assert!(result.is_error);
-    let structured = result.structured_content.unwrap();
-    assert_eq!(structured["escalation"]["reason"], "retries_exhausted");
-    let open = store
-        .escalations("", None, EscalationState::Open, 10)
-        .await
-        .unwrap();
-    assert_eq!(open.len(), 1, "{open:?}");
-    assert_eq!(open[0].envelope["escalation"]["attempts"], 3);
+    let open = |store: &Arc<dyn Store>| {
+        let store = Arc::clone(store);
+        async move {
+            (store
+                .escalations("shop", None, EscalationState::Open, 10)
+                .await)
+                .unwrap()
+        }
+    };
+    for (kept_in, sku) in [(&store, "SKU-2"), (&elsewhere, "SKU-3")] {
+        *KEPT_IN.lock().unwrap() = Some(Arc::clone(kept_in));
+        let context = ToolContext::detached().with_caller(Caller::new("alice", ["stock"]));
+        let arguments = json!({"sku": sku});
+        let result = tools
+            .call_with("kept_stock", arguments, context)
+            .await
+            .unwrap();
+        assert!(result.is_error);
+        let structured = result.structured_content.unwrap();
+        assert_eq!(structured["escalation"]["reason"], "retries_exhausted");
+    }
+    // Kept once in the set's store by the loop, and once by the set for
+    // the call whose loop kept it elsewhere.
+    let kept = open(&store).await;
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    let (by_the_loop, by_the_set): (Vec<_>, Vec<_>) = kept
+        .iter()
+        .partition(|record| record.envelope.to_string().contains("SKU-2"));
+    assert_eq!(by_the_loop.len(), 1, "{kept:?}");
+    assert_eq!(by_the_set[0].caller.as_deref(), Some("alice"));
+    assert_eq!(by_the_set[0].service.as_deref(), Some("shop"));
+    assert_eq!(open(&elsewhere).await.len(), 1);
 }

@@ -1196,3 +1196,20 @@ async fn an_escalation_returned_as_an_envelope_is_not_run_again_by_the_loop_arou
         "the outer loop ran its attempt once"
     );
 }
+
+/// An envelope made from an escalation a loop kept equals its own copy
+/// read back from the wire: where it was kept is neither sent nor
+/// compared.
+#[tokio::test(start_paused = true)]
+async fn an_envelope_made_from_a_kept_escalation_equals_its_copy_from_the_wire() {
+    let store = Arc::new(tool_envelope::store::MemoryStore::new());
+    let outcome = RetryPolicy::default()
+        .max_attempts(1)
+        .keep_escalations(store)
+        .retry(|| async { Err::<(), _>(ErrorEnvelope::transient("inventory down")) })
+        .await;
+    let sent = ErrorEnvelope::from(outcome.result.unwrap_err());
+    let wire = serde_json::to_value(&sent).unwrap();
+    let read: ErrorEnvelope = serde_json::from_value(wire).unwrap();
+    assert_eq!(sent, read);
+}

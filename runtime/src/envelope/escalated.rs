@@ -106,7 +106,7 @@ impl fmt::Display for EscalationReason {
 /// assert_eq!(escalated.attempts, 3);
 /// assert!(!envelope.is_retryable());
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Escalated {
     /// Why it went upward; [`NonRetryable`](EscalationReason::NonRetryable)
@@ -120,12 +120,26 @@ pub struct Escalated {
     pub detail: Option<String>,
     /// The ticket of a call that waits for an approver.
     pub ticket: Option<Ticket>,
-    /// Whether the escalation was kept in a store already, on its way up
-    /// (a loop with [`keep_escalations`](crate::retry::RetryPolicy::keep_escalations)
-    /// inside a tool): a tool set that sends it keeps it no more. Never
-    /// read from the wire.
-    pub(crate) kept: bool,
+    /// The [ledger](crate::store::Store::ledger) of the store the
+    /// escalation was kept in already, on its way up (a loop with
+    /// [`keep_escalations`](crate::retry::RetryPolicy::keep_escalations)
+    /// inside a tool): a tool set that sends it keeps it there no more.
+    /// Never on the wire, and not compared.
+    pub(crate) kept_in: Option<String>,
 }
+
+/// What goes on the wire: where it was kept is not.
+impl PartialEq for Escalated {
+    fn eq(&self, other: &Self) -> bool {
+        self.reason == other.reason
+            && self.attempts == other.attempts
+            && self.elapsed == other.elapsed
+            && self.detail == other.detail
+            && self.ticket == other.ticket
+    }
+}
+
+impl Eq for Escalated {}
 
 /// The ticket of a call that waits for a person the caller cannot stand in
 /// for ([`EscalationReason::AwaitingApproval`]): which approval it is, who
@@ -278,7 +292,7 @@ impl Escalated {
             elapsed: Duration::from_millis(elapsed.unwrap_or(0)),
             detail,
             ticket,
-            kept: false,
+            kept_in: None,
         })
     }
 }

@@ -87,6 +87,9 @@ pub struct Escalation {
     /// it, so that a store that kept it and then failed to say so (the
     /// connection lost after the commit) keeps it once.
     pub(crate) kept_as: Option<String>,
+    /// The [ledger](crate::store::Store::ledger) of the store it was kept
+    /// in, once it was.
+    pub(crate) kept_in: Option<String>,
 }
 
 impl Escalation {
@@ -112,6 +115,7 @@ impl Escalation {
             ticket,
             kept: false,
             kept_as: None,
+            kept_in: None,
         }
     }
 
@@ -179,8 +183,8 @@ impl Escalation {
 /// The escalation as an envelope that carries it
 /// ([`ErrorEnvelope::escalation`]): its reason, attempts, time, detail and
 /// ticket, and so never retryable, and sent on with its `escalation`
-/// object (one a loop kept in a store already is not kept again by the
-/// tool set that sends it). How a tool, or a loop, returns what a loop inside it escalated:
+/// object (one a loop kept in a store already is not kept in that store
+/// again by the tool set that sends it). How a tool, or a loop, returns what a loop inside it escalated:
 /// with `?` on [`Outcome::into_result`](crate::retry::Outcome::into_result)
 /// in a tool that returns an [`ErrorEnvelope`] — no loop above it, here or
 /// across the wire, runs the whole loop again. (The bare
@@ -209,8 +213,8 @@ impl From<Escalation> for ErrorEnvelope {
             elapsed,
             detail,
             ticket,
-            kept,
-            kept_as: _,
+            kept_in,
+            ..
         } = escalation;
         let escalated = crate::envelope::Escalated {
             reason,
@@ -218,7 +222,7 @@ impl From<Escalation> for ErrorEnvelope {
             elapsed,
             detail,
             ticket: ticket.map(|ticket| *ticket),
-            kept,
+            kept_in,
         };
         envelope.remade(|parts| parts.escalated = Some(Box::new(escalated)))
     }
@@ -310,7 +314,7 @@ impl<'de> Deserialize<'de> for Escalation {
             elapsed,
             detail,
             ticket,
-            kept: _,
+            ..
         } = Escalated::read_strict(info).map_err(D::Error::custom)?;
         let envelope = ErrorEnvelope::deserialize(value).map_err(D::Error::custom)?;
         // The object is this escalation's own, not one its envelope came with.
@@ -324,6 +328,7 @@ impl<'de> Deserialize<'de> for Escalation {
             ticket: ticket.map(Box::new),
             kept: false,
             kept_as: None,
+            kept_in: None,
         })
     }
 }

@@ -24,7 +24,10 @@ pub(crate) async fn keep(store: &dyn Store, escalation: &mut Escalation, caller:
         None => escalation.kept_as = Some(record.id.clone()),
     }
     match store.record_escalation(&record, u64::MAX).await {
-        Ok(_) => escalation.kept = true,
+        Ok(_) => {
+            escalation.kept = true;
+            escalation.kept_in = Some(store.ledger().to_owned());
+        }
         Err(_error) => {
             #[cfg(feature = "tracing")]
             tracing::warn!(error = %_error, "keeping an escalation: the store failed");

@@ -174,7 +174,7 @@ impl ToolSet {
             // A block, so that nothing of it is held past it, where the
             // escalation may be kept.
             #[cfg_attr(not(feature = "rmcp"), allow(unused_mut))]
-            let (mut reply, kept_already) = {
+            let (mut reply, kept_in) = {
                 // Whatever panics — the decoding, a `Serialize`, the set
                 // itself — answers with an envelope that keeps what the
                 // call knows: a request is never left without a reply.
@@ -200,25 +200,26 @@ impl ToolSet {
                 };
                 match outcome {
                     Outcome::Ran(Ok(success)) => {
-                        (self.success(entry, success, &arguments, &state), false)
+                        (self.success(entry, success, &arguments, &state), None)
                     }
                     Outcome::Ran(Err(failure)) => {
-                        // An escalation a loop inside the tool kept already.
-                        let kept = (failure.envelope().escalation()).is_some_and(|e| e.kept);
-                        (self.failure(entry, failure), kept)
+                        // Where a loop inside the tool kept its escalation.
+                        let escalated = failure.envelope().escalation();
+                        let kept_in = escalated.and_then(|escalated| escalated.kept_in.clone());
+                        (self.failure(entry, failure), kept_in)
                     }
                     #[cfg(feature = "rmcp")]
                     Outcome::Stored(reply) => return Ok(reply),
                 }
             };
             #[cfg(feature = "tokio")]
-            if !kept_already && let Some(kept) = self.escalation_to_keep(&reply, &state) {
+            if let Some(kept) = self.escalation_to_keep(&reply, &state, kept_in.as_deref()) {
                 // Boxed: a rare way (a failure, and a store to keep it in),
                 // its record kept out of every call's future.
                 Box::pin(self.keep_escalation(kept, kept_for)).await;
             }
             #[cfg(not(feature = "tokio"))]
-            let _ = (kept_for, kept_already);
+            let _ = (kept_for, kept_in);
             #[cfg(feature = "rmcp")]
             {
                 let records = state.take_audit();

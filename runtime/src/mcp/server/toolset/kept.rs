@@ -106,13 +106,19 @@ impl ToolSet {
     /// declined (`HUMAN_DECLINED`: they decided; and it names them and
     /// their note, for the caller, not for everyone in the inbox) or whose
     /// approval expired (`APPROVAL_EXPIRED`: the expiry is kept as an
-    /// escalation once, for the approval's approvers, by the runner).
+    /// escalation once, for the approval's approvers, by the runner). Nor
+    /// one a loop inside the tool kept in this store already (`kept_in`,
+    /// that store's ledger): it is kept once.
     pub(super) fn escalation_to_keep(
         &self,
         reply: &ToolReply,
         state: &CallState,
+        kept_in: Option<&str>,
     ) -> Option<(&Arc<dyn Store>, EscalationRecord)> {
         let store = self.escalation_store()?;
+        if kept_in == Some(store.ledger()) {
+            return None;
+        }
         let structured = reply
             .structured_content
             .as_ref()

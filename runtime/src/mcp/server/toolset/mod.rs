@@ -16,9 +16,12 @@
 //! - `runner` (with `rmcp`): what every replica runs in the background —
 //!   approved calls, once; expiries; the tasks of a replica that stopped;
 //! - `recover` (with `rmcp`): the tasks of a stopped replica, taken over;
-//! - `unrun` (with `rmcp`): what the runner ends without running it.
+//! - `unrun` (with `rmcp`): what the runner ends without running it;
+//! - `claim` (with `rmcp`): the runner's claim of an approved call.
 
 mod asked;
+#[cfg(feature = "rmcp")]
+mod claim;
 #[cfg(feature = "rmcp")]
 mod decide;
 mod dispatch;

@@ -264,7 +264,7 @@ impl ToolSet {
         {
             return Ok(0);
         }
-        let lease = now.saturating_add(held::ms(LEASE));
+        let lease = super::claim::claims_own(now.saturating_add(held::ms(LEASE)));
         // The claim takes the call from where it was read, and from nowhere
         // else: read as approved, only an approved call is claimed (no lease
         // ran out before the first instant). Otherwise a read gone stale —
@@ -275,7 +275,8 @@ impl ToolSet {
         let claim = store
             .claim_approval(id, holder, ran_out_before, lease)
             .await;
-        let Some(claimed) = taken_by_claim(store, id, holder, lease, claim).await? else {
+        let Some(claimed) = super::claim::taken_by_claim(store, id, holder, lease, claim).await?
+        else {
             return Ok(0);
         };
         let (reply, ran) = match abandoned {
@@ -464,33 +465,5 @@ impl ToolSet {
                 let _ = tokio::time::timeout(POLL, approving.wake.notified()).await;
             }
         });
-    }
-}
-
-/// What a claim of the approved call `id` took: `claim`'s answer — or,
-/// when the store failed to answer (an error, or none in time) after it may
-/// have kept the claim, the approval read back, if it is this claim's
-/// (running, held by `holder` under `lease`): run now, rather than left
-/// for its lease to lapse and then ended unrun as one whose runner died.
-async fn taken_by_claim(
-    store: &dyn Store,
-    id: &str,
-    holder: &str,
-    lease: i64,
-    claim: Result<Option<ApprovalRecord>, StoreError>,
-) -> Result<Option<ApprovalRecord>, StoreError> {
-    let Err(error) = claim else {
-        return claim;
-    };
-    match store.approval(id).await {
-        Ok(Some(read))
-            if read.state == ApprovalState::Running
-                && read.holder.as_deref() == Some(holder)
-                && read.lease_until_ms == lease =>
-        {
-            tracing::warn!(%error, ticket = %id, "claiming an approved call: the store failed, but kept the claim; it runs");
-            Ok(Some(read))
-        }
-        _ => Err(error),
     }
 }
