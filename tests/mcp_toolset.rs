@@ -1339,6 +1339,34 @@ async fn kept_stock(sku: String) -> Result<u32, ErrorEnvelope> {
     Ok(outcome.into_result()?)
 }
 
+/// As [`kept_stock`], inside a loop of its own that keeps what it
+/// escalates in the same store: loops in loops.
+#[cfg(feature = "rmcp")]
+#[tool(read_only)]
+async fn nested_stock(sku: String) -> Result<u32, ErrorEnvelope> {
+    let store = KEPT_IN.lock().unwrap().clone().expect("set by the test");
+    let outcome = RetryPolicy::default()
+        .constant(Duration::from_millis(10))
+        .keep_escalations(Arc::clone(&store))
+        .retry(|| {
+            let (sku, store) = (sku.clone(), Arc::clone(&store));
+            async move {
+                let inner = RetryPolicy::default()
+                    .constant(Duration::from_millis(10))
+                    .keep_escalations(store)
+                    .retry(|| async {
+                        Err::<u32, _>(ErrorEnvelope::transient(format!(
+                            "inventory down for {sku}"
+                        )))
+                    })
+                    .await;
+                Ok::<u32, ErrorEnvelope>(inner.into_result()?)
+            }
+        })
+        .await;
+    Ok(outcome.into_result()?)
+}
+
 /// An escalation a tool's own loop kept in the tool set's store is kept
 /// there once — one failure, one entry in the inbox; one it kept in
 /// another store is kept in the tool set's too, as the set's own, with
@@ -1351,7 +1379,7 @@ async fn an_escalation_a_tools_own_loop_kept_is_not_kept_again() {
     use tool_envelope::store::{EscalationState, MemoryStore, Store};
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let elsewhere: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    let tools = (ToolSet::new().tool::<kept_stock>())
+    let tools = (ToolSet::new().tool::<kept_stock>().tool::<nested_stock>())
         .server_info("shop", "1")
         .store(Arc::clone(&store));
     let open = |store: &Arc<dyn Store>| {
@@ -1386,4 +1414,18 @@ async fn an_escalation_a_tools_own_loop_kept_is_not_kept_again() {
     assert_eq!(by_the_set[0].caller.as_deref(), Some("alice"));
     assert_eq!(by_the_set[0].service.as_deref(), Some("shop"));
     assert_eq!(open(&elsewhere).await.len(), 1);
+    // Loops in loops, each keeping in the set's store: kept once.
+    *KEPT_IN.lock().unwrap() = Some(Arc::clone(&store));
+    let context = ToolContext::detached().with_caller(Caller::new("alice", ["stock"]));
+    let arguments = json!({"sku": "SKU-4"});
+    let result = tools
+        .call_with("nested_stock", arguments, context)
+        .await
+        .unwrap();
+    assert!(result.is_error);
+    let kept = open(&store).await;
+    let nested = kept
+        .iter()
+        .filter(|record| record.envelope.to_string().contains("SKU-4"));
+    assert_eq!(nested.count(), 1, "{kept:?}");
 }

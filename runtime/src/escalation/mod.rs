@@ -101,11 +101,13 @@ impl Escalation {
         elapsed: Duration,
     ) -> Self {
         // The ticket of a call that waits for an approver travels up with
-        // it, whoever escalates it next.
+        // it, whoever escalates it next; and where a loop below kept it, so
+        // that it is not kept there again.
         let ticket = envelope
             .escalation()
             .and_then(|escalated| escalated.ticket.clone())
             .map(Box::new);
+        let kept_in = (envelope.escalation()).and_then(|escalated| escalated.kept_in.clone());
         Escalation {
             reason,
             envelope,
@@ -115,7 +117,7 @@ impl Escalation {
             ticket,
             kept: false,
             kept_as: None,
-            kept_in: None,
+            kept_in,
         }
     }
 

@@ -14,7 +14,9 @@ use crate::store::{EscalationRecord, Store};
 /// kept it and answered with an error — its connection lost after the
 /// commit — is asked again by whoever keeps it next, and keeps no second.
 pub(crate) async fn keep(store: &dyn Store, escalation: &mut Escalation, caller: Option<&str>) {
-    if escalation.kept {
+    // Kept on its way up already: by this loop, or by a loop below in
+    // this store.
+    if escalation.kept || escalation.kept_in.as_deref() == Some(store.ledger()) {
         return;
     }
     let envelope = serde_json::to_value(shown(escalation)).unwrap_or_default();

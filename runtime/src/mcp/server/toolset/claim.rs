@@ -3,9 +3,10 @@
 
 use crate::store::{ApprovalRecord, ApprovalState, Store, StoreError};
 
-/// `lease`, or the first instant after it no claim of this process was
-/// given: every claim's lease is its own, so that the holder and the lease
-/// name one claim, even two passes' of one tool set in one millisecond.
+/// `lease`, or the first instant after it no claim or renewal of this
+/// process was given: every lease is its own, so that the holder and the
+/// lease name one claim, even two passes' of one tool set in one
+/// millisecond.
 pub(super) fn claims_own(lease: i64) -> i64 {
     use std::sync::atomic::{AtomicI64, Ordering};
     static LAST: AtomicI64 = AtomicI64::new(i64::MIN);

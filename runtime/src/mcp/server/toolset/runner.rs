@@ -316,7 +316,8 @@ impl ToolSet {
     ) -> crate::mcp::reply::ToolReply {
         let holder = self.holder();
         let renew = move || async move {
-            let lease = now_ms().saturating_add(held::ms(LEASE));
+            // Its own, as a claim's is: no other pass's claim reads as it.
+            let lease = super::claim::claims_own(now_ms().saturating_add(held::ms(LEASE)));
             match store.renew_approval(&approval.id, holder, lease).await {
                 Ok(true) => {}
                 Ok(false) => tracing::warn!(

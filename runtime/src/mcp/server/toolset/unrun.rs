@@ -35,7 +35,7 @@ impl ToolSet {
     ) -> Result<usize, StoreError> {
         let holder = self.holder();
         let now = now_ms();
-        let lease = now.saturating_add(held::ms(LEASE));
+        let lease = super::claim::claims_own(now.saturating_add(held::ms(LEASE)));
         // Approved first; then running, its lease run out: a replica that
         // stopped was running it, and it may have taken effect. Either way
         // it does not run here, so it cannot run twice.
