@@ -1046,6 +1046,18 @@ async fn an_approval_kept_without_an_answer_is_found_by_the_call_made_again() {
     assert_eq!(times("T-lost"), 0);
 }
 
+/// Calls `capped_refund` with `arguments`, over the cap, and approves the
+/// ticket it waits for.
+async fn approved(tools: &ToolSet, arguments: &Value) {
+    let reply = (tools.call_with("capped_refund", arguments.clone(), ToolContext::detached()))
+        .await
+        .unwrap();
+    let waiting = reply.structured_content.unwrap();
+    let ticket = waiting["escalation"]["ticket"]["id"].as_str().unwrap();
+    let approver = tool_envelope::guard::Caller::new("carol", ["refunds:approve"]);
+    tools.decide(ticket, &approver, true, "ok").await.unwrap();
+}
+
 /// A claim of an approved call the store kept and did not answer (its
 /// connection lost after the commit, or no answer in time): the runner
 /// reads the approval back, finds the claim its own, and runs the call
@@ -1058,16 +1070,7 @@ async fn an_approved_calls_claim_kept_without_an_answer_is_run_by_its_claimant()
     let shared: Arc<dyn Store> = slow.clone();
     let tools = capped(Arc::clone(&shared));
     let arguments = json!({"order": "T-claimed", "amount": 650});
-    let reply = (tools.call_with("capped_refund", arguments.clone(), ToolContext::detached()))
-        .await
-        .unwrap();
-    let waiting = reply.structured_content.unwrap();
-    let ticket = waiting["escalation"]["ticket"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let approver = tool_envelope::guard::Caller::new("carol", ["refunds:approve"]);
-    tools.decide(&ticket, &approver, true, "ok").await.unwrap();
+    approved(&tools, &arguments).await;
     slow.claims_unanswered.store(true, Ordering::SeqCst);
     assert_eq!(
         tools.run_approved().await.unwrap(),
@@ -1095,16 +1098,7 @@ async fn two_passes_whose_claims_go_unanswered_run_the_call_once() {
     let shared: Arc<dyn Store> = slow.clone();
     let tools = capped(Arc::clone(&shared));
     let arguments = json!({"order": "T-twice", "amount": 655});
-    let reply = (tools.call_with("capped_refund", arguments, ToolContext::detached()))
-        .await
-        .unwrap();
-    let waiting = reply.structured_content.unwrap();
-    let ticket = waiting["escalation"]["ticket"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let approver = tool_envelope::guard::Caller::new("carol", ["refunds:approve"]);
-    tools.decide(&ticket, &approver, true, "ok").await.unwrap();
+    approved(&tools, &arguments).await;
     slow.claims_unanswered.store(true, Ordering::SeqCst);
     slow.claims_meeting.store(true, Ordering::SeqCst);
     // In step: both read the call approved, both claim it, and both read
