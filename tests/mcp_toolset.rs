@@ -1322,11 +1322,13 @@ async fn a_tools_own_escalation_is_sent_escalated_and_not_retried_around() {
 static KEPT_IN: std::sync::Mutex<Option<Arc<dyn tool_envelope::store::Store>>> =
     std::sync::Mutex::new(None);
 
-/// As [`stock`], its loop keeping what it escalates in [`KEPT_IN`].
+/// A loop reading `sku`'s stock from an inventory that is down, keeping
+/// what it escalates in `store`; `?` returns its escalation.
 #[cfg(feature = "rmcp")]
-#[tool(read_only)]
-async fn kept_stock(sku: String) -> Result<u32, ErrorEnvelope> {
-    let store = KEPT_IN.lock().unwrap().clone().expect("set by the test");
+async fn kept_loop(
+    sku: &str,
+    store: Arc<dyn tool_envelope::store::Store>,
+) -> Result<u32, ErrorEnvelope> {
     let outcome = RetryPolicy::default()
         .constant(Duration::from_millis(10))
         .keep_escalations(store)
@@ -1339,6 +1341,14 @@ async fn kept_stock(sku: String) -> Result<u32, ErrorEnvelope> {
     Ok(outcome.into_result()?)
 }
 
+/// As [`stock`], its loop keeping what it escalates in [`KEPT_IN`].
+#[cfg(feature = "rmcp")]
+#[tool(read_only)]
+async fn kept_stock(sku: String) -> Result<u32, ErrorEnvelope> {
+    let store = KEPT_IN.lock().unwrap().clone().expect("set by the test");
+    kept_loop(&sku, store).await
+}
+
 /// As [`kept_stock`], inside a loop of its own that keeps what it
 /// escalates in the same store: loops in loops.
 #[cfg(feature = "rmcp")]
@@ -1348,21 +1358,7 @@ async fn nested_stock(sku: String) -> Result<u32, ErrorEnvelope> {
     let outcome = RetryPolicy::default()
         .constant(Duration::from_millis(10))
         .keep_escalations(Arc::clone(&store))
-        .retry(|| {
-            let (sku, store) = (sku.clone(), Arc::clone(&store));
-            async move {
-                let inner = RetryPolicy::default()
-                    .constant(Duration::from_millis(10))
-                    .keep_escalations(store)
-                    .retry(|| async {
-                        Err::<u32, _>(ErrorEnvelope::transient(format!(
-                            "inventory down for {sku}"
-                        )))
-                    })
-                    .await;
-                Ok::<u32, ErrorEnvelope>(inner.into_result()?)
-            }
-        })
+        .retry(|| kept_loop(&sku, Arc::clone(&store)))
         .await;
     Ok(outcome.into_result()?)
 }
